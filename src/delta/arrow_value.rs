@@ -1,0 +1,183 @@
+//! One Arrow value as JSON, the way deltabus prints rows and reads checkpoint structs.
+//!
+//! Nulls inside structs are omitted (as Spark's `to_json`), maps with string keys become
+//! objects (other maps become `[{"key":..,"value":..}]`), binary becomes lowercase hex,
+//! timestamps become ISO-8601 with microseconds (`Z` for UTC, none for timestamp_ntz), dates
+//! `YYYY-MM-DD`, decimals exact numbers when they fit a double's 15 digits and strings beyond.
+
+use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::datatypes::{DataType, Int16Type, Int32Type, Int64Type, Int8Type, TimeUnit, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
+use serde_json::{Map, Number, Value};
+
+/// Converts row `i` of `array` to JSON (`Value::Null` when null).
+pub fn value_at(array: &dyn Array, i: usize) -> Value {
+    if array.is_null(i) {
+        return Value::Null;
+    }
+    macro_rules! num {
+        ($t:ty) => {
+            Value::from(array.as_primitive::<$t>().value(i))
+        };
+    }
+    match array.data_type() {
+        DataType::Boolean => Value::Bool(array.as_boolean().value(i)),
+        DataType::Int8 => num!(Int8Type),
+        DataType::Int16 => num!(Int16Type),
+        DataType::Int32 => num!(Int32Type),
+        DataType::Int64 => num!(Int64Type),
+        DataType::UInt8 => num!(UInt8Type),
+        DataType::UInt16 => num!(UInt16Type),
+        DataType::UInt32 => num!(UInt32Type),
+        DataType::UInt64 => num!(UInt64Type),
+        DataType::Float32 => float(f64::from(array.as_primitive::<arrow::datatypes::Float32Type>().value(i)), true),
+        DataType::Float64 => float(array.as_primitive::<arrow::datatypes::Float64Type>().value(i), false),
+        DataType::Utf8 => Value::String(array.as_string::<i32>().value(i).to_string()),
+        DataType::LargeUtf8 => Value::String(array.as_string::<i64>().value(i).to_string()),
+        DataType::Utf8View => Value::String(array.as_string_view().value(i).to_string()),
+        DataType::Binary => Value::String(hex::encode(array.as_binary::<i32>().value(i))),
+        DataType::LargeBinary => Value::String(hex::encode(array.as_binary::<i64>().value(i))),
+        DataType::BinaryView => Value::String(hex::encode(array.as_binary_view().value(i))),
+        DataType::FixedSizeBinary(_) => Value::String(hex::encode(array.as_fixed_size_binary().value(i))),
+        DataType::Date32 => {
+            let days = array.as_primitive::<arrow::datatypes::Date32Type>().value(i);
+            chrono::DateTime::from_timestamp(i64::from(days) * 86_400, 0)
+                .map_or(Value::from(days), |d| Value::String(d.format("%Y-%m-%d").to_string()))
+        }
+        DataType::Timestamp(unit, tz) => {
+            let raw = array.as_primitive::<Int64Type>().value(i);
+            let micros = match unit {
+                TimeUnit::Second => raw.saturating_mul(1_000_000),
+                TimeUnit::Millisecond => raw.saturating_mul(1000),
+                TimeUnit::Microsecond => raw,
+                TimeUnit::Nanosecond => raw.div_euclid(1000),
+            };
+            format_timestamp(micros, tz.is_some())
+        }
+        DataType::Decimal128(precision, scale) => {
+            let v = array.as_primitive::<arrow::datatypes::Decimal128Type>().value(i);
+            decimal(v, *precision, *scale)
+        }
+        DataType::Struct(_) => {
+            let s = array.as_struct();
+            let mut obj = Map::new();
+            for (field, col) in s.fields().iter().zip(s.columns()) {
+                let v = value_at(col.as_ref(), i);
+                if !v.is_null() {
+                    obj.insert(field.name().clone(), v);
+                }
+            }
+            Value::Object(obj)
+        }
+        DataType::List(_) => list(&array.as_list::<i32>().value(i)),
+        DataType::LargeList(_) => list(&array.as_list::<i64>().value(i)),
+        DataType::Map(_, _) => {
+            let entries = array.as_map().value(i);
+            let (keys, values) = (entries.column(0), entries.column(1));
+            if matches!(keys.data_type(), DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
+                let mut obj = Map::new();
+                for j in 0..entries.len() {
+                    if let Value::String(k) = value_at(keys.as_ref(), j) {
+                        obj.insert(k, value_at(values.as_ref(), j));
+                    }
+                }
+                Value::Object(obj)
+            } else {
+                Value::Array(
+                    (0..entries.len())
+                        .map(|j| {
+                            let mut e = Map::new();
+                            e.insert("key".into(), value_at(keys.as_ref(), j));
+                            let v = value_at(values.as_ref(), j);
+                            if !v.is_null() {
+                                e.insert("value".into(), v);
+                            }
+                            Value::Object(e)
+                        })
+                        .collect(),
+                )
+            }
+        }
+        DataType::Dictionary(_, _) => match arrow::compute::cast(&array.slice(i, 1), &array.data_type().clone().dictionary_value_type()) {
+            Ok(plain) => value_at(plain.as_ref(), 0),
+            Err(_) => Value::Null,
+        },
+        DataType::Null => Value::Null,
+        other => Value::String(format!("<unsupported type {other}>")),
+    }
+}
+
+trait DictValue {
+    fn dictionary_value_type(self) -> DataType;
+}
+
+impl DictValue for DataType {
+    fn dictionary_value_type(self) -> DataType {
+        match self {
+            DataType::Dictionary(_, v) => *v,
+            other => other,
+        }
+    }
+}
+
+fn list(values: &ArrayRef) -> Value {
+    Value::Array((0..values.len()).map(|j| value_at(values.as_ref(), j)).collect())
+}
+
+fn float(v: f64, single: bool) -> Value {
+    if !v.is_finite() {
+        return Value::String(if v.is_nan() { "NaN".into() } else if v > 0.0 { "Infinity".into() } else { "-Infinity".into() });
+    }
+    // Print a float32 with its own shortest representation, not the widened double's.
+    let v = if single { format!("{}", v as f32).parse().unwrap_or(v) } else { v };
+    Number::from_f64(v).map_or(Value::Null, Value::Number)
+}
+
+/// Formats microseconds since the epoch as ISO-8601 (`Z` when `utc`).
+pub fn format_timestamp(micros: i64, utc: bool) -> Value {
+    let secs = micros.div_euclid(1_000_000);
+    let nanos = (micros.rem_euclid(1_000_000) * 1000) as u32;
+    match chrono::DateTime::from_timestamp(secs, nanos) {
+        Some(dt) => {
+            let text = dt.naive_utc().format("%Y-%m-%dT%H:%M:%S%.6f").to_string();
+            Value::String(if utc { text + "Z" } else { text })
+        }
+        None => Value::from(micros),
+    }
+}
+
+/// Formats an unscaled decimal.
+pub fn decimal_string(v: i128, scale: i8) -> String {
+    if scale <= 0 {
+        return (v * 10i128.pow(u32::from(scale.unsigned_abs()))).to_string();
+    }
+    let neg = v < 0;
+    let digits = v.unsigned_abs().to_string();
+    let scale = scale as usize;
+    let padded = if digits.len() <= scale { format!("{}{}", "0".repeat(scale + 1 - digits.len()), digits) } else { digits };
+    let (int, frac) = padded.split_at(padded.len() - scale);
+    format!("{}{int}.{frac}", if neg { "-" } else { "" })
+}
+
+fn decimal(v: i128, precision: u8, scale: i8) -> Value {
+    let text = decimal_string(v, scale);
+    if precision <= 15 {
+        if let Ok(n) = serde_json::from_str::<Number>(&text) {
+            return Value::Number(n);
+        }
+    }
+    Value::String(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_and_timestamps() {
+        assert_eq!(decimal_string(12345, 2), "123.45");
+        assert_eq!(decimal_string(-5, 3), "-0.005");
+        assert_eq!(decimal_string(7, 0), "7");
+        assert_eq!(format_timestamp(1_500_000, true), Value::String("1970-01-01T00:00:01.500000Z".into()));
+        assert_eq!(format_timestamp(-1, false), Value::String("1969-12-31T23:59:59.999999".into()));
+    }
+}

@@ -1,0 +1,33 @@
+//! The Delta protocol core: synchronous and free of I/O.
+//!
+//! Everything here works on bytes, listings and Arrow batches that the storage shell has
+//! already fetched, so each rule of the protocol is a plain function that unit tests can call.
+//!
+//! - [`actions`]: every action with its exact fields; commit-file parsing.
+//! - [`schema`], [`arrow_schema`]: the schema language and its Arrow mapping.
+//! - [`properties`]: typed table properties with Spark's defaults.
+//! - [`features`]: protocol validation and the reader-feature check.
+//! - [`log_segment`]: `_delta_log` names and the files a version needs.
+//! - [`last_checkpoint`]: the `_last_checkpoint` hint and its checksum.
+//! - [`replay`], [`snapshot`]: reconciling actions into table state.
+//! - [`checkpoint_read`]: checkpoint Parquet rows to actions.
+//! - [`dv`], [`z85`]: deletion vectors.
+//! - [`paths`]: path containment for paths read from a log.
+//! - [`scan`]: data-file batches to logical rows.
+//! - [`arrow_value`]: Arrow values as JSON.
+
+pub mod actions;
+pub mod arrow_schema;
+pub mod arrow_value;
+pub mod checkpoint_read;
+pub mod dv;
+pub mod features;
+pub mod last_checkpoint;
+pub mod log_segment;
+pub mod paths;
+pub mod properties;
+pub mod replay;
+pub mod scan;
+pub mod schema;
+pub mod snapshot;
+pub mod z85;

@@ -1,0 +1,140 @@
+//! Typed table properties (`metaData.configuration`), with Spark's defaults.
+//!
+//! Unknown keys are kept verbatim in the metadata; this view only reads the ones deltabus acts
+//! on. A value that does not parse falls back to the default rather than failing a read:
+//! readers must not refuse a table over a property they merely consult.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use super::schema::ColumnMappingMode;
+
+const DAY: u64 = 24 * 3600;
+
+/// The table properties deltabus consults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableProperties {
+    pub append_only: bool,
+    pub enable_change_data_feed: bool,
+    pub enable_deletion_vectors: bool,
+    pub enable_in_commit_timestamps: bool,
+    pub enable_row_tracking: bool,
+    pub column_mapping_mode: ColumnMappingMode,
+    pub checkpoint_interval: u64,
+    pub checkpoint_policy_v2: bool,
+    pub data_skipping_num_indexed_cols: i64,
+    pub data_skipping_stats_columns: Option<Vec<String>>,
+    pub data_skipping_string_prefix_length: usize,
+    pub log_retention: Duration,
+    pub deleted_file_retention: Duration,
+    pub set_transaction_retention: Option<Duration>,
+    pub target_file_size: Option<u64>,
+    pub compression_codec: Option<String>,
+}
+
+impl TableProperties {
+    /// Reads properties from a `configuration` map.
+    pub fn from_config(config: &HashMap<String, String>) -> Self {
+        let get = |k: &str| config.get(k).map(|s| s.trim());
+        let flag = |k: &str| get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let column_mapping_mode = match get("delta.columnMapping.mode").map(str::to_ascii_lowercase).as_deref() {
+            Some("name") => ColumnMappingMode::Name,
+            Some("id") => ColumnMappingMode::Id,
+            _ => ColumnMappingMode::None,
+        };
+        TableProperties {
+            append_only: flag("delta.appendOnly"),
+            enable_change_data_feed: flag("delta.enableChangeDataFeed") || flag("delta.enableChangeDataCapture"),
+            enable_deletion_vectors: flag("delta.enableDeletionVectors"),
+            enable_in_commit_timestamps: flag("delta.enableInCommitTimestamps"),
+            enable_row_tracking: flag("delta.enableRowTracking"),
+            column_mapping_mode,
+            checkpoint_interval: get("delta.checkpointInterval").and_then(|v| v.parse().ok()).filter(|&v| v > 0).unwrap_or(10),
+            checkpoint_policy_v2: get("delta.checkpointPolicy").is_some_and(|v| v.eq_ignore_ascii_case("v2")),
+            data_skipping_num_indexed_cols: get("delta.dataSkippingNumIndexedCols").and_then(|v| v.parse().ok()).unwrap_or(32),
+            data_skipping_stats_columns: get("delta.dataSkippingStatsColumns")
+                .map(|v| v.split(',').map(|c| c.trim().trim_matches('`').to_string()).filter(|c| !c.is_empty()).collect()),
+            data_skipping_string_prefix_length: get("delta.dataSkippingStringPrefixLength")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(32),
+            log_retention: get("delta.logRetentionDuration").and_then(parse_interval).unwrap_or(Duration::from_secs(30 * DAY)),
+            deleted_file_retention: get("delta.deletedFileRetentionDuration")
+                .and_then(parse_interval)
+                .unwrap_or(Duration::from_secs(7 * DAY)),
+            set_transaction_retention: get("delta.setTransactionRetentionDuration").and_then(parse_interval),
+            target_file_size: get("delta.targetFileSize").and_then(parse_size),
+            compression_codec: get("delta.parquet.compression.codec").map(str::to_ascii_lowercase),
+        }
+    }
+}
+
+/// Parses Spark's interval strings: `interval 1 week`, `30 days`, `interval 2 hours 30 minutes`.
+pub fn parse_interval(s: &str) -> Option<Duration> {
+    let s = s.trim().to_ascii_lowercase();
+    let s = s.strip_prefix("interval").unwrap_or(&s);
+    let mut words = s.split_whitespace();
+    let mut total = 0u64;
+    let mut any = false;
+    while let Some(num) = words.next() {
+        let n: u64 = num.parse().ok()?;
+        let unit = words.next()?;
+        let unit = unit.strip_suffix('s').unwrap_or(unit);
+        let millis = match unit {
+            "millisecond" | "milli" | "ms" => 1,
+            "second" | "sec" => 1000,
+            "minute" | "min" => 60_000,
+            "hour" => 3_600_000,
+            "day" => 86_400_000,
+            "week" => 7 * 86_400_000,
+            "microsecond" => return Some(Duration::from_micros(n)),
+            _ => return None,
+        };
+        total = total.checked_add(n.checked_mul(millis)?)?;
+        any = true;
+    }
+    any.then(|| Duration::from_millis(total))
+}
+
+/// Parses a byte size: plain bytes or with a `kb`/`mb`/`gb` suffix.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let lower = s.trim().to_ascii_lowercase();
+    let (num, mult) = [("gb", 1u64 << 30), ("mb", 1 << 20), ("kb", 1 << 10), ("b", 1)]
+        .iter()
+        .find_map(|(suffix, m)| lower.strip_suffix(suffix).map(|n| (n.trim().to_string(), *m)))
+        .unwrap_or((lower.clone(), 1));
+    num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("interval 1 week"), Some(Duration::from_secs(7 * DAY)));
+        assert_eq!(parse_interval("interval 30 days"), Some(Duration::from_secs(30 * DAY)));
+        assert_eq!(parse_interval("2 hours 30 minutes"), Some(Duration::from_secs(9000)));
+        assert_eq!(parse_interval("soon"), None);
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let p = TableProperties::from_config(&HashMap::new());
+        assert_eq!(p.checkpoint_interval, 10);
+        assert_eq!(p.data_skipping_num_indexed_cols, 32);
+        let cfg: HashMap<String, String> = [
+            ("delta.checkpointInterval", "5"),
+            ("delta.columnMapping.mode", "name"),
+            ("delta.enableChangeDataCapture", "true"),
+            ("delta.targetFileSize", "64mb"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let p = TableProperties::from_config(&cfg);
+        assert_eq!(p.checkpoint_interval, 5);
+        assert_eq!(p.column_mapping_mode, ColumnMappingMode::Name);
+        assert!(p.enable_change_data_feed);
+        assert_eq!(p.target_file_size, Some(64 << 20));
+    }
+}

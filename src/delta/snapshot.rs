@@ -1,0 +1,113 @@
+//! A validated snapshot: the state of a table at one version, checked for protocol support.
+//!
+//! Built from replayed [`TableState`]; holds the live files sorted by path, unexpired
+//! tombstones, txn versions (after `delta.setTransactionRetentionDuration`), domains, the
+//! parsed schema and typed properties.
+
+use std::collections::HashMap;
+
+use super::actions::{Add, DomainMetadata, Metadata, Protocol, Remove, Txn};
+use super::features::check_readable;
+use super::properties::TableProperties;
+use super::replay::TableState;
+use super::schema::{ColumnMappingMode, StructType};
+use crate::error::{Error, Result};
+
+/// The table at one version.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub version: u64,
+    pub protocol: Protocol,
+    pub metadata: Metadata,
+    pub schema: StructType,
+    pub properties: TableProperties,
+    /// The checkpoint the snapshot was loaded from, if any.
+    pub checkpoint_version: Option<u64>,
+    state: TableState,
+    now_ms: i64,
+}
+
+impl Snapshot {
+    /// Validates replayed state. `now_ms` is the clock reading used for retention rules.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLog`] when protocol, metadata or schema are missing or malformed;
+    /// [`Error::Unsupported`] when the protocol needs a feature deltabus cannot read.
+    pub fn new(state: TableState, checkpoint_version: Option<u64>, now_ms: i64) -> Result<Snapshot> {
+        let version = state.version.ok_or_else(|| Error::Internal("snapshot of an empty state".into()))?;
+        let protocol = state
+            .protocol
+            .clone()
+            .ok_or_else(|| Error::invalid_log("_delta_log", format!("no protocol action found up to version {version}")))?;
+        check_readable(&protocol)?;
+        let metadata = state
+            .metadata
+            .clone()
+            .ok_or_else(|| Error::invalid_log("_delta_log", format!("no metaData action found up to version {version}")))?;
+        if !metadata.format.provider.eq_ignore_ascii_case("parquet") {
+            return Err(Error::unsupported(format!("data format {:?} (only parquet)", metadata.format.provider)));
+        }
+        let schema = StructType::parse(&metadata.schema_string)?;
+        for p in &metadata.partition_columns {
+            if schema.field(p).is_none() {
+                return Err(Error::invalid_log("metaData", format!("partition column {p:?} is not in the schema")));
+            }
+        }
+        let properties = TableProperties::from_config(&metadata.configuration);
+        Ok(Snapshot { version, protocol, metadata, schema, properties, checkpoint_version, state, now_ms })
+    }
+
+    /// The live files, sorted by path.
+    pub fn files(&self) -> Vec<&Add> {
+        let mut files: Vec<&Add> = self.state.files.values().collect();
+        files.sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.deletion_vector.is_some().cmp(&b.deletion_vector.is_some())));
+        files
+    }
+
+    /// Number of live files.
+    pub fn file_count(&self) -> usize {
+        self.state.files.len()
+    }
+
+    /// Sum of live file sizes in bytes.
+    pub fn total_bytes(&self) -> i64 {
+        self.state.files.values().map(|a| a.size).sum()
+    }
+
+    /// Tombstones not yet expired by `delta.deletedFileRetentionDuration`.
+    pub fn tombstones(&self) -> Vec<&Remove> {
+        let cutoff = self.now_ms - self.properties.deleted_file_retention.as_millis() as i64;
+        self.state.tombstones.values().filter(|r| r.deletion_timestamp.unwrap_or(0) > cutoff).collect()
+    }
+
+    /// Transaction versions per appId, honouring `delta.setTransactionRetentionDuration`.
+    pub fn txns(&self) -> HashMap<&str, &Txn> {
+        let cutoff = self.properties.set_transaction_retention.map(|d| self.now_ms - d.as_millis() as i64);
+        self.state
+            .txns
+            .iter()
+            .filter(|(_, t)| cutoff.is_none_or(|c| t.last_updated.is_some_and(|lu| lu > c)))
+            .map(|(k, t)| (k.as_str(), t))
+            .collect()
+    }
+
+    /// The txn version recorded for an appId.
+    pub fn txn_version(&self, app_id: &str) -> Option<i64> {
+        self.txns().get(app_id).map(|t| t.version)
+    }
+
+    /// Live domain metadata.
+    pub fn domains(&self) -> &HashMap<String, DomainMetadata> {
+        &self.state.domains
+    }
+
+    /// The column-mapping mode.
+    pub fn column_mapping(&self) -> ColumnMappingMode {
+        self.properties.column_mapping_mode
+    }
+
+    /// The replayed state, for incremental updates by a tailer.
+    pub fn state(&self) -> &TableState {
+        &self.state
+    }
+}

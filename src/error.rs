@@ -1,0 +1,122 @@
+//! The one public error type of deltabus.
+//!
+//! Every fallible public function returns [`Result`]. Variants carry structured fields (path,
+//! version, feature) so callers can react without parsing messages, and [`Error::kind`]
+//! classifies each error as the user's input, an external system, or a bug of ours.
+//! A commit conflict is *not* an error: the committer returns it as an outcome value.
+
+use std::fmt;
+
+/// Result alias used across the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Who has to act on an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Bad input: a malformed or hostile table, a wrong argument, an invalid config.
+    User,
+    /// An external system failed: storage, network, broker.
+    External,
+    /// An invariant of deltabus itself did not hold.
+    Internal,
+}
+
+/// Everything that can go wrong in deltabus.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No `_delta_log` with any commit or checkpoint at the location.
+    #[error("no Delta table at {location}: no commit or checkpoint found in _delta_log")]
+    NotATable { location: String },
+
+    /// A version that was asked for, or that replay needs, is not in the log.
+    #[error("version {version} of the table is missing from the log: {reason}")]
+    MissingVersion { version: u64, reason: String },
+
+    /// The log breaks the Delta protocol (bad JSON, missing required fields, invalid actions).
+    #[error("invalid Delta log at {path}: {message}")]
+    InvalidLog { path: String, message: String },
+
+    /// The table uses a protocol version or feature that deltabus does not implement.
+    #[error("unsupported table protocol: {message}")]
+    Unsupported { message: String },
+
+    /// A path in the log resolves outside the table root, or cannot be used.
+    #[error("refused path {path:?} from the log: {reason}")]
+    PathRefused { path: String, reason: String },
+
+    /// A deletion vector could not be decoded or does not match its descriptor.
+    #[error("invalid deletion vector {id}: {reason}")]
+    DeletionVector { id: String, reason: String },
+
+    /// A data file could not be read or converted to the table schema.
+    #[error("cannot read data file {path}: {message}")]
+    DataFile { path: String, message: String },
+
+    /// The object store failed.
+    #[error("storage error at {path}: {source}")]
+    Storage {
+        path: String,
+        #[source]
+        source: object_store::Error,
+    },
+
+    /// A user-supplied argument or configuration value is invalid.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// Local I/O failed (stdout, local files outside the object store).
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+
+    /// A bug: an internal invariant was violated.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Classifies the error for exit codes, logs and retries.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Storage { .. } | Error::Io(_) => ErrorKind::External,
+            Error::Internal(_) => ErrorKind::Internal,
+            _ => ErrorKind::User,
+        }
+    }
+
+    /// Whether retrying the same operation may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Storage { source, .. } => !matches!(
+                source,
+                object_store::Error::NotFound { .. }
+                    | object_store::Error::InvalidPath { .. }
+                    | object_store::Error::NotSupported { .. }
+                    | object_store::Error::NotImplemented { .. }
+                    | object_store::Error::UnknownConfigurationKey { .. }
+            ),
+            Error::Io(_) => true,
+            _ => false,
+        }
+    }
+
+    pub(crate) fn invalid_log(path: impl fmt::Display, message: impl fmt::Display) -> Self {
+        Error::InvalidLog { path: path.to_string(), message: message.to_string() }
+    }
+
+    pub(crate) fn unsupported(message: impl fmt::Display) -> Self {
+        Error::Unsupported { message: message.to_string() }
+    }
+
+    pub(crate) fn storage(path: impl fmt::Display, source: object_store::Error) -> Self {
+        Error::Storage { path: path.to_string(), source }
+    }
+
+    pub(crate) fn data_file(path: impl fmt::Display, message: impl fmt::Display) -> Self {
+        Error::DataFile { path: path.to_string(), message: message.to_string() }
+    }
+
+    pub(crate) fn dv(id: impl fmt::Display, reason: impl fmt::Display) -> Self {
+        Error::DeletionVector { id: id.to_string(), reason: reason.to_string() }
+    }
+}

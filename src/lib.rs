@@ -1,0 +1,27 @@
+//! # deltabus
+//!
+//! Exactly-once streaming ingest into, and log tailing out of, Delta Lake tables.
+//!
+//! ```text
+//! source (kafka | delta-log tail) ──► batcher ──► parquet writer ──► committer ──► table
+//!                                                                        ▲
+//! compactor (dataChange=false rewrites) ─────────────────────────────────┘
+//! change feed (tail _delta_log from a version) ──► sinks (stdout | kafka | delta table)
+//!           all of them stand on: delta/ (protocol core)  +  storage/ (object_store shell)
+//! ```
+//!
+//! - [`delta`]: the protocol, synchronous and without I/O.
+//! - [`storage`]: the async shell over `object_store`: opening tables, reading the log and
+//!   data files.
+//! - [`cli`]: the `deltabus` command line.
+//! - [`error`]: the one error type.
+
+pub mod cli;
+pub mod delta;
+pub mod error;
+pub mod storage;
+
+pub use error::{Error, ErrorKind, Result};
+
+/// The engine name written into `commitInfo.engineInfo`.
+pub const ENGINE_INFO: &str = concat!("deltabus/", env!("CARGO_PKG_VERSION"));
