@@ -1,1 +1,5 @@
+//! The one integration-test binary. Fixtures are catalogued in `tests/README.md`.
 
+mod cli;
+mod common;
+mod conformance;

@@ -40,6 +40,10 @@ pub struct Metadata {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub format: Format,
+    /// Required by the protocol; an absent value parses as empty so that a superseded
+    /// `metaData` does not break replay, and [`Snapshot`](super::snapshot::Snapshot) refuses
+    /// a table whose current metadata has none.
+    #[serde(default)]
     pub schema_string: String,
     pub partition_columns: Vec<String>,
     #[serde(default, deserialize_with = "map_skip_null_values")]
@@ -343,8 +347,8 @@ mod tests {
     }
 
     #[test]
-    fn metadata_without_schema_is_invalid() {
-        let line = r#"{"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"partitionColumns":[],"configuration":{}}}"#;
+    fn metadata_without_id_is_invalid() {
+        let line = r#"{"metaData":{"format":{"provider":"parquet","options":{}},"schemaString":"{}","partitionColumns":[],"configuration":{}}}"#;
         assert!(matches!(parse_action_line(line, "0.json"), Err(Error::InvalidLog { .. })));
     }
 

@@ -44,12 +44,12 @@ pub fn value_at(array: &dyn Array, i: usize) -> Value {
                 .map_or(Value::from(days), |d| Value::String(d.format("%Y-%m-%d").to_string()))
         }
         DataType::Timestamp(unit, tz) => {
-            let raw = array.as_primitive::<Int64Type>().value(i);
+            use arrow::datatypes::{TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType};
             let micros = match unit {
-                TimeUnit::Second => raw.saturating_mul(1_000_000),
-                TimeUnit::Millisecond => raw.saturating_mul(1000),
-                TimeUnit::Microsecond => raw,
-                TimeUnit::Nanosecond => raw.div_euclid(1000),
+                TimeUnit::Second => array.as_primitive::<TimestampSecondType>().value(i).saturating_mul(1_000_000),
+                TimeUnit::Millisecond => array.as_primitive::<TimestampMillisecondType>().value(i).saturating_mul(1000),
+                TimeUnit::Microsecond => array.as_primitive::<TimestampMicrosecondType>().value(i),
+                TimeUnit::Nanosecond => array.as_primitive::<TimestampNanosecondType>().value(i).div_euclid(1000),
             };
             format_timestamp(micros, tz.is_some())
         }

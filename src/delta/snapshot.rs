@@ -47,6 +47,9 @@ impl Snapshot {
         if !metadata.format.provider.eq_ignore_ascii_case("parquet") {
             return Err(Error::unsupported(format!("data format {:?} (only parquet)", metadata.format.provider)));
         }
+        if metadata.schema_string.is_empty() {
+            return Err(Error::invalid_log("metaData", format!("the table metadata at version {version} has no schemaString")));
+        }
         let schema = StructType::parse(&metadata.schema_string)?;
         for p in &metadata.partition_columns {
             if schema.field(p).is_none() {

@@ -1,0 +1,97 @@
+//! Reading live rows: each data file's Parquet batches, converted to the logical schema with
+//! its deletion vector applied.
+
+use arrow::array::RecordBatch;
+use futures::StreamExt;
+// `ParquetObjectReader` is deprecated upstream in favour of hand-written `AsyncFileReader`s;
+// it remains correct and is the simplest reader over an `ObjectStore`.
+#[allow(deprecated)]
+use parquet::arrow::async_reader::ParquetObjectReader;
+use parquet::arrow::ParquetRecordBatchStreamBuilder;
+use object_store::ObjectStoreExt;
+use roaring::RoaringTreemap;
+
+use super::location::Table;
+use crate::delta::actions::Add;
+use crate::delta::dv::{decode_bitmap, decode_file_record, DvLocation};
+use crate::delta::scan::ScanPlan;
+use crate::delta::snapshot::Snapshot;
+use crate::error::{Error, Result};
+
+/// The logical rows of one data file.
+#[derive(Debug)]
+pub struct FileRows {
+    pub path: String,
+    pub batches: Vec<RecordBatch>,
+}
+
+impl Table {
+    /// The scan plan (logical schema, partitioning, column mapping) of a snapshot.
+    pub fn scan_plan(&self, snapshot: &Snapshot) -> ScanPlan {
+        ScanPlan::new(&snapshot.schema, &snapshot.metadata.partition_columns, snapshot.column_mapping())
+    }
+
+    /// Reads one live file's rows, DV applied.
+    ///
+    /// # Errors
+    /// [`Error::PathRefused`] for paths outside the table; [`Error::DataFile`] and
+    /// [`Error::DeletionVector`] for unreadable content; [`Error::Storage`] for I/O.
+    pub async fn read_file(&self, plan: &ScanPlan, add: &Add) -> Result<FileRows> {
+        let (path, rel) = self.data_path(&add.path)?;
+        let dv = match &add.deletion_vector {
+            Some(d) => Some(self.load_dv(d).await?),
+            None => None,
+        };
+        #[allow(deprecated)]
+        let mut reader = ParquetObjectReader::new(self.store.clone(), path.clone());
+        if let Ok(size) = u64::try_from(add.size) {
+            if size > 0 {
+                reader = reader.with_file_size(size);
+            }
+        }
+        let builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| Error::data_file(&rel, e))?;
+        let mut stream = builder.with_batch_size(8192).build().map_err(|e| Error::data_file(&rel, e))?;
+        let mut batches = Vec::new();
+        let mut first_row = 0u64;
+        while let Some(batch) = stream.next().await {
+            let batch = batch.map_err(|e| Error::data_file(&rel, e))?;
+            let n = batch.num_rows() as u64;
+            let out = plan.to_logical(&batch, &add.partition_values, dv.as_ref(), first_row, &rel)?;
+            first_row += n;
+            if out.num_rows() > 0 {
+                batches.push(out);
+            }
+        }
+        if let Some(bitmap) = &dv {
+            if bitmap.max().is_some_and(|m| m >= first_row) {
+                return Err(Error::dv(&rel, format!("deletes row {} of a file with {first_row} rows", bitmap.max().unwrap_or(0))));
+            }
+        }
+        Ok(FileRows { path: rel, batches })
+    }
+
+    /// Loads and decodes a deletion vector.
+    ///
+    /// # Errors
+    /// [`Error::DeletionVector`] for bad encodings or checksums; [`Error::PathRefused`] for a
+    /// DV path outside the table.
+    pub async fn load_dv(&self, d: &crate::delta::dv::DeletionVectorDescriptor) -> Result<RoaringTreemap> {
+        let id = d.unique_id();
+        let bitmap = match d.location()? {
+            DvLocation::Inline(bytes) => decode_bitmap(&bytes, &id)?,
+            DvLocation::Relative { path, offset } => self.read_dv_record(&path, offset, d.size()?, &id).await?,
+            DvLocation::Absolute { uri, offset } => self.read_dv_record(&uri, offset, d.size()?, &id).await?,
+        };
+        if bitmap.len() != d.cardinality as u64 {
+            return Err(Error::dv(&id, format!("cardinality {} but the bitmap holds {}", d.cardinality, bitmap.len())));
+        }
+        Ok(bitmap)
+    }
+
+    async fn read_dv_record(&self, raw_path: &str, offset: u64, size: usize, id: &str) -> Result<RoaringTreemap> {
+        let (path, rel) = self.data_path(raw_path)?;
+        let range = offset..offset + 8 + size as u64;
+        let bytes = self.store.get_range(&path, range).await.map_err(|e| Error::storage(&rel, e))?;
+        decode_file_record(&bytes, size, id)
+    }
+}

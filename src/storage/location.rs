@@ -1,0 +1,151 @@
+//! Table locations: a URL (or plain path) to an object store and a root inside it.
+//!
+//! Supported: `file://` and plain paths, `memory://`, `s3://` (also `s3a://`), `az://`,
+//! `abfs[s]://`, `adl://`, `azure://`, `gs://`. Credentials and endpoints come from the
+//! environment (`AWS_*`, `AZURE_*`, `GOOGLE_*`) and from explicit options, which win.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::{Path, PathPart};
+use object_store::ObjectStore;
+use url::Url;
+
+use crate::delta::paths::resolve_in_table;
+use crate::error::{Error, Result};
+
+/// Options for opening a table's storage.
+#[derive(Clone, Default)]
+pub struct StorageOptions {
+    /// Backend options (`aws_endpoint`, `azure_storage_account_name`, ...), as object_store
+    /// names them. Values are never printed.
+    pub options: HashMap<String, String>,
+    /// Accept absolute paths in the log when they lie under the table root.
+    pub allow_absolute_paths: bool,
+}
+
+impl std::fmt::Debug for StorageOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<&String> = self.options.keys().collect();
+        f.debug_struct("StorageOptions").field("option_keys", &keys).field("allow_absolute_paths", &self.allow_absolute_paths).finish()
+    }
+}
+
+/// An open table location.
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub(crate) store: Arc<dyn ObjectStore>,
+    /// The table root inside the store.
+    pub(crate) root: Path,
+    /// The table root as a URL string, without a trailing slash.
+    pub(crate) url: String,
+    pub(crate) options: StorageOptions,
+}
+
+impl Table {
+    /// Opens a location.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an unparsable location or unsupported scheme;
+    /// [`Error::Storage`] when the backend rejects its configuration.
+    pub fn open(location: &str, options: StorageOptions) -> Result<Table> {
+        let url = parse_location(location)?;
+        let (store, root): (Arc<dyn ObjectStore>, Path) = match url.scheme() {
+            "file" => {
+                let dir = url.to_file_path().map_err(|_| Error::InvalidArgument(format!("not a local path: {location}")))?;
+                if !dir.is_dir() {
+                    return Err(Error::NotATable { location: location.to_string() });
+                }
+                let fs = LocalFileSystem::new_with_prefix(&dir).map_err(|e| Error::storage(location, e))?;
+                (Arc::new(fs), Path::default())
+            }
+            "memory" => (memory_store(url.host_str().unwrap_or("default")), path_from_url(&url)),
+            "s3" | "s3a" => {
+                let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(url.as_str());
+                for (k, v) in &options.options {
+                    b = b.with_config(k.parse().map_err(|e| Error::storage(location, e))?, v);
+                }
+                (Arc::new(b.build().map_err(|e| Error::storage(location, e))?), path_from_url(&url))
+            }
+            "az" | "abfs" | "abfss" | "adl" | "azure" => {
+                let mut b = object_store::azure::MicrosoftAzureBuilder::from_env().with_url(url.as_str());
+                for (k, v) in &options.options {
+                    b = b.with_config(k.parse().map_err(|e| Error::storage(location, e))?, v);
+                }
+                (Arc::new(b.build().map_err(|e| Error::storage(location, e))?), path_from_url(&url))
+            }
+            "gs" => {
+                let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
+                for (k, v) in &options.options {
+                    b = b.with_config(k.parse().map_err(|e| Error::storage(location, e))?, v);
+                }
+                (Arc::new(b.build().map_err(|e| Error::storage(location, e))?), path_from_url(&url))
+            }
+            other => return Err(Error::InvalidArgument(format!("unsupported storage scheme {other:?} in {location}"))),
+        };
+        let url = url.as_str().trim_end_matches('/').to_string();
+        Ok(Table { store, root, url, options })
+    }
+
+    /// The table root as a URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The object path of `_delta_log/<name>`.
+    pub(crate) fn log_path(&self, name: &str) -> Path {
+        self.root.clone().join("_delta_log").join(name)
+    }
+
+    /// The object path of a path taken from the log, after containment checks.
+    ///
+    /// # Errors
+    /// [`Error::PathRefused`] when the path leaves the table root.
+    pub(crate) fn data_path(&self, raw: &str) -> Result<(Path, String)> {
+        let rel = resolve_in_table(raw, &self.url, self.options.allow_absolute_paths)?;
+        Ok((self.relative_path(&rel), rel))
+    }
+
+    /// The object path of a decoded path relative to the root.
+    ///
+    /// Segments are kept verbatim where object_store accepts them (so a file literally named
+    /// `p=a%3Ab` is found), and escaped only when they hold characters it cannot represent.
+    pub(crate) fn relative_path(&self, rel: &str) -> Path {
+        rel.split('/').filter(|s| !s.is_empty()).fold(self.root.clone(), |p, seg| match PathPart::parse(seg) {
+            Ok(part) => p.join(part),
+            Err(_) => p.join(PathPart::from(seg)),
+        })
+    }
+}
+
+fn parse_location(location: &str) -> Result<Url> {
+    if location.is_empty() {
+        return Err(Error::InvalidArgument("empty table location".into()));
+    }
+    let looks_like_url = location.split_once("://").is_some_and(|(s, _)| s.len() > 1 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '+'));
+    if looks_like_url {
+        return Url::parse(location).map_err(|e| Error::InvalidArgument(format!("invalid table URL {location:?}: {e}")));
+    }
+    let path = std::path::Path::new(location);
+    let abs = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir()?.join(path) };
+    let abs = abs.canonicalize().map_err(|_| Error::NotATable { location: location.to_string() })?;
+    Url::from_directory_path(&abs).map_err(|_| Error::InvalidArgument(format!("invalid local path {location:?}")))
+}
+
+fn path_from_url(url: &Url) -> Path {
+    Path::from_url_path(url.path()).unwrap_or_default()
+}
+
+/// In-memory stores are shared per name within the process, so tests can open one twice.
+fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
+    use std::sync::{Mutex, OnceLock};
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<InMemory>>>> = OnceLock::new();
+    let map = STORES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut guard = match map.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    guard.entry(name.to_string()).or_insert_with(|| Arc::new(InMemory::new())).clone()
+}

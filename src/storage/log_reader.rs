@@ -1,0 +1,257 @@
+//! Reading the log: listing, `_last_checkpoint`, commits and checkpoints, into a snapshot.
+//!
+//! `_last_checkpoint` only narrows the listing; when it is missing, stale, corrupt or points
+//! at an incomplete checkpoint, the whole log is listed instead. A checkpoint whose Parquet
+//! cannot be decoded is skipped in favour of an older one (or a replay from version 0);
+//! a checkpoint that decodes but breaks the protocol is an error, never silently skipped.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+use serde_json::Value;
+
+use super::location::Table;
+use crate::delta::actions::{parse_commit, Action, CommitInfo};
+use crate::delta::checkpoint_read::{batch_to_actions, ACTION_COLUMNS};
+use crate::delta::last_checkpoint::LastCheckpoint;
+use crate::delta::log_segment::{commit_name, CheckpointKind, LogFile, LogFileKind, LogListing};
+use crate::delta::replay::TableState;
+use crate::delta::snapshot::Snapshot;
+use crate::error::{Error, Result};
+
+/// How many log files are fetched concurrently.
+const FETCH_CONCURRENCY: usize = 32;
+
+/// One commit's provenance, for `history`.
+#[derive(Debug, Clone)]
+pub struct CommitRecord {
+    pub version: u64,
+    /// The commit's timestamp: in-commit timestamp, else commitInfo.timestamp, else file time.
+    pub timestamp: i64,
+    pub info: Option<Value>,
+}
+
+enum CheckpointFailure {
+    /// The checkpoint's files could not be decoded: try an older one.
+    Unreadable,
+    Fatal(Error),
+}
+
+impl Table {
+    /// Loads the snapshot at `version`, or the latest.
+    ///
+    /// # Errors
+    /// [`Error::NotATable`], [`Error::MissingVersion`], [`Error::InvalidLog`],
+    /// [`Error::Unsupported`] or [`Error::Storage`].
+    pub async fn snapshot(&self, version: Option<u64>) -> Result<Snapshot> {
+        let hint = self.last_checkpoint().await?;
+        let hinted = match (&hint, version) {
+            (Some(h), Some(v)) if h.version > v => None,
+            (h, _) => h.as_ref().map(|h| h.version),
+        };
+        if let Some(start) = hinted {
+            let listing = self.list_log(Some(start)).await?;
+            if let Ok(seg) = listing.segment(version, &[], &self.url) {
+                if seg.checkpoint.is_some() {
+                    return self.load_from_listing(&listing, version).await;
+                }
+            }
+        }
+        let listing = self.list_log(None).await?;
+        self.load_from_listing(&listing, version).await
+    }
+
+    async fn load_from_listing(&self, listing: &LogListing, version: Option<u64>) -> Result<Snapshot> {
+        let mut skip = Vec::new();
+        loop {
+            let seg = listing.segment(version, &skip, &self.url)?;
+            let mut state = TableState::default();
+            if let Some(cp) = &seg.checkpoint {
+                match self.read_checkpoint(&cp.files).await {
+                    Ok(actions) => state.apply_checkpoint(cp.version, actions, &cp.files[0].name)?,
+                    Err(CheckpointFailure::Unreadable) => {
+                        skip.push(cp.version);
+                        continue;
+                    }
+                    Err(CheckpointFailure::Fatal(e)) => return Err(e),
+                }
+            }
+            let commits = self.read_commits(&seg.commits).await?;
+            for (file, actions) in seg.commits.iter().zip(&commits) {
+                state.apply_commit(file.version, actions, &file.name)?;
+            }
+            return Snapshot::new(state, seg.checkpoint.as_ref().map(|c| c.version), now_ms());
+        }
+    }
+
+    /// The latest version, from a listing.
+    ///
+    /// # Errors
+    /// [`Error::NotATable`] when the log is empty.
+    pub async fn latest_version(&self) -> Result<u64> {
+        let listing = self.list_log(None).await?;
+        listing.latest_version().ok_or_else(|| Error::NotATable { location: self.url.clone() })
+    }
+
+    /// Commit provenance for the newest `limit` versions still in the log, newest first.
+    ///
+    /// # Errors
+    /// [`Error::NotATable`] or storage and parse errors of the commits read.
+    pub async fn history(&self, limit: Option<usize>) -> Result<Vec<CommitRecord>> {
+        let listing = self.list_log(None).await?;
+        if listing.latest_version().is_none() {
+            return Err(Error::NotATable { location: self.url.clone() });
+        }
+        let mut files: Vec<LogFile> = listing.commits.values().rev().cloned().collect();
+        if let Some(l) = limit {
+            files.truncate(l);
+        }
+        let commits = self.read_commits(&files).await?;
+        Ok(files
+            .iter()
+            .zip(commits)
+            .map(|(f, actions)| {
+                let info = actions.into_iter().find_map(|a| match a {
+                    Action::CommitInfo(v) => Some(v),
+                    _ => None,
+                });
+                let typed = info.as_ref().map(CommitInfo::from_value).unwrap_or_default();
+                let timestamp = typed.in_commit_timestamp.or(typed.timestamp).unwrap_or(f.modified_ms);
+                CommitRecord { version: f.version, timestamp, info }
+            })
+            .collect())
+    }
+
+    /// Reads and parses one commit.
+    ///
+    /// # Errors
+    /// [`Error::MissingVersion`] when the commit file does not exist.
+    pub async fn read_commit(&self, version: u64) -> Result<Vec<Action>> {
+        let name = commit_name(version);
+        match self.store.get(&self.log_path(&name)).await {
+            Ok(r) => {
+                let bytes = r.bytes().await.map_err(|e| Error::storage(&name, e))?;
+                parse_commit(&bytes, &name)
+            }
+            Err(object_store::Error::NotFound { .. }) => {
+                Err(Error::MissingVersion { version, reason: "the commit file does not exist".into() })
+            }
+            Err(e) => Err(Error::storage(name, e)),
+        }
+    }
+
+    async fn last_checkpoint(&self) -> Result<Option<LastCheckpoint>> {
+        match self.store.get(&self.log_path("_last_checkpoint")).await {
+            Ok(r) => match r.bytes().await {
+                Ok(b) => Ok(LastCheckpoint::parse(&b)),
+                Err(_) => Ok(None),
+            },
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(Error::storage("_delta_log/_last_checkpoint", e)),
+        }
+    }
+
+    /// Lists `_delta_log`, from version `from` when given.
+    pub(crate) async fn list_log(&self, from: Option<u64>) -> Result<LogListing> {
+        let prefix = self.root.clone().join("_delta_log");
+        let stream = match from {
+            // The offset is exclusive: start just before the first name of version `from`.
+            Some(v) if v > 0 => self.store.list_with_offset(Some(&prefix), &prefix.clone().join(format!("{:020}", v - 1) + ".~")),
+            _ => self.store.list(Some(&prefix)),
+        };
+        let metas: Vec<_> = match stream.try_collect::<Vec<_>>().await {
+            Ok(m) => m,
+            Err(object_store::Error::NotFound { .. }) => Vec::new(),
+            Err(e) => return Err(Error::storage(&prefix, e)),
+        };
+        let depth = prefix.parts().count() + 1;
+        Ok(LogListing::new(metas.into_iter().filter(|m| m.location.parts().count() == depth).filter_map(|m| {
+            let name = m.location.filename()?.to_string();
+            Some((name, m.size, m.last_modified.timestamp_millis()))
+        })))
+    }
+
+    async fn read_commits(&self, files: &[LogFile]) -> Result<Vec<Vec<Action>>> {
+        let store: Arc<dyn ObjectStore> = self.store.clone();
+        futures::stream::iter(files.iter().map(|f| {
+            let store = store.clone();
+            let path = self.log_path(&f.name);
+            let name = f.name.clone();
+            async move {
+                let bytes = match store.get(&path).await {
+                    Ok(r) => r.bytes().await.map_err(|e| Error::storage(&name, e))?,
+                    Err(e) => return Err(Error::storage(&name, e)),
+                };
+                parse_commit(&bytes, &name)
+            }
+        }))
+        .buffered(FETCH_CONCURRENCY)
+        .try_collect()
+        .await
+    }
+
+    async fn read_checkpoint(&self, files: &[LogFile]) -> std::result::Result<Vec<Action>, CheckpointFailure> {
+        let mut actions = Vec::new();
+        for f in files {
+            let path = self.log_path(&f.name);
+            let bytes = self.get_bytes(&path).await.map_err(CheckpointFailure::Fatal)?;
+            let part = match f.kind {
+                LogFileKind::Checkpoint(CheckpointKind::V2 { json: true }) => parse_commit(&bytes, &f.name).map_err(CheckpointFailure::Fatal)?,
+                _ => decode_checkpoint_parquet(bytes, &f.name)?,
+            };
+            actions.extend(part);
+        }
+        let sidecars: Vec<String> = actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Sidecar(s) => Some(s.path.clone()),
+                _ => None,
+            })
+            .collect();
+        for sidecar in sidecars {
+            let rel = crate::delta::paths::resolve_in_table(&sidecar, "sidecar:", false)
+                .map_err(CheckpointFailure::Fatal)?;
+            let path = self.relative_path(&format!("_delta_log/_sidecars/{rel}"));
+            let bytes = self.get_bytes(&path).await.map_err(CheckpointFailure::Fatal)?;
+            actions.extend(decode_checkpoint_parquet(bytes, &sidecar)?);
+        }
+        Ok(actions)
+    }
+
+    pub(crate) async fn get_bytes(&self, path: &Path) -> Result<Bytes> {
+        let r = self.store.get(path).await.map_err(|e| Error::storage(path, e))?;
+        r.bytes().await.map_err(|e| Error::storage(path, e))
+    }
+}
+
+/// Decodes a checkpoint (or sidecar) Parquet file, skipping the parsed-stats columns.
+fn decode_checkpoint_parquet(bytes: Bytes, name: &str) -> std::result::Result<Vec<Action>, CheckpointFailure> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|_| CheckpointFailure::Unreadable)?;
+    let schema = builder.parquet_schema();
+    let leaves: Vec<usize> = (0..schema.num_columns())
+        .filter(|&i| {
+            let path = schema.column(i).path().parts().to_vec();
+            let top = path.first().map(String::as_str).unwrap_or("");
+            ACTION_COLUMNS.contains(&top)
+                && !(top == "add" && path.get(1).is_some_and(|p| p == "stats_parsed" || p == "partitionValues_parsed"))
+        })
+        .collect();
+    let mask = ProjectionMask::leaves(schema, leaves);
+    let reader = builder.with_projection(mask).with_batch_size(8192).build().map_err(|_| CheckpointFailure::Unreadable)?;
+    let mut actions = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|_| CheckpointFailure::Unreadable)?;
+        actions.extend(batch_to_actions(&batch, name).map_err(CheckpointFailure::Fatal)?);
+    }
+    Ok(actions)
+}
+
+/// The clock reading used for retention rules.
+pub(crate) fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
