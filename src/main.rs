@@ -38,7 +38,6 @@ fn main() -> ExitCode {
                 ErrorKind::User => ExitCode::from(1),
                 ErrorKind::External => ExitCode::from(3),
                 ErrorKind::Internal => ExitCode::from(4),
-                _ => ExitCode::from(1),
             }
         }
     }

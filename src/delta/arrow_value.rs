@@ -1,7 +1,7 @@
 //! One Arrow value as JSON, the way deltabus prints rows and reads checkpoint structs.
 //!
-//! Nulls inside structs are omitted (as Spark's `to_json`), maps with string keys become
-//! objects (other maps become `[{"key":..,"value":..}]`), binary becomes lowercase hex,
+//! Nulls inside structs are omitted (as Spark's `to_json`), maps become
+//! `[{"key":..,"value":..}]` (lossless for any key type), binary becomes lowercase hex,
 //! timestamps become ISO-8601 with microseconds (`Z` for UTC, none for timestamp_ntz), dates
 //! `YYYY-MM-DD`, decimals exact numbers when they fit a double's 15 digits and strings beyond.
 
@@ -9,8 +9,23 @@ use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{DataType, Int16Type, Int32Type, Int64Type, Int8Type, TimeUnit, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
 use serde_json::{Map, Number, Value};
 
-/// Converts row `i` of `array` to JSON (`Value::Null` when null).
+/// How maps are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapStyle {
+    /// `[{"key":..,"value":..}]`: lossless for any key type (row output).
+    Entries,
+    /// `{"key": value}` with keys as strings (log actions such as `configuration`).
+    Object,
+}
+
+/// Converts row `i` of `array` to JSON (`Value::Null` when null), maps as entries.
 pub fn value_at(array: &dyn Array, i: usize) -> Value {
+    value_at_with(array, i, MapStyle::Entries)
+}
+
+/// Converts row `i` of `array` to JSON with the given map style.
+pub fn value_at_with(array: &dyn Array, i: usize, maps: MapStyle) -> Value {
+    let value_at = |a: &dyn Array, j: usize| value_at_with(a, j, maps);
     if array.is_null(i) {
         return Value::Null;
     }
@@ -68,34 +83,35 @@ pub fn value_at(array: &dyn Array, i: usize) -> Value {
             }
             Value::Object(obj)
         }
-        DataType::List(_) => list(&array.as_list::<i32>().value(i)),
-        DataType::LargeList(_) => list(&array.as_list::<i64>().value(i)),
+        DataType::List(_) => list(&array.as_list::<i32>().value(i), maps),
+        DataType::LargeList(_) => list(&array.as_list::<i64>().value(i), maps),
         DataType::Map(_, _) => {
             let entries = array.as_map().value(i);
             let (keys, values) = (entries.column(0), entries.column(1));
-            if matches!(keys.data_type(), DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
+            if maps == MapStyle::Object {
                 let mut obj = Map::new();
                 for j in 0..entries.len() {
-                    if let Value::String(k) = value_at(keys.as_ref(), j) {
-                        obj.insert(k, value_at(values.as_ref(), j));
-                    }
+                    let k = match value_at(keys.as_ref(), j) {
+                        Value::String(k) => k,
+                        other => other.to_string(),
+                    };
+                    obj.insert(k, value_at(values.as_ref(), j));
                 }
-                Value::Object(obj)
-            } else {
-                Value::Array(
-                    (0..entries.len())
-                        .map(|j| {
-                            let mut e = Map::new();
-                            e.insert("key".into(), value_at(keys.as_ref(), j));
-                            let v = value_at(values.as_ref(), j);
-                            if !v.is_null() {
-                                e.insert("value".into(), v);
-                            }
-                            Value::Object(e)
-                        })
-                        .collect(),
-                )
+                return Value::Object(obj);
             }
+            Value::Array(
+                (0..entries.len())
+                    .map(|j| {
+                        let mut e = Map::new();
+                        e.insert("key".into(), value_at(keys.as_ref(), j));
+                        let v = value_at(values.as_ref(), j);
+                        if !v.is_null() {
+                            e.insert("value".into(), v);
+                        }
+                        Value::Object(e)
+                    })
+                    .collect(),
+            )
         }
         DataType::Dictionary(_, _) => match arrow::compute::cast(&array.slice(i, 1), &array.data_type().clone().dictionary_value_type()) {
             Ok(plain) => value_at(plain.as_ref(), 0),
@@ -119,8 +135,8 @@ impl DictValue for DataType {
     }
 }
 
-fn list(values: &ArrayRef) -> Value {
-    Value::Array((0..values.len()).map(|j| value_at(values.as_ref(), j)).collect())
+fn list(values: &ArrayRef, maps: MapStyle) -> Value {
+    Value::Array((0..values.len()).map(|j| value_at_with(values.as_ref(), j, maps)).collect())
 }
 
 fn float(v: f64, single: bool) -> Value {

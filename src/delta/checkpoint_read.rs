@@ -12,7 +12,7 @@ use arrow::compute::cast;
 use arrow::datatypes::DataType;
 
 use super::actions::{parse_action_value, Action, Add};
-use super::arrow_value::value_at;
+use super::arrow_value::{value_at, value_at_with, MapStyle};
 use super::dv::DeletionVectorDescriptor;
 use crate::error::{Error, Result};
 
@@ -43,7 +43,7 @@ pub fn batch_to_actions(batch: &RecordBatch, file: &str) -> Result<Vec<Action>> 
             if s.is_null(i) {
                 continue;
             }
-            let value = value_at(s, i);
+            let value = value_at_with(s, i, MapStyle::Object);
             if let Some(a) = parse_action_value(name, value, file)? {
                 out.push(a);
             }

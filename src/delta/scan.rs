@@ -103,6 +103,13 @@ fn adapt(array: &ArrayRef, target: &DataType, mode: ColumnMappingMode) -> AResul
         (DataType::Struct(st), ArrowType::Struct(_)) => adapt_struct(array.as_struct(), &st.fields, mode),
         (DataType::Variant, ArrowType::Struct(fields)) => {
             let s = array.as_struct();
+            // A shredded variant keeps part of its value in `typed_value`; reading only
+            // `value` would lose it, so refuse rather than return incomplete values.
+            if let Some(i) = fields.iter().position(|f| f.name() == "typed_value") {
+                if s.column(i).null_count() < s.len() {
+                    return Err("shredded variant values (typed_value) are not supported".to_string());
+                }
+            }
             let cols: Vec<ArrayRef> = ["metadata", "value"]
                 .iter()
                 .map(|name| match fields.iter().position(|f| f.name() == name) {
