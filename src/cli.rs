@@ -9,7 +9,7 @@
 //!
 //! Errors go to stderr; the exit code is non-zero.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use arrow::array::Array;
@@ -18,6 +18,7 @@ use clap::{Args, Parser, Subcommand};
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
+use crate::config::Config;
 use crate::delta::actions::CommitInfo;
 use crate::delta::arrow_value::value_at;
 use crate::storage::{StorageOptions, Table};
@@ -36,15 +37,18 @@ pub struct Cli {
 /// Options shared by every command.
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
+    /// Configuration file (TOML); see `deltabus config print-defaults`.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<std::path::PathBuf>,
     /// Object-store option KEY=VALUE (for example aws_endpoint=http://127.0.0.1:5055); repeatable.
     #[arg(long = "storage-option", value_name = "KEY=VALUE", global = true)]
     pub storage_options: Vec<String>,
     /// Accept absolute file paths in the log when they lie inside the table root.
     #[arg(long, global = true)]
     pub allow_absolute_paths: bool,
-    /// Log format on stderr.
-    #[arg(long, value_parser = ["text", "json"], default_value = "text", global = true)]
-    pub log_format: String,
+    /// Log format on stderr (overrides `log.format`).
+    #[arg(long, value_parser = ["text", "json"], global = true)]
+    pub log_format: Option<String>,
 }
 
 /// The commands.
@@ -76,32 +80,63 @@ pub enum Command {
         #[arg(long)]
         limit: Option<usize>,
     },
+    /// Write a checkpoint of the latest version (and `_last_checkpoint`); prints it as JSON.
+    Checkpoint { table: String },
+    /// Inspect the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+/// `deltabus config ...`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate the configuration (defaults, --config file, environment) and print it,
+    /// secrets redacted.
+    Check,
+    /// Print the embedded defaults file, with documentation of every key.
+    PrintDefaults,
 }
 
 impl GlobalArgs {
-    fn storage(&self) -> Result<StorageOptions> {
-        let mut options = HashMap::new();
+    /// Storage options: the configuration's, overridden by command-line flags.
+    fn storage(&self, config: &Config) -> Result<StorageOptions> {
+        let mut storage = config.storage_options();
         for kv in &self.storage_options {
             let (k, v) = kv
                 .split_once('=')
                 .ok_or_else(|| Error::InvalidArgument(format!("--storage-option {kv:?} is not KEY=VALUE")))?;
-            options.insert(k.trim().to_string(), v.to_string());
+            storage.options.insert(k.trim().to_string(), v.to_string());
         }
-        Ok(StorageOptions { options, allow_absolute_paths: self.allow_absolute_paths })
+        storage.allow_absolute_paths |= self.allow_absolute_paths;
+        Ok(storage)
     }
 }
 
-/// Runs a parsed command, writing its output to `out`.
+/// Runs a parsed command with a loaded configuration, writing its output to `out`.
 ///
 /// # Errors
 /// Any [`Error`] from opening or reading the table, or from writing the output.
-pub async fn run(cli: Cli, out: &mut (dyn Write + Send)) -> Result<()> {
-    let storage = cli.global.storage()?;
+pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Result<()> {
+    let storage = cli.global.storage(config)?;
     match cli.command {
+        Command::Config(ConfigCommand::Check) => {
+            out.write_all(config.to_redacted_toml().as_bytes())?;
+            Ok(())
+        }
+        Command::Config(ConfigCommand::PrintDefaults) => {
+            out.write_all(crate::config::DEFAULTS_TOML.as_bytes())?;
+            Ok(())
+        }
         Command::Cat { table, version, limit } => cat(&Table::open(&table, storage)?, version, limit, out).await,
         Command::Files { table, version } => files(&Table::open(&table, storage)?, version, out).await,
         Command::Describe { table, version } => describe(&Table::open(&table, storage)?, version, out).await,
         Command::History { table, limit } => history(&Table::open(&table, storage)?, limit, out).await,
+        Command::Checkpoint { table } => {
+            let table = Table::open(&table, storage)?;
+            let snapshot = table.snapshot(None).await?;
+            let written = table.write_checkpoint(&snapshot).await?;
+            writeln_json(out, &serde_json::to_value(&written).map_err(|e| Error::Internal(e.to_string()))?)
+        }
     }
 }
 

@@ -14,9 +14,11 @@
 //! - [`storage`]: the async shell over `object_store`: opening tables, reading the log and
 //!   data files.
 //! - [`cli`]: the `deltabus` command line.
+//! - [`config`]: the one configuration loader.
 //! - [`error`]: the one error type.
 
 pub mod cli;
+pub mod config;
 pub mod delta;
 pub mod error;
 pub mod storage;

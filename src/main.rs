@@ -6,11 +6,23 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use deltabus::cli::{run, Cli};
+use deltabus::config::{Config, LogFormat};
 use deltabus::ErrorKind;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(&cli.global.log_format);
+    let config = match Config::load(cli.global.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let json_logs = match cli.global.log_format.as_deref() {
+        Some(f) => f == "json",
+        None => config.log.format == LogFormat::Json,
+    };
+    init_logging(json_logs);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -20,7 +32,7 @@ fn main() -> ExitCode {
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
-    let result = runtime.block_on(run(cli, &mut out));
+    let result = runtime.block_on(run(cli, &config, &mut out));
     let flushed = out.flush();
     match result {
         Ok(()) => match flushed {
@@ -43,10 +55,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(format: &str) {
+fn init_logging(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("DELTABUS_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    if format == "json" {
+    if json {
         builder.json().init();
     } else {
         builder.init();

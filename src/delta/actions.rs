@@ -252,6 +252,46 @@ impl CommitInfo {
     }
 }
 
+/// One log line decoded in a single pass: each known action key is an optional field and
+/// unknown keys are ignored by serde.
+#[derive(Deserialize)]
+struct LogLine {
+    #[serde(rename = "metaData")]
+    metadata: Option<Metadata>,
+    protocol: Option<Protocol>,
+    add: Option<Add>,
+    remove: Option<Remove>,
+    cdc: Option<Cdc>,
+    txn: Option<Txn>,
+    #[serde(rename = "commitInfo")]
+    commit_info: Option<Value>,
+    #[serde(rename = "domainMetadata")]
+    domain_metadata: Option<DomainMetadata>,
+    #[serde(rename = "checkpointMetadata")]
+    checkpoint_metadata: Option<CheckpointMetadata>,
+    sidecar: Option<Sidecar>,
+}
+
+impl LogLine {
+    fn into_action(self) -> Option<Action> {
+        if let Some(a) = self.add {
+            return Some(Action::Add(a));
+        }
+        if let Some(a) = self.remove {
+            return Some(Action::Remove(a));
+        }
+        self.metadata
+            .map(Action::Metadata)
+            .or(self.protocol.map(Action::Protocol))
+            .or(self.cdc.map(Action::Cdc))
+            .or(self.txn.map(Action::Txn))
+            .or(self.commit_info.filter(|v| !v.is_null()).map(Action::CommitInfo))
+            .or(self.domain_metadata.map(Action::DomainMetadata))
+            .or(self.checkpoint_metadata.map(Action::CheckpointMetadata))
+            .or(self.sidecar.map(Action::Sidecar))
+    }
+}
+
 /// Parses one non-empty line of a commit file.
 ///
 /// Returns `Ok(None)` for unknown action kinds, which readers must ignore.
@@ -259,21 +299,11 @@ impl CommitInfo {
 /// # Errors
 /// [`Error::InvalidLog`] when the line is not a JSON object or a known action is malformed.
 pub fn parse_action_line(line: &str, file: &str) -> Result<Option<Action>> {
-    let value: Value = serde_json::from_str(line)
-        .map_err(|e| Error::invalid_log(file, format!("line is not JSON: {e}")))?;
-    let Value::Object(map) = value else {
-        return Err(Error::invalid_log(file, "line is not a JSON object"));
-    };
-    for (key, inner) in map {
-        if inner.is_null() {
-            continue;
-        }
-        let action = parse_action_value(&key, inner, file)?;
-        if action.is_some() {
-            return Ok(action);
-        }
-    }
-    Ok(None)
+    let parsed: LogLine = serde_json::from_str(line).map_err(|e| {
+        let kind = if e.is_data() { "invalid action" } else { "line is not JSON" };
+        Error::invalid_log(file, format!("{kind}: {e}"))
+    })?;
+    Ok(parsed.into_action())
 }
 
 /// Parses the value of one action given its key; `None` for keys that are not actions.
@@ -308,8 +338,10 @@ pub fn parse_commit(bytes: &[u8], file: &str) -> Result<Vec<Action>> {
         if line.is_empty() {
             continue;
         }
-        let parsed = parse_action_line(line, file)
-            .map_err(|e| Error::invalid_log(file, format!("line {}: {e}", i + 1)))?;
+        let parsed = parse_action_line(line, file).map_err(|e| match e {
+            Error::InvalidLog { message, .. } => Error::invalid_log(file, format!("line {}: {message}", i + 1)),
+            other => other,
+        })?;
         if let Some(a) = parsed {
             actions.push(a);
         }

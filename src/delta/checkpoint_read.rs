@@ -78,13 +78,37 @@ fn opt_i64(a: &Option<Int64Array>, i: usize) -> Option<i64> {
     a.as_ref().filter(|a| a.is_valid(i)).map(|a| a.value(i))
 }
 
-fn string_map(a: &Option<MapArray>, i: usize) -> Option<HashMap<String, Option<String>>> {
-    let a = a.as_ref().filter(|a| a.is_valid(i))?;
-    let entries = a.value(i);
-    let keys = cast(entries.column(0), &DataType::Utf8).ok()?;
-    let values = cast(entries.column(1), &DataType::Utf8).ok()?;
-    let (keys, values) = (keys.as_string::<i32>(), values.as_string::<i32>());
-    Some((0..keys.len()).map(|j| (keys.value(j).to_string(), values.is_valid(j).then(|| values.value(j).to_string()))).collect())
+/// A map column with its keys and values cast to strings once, for all rows.
+struct StringMaps {
+    map: MapArray,
+    keys: StringArray,
+    values: StringArray,
+}
+
+impl StringMaps {
+    fn new(a: Option<ArrayRef>, file: &str) -> Result<Option<StringMaps>> {
+        let Some(map) = a.and_then(|a| a.as_map_opt().cloned()) else { return Ok(None) };
+        let keys = strings(Some(map.keys().clone()), file)?.ok_or_else(|| Error::Internal("map keys".into()))?;
+        let values = strings(Some(map.values().clone()), file)?.ok_or_else(|| Error::Internal("map values".into()))?;
+        Ok(Some(StringMaps { map, keys, values }))
+    }
+
+    fn get(&self, i: usize) -> Option<HashMap<String, Option<String>>> {
+        if !self.map.is_valid(i) {
+            return None;
+        }
+        let offsets = self.map.value_offsets();
+        let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+        Some(
+            (start..end)
+                .map(|j| (self.keys.value(j).to_string(), self.values.is_valid(j).then(|| self.values.value(j).to_string())))
+                .collect(),
+        )
+    }
+}
+
+fn string_map(a: &Option<StringMaps>, i: usize) -> Option<HashMap<String, Option<String>>> {
+    a.as_ref().and_then(|m| m.get(i))
 }
 
 fn decode_adds(s: &StructArray, file: &str, out: &mut Vec<Action>) -> Result<()> {
@@ -94,8 +118,8 @@ fn decode_adds(s: &StructArray, file: &str, out: &mut Vec<Action>) -> Result<()>
     let mtime = longs(child(s, "modificationTime"), file)?;
     let data_change: Option<BooleanArray> = child(s, "dataChange").and_then(|a| a.as_boolean_opt().cloned());
     let stats = strings(child(s, "stats"), file)?;
-    let pv = child(s, "partitionValues").and_then(|a| a.as_map_opt().cloned());
-    let tags = child(s, "tags").and_then(|a| a.as_map_opt().cloned());
+    let pv = StringMaps::new(child(s, "partitionValues"), file)?;
+    let tags = StringMaps::new(child(s, "tags"), file)?;
     let base_row_id = longs(child(s, "baseRowId"), file)?;
     let drcv = longs(child(s, "defaultRowCommitVersion"), file)?;
     let clustering = strings(child(s, "clusteringProvider"), file)?;

@@ -10,7 +10,7 @@
 //! - [`log_segment`]: `_delta_log` names and the files a version needs.
 //! - [`last_checkpoint`]: the `_last_checkpoint` hint and its checksum.
 //! - [`replay`], [`snapshot`]: reconciling actions into table state.
-//! - [`checkpoint_read`]: checkpoint Parquet rows to actions.
+//! - [`checkpoint_read`], [`checkpoint_write`]: checkpoint rows to actions and back.
 //! - [`dv`], [`z85`]: deletion vectors.
 //! - [`paths`]: path containment for paths read from a log.
 //! - [`scan`]: data-file batches to logical rows.
@@ -20,6 +20,7 @@ pub mod actions;
 pub mod arrow_schema;
 pub mod arrow_value;
 pub mod checkpoint_read;
+pub mod checkpoint_write;
 pub mod dv;
 pub mod features;
 pub mod last_checkpoint;

@@ -77,6 +77,14 @@ impl TableState {
     /// validity rules (two metaData, two protocol, two txns for one appId, add and remove of
     /// the same key, checkpoint-only actions).
     pub fn apply_commit(&mut self, version: u64, actions: &[Action], file: &str) -> Result<()> {
+        self.apply_commit_owned(version, actions.to_vec(), file)
+    }
+
+    /// As [`TableState::apply_commit`], consuming the actions (no copies of the adds).
+    ///
+    /// # Errors
+    /// As [`TableState::apply_commit`].
+    pub fn apply_commit_owned(&mut self, version: u64, actions: Vec<Action>, file: &str) -> Result<()> {
         let expected = self.version.map_or(0, |v| v + 1);
         if version != expected {
             return Err(Error::invalid_log(file, format!("commit {version} applied after version {:?}", self.version)));
@@ -84,7 +92,7 @@ impl TableState {
         let mut seen_meta = false;
         let mut seen_protocol = false;
         let mut seen_apps: Vec<&str> = Vec::new();
-        for action in actions {
+        for action in &actions {
             match action {
                 Action::Remove(r) => {
                     let key = FileKey::of_remove(r);
@@ -118,10 +126,11 @@ impl TableState {
             }
         }
         for action in actions {
-            if let Action::Add(a) = action {
-                let key = FileKey::of_add(a);
-                self.tombstones.remove(&key);
-                let mut add = a.clone();
+            if let Action::Add(mut add) = action {
+                let key = FileKey::of_add(&add);
+                if !self.tombstones.is_empty() {
+                    self.tombstones.remove(&key);
+                }
                 // Live state never carries dataChange=true (Spark's InMemoryLogReplay).
                 add.data_change = false;
                 self.files.insert(key, add);

@@ -71,8 +71,16 @@ impl Table {
         loop {
             let seg = listing.segment(version, &skip, &self.url)?;
             let mut state = TableState::default();
-            if let Some(cp) = &seg.checkpoint {
-                match self.read_checkpoint(&cp.files).await {
+            // Fetch and decode the checkpoint and the commits after it concurrently.
+            let checkpoint_read = async {
+                match &seg.checkpoint {
+                    Some(cp) => Some(self.read_checkpoint(&cp.files).await),
+                    None => None,
+                }
+            };
+            let (checkpoint, commits) = tokio::join!(checkpoint_read, self.read_commits(&seg.commits));
+            if let (Some(cp), Some(checkpoint)) = (&seg.checkpoint, checkpoint) {
+                match checkpoint {
                     Ok(actions) => state.apply_checkpoint(cp.version, actions, &cp.files[0].name)?,
                     Err(CheckpointFailure::Unreadable) => {
                         skip.push(cp.version);
@@ -81,9 +89,8 @@ impl Table {
                     Err(CheckpointFailure::Fatal(e)) => return Err(e),
                 }
             }
-            let commits = self.read_commits(&seg.commits).await?;
-            for (file, actions) in seg.commits.iter().zip(&commits) {
-                state.apply_commit(file.version, actions, &file.name)?;
+            for (file, actions) in seg.commits.iter().zip(commits?) {
+                state.apply_commit_owned(file.version, actions, &file.name)?;
             }
             return Snapshot::new(state, seg.checkpoint.as_ref().map(|c| c.version), now_ms());
         }
@@ -187,7 +194,10 @@ impl Table {
                     Ok(r) => r.bytes().await.map_err(|e| Error::storage(&name, e))?,
                     Err(e) => return Err(Error::storage(&name, e)),
                 };
-                parse_commit(&bytes, &name)
+                // Parsing is CPU work: run it off the I/O threads so commits parse in parallel.
+                tokio::task::spawn_blocking(move || parse_commit(&bytes, &name))
+                    .await
+                    .map_err(|e| Error::Internal(format!("commit parser task: {e}")))?
             }
         }))
         .buffered(FETCH_CONCURRENCY)
@@ -200,9 +210,12 @@ impl Table {
         for f in files {
             let path = self.log_path(&f.name);
             let bytes = self.get_bytes(&path).await.map_err(CheckpointFailure::Fatal)?;
+            let name = f.name.clone();
             let part = match f.kind {
                 LogFileKind::Checkpoint(CheckpointKind::V2 { json: true }) => parse_commit(&bytes, &f.name).map_err(CheckpointFailure::Fatal)?,
-                _ => decode_checkpoint_parquet(bytes, &f.name)?,
+                _ => tokio::task::spawn_blocking(move || decode_checkpoint_parquet(bytes, &name))
+                    .await
+                    .map_err(|e| CheckpointFailure::Fatal(Error::Internal(format!("checkpoint decoder task: {e}"))))??,
             };
             actions.extend(part);
         }

@@ -1,0 +1,156 @@
+//! The one configuration loader: typed, validated once, secrets redacted.
+//!
+//! Sources, later ones winning: `config/default.toml` (embedded at build time, so the
+//! binary always knows every default), an optional file, and `DELTABUS__SECTION__KEY`
+//! environment variables. Unknown keys are refused so a typo never silently does nothing.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::storage::StorageOptions;
+
+/// The embedded defaults file.
+pub const DEFAULTS_TOML: &str = include_str!("../../config/default.toml");
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub storage: StorageConfig,
+    pub log: LogConfig,
+}
+
+/// `[storage]`
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    pub allow_absolute_paths: bool,
+    #[serde(default)]
+    pub options: HashMap<String, String>,
+}
+
+impl std::fmt::Debug for StorageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorageConfig")
+            .field("allow_absolute_paths", &self.allow_absolute_paths)
+            .field("options", &self.options.keys().map(|k| (k, "<redacted>")).collect::<HashMap<_, _>>())
+            .finish()
+    }
+}
+
+/// `[log]`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    pub format: LogFormat,
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl Config {
+    /// Loads defaults, then `file`, then the environment.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the bad key or file.
+    pub fn load(file: Option<&Path>) -> Result<Config> {
+        Self::load_with_env(file, std::env::vars())
+    }
+
+    /// As [`Config::load`] with an explicit environment, so tests need not touch the process's.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the bad key or file.
+    pub fn load_with_env(file: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Config> {
+        let mut builder = config::Config::builder().add_source(config::File::from_str(DEFAULTS_TOML, config::FileFormat::Toml));
+        if let Some(f) = file {
+            if !f.is_file() {
+                return Err(Error::InvalidArgument(format!("config file {} does not exist", f.display())));
+            }
+            builder = builder.add_source(config::File::from(f).format(config::FileFormat::Toml));
+        }
+        let env: HashMap<String, String> = env.into_iter().filter(|(k, _)| k.starts_with("DELTABUS__")).collect();
+        builder = builder.add_source(
+            config::Environment::with_prefix("DELTABUS").prefix_separator("__").separator("__").try_parsing(true).source(Some(env)),
+        );
+        let raw = builder.build().map_err(|e| Error::InvalidArgument(format!("configuration: {e}")))?;
+        raw.try_deserialize().map_err(|e| Error::InvalidArgument(format!("configuration: {e}")))
+    }
+
+    /// The storage options for opening tables.
+    pub fn storage_options(&self) -> StorageOptions {
+        StorageOptions { options: self.storage.options.clone(), allow_absolute_paths: self.storage.allow_absolute_paths }
+    }
+
+    /// The configuration as TOML with option values redacted.
+    pub fn to_redacted_toml(&self) -> String {
+        let mut shown = self.clone();
+        for v in shown.storage.options.values_mut() {
+            *v = "<redacted>".into();
+        }
+        toml_like(&shown)
+    }
+}
+
+fn toml_like(c: &Config) -> String {
+    let mut out = format!(
+        "[storage]\nallow_absolute_paths = {}\n\n[storage.options]\n",
+        c.storage.allow_absolute_paths
+    );
+    let mut keys: Vec<_> = c.storage.options.iter().collect();
+    keys.sort();
+    for (k, v) in keys {
+        out += &format!("{k} = {v:?}\n");
+    }
+    out += &format!("\n[log]\nformat = {:?}\n", if c.log.format == LogFormat::Json { "json" } else { "text" });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_load() {
+        let c = Config::load_with_env(None, env(&[])).unwrap();
+        assert!(!c.storage.allow_absolute_paths);
+        assert!(c.storage.options.is_empty());
+        assert_eq!(c.log.format, LogFormat::Text);
+    }
+
+    #[test]
+    fn env_overrides_and_redaction() {
+        let c = Config::load_with_env(
+            None,
+            env(&[("DELTABUS__STORAGE__ALLOW_ABSOLUTE_PATHS", "true"), ("DELTABUS__STORAGE__OPTIONS__AWS_SECRET_ACCESS_KEY", "hunter2")]),
+        )
+        .unwrap();
+        assert!(c.storage.allow_absolute_paths);
+        assert_eq!(c.storage.options.get("aws_secret_access_key").map(String::as_str), Some("hunter2"));
+        assert!(!format!("{c:?}").contains("hunter2"));
+        assert!(!c.to_redacted_toml().contains("hunter2"));
+    }
+
+    #[test]
+    fn unknown_keys_and_files_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("c.toml");
+        std::fs::write(&f, "[storage]\nallow_absolute_pathz = true\n").unwrap();
+        let e = Config::load_with_env(Some(&f), env(&[])).unwrap_err();
+        assert!(e.to_string().contains("allow_absolute_pathz"), "{e}");
+        assert!(Config::load_with_env(Some(&dir.path().join("missing.toml")), env(&[])).is_err());
+        assert!(Config::load_with_env(None, env(&[("DELTABUS__LOG__FORMAT", "yaml")])).is_err());
+    }
+}

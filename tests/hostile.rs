@@ -1,0 +1,182 @@
+//! Damaged and hostile tables: refused with a clear error, never a panic, never a read outside
+//! the table root; damaged hints are survived by falling back to listing.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Int64Array, RecordBatch};
+use deltabus::delta::dv::encode_file;
+use roaring::RoaringTreemap;
+
+use crate::common::{assert_clean_failure, deltabus};
+
+const PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#;
+const DV_PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"]}}"#;
+const METADATA: &str = r#"{"metaData":{"id":"t","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{},"createdTime":1}}"#;
+
+fn add(path: &str, extra: &str) -> String {
+    format!(r#"{{"add":{{"path":"{path}","partitionValues":{{}},"size":0,"modificationTime":1,"dataChange":true{extra}}}}}"#)
+}
+
+/// Writes a Parquet file of ids `0..n`.
+fn write_ids(path: &Path, n: i64) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let batch = RecordBatch::try_from_iter(vec![("id", Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef)]).unwrap();
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+fn write_log(table: &Path, commits: &[Vec<String>]) {
+    let log = table.join("_delta_log");
+    std::fs::create_dir_all(&log).unwrap();
+    for (v, lines) in commits.iter().enumerate() {
+        std::fs::write(log.join(format!("{v:020}.json")), lines.join("\n")).unwrap();
+    }
+}
+
+fn cat(table: &Path) -> std::process::Output {
+    deltabus(&["cat", table.to_str().unwrap()])
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn data_paths_outside_the_root_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_ids(&dir.path().join("outside.parquet"), 3);
+    let table = dir.path().join("t");
+    for bad in ["../outside.parquet", "a/../../outside.parquet", "%2E%2E/outside.parquet", "/etc/passwd", "file:///etc/passwd"] {
+        let _ = std::fs::remove_dir_all(&table);
+        write_log(&table, &[vec![PROTOCOL.into(), METADATA.into(), add(bad, "")]]);
+        for cmd in ["cat", "files"] {
+            let out = deltabus(&[cmd, table.to_str().unwrap()]);
+            assert_clean_failure(&out, &format!("{cmd} {bad}"));
+            assert!(stderr(&out).contains("refused path"), "{bad}: {}", stderr(&out));
+        }
+    }
+    // With the opt-in, an absolute path inside the root is accepted; outside still refused.
+    let _ = std::fs::remove_dir_all(&table);
+    write_ids(&table.join("in.parquet"), 2);
+    let inside = format!("file://{}", table.join("in.parquet").display());
+    write_log(&table, &[vec![PROTOCOL.into(), METADATA.into(), add(&inside, "")]]);
+    assert_clean_failure(&cat(&table), "absolute without opt-in");
+    let out = deltabus(&["cat", table.to_str().unwrap(), "--allow-absolute-paths"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+}
+
+#[test]
+fn deletion_vector_paths_and_bytes_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    write_ids(&table.join("f.parquet"), 10);
+    let bitmap: RoaringTreemap = [1u64, 3].into_iter().collect();
+    let file = encode_file(&bitmap);
+    // A genuine DV file at the root, named by the uuid that z85 "vBn[lx{q8@P<9BNH/isA" encodes.
+    let dv_name = "deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin";
+    std::fs::write(table.join(dv_name), &file).unwrap();
+    let size = file.len() - 9;
+    let dv = |storage: &str, path: &str, card: u64| {
+        format!(r#","deletionVector":{{"storageType":"{storage}","pathOrInlineDv":"{path}","offset":1,"sizeInBytes":{size},"cardinality":{card}}}"#)
+    };
+    let good = dv("u", "vBn[lx{q8@P<9BNH/isA", 2);
+    write_log(&table, &[vec![DV_PROTOCOL.into(), METADATA.into(), add("f.parquet", &good)]]);
+    let out = cat(&table);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    assert_eq!(ids.len(), 8);
+    assert!(!ids.contains(&r#"{"id":1}"#.to_string()) && !ids.contains(&r#"{"id":3}"#.to_string()));
+
+    let cases = [
+        (dv("u", "../../vBn[lx{q8@P<9BNH/isA", 2), "refused path"),
+        (dv("p", "file:///etc/passwd", 2), "refused path"),
+        (dv("u", "vBn[lx{q8@P<9BNH/isA", 3), "cardinality"),
+        (dv("r", "vBn[lx{q8@P<9BNH/isA", 2), "storage type"),
+        (dv("i", "@@@@@", 2), "deletion vector"),
+    ];
+    for (desc, needle) in cases {
+        std::fs::remove_dir_all(table.join("_delta_log")).unwrap();
+        write_log(&table, &[vec![DV_PROTOCOL.into(), METADATA.into(), add("f.parquet", &desc)]]);
+        let out = cat(&table);
+        assert_clean_failure(&out, &desc);
+        assert!(stderr(&out).contains(needle), "{desc}: {}", stderr(&out));
+    }
+    // A flipped byte in the DV file fails its checksum.
+    let mut corrupt = file.clone();
+    corrupt[12] ^= 0x40;
+    std::fs::write(table.join(dv_name), &corrupt).unwrap();
+    std::fs::remove_dir_all(table.join("_delta_log")).unwrap();
+    write_log(&table, &[vec![DV_PROTOCOL.into(), METADATA.into(), add("f.parquet", &good)]]);
+    let out = cat(&table);
+    assert_clean_failure(&out, "corrupt DV");
+    assert!(stderr(&out).contains("checksum"), "{}", stderr(&out));
+}
+
+#[test]
+fn damaged_logs_are_refused_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let cases: Vec<(Vec<Vec<String>>, &str)> = vec![
+        (vec![vec![PROTOCOL.into(), METADATA.into()], vec!["{not json".into()]], "not JSON"),
+        (vec![vec![PROTOCOL.into()]], "no metaData"),
+        (vec![vec![METADATA.into()]], "no protocol"),
+        (
+            vec![vec![r#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["catalogManaged"],"writerFeatures":["catalogManaged"]}}"#.into(), METADATA.into()]],
+            "catalogManaged",
+        ),
+        (vec![vec![r#"{"protocol":{"minReaderVersion":4,"minWriterVersion":7,"writerFeatures":[]}}"#.into(), METADATA.into()]], "reader version 4"),
+        (vec![vec![PROTOCOL.into(), METADATA.into(), r#"{"add":{"path":"x"}}"#.into()]], "invalid add"),
+        (vec![vec![PROTOCOL.into(), METADATA.into(), METADATA.into()]], "more than one metaData"),
+        (vec![vec![PROTOCOL.into(), METADATA.replace("\"id\\\",\\\"type\\\":\\\"long", "\"id\\\",\\\"type\\\":\\\"int128").to_string()]], "unknown data type"),
+    ];
+    for (commits, needle) in cases {
+        let _ = std::fs::remove_dir_all(&table);
+        write_log(&table, &commits);
+        let out = deltabus(&["files", table.to_str().unwrap()]);
+        assert_clean_failure(&out, needle);
+        assert!(stderr(&out).contains(needle), "{needle}: {}", stderr(&out));
+    }
+    // A gap in the versions.
+    let _ = std::fs::remove_dir_all(&table);
+    write_log(&table, &[vec![PROTOCOL.into(), METADATA.into()], vec![], vec![]]);
+    std::fs::remove_file(table.join("_delta_log/00000000000000000001.json")).unwrap();
+    let out = deltabus(&["files", table.to_str().unwrap()]);
+    assert_clean_failure(&out, "gap");
+    assert!(stderr(&out).contains("version 1"), "{}", stderr(&out));
+    // Asking for a version past the end.
+    let out = deltabus(&["files", table.to_str().unwrap(), "--version", "0"]);
+    assert!(out.status.success());
+    let out = deltabus(&["files", table.to_str().unwrap(), "--version", "9"]);
+    assert_clean_failure(&out, "future version");
+}
+
+#[test]
+fn damaged_checkpoint_hints_fall_back_to_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    write_ids(&table.join("a.parquet"), 2);
+    write_ids(&table.join("b.parquet"), 3);
+    write_log(&table, &[vec![PROTOCOL.into(), METADATA.into(), add("a.parquet", "")], vec![add("b.parquet", "")]]);
+    let t = table.to_str().unwrap();
+    assert!(deltabus(&["checkpoint", t]).status.success());
+    let log = table.join("_delta_log");
+    let count = |out: std::process::Output| {
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    assert_eq!(count(cat(&table)), 5);
+    for hint in ["garbage{", r#"{"version":7,"size":3}"#, r#"{"version":1,"size":3,"checksum":"0000"}"#] {
+        std::fs::write(log.join("_last_checkpoint"), hint).unwrap();
+        assert_eq!(count(cat(&table)), 5, "hint {hint}");
+    }
+    // An undecodable checkpoint is skipped in favour of replaying the commits.
+    std::fs::write(log.join("00000000000000000001.checkpoint.parquet"), b"PAR1 this is not parquet").unwrap();
+    assert_eq!(count(cat(&table)), 5);
+    // Without the commits it covers, the table cannot be reconstructed: a clean error.
+    std::fs::remove_file(log.join("00000000000000000000.json")).unwrap();
+    assert_clean_failure(&cat(&table), "unreadable checkpoint and no commits");
+}
