@@ -12,6 +12,8 @@
 //!
 //! Run: `cargo bench --bench snapshot_load` (needs `scripts/setup.sh` for the baseline).
 
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver, not library code
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,7 +47,10 @@ fn write_commit(log: &Path, version: usize, body: &str) {
 }
 
 fn commit_body(version: usize, first: usize, count: usize) -> String {
-    let mut s = format!("{{\"commitInfo\":{{\"timestamp\":{},\"operation\":\"STREAMING UPDATE\"}}}}\n", 1_700_000_000_000u64 + version as u64);
+    let mut s = format!(
+        "{{\"commitInfo\":{{\"timestamp\":{},\"operation\":\"STREAMING UPDATE\"}}}}\n",
+        1_700_000_000_000u64 + version as u64
+    );
     for i in first..first + count {
         s.push_str(&add_line(i, version));
         s.push('\n');
@@ -128,7 +133,10 @@ fn main() {
     let t = Instant::now();
     generate(&root, &rt);
     println!("tables ready in {:.1}s under {}", t.elapsed().as_secs_f64(), root.display());
-    println!("{:<18} {:>8} {:>14} {:>14} {:>16} {:>16} {:>8}", "table", "files", "deltabus min", "deltabus med", "deltalake min", "deltalake med", "ratio");
+    println!(
+        "{:<18} {:>8} {:>14} {:>14} {:>16} {:>16} {:>8}",
+        "table", "files", "deltabus min", "deltabus med", "deltalake min", "deltalake med", "ratio"
+    );
     for name in ["checkpoint_1000", "commits_5000"] {
         let path = root.join(name);
         let (ours, files) = deltabus_load(&path, &rt);
@@ -137,7 +145,14 @@ fn main() {
             Some((theirs, their_files)) => {
                 assert_eq!(files, their_files, "{name}: deltabus sees {files} files, deltalake {their_files}");
                 let (tmin, tmed) = stats(theirs);
-                println!("{name:<18} {files:>8} {:>12.3}s {:>12.3}s {:>14.3}s {:>14.3}s {:>7.2}x", omin, omed, tmin, tmed, omed / tmed);
+                println!(
+                    "{name:<18} {files:>8} {:>12.3}s {:>12.3}s {:>14.3}s {:>14.3}s {:>7.2}x",
+                    omin,
+                    omed,
+                    tmin,
+                    tmed,
+                    omed / tmed
+                );
             }
             None => println!("{name:<18} {files:>8} {omin:>12.3}s {omed:>12.3}s {:>16} {:>16}", "n/a", "n/a"),
         }

@@ -21,8 +21,8 @@ use serde_json::{json, Map, Value};
 use crate::config::Config;
 use crate::delta::actions::CommitInfo;
 use crate::delta::arrow_value::value_at;
-use crate::storage::{StorageOptions, Table};
 use crate::error::{Error, Result};
+use crate::storage::{StorageOptions, Table};
 
 /// Exactly-once streaming ingest and log tailing for Delta Lake tables.
 #[derive(Debug, Parser)]

@@ -56,7 +56,8 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(json: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("DELTABUS_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DELTABUS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if json {
         builder.json().init();

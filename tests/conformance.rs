@@ -66,14 +66,16 @@ fn check_table(name: &str) -> Result<String, String> {
         if !files_out.status.success() {
             return Err(format!("v{v} files failed: {}", String::from_utf8_lossy(&files_out.stderr).trim()));
         }
-        compare("files", &expected.join(format!("v{v}.files.json")), &files_out.stdout).map_err(|e| format!("v{v} files: {e}"))?;
+        compare("files", &expected.join(format!("v{v}.files.json")), &files_out.stdout)
+            .map_err(|e| format!("v{v} files: {e}"))?;
         files_checked += 1;
         if status == "ok" && row_exception.is_none() {
             let rows_out = deltabus(&["cat", table_arg, "--version", &v]);
             if !rows_out.status.success() {
                 return Err(format!("v{v} cat failed: {}", String::from_utf8_lossy(&rows_out.stderr).trim()));
             }
-            compare("rows", &expected.join(format!("v{v}.rows.jsonl")), &rows_out.stdout).map_err(|e| format!("v{v} rows: {e}"))?;
+            compare("rows", &expected.join(format!("v{v}.rows.jsonl")), &rows_out.stdout)
+                .map_err(|e| format!("v{v} rows: {e}"))?;
             rows_checked += 1;
         }
     }

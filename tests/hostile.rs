@@ -15,13 +15,16 @@ const DV_PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":3,"minWriterVersion
 const METADATA: &str = r#"{"metaData":{"id":"t","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{},"createdTime":1}}"#;
 
 fn add(path: &str, extra: &str) -> String {
-    format!(r#"{{"add":{{"path":"{path}","partitionValues":{{}},"size":0,"modificationTime":1,"dataChange":true{extra}}}}}"#)
+    format!(
+        r#"{{"add":{{"path":"{path}","partitionValues":{{}},"size":0,"modificationTime":1,"dataChange":true{extra}}}}}"#
+    )
 }
 
 /// Writes a Parquet file of ids `0..n`.
 fn write_ids(path: &Path, n: i64) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let batch = RecordBatch::try_from_iter(vec![("id", Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef)]).unwrap();
+    let batch =
+        RecordBatch::try_from_iter(vec![("id", Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef)]).unwrap();
     let file = std::fs::File::create(path).unwrap();
     let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
     w.write(&batch).unwrap();
@@ -49,7 +52,9 @@ fn data_paths_outside_the_root_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     write_ids(&dir.path().join("outside.parquet"), 3);
     let table = dir.path().join("t");
-    for bad in ["../outside.parquet", "a/../../outside.parquet", "%2E%2E/outside.parquet", "/etc/passwd", "file:///etc/passwd"] {
+    for bad in
+        ["../outside.parquet", "a/../../outside.parquet", "%2E%2E/outside.parquet", "/etc/passwd", "file:///etc/passwd"]
+    {
         let _ = std::fs::remove_dir_all(&table);
         write_log(&table, &[vec![PROTOCOL.into(), METADATA.into(), add(bad, "")]]);
         for cmd in ["cat", "files"] {
@@ -81,7 +86,9 @@ fn deletion_vector_paths_and_bytes_are_checked() {
     std::fs::write(table.join(dv_name), &file).unwrap();
     let size = file.len() - 9;
     let dv = |storage: &str, path: &str, card: u64| {
-        format!(r#","deletionVector":{{"storageType":"{storage}","pathOrInlineDv":"{path}","offset":1,"sizeInBytes":{size},"cardinality":{card}}}"#)
+        format!(
+            r#","deletionVector":{{"storageType":"{storage}","pathOrInlineDv":"{path}","offset":1,"sizeInBytes":{size},"cardinality":{card}}}"#
+        )
     };
     let good = dv("u", "vBn[lx{q8@P<9BNH/isA", 2);
     write_log(&table, &[vec![DV_PROTOCOL.into(), METADATA.into(), add("f.parquet", &good)]]);

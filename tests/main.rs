@@ -1,6 +1,9 @@
 //! The one integration-test binary. Fixtures are catalogued in `tests/README.md`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
 
 mod cli;
 mod common;
 mod conformance;
 mod hostile;
+mod robustness;
+mod storage;

@@ -70,7 +70,8 @@ impl Config {
     /// # Errors
     /// [`Error::InvalidArgument`] naming the bad key or file.
     pub fn load_with_env(file: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Config> {
-        let mut builder = config::Config::builder().add_source(config::File::from_str(DEFAULTS_TOML, config::FileFormat::Toml));
+        let mut builder =
+            config::Config::builder().add_source(config::File::from_str(DEFAULTS_TOML, config::FileFormat::Toml));
         if let Some(f) = file {
             if !f.is_file() {
                 return Err(Error::InvalidArgument(format!("config file {} does not exist", f.display())));
@@ -79,7 +80,11 @@ impl Config {
         }
         let env: HashMap<String, String> = env.into_iter().filter(|(k, _)| k.starts_with("DELTABUS__")).collect();
         builder = builder.add_source(
-            config::Environment::with_prefix("DELTABUS").prefix_separator("__").separator("__").try_parsing(true).source(Some(env)),
+            config::Environment::with_prefix("DELTABUS")
+                .prefix_separator("__")
+                .separator("__")
+                .try_parsing(true)
+                .source(Some(env)),
         );
         let raw = builder.build().map_err(|e| Error::InvalidArgument(format!("configuration: {e}")))?;
         raw.try_deserialize().map_err(|e| Error::InvalidArgument(format!("configuration: {e}")))
@@ -87,7 +92,10 @@ impl Config {
 
     /// The storage options for opening tables.
     pub fn storage_options(&self) -> StorageOptions {
-        StorageOptions { options: self.storage.options.clone(), allow_absolute_paths: self.storage.allow_absolute_paths }
+        StorageOptions {
+            options: self.storage.options.clone(),
+            allow_absolute_paths: self.storage.allow_absolute_paths,
+        }
     }
 
     /// The configuration as TOML with option values redacted.
@@ -101,10 +109,8 @@ impl Config {
 }
 
 fn toml_like(c: &Config) -> String {
-    let mut out = format!(
-        "[storage]\nallow_absolute_paths = {}\n\n[storage.options]\n",
-        c.storage.allow_absolute_paths
-    );
+    let mut out =
+        format!("[storage]\nallow_absolute_paths = {}\n\n[storage.options]\n", c.storage.allow_absolute_paths);
     let mut keys: Vec<_> = c.storage.options.iter().collect();
     keys.sort();
     for (k, v) in keys {
@@ -134,7 +140,10 @@ mod tests {
     fn env_overrides_and_redaction() {
         let c = Config::load_with_env(
             None,
-            env(&[("DELTABUS__STORAGE__ALLOW_ABSOLUTE_PATHS", "true"), ("DELTABUS__STORAGE__OPTIONS__AWS_SECRET_ACCESS_KEY", "hunter2")]),
+            env(&[
+                ("DELTABUS__STORAGE__ALLOW_ABSOLUTE_PATHS", "true"),
+                ("DELTABUS__STORAGE__OPTIONS__AWS_SECRET_ACCESS_KEY", "hunter2"),
+            ]),
         )
         .unwrap();
         assert!(c.storage.allow_absolute_paths);

@@ -299,11 +299,20 @@ impl LogLine {
 /// # Errors
 /// [`Error::InvalidLog`] when the line is not a JSON object or a known action is malformed.
 pub fn parse_action_line(line: &str, file: &str) -> Result<Option<Action>> {
-    let parsed: LogLine = serde_json::from_str(line).map_err(|e| {
-        let kind = if e.is_data() { "invalid action" } else { "line is not JSON" };
-        Error::invalid_log(file, format!("{kind}: {e}"))
-    })?;
-    Ok(parsed.into_action())
+    match serde_json::from_str::<LogLine>(line) {
+        Ok(parsed) => Ok(parsed.into_action()),
+        // Slow path, only on error: find which action is malformed for a precise message.
+        Err(e) => match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(map)) => {
+                for (key, inner) in map {
+                    parse_action_value(&key, inner, file)?;
+                }
+                Err(Error::invalid_log(file, format!("invalid action: {e}")))
+            }
+            Ok(_) => Err(Error::invalid_log(file, "line is not a JSON object")),
+            Err(e) => Err(Error::invalid_log(file, format!("line is not JSON: {e}"))),
+        },
+    }
 }
 
 /// Parses the value of one action given its key; `None` for keys that are not actions.
@@ -365,16 +374,22 @@ mod tests {
     #[test]
     fn parses_known_and_ignores_unknown() {
         let log = concat!(
-            r#"{"commitInfo":{"timestamp":1,"operation":"WRITE","operationParameters":{"mode":"Append","x":null}}}"#, "\n",
-            r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#, "\n",
-            r#"{"someFutureAction":{"a":1}}"#, "\n",
+            r#"{"commitInfo":{"timestamp":1,"operation":"WRITE","operationParameters":{"mode":"Append","x":null}}}"#,
+            "\n",
+            r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#,
+            "\n",
+            r#"{"someFutureAction":{"a":1}}"#,
+            "\n",
             r#"{"add":{"path":"a.parquet","partitionValues":{"p":null},"size":1,"modificationTime":2,"dataChange":true,"futureField":3}}"#,
         );
         let actions = parse_commit(log.as_bytes(), "0.json").unwrap();
         assert_eq!(actions.len(), 3);
         let Action::Add(add) = &actions[2] else { panic!("not an add") };
         assert_eq!(add.partition_values.get("p"), Some(&None));
-        let ci = CommitInfo::from_value(match &actions[0] { Action::CommitInfo(v) => v, _ => panic!() });
+        let ci = CommitInfo::from_value(match &actions[0] {
+            Action::CommitInfo(v) => v,
+            _ => panic!(),
+        });
         assert_eq!(ci.operation.as_deref(), Some("WRITE"));
     }
 
@@ -386,7 +401,8 @@ mod tests {
 
     #[test]
     fn round_trips_add_without_nulls() {
-        let line = r#"{"add":{"path":"a","partitionValues":{"p":null},"size":1,"modificationTime":2,"dataChange":true}}"#;
+        let line =
+            r#"{"add":{"path":"a","partitionValues":{"p":null},"size":1,"modificationTime":2,"dataChange":true}}"#;
         let a = parse_action_line(line, "f").unwrap().unwrap();
         let out = a.to_json_line().unwrap();
         assert!(!out.contains("stats"));

@@ -6,7 +6,9 @@
 //! `YYYY-MM-DD`, decimals exact numbers when they fit a double's 15 digits and strings beyond.
 
 use arrow::array::{Array, ArrayRef, AsArray};
-use arrow::datatypes::{DataType, Int16Type, Int32Type, Int64Type, Int8Type, TimeUnit, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
+use arrow::datatypes::{
+    DataType, Int16Type, Int32Type, Int64Type, Int8Type, TimeUnit, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
 use serde_json::{Map, Number, Value};
 
 /// How maps are printed.
@@ -59,7 +61,9 @@ pub fn value_at_with(array: &dyn Array, i: usize, maps: MapStyle) -> Value {
                 .map_or(Value::from(days), |d| Value::String(d.format("%Y-%m-%d").to_string()))
         }
         DataType::Timestamp(unit, tz) => {
-            use arrow::datatypes::{TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType};
+            use arrow::datatypes::{
+                TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
+            };
             let micros = match unit {
                 TimeUnit::Second => array.as_primitive::<TimestampSecondType>().value(i).saturating_mul(1_000_000),
                 TimeUnit::Millisecond => array.as_primitive::<TimestampMillisecondType>().value(i).saturating_mul(1000),
@@ -113,10 +117,12 @@ pub fn value_at_with(array: &dyn Array, i: usize, maps: MapStyle) -> Value {
                     .collect(),
             )
         }
-        DataType::Dictionary(_, _) => match arrow::compute::cast(&array.slice(i, 1), &array.data_type().clone().dictionary_value_type()) {
-            Ok(plain) => value_at(plain.as_ref(), 0),
-            Err(_) => Value::Null,
-        },
+        DataType::Dictionary(_, _) => {
+            match arrow::compute::cast(&array.slice(i, 1), &array.data_type().clone().dictionary_value_type()) {
+                Ok(plain) => value_at(plain.as_ref(), 0),
+                Err(_) => Value::Null,
+            }
+        }
         DataType::Null => Value::Null,
         other => Value::String(format!("<unsupported type {other}>")),
     }
@@ -141,7 +147,13 @@ fn list(values: &ArrayRef, maps: MapStyle) -> Value {
 
 fn float(v: f64, single: bool) -> Value {
     if !v.is_finite() {
-        return Value::String(if v.is_nan() { "NaN".into() } else if v > 0.0 { "Infinity".into() } else { "-Infinity".into() });
+        return Value::String(if v.is_nan() {
+            "NaN".into()
+        } else if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        });
     }
     // Print a float32 with its own shortest representation, not the widened double's.
     let v = if single { format!("{}", v as f32).parse().unwrap_or(v) } else { v };
@@ -169,7 +181,8 @@ pub fn decimal_string(v: i128, scale: i8) -> String {
     let neg = v < 0;
     let digits = v.unsigned_abs().to_string();
     let scale = scale as usize;
-    let padded = if digits.len() <= scale { format!("{}{}", "0".repeat(scale + 1 - digits.len()), digits) } else { digits };
+    let padded =
+        if digits.len() <= scale { format!("{}{}", "0".repeat(scale + 1 - digits.len()), digits) } else { digits };
     let (int, frac) = padded.split_at(padded.len() - scale);
     format!("{}{int}.{frac}", if neg { "-" } else { "" })
 }

@@ -7,7 +7,9 @@
 
 use std::collections::HashMap;
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array, MapArray, RecordBatch, StringArray, StructArray};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Int64Array, MapArray, RecordBatch, StringArray, StructArray,
+};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 
@@ -28,7 +30,9 @@ pub const ACTION_COLUMNS: &[&str] =
 pub fn batch_to_actions(batch: &RecordBatch, file: &str) -> Result<Vec<Action>> {
     let mut out = Vec::new();
     for name in ACTION_COLUMNS {
-        let Some(col) = batch.column_by_name(name) else { continue };
+        let Some(col) = batch.column_by_name(name) else {
+            continue;
+        };
         if col.null_count() == col.len() {
             continue;
         }
@@ -87,7 +91,9 @@ struct StringMaps {
 
 impl StringMaps {
     fn new(a: Option<ArrayRef>, file: &str) -> Result<Option<StringMaps>> {
-        let Some(map) = a.and_then(|a| a.as_map_opt().cloned()) else { return Ok(None) };
+        let Some(map) = a.and_then(|a| a.as_map_opt().cloned()) else {
+            return Ok(None);
+        };
         let keys = strings(Some(map.keys().clone()), file)?.ok_or_else(|| Error::Internal("map keys".into()))?;
         let values = strings(Some(map.values().clone()), file)?.ok_or_else(|| Error::Internal("map values".into()))?;
         Ok(Some(StringMaps { map, keys, values }))
@@ -101,7 +107,9 @@ impl StringMaps {
         let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
         Some(
             (start..end)
-                .map(|j| (self.keys.value(j).to_string(), self.values.is_valid(j).then(|| self.values.value(j).to_string())))
+                .map(|j| {
+                    (self.keys.value(j).to_string(), self.values.is_valid(j).then(|| self.values.value(j).to_string()))
+                })
                 .collect(),
         )
     }
@@ -134,7 +142,10 @@ fn decode_adds(s: &StructArray, file: &str, out: &mut Vec<Action>) -> Result<()>
         let deletion_vector = match &dv {
             Some(d) if d.is_valid(i) => {
                 let v = value_at(d.as_ref(), i);
-                Some(serde_json::from_value::<DeletionVectorDescriptor>(v).map_err(|e| Error::invalid_log(file, format!("bad deletionVector: {e}")))?)
+                Some(
+                    serde_json::from_value::<DeletionVectorDescriptor>(v)
+                        .map_err(|e| Error::invalid_log(file, format!("bad deletionVector: {e}")))?,
+                )
             }
             _ => None,
         };

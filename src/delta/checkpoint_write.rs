@@ -15,7 +15,8 @@ use super::snapshot::Snapshot;
 use crate::error::{Error, Result};
 
 fn string_map() -> DataType {
-    let entries = Fields::from(vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Utf8, true)]);
+    let entries =
+        Fields::from(vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Utf8, true)]);
     DataType::Map(Arc::new(Field::new("key_value", DataType::Struct(entries), false)), false)
 }
 
@@ -118,9 +119,12 @@ pub fn checkpoint_actions(snapshot: &Snapshot) -> Vec<Action> {
         a.data_change = false;
         Action::Add(a)
     }));
-    actions.extend(snapshot.tombstones().into_iter().map(|r| {
-        Action::Remove(Remove { stats: None, tags: None, data_change: false, ..r.clone() })
-    }));
+    actions.extend(
+        snapshot
+            .tombstones()
+            .into_iter()
+            .map(|r| Action::Remove(Remove { stats: None, tags: None, data_change: false, ..r.clone() })),
+    );
     actions
 }
 

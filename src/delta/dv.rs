@@ -192,7 +192,9 @@ mod tests {
         assert_eq!(hex::encode(&file), format!("010000002c{BITMAP_HEX}acd74a79"));
         assert_eq!(decode_file_record(&file[1..], 44, "t").unwrap(), bitmap);
         // Real Spark file: rows {0, 9}.
-        let spark = hex::decode("0100000024d1d339640100000000000000000000003a300000010000000000010010000000000009002a671846").unwrap();
+        let spark =
+            hex::decode("0100000024d1d339640100000000000000000000003a300000010000000000010010000000000009002a671846")
+                .unwrap();
         let got = decode_file_record(&spark[1..], 36, "spark").unwrap();
         assert_eq!(got.iter().collect::<Vec<_>>(), vec![0, 9]);
         let mut corrupt = file.clone();
@@ -213,7 +215,10 @@ mod tests {
         assert_eq!(d.unique_id(), "uab^-aqEH.-t@S}K{vb[*k^@4");
         assert_eq!(
             d.location().unwrap(),
-            DvLocation::Relative { path: "ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin".into(), offset: 4 }
+            DvLocation::Relative {
+                path: "ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin".into(),
+                offset: 4
+            }
         );
         let bad = DeletionVectorDescriptor { storage_type: "r".into(), ..d };
         assert!(bad.location().is_err());

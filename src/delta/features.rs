@@ -8,9 +8,19 @@ use super::actions::Protocol;
 use crate::error::{Error, Result};
 
 /// Reader features deltabus implements.
-pub const SUPPORTED_READER_FEATURES: &[&str] =
-    &["columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening", "typeWidening-preview",
-      "variantType", "variantType-preview", "variantShredding", "variantShredding-preview"];
+pub const SUPPORTED_READER_FEATURES: &[&str] = &[
+    "columnMapping",
+    "deletionVectors",
+    "timestampNtz",
+    "v2Checkpoint",
+    "vacuumProtocolCheck",
+    "typeWidening",
+    "typeWidening-preview",
+    "variantType",
+    "variantType-preview",
+    "variantShredding",
+    "variantShredding-preview",
+];
 
 /// Validates the shape of a protocol action.
 ///

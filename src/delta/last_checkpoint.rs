@@ -60,7 +60,13 @@ fn urlenc(s: &str) -> String {
 }
 
 fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
-    let join = |seg: String| if prefix.is_empty() { seg } else { format!("{prefix}+{seg}") };
+    let join = |seg: String| {
+        if prefix.is_empty() {
+            seg
+        } else {
+            format!("{prefix}+{seg}")
+        }
+    };
     match v {
         Value::Object(m) => {
             for (k, x) in m {
@@ -108,7 +114,14 @@ mod tests {
         assert_eq!(LastCheckpoint::parse(br#"{"version":10,"size":13}"#).map(|l| l.version), Some(10));
         assert!(LastCheckpoint::parse(b"{not json").is_none());
         assert!(LastCheckpoint::parse(br#"{"version":10,"size":13,"checksum":"00"}"#).is_none());
-        let lc = LastCheckpoint { version: 3, size: 7, parts: None, size_in_bytes: Some(9), num_of_add_files: None, checksum: None };
+        let lc = LastCheckpoint {
+            version: 3,
+            size: 7,
+            parts: None,
+            size_in_bytes: Some(9),
+            num_of_add_files: None,
+            checksum: None,
+        };
         let text = lc.to_json_with_checksum();
         assert_eq!(LastCheckpoint::parse(text.as_bytes()).map(|l| l.version), Some(3));
     }

@@ -102,7 +102,9 @@ impl LogListing {
     pub fn new(entries: impl IntoIterator<Item = (String, u64, i64)>) -> Self {
         let mut listing = LogListing::default();
         for (name, size, modified_ms) in entries {
-            let Some((version, kind)) = parse_log_name(&name) else { continue };
+            let Some((version, kind)) = parse_log_name(&name) else {
+                continue;
+            };
             let file = LogFile { name, version, kind: kind.clone(), size, modified_ms };
             match kind {
                 LogFileKind::Commit => {

@@ -29,7 +29,9 @@ pub fn resolve_in_table(raw: &str, root_url: &str, allow_absolute: bool) -> Resu
     });
     let relative = if has_scheme || raw.starts_with('/') {
         if !allow_absolute {
-            return Err(refuse("absolute paths are not allowed (enable allow_absolute_paths to accept paths inside the table root)"));
+            return Err(refuse(
+                "absolute paths are not allowed (enable allow_absolute_paths to accept paths inside the table root)",
+            ));
         }
         let decoded = decode(raw).ok_or_else(|| refuse("invalid percent-encoding"))?;
         let root = decode(root_url).ok_or_else(|| refuse("invalid table root"))?;
@@ -82,7 +84,17 @@ mod tests {
 
     #[test]
     fn hostile_paths_are_refused() {
-        for p in ["../secret", "a/../../etc/passwd", "%2E%2E/x", "/etc/passwd", "file:///etc/passwd", "s3://other/x", "", "_delta_log/00.json", "a\\..\\b"] {
+        for p in [
+            "../secret",
+            "a/../../etc/passwd",
+            "%2E%2E/x",
+            "/etc/passwd",
+            "file:///etc/passwd",
+            "s3://other/x",
+            "",
+            "_delta_log/00.json",
+            "a\\..\\b",
+        ] {
             assert!(resolve_in_table(p, "file:///t", false).is_err(), "{p} accepted");
         }
     }

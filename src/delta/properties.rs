@@ -49,15 +49,23 @@ impl TableProperties {
             enable_in_commit_timestamps: flag("delta.enableInCommitTimestamps"),
             enable_row_tracking: flag("delta.enableRowTracking"),
             column_mapping_mode,
-            checkpoint_interval: get("delta.checkpointInterval").and_then(|v| v.parse().ok()).filter(|&v| v > 0).unwrap_or(10),
+            checkpoint_interval: get("delta.checkpointInterval")
+                .and_then(|v| v.parse().ok())
+                .filter(|&v| v > 0)
+                .unwrap_or(10),
             checkpoint_policy_v2: get("delta.checkpointPolicy").is_some_and(|v| v.eq_ignore_ascii_case("v2")),
-            data_skipping_num_indexed_cols: get("delta.dataSkippingNumIndexedCols").and_then(|v| v.parse().ok()).unwrap_or(32),
-            data_skipping_stats_columns: get("delta.dataSkippingStatsColumns")
-                .map(|v| v.split(',').map(|c| c.trim().trim_matches('`').to_string()).filter(|c| !c.is_empty()).collect()),
+            data_skipping_num_indexed_cols: get("delta.dataSkippingNumIndexedCols")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(32),
+            data_skipping_stats_columns: get("delta.dataSkippingStatsColumns").map(|v| {
+                v.split(',').map(|c| c.trim().trim_matches('`').to_string()).filter(|c| !c.is_empty()).collect()
+            }),
             data_skipping_string_prefix_length: get("delta.dataSkippingStringPrefixLength")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(32),
-            log_retention: get("delta.logRetentionDuration").and_then(parse_interval).unwrap_or(Duration::from_secs(30 * DAY)),
+            log_retention: get("delta.logRetentionDuration")
+                .and_then(parse_interval)
+                .unwrap_or(Duration::from_secs(30 * DAY)),
             deleted_file_retention: get("delta.deletedFileRetentionDuration")
                 .and_then(parse_interval)
                 .unwrap_or(Duration::from_secs(7 * DAY)),

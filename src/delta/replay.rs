@@ -120,7 +120,10 @@ impl TableState {
                 }
                 Action::DomainMetadata(d) => self.apply_domain(d.clone()),
                 Action::CheckpointMetadata(_) | Action::Sidecar(_) => {
-                    return Err(Error::invalid_log(file, "checkpointMetadata and sidecar actions are not allowed in commits"))
+                    return Err(Error::invalid_log(
+                        file,
+                        "checkpointMetadata and sidecar actions are not allowed in commits",
+                    ))
                 }
                 Action::Add(_) | Action::Cdc(_) | Action::CommitInfo(_) => {}
             }
@@ -185,14 +188,24 @@ mod tests {
     #[test]
     fn txns_and_domains() {
         let mut s = TableState::default();
-        s.apply_commit(0, &commit(&[
-            r#"{"txn":{"appId":"x","version":3}}"#,
-            r#"{"domainMetadata":{"domain":"d","configuration":"{}","removed":false}}"#,
-        ]), "0").unwrap();
-        s.apply_commit(1, &commit(&[
-            r#"{"txn":{"appId":"x","version":7}}"#,
-            r#"{"domainMetadata":{"domain":"d","configuration":"{}","removed":true}}"#,
-        ]), "1").unwrap();
+        s.apply_commit(
+            0,
+            &commit(&[
+                r#"{"txn":{"appId":"x","version":3}}"#,
+                r#"{"domainMetadata":{"domain":"d","configuration":"{}","removed":false}}"#,
+            ]),
+            "0",
+        )
+        .unwrap();
+        s.apply_commit(
+            1,
+            &commit(&[
+                r#"{"txn":{"appId":"x","version":7}}"#,
+                r#"{"domainMetadata":{"domain":"d","configuration":"{}","removed":true}}"#,
+            ]),
+            "1",
+        )
+        .unwrap();
         assert_eq!(s.txns["x"].version, 7);
         assert!(s.domains.is_empty());
         let dup = commit(&[r#"{"txn":{"appId":"y","version":1}}"#, r#"{"txn":{"appId":"y","version":2}}"#]);

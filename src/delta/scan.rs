@@ -8,7 +8,9 @@
 
 use std::sync::Arc;
 
-use arrow::array::{new_null_array, Array, ArrayRef, AsArray, BooleanArray, ListArray, MapArray, RecordBatch, StringArray, StructArray};
+use arrow::array::{
+    new_null_array, Array, ArrayRef, AsArray, BooleanArray, ListArray, MapArray, RecordBatch, StringArray, StructArray,
+};
 use arrow::compute::{cast, filter_record_batch};
 use arrow::datatypes::{DataType as ArrowType, Field, FieldRef, Fields, SchemaRef};
 use roaring::RoaringTreemap;
@@ -60,18 +62,25 @@ impl ScanPlan {
         for (field, out) in self.schema.fields.iter().zip(self.output.fields()) {
             let col = if self.partition_columns.contains(&field.name) {
                 let physical = field.physical_name(self.mode);
-                let raw = partition_values.get(physical).or_else(|| partition_values.get(&field.name)).cloned().flatten();
-                partition_array(raw.as_deref(), out.data_type(), n).map_err(|e| Error::data_file(file, format!("partition column {}: {e}", field.name)))?
+                let raw =
+                    partition_values.get(physical).or_else(|| partition_values.get(&field.name)).cloned().flatten();
+                partition_array(raw.as_deref(), out.data_type(), n)
+                    .map_err(|e| Error::data_file(file, format!("partition column {}: {e}", field.name)))?
             } else {
                 match find_child(&file_fields, batch.columns(), field, self.mode) {
-                    Some(c) => adapt(&c, &field.data_type, self.mode).map_err(|e| Error::data_file(file, format!("column {}: {e}", field.name)))?,
+                    Some(c) => adapt(&c, &field.data_type, self.mode)
+                        .map_err(|e| Error::data_file(file, format!("column {}: {e}", field.name)))?,
                     None => new_null_array(out.data_type(), n),
                 }
             };
             columns.push(col);
         }
-        let out = RecordBatch::try_new_with_options(self.output.clone(), columns, &arrow::array::RecordBatchOptions::new().with_row_count(Some(n)))
-            .map_err(|e| Error::data_file(file, e))?;
+        let out = RecordBatch::try_new_with_options(
+            self.output.clone(),
+            columns,
+            &arrow::array::RecordBatchOptions::new().with_row_count(Some(n)),
+        )
+        .map_err(|e| Error::data_file(file, e))?;
         match dv {
             Some(bitmap) if !bitmap.is_empty() => {
                 let keep: BooleanArray = (0..n as u64).map(|i| Some(!bitmap.contains(first_row + i))).collect();
@@ -129,7 +138,10 @@ fn adapt(array: &ArrayRef, target: &DataType, mode: ColumnMappingMode) -> AResul
             let list = list.as_list::<i32>();
             let values = adapt(list.values(), &at.element_type, mode)?;
             let field = Arc::new(Field::new("element", values.data_type().clone(), true));
-            Ok(Arc::new(ListArray::try_new(field, list.offsets().clone(), values, list.nulls().cloned()).map_err(|e| e.to_string())?))
+            Ok(Arc::new(
+                ListArray::try_new(field, list.offsets().clone(), values, list.nulls().cloned())
+                    .map_err(|e| e.to_string())?,
+            ))
         }
         (DataType::Map(mt), ArrowType::Map(_, _)) => {
             let map = array.as_map();
@@ -139,9 +151,13 @@ fn adapt(array: &ArrayRef, target: &DataType, mode: ColumnMappingMode) -> AResul
                 Field::new("key", keys.data_type().clone(), false),
                 Field::new("value", values.data_type().clone(), true),
             ]);
-            let entries = StructArray::try_new(entry_fields.clone(), vec![keys, values], None).map_err(|e| e.to_string())?;
+            let entries =
+                StructArray::try_new(entry_fields.clone(), vec![keys, values], None).map_err(|e| e.to_string())?;
             let field: FieldRef = Arc::new(Field::new("key_value", ArrowType::Struct(entry_fields), false));
-            Ok(Arc::new(MapArray::try_new(field, map.offsets().clone(), entries, map.nulls().cloned(), false).map_err(|e| e.to_string())?))
+            Ok(Arc::new(
+                MapArray::try_new(field, map.offsets().clone(), entries, map.nulls().cloned(), false)
+                    .map_err(|e| e.to_string())?,
+            ))
         }
         (DataType::Primitive(_), _) => {
             let want = arrow_type(target);
@@ -151,7 +167,9 @@ fn adapt(array: &ArrayRef, target: &DataType, mode: ColumnMappingMode) -> AResul
                 cast(array, &want).map_err(|e| format!("cannot convert {} to {want}: {e}", array.data_type()))
             }
         }
-        (t, found) => Err(format!("file type {found} does not match table type {}", serde_json::to_string(t).unwrap_or_default())),
+        (t, found) => {
+            Err(format!("file type {found} does not match table type {}", serde_json::to_string(t).unwrap_or_default()))
+        }
     }
 }
 
@@ -172,15 +190,19 @@ fn adapt_struct(s: &StructArray, fields: &[StructField], mode: ColumnMappingMode
 /// Materialises a partition value as a column of `n` equal values.
 fn partition_array(raw: Option<&str>, target: &ArrowType, n: usize) -> AResult<ArrayRef> {
     let value = raw.filter(|v| !v.is_empty() && *v != "__HIVE_DEFAULT_PARTITION__");
-    let Some(value) = value else { return Ok(new_null_array(target, n)) };
+    let Some(value) = value else {
+        return Ok(new_null_array(target, n));
+    };
     let one: ArrayRef = Arc::new(StringArray::from(vec![value]));
     let typed = match target {
         ArrowType::Binary => Arc::new(arrow::array::BinaryArray::from(vec![value.as_bytes()])) as ArrayRef,
-        ArrowType::Timestamp(_, _) => cast(&one, target).or_else(|_| {
-            // Spark's local form `YYYY-MM-DD HH:MM:SS[.f]` for tables written in UTC sessions.
-            let alt: ArrayRef = Arc::new(StringArray::from(vec![value.replace(' ', "T")]));
-            cast(&alt, target)
-        }).map_err(|e| format!("{value:?}: {e}"))?,
+        ArrowType::Timestamp(_, _) => cast(&one, target)
+            .or_else(|_| {
+                // Spark's local form `YYYY-MM-DD HH:MM:SS[.f]` for tables written in UTC sessions.
+                let alt: ArrayRef = Arc::new(StringArray::from(vec![value.replace(' ', "T")]));
+                cast(&alt, target)
+            })
+            .map_err(|e| format!("{value:?}: {e}"))?,
         _ => {
             let opts = arrow::compute::CastOptions { safe: false, ..Default::default() };
             arrow::compute::cast_with_options(&one, target, &opts).map_err(|e| format!("{value:?}: {e}"))?
@@ -205,7 +227,12 @@ mod tests {
         assert!(partition_array(Some("x"), &ArrowType::Int32, 1).is_err());
         assert_eq!(partition_array(None, &ArrowType::Utf8, 2).unwrap().null_count(), 2);
         assert_eq!(partition_array(Some(""), &ArrowType::Int64, 1).unwrap().null_count(), 1);
-        let ts = partition_array(Some("2021-11-18 02:30:00.123456"), &ArrowType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None), 1).unwrap();
+        let ts = partition_array(
+            Some("2021-11-18 02:30:00.123456"),
+            &ArrowType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None),
+            1,
+        )
+        .unwrap();
         assert_eq!(ts.as_primitive::<arrow::datatypes::TimestampMicrosecondType>().value(0), 1_637_202_600_123_456);
     }
 
@@ -213,7 +240,8 @@ mod tests {
     fn missing_columns_and_dv() {
         let schema = StructType::parse(r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"new","type":"string","nullable":true,"metadata":{}}]}"#).unwrap();
         let plan = ScanPlan::new(&schema, &[], ColumnMappingMode::None);
-        let file = RecordBatch::try_from_iter(vec![("id", Arc::new(Int64Array::from(vec![0, 1, 2, 3])) as ArrayRef)]).unwrap();
+        let file =
+            RecordBatch::try_from_iter(vec![("id", Arc::new(Int64Array::from(vec![0, 1, 2, 3])) as ArrayRef)]).unwrap();
         let dv: RoaringTreemap = [5u64, 7].into_iter().collect();
         let out = plan.to_logical(&file, &Default::default(), Some(&dv), 4, "f").unwrap();
         assert_eq!(out.num_rows(), 2);

@@ -280,8 +280,13 @@ impl Serialize for DataType {
                     value_type: &'a DataType,
                     value_contains_null: bool,
                 }
-                Repr { kind: "map", key_type: &m.key_type, value_type: &m.value_type, value_contains_null: m.value_contains_null }
-                    .serialize(s)
+                Repr {
+                    kind: "map",
+                    key_type: &m.key_type,
+                    value_type: &m.value_type,
+                    value_contains_null: m.value_contains_null,
+                }
+                .serialize(s)
             }
         }
     }
@@ -296,8 +301,12 @@ impl<'de> Deserialize<'de> for DataType {
                 .map(DataType::Primitive)
                 .ok_or_else(|| D::Error::custom(format!("unknown data type {s:?}"))),
             Value::Object(o) => match o.get("type").and_then(Value::as_str) {
-                Some("struct") => serde_json::from_value(v).map(|s| DataType::Struct(Box::new(s))).map_err(D::Error::custom),
-                Some("array") => serde_json::from_value(v).map(|a| DataType::Array(Box::new(a))).map_err(D::Error::custom),
+                Some("struct") => {
+                    serde_json::from_value(v).map(|s| DataType::Struct(Box::new(s))).map_err(D::Error::custom)
+                }
+                Some("array") => {
+                    serde_json::from_value(v).map(|a| DataType::Array(Box::new(a))).map_err(D::Error::custom)
+                }
                 Some("map") => serde_json::from_value(v).map(|m| DataType::Map(Box::new(m))).map_err(D::Error::custom),
                 Some("variant") => Ok(DataType::Variant),
                 other => Err(D::Error::custom(format!("unknown complex type {other:?}"))),
@@ -332,8 +341,14 @@ mod tests {
 
     #[test]
     fn refuses_bad_schemas() {
-        assert!(StructType::parse(r#"{"type":"struct","fields":[{"name":"a","type":"int","nullable":true,"metadata":{}}]}"#).is_err());
+        assert!(StructType::parse(
+            r#"{"type":"struct","fields":[{"name":"a","type":"int","nullable":true,"metadata":{}}]}"#
+        )
+        .is_err());
         assert!(StructType::parse(r#"{"type":"struct","fields":[{"name":"a","type":"long","nullable":true,"metadata":{}},{"name":"A","type":"long","nullable":true,"metadata":{}}]}"#).is_err());
-        assert!(StructType::parse(r#"{"type":"struct","fields":[{"name":"a","type":"decimal(40,2)","nullable":true,"metadata":{}}]}"#).is_err());
+        assert!(StructType::parse(
+            r#"{"type":"struct","fields":[{"name":"a","type":"decimal(40,2)","nullable":true,"metadata":{}}]}"#
+        )
+        .is_err());
     }
 }

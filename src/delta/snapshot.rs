@@ -35,20 +35,21 @@ impl Snapshot {
     /// [`Error::Unsupported`] when the protocol needs a feature deltabus cannot read.
     pub fn new(state: TableState, checkpoint_version: Option<u64>, now_ms: i64) -> Result<Snapshot> {
         let version = state.version.ok_or_else(|| Error::Internal("snapshot of an empty state".into()))?;
-        let protocol = state
-            .protocol
-            .clone()
-            .ok_or_else(|| Error::invalid_log("_delta_log", format!("no protocol action found up to version {version}")))?;
+        let protocol = state.protocol.clone().ok_or_else(|| {
+            Error::invalid_log("_delta_log", format!("no protocol action found up to version {version}"))
+        })?;
         check_readable(&protocol)?;
-        let metadata = state
-            .metadata
-            .clone()
-            .ok_or_else(|| Error::invalid_log("_delta_log", format!("no metaData action found up to version {version}")))?;
+        let metadata = state.metadata.clone().ok_or_else(|| {
+            Error::invalid_log("_delta_log", format!("no metaData action found up to version {version}"))
+        })?;
         if !metadata.format.provider.eq_ignore_ascii_case("parquet") {
             return Err(Error::unsupported(format!("data format {:?} (only parquet)", metadata.format.provider)));
         }
         if metadata.schema_string.is_empty() {
-            return Err(Error::invalid_log("metaData", format!("the table metadata at version {version} has no schemaString")));
+            return Err(Error::invalid_log(
+                "metaData",
+                format!("the table metadata at version {version} has no schemaString"),
+            ));
         }
         let schema = StructType::parse(&metadata.schema_string)?;
         for p in &metadata.partition_columns {
@@ -63,7 +64,9 @@ impl Snapshot {
     /// The live files, sorted by path.
     pub fn files(&self) -> Vec<&Add> {
         let mut files: Vec<&Add> = self.state.files.values().collect();
-        files.sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.deletion_vector.is_some().cmp(&b.deletion_vector.is_some())));
+        files.sort_by(|a, b| {
+            a.path.cmp(&b.path).then_with(|| a.deletion_vector.is_some().cmp(&b.deletion_vector.is_some()))
+        });
         files
     }
 
@@ -112,5 +115,61 @@ impl Snapshot {
     /// The replayed state, for incremental updates by a tailer.
     pub fn state(&self) -> &TableState {
         &self.state
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delta::actions::parse_commit;
+
+    fn state(config: &str, extra: &[&str]) -> TableState {
+        let mut lines = vec![
+            r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#.to_string(),
+            format!(
+                r#"{{"metaData":{{"id":"t","format":{{"provider":"parquet","options":{{}}}},"schemaString":"{{\"type\":\"struct\",\"fields\":[]}}","partitionColumns":[],"configuration":{config},"createdTime":1}}}}"#
+            ),
+        ];
+        lines.extend(extra.iter().map(|s| s.to_string()));
+        let mut s = TableState::default();
+        s.apply_commit(0, &parse_commit(lines.join("\n").as_bytes(), "0").unwrap(), "0").unwrap();
+        s
+    }
+
+    const DAY: i64 = 86_400_000;
+
+    #[test]
+    fn txn_retention_only_when_configured() {
+        let txns =
+            [r#"{"txn":{"appId":"old","version":1,"lastUpdated":1000}}"#, r#"{"txn":{"appId":"none","version":2}}"#];
+        let now = 100 * DAY;
+        let keep_all = Snapshot::new(state("{}", &txns), None, now).unwrap();
+        assert_eq!(keep_all.txn_version("old"), Some(1));
+        assert_eq!(keep_all.txn_version("none"), Some(2));
+        let expiring =
+            Snapshot::new(state(r#"{"delta.setTransactionRetentionDuration":"interval 1 days"}"#, &txns), None, now)
+                .unwrap();
+        assert_eq!(expiring.txn_version("old"), None, "expired by lastUpdated");
+        assert_eq!(expiring.txn_version("none"), None, "no lastUpdated: dropped, as Spark does");
+    }
+
+    #[test]
+    fn tombstones_expire_after_the_retention() {
+        let now = 30 * DAY;
+        let rm =
+            |p: &str, ts: i64| format!(r#"{{"remove":{{"path":"{p}","deletionTimestamp":{ts},"dataChange":true}}}}"#);
+        let (old, recent) = (rm("old", now - 8 * DAY), rm("recent", now - DAY));
+        let s = Snapshot::new(state("{}", &[&old, &recent]), None, now).unwrap();
+        let kept: Vec<&str> = s.tombstones().iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(kept, vec!["recent"]);
+    }
+
+    #[test]
+    fn refuses_partition_columns_missing_from_the_schema() {
+        let mut st = state("{}", &[]);
+        if let Some(m) = st.metadata.as_mut() {
+            m.partition_columns = vec!["ghost".into()];
+        }
+        assert!(Snapshot::new(st, None, 0).is_err());
     }
 }

@@ -4,8 +4,7 @@
 //! a multiple of 5 characters and the caller trims to the known length. The `z85` crate's own
 //! padding scheme is incompatible with Spark, hence this small codec.
 
-const ALPHABET: &[u8; 85] =
-    b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+const ALPHABET: &[u8; 85] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
 
 fn decode_table() -> [u8; 256] {
     let mut t = [0xFFu8; 256];

@@ -52,11 +52,10 @@ impl Table {
 
 fn encode(actions: &[crate::delta::actions::Action]) -> Result<Bytes> {
     let batches = checkpoint_batches(actions, BATCH_ROWS)?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .build();
+    let props = WriterProperties::builder().set_compression(Compression::ZSTD(ZstdLevel::default())).build();
     let mut buf = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut buf, checkpoint_schema(), Some(props)).map_err(|e| Error::Internal(format!("checkpoint writer: {e}")))?;
+    let mut writer = ArrowWriter::try_new(&mut buf, checkpoint_schema(), Some(props))
+        .map_err(|e| Error::Internal(format!("checkpoint writer: {e}")))?;
     for b in &batches {
         writer.write(b).map_err(|e| Error::Internal(format!("checkpoint write: {e}")))?;
     }

@@ -5,10 +5,10 @@ use arrow::array::RecordBatch;
 use futures::StreamExt;
 // `ParquetObjectReader` is deprecated upstream in favour of hand-written `AsyncFileReader`s;
 // it remains correct and is the simplest reader over an `ObjectStore`.
+use object_store::ObjectStoreExt;
 #[allow(deprecated)]
 use parquet::arrow::async_reader::ParquetObjectReader;
 use parquet::arrow::ParquetRecordBatchStreamBuilder;
-use object_store::ObjectStoreExt;
 use roaring::RoaringTreemap;
 
 use super::location::Table;
@@ -64,7 +64,10 @@ impl Table {
         }
         if let Some(bitmap) = &dv {
             if bitmap.max().is_some_and(|m| m >= first_row) {
-                return Err(Error::dv(&rel, format!("deletes row {} of a file with {first_row} rows", bitmap.max().unwrap_or(0))));
+                return Err(Error::dv(
+                    &rel,
+                    format!("deletes row {} of a file with {first_row} rows", bitmap.max().unwrap_or(0)),
+                ));
             }
         }
         Ok(FileRows { path: rel, batches })

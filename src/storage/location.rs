@@ -29,7 +29,10 @@ pub struct StorageOptions {
 impl std::fmt::Debug for StorageOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let keys: Vec<&String> = self.options.keys().collect();
-        f.debug_struct("StorageOptions").field("option_keys", &keys).field("allow_absolute_paths", &self.allow_absolute_paths).finish()
+        f.debug_struct("StorageOptions")
+            .field("option_keys", &keys)
+            .field("allow_absolute_paths", &self.allow_absolute_paths)
+            .finish()
     }
 }
 
@@ -54,7 +57,8 @@ impl Table {
         let url = parse_location(location)?;
         let (store, root): (Arc<dyn ObjectStore>, Path) = match url.scheme() {
             "file" => {
-                let dir = url.to_file_path().map_err(|_| Error::InvalidArgument(format!("not a local path: {location}")))?;
+                let dir =
+                    url.to_file_path().map_err(|_| Error::InvalidArgument(format!("not a local path: {location}")))?;
                 if !dir.is_dir() {
                     return Err(Error::NotATable { location: location.to_string() });
                 }
@@ -94,6 +98,11 @@ impl Table {
         &self.url
     }
 
+    /// The object store holding the table (its root is [`Table::url`]'s path).
+    pub fn object_store(&self) -> Arc<dyn ObjectStore> {
+        self.store.clone()
+    }
+
     /// The object path of `_delta_log/<name>`.
     pub(crate) fn log_path(&self, name: &str) -> Path {
         self.root.clone().join("_delta_log").join(name)
@@ -124,9 +133,12 @@ fn parse_location(location: &str) -> Result<Url> {
     if location.is_empty() {
         return Err(Error::InvalidArgument("empty table location".into()));
     }
-    let looks_like_url = location.split_once("://").is_some_and(|(s, _)| s.len() > 1 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '+'));
+    let looks_like_url = location
+        .split_once("://")
+        .is_some_and(|(s, _)| s.len() > 1 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '+'));
     if looks_like_url {
-        return Url::parse(location).map_err(|e| Error::InvalidArgument(format!("invalid table URL {location:?}: {e}")));
+        return Url::parse(location)
+            .map_err(|e| Error::InvalidArgument(format!("invalid table URL {location:?}: {e}")));
     }
     let path = std::path::Path::new(location);
     let abs = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir()?.join(path) };

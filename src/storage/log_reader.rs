@@ -168,7 +168,9 @@ impl Table {
         let prefix = self.root.clone().join("_delta_log");
         let stream = match from {
             // The offset is exclusive: start just before the first name of version `from`.
-            Some(v) if v > 0 => self.store.list_with_offset(Some(&prefix), &prefix.clone().join(format!("{:020}", v - 1) + ".~")),
+            Some(v) if v > 0 => {
+                self.store.list_with_offset(Some(&prefix), &prefix.clone().join(format!("{:020}", v - 1) + ".~"))
+            }
             _ => self.store.list(Some(&prefix)),
         };
         let metas: Vec<_> = match stream.try_collect::<Vec<_>>().await {
@@ -212,10 +214,12 @@ impl Table {
             let bytes = self.get_bytes(&path).await.map_err(CheckpointFailure::Fatal)?;
             let name = f.name.clone();
             let part = match f.kind {
-                LogFileKind::Checkpoint(CheckpointKind::V2 { json: true }) => parse_commit(&bytes, &f.name).map_err(CheckpointFailure::Fatal)?,
-                _ => tokio::task::spawn_blocking(move || decode_checkpoint_parquet(bytes, &name))
-                    .await
-                    .map_err(|e| CheckpointFailure::Fatal(Error::Internal(format!("checkpoint decoder task: {e}"))))??,
+                LogFileKind::Checkpoint(CheckpointKind::V2 { json: true }) => {
+                    parse_commit(&bytes, &f.name).map_err(CheckpointFailure::Fatal)?
+                }
+                _ => tokio::task::spawn_blocking(move || decode_checkpoint_parquet(bytes, &name)).await.map_err(
+                    |e| CheckpointFailure::Fatal(Error::Internal(format!("checkpoint decoder task: {e}"))),
+                )??,
             };
             actions.extend(part);
         }
@@ -227,8 +231,8 @@ impl Table {
             })
             .collect();
         for sidecar in sidecars {
-            let rel = crate::delta::paths::resolve_in_table(&sidecar, "sidecar:", false)
-                .map_err(CheckpointFailure::Fatal)?;
+            let rel =
+                crate::delta::paths::resolve_in_table(&sidecar, "sidecar:", false).map_err(CheckpointFailure::Fatal)?;
             let path = self.relative_path(&format!("_delta_log/_sidecars/{rel}"));
             let bytes = self.get_bytes(&path).await.map_err(CheckpointFailure::Fatal)?;
             actions.extend(decode_checkpoint_parquet(bytes, &sidecar)?);
@@ -255,7 +259,8 @@ fn decode_checkpoint_parquet(bytes: Bytes, name: &str) -> std::result::Result<Ve
         })
         .collect();
     let mask = ProjectionMask::leaves(schema, leaves);
-    let reader = builder.with_projection(mask).with_batch_size(8192).build().map_err(|_| CheckpointFailure::Unreadable)?;
+    let reader =
+        builder.with_projection(mask).with_batch_size(8192).build().map_err(|_| CheckpointFailure::Unreadable)?;
     let mut actions = Vec::new();
     for batch in reader {
         let batch = batch.map_err(|_| CheckpointFailure::Unreadable)?;
