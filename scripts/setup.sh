@@ -20,4 +20,10 @@ if [ ! -x .tools/node_modules/.bin/azurite-blob ]; then
   mkdir -p .tools
   (cd .tools && npm install --silent --no-audit --no-fund --prefix . azurite@3 >/dev/null)
 fi
-echo "setup: python tools in .venv, azurite in .tools"
+# The reference reader over delta_kernel (../shared/tools/kernel-oracle), built once into
+# .tools/kernel-oracle (about ten minutes on two cores); interop tests read tables with it.
+oracle_src=${DELTABUS_KERNEL_ORACLE_SRC:-../shared/tools/kernel-oracle}
+if [ ! -x .tools/kernel-oracle/release/kernel-oracle ] && [ -f "$oracle_src/Cargo.toml" ]; then
+  cargo build --release --locked --quiet --manifest-path "$oracle_src/Cargo.toml" --target-dir .tools/kernel-oracle
+fi
+echo "setup: python tools in .venv, azurite and kernel-oracle in .tools"

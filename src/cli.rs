@@ -80,11 +80,45 @@ pub enum Command {
         #[arg(long)]
         limit: Option<usize>,
     },
+    /// Append JSON lines from stdin to a table in one commit (creating it if needed).
+    Write(WriteArgs),
     /// Write a checkpoint of the latest version (and `_last_checkpoint`); prints it as JSON.
     Checkpoint { table: String },
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+}
+
+/// `deltabus write` arguments.
+#[derive(Debug, Args)]
+pub struct WriteArgs {
+    pub table: String,
+    /// Partition columns of a new table, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub partition_by: Vec<String>,
+    /// append (create when missing) or create (fail when the table exists).
+    #[arg(long, value_parser = ["append", "create"], default_value = "append")]
+    pub mode: String,
+    /// Add new nullable columns found in the records to the table schema.
+    #[arg(long)]
+    pub merge_schema: bool,
+    /// Idempotency key: with --txn-version, a second run with the same pair commits nothing.
+    #[arg(long, requires = "txn_version")]
+    pub app_id: Option<String>,
+    #[arg(long, requires = "app_id")]
+    pub txn_version: Option<i64>,
+    /// Table property KEY=VALUE for a new table; repeatable.
+    #[arg(long = "property", value_name = "KEY=VALUE")]
+    pub properties: Vec<String>,
+    /// Delta schema (JSON, as in metaData.schemaString) for a new table, instead of inference.
+    #[arg(long, value_name = "FILE")]
+    pub schema: Option<std::path::PathBuf>,
+    /// Roll data files past this size (e.g. 128mb).
+    #[arg(long)]
+    pub target_file_size: Option<String>,
+    /// Parquet codec: zstd, snappy, gzip, lz4, brotli, uncompressed.
+    #[arg(long)]
+    pub compression: Option<String>,
 }
 
 /// `deltabus config ...`
@@ -131,6 +165,7 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
         Command::Files { table, version } => files(&Table::open(&table, storage)?, version, out).await,
         Command::Describe { table, version } => describe(&Table::open(&table, storage)?, version, out).await,
         Command::History { table, limit } => history(&Table::open(&table, storage)?, limit, out).await,
+        Command::Write(args) => write(args, storage, out).await,
         Command::Checkpoint { table } => {
             let table = Table::open(&table, storage)?;
             let snapshot = table.snapshot(None).await?;
@@ -230,6 +265,52 @@ async fn history(table: &Table, limit: Option<usize>, out: &mut (dyn Write + Sen
         writeln_json(out, &Value::Object(obj))?;
     }
     Ok(())
+}
+
+async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &mut (dyn Write + Send)) -> Result<()> {
+    use crate::ops::write::{write_json_lines, WriteMode, WriteOptions};
+    let table = Table::open_for_write(&args.table, storage)?;
+    let mut properties = std::collections::HashMap::new();
+    for kv in &args.properties {
+        let (k, v) =
+            kv.split_once('=').ok_or_else(|| Error::InvalidArgument(format!("--property {kv:?} is not KEY=VALUE")))?;
+        properties.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    let schema = match &args.schema {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Error::InvalidArgument(format!("--schema {}: {e}", path.display())))?;
+            Some(
+                crate::delta::schema::StructType::parse(&text)
+                    .map_err(|e| Error::InvalidArgument(format!("--schema {}: {e}", path.display())))?,
+            )
+        }
+        None => None,
+    };
+    let target_file_size = match &args.target_file_size {
+        Some(s) => Some(
+            crate::delta::properties::parse_size(s)
+                .ok_or_else(|| Error::InvalidArgument(format!("--target-file-size {s:?}")))?,
+        ),
+        None => None,
+    };
+    let opts = WriteOptions {
+        mode: if args.mode == "create" { WriteMode::Create } else { WriteMode::Append },
+        partition_by: args.partition_by.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+        merge_schema: args.merge_schema,
+        schema,
+        properties,
+        txn: args.app_id.zip(args.txn_version),
+        target_file_size,
+        compression: args.compression,
+        ..WriteOptions::default()
+    };
+    let stdin = tokio::io::BufReader::with_capacity(1 << 20, tokio::io::stdin());
+    let report = write_json_lines(&table, stdin, &opts).await?;
+    if let crate::delta::transaction::CommitOutcome::Conflict { version, reason } = &report.outcome {
+        return Err(Error::CommitConflict { version: *version, reason: reason.clone() });
+    }
+    writeln_json(out, &report.to_json())
 }
 
 fn writeln_json(out: &mut (dyn Write + Send), v: &Value) -> Result<()> {

@@ -61,6 +61,12 @@ pub enum Error {
         source: object_store::Error,
     },
 
+    /// A commit could not land because of a concurrent commit (reported by commands that
+    /// surface a [`CommitOutcome::Conflict`](crate::delta::transaction::CommitOutcome) as a
+    /// failure; the library itself returns conflicts as outcomes).
+    #[error("commit conflict at version {version}: {reason}")]
+    CommitConflict { version: u64, reason: String },
+
     /// A user-supplied argument or configuration value is invalid.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -78,7 +84,7 @@ impl Error {
     /// Classifies the error for exit codes, logs and retries.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Storage { .. } | Error::Io(_) => ErrorKind::External,
+            Error::Storage { .. } | Error::Io(_) | Error::CommitConflict { .. } => ErrorKind::External,
             Error::Internal(_) => ErrorKind::Internal,
             _ => ErrorKind::User,
         }
@@ -95,7 +101,7 @@ impl Error {
                     | object_store::Error::NotImplemented { .. }
                     | object_store::Error::UnknownConfigurationKey { .. }
             ),
-            Error::Io(_) => true,
+            Error::Io(_) | Error::CommitConflict { .. } => true,
             _ => false,
         }
     }

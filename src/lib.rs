@@ -16,11 +16,13 @@
 //! - [`cli`]: the `deltabus` command line.
 //! - [`config`]: the one configuration loader.
 //! - [`error`]: the one error type.
+//! - [`ops`]: table operations (create, write) built from the two.
 
 pub mod cli;
 pub mod config;
 pub mod delta;
 pub mod error;
+pub mod ops;
 pub mod storage;
 
 pub use error::{Error, ErrorKind, Result};

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
 
 mod cli;
+mod commit;
 mod common;
 mod conformance;
 mod hostile;

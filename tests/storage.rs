@@ -25,7 +25,7 @@ const TABLES: &[&str] = &[
     "dv-partitioned-with-checkpoint",
 ];
 
-fn emulator(var: &str) -> Option<String> {
+pub fn emulator(var: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(v) => Some(v),
         Err(_) if std::env::var("DELTABUS_REQUIRE_EMULATORS").is_ok() => {
@@ -133,11 +133,9 @@ async fn s3_reads_match_local() {
     assert_eq!(desc["lastCheckpoint"], 1);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn azure_reads_match_local() {
-    let Some(endpoint) = emulator("DELTABUS_TEST_AZURE_ENDPOINT") else {
-        return;
-    };
+/// Creates a fresh container on Azurite (object_store cannot) and returns its name.
+pub fn azure_container() -> String {
+    let endpoint = emulator("DELTABUS_TEST_AZURE_ENDPOINT").expect("Azurite endpoint");
     let python = emulator("DELTABUS_TEST_PYTHON").expect("python for container creation");
     let container = format!("deltabus{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let conn = format!(
@@ -148,6 +146,16 @@ async fn azure_reads_match_local() {
     );
     let out = Command::new(&python).arg("-c").arg(script).output().unwrap();
     assert!(out.status.success(), "cannot create container: {}", String::from_utf8_lossy(&out.stderr));
+    container
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_reads_match_local() {
+    let Some(endpoint) = emulator("DELTABUS_TEST_AZURE_ENDPOINT") else {
+        return;
+    };
+    let _ = endpoint;
+    let container = azure_container();
     let store: Arc<dyn ObjectStore> = Arc::new(
         object_store::azure::MicrosoftAzureBuilder::new()
             .with_use_emulator(true)

@@ -60,3 +60,74 @@ pub fn arrow_fields(fields: &[StructField]) -> Fields {
 pub fn arrow_schema(schema: &StructType) -> Schema {
     Schema::new(arrow_fields(&schema.fields))
 }
+
+/// The Arrow field written to data files for a Delta field: the physical name and, under
+/// column mapping, the Parquet field id.
+pub fn physical_field(f: &StructField, mode: super::schema::ColumnMappingMode) -> Field {
+    let data_type = physical_type(&f.data_type, mode);
+    let field = Field::new(f.physical_name(mode), data_type, f.nullable);
+    match (mode, f.column_mapping_id()) {
+        (super::schema::ColumnMappingMode::None, _) | (_, None) => field,
+        (_, Some(id)) => field.with_metadata(
+            [("PARQUET:field_id".to_string(), id.to_string())].into_iter().collect::<std::collections::HashMap<_, _>>(),
+        ),
+    }
+}
+
+fn physical_type(t: &DataType, mode: super::schema::ColumnMappingMode) -> ArrowType {
+    match t {
+        DataType::Struct(s) => ArrowType::Struct(s.fields.iter().map(|f| physical_field(f, mode)).collect()),
+        DataType::Array(a) => {
+            ArrowType::List(Arc::new(Field::new("element", physical_type(&a.element_type, mode), a.contains_null)))
+        }
+        DataType::Map(m) => {
+            let entries = Fields::from(vec![
+                Field::new("key", physical_type(&m.key_type, mode), false),
+                Field::new("value", physical_type(&m.value_type, mode), m.value_contains_null),
+            ]);
+            ArrowType::Map(Arc::new(Field::new("key_value", ArrowType::Struct(entries), false)), false)
+        }
+        other => arrow_type(other),
+    }
+}
+
+/// The schema of data files: data (non-partition) columns with physical names.
+pub fn physical_schema(
+    schema: &StructType,
+    partition_columns: &[String],
+    mode: super::schema::ColumnMappingMode,
+) -> Schema {
+    Schema::new(
+        schema
+            .fields
+            .iter()
+            .filter(|f| !partition_columns.contains(&f.name))
+            .filter(|f| f.data_type != DataType::Primitive(PrimitiveType::Void))
+            .map(|f| physical_field(f, mode))
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// The logical Arrow schema with Delta's nullability kept (for validating incoming rows).
+pub fn arrow_schema_strict(schema: &StructType) -> Schema {
+    fn field(f: &StructField) -> Field {
+        Field::new(&f.name, strict_type(&f.data_type), f.nullable)
+    }
+    fn strict_type(t: &DataType) -> ArrowType {
+        match t {
+            DataType::Struct(s) => ArrowType::Struct(s.fields.iter().map(field).collect()),
+            DataType::Array(a) => {
+                ArrowType::List(Arc::new(Field::new("element", strict_type(&a.element_type), a.contains_null)))
+            }
+            DataType::Map(m) => {
+                let entries = Fields::from(vec![
+                    Field::new("key", strict_type(&m.key_type), false),
+                    Field::new("value", strict_type(&m.value_type), m.value_contains_null),
+                ]);
+                ArrowType::Map(Arc::new(Field::new("key_value", ArrowType::Struct(entries), false)), false)
+            }
+            other => arrow_type(other),
+        }
+    }
+    Schema::new(schema.fields.iter().map(field).collect::<Vec<_>>())
+}

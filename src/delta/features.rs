@@ -101,3 +101,161 @@ mod tests {
         assert!(matches!(check_readable(&proto(3, 7, None, Some(&[]))), Err(Error::InvalidLog { .. })));
     }
 }
+
+/// Writer features deltabus honours when appending.
+pub const SUPPORTED_WRITER_FEATURES: &[&str] = &[
+    "appendOnly",
+    "changeDataFeed",
+    "deletionVectors",
+    "timestampNtz",
+    "domainMetadata",
+    "v2Checkpoint",
+    "inCommitTimestamp",
+    "columnMapping",
+    "vacuumProtocolCheck",
+    "rowTracking",
+    // Supported only while unused: a write is refused when the schema or configuration uses them.
+    "invariants",
+    "checkConstraints",
+    "generatedColumns",
+    "identityColumns",
+    "allowColumnDefaults",
+];
+
+/// Checks that deltabus may write to a table with this protocol and metadata.
+///
+/// # Errors
+/// [`Error::Unsupported`] naming the writer version or feature, or the constraint in use
+/// (invariants, CHECK constraints, generated or identity columns, column defaults) that
+/// deltabus cannot enforce.
+pub fn check_writable(p: &Protocol, metadata: &super::actions::Metadata) -> Result<()> {
+    check_readable(p)?;
+    if p.min_writer_version > 7 {
+        return Err(Error::unsupported(format!("writer version {} (deltabus writes up to 7)", p.min_writer_version)));
+    }
+    for f in p.writer_features.iter().flatten() {
+        if !SUPPORTED_WRITER_FEATURES.contains(&f.as_str()) {
+            return Err(Error::unsupported(format!("writer feature {f:?} is not supported for writing")));
+        }
+    }
+    let schema = &metadata.schema_string;
+    let in_use = |needle: &str| schema.contains(needle);
+    if in_use("delta.invariants") {
+        return Err(Error::unsupported(
+            "the schema has column invariants (delta.invariants), which deltabus cannot enforce",
+        ));
+    }
+    if let Some(k) = metadata.configuration.keys().find(|k| k.starts_with("delta.constraints.")) {
+        return Err(Error::unsupported(format!(
+            "the table has a CHECK constraint ({k}), which deltabus cannot enforce"
+        )));
+    }
+    if in_use("delta.generationExpression") {
+        return Err(Error::unsupported("the table has generated columns, which deltabus cannot compute"));
+    }
+    if in_use("delta.identity.") {
+        return Err(Error::unsupported("the table has identity columns, which deltabus cannot generate"));
+    }
+    if in_use("CURRENT_DEFAULT") {
+        return Err(Error::unsupported("the table has column defaults, which deltabus does not apply"));
+    }
+    Ok(())
+}
+
+/// Whether a writer feature is supported by the protocol (explicitly, or through legacy
+/// writer versions).
+pub fn has_writer_feature(p: &Protocol, feature: &str) -> bool {
+    match &p.writer_features {
+        Some(list) => list.iter().any(|f| f == feature),
+        None => {
+            let needed = match feature {
+                "appendOnly" | "invariants" => 2,
+                "checkConstraints" => 3,
+                "changeDataFeed" | "generatedColumns" => 4,
+                "columnMapping" => 5,
+                "identityColumns" => 6,
+                _ => return false,
+            };
+            p.min_writer_version >= needed
+        }
+    }
+}
+
+/// The protocol for a new table with these properties: (1,2) by default; (3,7) with the
+/// features the properties ask for (`delta.enableDeletionVectors`, `delta.enableChangeDataFeed`,
+/// `delta.enableInCommitTimestamps`, `delta.enableRowTracking`, `delta.columnMapping.mode`,
+/// `delta.feature.<name>=supported`), or with `timestampNtz` when the schema needs it.
+///
+/// # Errors
+/// [`Error::Unsupported`] when a property asks for a feature deltabus cannot write.
+pub fn protocol_for_new_table(
+    config: &std::collections::HashMap<String, String>,
+    uses_timestamp_ntz: bool,
+) -> Result<Protocol> {
+    let on = |k: &str| config.get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let mut reader: Vec<&str> = Vec::new();
+    let mut writer: Vec<&str> = Vec::new();
+    let both = |f: &'static str, r: &mut Vec<&str>, w: &mut Vec<&str>| {
+        r.push(f);
+        w.push(f);
+    };
+    if on("delta.enableDeletionVectors") {
+        both("deletionVectors", &mut reader, &mut writer);
+    }
+    if uses_timestamp_ntz {
+        both("timestampNtz", &mut reader, &mut writer);
+    }
+    if config.get("delta.columnMapping.mode").is_some_and(|m| m != "none") {
+        both("columnMapping", &mut reader, &mut writer);
+    }
+    if on("delta.enableChangeDataFeed") {
+        writer.push("changeDataFeed");
+    }
+    if on("delta.enableInCommitTimestamps") {
+        writer.push("inCommitTimestamp");
+    }
+    if on("delta.enableRowTracking") {
+        writer.push("rowTracking");
+        writer.push("domainMetadata");
+    }
+    if on("delta.appendOnly") {
+        writer.push("appendOnly");
+    }
+    for (k, v) in config {
+        if let Some(name) = k.strip_prefix("delta.feature.") {
+            if !(v.eq_ignore_ascii_case("supported") || v.eq_ignore_ascii_case("enabled")) {
+                continue;
+            }
+            let name: &str = SUPPORTED_WRITER_FEATURES
+                .iter()
+                .find(|f| **f == name)
+                .ok_or_else(|| Error::unsupported(format!("feature {name:?} cannot be enabled by deltabus")))?;
+            if SUPPORTED_READER_FEATURES.contains(&name) {
+                both(name, &mut reader, &mut writer);
+            } else {
+                writer.push(name);
+            }
+        }
+    }
+    if writer.is_empty() {
+        return Ok(Protocol {
+            min_reader_version: 1,
+            min_writer_version: 2,
+            reader_features: None,
+            writer_features: None,
+        });
+    }
+    let dedup = |v: Vec<&str>| {
+        let mut v: Vec<String> = v.into_iter().map(str::to_string).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let (reader, writer) = (dedup(reader), dedup(writer));
+    Ok(Protocol {
+        min_reader_version: if reader.is_empty() { 1 } else { 3 },
+        min_writer_version: 7,
+        reader_features: (!reader.is_empty()).then_some(reader),
+        writer_features: Some(writer),
+    })
+}

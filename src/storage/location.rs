@@ -93,6 +93,19 @@ impl Table {
         Ok(Table { store, root, url, options })
     }
 
+    /// Opens a location for writing: a local directory is created when missing.
+    ///
+    /// # Errors
+    /// As [`Table::open`], and [`Error::Io`] when the directory cannot be created.
+    pub fn open_for_write(location: &str, options: StorageOptions) -> Result<Table> {
+        let looks_local = !location.contains("://") || location.starts_with("file://");
+        if looks_local {
+            let path = location.strip_prefix("file://").unwrap_or(location);
+            std::fs::create_dir_all(path)?;
+        }
+        Table::open(location, options)
+    }
+
     /// The table root as a URL.
     pub fn url(&self) -> &str {
         &self.url

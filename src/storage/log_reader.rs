@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -152,6 +152,16 @@ impl Table {
         }
     }
 
+    #[cfg(test)]
+    pub(crate) async fn read_checkpoint_for_tests(&self) -> bool {
+        self.read_checkpoint(&[]).await.is_ok()
+    }
+
+    #[cfg(test)]
+    pub(crate) async fn last_checkpoint_for_tests(&self) -> Result<Option<LastCheckpoint>> {
+        self.last_checkpoint().await
+    }
+
     async fn last_checkpoint(&self) -> Result<Option<LastCheckpoint>> {
         match self.store.get(&self.log_path("_last_checkpoint")).await {
             Ok(r) => match r.bytes().await {
@@ -186,25 +196,13 @@ impl Table {
     }
 
     async fn read_commits(&self, files: &[LogFile]) -> Result<Vec<Vec<Action>>> {
-        let store: Arc<dyn ObjectStore> = self.store.clone();
-        futures::stream::iter(files.iter().map(|f| {
-            let store = store.clone();
-            let path = self.log_path(&f.name);
-            let name = f.name.clone();
-            async move {
-                let bytes = match store.get(&path).await {
-                    Ok(r) => r.bytes().await.map_err(|e| Error::storage(&name, e))?,
-                    Err(e) => return Err(Error::storage(&name, e)),
-                };
-                // Parsing is CPU work: run it off the I/O threads so commits parse in parallel.
-                tokio::task::spawn_blocking(move || parse_commit(&bytes, &name))
-                    .await
-                    .map_err(|e| Error::Internal(format!("commit parser task: {e}")))?
-            }
-        }))
-        .buffered(FETCH_CONCURRENCY)
-        .try_collect()
-        .await
+        // Owned inputs only: futures that borrow through iterator adapters are not `Send` for
+        // every lifetime, which would stop callers from spawning commits.
+        let jobs: Vec<(Arc<dyn ObjectStore>, Path, String)> =
+            files.iter().map(|f| (self.store.clone(), self.log_path(&f.name), f.name.clone())).collect();
+        let futures: Vec<futures::future::BoxFuture<'static, Result<Vec<Action>>>> =
+            jobs.into_iter().map(|job| fetch_and_parse_commit(job).boxed()).collect();
+        futures::stream::iter(futures).buffered(FETCH_CONCURRENCY).try_collect().await
     }
 
     async fn read_checkpoint(&self, files: &[LogFile]) -> std::result::Result<Vec<Action>, CheckpointFailure> {
@@ -244,6 +242,17 @@ impl Table {
         let r = self.store.get(path).await.map_err(|e| Error::storage(path, e))?;
         r.bytes().await.map_err(|e| Error::storage(path, e))
     }
+}
+
+async fn fetch_and_parse_commit((store, path, name): (Arc<dyn ObjectStore>, Path, String)) -> Result<Vec<Action>> {
+    let bytes = match store.get(&path).await {
+        Ok(r) => r.bytes().await.map_err(|e| Error::storage(&name, e))?,
+        Err(e) => return Err(Error::storage(&name, e)),
+    };
+    // Parsing is CPU work: run it off the I/O threads so commits parse in parallel.
+    tokio::task::spawn_blocking(move || parse_commit(&bytes, &name))
+        .await
+        .map_err(|e| Error::Internal(format!("commit parser task: {e}")))?
 }
 
 /// Decodes a checkpoint (or sidecar) Parquet file, skipping the parsed-stats columns.

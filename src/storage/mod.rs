@@ -6,10 +6,44 @@
 //! path, so a damaged or hostile log cannot make deltabus read outside the table root.
 
 mod checkpoint_writer;
+mod committer;
 mod data_reader;
+mod data_writer;
 mod location;
 mod log_reader;
 
+pub use committer::RetryPolicy;
 pub use data_reader::FileRows;
+pub use data_writer::{DataWriter, WriterConfig};
 pub use location::{StorageOptions, Table};
 pub use log_reader::CommitRecord;
+
+#[cfg(test)]
+mod send_checks {
+    use super::*;
+    fn is_send<T: Send>(_: T) {}
+    #[allow(dead_code)]
+    fn futures_are_send(t: Table, s: crate::delta::snapshot::Snapshot) {
+        let t1 = t.clone();
+        is_send(async move { t1.snapshot(None).await });
+        let t8 = t.clone();
+        let s8 = s.clone();
+        is_send(async move {
+            let txn = crate::delta::transaction::Transaction::new("WRITE", vec![]);
+            t8.commit(Some(&s8), &txn, &RetryPolicy::default()).await
+        });
+        let t6 = t.clone();
+        is_send(async move { t6.history(None).await });
+        let t7 = t.clone();
+        is_send(async move { t7.read_checkpoint_for_tests().await });
+        let t2 = t.clone();
+        is_send(async move { t2.list_log(None).await });
+        let t3 = t.clone();
+        is_send(async move { t3.read_commit(0).await });
+        let t4 = t.clone();
+        let s4 = s.clone();
+        is_send(async move { t4.write_checkpoint(&s4).await });
+        let t5 = t.clone();
+        is_send(async move { t5.last_checkpoint_for_tests().await });
+    }
+}

@@ -1,0 +1,237 @@
+//! A staged transaction: its actions, what it read, and the commit file for a given version.
+//!
+//! The committer (storage shell) owns the retry loop; everything it decides with is here:
+//! whether the transaction is already applied in a snapshot, the commit bytes (commitInfo
+//! first, with in-commit timestamp when the table enables it), and the single-commit validity
+//! rules checked before anything is written.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::{json, Map, Value};
+use uuid::Uuid;
+
+use super::actions::Action;
+use super::conflict::{is_blind_append, IsolationLevel, ReadSet};
+use super::replay::FileKey;
+use super::snapshot::Snapshot;
+use crate::error::{Error, Result};
+
+/// The result of a commit attempt. A conflict is an outcome, not an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// The commit landed as this version.
+    Committed { version: u64 },
+    /// The table's txn for `app_id` is already at or past this transaction's: nothing written.
+    AlreadyApplied { app_id: String, version: i64 },
+    /// A concurrent commit makes this transaction invalid; it must be re-planned.
+    Conflict { version: u64, reason: String },
+}
+
+/// A transaction ready to commit.
+#[derive(Debug, Clone)]
+pub struct Transaction {
+    /// The operation name (`WRITE`, `STREAMING UPDATE`, `OPTIMIZE`, `DELETE`, `CREATE TABLE`...).
+    pub operation: String,
+    /// `commitInfo.operationParameters`.
+    pub parameters: Map<String, Value>,
+    /// `commitInfo.operationMetrics` (numbers as strings, as Spark writes them).
+    pub metrics: BTreeMap<String, String>,
+    /// Every action but `commitInfo`.
+    pub actions: Vec<Action>,
+    pub read: ReadSet,
+    pub isolation: IsolationLevel,
+    /// `commitInfo.txnId`.
+    pub txn_id: Uuid,
+}
+
+impl Transaction {
+    /// A new transaction.
+    pub fn new(operation: impl Into<String>, actions: Vec<Action>) -> Self {
+        Transaction {
+            operation: operation.into(),
+            parameters: Map::new(),
+            metrics: BTreeMap::new(),
+            actions,
+            read: ReadSet::nothing(),
+            isolation: IsolationLevel::Serializable,
+            txn_id: Uuid::new_v4(),
+        }
+    }
+
+    /// Sets an operation parameter.
+    pub fn with_parameter(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.parameters.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Sets an operation metric.
+    pub fn with_metric(mut self, key: &str, value: impl ToString) -> Self {
+        self.metrics.insert(key.to_string(), value.to_string());
+        self
+    }
+
+    /// Whether this is a blind append.
+    pub fn is_blind_append(&self) -> bool {
+        is_blind_append(&self.actions, &self.read)
+    }
+
+    /// The (appId, version) pairs this transaction records.
+    pub fn txns(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.actions
+            .iter()
+            .filter_map(|a| if let Action::Txn(t) = a { Some((t.app_id.as_str(), t.version)) } else { None })
+    }
+
+    /// If the snapshot already holds one of our txns at or past our version, that txn.
+    pub fn already_applied_in(&self, snapshot: &Snapshot) -> Option<(String, i64)> {
+        self.txns().find_map(|(app, v)| match snapshot.txn_version(app) {
+            Some(existing) if existing >= v => Some((app.to_string(), existing)),
+            _ => None,
+        })
+    }
+
+    /// Checks the single-commit rules: at most one metaData and protocol, one txn per appId,
+    /// one add and one remove per path, never an add and a remove of the same key, no
+    /// checkpoint-only actions.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the broken rule.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidArgument(format!("invalid transaction: {m}")));
+        let (mut meta, mut proto) = (0, 0);
+        let mut apps = HashSet::new();
+        let (mut adds, mut removes) = (HashSet::new(), HashSet::new());
+        let (mut add_keys, mut remove_keys) = (HashSet::new(), HashSet::new());
+        for a in &self.actions {
+            match a {
+                Action::Metadata(_) => meta += 1,
+                Action::Protocol(_) => proto += 1,
+                Action::Txn(t) if !apps.insert(t.app_id.as_str()) => {
+                    return bad(format!("two txns for appId {:?}", t.app_id))
+                }
+                Action::Add(x) => {
+                    if !adds.insert(x.path.as_str()) {
+                        return bad(format!("two adds of {}", x.path));
+                    }
+                    add_keys.insert(FileKey::of_add(x));
+                }
+                Action::Remove(x) => {
+                    if !removes.insert(x.path.as_str()) {
+                        return bad(format!("two removes of {}", x.path));
+                    }
+                    remove_keys.insert(FileKey::of_remove(x));
+                }
+                Action::CommitInfo(_) | Action::CheckpointMetadata(_) | Action::Sidecar(_) => {
+                    return bad(format!("{} is not a transaction action", a.key()))
+                }
+                _ => {}
+            }
+        }
+        if meta > 1 || proto > 1 {
+            return bad("more than one metaData or protocol".into());
+        }
+        if let Some(k) = add_keys.intersection(&remove_keys).next() {
+            return bad(format!("{} is both added and removed with the same deletion vector", k.path));
+        }
+        Ok(())
+    }
+
+    /// The commit file content for `version`, read from snapshot version `read_version`.
+    /// `in_commit_timestamp` is set when the table enables in-commit timestamps.
+    ///
+    /// # Errors
+    /// Only if an action cannot be serialised.
+    pub fn commit_bytes(
+        &self,
+        read_version: Option<u64>,
+        now_ms: i64,
+        in_commit_timestamp: Option<i64>,
+    ) -> Result<Vec<u8>> {
+        let mut info = Map::new();
+        info.insert("timestamp".into(), json!(now_ms));
+        if let Some(ict) = in_commit_timestamp {
+            info.insert("inCommitTimestamp".into(), json!(ict));
+        }
+        info.insert("operation".into(), json!(self.operation));
+        info.insert("operationParameters".into(), Value::Object(self.parameters.clone()));
+        if let Some(r) = read_version {
+            info.insert("readVersion".into(), json!(r));
+        }
+        info.insert("isolationLevel".into(), json!(self.isolation.as_str()));
+        info.insert("isBlindAppend".into(), json!(self.is_blind_append()));
+        info.insert("operationMetrics".into(), json!(self.metrics));
+        info.insert("engineInfo".into(), json!(crate::ENGINE_INFO));
+        info.insert("txnId".into(), json!(self.txn_id.to_string()));
+        let mut out = Action::CommitInfo(Value::Object(info)).to_json_line()?;
+        for a in &self.actions {
+            out.push('\n');
+            out.push_str(&a.to_json_line()?);
+        }
+        out.push('\n');
+        Ok(out.into_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delta::actions::{parse_commit, Add, Txn};
+
+    fn add(path: &str) -> Action {
+        Action::Add(Add {
+            path: path.into(),
+            partition_values: Default::default(),
+            size: 1,
+            modification_time: 1,
+            data_change: true,
+            stats: None,
+            tags: None,
+            deletion_vector: None,
+            base_row_id: None,
+            default_row_commit_version: None,
+            clustering_provider: None,
+        })
+    }
+
+    #[test]
+    fn commit_info_comes_first_and_describes_the_write() {
+        let t = Transaction::new(
+            "WRITE",
+            vec![add("a"), Action::Txn(Txn { app_id: "x".into(), version: 3, last_updated: Some(9) })],
+        )
+        .with_parameter("mode", "Append")
+        .with_metric("numFiles", 1);
+        t.validate().unwrap();
+        let bytes = t.commit_bytes(Some(4), 1000, Some(1001)).unwrap();
+        let actions = parse_commit(&bytes, "c").unwrap();
+        let Action::CommitInfo(info) = &actions[0] else { panic!("commitInfo is not first") };
+        assert_eq!(info["operation"], "WRITE");
+        assert_eq!(info["readVersion"], 4);
+        assert_eq!(info["inCommitTimestamp"], 1001);
+        assert_eq!(info["isBlindAppend"], true);
+        assert_eq!(info["operationMetrics"]["numFiles"], "1");
+        assert!(info["engineInfo"].as_str().unwrap().starts_with("deltabus/"));
+        assert_eq!(actions.len(), 3);
+    }
+
+    #[test]
+    fn validation_rules() {
+        assert!(Transaction::new("WRITE", vec![add("a"), add("a")]).validate().is_err());
+        let txn = |v| Action::Txn(Txn { app_id: "x".into(), version: v, last_updated: None });
+        assert!(Transaction::new("WRITE", vec![txn(1), txn(2)]).validate().is_err());
+        let rm = Action::Remove(crate::delta::actions::Remove {
+            path: "a".into(),
+            deletion_timestamp: Some(1),
+            data_change: true,
+            extended_file_metadata: None,
+            partition_values: None,
+            size: None,
+            stats: None,
+            tags: None,
+            deletion_vector: None,
+            base_row_id: None,
+            default_row_commit_version: None,
+        });
+        assert!(Transaction::new("WRITE", vec![add("a"), rm]).validate().is_err());
+    }
+}

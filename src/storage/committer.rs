@@ -1,0 +1,153 @@
+//! The one committer: writes `_delta_log/<v>.json` with put-if-absent, and on losing the race
+//! reads the winning commits, applies the conflict rules, and retries at the next version.
+//!
+//! Put-if-absent is `PutMode::Create`: create-new (link, no replace) on local files, a
+//! conditional PUT (`If-None-Match: *`) on S3, the native preconditions on Azure and GCS.
+//! Data files are written before the commit under unique names; a commit that never lands
+//! leaves only unreferenced files, which vacuum removes.
+//!
+//! After a commit whose version is a multiple of `delta.checkpointInterval`, a checkpoint is
+//! written. A failed checkpoint never fails the commit: it is logged and the next interval
+//! retries.
+
+use std::time::Duration;
+
+use object_store::{PutMode, PutOptions, PutPayload};
+
+use super::location::Table;
+use crate::delta::actions::{Action, CommitInfo};
+use crate::delta::conflict::{check, Verdict};
+use crate::delta::features::check_writable;
+use crate::delta::snapshot::Snapshot;
+use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::error::{Error, Result};
+
+/// How often and how patiently to retry after losing a commit race.
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    /// Attempts in all, including the first.
+    pub max_attempts: u32,
+    /// Backoff before the second attempt; doubled each time up to `max_backoff`, with jitter.
+    pub base_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 50,
+            base_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(500),
+        }
+    }
+}
+
+impl RetryPolicy {
+    fn backoff(&self, attempt: u32) -> Duration {
+        let exp = self.base_backoff.saturating_mul(1u32 << attempt.min(16)).min(self.max_backoff);
+        // Full jitter, from the commit's own randomness source (no extra dependency).
+        let nanos = exp.as_nanos() as u64;
+        let r = uuid::Uuid::new_v4().as_u128() as u64;
+        Duration::from_nanos(if nanos == 0 { 0 } else { r % nanos })
+    }
+}
+
+impl Table {
+    /// Commits a transaction planned against `snapshot` (`None` creates the table at
+    /// version 0).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the table's protocol forbids writing; [`Error::InvalidArgument`]
+    /// for an invalid transaction; [`Error::Storage`] for I/O. Conflicts and already-applied
+    /// transactions are outcomes, not errors.
+    pub async fn commit(
+        &self,
+        snapshot: Option<&Snapshot>,
+        txn: &Transaction,
+        policy: &RetryPolicy,
+    ) -> Result<CommitOutcome> {
+        txn.validate()?;
+        if let Some(s) = snapshot {
+            check_writable(&s.protocol, &s.metadata)?;
+            if s.properties.append_only && txn.actions.iter().any(|a| matches!(a, Action::Remove(r) if r.data_change)) {
+                return Err(Error::unsupported(
+                    "the table is append-only (delta.appendOnly=true): data cannot be removed",
+                ));
+            }
+            if let Some((app_id, version)) = txn.already_applied_in(s) {
+                return Ok(CommitOutcome::AlreadyApplied { app_id, version });
+            }
+        }
+        let read_version = snapshot.map(|s| s.version);
+        let ict_enabled = snapshot.is_some_and(|s| s.properties.enable_in_commit_timestamps)
+            || txn.actions.iter().any(|a| matches!(a, Action::Metadata(m) if m.configuration.get("delta.enableInCommitTimestamps").is_some_and(|v| v == "true")));
+        let mut version = read_version.map_or(0, |v| v + 1);
+        for attempt in 0..policy.max_attempts {
+            let now = chrono::Utc::now().timestamp_millis();
+            let ict = if ict_enabled { Some(self.next_ict(version, now).await?) } else { None };
+            let bytes = txn.commit_bytes(read_version, now, ict)?;
+            let path = self.log_path(&format!("{version:020}.json"));
+            let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+            match self.store.put_opts(&path, PutPayload::from(bytes), opts).await {
+                Ok(_) => {
+                    tracing::debug!(version, attempt, operation = %txn.operation, "commit.landed");
+                    self.maybe_checkpoint(snapshot, version).await;
+                    return Ok(CommitOutcome::Committed { version });
+                }
+                Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {}
+                Err(e) => return Err(Error::storage(&path, e)),
+            }
+            if read_version.is_none() {
+                return Ok(CommitOutcome::Conflict { version: 0, reason: "the table was created concurrently".into() });
+            }
+            // Lost the race: check every commit that landed since, then retry after them.
+            loop {
+                let winner = match self.read_commit(version).await {
+                    Ok(w) => w,
+                    Err(Error::MissingVersion { .. }) => break,
+                    Err(e) => return Err(e),
+                };
+                match check(&txn.actions, &txn.read, txn.isolation, &winner, version) {
+                    Verdict::Compatible => version += 1,
+                    Verdict::AlreadyApplied { app_id, version } => {
+                        return Ok(CommitOutcome::AlreadyApplied { app_id, version })
+                    }
+                    Verdict::Conflict(reason) => return Ok(CommitOutcome::Conflict { version, reason }),
+                }
+            }
+            tokio::time::sleep(policy.backoff(attempt)).await;
+        }
+        Ok(CommitOutcome::Conflict {
+            version,
+            reason: format!("gave up after {} attempts under concurrent commits", policy.max_attempts),
+        })
+    }
+
+    /// `max(now, previous commit's in-commit timestamp + 1)`.
+    async fn next_ict(&self, version: u64, now: i64) -> Result<i64> {
+        if version == 0 {
+            return Ok(now);
+        }
+        let previous = self.read_commit(version - 1).await?;
+        let prev_ict = previous.iter().find_map(|a| match a {
+            Action::CommitInfo(v) => CommitInfo::from_value(v).in_commit_timestamp,
+            _ => None,
+        });
+        Ok(prev_ict.map_or(now, |p| now.max(p + 1)))
+    }
+
+    async fn maybe_checkpoint(&self, snapshot: Option<&Snapshot>, version: u64) {
+        let interval = snapshot.map_or(10, |s| s.properties.checkpoint_interval);
+        if version == 0 || version % interval != 0 {
+            return;
+        }
+        let result = async {
+            let s = self.snapshot(Some(version)).await?;
+            self.write_checkpoint(&s).await
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::warn!(version, error = %e, "checkpoint.failed: the commit stands; a later commit retries");
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! Writing data files: logical Arrow batches in, Parquet files and their `add` actions out.
+//!
+//! Rows are split by partition value into Hive-style directories (escaped as Spark does); each
+//! partition has one open file that rolls at the target size. Files use physical column names
+//! (and field ids under column mapping), never contain partition columns, are named
+//! `part-<n>-<uuid>-c000.<codec>.parquet`, and carry statistics computed from the batches as
+//! they are written. Nothing is committed here: the caller commits the adds.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{
+    new_null_array, Array, ArrayRef, AsArray, ListArray, MapArray, RecordBatch, StructArray, UInt32Array,
+};
+use arrow::datatypes::{DataType as ArrowType, SchemaRef};
+use object_store::buffered::BufWriter;
+use object_store::ObjectStoreExt;
+use parquet::arrow::AsyncArrowWriter;
+use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+use super::location::Table;
+use crate::delta::actions::{Add, PartitionValues};
+use crate::delta::arrow_schema::physical_schema;
+use crate::delta::partition::{encode_add_path, partition_dir, serialize_value};
+use crate::delta::snapshot::Snapshot;
+use crate::delta::stats::StatsCollector;
+use crate::error::{Error, Result};
+
+/// How data files are written.
+#[derive(Debug, Clone)]
+pub struct WriterConfig {
+    /// Roll to a new file past this many bytes (default: `delta.targetFileSize` or 128 MiB).
+    pub target_file_size: u64,
+    /// Codec name: zstd (default), snappy, gzip, lz4, brotli, uncompressed.
+    pub compression: String,
+}
+
+impl WriterConfig {
+    /// The defaults for a table: its properties, else 128 MiB and zstd.
+    pub fn for_snapshot(s: &Snapshot) -> Self {
+        WriterConfig {
+            target_file_size: s.properties.target_file_size.unwrap_or(128 << 20),
+            compression: s.properties.compression_codec.clone().unwrap_or_else(|| "zstd".into()),
+        }
+    }
+}
+
+fn codec(name: &str) -> Result<(Compression, &'static str)> {
+    Ok(match name {
+        "zstd" => (Compression::ZSTD(ZstdLevel::default()), "zstd"),
+        "snappy" => (Compression::SNAPPY, "snappy"),
+        "gzip" => (Compression::GZIP(GzipLevel::default()), "gz"),
+        "lz4" => (Compression::LZ4_RAW, "lz4"),
+        "brotli" => (Compression::BROTLI(BrotliLevel::default()), "br"),
+        "uncompressed" | "none" => (Compression::UNCOMPRESSED, "uncompressed"),
+        other => return Err(Error::InvalidArgument(format!("unknown Parquet codec {other:?}"))),
+    })
+}
+
+struct OpenFile {
+    writer: AsyncArrowWriter<BufWriter>,
+    rel: String,
+    partition_values: PartitionValues,
+    stats: StatsCollector,
+}
+
+/// Writes a table's data files for one transaction.
+pub struct DataWriter {
+    table: Table,
+    snapshot: Snapshot,
+    physical: SchemaRef,
+    config: WriterConfig,
+    props: WriterProperties,
+    ext: &'static str,
+    open: HashMap<String, OpenFile>,
+    done: Vec<Add>,
+    counter: usize,
+}
+
+impl DataWriter {
+    /// A writer for the snapshot's schema and partitioning.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an unknown codec.
+    pub fn new(table: &Table, snapshot: &Snapshot, config: WriterConfig) -> Result<Self> {
+        let (compression, ext) = codec(&config.compression)?;
+        let physical = Arc::new(physical_schema(
+            &snapshot.schema,
+            &snapshot.metadata.partition_columns,
+            snapshot.column_mapping(),
+        ));
+        Ok(DataWriter {
+            table: table.clone(),
+            snapshot: snapshot.clone(),
+            physical,
+            props: WriterProperties::builder().set_compression(compression).build(),
+            ext,
+            config,
+            open: HashMap::new(),
+            done: Vec::new(),
+            counter: 0,
+        })
+    }
+
+    /// Writes a batch in the table's logical schema (partition columns included).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the batch does not fit the schema (for example a null in
+    /// a non-nullable column); [`Error::Storage`] for I/O.
+    pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        for (dir, values, part) in self.split(batch)? {
+            let physical = self.to_physical(&part)?;
+            if !self.open.contains_key(&dir) {
+                let file = self.open_file(&dir, values)?;
+                self.open.insert(dir.clone(), file);
+            }
+            let Some(file) = self.open.get_mut(&dir) else { continue };
+            file.writer.write(&physical).await.map_err(|e| Error::data_file(&file.rel, e))?;
+            file.stats.update(&physical);
+            let size = file.writer.bytes_written() + file.writer.in_progress_size();
+            if size as u64 >= self.config.target_file_size {
+                if let Some(f) = self.open.remove(&dir) {
+                    let add = self.close(f).await?;
+                    self.done.push(add);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes every open file and returns the adds, in the order files were closed.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when a final upload fails.
+    pub async fn finish(mut self) -> Result<Vec<Add>> {
+        let mut open: Vec<(String, OpenFile)> = self.open.drain().collect();
+        open.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, f) in open {
+            let add = self.close(f).await?;
+            self.done.push(add);
+        }
+        Ok(self.done)
+    }
+
+    /// Deletes the files written so far (after a failed or abandoned transaction).
+    pub async fn abort(self) {
+        for add in &self.done {
+            if let Ok((path, _)) = self.table.data_path(&add.path) {
+                let _ = self.table.store.delete(&path).await;
+            }
+        }
+        for f in self.open.into_values() {
+            let path = self.table.relative_path(&f.rel);
+            drop(f.writer);
+            let _ = self.table.store.delete(&path).await;
+        }
+    }
+
+    fn open_file(&mut self, dir: &str, values: PartitionValues) -> Result<OpenFile> {
+        self.counter += 1;
+        let rel = format!("{dir}part-{:05}-{}-c000.{}.parquet", self.counter - 1, uuid::Uuid::new_v4(), self.ext);
+        let path = self.table.relative_path(&rel);
+        let sink = BufWriter::with_capacity(self.table.store.clone(), path, 8 << 20);
+        let writer = AsyncArrowWriter::try_new(sink, self.physical.clone(), Some(self.props.clone()))
+            .map_err(|e| Error::data_file(&rel, e))?;
+        let s = &self.snapshot;
+        let stats = StatsCollector::new(&s.schema, &s.metadata.partition_columns, &s.properties, s.column_mapping());
+        Ok(OpenFile { writer, rel, partition_values: values, stats })
+    }
+
+    async fn close(&self, mut f: OpenFile) -> Result<Add> {
+        f.writer.finish().await.map_err(|e| Error::data_file(&f.rel, e))?;
+        let size = f.writer.bytes_written() as i64;
+        Ok(Add {
+            path: encode_add_path(&f.rel),
+            partition_values: f.partition_values,
+            size,
+            modification_time: chrono::Utc::now().timestamp_millis(),
+            data_change: true,
+            stats: Some(f.stats.to_json()),
+            tags: None,
+            deletion_vector: None,
+            base_row_id: None,
+            default_row_commit_version: None,
+            clustering_provider: None,
+        })
+    }
+
+    /// Splits a batch by partition values: (directory, values, rows).
+    fn split(&self, batch: &RecordBatch) -> Result<Vec<(String, PartitionValues, RecordBatch)>> {
+        let cols = &self.snapshot.metadata.partition_columns;
+        if cols.is_empty() {
+            return Ok(vec![(String::new(), PartitionValues::new(), batch.clone())]);
+        }
+        let mode = self.snapshot.column_mapping();
+        let arrays: Vec<(String, ArrayRef)> = cols
+            .iter()
+            .map(|c| {
+                let physical = self.snapshot.schema.field(c).map_or(c.as_str(), |f| f.physical_name(mode)).to_string();
+                let array = batch
+                    .column_by_name(c)
+                    .cloned()
+                    .unwrap_or_else(|| new_null_array(&ArrowType::Utf8, batch.num_rows()));
+                (physical, array)
+            })
+            .collect();
+        let mut groups: HashMap<Vec<Option<String>>, Vec<u32>> = HashMap::new();
+        let mut order = Vec::new();
+        for row in 0..batch.num_rows() {
+            let key: Vec<Option<String>> = arrays.iter().map(|(_, a)| serialize_value(a.as_ref(), row)).collect();
+            let entry = groups.entry(key.clone()).or_insert_with(|| {
+                order.push(key);
+                Vec::new()
+            });
+            entry.push(row as u32);
+        }
+        let mut out = Vec::with_capacity(order.len());
+        for key in order {
+            let rows = groups.remove(&key).unwrap_or_default();
+            let part = if rows.len() == batch.num_rows() {
+                batch.clone()
+            } else {
+                let idx = UInt32Array::from(rows);
+                let columns = batch
+                    .columns()
+                    .iter()
+                    .map(|c| arrow::compute::take(c.as_ref(), &idx, None))
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|e| Error::Internal(format!("partition split: {e}")))?;
+                RecordBatch::try_new(batch.schema(), columns)
+                    .map_err(|e| Error::Internal(format!("partition split: {e}")))?
+            };
+            let named: Vec<(String, Option<String>)> =
+                arrays.iter().map(|(n, _)| n.clone()).zip(key.iter().cloned()).collect();
+            let values: PartitionValues = named.iter().cloned().collect();
+            out.push((partition_dir(&named), values, part));
+        }
+        Ok(out)
+    }
+
+    /// Drops partition columns and relabels the rest with physical names and types.
+    fn to_physical(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let mut columns = Vec::with_capacity(self.physical.fields().len());
+        let data_fields =
+            self.snapshot.schema.fields.iter().filter(|f| !self.snapshot.metadata.partition_columns.contains(&f.name));
+        for (logical, physical) in data_fields.zip(self.physical.fields()) {
+            let col = match batch.column_by_name(&logical.name) {
+                Some(c) => relabel(c, physical.data_type())?,
+                None => new_null_array(physical.data_type(), batch.num_rows()),
+            };
+            columns.push(col);
+        }
+        RecordBatch::try_new(self.physical.clone(), columns)
+            .map_err(|e| Error::InvalidArgument(format!("rows do not fit the table schema: {e}")))
+    }
+}
+
+/// Re-types an array to a structurally identical type with other field names or nullability.
+fn relabel(array: &ArrayRef, target: &ArrowType) -> Result<ArrayRef> {
+    let err = |e: arrow::error::ArrowError| Error::InvalidArgument(format!("rows do not fit the table schema: {e}"));
+    Ok(match (array.data_type(), target) {
+        (ArrowType::Struct(_), ArrowType::Struct(fields)) => {
+            let s = array.as_struct();
+            let cols = s
+                .columns()
+                .iter()
+                .zip(fields.iter())
+                .map(|(c, f)| relabel(c, f.data_type()))
+                .collect::<Result<Vec<_>>>()?;
+            Arc::new(StructArray::try_new(fields.clone(), cols, s.nulls().cloned()).map_err(err)?)
+        }
+        (ArrowType::List(_), ArrowType::List(field)) => {
+            let l = array.as_list::<i32>();
+            let values = relabel(l.values(), field.data_type())?;
+            Arc::new(ListArray::try_new(field.clone(), l.offsets().clone(), values, l.nulls().cloned()).map_err(err)?)
+        }
+        (ArrowType::Map(_, _), ArrowType::Map(field, sorted)) => {
+            let m = array.as_map();
+            let ArrowType::Struct(entry_fields) = field.data_type() else {
+                return Err(Error::Internal("map entries".into()));
+            };
+            let entries =
+                relabel(&(Arc::new(m.entries().clone()) as ArrayRef), &ArrowType::Struct(entry_fields.clone()))?;
+            Arc::new(
+                MapArray::try_new(
+                    field.clone(),
+                    m.offsets().clone(),
+                    entries.as_struct().clone(),
+                    m.nulls().cloned(),
+                    *sorted,
+                )
+                .map_err(err)?,
+            )
+        }
+        (a, b) if a == b => array.clone(),
+        _ => arrow::compute::cast(array, target).map_err(err)?,
+    })
+}
