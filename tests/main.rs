@@ -8,3 +8,4 @@ mod conformance;
 mod hostile;
 mod robustness;
 mod storage;
+mod write;

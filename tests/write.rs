@@ -1,0 +1,339 @@
+//! `deltabus write` end to end: typed round trips read identically by deltabus, the Python
+//! `deltalake` package and the reference reader (kernel-oracle); checkpoints on the interval;
+//! idempotent writes; bad rows that commit nothing; schema evolution; concurrent writers;
+//! refusal of tables with features deltabus cannot honour.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use crate::common::{assert_clean_failure, conformance_dir, deltabus};
+
+fn write(table: &Path, args: &[&str], input: &str) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_deltabus"));
+    cmd.arg("write").arg(table).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn ok_json(out: &Output) -> Value {
+    assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn cat(table: &Path) -> Vec<Value> {
+    let out = deltabus(&["cat", table.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn compare_rows(expected_jsonl: &[u8], actual_jsonl: &[u8]) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, a) = (dir.path().join("e.jsonl"), dir.path().join("a.jsonl"));
+    std::fs::write(&e, expected_jsonl).unwrap();
+    std::fs::write(&a, actual_jsonl).unwrap();
+    let out =
+        Command::new("python3").arg(conformance_dir().join("compare.py")).arg("rows").arg(&e).arg(&a).output().unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+fn python() -> Option<String> {
+    crate::storage::emulator("DELTABUS_TEST_PYTHON")
+}
+
+/// The reference reader, built by scripts/setup.sh.
+fn kernel_oracle() -> Option<PathBuf> {
+    let path = std::env::var("DELTABUS_KERNEL_ORACLE").map(PathBuf::from).unwrap_or_else(|_| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/kernel-oracle/release/kernel-oracle")
+    });
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(std::env::var("DELTABUS_REQUIRE_EMULATORS").is_err(), "kernel-oracle not built at {}", path.display());
+    eprintln!("skipped: kernel-oracle not built (scripts/setup.sh builds it)");
+    None
+}
+
+/// Rows as the Python `deltalake` package reads them, as JSON lines.
+fn deltalake_rows(python: &str, table: &Path) -> Vec<u8> {
+    let script = r#"
+import json, sys, datetime, decimal
+from deltalake import DeltaTable
+def norm(v):
+    if isinstance(v, list):
+        if v and all(isinstance(e, tuple) and len(e) == 2 for e in v):
+            return [{"key": norm(k), "value": norm(x)} for k, x in v]
+        return [norm(e) for e in v]
+    if isinstance(v, dict):
+        return {k: norm(x) for k, x in v.items()}
+    if isinstance(v, (bytes, bytearray)):
+        return v.hex()
+    if isinstance(v, (datetime.datetime, datetime.date, decimal.Decimal)):
+        return v.isoformat() if not isinstance(v, decimal.Decimal) else str(v)
+    return v
+for row in DeltaTable(sys.argv[1]).to_pyarrow_table().to_pylist():
+    print(json.dumps(norm(row)))
+"#;
+    let out = Command::new(python).arg("-c").arg(script).arg(table).output().unwrap();
+    assert!(out.status.success(), "deltalake failed: {}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+const SCHEMA: &str = r#"{"type":"struct","fields":[
+ {"name":"id","type":"long","nullable":false,"metadata":{}},
+ {"name":"i","type":"integer","nullable":true,"metadata":{}},
+ {"name":"sh","type":"short","nullable":true,"metadata":{}},
+ {"name":"by","type":"byte","nullable":true,"metadata":{}},
+ {"name":"d","type":"double","nullable":true,"metadata":{}},
+ {"name":"f","type":"float","nullable":true,"metadata":{}},
+ {"name":"b","type":"boolean","nullable":true,"metadata":{}},
+ {"name":"s","type":"string","nullable":true,"metadata":{}},
+ {"name":"day","type":"date","nullable":true,"metadata":{}},
+ {"name":"ts","type":"timestamp","nullable":true,"metadata":{}},
+ {"name":"amount","type":"decimal(10,2)","nullable":true,"metadata":{}},
+ {"name":"tags","type":{"type":"array","elementType":"long","containsNull":true},"nullable":true,"metadata":{}},
+ {"name":"nested","type":{"type":"struct","fields":[{"name":"x","type":"string","nullable":true,"metadata":{}},{"name":"y","type":"long","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}},
+ {"name":"attrs","type":{"type":"map","keyType":"string","valueType":"long","valueContainsNull":true},"nullable":true,"metadata":{}},
+ {"name":"region","type":"string","nullable":true,"metadata":{}}
+]}"#;
+
+fn record(n: i64) -> String {
+    let region = ["eu", "us/west", "a:b %", ""][(n % 4) as usize];
+    let region = if region.is_empty() { "null".to_string() } else { format!("{region:?}") };
+    format!(
+        r#"{{"id":{n},"i":{i},"sh":{sh},"by":{by},"d":{d},"f":{f},"b":{b},"s":{s},"day":"2024-0{m}-1{n1}","ts":"2024-06-15T12:30:{sec:02}.123456Z","amount":{amt},"tags":[{n},null],"nested":{{"x":"n{n}","y":{n}}},"attrs":{{"k{n}":{n}}},"region":{region}}}"#,
+        i = n * 7,
+        sh = n % 300,
+        by = n % 100 - 50,
+        d = n as f64 * 1.5,
+        f = n as f64 / 4.0,
+        b = n % 2 == 0,
+        s = if n % 5 == 0 { "null".into() } else { format!("\"str-{n}\"") },
+        m = n % 9 + 1,
+        n1 = n % 10,
+        sec = n % 60,
+        amt = format!("{}.{:02}", n * 3, n % 100),
+    )
+}
+
+#[test]
+fn typed_round_trip_is_read_identically_by_three_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("typed");
+    let schema = dir.path().join("schema.json");
+    std::fs::write(&schema, SCHEMA).unwrap();
+    // 12 commits: the table is created, then appended to; version 10 gets a checkpoint.
+    for batch in 0..12i64 {
+        let input: String = (batch * 25..batch * 25 + 25).map(|n| record(n) + "\n").collect();
+        let mut args = vec!["--partition-by", "region"];
+        let schema_arg = schema.to_str().unwrap().to_string();
+        if batch == 0 {
+            args.extend(["--schema", schema_arg.as_str()]);
+        }
+        let report = ok_json(&write(&table, &args, &input));
+        assert_eq!(report["outcome"], "committed");
+        assert_eq!(report["version"], batch);
+        assert_eq!(report["rows"], 25);
+    }
+    assert!(table.join("_delta_log/00000000000000000010.checkpoint.parquet").exists(), "checkpoint at the interval");
+    let desc: Value = serde_json::from_slice(&deltabus(&["describe", table.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(desc["lastCheckpoint"], 10);
+    assert!(
+        table.join("region=us%2Fwest").is_dir()
+            && table.join("region=a%3Ab %25").is_dir()
+            && table.join("region=__HIVE_DEFAULT_PARTITION__").is_dir()
+    );
+
+    let ours = deltabus(&["cat", table.to_str().unwrap()]);
+    assert!(ours.status.success());
+    let rows: Vec<Value> =
+        String::from_utf8_lossy(&ours.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 300);
+    let r6 = rows.iter().find(|r| r["id"] == 6).unwrap();
+    assert_eq!(r6["region"], "a:b %");
+    assert_eq!(r6["amount"], 18.06);
+    assert_eq!(r6["ts"], "2024-06-15T12:30:06.123456Z");
+    assert_eq!(r6["attrs"], serde_json::json!([{"key": "k6", "value": 6}]));
+    assert!(rows.iter().find(|r| r["id"] == 7).unwrap().get("region").is_none(), "null partition value");
+    // Our own rows, re-read from the JSON we wrote, match the input semantics.
+    // (maps are objects in the input and key/value entries in the output)
+    let input: Vec<u8> = (0..300)
+        .map(|n| {
+            let mut v: Value = serde_json::from_str(&record(n)).unwrap();
+            let entries: Vec<Value> = v["attrs"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, x)| serde_json::json!({"key": k, "value": x}))
+                .collect();
+            v["attrs"] = Value::Array(entries);
+            v.to_string() + "\n"
+        })
+        .collect::<String>()
+        .into_bytes();
+    compare_rows(&input, &ours.stdout).unwrap();
+
+    // Files carry statistics.
+    let log0 = std::fs::read_to_string(table.join("_delta_log/00000000000000000001.json")).unwrap();
+    assert!(log0.contains(r#"\"minValues\":{"#) && log0.contains(r#"\"numRecords\":"#));
+
+    if let Some(py) = python() {
+        compare_rows(&ours.stdout, &deltalake_rows(&py, &table))
+            .unwrap_or_else(|d| panic!("deltalake reads differently: {d}"));
+    }
+    if let Some(oracle) = kernel_oracle() {
+        let out = Command::new(oracle).arg("rows").arg(&table).output().unwrap();
+        assert!(out.status.success(), "kernel-oracle: {}", String::from_utf8_lossy(&out.stderr));
+        compare_rows(&ours.stdout, &out.stdout).unwrap_or_else(|d| panic!("kernel reads differently: {d}"));
+    }
+}
+
+#[test]
+fn idempotent_writes_commit_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let input = "{\"a\":1}\n{\"a\":2}\n";
+    let args = ["--app-id", "loader", "--txn-version", "7"];
+    assert_eq!(ok_json(&write(&table, &args, input))["outcome"], "committed");
+    let second = ok_json(&write(&table, &args, input));
+    assert_eq!(second["outcome"], "already_applied");
+    assert_eq!(second["txnVersion"], 7);
+    assert_eq!(cat(&table).len(), 2);
+    let older = ok_json(&write(&table, &["--app-id", "loader", "--txn-version", "3"], input));
+    assert_eq!(older["outcome"], "already_applied");
+    assert_eq!(ok_json(&write(&table, &["--app-id", "loader", "--txn-version", "8"], input))["version"], 1);
+    let desc: Value = serde_json::from_slice(&deltabus(&["describe", table.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(desc["txns"]["loader"], 8);
+}
+
+fn parquet_files(dir: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.ends_with("_delta_log") {
+            n += parquet_files(&p);
+        } else if p.extension().is_some_and(|x| x == "parquet") {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn bad_rows_commit_nothing_and_name_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    ok_json(&write(&table, &[], "{\"a\":1,\"b\":\"x\"}\n"));
+    let files_before = parquet_files(&table);
+    let cases = [
+        ("{\"a\":2}\n{\"a\":3}\n{\"a\":\"not a number\"}\n", "line 3"),
+        ("{\"a\":2}\n{not json\n", "line 2"),
+        ("{\"a\":2,\"zzz\":1}\n", "zzz"),
+    ];
+    for (input, needle) in cases {
+        let out = write(&table, &[], input);
+        assert_clean_failure(&out, needle);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    // Many records before the bad one, so data files were already written: all removed.
+    let mut big: String = (0..20_000).map(|n| format!("{{\"a\":{n},\"b\":\"x\"}}\n")).collect();
+    big.push_str("{\"a\":true}\n");
+    let out = write(&table, &["--target-file-size", "1kb"], &big);
+    assert_clean_failure(&out, "late bad row");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 20001"));
+    assert_eq!(parquet_files(&table), files_before, "files of the failed write are deleted");
+    let desc: Value = serde_json::from_slice(&deltabus(&["describe", table.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(desc["version"], 0, "nothing committed");
+    // A non-nullable column given null.
+    let strict = dir.path().join("strict");
+    let schema = dir.path().join("s.json");
+    std::fs::write(
+        &schema,
+        r#"{"type":"struct","fields":[{"name":"k","type":"long","nullable":false,"metadata":{}}]}"#,
+    )
+    .unwrap();
+    let out = write(&strict, &["--schema", schema.to_str().unwrap()], "{\"k\":1}\n{\"k\":null}\n");
+    assert_clean_failure(&out, "null in non-nullable");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 2"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn schema_evolution_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    ok_json(&write(&table, &[], "{\"a\":1}\n"));
+    let out = write(&table, &[], "{\"a\":2,\"extra\":\"x\"}\n");
+    assert_clean_failure(&out, "new column");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("extra"));
+    assert_eq!(ok_json(&write(&table, &["--merge-schema"], "{\"a\":2,\"extra\":\"x\"}\n"))["version"], 1);
+    let mut rows = cat(&table);
+    rows.sort_by_key(|r| r["a"].as_i64());
+    assert_eq!(rows, vec![serde_json::json!({"a":1}), serde_json::json!({"a":2,"extra":"x"})]);
+    let out = write(&table, &["--mode", "create"], "{\"a\":3}\n");
+    assert_clean_failure(&out, "create over existing");
+}
+
+#[test]
+fn concurrent_writer_processes_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    ok_json(&write(&table, &[], "{\"w\":-1,\"n\":0}\n"));
+    let children: Vec<_> = (0..6)
+        .map(|w| {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+                .arg("write")
+                .arg(&table)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let input: String = (0..100).map(|n| format!("{{\"w\":{w},\"n\":{n}}}\n")).collect();
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+            child
+        })
+        .collect();
+    let mut versions: Vec<i64> =
+        children.into_iter().map(|c| ok_json(&c.wait_with_output().unwrap())["version"].as_i64().unwrap()).collect();
+    versions.sort();
+    assert_eq!(versions, vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(cat(&table).len(), 601);
+}
+
+#[test]
+fn tables_with_unhonoured_features_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // A corpus table that lists icebergCompatV2, which deltabus does not write.
+    let iceberg = dir.path().join("iceberg");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(conformance_dir().join("tables/table-with-icebegCompatV2Enabled"))
+        .arg(&iceberg)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = write(&iceberg, &[], "{\"a\":1}\n");
+    assert_clean_failure(&out, "icebergCompatV2");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("icebergCompat"), "{}", String::from_utf8_lossy(&out.stderr));
+    // A CHECK constraint deltabus cannot evaluate.
+    let checked = dir.path().join("checked");
+    std::fs::create_dir_all(checked.join("_delta_log")).unwrap();
+    std::fs::write(
+        checked.join("_delta_log/00000000000000000000.json"),
+        r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":3}}
+{"metaData":{"id":"c","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"a\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{"delta.constraints.positive":"a > 0"}}}"#,
+    )
+    .unwrap();
+    let out = write(&checked, &[], "{\"a\":-1}\n");
+    assert_clean_failure(&out, "check constraint");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("delta.constraints.positive"));
+    assert_eq!(parquet_files(&checked), 0, "refused before writing any data");
+}
