@@ -71,6 +71,11 @@ async fn contract(table: Table) {
         assert_eq!(snap.txn_version(&format!("writer-{i}")), Some(1));
     }
 
+    // An old snapshot brought up to date incrementally equals a fresh one.
+    let mut old = base.clone();
+    assert_eq!(table.update_snapshot(&mut old).await.unwrap(), N as u64);
+    assert_eq!((old.version, old.file_count()), (snap.version, snap.file_count()));
+
     // Already applied: known from the snapshot, and found among the winners of a race.
     let again = Transaction::new("WRITE", vec![add("dup.parquet"), txn("writer-3", 1)]);
     assert_eq!(

@@ -11,6 +11,7 @@
 //!   `dataChange=false` rewrites can);
 //! - W removing a file T read (same path and DV id: removed or given a new DV) conflicts;
 //! - W and T removing the same path conflicts (DV ignored).
+//!
 //! Blind appends read nothing, so they never conflict with each other.
 
 use std::collections::{HashMap, HashSet};

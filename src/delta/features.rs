@@ -76,32 +76,6 @@ pub fn has_reader_feature(p: &Protocol, feature: &str) -> bool {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn proto(r: i32, w: i32, rf: Option<&[&str]>, wf: Option<&[&str]>) -> Protocol {
-        let v = |l: Option<&[&str]>| l.map(|l| l.iter().map(|s| s.to_string()).collect());
-        Protocol { min_reader_version: r, min_writer_version: w, reader_features: v(rf), writer_features: v(wf) }
-    }
-
-    #[test]
-    fn accepts_supported() {
-        check_readable(&proto(1, 2, None, None)).unwrap();
-        check_readable(&proto(2, 5, None, None)).unwrap();
-        check_readable(&proto(3, 7, Some(&["deletionVectors", "columnMapping"]), Some(&["deletionVectors"]))).unwrap();
-    }
-
-    #[test]
-    fn refuses_unknown_and_malformed() {
-        let e = check_readable(&proto(3, 7, Some(&["catalogManaged"]), Some(&[]))).unwrap_err();
-        assert!(e.to_string().contains("catalogManaged"), "{e}");
-        assert!(check_readable(&proto(4, 7, None, Some(&[]))).is_err());
-        assert!(matches!(check_readable(&proto(1, 2, Some(&[]), None)), Err(Error::InvalidLog { .. })));
-        assert!(matches!(check_readable(&proto(3, 7, None, Some(&[]))), Err(Error::InvalidLog { .. })));
-    }
-}
-
 /// Writer features deltabus honours when appending.
 pub const SUPPORTED_WRITER_FEATURES: &[&str] = &[
     "appendOnly",
@@ -258,4 +232,30 @@ pub fn protocol_for_new_table(
         reader_features: (!reader.is_empty()).then_some(reader),
         writer_features: Some(writer),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proto(r: i32, w: i32, rf: Option<&[&str]>, wf: Option<&[&str]>) -> Protocol {
+        let v = |l: Option<&[&str]>| l.map(|l| l.iter().map(|s| s.to_string()).collect());
+        Protocol { min_reader_version: r, min_writer_version: w, reader_features: v(rf), writer_features: v(wf) }
+    }
+
+    #[test]
+    fn accepts_supported() {
+        check_readable(&proto(1, 2, None, None)).unwrap();
+        check_readable(&proto(2, 5, None, None)).unwrap();
+        check_readable(&proto(3, 7, Some(&["deletionVectors", "columnMapping"]), Some(&["deletionVectors"]))).unwrap();
+    }
+
+    #[test]
+    fn refuses_unknown_and_malformed() {
+        let e = check_readable(&proto(3, 7, Some(&["catalogManaged"]), Some(&[]))).unwrap_err();
+        assert!(e.to_string().contains("catalogManaged"), "{e}");
+        assert!(check_readable(&proto(4, 7, None, Some(&[]))).is_err());
+        assert!(matches!(check_readable(&proto(1, 2, Some(&[]), None)), Err(Error::InvalidLog { .. })));
+        assert!(matches!(check_readable(&proto(3, 7, None, Some(&[]))), Err(Error::InvalidLog { .. })));
+    }
 }

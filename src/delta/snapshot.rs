@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use super::actions::{Add, DomainMetadata, Metadata, Protocol, Remove, Txn};
+use super::actions::{Action, Add, DomainMetadata, Metadata, Protocol, Remove, Txn};
 use super::features::check_readable;
 use super::properties::TableProperties;
 use super::replay::TableState;
@@ -59,6 +59,25 @@ impl Snapshot {
         }
         let properties = TableProperties::from_config(&metadata.configuration);
         Ok(Snapshot { version, protocol, metadata, schema, properties, checkpoint_version, state, now_ms })
+    }
+
+    /// Advances the snapshot by the commit that directly follows it, without replaying the
+    /// log: the incremental update a tailer or a streaming writer needs.
+    ///
+    /// # Errors
+    /// As [`TableState::apply_commit`], and the checks of [`Snapshot::new`] when the commit
+    /// changes the protocol or metadata. On error the snapshot is unchanged.
+    pub fn apply_commit(&mut self, version: u64, actions: Vec<Action>, file: &str) -> Result<()> {
+        let changes_table = actions.iter().any(|a| matches!(a, Action::Protocol(_) | Action::Metadata(_)));
+        if changes_table {
+            let mut state = self.state.clone();
+            state.apply_commit_owned(version, actions, file)?;
+            *self = Snapshot::new(state, self.checkpoint_version, self.now_ms)?;
+        } else {
+            self.state.apply_commit_owned(version, actions, file)?;
+            self.version = version;
+        }
+        Ok(())
     }
 
     /// The live files, sorted by path.

@@ -172,6 +172,56 @@ impl Transaction {
     }
 }
 
+/// The `delta.rowTracking` domain name.
+pub const ROW_TRACKING_DOMAIN: &str = "delta.rowTracking";
+
+/// The row-id high-water mark recorded in a domain configuration, if any.
+pub fn row_id_high_water_mark(domain_configuration: &str) -> Option<i64> {
+    serde_json::from_str::<Value>(domain_configuration).ok()?.get("rowIdHighWaterMark")?.as_i64()
+}
+
+/// Assigns row tracking to a transaction's new files for commit `version` (digest §9,
+/// `rowTracking`): each add without a `baseRowId` gets the next range above `high_water_mark`
+/// (sized by its `numRecords`) and `defaultRowCommitVersion = version`, and the
+/// `delta.rowTracking` domain records the new high-water mark. Called again on every retry,
+/// since a winning commit may have moved the mark.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when a new file has no `numRecords` statistic.
+pub fn assign_row_tracking(actions: &[Action], high_water_mark: Option<i64>, version: u64) -> Result<Vec<Action>> {
+    let mut hwm = high_water_mark.unwrap_or(-1);
+    let mut out = Vec::with_capacity(actions.len() + 1);
+    let mut assigned = false;
+    for a in actions {
+        match a {
+            Action::Add(add) if add.base_row_id.is_none() => {
+                let records = add
+                    .stats
+                    .as_deref()
+                    .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                    .and_then(|v| v.get("numRecords").and_then(Value::as_i64))
+                    .ok_or_else(|| Error::InvalidArgument(format!("row tracking needs numRecords for {}", add.path)))?;
+                let mut add = add.clone();
+                add.base_row_id = Some(hwm + 1);
+                add.default_row_commit_version = Some(version as i64);
+                hwm += records;
+                assigned = true;
+                out.push(Action::Add(add));
+            }
+            Action::DomainMetadata(d) if d.domain == ROW_TRACKING_DOMAIN => {}
+            other => out.push(other.clone()),
+        }
+    }
+    if assigned {
+        out.push(Action::DomainMetadata(super::actions::DomainMetadata {
+            domain: ROW_TRACKING_DOMAIN.to_string(),
+            configuration: json!({"rowIdHighWaterMark": hwm}).to_string(),
+            removed: false,
+        }));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +262,22 @@ mod tests {
         assert_eq!(info["operationMetrics"]["numFiles"], "1");
         assert!(info["engineInfo"].as_str().unwrap().starts_with("deltabus/"));
         assert_eq!(actions.len(), 3);
+    }
+
+    #[test]
+    fn row_tracking_assigns_ranges_and_the_high_water_mark() {
+        let with_stats = |p: &str, n: i64| {
+            let Action::Add(mut a) = add(p) else { unreachable!() };
+            a.stats = Some(format!(r#"{{"numRecords":{n}}}"#));
+            Action::Add(a)
+        };
+        let out = assign_row_tracking(&[with_stats("a", 10), with_stats("b", 5)], Some(99), 7).unwrap();
+        let adds: Vec<&Add> = out.iter().filter_map(|a| if let Action::Add(x) = a { Some(x) } else { None }).collect();
+        assert_eq!((adds[0].base_row_id, adds[1].base_row_id), (Some(100), Some(110)));
+        assert_eq!(adds[0].default_row_commit_version, Some(7));
+        let Some(Action::DomainMetadata(d)) = out.last() else { panic!("no domain") };
+        assert_eq!(row_id_high_water_mark(&d.configuration), Some(114));
+        assert!(assign_row_tracking(&[add("nostats")], None, 1).is_err());
     }
 
     #[test]

@@ -178,10 +178,12 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
             let (protocol, metadata) = new_table(schema, &opts.partition_by, &opts.properties)?;
             schema_actions.push(Action::Protocol(protocol.clone()));
             schema_actions.push(Action::Metadata(metadata.clone()));
-            let mut state = TableState::default();
-            state.protocol = Some(protocol);
-            state.metadata = Some(metadata);
-            state.version = Some(0);
+            let state = TableState {
+                protocol: Some(protocol),
+                metadata: Some(metadata),
+                version: Some(0),
+                ..Default::default()
+            };
             Snapshot::new(state, None, 0)?
         }
     };
@@ -196,26 +198,42 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
     }
     let decode_schema: SchemaRef = Arc::new(arrow_schema_strict(&snapshot.schema));
     let mut writer = DataWriter::new(table, &snapshot, config)?;
-    let mut rows = 0u64;
-    let mut chunk = sample;
-    loop {
-        if chunk.is_empty() {
-            break;
+    // Two stages on two cores: decoding (blocking threads) feeds Parquet encoding through a
+    // small bounded channel, so memory stays at a few batches whatever the input size.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<arrow::array::RecordBatch>(2);
+    let producer = async move {
+        let mut chunk = sample;
+        while !chunk.is_empty() {
+            let schema = decode_schema.clone();
+            let batch = tokio::task::spawn_blocking(move || chunk.decode(&schema))
+                .await
+                .map_err(|e| Error::Internal(format!("decoder task: {e}")))??;
+            if tx.send(batch).await.is_err() {
+                break; // the writer stopped on an error of its own
+            }
+            chunk = reader.read_chunk(&mut input, CHUNK_LINES).await?;
         }
-        let batch = match chunk.decode(&decode_schema) {
-            Ok(b) => b,
-            Err(e) => {
-                writer.abort().await;
+        Ok::<(), Error>(())
+    };
+    let consumer = async {
+        let mut rows = 0u64;
+        while let Some(batch) = rx.recv().await {
+            rows += batch.num_rows() as u64;
+            if let Err(e) = writer.write(&batch).await {
+                rx.close();
                 return Err(e);
             }
-        };
-        rows += batch.num_rows() as u64;
-        if let Err(e) = writer.write(&batch).await {
+        }
+        Ok(rows)
+    };
+    let (produced, consumed) = tokio::join!(producer, consumer);
+    let rows = match (produced, consumed) {
+        (Ok(()), Ok(rows)) => rows,
+        (Err(e), _) | (_, Err(e)) => {
             writer.abort().await;
             return Err(e);
         }
-        chunk = reader.read_chunk(&mut input, CHUNK_LINES).await?;
-    }
+    };
     let adds = writer.finish().await?;
     let files = adds.len();
     let bytes: i64 = adds.iter().map(|a| a.size).sum();

@@ -17,9 +17,11 @@ use object_store::{PutMode, PutOptions, PutPayload};
 use super::location::Table;
 use crate::delta::actions::{Action, CommitInfo};
 use crate::delta::conflict::{check, Verdict};
-use crate::delta::features::check_writable;
+use crate::delta::features::{check_writable, has_writer_feature};
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::transaction::{
+    assign_row_tracking, row_id_high_water_mark, CommitOutcome, Transaction, ROW_TRACKING_DOMAIN,
+};
 use crate::error::{Error, Result};
 
 /// How often and how patiently to retry after losing a commit race.
@@ -81,11 +83,31 @@ impl Table {
         let read_version = snapshot.map(|s| s.version);
         let ict_enabled = snapshot.is_some_and(|s| s.properties.enable_in_commit_timestamps)
             || txn.actions.iter().any(|a| matches!(a, Action::Metadata(m) if m.configuration.get("delta.enableInCommitTimestamps").is_some_and(|v| v == "true")));
+        // Row tracking applies per the protocol and metadata the commit will have: the
+        // transaction's own (when it creates or upgrades the table), else the snapshot's.
+        let protocol = txn.actions.iter().find_map(|a| if let Action::Protocol(p) = a { Some(p) } else { None });
+        let metadata = txn.actions.iter().find_map(|a| if let Action::Metadata(m) = a { Some(m) } else { None });
+        let suspended = metadata
+            .or(snapshot.map(|s| &s.metadata))
+            .and_then(|m| m.configuration.get("delta.rowTrackingSuspended"))
+            .is_some_and(|v| v == "true");
+        let row_tracking = !suspended
+            && protocol.or(snapshot.map(|s| &s.protocol)).is_some_and(|p| has_writer_feature(p, "rowTracking"));
+        let mut high_water_mark = snapshot
+            .and_then(|s| s.domains().get(ROW_TRACKING_DOMAIN).and_then(|d| row_id_high_water_mark(&d.configuration)));
         let mut version = read_version.map_or(0, |v| v + 1);
         for attempt in 0..policy.max_attempts {
             let now = chrono::Utc::now().timestamp_millis();
             let ict = if ict_enabled { Some(self.next_ict(version, now).await?) } else { None };
-            let bytes = txn.commit_bytes(read_version, now, ict)?;
+            let bytes = if row_tracking {
+                let attempt_txn = Transaction {
+                    actions: assign_row_tracking(&txn.actions, high_water_mark, version)?,
+                    ..txn.clone()
+                };
+                attempt_txn.commit_bytes(read_version, now, ict)?
+            } else {
+                txn.commit_bytes(read_version, now, ict)?
+            };
             let path = self.log_path(&format!("{version:020}.json"));
             let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
             match self.store.put_opts(&path, PutPayload::from(bytes), opts).await {
@@ -107,6 +129,13 @@ impl Table {
                     Err(Error::MissingVersion { .. }) => break,
                     Err(e) => return Err(e),
                 };
+                for a in &winner {
+                    if let Action::DomainMetadata(d) = a {
+                        if d.domain == ROW_TRACKING_DOMAIN {
+                            high_water_mark = high_water_mark.max(row_id_high_water_mark(&d.configuration));
+                        }
+                    }
+                }
                 match check(&txn.actions, &txn.read, txn.isolation, &winner, version) {
                     Verdict::Compatible => version += 1,
                     Verdict::AlreadyApplied { app_id, version } => {

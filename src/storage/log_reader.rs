@@ -96,6 +96,26 @@ impl Table {
         }
     }
 
+    /// Brings a snapshot up to date by reading the commits after it, one by one, until the
+    /// next one does not exist. Returns how many commits were applied. No listing, no replay.
+    ///
+    /// # Errors
+    /// Storage and parse errors; protocol errors when a new commit makes the table unreadable.
+    pub async fn update_snapshot(&self, snapshot: &mut Snapshot) -> Result<u64> {
+        let mut applied = 0;
+        loop {
+            let next = snapshot.version + 1;
+            match self.read_commit(next).await {
+                Ok(actions) => {
+                    snapshot.apply_commit(next, actions, &commit_name(next))?;
+                    applied += 1;
+                }
+                Err(Error::MissingVersion { .. }) => return Ok(applied),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// The latest version, from a listing.
     ///
     /// # Errors
