@@ -19,6 +19,7 @@
 pub mod actions;
 pub mod arrow_schema;
 pub mod arrow_value;
+pub mod change_feed;
 pub mod checkpoint_read;
 pub mod checkpoint_write;
 pub mod conflict;

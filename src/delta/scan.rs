@@ -56,6 +56,26 @@ impl ScanPlan {
         first_row: u64,
         file: &str,
     ) -> Result<RecordBatch> {
+        match dv {
+            Some(bitmap) if !bitmap.is_empty() => {
+                self.to_logical_filtered(batch, partition_values, &RowFilter::Exclude(bitmap), first_row, file)
+            }
+            _ => self.to_logical_filtered(batch, partition_values, &RowFilter::All, first_row, file),
+        }
+    }
+
+    /// As [`ScanPlan::to_logical`] with an arbitrary selection of physical rows.
+    ///
+    /// # Errors
+    /// As [`ScanPlan::to_logical`].
+    pub fn to_logical_filtered(
+        &self,
+        batch: &RecordBatch,
+        partition_values: &PartitionValues,
+        filter: &RowFilter<'_>,
+        first_row: u64,
+        file: &str,
+    ) -> Result<RecordBatch> {
         let n = batch.num_rows();
         let file_fields = batch.schema().fields().clone();
         let mut columns = Vec::with_capacity(self.schema.fields.len());
@@ -81,14 +101,31 @@ impl ScanPlan {
             &arrow::array::RecordBatchOptions::new().with_row_count(Some(n)),
         )
         .map_err(|e| Error::data_file(file, e))?;
-        match dv {
-            Some(bitmap) if !bitmap.is_empty() => {
-                let keep: BooleanArray = (0..n as u64).map(|i| Some(!bitmap.contains(first_row + i))).collect();
-                filter_record_batch(&out, &keep).map_err(|e| Error::data_file(file, e))
-            }
-            _ => Ok(out),
-        }
+        let keep: BooleanArray = match filter {
+            RowFilter::All => return Ok(out),
+            RowFilter::Exclude(bitmap) => (0..n as u64).map(|i| Some(!bitmap.contains(first_row + i))).collect(),
+            RowFilter::Only(bitmap) => (0..n as u64).map(|i| Some(bitmap.contains(first_row + i))).collect(),
+        };
+        filter_record_batch(&out, &keep).map_err(|e| Error::data_file(file, e))
     }
+
+    /// A plan whose output has one more string column (as change-data files carry
+    /// `_change_type`).
+    pub fn with_extra_string_column(&self, name: &str) -> ScanPlan {
+        let mut schema = self.schema.clone();
+        schema.fields.push(StructField::new(name, DataType::Primitive(super::schema::PrimitiveType::String), true));
+        ScanPlan::new(&schema, &self.partition_columns, self.mode)
+    }
+}
+
+/// Which physical rows of a file to keep, by 0-based row index.
+#[derive(Debug, Clone, Copy)]
+pub enum RowFilter<'a> {
+    All,
+    /// Every row not in the bitmap (a deletion vector).
+    Exclude(&'a RoaringTreemap),
+    /// Only the rows in the bitmap.
+    Only(&'a RoaringTreemap),
 }
 
 fn find_child(fields: &Fields, columns: &[ArrayRef], field: &StructField, mode: ColumnMappingMode) -> Option<ArrayRef> {

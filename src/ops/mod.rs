@@ -1,7 +1,9 @@
 //! Table operations composed from the protocol core and the storage shell.
 //!
+//! - [`changes`]: a cursor over the row-level changes of commits (`changes`, `tail`).
 //! - [`create`]: new-table metadata and protocol, schema inference from JSON, schema merging.
 //! - [`write`]: JSON lines to data files and one commit (`deltabus write`).
 
+pub mod changes;
 pub mod create;
 pub mod write;

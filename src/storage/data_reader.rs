@@ -12,9 +12,9 @@ use parquet::arrow::ParquetRecordBatchStreamBuilder;
 use roaring::RoaringTreemap;
 
 use super::location::Table;
-use crate::delta::actions::Add;
+use crate::delta::actions::{Add, PartitionValues};
 use crate::delta::dv::{decode_bitmap, decode_file_record, DvLocation};
-use crate::delta::scan::ScanPlan;
+use crate::delta::scan::{RowFilter, ScanPlan};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 
@@ -23,6 +23,8 @@ use crate::error::{Error, Result};
 pub struct FileRows {
     pub path: String,
     pub batches: Vec<RecordBatch>,
+    /// Rows in the file before any selection.
+    pub physical_rows: u64,
 }
 
 impl Table {
@@ -37,17 +39,43 @@ impl Table {
     /// [`Error::PathRefused`] for paths outside the table; [`Error::DataFile`] and
     /// [`Error::DeletionVector`] for unreadable content; [`Error::Storage`] for I/O.
     pub async fn read_file(&self, plan: &ScanPlan, add: &Add) -> Result<FileRows> {
-        let (path, rel) = self.data_path(&add.path)?;
         let dv = match &add.deletion_vector {
             Some(d) => Some(self.load_dv(d).await?),
             None => None,
         };
+        let filter = match &dv {
+            Some(b) => RowFilter::Exclude(b),
+            None => RowFilter::All,
+        };
+        let rows = self.read_rows(plan, &add.path, &add.partition_values, Some(add.size), filter).await?;
+        if let Some(max) = dv.as_ref().and_then(|b| b.max()) {
+            if max >= rows.physical_rows {
+                return Err(Error::dv(
+                    &rows.path,
+                    format!("deletes row {max} of a file with {} rows", rows.physical_rows),
+                ));
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Reads selected physical rows of a data or change-data file, in the plan's logical schema.
+    ///
+    /// # Errors
+    /// As [`Table::read_file`].
+    pub async fn read_rows(
+        &self,
+        plan: &ScanPlan,
+        raw_path: &str,
+        partition_values: &PartitionValues,
+        size: Option<i64>,
+        filter: RowFilter<'_>,
+    ) -> Result<FileRows> {
+        let (path, rel) = self.data_path(raw_path)?;
         #[allow(deprecated)]
         let mut reader = ParquetObjectReader::new(self.store.clone(), path.clone());
-        if let Ok(size) = u64::try_from(add.size) {
-            if size > 0 {
-                reader = reader.with_file_size(size);
-            }
+        if let Some(size) = size.and_then(|s| u64::try_from(s).ok()).filter(|s| *s > 0) {
+            reader = reader.with_file_size(size);
         }
         let builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| Error::data_file(&rel, e))?;
         let mut stream = builder.with_batch_size(8192).build().map_err(|e| Error::data_file(&rel, e))?;
@@ -56,21 +84,13 @@ impl Table {
         while let Some(batch) = stream.next().await {
             let batch = batch.map_err(|e| Error::data_file(&rel, e))?;
             let n = batch.num_rows() as u64;
-            let out = plan.to_logical(&batch, &add.partition_values, dv.as_ref(), first_row, &rel)?;
+            let out = plan.to_logical_filtered(&batch, partition_values, &filter, first_row, &rel)?;
             first_row += n;
             if out.num_rows() > 0 {
                 batches.push(out);
             }
         }
-        if let Some(bitmap) = &dv {
-            if bitmap.max().is_some_and(|m| m >= first_row) {
-                return Err(Error::dv(
-                    &rel,
-                    format!("deletes row {} of a file with {first_row} rows", bitmap.max().unwrap_or(0)),
-                ));
-            }
-        }
-        Ok(FileRows { path: rel, batches })
+        Ok(FileRows { path: rel, batches, physical_rows: first_row })
     }
 
     /// Loads and decodes a deletion vector.

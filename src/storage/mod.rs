@@ -5,6 +5,7 @@
 //! [`resolve_in_table`](crate::delta::paths::resolve_in_table) before it becomes an object
 //! path, so a damaged or hostile log cannot make deltabus read outside the table root.
 
+mod change_reader;
 mod checkpoint_writer;
 mod committer;
 mod data_reader;

@@ -18,6 +18,8 @@ use clap::{Args, Parser, Subcommand};
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
+mod changes;
+
 use crate::config::Config;
 use crate::delta::actions::CommitInfo;
 use crate::delta::arrow_value::value_at;
@@ -79,6 +81,27 @@ pub enum Command {
         table: String,
         #[arg(long)]
         limit: Option<usize>,
+    },
+    /// Print the row-level changes of versions FROM..=TO (default: the latest) as JSON lines.
+    Changes {
+        table: String,
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        #[arg(long)]
+        to: Option<u64>,
+    },
+    /// Follow the table's new commits and print their row-level changes until interrupted.
+    Tail {
+        table: String,
+        /// First version to emit, or `latest` (the next commit to land).
+        #[arg(long, default_value = "latest")]
+        from: String,
+        /// Poll interval in milliseconds (backs off to 10x while idle).
+        #[arg(long, default_value_t = 1000)]
+        poll_interval_ms: u64,
+        /// Record progress here and resume after it on restart.
+        #[arg(long, value_name = "FILE")]
+        state_file: Option<std::path::PathBuf>,
     },
     /// Append JSON lines from stdin to a table in one commit (creating it if needed).
     Write(WriteArgs),
@@ -166,6 +189,18 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
         Command::Describe { table, version } => describe(&Table::open(&table, storage)?, version, out).await,
         Command::History { table, limit } => history(&Table::open(&table, storage)?, limit, out).await,
         Command::Write(args) => write(args, storage, out).await,
+        Command::Changes { table, from, to } => changes::changes(&Table::open(&table, storage)?, from, to, out).await,
+        Command::Tail { table, from, poll_interval_ms, state_file } => {
+            let start = match from.as_str() {
+                "latest" => changes::TailStart::Latest,
+                v => changes::TailStart::Version(
+                    v.parse()
+                        .map_err(|_| Error::InvalidArgument(format!("--from {v:?} is not a version or `latest`")))?,
+                ),
+            };
+            let poll = std::time::Duration::from_millis(poll_interval_ms.max(1));
+            changes::tail(&Table::open(&table, storage)?, start, poll, state_file.as_deref(), out).await
+        }
         Command::Checkpoint { table } => {
             let table = Table::open(&table, storage)?;
             let snapshot = table.snapshot(None).await?;
