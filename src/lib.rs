@@ -13,12 +13,14 @@
 //! - [`delta`]: the protocol, synchronous and without I/O.
 //! - [`storage`]: the async shell over `object_store`: opening tables, reading the log and
 //!   data files.
+//! - [`compactor`]: dataChange=false rewrites of small and DV-heavy files.
 //! - [`cli`]: the `deltabus` command line.
 //! - [`config`]: the one configuration loader.
 //! - [`error`]: the one error type.
 //! - [`ops`]: table operations (create, write) built from the two.
 
 pub mod cli;
+pub mod compactor;
 pub mod config;
 pub mod delta;
 pub mod error;

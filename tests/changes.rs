@@ -170,7 +170,19 @@ fn tail_follows_new_commits_and_resumes_from_its_state() {
     write(&table, "{\"n\":1}\n{\"n\":2}\n");
     let second = read_rows(&mut reader, 2);
     assert!(second.iter().all(|r| r["_commit_version"] == 1 && r["_change_type"] == "insert"));
-    // A checkpoint commit-free maintenance step emits nothing; stop with kill -9.
+    // The state is recorded right after the rows are flushed; then stop with kill -9.
+    let recorded = |v: i64| {
+        std::fs::read(&state)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .is_some_and(|s| s["version"] == v)
+    };
+    for _ in 0..500 {
+        if recorded(1) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     tail.kill().unwrap();
     tail.wait().unwrap();
     let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();

@@ -105,6 +105,22 @@ pub enum Command {
     },
     /// Append JSON lines from stdin to a table in one commit (creating it if needed).
     Write(WriteArgs),
+    /// Rewrite small files and files with many deleted rows into large ones (dataChange=false).
+    Compact {
+        table: String,
+        /// Only partitions matching `col = value [AND col = value ...]`.
+        #[arg(long = "where", value_name = "PARTITION PREDICATE")]
+        predicate: Option<String>,
+        /// Target size of rewritten files (e.g. 128mb).
+        #[arg(long)]
+        target_size: Option<String>,
+        /// Files below this size are rewritten (default: the target size).
+        #[arg(long)]
+        min_file_size: Option<String>,
+        /// Plan and print the summary without writing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Write a checkpoint of the latest version (and `_last_checkpoint`); prints it as JSON.
     Checkpoint { table: String },
     /// Inspect the configuration.
@@ -200,6 +216,34 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             };
             let poll = std::time::Duration::from_millis(poll_interval_ms.max(1));
             changes::tail(&Table::open(&table, storage)?, start, poll, state_file.as_deref(), out).await
+        }
+        Command::Compact { table, predicate, target_size, min_file_size, dry_run } => {
+            use crate::compactor::planner::parse_partition_predicate;
+            use crate::compactor::rewriter::{compact, CompactOptions};
+            use std::io::IsTerminal;
+            let size = |flag: &str, v: &Option<String>| -> Result<Option<u64>> {
+                v.as_deref()
+                    .map(|s| {
+                        crate::delta::properties::parse_size(s)
+                            .ok_or_else(|| Error::InvalidArgument(format!("{flag} {s:?}")))
+                    })
+                    .transpose()
+            };
+            let mut opts =
+                CompactOptions { dry_run, progress: std::io::stderr().is_terminal(), ..CompactOptions::default() };
+            if let Some(t) = size("--target-size", &target_size)? {
+                opts.plan.target_size = t;
+                opts.plan.min_file_size = t;
+            }
+            if let Some(m) = size("--min-file-size", &min_file_size)? {
+                opts.plan.min_file_size = m;
+            }
+            if let Some(p) = predicate {
+                opts.partitions =
+                    Some(parse_partition_predicate(&p).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?);
+            }
+            let report = compact(&Table::open(&table, storage)?, &opts).await?;
+            writeln_json(out, &report.to_json())
         }
         Command::Checkpoint { table } => {
             let table = Table::open(&table, storage)?;

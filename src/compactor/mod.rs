@@ -1,0 +1,10 @@
+//! The compactor: rewrites small files, and files with many rows deleted by deletion vectors,
+//! into large ones with `dataChange=false`, beside live ingest.
+//!
+//! - [`planner`] [sync]: which files, grouped into bins per partition.
+//! - [`rewriter`]: reads each bin with its DVs applied, writes new files, and commits the bin
+//!   on its own (progress survives a crash; a bin whose inputs changed meanwhile is abandoned,
+//!   never the whole run).
+
+pub mod planner;
+pub mod rewriter;

@@ -1,0 +1,199 @@
+//! Rewriting planned bins and committing each as an `OPTIMIZE` with `dataChange=false`.
+//!
+//! Each bin is read with its deletion vectors applied (so deleted rows are purged), written
+//! through the same data writer as ingest (statistics included), and committed on its own with
+//! the bin's inputs as the transaction's read set. The committer's rules then make the bin
+//! abandon — its new files deleted — if any input (path and DV id) was removed or given a new
+//! DV meanwhile, so a deleted row is never resurrected; concurrent blind appends never
+//! conflict with it.
+
+use object_store::ObjectStoreExt;
+use serde_json::json;
+
+use super::planner::{plan, Bin, PlanConfig};
+use crate::delta::actions::{Action, Remove};
+use crate::delta::conflict::ReadSet;
+use crate::delta::features::{check_writable, has_writer_feature};
+use crate::delta::replay::FileKey;
+use crate::delta::snapshot::Snapshot;
+use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::error::{Error, Result};
+use crate::storage::{DataWriter, RetryPolicy, Table, WriterConfig};
+
+/// Options of a compaction run.
+#[derive(Debug, Clone, Default)]
+pub struct CompactOptions {
+    pub plan: PlanConfig,
+    /// Only partitions matching `column = value` pairs (logical column names).
+    pub partitions: Option<Vec<(String, Option<String>)>>,
+    pub dry_run: bool,
+    pub retry: RetryPolicy,
+    /// Print one progress line per bin on stderr.
+    pub progress: bool,
+}
+
+/// What a compaction run did (or, dry, would do).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompactReport {
+    pub bins: usize,
+    pub files_in: usize,
+    pub files_out: usize,
+    pub bytes_in: i64,
+    pub bytes_out: i64,
+    pub rows: u64,
+    pub dv_rows_purged: i64,
+    pub versions: Vec<u64>,
+    /// Bins abandoned because their inputs changed, with the reason.
+    pub abandoned: Vec<String>,
+    pub dry_run: bool,
+}
+
+impl CompactReport {
+    /// The `deltabus compact` summary.
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "dryRun": self.dry_run, "bins": self.bins, "filesIn": self.files_in, "filesOut": self.files_out,
+            "bytesIn": self.bytes_in, "bytesOut": self.bytes_out, "rows": self.rows,
+            "dvRowsPurged": self.dv_rows_purged, "versions": self.versions, "abandoned": self.abandoned,
+        })
+    }
+}
+
+/// Compacts the table's latest snapshot.
+///
+/// # Errors
+/// [`Error::Unsupported`] for tables deltabus may not rewrite (unwritable protocol, row
+/// tracking, whose ids a rewrite would have to preserve); [`Error::InvalidArgument`] for a
+/// predicate on non-partition columns; storage and data errors.
+pub async fn compact(table: &Table, opts: &CompactOptions) -> Result<CompactReport> {
+    let snapshot = table.snapshot(None).await?;
+    check_writable(&snapshot.protocol, &snapshot.metadata)?;
+    if has_writer_feature(&snapshot.protocol, "rowTracking") {
+        return Err(Error::unsupported("compaction of row-tracking tables (rewritten rows must keep their row ids)"));
+    }
+    let wanted = physical_predicate(&snapshot, opts.partitions.as_deref())?;
+    let keep = |pv: &crate::delta::actions::PartitionValues| {
+        wanted.iter().all(|(k, v)| pv.get(k).cloned().flatten().filter(|s| !s.is_empty()) == *v)
+    };
+    let mut cfg = opts.plan.clone();
+    if let Some(t) = snapshot.properties.target_file_size {
+        cfg.target_size = cfg.target_size.min(t).max(1);
+    }
+    let bins = plan(&snapshot.files(), &cfg, &keep);
+    let mut report = CompactReport { bins: bins.len(), dry_run: opts.dry_run, ..CompactReport::default() };
+    for (i, bin) in bins.iter().enumerate() {
+        report.files_in += bin.files.len();
+        report.bytes_in += bin.bytes();
+        report.dv_rows_purged +=
+            bin.files.iter().filter_map(|f| f.deletion_vector.as_ref()).map(|d| d.cardinality).sum::<i64>();
+        if opts.dry_run {
+            continue;
+        }
+        if opts.progress {
+            eprintln!("compact: bin {}/{}: {} files, {} bytes", i + 1, bins.len(), bin.files.len(), bin.bytes());
+        }
+        rewrite_bin(table, &snapshot, bin, &cfg, opts, &mut report).await?;
+    }
+    Ok(report)
+}
+
+fn physical_predicate(
+    s: &Snapshot,
+    pairs: Option<&[(String, Option<String>)]>,
+) -> Result<Vec<(String, Option<String>)>> {
+    let mut out = Vec::new();
+    for (col, value) in pairs.unwrap_or_default() {
+        let field = s
+            .metadata
+            .partition_columns
+            .iter()
+            .find(|p| p.eq_ignore_ascii_case(col))
+            .and_then(|p| s.schema.field(p))
+            .ok_or_else(|| Error::InvalidArgument(format!("{col:?} is not a partition column")))?;
+        out.push((field.physical_name(s.column_mapping()).to_string(), value.clone()));
+    }
+    Ok(out)
+}
+
+async fn rewrite_bin(
+    table: &Table,
+    snapshot: &Snapshot,
+    bin: &Bin,
+    cfg: &PlanConfig,
+    opts: &CompactOptions,
+    report: &mut CompactReport,
+) -> Result<()> {
+    let plan = table.scan_plan(snapshot);
+    let mut writer_cfg = WriterConfig::for_snapshot(snapshot);
+    writer_cfg.target_file_size = cfg.target_size;
+    let mut writer = DataWriter::new(table, snapshot, writer_cfg)?;
+    let mut rows = 0u64;
+    for f in &bin.files {
+        let read = match table.read_file(&plan, f).await {
+            Ok(r) => r,
+            Err(e) => {
+                writer.abort().await;
+                return Err(e);
+            }
+        };
+        for batch in &read.batches {
+            rows += batch.num_rows() as u64;
+            if let Err(e) = writer.write(batch).await {
+                writer.abort().await;
+                return Err(e);
+            }
+        }
+    }
+    let mut adds = writer.finish().await?;
+    for a in &mut adds {
+        a.data_change = false;
+    }
+    let now = chrono::Utc::now().timestamp_millis();
+    let removes = bin.files.iter().map(|f| {
+        Action::Remove(Remove {
+            path: f.path.clone(),
+            deletion_timestamp: Some(now),
+            data_change: false,
+            extended_file_metadata: Some(true),
+            partition_values: Some(f.partition_values.clone()),
+            size: Some(f.size),
+            stats: f.stats.clone(),
+            tags: f.tags.clone(),
+            deletion_vector: f.deletion_vector.clone(),
+            base_row_id: f.base_row_id,
+            default_row_commit_version: f.default_row_commit_version,
+        })
+    });
+    let bytes_out: i64 = adds.iter().map(|a| a.size).sum();
+    let mut actions: Vec<Action> = removes.collect();
+    actions.extend(adds.iter().cloned().map(Action::Add));
+    let predicate: Vec<String> =
+        bin.partition_values.iter().map(|(k, v)| format!("{k} = {}", v.as_deref().unwrap_or("NULL"))).collect();
+    let mut txn = Transaction::new("OPTIMIZE", actions)
+        .with_parameter("predicate", serde_json::to_string(&predicate).unwrap_or_default())
+        .with_parameter("targetSize", cfg.target_size.to_string())
+        .with_metric("numRemovedFiles", bin.files.len())
+        .with_metric("numAddedFiles", adds.len())
+        .with_metric("numRemovedBytes", bin.bytes())
+        .with_metric("numAddedBytes", bytes_out)
+        .with_metric("numDeletionVectorsRemoved", bin.files.iter().filter(|f| f.deletion_vector.is_some()).count());
+    txn.read = ReadSet { files: bin.files.iter().map(FileKey::of_add).collect(), ..ReadSet::default() };
+    match table.commit(Some(snapshot), &txn, &opts.retry).await? {
+        CommitOutcome::Committed { version } => {
+            report.versions.push(version);
+            report.files_out += adds.len();
+            report.bytes_out += bytes_out;
+            report.rows += rows;
+        }
+        CommitOutcome::Conflict { reason, .. } | CommitOutcome::AlreadyApplied { app_id: reason, .. } => {
+            for a in &adds {
+                if let Ok((path, _)) = table.data_path(&a.path) {
+                    let _ = table.object_store().delete(&path).await;
+                }
+            }
+            tracing::info!(reason = %reason, "compact.bin_abandoned");
+            report.abandoned.push(reason);
+        }
+    }
+    Ok(())
+}
