@@ -5,6 +5,7 @@ mod changes;
 mod cli;
 mod commit;
 mod common;
+mod compact;
 mod conformance;
 mod hostile;
 mod robustness;
