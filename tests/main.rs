@@ -8,6 +8,7 @@ mod common;
 mod compact;
 mod conformance;
 mod hostile;
+mod maintenance;
 mod robustness;
 mod storage;
 mod write;

@@ -121,6 +121,28 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Delete files no version within the retention references (and orphans of failed writes).
+    Vacuum {
+        table: String,
+        /// Retention in hours (default: delta.deletedFileRetentionDuration, 7 days).
+        #[arg(long)]
+        retention_hours: Option<u64>,
+        /// List what would be deleted without deleting.
+        #[arg(long)]
+        dry_run: bool,
+        /// Allow a retention below the table's.
+        #[arg(long)]
+        force: bool,
+        /// Only files of expired tombstones, from the log (no listing of the table).
+        #[arg(long)]
+        lite: bool,
+    },
+    /// Delete log files older than delta.logRetentionDuration that no retained checkpoint needs.
+    CleanupLog {
+        table: String,
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Write a checkpoint of the latest version (and `_last_checkpoint`); prints it as JSON.
     Checkpoint { table: String },
     /// Inspect the configuration.
@@ -243,6 +265,21 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
                     Some(parse_partition_predicate(&p).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?);
             }
             let report = compact(&Table::open(&table, storage)?, &opts).await?;
+            writeln_json(out, &report.to_json())
+        }
+        Command::Vacuum { table, retention_hours, dry_run, force, lite } => {
+            use crate::ops::maintenance::{vacuum, VacuumOptions};
+            let opts = VacuumOptions {
+                retention: retention_hours.map(|h| std::time::Duration::from_secs(h * 3600)),
+                dry_run,
+                force,
+                lite,
+            };
+            let report = vacuum(&Table::open(&table, storage)?, &opts).await?;
+            writeln_json(out, &report.to_json())
+        }
+        Command::CleanupLog { table, dry_run } => {
+            let report = crate::ops::maintenance::cleanup_log(&Table::open(&table, storage)?, dry_run).await?;
             writeln_json(out, &report.to_json())
         }
         Command::Checkpoint { table } => {

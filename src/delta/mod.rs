@@ -31,6 +31,7 @@ pub mod partition;
 pub mod paths;
 pub mod properties;
 pub mod replay;
+pub mod retention;
 pub mod scan;
 pub mod schema;
 pub mod snapshot;

@@ -2,8 +2,10 @@
 //!
 //! - [`changes`]: a cursor over the row-level changes of commits (`changes`, `tail`).
 //! - [`create`]: new-table metadata and protocol, schema inference from JSON, schema merging.
+//! - [`maintenance`]: VACUUM and log cleanup.
 //! - [`write`]: JSON lines to data files and one commit (`deltabus write`).
 
 pub mod changes;
 pub mod create;
+pub mod maintenance;
 pub mod write;

@@ -111,6 +111,21 @@ impl Table {
         &self.url
     }
 
+    /// The table root inside [`Table::object_store`].
+    pub fn root_path(&self) -> Path {
+        self.root.clone()
+    }
+
+    /// The object path of a decoded path relative to the root (already contained).
+    pub fn object_path(&self, rel: &str) -> Path {
+        self.relative_path(rel)
+    }
+
+    /// Whether absolute paths inside the root are accepted.
+    pub fn allows_absolute_paths(&self) -> bool {
+        self.options.allow_absolute_paths
+    }
+
     /// The object store holding the table (its root is [`Table::url`]'s path).
     pub fn object_store(&self) -> Arc<dyn ObjectStore> {
         self.store.clone()

@@ -1,0 +1,173 @@
+//! VACUUM and log cleanup.
+//!
+//! VACUUM first checks that deltabus may write the table (a reader-only client must not
+//! vacuum, which is also what `vacuumProtocolCheck` demands), refuses a threshold below the
+//! table's `delta.deletedFileRetentionDuration` unless forced, and then deletes files that no
+//! live file and no unexpired tombstone references, DV files included, and that are older than
+//! the threshold. The listing mode finds orphans of any origin (failed writes); the lite mode
+//! only deletes files named by expired tombstones, without listing the table.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use object_store::{ObjectStore, ObjectStoreExt};
+use serde_json::json;
+
+use crate::delta::dv::{DeletionVectorDescriptor, DvLocation};
+use crate::delta::features::check_writable;
+use crate::delta::log_segment::LogListing;
+use crate::delta::paths::resolve_in_table;
+use crate::delta::retention::{expired_log_files, vacuum_candidates};
+use crate::error::{Error, Result};
+use crate::storage::Table;
+
+/// VACUUM settings.
+#[derive(Debug, Clone, Default)]
+pub struct VacuumOptions {
+    /// Defaults to the table's `delta.deletedFileRetentionDuration` (7 days).
+    pub retention: Option<Duration>,
+    pub dry_run: bool,
+    /// Allow a retention below the table's.
+    pub force: bool,
+    /// Only files of expired tombstones (no listing).
+    pub lite: bool,
+}
+
+/// What maintenance deleted (or would delete).
+#[derive(Debug, Clone, Default)]
+pub struct MaintenanceReport {
+    pub dry_run: bool,
+    pub files: Vec<String>,
+    pub bytes: u64,
+}
+
+impl MaintenanceReport {
+    /// The command output.
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({"dryRun": self.dry_run, "numFiles": self.files.len(), "bytes": self.bytes, "files": self.files})
+    }
+}
+
+fn dv_path(d: &DeletionVectorDescriptor, table: &Table) -> Option<String> {
+    match d.location().ok()? {
+        DvLocation::Relative { path, .. } => Some(path),
+        DvLocation::Absolute { uri, .. } => resolve_in_table(&uri, table.url(), true).ok(),
+        DvLocation::Inline(_) => None,
+    }
+}
+
+/// Runs VACUUM.
+///
+/// # Errors
+/// [`Error::Unsupported`] when deltabus may not write the table; [`Error::InvalidArgument`] for
+/// a retention below the table's without `force`; storage errors.
+pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceReport> {
+    let snapshot = table.snapshot(None).await?;
+    check_writable(&snapshot.protocol, &snapshot.metadata)?;
+    let table_retention = snapshot.properties.deleted_file_retention;
+    let retention = opts.retention.unwrap_or(table_retention);
+    if retention < table_retention && !opts.force {
+        return Err(Error::InvalidArgument(format!(
+            "retention {}h is below the table's delta.deletedFileRetentionDuration ({}h); readers of older versions could lose files (use --force)",
+            retention.as_secs() / 3600,
+            table_retention.as_secs() / 3600
+        )));
+    }
+    let now = chrono::Utc::now().timestamp_millis();
+    let cutoff = now - retention.as_millis() as i64;
+    let rel = |p: &str| resolve_in_table(p, table.url(), table_allows_absolute(table)).ok();
+    let mut keep: HashSet<String> = HashSet::new();
+    for a in snapshot.files() {
+        keep.extend(rel(&a.path));
+        keep.extend(a.deletion_vector.as_ref().and_then(|d| dv_path(d, table)));
+    }
+    let tombstones = &snapshot.state().tombstones;
+    for r in tombstones.values().filter(|r| r.deletion_timestamp.unwrap_or(0) >= cutoff) {
+        keep.extend(rel(&r.path));
+        keep.extend(r.deletion_vector.as_ref().and_then(|d| dv_path(d, table)));
+    }
+    let store = table.object_store();
+    let root = table.root_path();
+    let candidates: Vec<(String, u64)> = if opts.lite {
+        let mut out = Vec::new();
+        for r in tombstones.values().filter(|r| r.deletion_timestamp.unwrap_or(0) < cutoff) {
+            for p in rel(&r.path).into_iter().chain(r.deletion_vector.as_ref().and_then(|d| dv_path(d, table))) {
+                if keep.contains(&p) {
+                    continue;
+                }
+                if let Ok(meta) = store.head(&table.object_path(&p)).await {
+                    out.push((p, meta.size));
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    } else {
+        let listed: Vec<_> = store.list(Some(&root)).try_collect().await.map_err(|e| Error::storage(table.url(), e))?;
+        let prefix = root.as_ref().len();
+        let files: Vec<(String, u64, i64)> = listed
+            .into_iter()
+            .map(|m| {
+                let full = m.location.as_ref();
+                let rel = full.get(prefix..).unwrap_or(full).trim_start_matches('/').to_string();
+                (rel, m.size, m.last_modified.timestamp_millis())
+            })
+            .collect();
+        vacuum_candidates(&files, &keep, cutoff).into_iter().map(|(p, s, _)| (p.clone(), *s)).collect()
+    };
+    delete_all(&store, table, candidates, opts.dry_run, |p| table.object_path(p)).await
+}
+
+fn table_allows_absolute(table: &Table) -> bool {
+    table.allows_absolute_paths()
+}
+
+/// Deletes expired log files that no retained checkpoint needs.
+///
+/// # Errors
+/// Storage errors.
+pub async fn cleanup_log(table: &Table, dry_run: bool) -> Result<MaintenanceReport> {
+    let snapshot = table.snapshot(None).await?;
+    check_writable(&snapshot.protocol, &snapshot.metadata)?;
+    let now = chrono::Utc::now().timestamp_millis();
+    let cutoff = now - snapshot.properties.log_retention.as_millis() as i64;
+    let store = table.object_store();
+    let log = table.root_path().join("_delta_log");
+    let listed: Vec<_> = store.list(Some(&log)).try_collect().await.map_err(|e| Error::storage(table.url(), e))?;
+    let depth = log.parts().count() + 1;
+    let entries: Vec<(String, u64, i64)> = listed
+        .into_iter()
+        .filter(|m| m.location.parts().count() == depth)
+        .filter_map(|m| Some((m.location.filename()?.to_string(), m.size, m.last_modified.timestamp_millis())))
+        .collect();
+    let sizes: std::collections::HashMap<String, u64> = entries.iter().map(|(n, s, _)| (n.clone(), *s)).collect();
+    let others: Vec<(String, i64)> = entries.iter().map(|(n, _, t)| (n.clone(), *t)).collect();
+    let listing = LogListing::new(entries);
+    let expired = expired_log_files(&listing, &others, cutoff);
+    let candidates =
+        expired.into_iter().map(|n| (format!("_delta_log/{n}"), sizes.get(&n).copied().unwrap_or(0))).collect();
+    delete_all(&store, table, candidates, dry_run, |p| table.object_path(p)).await
+}
+
+async fn delete_all(
+    store: &std::sync::Arc<dyn ObjectStore>,
+    table: &Table,
+    candidates: Vec<(String, u64)>,
+    dry_run: bool,
+    path_of: impl Fn(&str) -> object_store::path::Path,
+) -> Result<MaintenanceReport> {
+    let mut report = MaintenanceReport { dry_run, ..MaintenanceReport::default() };
+    for (rel, size) in candidates {
+        if !dry_run {
+            match store.delete(&path_of(&rel)).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(Error::storage(format!("{}/{rel}", table.url()), e)),
+            }
+        }
+        report.bytes += size;
+        report.files.push(rel);
+    }
+    Ok(report)
+}
