@@ -7,6 +7,8 @@
 //! DV meanwhile, so a deleted row is never resurrected; concurrent blind appends never
 //! conflict with it.
 
+use std::sync::Arc;
+
 use object_store::ObjectStoreExt;
 use serde_json::json;
 
@@ -81,19 +83,39 @@ pub async fn compact(table: &Table, opts: &CompactOptions) -> Result<CompactRepo
     }
     let bins = plan(&snapshot.files(), &cfg, &keep);
     let mut report = CompactReport { bins: bins.len(), dry_run: opts.dry_run, ..CompactReport::default() };
-    for (i, bin) in bins.iter().enumerate() {
+    for bin in &bins {
         report.files_in += bin.files.len();
         report.bytes_in += bin.bytes();
         report.dv_rows_purged +=
             bin.files.iter().filter_map(|f| f.deletion_vector.as_ref()).map(|d| d.cardinality).sum::<i64>();
-        if opts.dry_run {
-            continue;
-        }
-        if opts.progress {
-            eprintln!("compact: bin {}/{}: {} files, {} bytes", i + 1, bins.len(), bin.files.len(), bin.bytes());
-        }
-        rewrite_bin(table, &snapshot, bin, &cfg, opts, &mut report).await?;
     }
+    if opts.dry_run {
+        return Ok(report);
+    }
+    // Bins are independent (disjoint inputs, one commit each): rewrite one per core at a time.
+    let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let snapshot = Arc::new(snapshot);
+    let total = bins.len();
+    let mut pending = bins.into_iter().enumerate();
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        while running.len() < parallel {
+            let Some((i, bin)) = pending.next() else { break };
+            if opts.progress {
+                eprintln!("compact: bin {}/{total}: {} files, {} bytes", i + 1, bin.files.len(), bin.bytes());
+            }
+            let (table, snapshot, cfg, opts) = (table.clone(), snapshot.clone(), cfg.clone(), opts.clone());
+            running.spawn(async move { rewrite_bin(&table, &snapshot, &bin, &cfg, &opts).await });
+        }
+        let Some(done) = running.join_next().await else { break };
+        let part = done.map_err(|e| Error::Internal(format!("compaction task: {e}")))??;
+        report.versions.extend(part.versions);
+        report.files_out += part.files_out;
+        report.bytes_out += part.bytes_out;
+        report.rows += part.rows;
+        report.abandoned.extend(part.abandoned);
+    }
+    report.versions.sort_unstable();
     Ok(report)
 }
 
@@ -115,14 +137,9 @@ fn physical_predicate(
     Ok(out)
 }
 
-async fn rewrite_bin(
-    table: &Table,
-    snapshot: &Snapshot,
-    bin: &Bin,
-    cfg: &PlanConfig,
-    opts: &CompactOptions,
-    report: &mut CompactReport,
-) -> Result<()> {
+/// Rewrites and commits one bin; the returned report covers only its outputs.
+async fn rewrite_bin(table: &Table, snapshot: &Snapshot, bin: &Bin, cfg: &PlanConfig, opts: &CompactOptions) -> Result<CompactReport> {
+    let mut report = CompactReport::default();
     let plan = table.scan_plan(snapshot);
     let mut writer_cfg = WriterConfig::for_snapshot(snapshot);
     writer_cfg.target_file_size = cfg.target_size;
@@ -195,5 +212,5 @@ async fn rewrite_bin(
             report.abandoned.push(reason);
         }
     }
-    Ok(())
+    Ok(report)
 }

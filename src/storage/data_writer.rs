@@ -121,7 +121,7 @@ impl DataWriter {
             let size = file.writer.bytes_written() + file.writer.in_progress_size();
             if size as u64 >= self.config.target_file_size {
                 if let Some(f) = self.open.remove(&dir) {
-                    let add = self.close(f).await?;
+                    let add = Self::close(f).await?;
                     self.done.push(add);
                 }
             }
@@ -137,7 +137,7 @@ impl DataWriter {
         let mut open: Vec<(String, OpenFile)> = self.open.drain().collect();
         open.sort_by(|a, b| a.0.cmp(&b.0));
         for (_, f) in open {
-            let add = self.close(f).await?;
+            let add = Self::close(f).await?;
             self.done.push(add);
         }
         Ok(self.done)
@@ -169,7 +169,9 @@ impl DataWriter {
         Ok(OpenFile { writer, rel, partition_values: values, stats })
     }
 
-    async fn close(&self, mut f: OpenFile) -> Result<Add> {
+    /// Finishes a file (an associated function: a `&self` held across the upload would make
+    /// the writer's futures require `Sync`).
+    async fn close(mut f: OpenFile) -> Result<Add> {
         f.writer.finish().await.map_err(|e| Error::data_file(&f.rel, e))?;
         let size = f.writer.bytes_written() as i64;
         Ok(Add {
