@@ -138,7 +138,13 @@ fn physical_predicate(
 }
 
 /// Rewrites and commits one bin; the returned report covers only its outputs.
-async fn rewrite_bin(table: &Table, snapshot: &Snapshot, bin: &Bin, cfg: &PlanConfig, opts: &CompactOptions) -> Result<CompactReport> {
+async fn rewrite_bin(
+    table: &Table,
+    snapshot: &Snapshot,
+    bin: &Bin,
+    cfg: &PlanConfig,
+    opts: &CompactOptions,
+) -> Result<CompactReport> {
     let mut report = CompactReport::default();
     let plan = table.scan_plan(snapshot);
     let mut writer_cfg = WriterConfig::for_snapshot(snapshot);
