@@ -7,6 +7,7 @@ mod commit;
 mod common;
 mod compact;
 mod conformance;
+mod delete;
 mod hostile;
 mod maintenance;
 mod robustness;

@@ -105,6 +105,14 @@ pub enum Command {
     },
     /// Append JSON lines from stdin to a table in one commit (creating it if needed).
     Write(WriteArgs),
+    /// Delete the rows matching a predicate in one commit (deletion vectors when the table
+    /// enables them, else copy-on-write); prints files scanned/skipped and rows deleted.
+    Delete {
+        table: String,
+        /// e.g. "id < 100 AND country IN ('DE', 'FR')"
+        #[arg(long = "where", value_name = "PREDICATE")]
+        predicate: String,
+    },
     /// Rewrite small files and files with many deleted rows into large ones (dataChange=false).
     Compact {
         table: String,
@@ -265,6 +273,11 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
                     Some(parse_partition_predicate(&p).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?);
             }
             let report = compact(&Table::open(&table, storage)?, &opts).await?;
+            writeln_json(out, &report.to_json())
+        }
+        Command::Delete { table, predicate } => {
+            let report =
+                crate::ops::delete::delete(&Table::open(&table, storage)?, &predicate, &Default::default()).await?;
             writeln_json(out, &report.to_json())
         }
         Command::Vacuum { table, retention_hours, dry_run, force, lite } => {

@@ -29,6 +29,7 @@ pub mod last_checkpoint;
 pub mod log_segment;
 pub mod partition;
 pub mod paths;
+pub mod predicate;
 pub mod properties;
 pub mod replay;
 pub mod retention;

@@ -111,6 +111,11 @@ impl Table {
         &self.url
     }
 
+    /// A log path resolved inside the table (percent-decoded, relative), if it is inside.
+    pub fn data_path_rel(&self, raw: &str) -> Option<String> {
+        self.data_path(raw).ok().map(|(_, rel)| rel)
+    }
+
     /// The table root inside [`Table::object_store`].
     pub fn root_path(&self) -> Path {
         self.root.clone()

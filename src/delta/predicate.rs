@@ -1,0 +1,531 @@
+//! Row predicates for `deltabus delete --where` (and row filters): comparisons (`= != <> < <=
+//! > >=`), `IN (...)`, `IS [NOT] NULL`, `AND`, `OR`, `NOT` and parentheses over columns
+//! (dotted paths into structs) and literals (numbers, 'strings', true/false, null).
+//!
+//! Evaluation is three-valued as in SQL: a comparison with null is unknown, and only rows for
+//! which the predicate is true match. [`Expr::may_match_file`] decides from partition values
+//! and file statistics whether a file can hold a matching row (false only when it provably
+//! cannot); [`Expr::evaluate`] computes the match per row on Arrow data.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Datum, RecordBatch, Scalar, StringArray};
+use arrow::compute::kernels::{boolean, cmp};
+use arrow::datatypes::DataType as A;
+use serde_json::Value;
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// A literal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lit {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Bool(bool),
+    Null,
+}
+
+/// A predicate expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Cmp { column: Vec<String>, op: Op, value: Lit },
+    In { column: Vec<String>, values: Vec<Lit>, negated: bool },
+    IsNull { column: Vec<String>, negated: bool },
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Not(Box<Expr>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    Lit(Lit),
+    Op(Op),
+    LParen,
+    RParen,
+    Comma,
+}
+
+fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            c if c.is_whitespace() => i += 1,
+            '(' => (out.push(Tok::LParen), i += 1).1,
+            ')' => (out.push(Tok::RParen), i += 1).1,
+            ',' => (out.push(Tok::Comma), i += 1).1,
+            '=' => (out.push(Tok::Op(Op::Eq)), i += if chars.get(i + 1) == Some(&'=') { 2 } else { 1 }).1,
+            '!' if chars.get(i + 1) == Some(&'=') => (out.push(Tok::Op(Op::Ne)), i += 2).1,
+            '<' | '>' => {
+                let next = chars.get(i + 1).copied();
+                let (op, len) = match (c, next) {
+                    ('<', Some('=')) => (Op::Le, 2),
+                    ('<', Some('>')) => (Op::Ne, 2),
+                    ('<', _) => (Op::Lt, 1),
+                    (_, Some('=')) => (Op::Ge, 2),
+                    _ => (Op::Gt, 1),
+                };
+                out.push(Tok::Op(op));
+                i += len;
+            }
+            '\'' => {
+                let mut text = String::new();
+                i += 1;
+                loop {
+                    match chars.get(i) {
+                        None => return Err("unterminated string literal".into()),
+                        Some('\'') if chars.get(i + 1) == Some(&'\'') => {
+                            text.push('\'');
+                            i += 2;
+                        }
+                        Some('\'') => {
+                            i += 1;
+                            break;
+                        }
+                        Some(ch) => {
+                            text.push(*ch);
+                            i += 1;
+                        }
+                    }
+                }
+                out.push(Tok::Lit(Lit::Str(text)));
+            }
+            '`' => {
+                let end = chars[i + 1..].iter().position(|ch| *ch == '`').ok_or("unterminated `identifier`")?;
+                out.push(Tok::Ident(chars[i + 1..i + 1 + end].iter().collect()));
+                i += end + 2;
+            }
+            c if c.is_ascii_digit() || (c == '-' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())) => {
+                let start = i;
+                i += 1;
+                while i < chars.len() && (chars[i].is_ascii_digit() || matches!(chars[i], '.' | 'e' | 'E')) {
+                    i += 1;
+                }
+                let text: String = chars[start..i].iter().collect();
+                let lit = match text.parse::<i64>() {
+                    Ok(n) => Lit::Int(n),
+                    Err(_) => Lit::Float(text.parse().map_err(|_| format!("bad number {text:?}"))?),
+                };
+                out.push(Tok::Lit(lit));
+            }
+            c if c.is_alphabetic() || c == '_' => {
+                let start = i;
+                while i < chars.len() && (chars[i].is_alphanumeric() || matches!(chars[i], '_' | '.')) {
+                    i += 1;
+                }
+                let word: String = chars[start..i].iter().collect();
+                out.push(match word.to_ascii_lowercase().as_str() {
+                    "true" => Tok::Lit(Lit::Bool(true)),
+                    "false" => Tok::Lit(Lit::Bool(false)),
+                    "null" => Tok::Lit(Lit::Null),
+                    _ => Tok::Ident(word),
+                });
+            }
+            other => return Err(format!("unexpected character {other:?}")),
+        }
+    }
+    Ok(out)
+}
+
+struct Parser {
+    toks: Vec<Tok>,
+    pos: usize,
+}
+
+impl Parser {
+    fn peek_word(&self, w: &str) -> bool {
+        matches!(self.toks.get(self.pos), Some(Tok::Ident(x)) if x.eq_ignore_ascii_case(w))
+    }
+    fn eat_word(&mut self, w: &str) -> bool {
+        let hit = self.peek_word(w);
+        self.pos += usize::from(hit);
+        hit
+    }
+    fn next(&mut self) -> Option<Tok> {
+        let t = self.toks.get(self.pos).cloned();
+        self.pos += 1;
+        t
+    }
+    fn or(&mut self) -> Result<Expr, String> {
+        let mut left = self.and()?;
+        while self.eat_word("or") {
+            left = Expr::Or(Box::new(left), Box::new(self.and()?));
+        }
+        Ok(left)
+    }
+    fn and(&mut self) -> Result<Expr, String> {
+        let mut left = self.not()?;
+        while self.eat_word("and") {
+            left = Expr::And(Box::new(left), Box::new(self.not()?));
+        }
+        Ok(left)
+    }
+    fn not(&mut self) -> Result<Expr, String> {
+        if self.eat_word("not") {
+            return Ok(Expr::Not(Box::new(self.not()?)));
+        }
+        self.atom()
+    }
+    fn atom(&mut self) -> Result<Expr, String> {
+        match self.next() {
+            Some(Tok::LParen) => {
+                let e = self.or()?;
+                match self.next() {
+                    Some(Tok::RParen) => Ok(e),
+                    _ => Err("missing )".into()),
+                }
+            }
+            Some(Tok::Ident(name)) => {
+                let column: Vec<String> = name.split('.').map(str::to_string).collect();
+                if self.eat_word("is") {
+                    let negated = self.eat_word("not");
+                    if !self.eat_word("null") && !matches!(self.next(), Some(Tok::Lit(Lit::Null))) {
+                        return Err(format!("expected NULL after {name} IS"));
+                    }
+                    return Ok(Expr::IsNull { column, negated });
+                }
+                let negated = self.eat_word("not");
+                if self.eat_word("in") {
+                    if self.next() != Some(Tok::LParen) {
+                        return Err("expected ( after IN".into());
+                    }
+                    let mut values = Vec::new();
+                    loop {
+                        match self.next() {
+                            Some(Tok::Lit(l)) => values.push(l),
+                            other => return Err(format!("expected a literal in IN list, found {other:?}")),
+                        }
+                        match self.next() {
+                            Some(Tok::Comma) => continue,
+                            Some(Tok::RParen) => break,
+                            _ => return Err("expected , or ) in IN list".into()),
+                        }
+                    }
+                    return Ok(Expr::In { column, values, negated });
+                }
+                if negated {
+                    return Err("NOT here must be followed by IN".into());
+                }
+                let op = match self.next() {
+                    Some(Tok::Op(op)) => op,
+                    other => return Err(format!("expected a comparison after {name}, found {other:?}")),
+                };
+                match self.next() {
+                    Some(Tok::Lit(value)) => Ok(Expr::Cmp { column, op, value }),
+                    other => Err(format!("expected a literal after the comparison, found {other:?}")),
+                }
+            }
+            other => Err(format!("expected a column or (, found {other:?}")),
+        }
+    }
+}
+
+/// Parses a predicate.
+///
+/// # Errors
+/// A message pointing at what does not parse.
+pub fn parse(s: &str) -> Result<Expr, String> {
+    let mut p = Parser { toks: tokenize(s)?, pos: 0 };
+    let e = p.or()?;
+    if p.pos < p.toks.len() {
+        return Err(format!("unexpected {:?} after the predicate", p.toks[p.pos]));
+    }
+    Ok(e)
+}
+
+impl Expr {
+    /// The columns the predicate uses (top-level names).
+    pub fn columns(&self) -> Vec<&str> {
+        match self {
+            Expr::Cmp { column, .. } | Expr::In { column, .. } | Expr::IsNull { column, .. } => {
+                vec![column[0].as_str()]
+            }
+            Expr::And(a, b) | Expr::Or(a, b) => [a.columns(), b.columns()].concat(),
+            Expr::Not(a) => a.columns(),
+        }
+    }
+
+    /// Whether a file may contain a matching row, judged from its partition values (by
+    /// physical name) and its `stats` JSON. `physical` maps a column path to its physical path.
+    /// Unknown (missing stats, unsupported comparisons) means "may match".
+    pub fn may_match_file(
+        &self,
+        partition: &dyn Fn(&str) -> Option<Option<String>>,
+        stats: Option<&Value>,
+        physical: &dyn Fn(&[String]) -> Vec<String>,
+    ) -> bool {
+        match self {
+            Expr::And(a, b) => {
+                a.may_match_file(partition, stats, physical) && b.may_match_file(partition, stats, physical)
+            }
+            Expr::Or(a, b) => {
+                a.may_match_file(partition, stats, physical) || b.may_match_file(partition, stats, physical)
+            }
+            Expr::Not(_) => true,
+            Expr::IsNull { column, negated } => {
+                if column.len() == 1 {
+                    if let Some(v) = partition(&column[0]) {
+                        return v.is_none() != *negated;
+                    }
+                }
+                let path = physical(column);
+                let nulls = stats.and_then(|s| get_path(&s["nullCount"], &path)).and_then(Value::as_i64);
+                let records = stats.and_then(|s| s["numRecords"].as_i64());
+                match (nulls, records, negated) {
+                    (Some(n), _, false) => n > 0,
+                    (Some(n), Some(r), true) => n < r,
+                    _ => true,
+                }
+            }
+            Expr::Cmp { column, op, value } => {
+                if column.len() == 1 {
+                    if let Some(v) = partition(&column[0]) {
+                        return match v {
+                            None => false,
+                            Some(text) => compare_text(&text, value).is_none_or(|ord| op_holds(*op, ord)),
+                        };
+                    }
+                }
+                let path = physical(column);
+                let min = stats.and_then(|s| get_path(&s["minValues"], &path));
+                let max = stats.and_then(|s| get_path(&s["maxValues"], &path));
+                let (Some(min), Some(max)) = (min, max) else { return true };
+                let (Some(lo), Some(hi)) = (compare_json(min, value), compare_json(max, value)) else { return true };
+                use std::cmp::Ordering::*;
+                match op {
+                    Op::Eq => lo != Greater && hi != Less,
+                    Op::Ne => !(lo == Equal && hi == Equal),
+                    Op::Lt => lo == Less,
+                    Op::Le => lo != Greater,
+                    Op::Gt => hi == Greater,
+                    Op::Ge => hi != Less,
+                }
+            }
+            Expr::In { column, values, negated } => {
+                if *negated {
+                    return true;
+                }
+                values.iter().any(|v| {
+                    Expr::Cmp { column: column.clone(), op: Op::Eq, value: v.clone() }
+                        .may_match_file(partition, stats, physical)
+                })
+            }
+        }
+    }
+
+    /// Evaluates the predicate on a batch in the table's logical schema. Null (unknown) results
+    /// are false: only rows for which the predicate is true match.
+    ///
+    /// # Errors
+    /// A message when a column is missing or a literal does not fit its column's type.
+    pub fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, String> {
+        let three = self.eval3(batch)?;
+        Ok(three.iter().map(|v| Some(v == Some(true))).collect())
+    }
+
+    fn eval3(&self, batch: &RecordBatch) -> Result<BooleanArray, String> {
+        let err = |e: arrow::error::ArrowError| e.to_string();
+        Ok(match self {
+            Expr::And(a, b) => boolean::and_kleene(&a.eval3(batch)?, &b.eval3(batch)?).map_err(err)?,
+            Expr::Or(a, b) => boolean::or_kleene(&a.eval3(batch)?, &b.eval3(batch)?).map_err(err)?,
+            Expr::Not(a) => boolean::not(&a.eval3(batch)?).map_err(err)?,
+            Expr::IsNull { column, negated } => {
+                let col = column_of(batch, column)?;
+                if *negated {
+                    boolean::is_not_null(&col).map_err(err)?
+                } else {
+                    boolean::is_null(&col).map_err(err)?
+                }
+            }
+            Expr::Cmp { column, op, value } => {
+                let col = column_of(batch, column)?;
+                let Some(lit) = literal_array(value, col.data_type())? else {
+                    return Ok(BooleanArray::from(vec![None; batch.num_rows()]));
+                };
+                let lit = Scalar::new(lit);
+                let l: &dyn Datum = &col;
+                match op {
+                    Op::Eq => cmp::eq(l, &lit),
+                    Op::Ne => cmp::neq(l, &lit),
+                    Op::Lt => cmp::lt(l, &lit),
+                    Op::Le => cmp::lt_eq(l, &lit),
+                    Op::Gt => cmp::gt(l, &lit),
+                    Op::Ge => cmp::gt_eq(l, &lit),
+                }
+                .map_err(err)?
+            }
+            Expr::In { column, values, negated } => {
+                let mut acc = BooleanArray::from(vec![Some(false); batch.num_rows()]);
+                for v in values {
+                    let eq = Expr::Cmp { column: column.clone(), op: Op::Eq, value: v.clone() }.eval3(batch)?;
+                    acc = boolean::or_kleene(&acc, &eq).map_err(err)?;
+                }
+                if *negated {
+                    boolean::not(&acc).map_err(err)?
+                } else {
+                    acc
+                }
+            }
+        })
+    }
+}
+
+fn column_of(batch: &RecordBatch, path: &[String]) -> Result<ArrayRef, String> {
+    let find =
+        |fields: &arrow::datatypes::Fields, name: &str| fields.iter().position(|f| f.name().eq_ignore_ascii_case(name));
+    let i = find(batch.schema().fields(), &path[0]).ok_or_else(|| format!("no column {:?}", path[0]))?;
+    let mut col = batch.column(i).clone();
+    for name in &path[1..] {
+        let s = col.as_struct_opt().ok_or_else(|| format!("{:?} is not a struct", path.join(".")))?;
+        let j = find(s.fields(), name).ok_or_else(|| format!("no field {name:?} in {:?}", path.join(".")))?;
+        col = s.column(j).clone();
+    }
+    Ok(col)
+}
+
+/// A one-element array holding the literal in the column's type (`None` for null).
+fn literal_array(value: &Lit, t: &A) -> Result<Option<ArrayRef>, String> {
+    let text = match value {
+        Lit::Null => return Ok(None),
+        Lit::Int(n) => n.to_string(),
+        Lit::Float(f) => f.to_string(),
+        Lit::Str(s) => s.clone(),
+        Lit::Bool(b) => b.to_string(),
+    };
+    let one: ArrayRef = Arc::new(StringArray::from(vec![text.clone()]));
+    let opts = arrow::compute::CastOptions { safe: false, ..Default::default() };
+    arrow::compute::cast_with_options(&one, t, &opts)
+        .map(Some)
+        .map_err(|e| format!("{text:?} does not fit type {t}: {e}"))
+}
+
+fn get_path<'a>(v: &'a Value, path: &[String]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, k| v.get(k))
+}
+
+fn op_holds(op: Op, ord: std::cmp::Ordering) -> bool {
+    use std::cmp::Ordering::*;
+    match op {
+        Op::Eq => ord == Equal,
+        Op::Ne => ord != Equal,
+        Op::Lt => ord == Less,
+        Op::Le => ord != Greater,
+        Op::Gt => ord == Greater,
+        Op::Ge => ord != Less,
+    }
+}
+
+/// Compares a statistic (JSON) with a literal; `None` when not comparable.
+fn compare_json(stat: &Value, lit: &Lit) -> Option<std::cmp::Ordering> {
+    match (stat, lit) {
+        (Value::Number(n), Lit::Int(i)) => match n.as_i64() {
+            Some(s) => Some(s.cmp(i)),
+            None => n.as_f64()?.partial_cmp(&(*i as f64)),
+        },
+        (Value::Number(n), Lit::Float(f)) => n.as_f64()?.partial_cmp(f),
+        (Value::String(s), Lit::Str(l)) => compare_strings(s, l),
+        _ => None,
+    }
+}
+
+/// Strings compare as text, except dates/timestamps, which compare as instants when both parse.
+fn compare_strings(a: &str, b: &str) -> Option<std::cmp::Ordering> {
+    let ts = |s: &str| {
+        chrono::DateTime::parse_from_rfc3339(s)
+            .map(|d| d.timestamp_micros())
+            .ok()
+            .or_else(|| {
+                chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f")
+                    .ok()
+                    .map(|d| d.and_utc().timestamp_micros())
+            })
+            .or_else(|| {
+                chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f")
+                    .ok()
+                    .map(|d| d.and_utc().timestamp_micros())
+            })
+    };
+    match (ts(a), ts(b)) {
+        // A truncated max in stats is at most 999 µs below the real max: treat as unknown close by.
+        (Some(x), Some(y)) => Some(x.cmp(&y)),
+        _ => Some(a.cmp(b)),
+    }
+}
+
+/// Compares a partition value (text) with a literal.
+fn compare_text(text: &str, lit: &Lit) -> Option<std::cmp::Ordering> {
+    match lit {
+        Lit::Int(i) => {
+            text.parse::<i64>().ok().map(|v| v.cmp(i)).or_else(|| text.parse::<f64>().ok()?.partial_cmp(&(*i as f64)))
+        }
+        Lit::Float(f) => text.parse::<f64>().ok()?.partial_cmp(f),
+        Lit::Str(s) => compare_strings(text, s),
+        Lit::Bool(b) => text.parse::<bool>().ok().map(|v| v.cmp(b)),
+        Lit::Null => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::Int64Array;
+
+    #[test]
+    fn parses_the_grammar() {
+        let e = parse("id >= 10 AND (name = 'o''k' OR tag IN (1, 2)) AND NOT x IS NULL").unwrap();
+        assert_eq!(e.columns(), vec!["id", "name", "tag", "x"]);
+        assert!(parse("id >").is_err());
+        assert!(parse("id = 1 garbage").is_err());
+        assert!(parse("'unterminated").is_err());
+        assert_eq!(
+            parse("a.b <> 3").unwrap(),
+            Expr::Cmp { column: vec!["a".into(), "b".into()], op: Op::Ne, value: Lit::Int(3) }
+        );
+    }
+
+    #[test]
+    fn prunes_with_stats_and_partitions() {
+        let stats: Value = serde_json::from_str(r#"{"numRecords":10,"minValues":{"id":10,"s":"b"},"maxValues":{"id":20,"s":"m"},"nullCount":{"id":0,"s":2}}"#).unwrap();
+        let none = |_: &str| None;
+        let phys = |p: &[String]| p.to_vec();
+        let m = |q: &str| parse(q).unwrap().may_match_file(&none, Some(&stats), &phys);
+        assert!(m("id = 15") && !m("id = 25") && !m("id < 10") && m("id <= 10") && !m("id > 20"));
+        assert!(m("id IN (1, 12)") && !m("id IN (1, 30)"));
+        assert!(!m("id IS NULL") && m("s IS NULL") && m("s IS NOT NULL"));
+        assert!(!m("s = 'z'") && m("s = 'c'"));
+        assert!(m("id = 25 OR s = 'c'") && !m("id = 25 AND s = 'c'"));
+        assert!(parse("id = 25").unwrap().may_match_file(&none, None, &phys), "no stats: may match");
+        let part = |c: &str| (c == "p").then(|| Some("2024-01-01".to_string()));
+        assert!(!parse("p = '2024-01-02'").unwrap().may_match_file(&part, None, &phys));
+        assert!(parse("p >= '2024-01-01'").unwrap().may_match_file(&part, None, &phys));
+    }
+
+    #[test]
+    fn evaluates_rows_three_valued() {
+        let batch = RecordBatch::try_from_iter(vec![(
+            "id",
+            Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])) as ArrayRef,
+        )])
+        .unwrap();
+        let rows = |q: &str| parse(q).unwrap().evaluate(&batch).unwrap().iter().map(|v| v.unwrap()).collect::<Vec<_>>();
+        assert_eq!(rows("id > 1"), vec![false, false, true]);
+        assert_eq!(rows("NOT id > 1"), vec![true, false, false], "null stays unknown under NOT");
+        assert_eq!(rows("id IS NULL OR id = 1"), vec![true, true, false]);
+        assert_eq!(rows("id IN (3, 4)"), vec![false, false, true]);
+        assert!(parse("id = 'x'").unwrap().evaluate(&batch).is_err());
+        assert!(parse("nope = 1").unwrap().evaluate(&batch).is_err());
+    }
+}

@@ -1,0 +1,184 @@
+//! `deltabus delete`: deletion vectors that the reference reader applies, copy-on-write on
+//! tables without DVs, statistics pruning, the change feed of deletes, and clean refusals.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::common::{assert_clean_failure, conformance_dir, deltabus};
+
+fn write(table: &Path, args: &[&str], input: &str) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .arg("write")
+        .arg(table)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn run(args: &[&str]) -> Value {
+    let out = deltabus(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn ids(table: &Path) -> Vec<i64> {
+    let out = deltabus(&["cat", table.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut v: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+fn kernel_ids(table: &Path) -> Option<Vec<i64>> {
+    let oracle = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/kernel-oracle/release/kernel-oracle");
+    if !oracle.exists() {
+        assert!(std::env::var("DELTABUS_REQUIRE_EMULATORS").is_err(), "kernel-oracle not built");
+        return None;
+    }
+    let out = Command::new(oracle).arg("rows").arg(table).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut v: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
+        .collect();
+    v.sort();
+    Some(v)
+}
+
+/// Ten commits, each one file of ids 10k..10k+9, partitioned by parity bucket `p`.
+fn make_table(table: &Path, props: &[&str]) {
+    for k in 0..10 {
+        let input: String = (k * 10..k * 10 + 10)
+            .map(|id| format!("{{\"id\":{id},\"name\":\"n{id}\",\"p\":\"b{}\"}}\n", k % 2))
+            .collect();
+        let mut args = vec!["--partition-by", "p"];
+        for p in props {
+            args.extend(["--property", p]);
+        }
+        write(table, &args, &input);
+    }
+}
+
+#[test]
+fn deletes_with_deletion_vectors_read_by_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("dv");
+    make_table(&table, &["delta.enableDeletionVectors=true", "delta.enableChangeDataFeed=true"]);
+    let t = table.to_str().unwrap();
+    // Statistics pruning: ids 25 and 27 live in one of the ten files.
+    let r = run(&["delete", t, "--where", "id IN (25, 27)"]);
+    assert_eq!(
+        (r["filesScanned"].as_u64(), r["filesSkipped"].as_u64(), r["rowsDeleted"].as_u64()),
+        (Some(1), Some(9), Some(2)),
+        "{r}"
+    );
+    assert_eq!(r["mode"], "deletion-vectors");
+    // A second delete on the same file unites the DVs; another spans partitions.
+    run(&["delete", t, "--where", "id = 21 OR (id >= 90 AND p = 'b1')"]);
+    let expected: Vec<i64> = (0..100).filter(|i| ![25, 27, 21].contains(i) && *i < 90).collect();
+    assert_eq!(ids(&table), expected);
+    if let Some(k) = kernel_ids(&table) {
+        assert_eq!(k, expected, "the reference reader applies our deletion vectors");
+    }
+    let files: Value = run(&["files", t]);
+    assert_eq!(files["files"].as_array().unwrap().iter().filter(|f| f["dv"] == true).count(), 2);
+    // The change feed of the deletes: exactly the deleted rows.
+    let first = r["version"].as_u64().unwrap().to_string();
+    let feed = deltabus(&["changes", t, "--from", &first]);
+    let mut deleted: Vec<i64> = String::from_utf8_lossy(&feed.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .inspect(|v| assert_eq!(v["_change_type"], "delete"))
+        .map(|v| v["id"].as_i64().unwrap())
+        .collect();
+    deleted.sort();
+    assert_eq!(deleted, vec![21, 25, 27, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99]);
+    // Compaction purges the DVs and keeps the rows.
+    run(&["compact", t]);
+    assert_eq!(ids(&table), expected);
+}
+
+#[test]
+fn deletes_copy_on_write_without_deletion_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("cow");
+    make_table(&table, &[]);
+    let t = table.to_str().unwrap();
+    let r = run(&["delete", t, "--where", "name = 'n42' OR id < 3"]);
+    assert_eq!(r["mode"], "copy-on-write");
+    assert_eq!(r["rowsDeleted"], 4);
+    let expected: Vec<i64> = (3..100).filter(|i| *i != 42).collect();
+    assert_eq!(ids(&table), expected);
+    if let Some(k) = kernel_ids(&table) {
+        assert_eq!(k, expected);
+    }
+    if let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") {
+        let out = Command::new(py)
+            .arg("-c")
+            .arg("import sys\nfrom deltalake import DeltaTable\nprint(len(DeltaTable(sys.argv[1]).to_pyarrow_table()))")
+            .arg(&table)
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), expected.len().to_string());
+    }
+}
+
+#[test]
+fn bad_predicates_commit_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    make_table(&table, &["delta.enableDeletionVectors=true"]);
+    let t = table.to_str().unwrap();
+    for bad in ["id >", "nope = 1", "id = 'x'", "id == 1 garbage"] {
+        let out = deltabus(&["delete", t, "--where", bad]);
+        assert_clean_failure(&out, bad);
+    }
+    assert_eq!(run(&["describe", t])["version"], 9, "nothing committed");
+    let r = run(&["delete", t, "--where", "id > 1000"]);
+    assert_eq!((r["rowsDeleted"].as_u64(), r["filesScanned"].as_u64()), (Some(0), Some(0)));
+    assert!(r["version"].is_null());
+    // Append-only tables refuse deletes.
+    let ao = dir.path().join("ao");
+    write(&ao, &["--property", "delta.appendOnly=true"], "{\"id\":1}\n");
+    assert_clean_failure(&deltabus(&["delete", ao.to_str().unwrap(), "--where", "id = 1"]), "append-only");
+}
+
+#[test]
+fn deletes_on_a_corpus_dv_table_extend_its_existing_vector() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("dv-small");
+    assert!(Command::new("cp")
+        .arg("-r")
+        .arg(conformance_dir().join("tables/table-with-dv-small"))
+        .arg(&table)
+        .status()
+        .unwrap()
+        .success());
+    assert!(Command::new("chmod").args(["-R", "u+w"]).arg(&table).status().unwrap().success());
+    let t = table.to_str().unwrap();
+    run(&["delete", t, "--where", "value IN (3, 4)"]);
+    let out = deltabus(&["cat", t]);
+    let mut values: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["value"].as_i64().unwrap())
+        .collect();
+    values.sort();
+    assert_eq!(values, vec![1, 2, 5, 6, 7, 8]);
+    let oracle = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/kernel-oracle/release/kernel-oracle");
+    if oracle.exists() {
+        let out = Command::new(oracle).arg("rows").arg(&table).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 6);
+    }
+}
