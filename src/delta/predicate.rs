@@ -1,6 +1,6 @@
-//! Row predicates for `deltabus delete --where` (and row filters): comparisons (`= != <> < <=
-//! > >=`), `IN (...)`, `IS [NOT] NULL`, `AND`, `OR`, `NOT` and parentheses over columns
-//! (dotted paths into structs) and literals (numbers, 'strings', true/false, null).
+//! Row predicates for `deltabus delete --where` (and row filters): the comparisons `=`, `!=`,
+//! `<>`, `<`, `<=`, `>`, `>=`; `IN (...)`, `IS [NOT] NULL`, `AND`, `OR`, `NOT` and parentheses
+//! over columns (dotted paths into structs) and literals (numbers, 'strings', true, false, null).
 //!
 //! Evaluation is three-valued as in SQL: a comparison with null is unknown, and only rows for
 //! which the predicate is true match. [`Expr::may_match_file`] decides from partition values
