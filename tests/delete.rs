@@ -182,3 +182,32 @@ fn deletes_on_a_corpus_dv_table_extend_its_existing_vector() {
         assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 6);
     }
 }
+
+#[test]
+fn small_vectors_are_inline_and_large_ones_in_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let input: String = (0..300).map(|id| format!("{{\"id\":{id}}}\n")).collect();
+    write(&table, &["--property", "delta.enableDeletionVectors=true"], &input);
+    let t = table.to_str().unwrap();
+    let storage_type = |v: u64| {
+        let log = std::fs::read_to_string(table.join(format!("_delta_log/{v:020}.json"))).unwrap();
+        log.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).unwrap().get("add").cloned())
+            .map(|a| a["deletionVector"]["storageType"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    run(&["delete", t, "--where", "id IN (1, 2)"]);
+    assert_eq!(storage_type(1), vec!["i"], "a two-row DV is stored inline");
+    run(&["delete", t, "--where", "id >= 100 AND id < 250"]);
+    assert_eq!(storage_type(2), vec!["u"], "a 152-row DV goes to a deletion_vector file");
+    let expected: Vec<i64> = (0..300).filter(|i| !(*i == 1 || *i == 2 || (100..250).contains(i))).collect();
+    assert_eq!(ids(&table), expected);
+    if let Some(k) = kernel_ids(&table) {
+        assert_eq!(k, expected);
+    }
+    assert!(std::fs::read_dir(&table)
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("deletion_vector_")));
+}

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::delta::actions::{Action, Add, Remove};
 use crate::delta::conflict::{IsolationLevel, ReadSet};
-use crate::delta::dv::{encode_bitmap, DeletionVectorDescriptor};
+use crate::delta::dv::{encode_bitmap, inline_descriptor, DeletionVectorDescriptor};
 use crate::delta::features::{check_writable, has_reader_feature};
 use crate::delta::predicate::parse;
 use crate::delta::replay::FileKey;
@@ -183,7 +183,11 @@ fn remove_of(add: &Add, now: i64) -> Remove {
     }
 }
 
-/// One DV file for the commit, one record per changed file; remove(old DV) + add(new DV).
+/// Serialised DVs up to this size are stored inline in the log (storage type `i`).
+const INLINE_MAX_BYTES: usize = 64;
+
+/// Small DVs inline, the rest as records of one DV file for the commit; for each changed
+/// file, remove(old DV) + add(new DV).
 async fn dv_actions(
     table: &Table,
     changes: &[(Add, RoaringTreemap, Option<RoaringTreemap>)],
@@ -201,16 +205,20 @@ async fn dv_actions(
             bitmap |= old;
         }
         let data = encode_bitmap(&bitmap);
-        let offset = file.len() as i32;
-        file.extend_from_slice(&(data.len() as u32).to_be_bytes());
-        file.extend_from_slice(&data);
-        file.extend_from_slice(&crc32fast::hash(&data).to_be_bytes());
-        let descriptor = DeletionVectorDescriptor {
-            storage_type: "u".into(),
-            path_or_inline_dv: encoded_path.clone(),
-            offset: Some(offset),
-            size_in_bytes: data.len() as i32,
-            cardinality: bitmap.len() as i64,
+        let descriptor = if data.len() <= INLINE_MAX_BYTES {
+            inline_descriptor(&bitmap)
+        } else {
+            let offset = file.len() as i32;
+            file.extend_from_slice(&(data.len() as u32).to_be_bytes());
+            file.extend_from_slice(&data);
+            file.extend_from_slice(&crc32fast::hash(&data).to_be_bytes());
+            DeletionVectorDescriptor {
+                storage_type: "u".into(),
+                path_or_inline_dv: encoded_path.clone(),
+                offset: Some(offset),
+                size_in_bytes: data.len() as i32,
+                cardinality: bitmap.len() as i64,
+            }
         };
         actions.push(Action::Remove(remove_of(add, now)));
         let mut new_add = add.clone();
