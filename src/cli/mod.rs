@@ -103,6 +103,25 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         state_file: Option<std::path::PathBuf>,
     },
+    /// Replicate a table's change feed into another Delta table, exactly once (resumes from
+    /// the target's txn for this follower).
+    Follow {
+        source: String,
+        /// The target table (created on the first write).
+        #[arg(long = "into")]
+        target: String,
+        /// Names this follower; its position lives in the target under `<id>-<source table id>`.
+        #[arg(long)]
+        follower_id: String,
+        /// First source version when the target has no position yet.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        #[arg(long, default_value_t = 1000)]
+        poll_interval_ms: u64,
+        /// Stop once caught up.
+        #[arg(long)]
+        once: bool,
+    },
     /// Append JSON lines from stdin to a table in one commit (creating it if needed).
     Write(WriteArgs),
     /// Delete the rows matching a predicate in one commit (deletion vectors when the table
@@ -235,6 +254,19 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
         Command::Describe { table, version } => describe(&Table::open(&table, storage)?, version, out).await,
         Command::History { table, limit } => history(&Table::open(&table, storage)?, limit, out).await,
         Command::Write(args) => write(args, storage, out).await,
+        Command::Follow { source, target, follower_id, from, poll_interval_ms, once } => {
+            use crate::ops::follow::{follow, FollowOptions};
+            let opts = FollowOptions {
+                follower_id,
+                from,
+                poll: std::time::Duration::from_millis(poll_interval_ms.max(1)),
+                once,
+            };
+            let source = Table::open(&source, storage.clone())?;
+            let target = Table::open_for_write(&target, storage)?;
+            let report = follow(&source, &target, &opts).await?;
+            writeln_json(out, &report.to_json())
+        }
         Command::Changes { table, from, to } => changes::changes(&Table::open(&table, storage)?, from, to, out).await,
         Command::Tail { table, from, poll_interval_ms, state_file } => {
             let start = match from.as_str() {
