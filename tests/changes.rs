@@ -118,16 +118,8 @@ fn feed_equals_snapshot_differences_on_the_corpus() {
 }
 
 fn write(table: &std::path::Path, input: &str) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
-        .arg("write")
-        .arg(table)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    assert!(child.wait_with_output().unwrap().status.success());
+    let out = crate::common::write_jsonl(table, &[], input);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]

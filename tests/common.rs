@@ -23,3 +23,55 @@ pub fn assert_clean_failure(out: &Output, what: &str) {
     assert!(stderr.starts_with("error: "), "{what}: stderr lacks an error line: {stderr}");
     assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{what}: panicked: {stderr}");
 }
+
+/// Runs `deltabus write <table> <args>` with `input` on stdin.
+pub fn write_jsonl(table: &std::path::Path, args: &[&str], input: &str) -> Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .arg("write")
+        .arg(table)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn deltabus write");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+    child.wait_with_output().expect("wait for deltabus write")
+}
+
+/// Runs deltabus, requires success, and parses its JSON output.
+pub fn run_json(args: &[&str]) -> serde_json::Value {
+    let out = deltabus(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+/// A writable copy of a corpus table under `into`.
+pub fn copy_corpus_table(name: &str, into: &std::path::Path) -> PathBuf {
+    let dest = into.join(name);
+    assert!(Command::new("cp")
+        .arg("-r")
+        .arg(conformance_dir().join("tables").join(name))
+        .arg(&dest)
+        .status()
+        .expect("cp")
+        .success());
+    assert!(Command::new("chmod").args(["-R", "u+w"]).arg(&dest).status().expect("chmod").success());
+    dest
+}
+
+/// The reference reader built by `scripts/setup.sh` (`DELTABUS_KERNEL_ORACLE` overrides);
+/// `None` (with a note) when it is not built, a failure when emulators are required.
+pub fn kernel_oracle() -> Option<PathBuf> {
+    let path = std::env::var("DELTABUS_KERNEL_ORACLE").map(PathBuf::from).unwrap_or_else(|_| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/kernel-oracle/release/kernel-oracle")
+    });
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(std::env::var("DELTABUS_REQUIRE_EMULATORS").is_err(), "kernel-oracle not built at {}", path.display());
+    eprintln!("skipped: kernel-oracle not built (scripts/setup.sh builds it)");
+    None
+}

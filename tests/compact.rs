@@ -3,25 +3,12 @@
 //! rows from compaction commits; dry runs write nothing.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::common::{conformance_dir, deltabus};
-
-fn copy_table(name: &str, into: &Path) -> PathBuf {
-    let dest = into.join(name);
-    assert!(Command::new("cp")
-        .arg("-r")
-        .arg(conformance_dir().join("tables").join(name))
-        .arg(&dest)
-        .status()
-        .unwrap()
-        .success());
-    assert!(Command::new("chmod").args(["-R", "u+w"]).arg(&dest).status().unwrap().success());
-    dest
-}
+use crate::common::{conformance_dir, copy_corpus_table, deltabus, kernel_oracle};
 
 fn sorted_rows(table: &Path) -> Vec<String> {
     let out = deltabus(&["cat", table.to_str().unwrap()]);
@@ -44,11 +31,7 @@ fn files(table: &Path) -> Value {
 }
 
 fn kernel_rows_match(table: &Path, ours: &[String]) {
-    let oracle = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/kernel-oracle/release/kernel-oracle");
-    if !oracle.exists() {
-        assert!(std::env::var("DELTABUS_REQUIRE_EMULATORS").is_err(), "kernel-oracle not built");
-        return;
-    }
+    let Some(oracle) = kernel_oracle() else { return };
     let out = Command::new(oracle).arg("rows").arg(table).output().unwrap();
     assert!(out.status.success(), "kernel-oracle: {}", String::from_utf8_lossy(&out.stderr));
     let dir = tempfile::tempdir().unwrap();
@@ -77,7 +60,7 @@ fn purges_deletion_vectors_on_corpus_tables() {
         "cdf-table-with-cdc-and-dvs",
         "log-replay-dv-key-cases",
     ] {
-        let table = copy_table(name, dir.path());
+        let table = copy_corpus_table(name, dir.path());
         let before = sorted_rows(&table);
         let dvs_before = files(&table)["files"].as_array().unwrap().iter().filter(|f| f["dv"] == true).count();
         assert!(dvs_before > 0, "{name} has DVs to purge");

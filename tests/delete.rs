@@ -1,33 +1,20 @@
 //! `deltabus delete`: deletion vectors that the reference reader applies, copy-on-write on
 //! tables without DVs, statistics pruning, the change feed of deletes, and clean refusals.
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{assert_clean_failure, conformance_dir, deltabus};
+use crate::common::{assert_clean_failure, copy_corpus_table, deltabus, kernel_oracle, run_json, write_jsonl};
 
 fn write(table: &Path, args: &[&str], input: &str) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
-        .arg("write")
-        .arg(table)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = write_jsonl(table, args, input);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 fn run(args: &[&str]) -> Value {
-    let out = deltabus(args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    run_json(args)
 }
 
 fn ids(table: &Path) -> Vec<i64> {
@@ -42,12 +29,7 @@ fn ids(table: &Path) -> Vec<i64> {
 }
 
 fn kernel_ids(table: &Path) -> Option<Vec<i64>> {
-    let oracle = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/kernel-oracle/release/kernel-oracle");
-    if !oracle.exists() {
-        assert!(std::env::var("DELTABUS_REQUIRE_EMULATORS").is_err(), "kernel-oracle not built");
-        return None;
-    }
-    let out = Command::new(oracle).arg("rows").arg(table).output().unwrap();
+    let out = Command::new(kernel_oracle()?).arg("rows").arg(table).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut v: Vec<i64> = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -158,15 +140,7 @@ fn bad_predicates_commit_nothing() {
 #[test]
 fn deletes_on_a_corpus_dv_table_extend_its_existing_vector() {
     let dir = tempfile::tempdir().unwrap();
-    let table = dir.path().join("dv-small");
-    assert!(Command::new("cp")
-        .arg("-r")
-        .arg(conformance_dir().join("tables/table-with-dv-small"))
-        .arg(&table)
-        .status()
-        .unwrap()
-        .success());
-    assert!(Command::new("chmod").args(["-R", "u+w"]).arg(&table).status().unwrap().success());
+    let table = copy_corpus_table("table-with-dv-small", dir.path());
     let t = table.to_str().unwrap();
     run(&["delete", t, "--where", "value IN (3, 4)"]);
     let out = deltabus(&["cat", t]);
@@ -176,8 +150,7 @@ fn deletes_on_a_corpus_dv_table_extend_its_existing_vector() {
         .collect();
     values.sort();
     assert_eq!(values, vec![1, 2, 5, 6, 7, 8]);
-    let oracle = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/kernel-oracle/release/kernel-oracle");
-    if oracle.exists() {
+    if let Some(oracle) = kernel_oracle() {
         let out = Command::new(oracle).arg("rows").arg(&table).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 6);
     }

@@ -1,29 +1,19 @@
 //! VACUUM and log cleanup: what is deleted, what must survive, and the retention guard.
 
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{assert_clean_failure, conformance_dir, deltabus};
+use crate::common::{assert_clean_failure, copy_corpus_table, deltabus, run_json, write_jsonl};
 
 fn write(table: &Path, input: &str) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
-        .arg("write")
-        .arg(table)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    assert!(child.wait().unwrap().success());
+    let out = write_jsonl(table, &[], input);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 fn run(args: &[&str]) -> Value {
-    let out = deltabus(args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    run_json(args)
 }
 
 fn rows(table: &Path) -> Vec<String> {
@@ -67,15 +57,7 @@ fn vacuum_deletes_only_unreferenced_files() {
 #[test]
 fn vacuum_keeps_and_then_drops_deletion_vector_files() {
     let dir = tempfile::tempdir().unwrap();
-    let table = dir.path().join("dv");
-    assert!(Command::new("cp")
-        .arg("-r")
-        .arg(conformance_dir().join("tables/table-with-dv-small"))
-        .arg(&table)
-        .status()
-        .unwrap()
-        .success());
-    assert!(Command::new("chmod").args(["-R", "u+w"]).arg(&table).status().unwrap().success());
+    let table = copy_corpus_table("table-with-dv-small", dir.path());
     let dv_file = table.join("deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin");
     let t = table.to_str().unwrap();
     // While the DV is live, vacuum keeps its file (the corpus files are old, so they qualify by age).

@@ -4,19 +4,15 @@
 //! refusal of tables with features deltabus cannot honour.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::common::{assert_clean_failure, conformance_dir, deltabus};
+use crate::common::{assert_clean_failure, conformance_dir, deltabus, kernel_oracle, write_jsonl};
 
 fn write(table: &Path, args: &[&str], input: &str) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_deltabus"));
-    cmd.arg("write").arg(table).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
+    write_jsonl(table, args, input)
 }
 
 fn ok_json(out: &Output) -> Value {
@@ -46,19 +42,6 @@ fn compare_rows(expected_jsonl: &[u8], actual_jsonl: &[u8]) -> Result<(), String
 
 fn python() -> Option<String> {
     crate::storage::emulator("DELTABUS_TEST_PYTHON")
-}
-
-/// The reference reader, built by scripts/setup.sh.
-fn kernel_oracle() -> Option<PathBuf> {
-    let path = std::env::var("DELTABUS_KERNEL_ORACLE").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/kernel-oracle/release/kernel-oracle")
-    });
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(std::env::var("DELTABUS_REQUIRE_EMULATORS").is_err(), "kernel-oracle not built at {}", path.display());
-    eprintln!("skipped: kernel-oracle not built (scripts/setup.sh builds it)");
-    None
 }
 
 /// Rows as the Python `deltalake` package reads them, as JSON lines.

@@ -69,19 +69,14 @@ impl Table {
                     let filter = bitmap.as_ref().map_or(RowFilter::All, RowFilter::Exclude);
                     self.read_rows(&plan, &source.path, &source.partition_values, source.size, filter).await?
                 }
+                // A DV update: the rows one vector has and the other lacks.
                 (_, RowSelection::AddedBy { old, new }) => {
-                    let mut keep = self.load_dv(new).await?;
-                    if let Some(old) = old {
-                        keep -= self.load_dv(old).await?;
-                    }
+                    let keep = self.dv_difference(Some(new), old.as_ref()).await?;
                     self.read_rows(&plan, &source.path, &source.partition_values, source.size, RowFilter::Only(&keep))
                         .await?
                 }
                 (_, RowSelection::DroppedBy { old, new }) => {
-                    let mut keep = self.load_dv(old).await?;
-                    if let Some(new) = new {
-                        keep -= self.load_dv(new).await?;
-                    }
+                    let keep = self.dv_difference(Some(old), new.as_ref()).await?;
                     self.read_rows(&plan, &source.path, &source.partition_values, source.size, RowFilter::Only(&keep))
                         .await?
                 }
@@ -90,6 +85,24 @@ impl Table {
                 let label = (source.change_type != ChangeType::FromFile).then(|| source.change_type.as_str());
                 out.push(with_change_columns(batch, label, version, timestamp_ms)?);
             }
+        }
+        Ok(out)
+    }
+}
+
+impl Table {
+    /// Rows in `a` but not in `b`.
+    async fn dv_difference(
+        &self,
+        a: Option<&crate::delta::dv::DeletionVectorDescriptor>,
+        b: Option<&crate::delta::dv::DeletionVectorDescriptor>,
+    ) -> Result<roaring::RoaringTreemap> {
+        let mut out = match a {
+            Some(d) => self.load_dv(d).await?,
+            None => roaring::RoaringTreemap::new(),
+        };
+        if let Some(d) = b {
+            out -= self.load_dv(d).await?;
         }
         Ok(out)
     }
