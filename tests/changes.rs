@@ -266,3 +266,32 @@ fn follower_replicates_the_feed_exactly_once_across_kill_9() {
     .unwrap();
     assert_eq!(other["targetCommits"], 2, "{other}");
 }
+
+#[test]
+fn row_filters_select_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    for k in 0..10 {
+        let input: String = (k * 10..k * 10 + 10).map(|id| format!("{{\"id\":{id},\"p\":\"b{}\"}}\n", k % 2)).collect();
+        let out = crate::common::write_jsonl(
+            &table,
+            &["--partition-by", "p", "--property", "delta.enableDeletionVectors=true"],
+            &input,
+        );
+        assert!(out.status.success());
+    }
+    let t = table.to_str().unwrap();
+    assert!(deltabus(&["delete", t, "--where", "id IN (52, 77)"]).status.success());
+    let out = deltabus(&["changes", t, "--where", "id >= 50 AND id < 55 OR p = 'b1' AND id = 77"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut got: Vec<(i64, String)> = lines(&out.stdout)
+        .iter()
+        .map(|r| (r["id"].as_i64().unwrap(), r["_change_type"].as_str().unwrap().to_string()))
+        .collect();
+    got.sort();
+    let mut expected: Vec<(i64, String)> = (50..55).map(|i| (i, "insert".to_string())).collect();
+    expected.extend([(52, "delete".to_string()), (77, "insert".to_string()), (77, "delete".to_string())]);
+    expected.sort();
+    assert_eq!(got, expected);
+    crate::common::assert_clean_failure(&deltabus(&["changes", t, "--where", "id >"]), "bad filter");
+}

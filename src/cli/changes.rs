@@ -42,7 +42,13 @@ fn emit(out: &mut (dyn Write + Send), changes: &CommitChanges) -> Result<u64> {
 ///
 /// # Errors
 /// As [`ChangeCursor::poll`]; [`Error::MissingVersion`] when `--to` is past the latest version.
-pub async fn changes(table: &Table, from: u64, to: Option<u64>, out: &mut (dyn Write + Send)) -> Result<()> {
+pub async fn changes(
+    table: &Table,
+    from: u64,
+    to: Option<u64>,
+    filter: Option<&str>,
+    out: &mut (dyn Write + Send),
+) -> Result<()> {
     let latest = table.latest_version().await?;
     let to = to.unwrap_or(latest);
     if to > latest {
@@ -51,7 +57,7 @@ pub async fn changes(table: &Table, from: u64, to: Option<u64>, out: &mut (dyn W
     if from > to {
         return Err(Error::InvalidArgument(format!("--from {from} is after --to {to}")));
     }
-    let mut cursor = ChangeCursor::open(table, from).await?;
+    let mut cursor = ChangeCursor::open(table, from).await?.with_filter(parse_filter(filter)?);
     while cursor.next_version() <= to {
         match cursor.poll().await? {
             Some(c) => {
@@ -84,6 +90,7 @@ pub async fn tail(
     start: TailStart,
     poll: Duration,
     state_file: Option<&Path>,
+    filter: Option<&str>,
     out: &mut (dyn Write + Send),
 ) -> Result<()> {
     let resumed = match state_file {
@@ -102,7 +109,7 @@ pub async fn tail(
         (None, TailStart::Version(v)) => v,
         (None, TailStart::Latest) => table.latest_version().await? + 1,
     };
-    let mut cursor = ChangeCursor::open(table, from).await?;
+    let mut cursor = ChangeCursor::open(table, from).await?.with_filter(parse_filter(filter)?);
     let max_idle = poll.saturating_mul(10).max(poll);
     let mut wait = poll;
     loop {
@@ -126,6 +133,12 @@ pub async fn tail(
             }
         }
     }
+}
+
+fn parse_filter(filter: Option<&str>) -> Result<Option<crate::delta::predicate::Expr>> {
+    filter
+        .map(|f| crate::delta::predicate::parse(f).map_err(|e| Error::InvalidArgument(format!("--where: {e}"))))
+        .transpose()
 }
 
 /// Writes the state atomically (temporary file, then rename).

@@ -89,6 +89,9 @@ pub enum Command {
         from: u64,
         #[arg(long)]
         to: Option<u64>,
+        /// Only rows matching this predicate (files are skipped by statistics first).
+        #[arg(long = "where", value_name = "PREDICATE")]
+        predicate: Option<String>,
     },
     /// Follow the table's new commits and print their row-level changes until interrupted.
     Tail {
@@ -102,6 +105,9 @@ pub enum Command {
         /// Record progress here and resume after it on restart.
         #[arg(long, value_name = "FILE")]
         state_file: Option<std::path::PathBuf>,
+        /// Only rows matching this predicate.
+        #[arg(long = "where", value_name = "PREDICATE")]
+        predicate: Option<String>,
     },
     /// Replicate a table's change feed into another Delta table, exactly once (resumes from
     /// the target's txn for this follower).
@@ -267,8 +273,10 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             let report = follow(&source, &target, &opts).await?;
             writeln_json(out, &report.to_json())
         }
-        Command::Changes { table, from, to } => changes::changes(&Table::open(&table, storage)?, from, to, out).await,
-        Command::Tail { table, from, poll_interval_ms, state_file } => {
+        Command::Changes { table, from, to, predicate } => {
+            changes::changes(&Table::open(&table, storage)?, from, to, predicate.as_deref(), out).await
+        }
+        Command::Tail { table, from, poll_interval_ms, state_file, predicate } => {
             let start = match from.as_str() {
                 "latest" => changes::TailStart::Latest,
                 v => changes::TailStart::Version(
@@ -277,7 +285,8 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
                 ),
             };
             let poll = std::time::Duration::from_millis(poll_interval_ms.max(1));
-            changes::tail(&Table::open(&table, storage)?, start, poll, state_file.as_deref(), out).await
+            changes::tail(&Table::open(&table, storage)?, start, poll, state_file.as_deref(), predicate.as_deref(), out)
+                .await
         }
         Command::Compact { table, predicate, target_size, min_file_size, dry_run } => {
             use crate::compactor::planner::parse_partition_predicate;

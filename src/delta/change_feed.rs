@@ -54,6 +54,8 @@ pub struct ChangeSource {
     pub path: String,
     pub partition_values: PartitionValues,
     pub size: Option<i64>,
+    /// The file's statistics JSON, when the log has them (for pruning by a row filter).
+    pub stats: Option<String>,
     pub change_type: ChangeType,
     pub selection: RowSelection,
 }
@@ -74,6 +76,7 @@ pub fn plan_changes(actions: &[Action]) -> Vec<ChangeSource> {
                 path: c.path.clone(),
                 partition_values: c.partition_values.clone(),
                 size: Some(c.size),
+                stats: None,
                 change_type: ChangeType::FromFile,
                 selection: RowSelection::AllExcept(None),
             }),
@@ -83,14 +86,20 @@ pub fn plan_changes(actions: &[Action]) -> Vec<ChangeSource> {
     if !cdc.is_empty() {
         return cdc;
     }
-    let mut removed: HashMap<&str, (&PartitionValues, Option<i64>, Option<&DeletionVectorDescriptor>)> = HashMap::new();
+    type Removed<'a> = (&'a PartitionValues, Option<i64>, Option<&'a DeletionVectorDescriptor>, Option<&'a String>);
+    let mut removed: HashMap<&str, Removed<'_>> = HashMap::new();
     let empty = PartitionValues::new();
     for a in actions {
         if let Action::Remove(r) = a {
             if r.data_change {
                 removed.insert(
                     r.path.as_str(),
-                    (r.partition_values.as_ref().unwrap_or(&empty), r.size, r.deletion_vector.as_ref()),
+                    (
+                        r.partition_values.as_ref().unwrap_or(&empty),
+                        r.size,
+                        r.deletion_vector.as_ref(),
+                        r.stats.as_ref(),
+                    ),
                 );
             }
         }
@@ -102,13 +111,14 @@ pub fn plan_changes(actions: &[Action]) -> Vec<ChangeSource> {
             continue;
         }
         match removed.remove(add.path.as_str()) {
-            Some((_, _, old)) => {
+            Some((_, _, old, _)) => {
                 // A DV update of the same file: the difference of the two DVs.
                 if let Some(new) = &add.deletion_vector {
                     out.push(ChangeSource {
                         path: add.path.clone(),
                         partition_values: add.partition_values.clone(),
                         size: Some(add.size),
+                        stats: add.stats.clone(),
                         change_type: ChangeType::Delete,
                         selection: RowSelection::AddedBy { old: old.cloned(), new: new.clone() },
                     });
@@ -118,6 +128,7 @@ pub fn plan_changes(actions: &[Action]) -> Vec<ChangeSource> {
                         path: add.path.clone(),
                         partition_values: add.partition_values.clone(),
                         size: Some(add.size),
+                        stats: add.stats.clone(),
                         change_type: ChangeType::Insert,
                         selection: RowSelection::DroppedBy { old: old.clone(), new: add.deletion_vector.clone() },
                     });
@@ -127,6 +138,7 @@ pub fn plan_changes(actions: &[Action]) -> Vec<ChangeSource> {
                 path: add.path.clone(),
                 partition_values: add.partition_values.clone(),
                 size: Some(add.size),
+                stats: add.stats.clone(),
                 change_type: ChangeType::Insert,
                 selection: RowSelection::AllExcept(add.deletion_vector.clone()),
             }),
@@ -134,11 +146,12 @@ pub fn plan_changes(actions: &[Action]) -> Vec<ChangeSource> {
     }
     let mut rest: Vec<_> = removed.into_iter().collect();
     rest.sort_by(|a, b| a.0.cmp(b.0));
-    for (path, (pv, size, dv)) in rest {
+    for (path, (pv, size, dv, stats)) in rest {
         out.push(ChangeSource {
             path: path.to_string(),
             partition_values: pv.clone(),
             size,
+            stats: stats.cloned(),
             change_type: ChangeType::Delete,
             selection: RowSelection::AllExcept(dv.cloned()),
         });

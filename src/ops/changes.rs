@@ -10,6 +10,7 @@ use arrow::array::RecordBatch;
 
 use crate::delta::actions::Action;
 use crate::delta::change_feed::commit_timestamp;
+use crate::delta::predicate::Expr;
 use crate::delta::replay::TableState;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
@@ -30,6 +31,7 @@ pub struct ChangeCursor {
     next: u64,
     last_timestamp: i64,
     empty_polls: u32,
+    filter: Option<Expr>,
 }
 
 impl ChangeCursor {
@@ -39,7 +41,21 @@ impl ChangeCursor {
     /// As [`Table::snapshot`] for version `from - 1`.
     pub async fn open(table: &Table, from: u64) -> Result<ChangeCursor> {
         let snapshot = if from == 0 { None } else { Some(table.snapshot(Some(from - 1)).await?) };
-        Ok(ChangeCursor { table: table.clone(), snapshot, next: from, last_timestamp: i64::MIN, empty_polls: 0 })
+        Ok(ChangeCursor {
+            table: table.clone(),
+            snapshot,
+            next: from,
+            last_timestamp: i64::MIN,
+            empty_polls: 0,
+            filter: None,
+        })
+    }
+
+    /// Only rows matching `filter`; files that cannot match (by partition values and
+    /// statistics) are not read.
+    pub fn with_filter(mut self, filter: Option<Expr>) -> Self {
+        self.filter = filter;
+        self
     }
 
     /// The next version the cursor will read.
@@ -95,7 +111,7 @@ impl ChangeCursor {
         }
         self.last_timestamp = ts;
         let snapshot = self.snapshot.as_ref().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
-        let batches = self.table.commit_changes(snapshot, version, &actions, ts).await?;
+        let batches = self.table.commit_changes(snapshot, version, &actions, ts, self.filter.as_ref()).await?;
         self.next = version + 1;
         Ok(Some(CommitChanges { version, timestamp_ms: ts, batches }))
     }

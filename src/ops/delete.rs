@@ -68,30 +68,11 @@ pub async fn delete(table: &Table, predicate: &str, retry: &RetryPolicy) -> Resu
     }
     let use_dvs =
         snapshot.properties.enable_deletion_vectors && has_reader_feature(&snapshot.protocol, "deletionVectors");
-    let mode = snapshot.column_mapping();
-    let physical_of = |path: &[String]| -> Vec<String> {
-        let mut fields = &snapshot.schema.fields;
-        let mut out = Vec::new();
-        for name in path {
-            let Some(f) = fields.iter().find(|f| f.name.eq_ignore_ascii_case(name)) else { return path.to_vec() };
-            out.push(f.physical_name(mode).to_string());
-            if let crate::delta::schema::DataType::Struct(s) = &f.data_type {
-                fields = &s.fields;
-            }
-        }
-        out
-    };
     let plan = table.scan_plan(&snapshot);
     let mut report = DeleteReport { deletion_vectors: use_dvs, ..DeleteReport::default() };
     let mut changes: Vec<(Add, RoaringTreemap, Option<RoaringTreemap>)> = Vec::new();
     for add in snapshot.files() {
-        let partition = |col: &str| -> Option<Option<String>> {
-            let logical = snapshot.metadata.partition_columns.iter().find(|p| p.eq_ignore_ascii_case(col))?;
-            let physical = snapshot.schema.field(logical).map_or(logical.as_str(), |f| f.physical_name(mode));
-            Some(add.partition_values.get(physical).cloned().flatten().filter(|v| !v.is_empty()))
-        };
-        let stats: Option<Value> = add.stats.as_deref().and_then(|s| serde_json::from_str(s).ok());
-        if !expr.may_match_file(&partition, stats.as_ref(), &physical_of) {
+        if !expr.may_match_in(&snapshot, &add.partition_values, add.stats.as_deref()) {
             report.files_skipped += 1;
             continue;
         }

@@ -12,6 +12,7 @@ use super::location::Table;
 use crate::delta::actions::{parse_commit, Action};
 use crate::delta::change_feed::{plan_changes, ChangeType, RowSelection};
 use crate::delta::log_segment::commit_name;
+use crate::delta::predicate::Expr;
 use crate::delta::scan::RowFilter;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
@@ -41,7 +42,8 @@ impl Table {
     }
 
     /// The change rows of commit `version`, read with the table as of that commit
-    /// (`snapshot.version == version`). `timestamp_ms` becomes `_commit_timestamp`.
+    /// (`snapshot.version == version`). `timestamp_ms` becomes `_commit_timestamp`. With a
+    /// `filter`, files that cannot match are skipped and only matching rows are returned.
     ///
     /// # Errors
     /// Storage, data-file and deletion-vector errors of the files the commit references.
@@ -51,11 +53,15 @@ impl Table {
         version: u64,
         actions: &[Action],
         timestamp_ms: i64,
+        filter: Option<&Expr>,
     ) -> Result<Vec<RecordBatch>> {
         let plan = self.scan_plan(snapshot);
         let cdc_plan = plan.with_extra_string_column(CHANGE_TYPE);
         let mut out = Vec::new();
         for source in plan_changes(actions) {
+            if filter.is_some_and(|f| !f.may_match_in(snapshot, &source.partition_values, source.stats.as_deref())) {
+                continue;
+            }
             let rows = match (&source.change_type, &source.selection) {
                 (ChangeType::FromFile, _) => {
                     self.read_rows(&cdc_plan, &source.path, &source.partition_values, source.size, RowFilter::All)
@@ -82,6 +88,17 @@ impl Table {
                 }
             };
             for batch in rows.batches {
+                let batch = match filter {
+                    Some(f) => {
+                        let keep = f.evaluate(&batch).map_err(|e| Error::InvalidArgument(format!("filter: {e}")))?;
+                        arrow::compute::filter_record_batch(&batch, &keep)
+                            .map_err(|e| Error::Internal(e.to_string()))?
+                    }
+                    None => batch,
+                };
+                if batch.num_rows() == 0 {
+                    continue;
+                }
                 let label = (source.change_type != ChangeType::FromFile).then(|| source.change_type.as_str());
                 out.push(with_change_columns(batch, label, version, timestamp_ms)?);
             }
