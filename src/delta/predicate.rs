@@ -478,6 +478,38 @@ fn compare_text(text: &str, lit: &Lit) -> Option<std::cmp::Ordering> {
     }
 }
 
+impl Expr {
+    /// [`Expr::may_match_file`] for a file of `snapshot`'s table: partition columns are looked
+    /// up by physical name and statistics by physical path.
+    pub fn may_match_in(
+        &self,
+        snapshot: &super::snapshot::Snapshot,
+        partition_values: &super::actions::PartitionValues,
+        stats: Option<&str>,
+    ) -> bool {
+        let mode = snapshot.column_mapping();
+        let partition = |col: &str| -> Option<Option<String>> {
+            let logical = snapshot.metadata.partition_columns.iter().find(|p| p.eq_ignore_ascii_case(col))?;
+            let physical = snapshot.schema.field(logical).map_or(logical.as_str(), |f| f.physical_name(mode));
+            Some(partition_values.get(physical).cloned().flatten().filter(|v| !v.is_empty()))
+        };
+        let physical_of = |path: &[String]| -> Vec<String> {
+            let mut fields = &snapshot.schema.fields;
+            let mut out = Vec::new();
+            for name in path {
+                let Some(f) = fields.iter().find(|f| f.name.eq_ignore_ascii_case(name)) else { return path.to_vec() };
+                out.push(f.physical_name(mode).to_string());
+                if let super::schema::DataType::Struct(s) = &f.data_type {
+                    fields = &s.fields;
+                }
+            }
+            out
+        };
+        let stats: Option<Value> = stats.and_then(|s| serde_json::from_str(s).ok());
+        self.may_match_file(&partition, stats.as_ref(), &physical_of)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -527,37 +559,5 @@ mod tests {
         assert_eq!(rows("id IN (3, 4)"), vec![false, false, true]);
         assert!(parse("id = 'x'").unwrap().evaluate(&batch).is_err());
         assert!(parse("nope = 1").unwrap().evaluate(&batch).is_err());
-    }
-}
-
-impl Expr {
-    /// [`Expr::may_match_file`] for a file of `snapshot`'s table: partition columns are looked
-    /// up by physical name and statistics by physical path.
-    pub fn may_match_in(
-        &self,
-        snapshot: &super::snapshot::Snapshot,
-        partition_values: &super::actions::PartitionValues,
-        stats: Option<&str>,
-    ) -> bool {
-        let mode = snapshot.column_mapping();
-        let partition = |col: &str| -> Option<Option<String>> {
-            let logical = snapshot.metadata.partition_columns.iter().find(|p| p.eq_ignore_ascii_case(col))?;
-            let physical = snapshot.schema.field(logical).map_or(logical.as_str(), |f| f.physical_name(mode));
-            Some(partition_values.get(physical).cloned().flatten().filter(|v| !v.is_empty()))
-        };
-        let physical_of = |path: &[String]| -> Vec<String> {
-            let mut fields = &snapshot.schema.fields;
-            let mut out = Vec::new();
-            for name in path {
-                let Some(f) = fields.iter().find(|f| f.name.eq_ignore_ascii_case(name)) else { return path.to_vec() };
-                out.push(f.physical_name(mode).to_string());
-                if let super::schema::DataType::Struct(s) = &f.data_type {
-                    fields = &s.fields;
-                }
-            }
-            out
-        };
-        let stats: Option<Value> = stats.and_then(|s| serde_json::from_str(s).ok());
-        self.may_match_file(&partition, stats.as_ref(), &physical_of)
     }
 }
