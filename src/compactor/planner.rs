@@ -190,6 +190,50 @@ mod tests {
         assert_eq!(only_a.len(), 1);
     }
 
+    /// Properties over random file sets (a deterministic xorshift source): every planned file
+    /// is a candidate of the bin's partition, appears once, bins stay near the target, and
+    /// one-file bins only purge DVs.
+    #[test]
+    fn planning_properties_hold_for_random_tables() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n.max(1)
+        };
+        for _ in 0..200 {
+            let cfg = PlanConfig { target_size: 50 + rnd(500), min_file_size: 10 + rnd(400), dv_ratio: 0.05 };
+            let files: Vec<Add> = (0..rnd(60))
+                .map(|i| {
+                    let records = 1 + rnd(1000) as i64;
+                    let dv = (rnd(4) == 0).then(|| rnd(records as u64) as i64);
+                    file(&format!("f{i}"), &format!("p{}", rnd(4)), 1 + rnd(600) as i64, records, dv)
+                })
+                .collect();
+            let refs: Vec<&Add> = files.iter().collect();
+            let bins = plan(&refs, &cfg, &|_| true);
+            let mut seen = std::collections::HashSet::new();
+            for bin in &bins {
+                assert!(!bin.files.is_empty());
+                if bin.files.len() == 1 {
+                    assert!(bin.files[0].deletion_vector.is_some(), "a lone file is rewritten only to purge its DV");
+                }
+                let largest = bin.files.iter().map(|f| f.size as u64).max().unwrap_or(0);
+                assert!(bin.bytes() as u64 <= cfg.target_size + largest, "bins stop near the target");
+                for f in &bin.files {
+                    assert_eq!(f.partition_values, bin.partition_values, "one partition per bin");
+                    assert!(is_candidate(f, &cfg), "only candidates are rewritten");
+                    assert!(seen.insert(f.path.clone()), "a file is planned once");
+                }
+            }
+            // Every candidate with a DV is planned (it is never left holding deleted rows).
+            for f in files.iter().filter(|f| f.deletion_vector.is_some() && is_candidate(f, &cfg)) {
+                assert!(seen.contains(&f.path), "{} has a DV above the ratio but was not planned", f.path);
+            }
+        }
+    }
+
     #[test]
     fn predicates() {
         assert_eq!(
