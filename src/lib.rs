@@ -17,7 +17,8 @@
 //! - [`cli`]: the `deltabus` command line.
 //! - [`config`]: the one configuration loader.
 //! - [`error`]: the one error type.
-//! - [`ops`]: table operations (create, write) built from the two.
+//! - [`ops`]: table operations (create, write, delete, changes, follow, maintenance).
+//! - [`pipeline`]: the ingest pipeline's pure decisions (flush policy, txn app ids).
 
 pub mod cli;
 pub mod compactor;
@@ -25,6 +26,7 @@ pub mod config;
 pub mod delta;
 pub mod error;
 pub mod ops;
+pub mod pipeline;
 pub mod storage;
 
 pub use error::{Error, ErrorKind, Result};

@@ -67,7 +67,9 @@ fn change_schema(source: &StructType) -> StructType {
 /// follows with the same follower id.
 pub async fn follow(source: &Table, target: &Table, opts: &FollowOptions) -> Result<FollowReport> {
     let source_id = source.snapshot(None).await?.metadata.id;
-    let app_id = format!("{}-{source_id}", opts.follower_id);
+    let app_id =
+        crate::pipeline::app_id::TxnAppId::Follower { follower: opts.follower_id.clone(), source_table_id: source_id }
+            .to_string();
     let mut target_snapshot = match target.snapshot(None).await {
         Ok(s) => Some(s),
         Err(Error::NotATable { .. }) => None,
