@@ -19,6 +19,7 @@
 //! - [`error`]: the one error type.
 //! - [`ops`]: table operations (create, write, delete, changes, follow, maintenance).
 //! - [`pipeline`]: the ingest pipeline's pure decisions (flush policy, txn app ids).
+//! - [`source`]: record sources (the Kafka payload decoder).
 
 pub mod cli;
 pub mod compactor;
@@ -27,6 +28,7 @@ pub mod delta;
 pub mod error;
 pub mod ops;
 pub mod pipeline;
+pub mod source;
 pub mod storage;
 
 pub use error::{Error, ErrorKind, Result};

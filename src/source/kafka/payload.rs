@@ -1,0 +1,198 @@
+//! Raw message payloads straight into Arrow: no `serde_json::Value` on the hot path.
+//!
+//! A batch of payloads is handed to `arrow_json`'s decoder as one buffer against the table
+//! schema (strict: unknown fields are errors). Only when that fails are the records decoded
+//! one by one, to separate the good ones from the bad; each bad one becomes a
+//! [`DeadLetter`] carrying its reason and everything needed to find or replay it, and the rest
+//! of the batch proceeds.
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+
+/// One consumed record, borrowed from the consumer's message.
+#[derive(Debug, Clone, Copy)]
+pub struct RawRecord<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    pub offset: i64,
+    pub timestamp_ms: Option<i64>,
+    pub key: Option<&'a [u8]>,
+    pub payload: Option<&'a [u8]>,
+}
+
+/// A record that could not be decoded, with why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub reason: String,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub timestamp_ms: Option<i64>,
+    pub key: Option<Vec<u8>>,
+    pub payload: Option<Vec<u8>>,
+}
+
+impl DeadLetter {
+    fn of(r: &RawRecord<'_>, reason: impl Into<String>) -> Self {
+        DeadLetter {
+            reason: reason.into(),
+            topic: r.topic.to_string(),
+            partition: r.partition,
+            offset: r.offset,
+            timestamp_ms: r.timestamp_ms,
+            key: r.key.map(<[u8]>::to_vec),
+            payload: r.payload.map(<[u8]>::to_vec),
+        }
+    }
+}
+
+/// Decodes JSON payloads against a table schema.
+#[derive(Debug, Clone)]
+pub struct PayloadDecoder {
+    schema: SchemaRef,
+    max_record_bytes: usize,
+}
+
+/// The outcome of decoding a batch of records.
+#[derive(Debug)]
+pub struct Decoded {
+    /// The good records' rows, in input order (`None` when there are none).
+    pub batch: Option<RecordBatch>,
+    /// Indexes (into the input) of the records in `batch`, in order.
+    pub rows_from: Vec<usize>,
+    pub dead_letters: Vec<DeadLetter>,
+}
+
+impl PayloadDecoder {
+    /// A decoder for the Arrow form of the table schema (with its nullability).
+    pub fn new(schema: SchemaRef, max_record_bytes: usize) -> Self {
+        PayloadDecoder { schema, max_record_bytes }
+    }
+
+    /// Decodes the records; never fails as a whole: bad records become dead letters.
+    pub fn decode(&self, records: &[RawRecord<'_>]) -> Decoded {
+        let mut dead = Vec::new();
+        let mut good = Vec::with_capacity(records.len());
+        let mut buf = Vec::new();
+        for (i, r) in records.iter().enumerate() {
+            match self.precheck(r) {
+                Err(reason) => dead.push(DeadLetter::of(r, reason)),
+                Ok(bytes) => {
+                    buf.extend_from_slice(bytes);
+                    buf.push(b'\n');
+                    good.push(i);
+                }
+            }
+        }
+        if good.is_empty() {
+            return Decoded { batch: None, rows_from: good, dead_letters: dead };
+        }
+        if let Ok(batch) = self.decode_bytes(&buf, good.len()) {
+            return Decoded { batch, rows_from: good, dead_letters: dead };
+        }
+        // Slow path: find the bad records one by one, then decode the rest together.
+        let mut kept = Vec::with_capacity(good.len());
+        buf.clear();
+        for i in good {
+            let r = &records[i];
+            let bytes = r.payload.unwrap_or_default();
+            match self.decode_bytes(bytes, 1) {
+                Ok(_) => {
+                    buf.extend_from_slice(bytes);
+                    buf.push(b'\n');
+                    kept.push(i);
+                }
+                Err(e) => dead.push(DeadLetter::of(r, e)),
+            }
+        }
+        dead.sort_by_key(|d| d.offset);
+        let batch = if kept.is_empty() { None } else { self.decode_bytes(&buf, kept.len()).unwrap_or(None) };
+        Decoded { batch, rows_from: kept, dead_letters: dead }
+    }
+
+    fn precheck<'a>(&self, r: &RawRecord<'a>) -> Result<&'a [u8], String> {
+        let bytes = r.payload.ok_or("null payload (tombstone)")?;
+        if bytes.len() > self.max_record_bytes {
+            return Err(format!("payload of {} bytes is over the limit of {}", bytes.len(), self.max_record_bytes));
+        }
+        if std::str::from_utf8(bytes).is_err() {
+            return Err("payload is not valid UTF-8".into());
+        }
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err("empty payload".into());
+        }
+        Ok(bytes)
+    }
+
+    fn decode_bytes(&self, bytes: &[u8], rows: usize) -> Result<Option<RecordBatch>, String> {
+        let mut decoder = arrow_json::ReaderBuilder::new(self.schema.clone())
+            .with_strict_mode(true)
+            .with_batch_size(rows.max(1) + 1)
+            .build_decoder()
+            .map_err(|e| e.to_string())?;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let n = decoder.decode(rest).map_err(|e| e.to_string())?;
+            if n == 0 {
+                break;
+            }
+            rest = &rest[n..];
+        }
+        let batch = decoder.flush().map_err(|e| e.to_string())?;
+        // One payload must be one record: two JSON values in one message is an error.
+        match &batch {
+            Some(b) if b.num_rows() != rows => Err(format!("expected {rows} records, found {}", b.num_rows())),
+            _ => Ok(batch),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::datatypes::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("name", DataType::Utf8, true)]))
+    }
+
+    fn rec(offset: i64, payload: Option<&'static [u8]>) -> RawRecord<'static> {
+        RawRecord { topic: "t", partition: 0, offset, timestamp_ms: Some(1), key: Some(b"k"), payload }
+    }
+
+    #[test]
+    fn good_batches_take_the_fast_path() {
+        let d = PayloadDecoder::new(schema(), 1024);
+        let out = d.decode(&[rec(0, Some(br#"{"id":1,"name":"a"}"#)), rec(1, Some(br#"{"id":2}"#))]);
+        assert_eq!(out.batch.unwrap().num_rows(), 2);
+        assert_eq!(out.rows_from, vec![0, 1]);
+        assert!(out.dead_letters.is_empty());
+    }
+
+    #[test]
+    fn bad_records_become_dead_letters_and_the_rest_proceeds() {
+        let d = PayloadDecoder::new(schema(), 40);
+        let records = [
+            rec(10, Some(br#"{"id":1}"#)),
+            rec(11, Some(b"{not json")),
+            rec(12, Some(br#"{"id":"x"}"#)),
+            rec(13, Some(br#"{"name":"missing id"}"#)),
+            rec(14, Some(br#"{"id":5,"extra":1}"#)),
+            rec(15, None),
+            rec(16, Some(&[0xff, 0xfe])),
+            rec(17, Some(br#"{"id":7,"name":"this payload is far too long for the limit"}"#)),
+            rec(18, Some(br#"{"id":8}{"id":9}"#)),
+            rec(19, Some(br#"{"id":10}"#)),
+        ];
+        let out = d.decode(&records);
+        assert_eq!(out.batch.unwrap().num_rows(), 2);
+        assert_eq!(out.rows_from, vec![0, 9]);
+        let offsets: Vec<i64> = out.dead_letters.iter().map(|l| l.offset).collect();
+        assert_eq!(offsets, vec![11, 12, 13, 14, 15, 16, 17, 18]);
+        let letter = &out.dead_letters[0];
+        assert_eq!((letter.topic.as_str(), letter.partition, letter.key.as_deref()), ("t", 0, Some(&b"k"[..])));
+        assert_eq!(letter.payload.as_deref(), Some(&b"{not json"[..]), "raw bytes kept for replay");
+        assert!(out.dead_letters.iter().all(|l| !l.reason.is_empty()));
+    }
+}
