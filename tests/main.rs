@@ -9,6 +9,7 @@ mod compact;
 mod conformance;
 mod delete;
 mod hostile;
+mod kafka;
 mod maintenance;
 mod robustness;
 mod storage;
