@@ -75,3 +75,23 @@ pub fn kernel_oracle() -> Option<PathBuf> {
     eprintln!("skipped: kernel-oracle not built (scripts/setup.sh builds it)");
     None
 }
+
+/// Runs a Python snippet (the `deltalake` reference package) and returns its output. The
+/// reference process occasionally aborts inside its native code under load ("terminate
+/// called without an active exception", or death by a signal): such crashes are retried up
+/// to three times; any other failure is returned as is for the caller to report.
+pub fn run_python(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> Output {
+    use std::os::unix::process::ExitStatusExt;
+    let mut last = None;
+    for _ in 0..3 {
+        let out = Command::new(python).arg("-c").arg(script).args(args).output().expect("run python");
+        let crashed =
+            out.status.signal().is_some() || String::from_utf8_lossy(&out.stderr).contains("terminate called");
+        if !crashed {
+            return out;
+        }
+        eprintln!("reference reader crashed, retrying: {}", String::from_utf8_lossy(&out.stderr).trim());
+        last = Some(out);
+    }
+    last.expect("at least one attempt")
+}

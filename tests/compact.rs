@@ -146,7 +146,7 @@ fn compacts_beside_concurrent_writers() {
     // The Python package reads the compacted table identically.
     if let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") {
         let script = "import sys, json\nfrom deltalake import DeltaTable\nprint(len(DeltaTable(sys.argv[1]).to_pyarrow_table()))";
-        let out = Command::new(py).arg("-c").arg(script).arg(&table).output().unwrap();
+        let out = crate::common::run_python(&py, script, &[table.as_os_str()]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), expected.to_string());
     }

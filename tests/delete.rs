@@ -107,12 +107,9 @@ fn deletes_copy_on_write_without_deletion_vectors() {
         assert_eq!(k, expected);
     }
     if let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") {
-        let out = Command::new(py)
-            .arg("-c")
-            .arg("import sys\nfrom deltalake import DeltaTable\nprint(len(DeltaTable(sys.argv[1]).to_pyarrow_table()))")
-            .arg(&table)
-            .output()
-            .unwrap();
+        let script =
+            "import sys\nfrom deltalake import DeltaTable\nprint(len(DeltaTable(sys.argv[1]).to_pyarrow_table()))";
+        let out = crate::common::run_python(&py, script, &[table.as_os_str()]);
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), expected.len().to_string());
     }
 }

@@ -64,7 +64,7 @@ def norm(v):
 for row in DeltaTable(sys.argv[1]).to_pyarrow_table().to_pylist():
     print(json.dumps(norm(row)))
 "#;
-    let out = Command::new(python).arg("-c").arg(script).arg(table).output().unwrap();
+    let out = crate::common::run_python(python, script, &[table.as_os_str()]);
     assert!(out.status.success(), "deltalake failed: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout
 }
