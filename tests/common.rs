@@ -82,6 +82,7 @@ pub fn kernel_oracle() -> Option<PathBuf> {
 /// to three times; any other failure is returned as is for the caller to report.
 pub fn run_python(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> Output {
     use std::os::unix::process::ExitStatusExt;
+    let _guard = native_clients_lock();
     let mut last = None;
     for _ in 0..3 {
         let out = Command::new(python).arg("-c").arg(script).args(args).output().expect("run python");
@@ -94,4 +95,13 @@ pub fn run_python(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> Outp
         last = Some(out);
     }
     last.expect("at least one attempt")
+}
+
+/// Serialises the Python reference reader with tests that run librdkafka in this process: a
+/// `deltalake` child spawned while librdkafka's threads are alive here aborts in its native
+/// code ("terminate called without an active exception"), reproducibly. Holders keep the
+/// lock until their Kafka clients are destroyed.
+pub fn native_clients_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

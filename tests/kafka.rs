@@ -16,6 +16,12 @@ use rdkafka::Message;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn consumes_and_decodes_from_the_mock_cluster() {
+    // Held until the end, after the clients below are dropped (see `native_clients_lock`).
+    let _guard = crate::common::native_clients_lock();
+    run().await;
+}
+
+async fn run() {
     let cluster = MockCluster::new(1).expect("mock cluster");
     cluster.create_topic("events", 2, 1).expect("topic");
     let producer: FutureProducer =
