@@ -14,11 +14,12 @@ use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::Message;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn consumes_and_decodes_from_the_mock_cluster() {
-    // Held until the end, after the clients below are dropped (see `native_clients_lock`).
+#[test]
+fn consumes_and_decodes_from_the_mock_cluster() {
+    // Held until the runtime and the clients in `run` are gone (see `native_clients_lock`).
     let _guard = crate::common::native_clients_lock();
-    run().await;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    runtime.block_on(run());
 }
 
 async fn run() {
