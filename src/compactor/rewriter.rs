@@ -9,7 +9,6 @@
 
 use std::sync::Arc;
 
-use object_store::ObjectStoreExt;
 use serde_json::json;
 
 use super::planner::{plan, Bin, PlanConfig};
@@ -209,11 +208,7 @@ async fn rewrite_bin(
             report.rows += rows;
         }
         CommitOutcome::Conflict { reason, .. } | CommitOutcome::AlreadyApplied { app_id: reason, .. } => {
-            for a in &adds {
-                if let Ok((path, _)) = table.data_path(&a.path) {
-                    let _ = table.object_store().delete(&path).await;
-                }
-            }
+            table.delete_uncommitted(&adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
             tracing::info!(reason = %reason, "compact.bin_abandoned");
             report.abandoned.push(reason);
         }

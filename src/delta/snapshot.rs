@@ -80,6 +80,21 @@ impl Snapshot {
         Ok(())
     }
 
+    /// The snapshot a table will have once its creating commit (with these protocol and
+    /// metadata actions) lands: what writers plan new tables against.
+    ///
+    /// # Errors
+    /// As [`Snapshot::new`].
+    pub fn for_new_table(protocol: Protocol, metadata: Metadata) -> Result<Snapshot> {
+        let state = TableState {
+            protocol: Some(protocol),
+            metadata: Some(metadata),
+            version: Some(0),
+            ..TableState::default()
+        };
+        Snapshot::new(state, None, 0)
+    }
+
     /// The live files, sorted by path.
     pub fn files(&self) -> Vec<&Add> {
         let mut files: Vec<&Add> = self.state.files.values().collect();

@@ -251,7 +251,7 @@ async fn rewrite_actions(
             writer.write(b).await?;
         }
         let adds = writer.finish().await?;
-        written.extend(adds.iter().filter_map(|a| table.data_path_rel(&a.path)));
+        written.extend(adds.iter().map(|a| a.path.clone()));
         actions.push(Action::Remove(remove_of(add, now)));
         actions.extend(adds.into_iter().map(Action::Add));
     }
@@ -259,7 +259,5 @@ async fn rewrite_actions(
 }
 
 async fn cleanup(table: &Table, written: &[String]) {
-    for rel in written {
-        let _ = table.object_store().delete(&table.object_path(rel)).await;
-    }
+    table.delete_uncommitted(written).await;
 }

@@ -141,13 +141,7 @@ async fn apply(
             let (protocol, metadata) = new_table(schema.clone(), &[], &Default::default())?;
             actions.push(Action::Protocol(protocol.clone()));
             actions.push(Action::Metadata(metadata.clone()));
-            let state = crate::delta::replay::TableState {
-                protocol: Some(protocol),
-                metadata: Some(metadata),
-                version: Some(0),
-                ..Default::default()
-            };
-            created = Snapshot::new(state, None, 0)?;
+            created = Snapshot::for_new_table(protocol, metadata)?;
             &created
         }
     };
@@ -174,11 +168,7 @@ async fn apply(
         .with_metric("numOutputRows", rows);
     let outcome = target.commit(snapshot, &txn, &RetryPolicy::default()).await?;
     if !matches!(outcome, CommitOutcome::Committed { .. }) {
-        for a in &adds {
-            if let Some(rel) = target.data_path_rel(&a.path) {
-                let _ = object_store::ObjectStoreExt::delete(&target.object_store(), &target.object_path(&rel)).await;
-            }
-        }
+        target.delete_uncommitted(&adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
     }
     Ok(outcome)
 }

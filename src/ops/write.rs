@@ -11,14 +11,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
-use object_store::ObjectStoreExt;
 use serde_json::json;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use super::create::{infer_schema, merge_schema, new_table};
 use crate::delta::actions::{Action, Metadata, Txn};
 use crate::delta::arrow_schema::arrow_schema_strict;
-use crate::delta::replay::TableState;
 use crate::delta::schema::StructType;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
@@ -178,13 +176,7 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
             let (protocol, metadata) = new_table(schema, &opts.partition_by, &opts.properties)?;
             schema_actions.push(Action::Protocol(protocol.clone()));
             schema_actions.push(Action::Metadata(metadata.clone()));
-            let state = TableState {
-                protocol: Some(protocol),
-                metadata: Some(metadata),
-                version: Some(0),
-                ..Default::default()
-            };
-            Snapshot::new(state, None, 0)?
+            Snapshot::for_new_table(protocol, metadata)?
         }
     };
     let creating = schema_actions.iter().any(|a| matches!(a, Action::Protocol(_)));
@@ -256,11 +248,7 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
     let base = if creating { None } else { Some(&snapshot) };
     let outcome = table.commit(base, &txn, &opts.retry).await?;
     if !matches!(outcome, CommitOutcome::Committed { .. }) {
-        for add in &adds {
-            if let Ok((path, _)) = table.data_path(&add.path) {
-                let _ = table.object_store().delete(&path).await;
-            }
-        }
+        table.delete_uncommitted(&adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
     }
     Ok(WriteReport { outcome, rows, files, bytes })
 }

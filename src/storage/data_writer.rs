@@ -145,11 +145,7 @@ impl DataWriter {
 
     /// Deletes the files written so far (after a failed or abandoned transaction).
     pub async fn abort(self) {
-        for add in &self.done {
-            if let Ok((path, _)) = self.table.data_path(&add.path) {
-                let _ = self.table.store.delete(&path).await;
-            }
-        }
+        self.table.delete_uncommitted(&self.done.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
         for f in self.open.into_values() {
             let path = self.table.relative_path(&f.rel);
             drop(f.writer);

@@ -111,9 +111,16 @@ impl Table {
         &self.url
     }
 
-    /// A log path resolved inside the table (percent-decoded, relative), if it is inside.
-    pub fn data_path_rel(&self, raw: &str) -> Option<String> {
-        self.data_path(raw).ok().map(|(_, rel)| rel)
+    /// Best-effort deletion of files a transaction wrote but did not commit (paths as they
+    /// would appear in the log). Nothing references them, so a failure only leaves an orphan
+    /// for vacuum.
+    pub async fn delete_uncommitted(&self, log_paths: &[String]) {
+        use object_store::ObjectStoreExt;
+        for raw in log_paths {
+            if let Ok((path, _)) = self.data_path(raw.as_str()) {
+                let _ = self.store.delete(&path).await;
+            }
+        }
     }
 
     /// The table root inside [`Table::object_store`].
