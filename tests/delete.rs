@@ -17,8 +17,8 @@ fn run(args: &[&str]) -> Value {
     run_json(args)
 }
 
-fn ids(table: &Path) -> Vec<i64> {
-    let out = deltabus(&["cat", table.to_str().unwrap()]);
+/// The sorted `id`s of a reader's JSON-lines output.
+fn sorted_ids(out: &std::process::Output) -> Vec<i64> {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut v: Vec<i64> = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -28,15 +28,12 @@ fn ids(table: &Path) -> Vec<i64> {
     v
 }
 
+fn ids(table: &Path) -> Vec<i64> {
+    sorted_ids(&deltabus(&["cat", table.to_str().unwrap()]))
+}
+
 fn kernel_ids(table: &Path) -> Option<Vec<i64>> {
-    let out = Command::new(kernel_oracle()?).arg("rows").arg(table).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut v: Vec<i64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
-        .collect();
-    v.sort();
-    Some(v)
+    Some(sorted_ids(&Command::new(kernel_oracle()?).arg("rows").arg(table).output().unwrap()))
 }
 
 /// Ten commits, each one file of ids 10k..10k+9, partitioned by parity bucket `p`.
