@@ -67,6 +67,10 @@ pub enum Error {
     #[error("commit conflict at version {version}: {reason}")]
     CommitConflict { version: u64, reason: String },
 
+    /// The Kafka client or brokers failed.
+    #[error("kafka: {0}")]
+    Kafka(String),
+
     /// A user-supplied argument or configuration value is invalid.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -84,7 +88,9 @@ impl Error {
     /// Classifies the error for exit codes, logs and retries.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Storage { .. } | Error::Io(_) | Error::CommitConflict { .. } => ErrorKind::External,
+            Error::Storage { .. } | Error::Io(_) | Error::CommitConflict { .. } | Error::Kafka(_) => {
+                ErrorKind::External
+            }
             Error::Internal(_) => ErrorKind::Internal,
             _ => ErrorKind::User,
         }

@@ -18,14 +18,16 @@
 //! - [`config`]: the one configuration loader.
 //! - [`error`]: the one error type.
 //! - [`ops`]: table operations (create, write, delete, changes, follow, maintenance).
-//! - [`pipeline`]: the ingest pipeline's pure decisions (flush policy, txn app ids).
-//! - [`source`]: record sources (the Kafka payload decoder).
+//! - [`pipeline`]: the ingest pipeline (`deltabus run`): batching, commits, dead letters.
+//! - [`metrics`]: Prometheus metrics and health probes.
+//! - [`source`]: record sources (the Kafka consumer and payload decoder).
 
 pub mod cli;
 pub mod compactor;
 pub mod config;
 pub mod delta;
 pub mod error;
+pub mod metrics;
 pub mod ops;
 pub mod pipeline;
 pub mod source;

@@ -9,6 +9,7 @@ mod compact;
 mod conformance;
 mod delete;
 mod hostile;
+mod ingest;
 mod kafka;
 mod maintenance;
 mod robustness;

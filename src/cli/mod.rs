@@ -19,6 +19,7 @@ use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
 mod changes;
+mod run;
 
 use crate::config::Config;
 use crate::delta::actions::CommitInfo;
@@ -178,6 +179,24 @@ pub enum Command {
     },
     /// Write a checkpoint of the latest version (and `_last_checkpoint`); prints it as JSON.
     Checkpoint { table: String },
+    /// Run the pipelines of the configuration file (Kafka topics into Delta tables) until
+    /// SIGTERM/SIGINT; then flush, commit and exit 0.
+    Run {
+        /// Serve Prometheus metrics and /health, /ready here (overrides metrics.addr).
+        #[arg(long)]
+        metrics_addr: Option<String>,
+    },
+    /// Ingest one Kafka topic into one table, from flags (the same pipeline `run` executes).
+    Ingest(run::IngestArgs),
+    /// Start an in-process Kafka (librdkafka's mock cluster), produce sample events, ingest
+    /// them into a new local table and print what landed. No external services needed.
+    Demo {
+        /// The table to create (default: a new directory under the system temp dir).
+        #[arg(long)]
+        table: Option<String>,
+        #[arg(long, default_value_t = 10_000)]
+        records: u32,
+    },
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -255,6 +274,14 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             out.write_all(crate::config::DEFAULTS_TOML.as_bytes())?;
             Ok(())
         }
+        Command::Run { metrics_addr } => {
+            run::run_pipelines(config.resolved_pipelines()?, config, storage, metrics_addr, out).await
+        }
+        Command::Ingest(args) => {
+            let metrics_addr = args.metrics_addr.clone();
+            run::run_pipelines(vec![args.pipeline()?], config, storage, metrics_addr, out).await
+        }
+        Command::Demo { table, records } => run::demo(table, records, out).await,
         Command::Cat { table, version, limit } => cat(&Table::open(&table, storage)?, version, limit, out).await,
         Command::Files { table, version } => files(&Table::open(&table, storage)?, version, out).await,
         Command::Describe { table, version } => describe(&Table::open(&table, storage)?, version, out).await,

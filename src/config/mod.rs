@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::storage::StorageOptions;
 
+pub mod pipeline;
+
+pub use pipeline::{PipelineConfig, ResolvedPipeline, StartPosition};
+
 /// The embedded defaults file.
 pub const DEFAULTS_TOML: &str = include_str!("../../config/default.toml");
 
@@ -21,6 +25,27 @@ pub const DEFAULTS_TOML: &str = include_str!("../../config/default.toml");
 pub struct Config {
     pub storage: StorageConfig,
     pub log: LogConfig,
+    pub run: RunConfig,
+    pub metrics: MetricsConfig,
+    /// `deltabus run`'s pipelines by name (lowercase, so environment overrides can name them).
+    #[serde(default)]
+    pub pipelines: std::collections::BTreeMap<String, PipelineConfig>,
+}
+
+/// `[run]`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// How long a graceful shutdown may take to flush and commit before the process gives up.
+    pub shutdown_timeout_ms: u64,
+}
+
+/// `[metrics]`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Address of the HTTP endpoint (`/metrics`, `/health`, `/ready`); empty = none.
+    pub addr: String,
 }
 
 /// `[storage]`
@@ -87,7 +112,21 @@ impl Config {
                 .source(Some(env)),
         );
         let raw = builder.build().map_err(|e| Error::InvalidArgument(format!("configuration: {e}")))?;
-        raw.try_deserialize().map_err(|e| Error::InvalidArgument(format!("configuration: {e}")))
+        let config: Config =
+            raw.try_deserialize().map_err(|e| Error::InvalidArgument(format!("configuration: {e}")))?;
+        config.resolved_pipelines()?;
+        if !config.metrics.addr.is_empty() && config.metrics.addr.parse::<std::net::SocketAddr>().is_err() {
+            return Err(Error::InvalidArgument(format!("metrics.addr {:?} is not host:port", config.metrics.addr)));
+        }
+        Ok(config)
+    }
+
+    /// The pipelines, validated.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the first bad pipeline key.
+    pub fn resolved_pipelines(&self) -> Result<Vec<ResolvedPipeline>> {
+        self.pipelines.iter().map(|(name, p)| p.validate(name)).collect()
     }
 
     /// The storage options for opening tables.
@@ -104,20 +143,14 @@ impl Config {
         for v in shown.storage.options.values_mut() {
             *v = "<redacted>".into();
         }
-        toml_like(&shown)
+        for p in shown.pipelines.values_mut() {
+            for v in p.kafka.properties.values_mut() {
+                *v = "<redacted>".into();
+            }
+        }
+        let value = toml::Value::try_from(&shown).unwrap_or(toml::Value::String("<unprintable>".into()));
+        toml::to_string_pretty(&value).unwrap_or_default()
     }
-}
-
-fn toml_like(c: &Config) -> String {
-    let mut out =
-        format!("[storage]\nallow_absolute_paths = {}\n\n[storage.options]\n", c.storage.allow_absolute_paths);
-    let mut keys: Vec<_> = c.storage.options.iter().collect();
-    keys.sort();
-    for (k, v) in keys {
-        out += &format!("{k} = {v:?}\n");
-    }
-    out += &format!("\n[log]\nformat = {:?}\n", if c.log.format == LogFormat::Json { "json" } else { "text" });
-    out
 }
 
 #[cfg(test)]

@@ -1,8 +1,19 @@
-//! The ingest pipeline's decisions (for `deltabus run`, issue 4): when a micro-batch is
-//! flushed, and how a source position is named in the table's `txn` actions.
+//! The ingest pipeline of `deltabus run`: Kafka partitions into a Delta table, exactly once.
 //!
 //! - [`flush`] [sync]: the flush policy, a pure function of the batch state and `now`.
 //! - [`app_id`] [sync]: the typed `txn` appId of a Kafka partition or a source table.
+//! - [`buffer`] [sync]: the open micro-batch, per Kafka partition.
+//! - [`schema`]: the table as the pipeline sees it (snapshot, decoder, creation, evolution).
+//! - [`commit`]: one flush: dead letters, data files, one commit with a txn per partition.
+//! - [`dead_letter`]: the dead-letter destinations (Delta table, Kafka topic).
+//! - [`runner`]: the pipeline task (consumer events, seeking, polling, flushing).
+//! - [`service`]: several pipelines in one process, metrics endpoint, graceful shutdown.
 
 pub mod app_id;
+pub mod buffer;
+pub mod commit;
+pub mod dead_letter;
 pub mod flush;
+pub mod runner;
+pub mod schema;
+pub mod service;

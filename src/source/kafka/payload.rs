@@ -33,7 +33,8 @@ pub struct DeadLetter {
 }
 
 impl DeadLetter {
-    fn of(r: &RawRecord<'_>, reason: impl Into<String>) -> Self {
+    /// A letter for `r` with `reason`.
+    pub fn of(r: &RawRecord<'_>, reason: impl Into<String>) -> Self {
         DeadLetter {
             reason: reason.into(),
             topic: r.topic.to_string(),

@@ -1,0 +1,354 @@
+//! `[pipelines.<name>]`: one Kafka topic into one Delta table, as `deltabus run` executes it.
+//!
+//! Every field has a default here (pipelines are a map, so the embedded defaults file can only
+//! document them); `config/default.toml` shows each with its default value. Values are checked
+//! by [`PipelineConfig::validate`], which names the pipeline and key of the first bad value.
+//! Kafka client properties and storage secrets are redacted in `Debug` output.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::delta::properties::parse_size;
+use crate::delta::schema::StructType;
+use crate::error::{Error, Result};
+use crate::pipeline::flush::FlushPolicy;
+
+/// One pipeline.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    /// The target table URL or path.
+    pub table: String,
+    /// Names this pipeline's positions in the table (`txn` appId `<app_id>-<topic>-<partition>`);
+    /// default: the pipeline name. Never change it for a running table.
+    #[serde(default)]
+    pub app_id: Option<String>,
+    /// Create the table on the first batch when it does not exist.
+    #[serde(default)]
+    pub create: bool,
+    /// Delta schema JSON (as in `metaData.schemaString`) for a new table; inferred from the
+    /// first batch when absent.
+    #[serde(default)]
+    pub schema: Option<String>,
+    #[serde(default)]
+    pub partition_by: Vec<String>,
+    /// Table properties of a new table.
+    #[serde(default)]
+    pub properties: HashMap<String, String>,
+    /// Add new nullable columns found in records to the table schema.
+    #[serde(default)]
+    pub evolve_schema: bool,
+    pub kafka: KafkaConfig,
+    #[serde(default)]
+    pub flush: FlushConfig,
+    #[serde(default)]
+    pub columns: RecordColumns,
+    #[serde(default)]
+    pub dead_letter: DeadLetterConfig,
+}
+
+/// `[pipelines.<name>.kafka]`
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaConfig {
+    pub brokers: String,
+    pub topic: String,
+    /// Consumer group; default: the app id.
+    #[serde(default)]
+    pub group_id: Option<String>,
+    /// Where partitions without a position in the table start: `earliest`, `latest`,
+    /// `timestamp:<ms since epoch>`, or `offsets:<partition>=<offset>,...` (others: earliest).
+    #[serde(default = "default_start")]
+    pub start: String,
+    /// `cooperative-sticky` (incremental rebalances), `range` or `roundrobin` (eager).
+    #[serde(default = "default_assignment")]
+    pub assignment: String,
+    /// Records above this size go to the dead-letter destination.
+    #[serde(default = "default_max_record")]
+    pub max_record_bytes: String,
+    /// librdkafka properties passed through (security.protocol, sasl.*, ssl.*, ...).
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for KafkaConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaConfig")
+            .field("brokers", &self.brokers)
+            .field("topic", &self.topic)
+            .field("group_id", &self.group_id)
+            .field("start", &self.start)
+            .field("assignment", &self.assignment)
+            .field("max_record_bytes", &self.max_record_bytes)
+            .field("properties", &self.properties.keys().map(|k| (k, "<redacted>")).collect::<BTreeMap<_, _>>())
+            .finish()
+    }
+}
+
+/// `[pipelines.<name>.flush]`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FlushConfig {
+    pub max_latency_ms: u64,
+    pub max_rows: u64,
+    /// Also the bound on buffered memory: consumption stops while a full batch commits.
+    pub max_bytes: String,
+    /// Default: the table's `delta.targetFileSize`, else 128mb.
+    pub target_file_size: Option<String>,
+    /// Rate limits; 0 = unlimited.
+    pub records_per_second: u32,
+    pub bytes_per_second: u32,
+}
+
+impl Default for FlushConfig {
+    fn default() -> Self {
+        FlushConfig {
+            max_latency_ms: 10_000,
+            max_rows: 1_000_000,
+            max_bytes: "256mb".into(),
+            target_file_size: None,
+            records_per_second: 0,
+            bytes_per_second: 0,
+        }
+    }
+}
+
+/// `[pipelines.<name>.columns]`: optional columns filled from the Kafka record rather than the
+/// payload; each value is the column name (added to an inferred schema automatically).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecordColumns {
+    /// string (UTF-8; a key that is not UTF-8 makes the record a dead letter)
+    pub key: Option<String>,
+    /// map<string, string>
+    pub headers: Option<String>,
+    /// string
+    pub topic: Option<String>,
+    /// integer
+    pub partition: Option<String>,
+    /// long
+    pub offset: Option<String>,
+    /// timestamp (the record's create or log-append time)
+    pub timestamp: Option<String>,
+}
+
+impl RecordColumns {
+    /// The configured column names.
+    pub fn names(&self) -> Vec<&str> {
+        [&self.key, &self.headers, &self.topic, &self.partition, &self.offset, &self.timestamp]
+            .into_iter()
+            .filter_map(|c| c.as_deref())
+            .collect()
+    }
+}
+
+/// `[pipelines.<name>.dead_letter]`: where undecodable records go. With neither, they are
+/// logged and counted, and skipped.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeadLetterConfig {
+    /// A Delta table (created when missing), committed in the same cadence, exactly once.
+    pub table: Option<String>,
+    /// A Kafka topic on the source cluster (at least once: produced before the table commit).
+    pub topic: Option<String>,
+}
+
+fn default_start() -> String {
+    "earliest".into()
+}
+fn default_assignment() -> String {
+    "cooperative-sticky".into()
+}
+fn default_max_record() -> String {
+    "1mb".into()
+}
+
+/// Where a partition without a recorded position starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartPosition {
+    Earliest,
+    Latest,
+    Timestamp(i64),
+    Offsets(BTreeMap<i32, i64>),
+}
+
+impl StartPosition {
+    /// Parses the `start` setting.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] describing the accepted forms.
+    pub fn parse(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::InvalidArgument(format!(
+                "start {s:?}: expected earliest, latest, timestamp:<ms> or offsets:<partition>=<offset>,..."
+            ))
+        };
+        Ok(match s.trim() {
+            "earliest" => StartPosition::Earliest,
+            "latest" => StartPosition::Latest,
+            t => {
+                if let Some(ms) = t.strip_prefix("timestamp:") {
+                    StartPosition::Timestamp(ms.trim().parse().map_err(|_| bad())?)
+                } else if let Some(list) = t.strip_prefix("offsets:") {
+                    let mut map = BTreeMap::new();
+                    for pair in list.split(',').filter(|p| !p.trim().is_empty()) {
+                        let (p, o) = pair.split_once('=').ok_or_else(bad)?;
+                        map.insert(p.trim().parse().map_err(|_| bad())?, o.trim().parse().map_err(|_| bad())?);
+                    }
+                    StartPosition::Offsets(map)
+                } else {
+                    return Err(bad());
+                }
+            }
+        })
+    }
+}
+
+/// A pipeline's settings, checked and parsed.
+#[derive(Debug, Clone)]
+pub struct ResolvedPipeline {
+    pub name: String,
+    pub app_id: String,
+    pub group_id: String,
+    pub start: StartPosition,
+    pub policy: FlushPolicy,
+    pub target_file_size: Option<u64>,
+    pub max_record_bytes: usize,
+    pub schema: Option<StructType>,
+    pub config: PipelineConfig,
+}
+
+impl PipelineConfig {
+    /// Checks every value and parses sizes, positions and the schema.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the pipeline and the key.
+    pub fn validate(&self, name: &str) -> Result<ResolvedPipeline> {
+        let bad = |key: &str, why: String| Error::InvalidArgument(format!("pipelines.{name}.{key}: {why}"));
+        let size = |key: &str, v: &str| parse_size(v).ok_or_else(|| bad(key, format!("{v:?} is not a size")));
+        if self.table.trim().is_empty() {
+            return Err(bad("table", "must not be empty".into()));
+        }
+        if self.kafka.brokers.trim().is_empty() || self.kafka.topic.trim().is_empty() {
+            return Err(bad("kafka", "brokers and topic are required".into()));
+        }
+        if !["cooperative-sticky", "range", "roundrobin"].contains(&self.kafka.assignment.as_str()) {
+            return Err(bad(
+                "kafka.assignment",
+                format!("{:?}: cooperative-sticky, range or roundrobin", self.kafka.assignment),
+            ));
+        }
+        for k in self.kafka.properties.keys() {
+            if ["bootstrap.servers", "group.id", "enable.auto.commit", "partition.assignment.strategy"]
+                .contains(&k.as_str())
+            {
+                return Err(bad("kafka.properties", format!("{k} is set by deltabus; use the pipeline keys")));
+            }
+        }
+        let start = StartPosition::parse(&self.kafka.start).map_err(|e| bad("kafka.start", e.to_string()))?;
+        let app_id = self.app_id.clone().unwrap_or_else(|| name.to_string());
+        if app_id.is_empty() {
+            return Err(bad("app_id", "must not be empty".into()));
+        }
+        if self.flush.max_latency_ms == 0 || self.flush.max_rows == 0 {
+            return Err(bad("flush", "max_latency_ms and max_rows must be positive".into()));
+        }
+        let schema = match &self.schema {
+            Some(s) => Some(StructType::parse(s).map_err(|e| bad("schema", e.to_string()))?),
+            None => None,
+        };
+        let columns = self.columns.names();
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = columns.iter().find(|c| !seen.insert(**c)) {
+            return Err(bad("columns", format!("{dup:?} is used twice")));
+        }
+        if self.dead_letter.table.is_some() && self.dead_letter.topic.is_some() {
+            return Err(bad("dead_letter", "give a table or a topic, not both".into()));
+        }
+        let target_file_size =
+            self.flush.target_file_size.as_deref().map(|v| size("flush.target_file_size", v)).transpose()?;
+        let policy = FlushPolicy {
+            max_latency: Duration::from_millis(self.flush.max_latency_ms),
+            max_rows: self.flush.max_rows,
+            max_bytes: size("flush.max_bytes", &self.flush.max_bytes)?,
+            target_file_size: target_file_size.unwrap_or(128 << 20),
+        };
+        let max_record_bytes = size("kafka.max_record_bytes", &self.kafka.max_record_bytes)?;
+        Ok(ResolvedPipeline {
+            name: name.to_string(),
+            group_id: self.kafka.group_id.clone().unwrap_or_else(|| app_id.clone()),
+            app_id,
+            start,
+            policy,
+            target_file_size,
+            max_record_bytes: usize::try_from(max_record_bytes).unwrap_or(usize::MAX),
+            schema,
+            config: self.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn minimal() -> PipelineConfig {
+        toml_pipeline("table = \"/tmp/t\"\n[kafka]\nbrokers = \"127.0.0.1:9092\"\ntopic = \"events\"\n")
+    }
+
+    fn toml_pipeline(s: &str) -> PipelineConfig {
+        config::Config::builder()
+            .add_source(config::File::from_str(s, config::FileFormat::Toml))
+            .build()
+            .unwrap()
+            .try_deserialize()
+            .unwrap()
+    }
+
+    #[test]
+    fn defaults_resolve() {
+        let r = minimal().validate("orders").unwrap();
+        assert_eq!((r.app_id.as_str(), r.group_id.as_str()), ("orders", "orders"));
+        assert_eq!(r.start, StartPosition::Earliest);
+        assert_eq!(r.policy.max_bytes, 256 << 20);
+        assert_eq!(r.max_record_bytes, 1 << 20);
+        assert_eq!(r.config.kafka.assignment, "cooperative-sticky");
+    }
+
+    #[test]
+    fn start_positions_parse() {
+        assert_eq!(StartPosition::parse("latest").unwrap(), StartPosition::Latest);
+        assert_eq!(
+            StartPosition::parse("timestamp:1700000000000").unwrap(),
+            StartPosition::Timestamp(1_700_000_000_000)
+        );
+        assert_eq!(
+            StartPosition::parse("offsets:0=5, 2=7").unwrap(),
+            StartPosition::Offsets(BTreeMap::from([(0, 5), (2, 7)]))
+        );
+        assert!(StartPosition::parse("offsets:0").is_err());
+        assert!(StartPosition::parse("beginning").is_err());
+    }
+
+    #[test]
+    fn bad_values_name_their_key_and_secrets_stay_hidden() {
+        let mut c = minimal();
+        c.kafka.assignment = "sticky".into();
+        assert!(c.validate("p").unwrap_err().to_string().contains("pipelines.p.kafka.assignment"));
+        let mut c = minimal();
+        c.flush.max_bytes = "lots".into();
+        assert!(c.validate("p").unwrap_err().to_string().contains("flush.max_bytes"));
+        let mut c = minimal();
+        c.kafka.properties.insert("group.id".into(), "x".into());
+        assert!(c.validate("p").is_err());
+        let mut c = minimal();
+        c.columns.key = Some("k".into());
+        c.columns.offset = Some("k".into());
+        assert!(c.validate("p").unwrap_err().to_string().contains("used twice"));
+        let mut c = minimal();
+        c.kafka.properties.insert("sasl.password".into(), "hunter2".into());
+        assert!(!format!("{c:?}").contains("hunter2"));
+    }
+}

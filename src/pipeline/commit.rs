@@ -1,0 +1,150 @@
+//! A flush: dead letters out, data files written, one `STREAMING UPDATE` commit with a `txn`
+//! per Kafka partition.
+//!
+//! Before writing, the table is re-read: a partition whose `txn` version is already at or past
+//! the first offset of our data was committed by another worker (a rebalance raced us), so its
+//! data is dropped and reported in [`FlushResult::moved`] for the caller to re-seek. When the
+//! commit itself loses to such a worker (outcome `AlreadyApplied` or `Conflict`), the written
+//! files are deleted and the flush is planned again from the new table state.
+
+use std::collections::BTreeMap;
+
+use super::buffer::PartitionBatch;
+use super::dead_letter::DeadLetterSink;
+use super::flush::FlushReason;
+use super::schema::TableSchema;
+use crate::delta::actions::{Action, Txn};
+use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::error::{Error, Result};
+use crate::pipeline::app_id::TxnAppId;
+use crate::source::kafka::payload::DeadLetter;
+use crate::storage::{DataWriter, RetryPolicy, Table, WriterConfig};
+
+/// What a flush needs besides the data.
+pub struct FlushContext<'a> {
+    pub table: &'a Table,
+    pub app_id: &'a str,
+    pub topic: &'a str,
+    pub dead: &'a DeadLetterSink,
+    pub target_file_size: Option<u64>,
+    pub reason: FlushReason,
+}
+
+/// What a flush did.
+#[derive(Debug, Default)]
+pub struct FlushResult {
+    /// The version committed, if anything was.
+    pub version: Option<u64>,
+    pub rows: u64,
+    pub files: usize,
+    /// Committed partitions: last offset and its record's timestamp.
+    pub committed: BTreeMap<i32, (i64, Option<i64>)>,
+    /// Partitions another worker moved: the table's version for each.
+    pub moved: BTreeMap<i32, i64>,
+    pub rows_dropped: u64,
+    pub conflicts: u64,
+    pub arrow_bytes: u64,
+    pub parquet_bytes: u64,
+}
+
+const ATTEMPTS: u32 = 10;
+
+/// Flushes `parts` (the taken batch).
+///
+/// # Errors
+/// Storage, dead-letter and protocol errors; [`Error::CommitConflict`] after repeated
+/// conflicts that are not explained by moved partitions. Nothing is half-committed.
+pub async fn flush(
+    ctx: &FlushContext<'_>,
+    schema: &mut TableSchema,
+    mut parts: BTreeMap<i32, PartitionBatch>,
+) -> Result<FlushResult> {
+    let mut result = FlushResult::default();
+    let letters: BTreeMap<i32, Vec<DeadLetter>> =
+        parts.iter_mut().map(|(p, b)| (*p, std::mem::take(&mut b.dead_letters))).collect();
+    ctx.dead.deliver(ctx.topic, &letters).await?;
+    let app = |p: i32| TxnAppId::KafkaPartition { app: ctx.app_id.into(), topic: ctx.topic.into(), partition: p };
+    for _attempt in 0..ATTEMPTS {
+        schema.refresh(ctx.table).await?;
+        let Some(snapshot) = schema.snapshot.clone() else {
+            // Only dead letters so far, and no table to record positions in yet: keep going;
+            // they will be re-read after a restart (the dead-letter table skips repeats).
+            return Ok(result);
+        };
+        let moved: Vec<(i32, i64)> = parts
+            .iter()
+            .filter_map(|(p, b)| {
+                snapshot.txn_version(&app(*p).to_string()).filter(|v| *v >= b.first_offset).map(|v| (*p, v))
+            })
+            .collect();
+        for (p, v) in moved {
+            let dropped = parts.remove(&p).map_or(0, |b| b.rows);
+            tracing::warn!(
+                partition = p,
+                table_offset = v,
+                dropped,
+                "another worker committed this partition; re-seeking"
+            );
+            result.rows_dropped += dropped;
+            result.moved.insert(p, v);
+        }
+        if parts.is_empty() {
+            return Ok(result);
+        }
+        let mut config = WriterConfig::for_snapshot(&snapshot);
+        if let Some(t) = ctx.target_file_size {
+            config.target_file_size = t;
+        }
+        let mut writer = DataWriter::new(ctx.table, &snapshot, config)?;
+        let mut rows = 0u64;
+        for b in parts.values().flat_map(|p| p.batches.iter()) {
+            rows += b.num_rows() as u64;
+            if let Err(e) = writer.write(b).await {
+                writer.abort().await;
+                return Err(e);
+            }
+        }
+        let adds = writer.finish().await?;
+        let bytes: i64 = adds.iter().map(|a| a.size).sum();
+        let now = chrono::Utc::now().timestamp_millis();
+        let mut actions: Vec<Action> = adds.iter().cloned().map(Action::Add).collect();
+        for (p, b) in &parts {
+            actions.push(Action::Txn(Txn {
+                app_id: app(*p).to_string(),
+                version: b.last_offset,
+                last_updated: Some(now),
+            }));
+        }
+        let letters = letters.values().map(Vec::len).sum::<usize>();
+        let txn = Transaction::new("STREAMING UPDATE", actions)
+            .with_parameter("outputMode", "Append")
+            .with_parameter("queryId", ctx.app_id)
+            .with_parameter("epochId", snapshot.version.to_string())
+            .with_parameter("flushReason", ctx.reason.as_str())
+            .with_metric("numAddedFiles", adds.len())
+            .with_metric("numOutputRows", rows)
+            .with_metric("numOutputBytes", bytes)
+            .with_metric("numDeadLetters", letters)
+            .with_metric("numRemovedFiles", 0);
+        match ctx.table.commit(Some(&snapshot), &txn, &RetryPolicy::default()).await? {
+            CommitOutcome::Committed { version } => {
+                result.version = Some(version);
+                result.rows = rows;
+                result.files = adds.len();
+                result.parquet_bytes = u64::try_from(bytes).unwrap_or(0);
+                result.arrow_bytes = parts.values().map(|b| b.arrow_bytes).sum();
+                result.committed = parts.iter().map(|(p, b)| (*p, (b.last_offset, b.last_timestamp_ms))).collect();
+                return Ok(result);
+            }
+            outcome => {
+                result.conflicts += 1;
+                tracing::info!(?outcome, "flush commit lost a race; re-planning");
+                ctx.table.delete_uncommitted(&adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
+            }
+        }
+    }
+    Err(Error::CommitConflict {
+        version: schema.snapshot.as_ref().map_or(0, |s| s.version),
+        reason: format!("the flush conflicted {ATTEMPTS} times in a row"),
+    })
+}

@@ -1,0 +1,195 @@
+//! Dead-letter destinations: where records that cannot be decoded go, with why.
+//!
+//! - **Delta table**: one row per letter (`reason`, `pipeline`, `topic`, `partition`,
+//!   `offset`, `timestamp`, `key`, `payload` as raw bytes). Written in the same cadence as
+//!   the main table and committed *before* it with its own `txn` per partition (appId
+//!   `<app_id>.dead_letters-<topic>-<partition>`); letters at or below that txn are skipped,
+//!   so a crash between the two commits neither loses nor repeats a letter.
+//! - **Kafka topic**: the raw payload with the original key, and the coordinates and reason
+//!   in `deltabus.*` headers; every send is acknowledged before the main commit (at least
+//!   once: a crash between the two re-sends the batch's letters).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::array::{
+    ArrayRef, BinaryArray, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+use super::app_id::TxnAppId;
+use crate::delta::actions::{Action, Txn};
+use crate::delta::arrow_schema::arrow_schema;
+use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
+use crate::delta::snapshot::Snapshot;
+use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::error::{Error, Result};
+use crate::ops::create::new_table;
+use crate::source::kafka::payload::DeadLetter;
+use crate::storage::{DataWriter, RetryPolicy, Table, WriterConfig};
+
+/// Where a pipeline's dead letters go.
+pub enum DeadLetterSink {
+    /// Logged and counted only.
+    Discard,
+    Table {
+        table: Table,
+        app_id: String,
+        pipeline: String,
+    },
+    Topic {
+        producer: FutureProducer,
+        topic: String,
+    },
+}
+
+/// The schema of a dead-letter table.
+pub fn dead_letter_schema() -> StructType {
+    let p = |t| DataType::Primitive(t);
+    StructType::new(vec![
+        StructField::new("reason", p(PrimitiveType::String), false),
+        StructField::new("pipeline", p(PrimitiveType::String), true),
+        StructField::new("topic", p(PrimitiveType::String), false),
+        StructField::new("partition", p(PrimitiveType::Integer), false),
+        StructField::new("offset", p(PrimitiveType::Long), false),
+        StructField::new("timestamp", p(PrimitiveType::Timestamp), true),
+        StructField::new("key", p(PrimitiveType::Binary), true),
+        StructField::new("payload", p(PrimitiveType::Binary), true),
+    ])
+}
+
+impl DeadLetterSink {
+    /// Sends the letters, grouped by partition, before the main table's commit. A no-op
+    /// without letters.
+    ///
+    /// # Errors
+    /// Storage or broker errors: the main commit must not happen then.
+    pub async fn deliver(&self, topic: &str, letters: &BTreeMap<i32, Vec<DeadLetter>>) -> Result<()> {
+        if letters.values().all(Vec::is_empty) {
+            return Ok(());
+        }
+        match self {
+            DeadLetterSink::Discard => Ok(()),
+            DeadLetterSink::Table { table, app_id, pipeline } => {
+                to_table(table, app_id, pipeline, topic, letters).await
+            }
+            DeadLetterSink::Topic { producer, topic: dlq } => {
+                let mut pending = Vec::new();
+                for l in letters.values().flatten() {
+                    let headers = OwnedHeaders::new()
+                        .insert(Header { key: "deltabus.reason", value: Some(l.reason.as_bytes()) })
+                        .insert(Header { key: "deltabus.topic", value: Some(l.topic.as_bytes()) })
+                        .insert(Header { key: "deltabus.partition", value: Some(l.partition.to_string().as_bytes()) })
+                        .insert(Header { key: "deltabus.offset", value: Some(l.offset.to_string().as_bytes()) });
+                    let mut record = FutureRecord::<[u8], [u8]>::to(dlq).headers(headers);
+                    if let Some(k) = &l.key {
+                        record = record.key(k.as_slice());
+                    }
+                    if let Some(p) = &l.payload {
+                        record = record.payload(p.as_slice());
+                    }
+                    if let Some(ts) = l.timestamp_ms {
+                        record = record.timestamp(ts);
+                    }
+                    pending.push(producer.send(record, Duration::from_secs(30)));
+                }
+                for r in futures::future::join_all(pending).await {
+                    r.map_err(|(e, _)| Error::Kafka(format!("dead-letter topic {dlq}: {e}")))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+async fn to_table(
+    table: &Table,
+    app_id: &str,
+    pipeline: &str,
+    topic: &str,
+    letters: &BTreeMap<i32, Vec<DeadLetter>>,
+) -> Result<()> {
+    for _attempt in 0..10 {
+        let snapshot = match table.snapshot(None).await {
+            Ok(s) => Some(s),
+            Err(Error::NotATable { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let mut rows: Vec<&DeadLetter> = Vec::new();
+        let mut txns = Vec::new();
+        for (p, ls) in letters {
+            let app =
+                TxnAppId::KafkaPartition { app: format!("{app_id}.dead_letters"), topic: topic.into(), partition: *p }
+                    .to_string();
+            let done = snapshot.as_ref().and_then(|s| s.txn_version(&app)).unwrap_or(-1);
+            let fresh: Vec<&DeadLetter> = ls.iter().filter(|l| l.offset > done).collect();
+            if let Some(last) = fresh.last() {
+                txns.push(Txn {
+                    app_id: app,
+                    version: last.offset,
+                    last_updated: Some(chrono::Utc::now().timestamp_millis()),
+                });
+                rows.extend(fresh);
+            }
+        }
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut actions = Vec::new();
+        let created;
+        let write_snapshot = match &snapshot {
+            Some(s) => s,
+            None => {
+                let (protocol, metadata) = new_table(dead_letter_schema(), &[], &Default::default())?;
+                actions.push(Action::Protocol(protocol.clone()));
+                actions.push(Action::Metadata(metadata.clone()));
+                created = Snapshot::for_new_table(protocol, metadata)?;
+                &created
+            }
+        };
+        let batch = letters_batch(&rows, pipeline)?;
+        let mut writer = DataWriter::new(table, write_snapshot, WriterConfig::for_snapshot(write_snapshot))?;
+        if let Err(e) = writer.write(&batch).await {
+            writer.abort().await;
+            return Err(e);
+        }
+        let adds = writer.finish().await?;
+        actions.extend(adds.iter().cloned().map(Action::Add));
+        actions.extend(txns.into_iter().map(Action::Txn));
+        let op = if snapshot.is_none() { "CREATE TABLE" } else { "STREAMING UPDATE" };
+        let txn = Transaction::new(op, actions)
+            .with_parameter("outputMode", "Append")
+            .with_parameter("queryId", format!("{app_id}.dead_letters"))
+            .with_metric("numAddedFiles", adds.len())
+            .with_metric("numOutputRows", rows.len());
+        let outcome = table.commit(snapshot.as_ref(), &txn, &RetryPolicy::default()).await?;
+        if matches!(outcome, CommitOutcome::Committed { .. }) {
+            return Ok(());
+        }
+        table.delete_uncommitted(&adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
+        // Another worker wrote some of these letters, or created the table: re-read and retry.
+    }
+    Err(Error::CommitConflict { version: 0, reason: format!("dead-letter table {} kept conflicting", table.url()) })
+}
+
+fn letters_batch(rows: &[&DeadLetter], pipeline: &str) -> Result<RecordBatch> {
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(rows.iter().map(|l| Some(l.reason.as_str())).collect::<StringArray>()),
+        Arc::new(rows.iter().map(|_| Some(pipeline)).collect::<StringArray>()),
+        Arc::new(rows.iter().map(|l| Some(l.topic.as_str())).collect::<StringArray>()),
+        Arc::new(rows.iter().map(|l| Some(l.partition)).collect::<Int32Array>()),
+        Arc::new(rows.iter().map(|l| Some(l.offset)).collect::<Int64Array>()),
+        Arc::new(
+            rows.iter()
+                .map(|l| l.timestamp_ms.and_then(|t| t.checked_mul(1000)))
+                .collect::<TimestampMicrosecondArray>()
+                .with_timezone("UTC"),
+        ),
+        Arc::new(rows.iter().map(|l| l.key.as_deref()).collect::<BinaryArray>()),
+        Arc::new(rows.iter().map(|l| l.payload.as_deref()).collect::<BinaryArray>()),
+    ];
+    RecordBatch::try_new(Arc::new(arrow_schema(&dead_letter_schema())), columns)
+        .map_err(|e| Error::Internal(format!("dead-letter rows: {e}")))
+}

@@ -1,0 +1,388 @@
+//! One pipeline's task: consume, decode, buffer, flush, commit — exactly once per partition.
+//!
+//! Contract:
+//! - On assignment the table is re-read and each partition seeks to its `txn` version + 1
+//!   (or the configured start when the table has none). Records below that are skipped, so a
+//!   stale courtesy offset in the group never duplicates a row.
+//! - On revocation the partitions' in-flight data is dropped; nothing is ever committed for a
+//!   partition after its revocation has been processed.
+//! - A flush writes every buffered partition's rows, then commits the adds plus one `txn`
+//!   per partition (version = last offset consumed, dead letters included) in one
+//!   put-if-absent commit ([`super::commit`]). If another worker moved a partition's txn, that
+//!   partition's data is dropped and it seeks to the table's position.
+//! - Consumption stops while a batch commits (the loop is sequential), which with
+//!   `flush.max_bytes` bounds memory.
+
+use std::collections::{BTreeMap, HashSet};
+use std::num::NonZeroU32;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use rdkafka::consumer::Consumer;
+use rdkafka::message::{BorrowedMessage, Headers as _};
+use rdkafka::{Message, Offset};
+use tokio::sync::mpsc::unbounded_channel;
+use tokio::sync::watch;
+
+use super::buffer::{Buffer, Consumed};
+use super::commit::{flush, FlushContext};
+use super::dead_letter::DeadLetterSink;
+use super::flush::FlushReason;
+use super::schema::TableSchema;
+use crate::config::{ResolvedPipeline, StartPosition};
+use crate::error::Result;
+use crate::metrics::PipelineMetrics;
+use crate::source::kafka::columns::{self, Headers};
+use crate::source::kafka::consumer::{
+    commit_courtesy, create_consumer, offsets_for_timestamp, seek, ConsumerEvent, ConsumerSettings, PipelineConsumer,
+};
+use crate::source::kafka::payload::{DeadLetter, RawRecord};
+use crate::storage::Table;
+
+/// Messages taken from the consumer per poll at most.
+const MAX_CHUNK: usize = 4096;
+
+/// A partition this member owns.
+#[derive(Debug, Clone)]
+pub(crate) struct Owned {
+    /// A seek not yet accepted by librdkafka.
+    pub seek: Option<Offset>,
+    /// Offsets below this are already in the table.
+    pub accept_from: i64,
+}
+
+/// What a pipeline did, reported when it stops.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunReport {
+    pub records: u64,
+    pub rows_committed: u64,
+    pub dead_letters: u64,
+    pub commits: u64,
+}
+
+/// A pipeline ready to run.
+pub struct Runner {
+    pub(crate) cfg: ResolvedPipeline,
+    pub(crate) table: Table,
+    pub(crate) dead: DeadLetterSink,
+    pub(crate) metrics: Arc<PipelineMetrics>,
+    pub(crate) schema: TableSchema,
+    pub(crate) owned: BTreeMap<i32, Owned>,
+    pub(crate) buffer: Buffer,
+    records_limit: Option<DefaultDirectRateLimiter>,
+    bytes_limit: Option<DefaultDirectRateLimiter>,
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+impl Runner {
+    /// Opens the table (creating it when configured with a schema) and the dead-letter sink.
+    ///
+    /// # Errors
+    /// A missing table without `create`, storage and protocol errors.
+    pub async fn new(
+        cfg: ResolvedPipeline,
+        table: Table,
+        dead: DeadLetterSink,
+        metrics: Arc<PipelineMetrics>,
+    ) -> Result<Runner> {
+        let schema = TableSchema::open(&table, &cfg).await?;
+        let limiter = |n: u32| NonZeroU32::new(n).map(|n| RateLimiter::direct(Quota::per_second(n)));
+        metrics.buffer_limit.store(cfg.policy.max_bytes, Relaxed);
+        Ok(Runner {
+            records_limit: limiter(cfg.config.flush.records_per_second),
+            bytes_limit: limiter(cfg.config.flush.bytes_per_second),
+            cfg,
+            table,
+            dead,
+            metrics,
+            schema,
+            owned: BTreeMap::new(),
+            buffer: Buffer::default(),
+        })
+    }
+
+    /// Runs until `shutdown` turns true (then flushes and commits) or an error.
+    ///
+    /// # Errors
+    /// Kafka client creation, storage, protocol errors; a commit that keeps conflicting.
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<RunReport> {
+        let (tx, mut events) = unbounded_channel();
+        let k = &self.cfg.config.kafka;
+        let settings = ConsumerSettings {
+            brokers: &k.brokers,
+            topic: &k.topic,
+            group_id: &self.cfg.group_id,
+            assignment: &k.assignment,
+            properties: &k.properties,
+        };
+        let consumer = Arc::new(create_consumer(&settings, tx)?);
+        tracing::info!(pipeline = %self.cfg.name, topic = %k.topic, table = %self.table.url(), "pipeline started");
+        let result = self.consume(&consumer, &mut events, &mut shutdown).await;
+        let result = match result {
+            Ok(()) => self.flush(&consumer, FlushReason::Shutdown).await,
+            Err(e) => Err(e),
+        };
+        close(consumer).await;
+        let m = &self.metrics;
+        let report = RunReport {
+            records: m.records_in.load(Relaxed),
+            rows_committed: m.rows_committed.load(Relaxed),
+            dead_letters: m.dead_letters.load(Relaxed),
+            commits: m.commits.load(Relaxed),
+        };
+        tracing::info!(pipeline = %self.cfg.name, ?report, ok = result.is_ok(), "pipeline stopped");
+        result.map(|()| report)
+    }
+
+    async fn consume(
+        &mut self,
+        consumer: &PipelineConsumer,
+        events: &mut tokio::sync::mpsc::UnboundedReceiver<ConsumerEvent>,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<()> {
+        let mut stream = consumer.stream().ready_chunks(MAX_CHUNK);
+        while !*shutdown.borrow() {
+            let now = now_ms();
+            let due = self.cfg.policy.deadline_ms(&self.buffer.state()).unwrap_or(now + 1000);
+            let tick = if self.owned.values().any(|o| o.seek.is_some()) { 50 } else { 1000 };
+            let wake = tokio::time::Instant::now() + Duration::from_millis((due - now).clamp(0, tick) as u64);
+            tokio::select! {
+                biased;
+                _ = shutdown.changed() => break,
+                Some(ev) = events.recv() => self.on_event(consumer, ev).await?,
+                Some(chunk) = stream.next() => self.on_messages(chunk).await?,
+                _ = tokio::time::sleep_until(wake) => {}
+            }
+            self.retry_seeks(consumer);
+            if let Some(reason) = self.cfg.policy.decide(&self.buffer.state(), now_ms()) {
+                self.flush(consumer, reason).await?;
+            }
+        }
+        // Apply revocations that arrived with the shutdown before the final flush.
+        while let Ok(ev) = events.try_recv() {
+            if matches!(ev, ConsumerEvent::Revoked(_)) {
+                self.on_event(consumer, ev).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_event(&mut self, consumer: &PipelineConsumer, ev: ConsumerEvent) -> Result<()> {
+        match ev {
+            ConsumerEvent::Assigned(parts) => self.on_assigned(consumer, parts).await?,
+            ConsumerEvent::Revoked(parts) => {
+                for p in &parts {
+                    let dropped = self.buffer.drop_partition(*p);
+                    self.metrics.rows_dropped.fetch_add(dropped, Relaxed);
+                    self.owned.remove(p);
+                }
+                self.metrics.forget(&parts);
+                tracing::info!(pipeline = %self.cfg.name, partitions = ?parts, "partitions revoked");
+            }
+            ConsumerEvent::HighWatermarks(marks) => self.metrics.high_watermarks(&marks),
+            ConsumerEvent::ClientError(e) => tracing::warn!(pipeline = %self.cfg.name, error = %e, "kafka client"),
+        }
+        Ok(())
+    }
+
+    async fn on_assigned(&mut self, consumer: &PipelineConsumer, parts: Vec<i32>) -> Result<()> {
+        self.schema.refresh(&self.table).await?;
+        let topic = self.cfg.config.kafka.topic.clone();
+        let mut fresh = Vec::new();
+        for p in &parts {
+            match self.schema.position(&self.cfg.app_id, &topic, *p) {
+                Some(v) => {
+                    self.owned.insert(*p, Owned { seek: Some(Offset::Offset(v + 1)), accept_from: v + 1 });
+                }
+                None => fresh.push(*p),
+            }
+        }
+        let starts: BTreeMap<i32, Offset> = match &self.cfg.start {
+            StartPosition::Earliest => fresh.iter().map(|p| (*p, Offset::Beginning)).collect(),
+            StartPosition::Latest => fresh.iter().map(|p| (*p, Offset::End)).collect(),
+            StartPosition::Offsets(map) => {
+                fresh.iter().map(|p| (*p, map.get(p).map_or(Offset::Beginning, |o| Offset::Offset(*o)))).collect()
+            }
+            StartPosition::Timestamp(ts) if !fresh.is_empty() => {
+                tokio::task::block_in_place(|| offsets_for_timestamp(consumer, &topic, &fresh, *ts))?
+            }
+            StartPosition::Timestamp(_) => BTreeMap::new(),
+        };
+        for (p, o) in starts {
+            let accept_from = if let Offset::Offset(n) = o { n } else { 0 };
+            self.owned.insert(p, Owned { seek: Some(o), accept_from });
+        }
+        self.retry_seeks(consumer);
+        self.metrics.ready.store(true, Relaxed);
+        tracing::info!(pipeline = %self.cfg.name, partitions = ?parts, "partitions assigned");
+        Ok(())
+    }
+
+    pub(crate) fn retry_seeks(&mut self, consumer: &PipelineConsumer) {
+        let topic = &self.cfg.config.kafka.topic;
+        for (p, o) in self.owned.iter_mut() {
+            if let Some(target) = o.seek {
+                match seek(consumer, topic, *p, target) {
+                    Ok(()) => o.seek = None,
+                    Err(e) => tracing::debug!(partition = p, error = %e, "seek not accepted yet"),
+                }
+            }
+        }
+    }
+
+    async fn on_messages(&mut self, chunk: Vec<rdkafka::error::KafkaResult<BorrowedMessage<'_>>>) -> Result<()> {
+        let topic = self.cfg.config.kafka.topic.clone();
+        let mut by_part: BTreeMap<i32, Vec<&BorrowedMessage<'_>>> = BTreeMap::new();
+        let (mut records, mut bytes) = (0u32, 0u64);
+        for m in &chunk {
+            let m = match m {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(pipeline = %self.cfg.name, error = %e, "consume error");
+                    continue;
+                }
+            };
+            let Some(owned) = self.owned.get(&m.partition()) else { continue };
+            if m.topic() != topic || owned.seek.is_some() || m.offset() < owned.accept_from {
+                continue;
+            }
+            records += 1;
+            bytes += m.payload_len() as u64;
+            by_part.entry(m.partition()).or_default().push(m);
+        }
+        if records == 0 {
+            return Ok(());
+        }
+        if let (Some(l), Some(n)) = (&self.records_limit, NonZeroU32::new(records)) {
+            let _ = l.until_n_ready(n).await;
+        }
+        if let (Some(l), Some(n)) = (&self.bytes_limit, NonZeroU32::new(u32::try_from(bytes).unwrap_or(u32::MAX))) {
+            let _ = l.until_n_ready(n).await;
+        }
+        self.metrics.records_in.fetch_add(u64::from(records), Relaxed);
+        self.metrics.bytes_in.fetch_add(bytes, Relaxed);
+        for (p, msgs) in by_part {
+            let consumed = self.decode(&topic, p, &msgs).await?;
+            if let Some(o) = self.owned.get_mut(&p) {
+                o.accept_from = consumed.last_offset + 1;
+            }
+            self.metrics.dead_letters.fetch_add(consumed.dead_letters.len() as u64, Relaxed);
+            self.buffer.add(consumed, now_ms());
+        }
+        self.metrics.buffer_bytes.store(self.buffer.state().bytes, Relaxed);
+        Ok(())
+    }
+
+    async fn decode(&mut self, topic: &str, partition: i32, msgs: &[&BorrowedMessage<'_>]) -> Result<Consumed> {
+        let key_column = self.cfg.config.columns.key.is_some();
+        let mut letters = Vec::new();
+        let mut raw = Vec::with_capacity(msgs.len());
+        let mut headers: Vec<Headers<'_>> = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            let r = RawRecord {
+                topic,
+                partition,
+                offset: m.offset(),
+                timestamp_ms: m.timestamp().to_millis(),
+                key: m.key(),
+                payload: m.payload(),
+            };
+            if key_column && r.key.is_some_and(|k| std::str::from_utf8(k).is_err()) {
+                letters.push(DeadLetter::of(&r, "key is not valid UTF-8 (configured as a string column)"));
+                continue;
+            }
+            headers.push(m.headers().map(|h| h.iter().map(|h| (h.key, h.value)).collect()).unwrap_or_default());
+            raw.push(r);
+        }
+        let batch = if raw.is_empty() {
+            None
+        } else {
+            let mut decoded = self.schema.decode(&self.table, &self.cfg, &raw).await?;
+            letters.append(&mut decoded.dead_letters);
+            match decoded.batch {
+                Some(b) => Some(columns::append(b, &self.cfg.config.columns, &raw, &headers, &decoded.rows_from)?),
+                None => None,
+            }
+        };
+        for l in &letters {
+            tracing::debug!(pipeline = %self.cfg.name, partition, offset = l.offset, reason = %l.reason, "dead letter");
+        }
+        letters.sort_by_key(|l| l.offset);
+        let last = msgs.last().map_or(0, |m| m.offset());
+        Ok(Consumed {
+            partition,
+            batch,
+            dead_letters: letters,
+            first_offset: msgs.first().map_or(0, |m| m.offset()),
+            last_offset: last,
+            bytes: msgs.iter().map(|m| m.payload_len() as u64).sum(),
+            last_timestamp_ms: msgs.last().and_then(|m| m.timestamp().to_millis()),
+        })
+    }
+
+    async fn flush(&mut self, consumer: &PipelineConsumer, reason: FlushReason) -> Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let parts = self.buffer.take();
+        self.metrics.buffer_bytes.store(0, Relaxed);
+        let ctx = FlushContext {
+            table: &self.table,
+            app_id: &self.cfg.app_id,
+            topic: &self.cfg.config.kafka.topic,
+            dead: &self.dead,
+            target_file_size: self.cfg.target_file_size,
+            reason,
+        };
+        let result = flush(&ctx, &mut self.schema, parts).await?;
+        let topic = self.cfg.config.kafka.topic.clone();
+        // Partitions another worker moved: seek to the table's position.
+        for (p, table_version) in &result.moved {
+            if let Some(o) = self.owned.get_mut(p) {
+                o.seek = Some(Offset::Offset(table_version + 1));
+                o.accept_from = table_version + 1;
+            }
+        }
+        let moved: HashSet<i32> = result.moved.keys().copied().collect();
+        let mut next = BTreeMap::new();
+        for (p, (last, ts)) in &result.committed {
+            if self.owned.contains_key(p) && !moved.contains(p) {
+                next.insert(*p, last + 1);
+                self.metrics.position(*p, last + 1, *ts);
+            }
+        }
+        commit_courtesy(consumer, &topic, &next);
+        self.buffer.observe_ratio(result.arrow_bytes, result.parquet_bytes);
+        let m = &self.metrics;
+        m.rows_dropped.fetch_add(result.rows_dropped, Relaxed);
+        m.conflicts.fetch_add(result.conflicts, Relaxed);
+        if result.version.is_some() {
+            m.commits.fetch_add(1, Relaxed);
+            m.rows_committed.fetch_add(result.rows, Relaxed);
+        }
+        m.flushed(reason, started.elapsed().as_secs_f64());
+        tracing::info!(
+            pipeline = %self.cfg.name, reason = reason.as_str(), version = ?result.version, rows = result.rows,
+            files = result.files, ms = started.elapsed().as_millis() as u64, "flushed"
+        );
+        self.retry_seeks(consumer);
+        Ok(())
+    }
+}
+
+/// Leaves the group and destroys the client with a deadline: `rd_kafka_destroy` has been
+/// seen to block forever (see docs/test-infrastructure.md), and shutdown must not hang.
+async fn close(consumer: Arc<PipelineConsumer>) {
+    consumer.unsubscribe();
+    let closing = tokio::task::spawn_blocking(move || drop(consumer));
+    if tokio::time::timeout(Duration::from_secs(10), closing).await.is_err() {
+        tracing::warn!("the Kafka consumer did not close within 10 s; leaving it behind");
+    }
+}

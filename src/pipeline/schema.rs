@@ -1,0 +1,215 @@
+//! The pipeline's view of its table: the latest snapshot it knows, the payload decoder for
+//! that snapshot's schema, table creation and additive schema evolution.
+//!
+//! - A missing table is an error unless `create = true`; with a configured schema it is created
+//!   at start, otherwise from the first batch: the schema is inferred from the payloads that
+//!   are JSON objects (rules in `ops::create`), plus the configured record columns.
+//! - With `evolve_schema = true`, records refused only because they carry new top-level
+//!   fields add those fields (nullable) in a metadata commit, and are decoded again.
+//! - The decoder follows the snapshot: whenever a refresh shows another schema (another
+//!   worker evolved it), the decoder is rebuilt.
+
+use std::sync::Arc;
+
+use crate::config::ResolvedPipeline;
+use crate::delta::actions::{Action, Metadata};
+use crate::delta::arrow_schema::arrow_schema_strict;
+use crate::delta::schema::{ColumnMappingMode, StructType};
+use crate::delta::snapshot::Snapshot;
+use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::error::{Error, Result};
+use crate::ops::create::{infer_schema, merge_schema, new_table};
+use crate::pipeline::app_id::TxnAppId;
+use crate::source::kafka::payload::{Decoded, PayloadDecoder, RawRecord};
+use crate::storage::{RetryPolicy, Table};
+
+/// The table as the pipeline last saw it.
+pub struct TableSchema {
+    pub snapshot: Option<Snapshot>,
+    decoder: Option<(String, PayloadDecoder)>,
+    record_columns: Vec<String>,
+    max_record_bytes: usize,
+}
+
+impl TableSchema {
+    /// Reads the table, creating it now when it is missing and a schema is configured.
+    ///
+    /// # Errors
+    /// A missing table without `create`; storage and protocol errors.
+    pub async fn open(table: &Table, cfg: &ResolvedPipeline) -> Result<TableSchema> {
+        let snapshot = match table.snapshot(None).await {
+            Ok(s) => Some(s),
+            Err(Error::NotATable { .. }) if cfg.config.create => None,
+            Err(Error::NotATable { location }) => {
+                return Err(Error::InvalidArgument(format!(
+                    "pipeline {}: there is no table at {location} (set create = true to create it)",
+                    cfg.name
+                )))
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(s) = &snapshot {
+            crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
+        }
+        let mut me = TableSchema {
+            snapshot,
+            decoder: None,
+            record_columns: cfg.config.columns.names().into_iter().map(String::from).collect(),
+            max_record_bytes: cfg.max_record_bytes,
+        };
+        if me.snapshot.is_none() {
+            if let Some(schema) = &cfg.schema {
+                me.create(table, cfg, schema.clone()).await?;
+            }
+        }
+        me.sync_decoder();
+        Ok(me)
+    }
+
+    /// Catches up with the table (incrementally).
+    ///
+    /// # Errors
+    /// Storage and log errors; a protocol deltabus cannot write.
+    pub async fn refresh(&mut self, table: &Table) -> Result<()> {
+        match &mut self.snapshot {
+            Some(s) => {
+                table.update_snapshot(s).await?;
+            }
+            None => match table.snapshot(None).await {
+                Ok(s) => self.snapshot = Some(s),
+                Err(Error::NotATable { .. }) => return Ok(()),
+                Err(e) => return Err(e),
+            },
+        }
+        if let Some(s) = &self.snapshot {
+            crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
+        }
+        self.sync_decoder();
+        Ok(())
+    }
+
+    /// The table's position for a partition (its `txn` version).
+    pub fn position(&self, app: &str, topic: &str, partition: i32) -> Option<i64> {
+        let id = TxnAppId::KafkaPartition { app: app.into(), topic: topic.into(), partition }.to_string();
+        self.snapshot.as_ref().and_then(|s| s.txn_version(&id))
+    }
+
+    fn sync_decoder(&mut self) {
+        let Some(s) = &self.snapshot else { return };
+        if self.decoder.as_ref().is_some_and(|(k, _)| *k == s.metadata.schema_string) {
+            return;
+        }
+        let payload_fields = s.schema.fields.iter().filter(|f| !self.record_columns.contains(&f.name)).cloned();
+        let payload = StructType::new(payload_fields.collect());
+        let decoder = PayloadDecoder::new(Arc::new(arrow_schema_strict(&payload)), self.max_record_bytes);
+        self.decoder = Some((s.metadata.schema_string.clone(), decoder));
+    }
+
+    /// Decodes records, creating the table or evolving its schema first when configured.
+    ///
+    /// # Errors
+    /// Storage and commit errors of a creation or schema change.
+    pub async fn decode(&mut self, table: &Table, cfg: &ResolvedPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
+        if self.snapshot.is_none() {
+            match self.inferred(raw)? {
+                Some(schema) => self.create(table, cfg, schema).await?,
+                // Nothing to infer from: every record is a dead letter (no decoder yet).
+                None => return Ok(all_dead(raw)),
+            }
+            self.sync_decoder();
+        }
+        let decoded = self.decoder()?.decode(raw);
+        if !cfg.config.evolve_schema || decoded.dead_letters.is_empty() {
+            return Ok(decoded);
+        }
+        let rejected: Vec<&str> = decoded
+            .dead_letters
+            .iter()
+            .filter_map(|l| l.payload.as_deref().and_then(|p| std::str::from_utf8(p).ok()))
+            .filter(|p| p.trim_start().starts_with('{'))
+            .collect();
+        let Some(current) = self.snapshot.as_ref() else { return Ok(decoded) };
+        let Some(incoming) = infer_schema(&rejected).ok().map(|s| self.without_record_columns(s)) else {
+            return Ok(decoded);
+        };
+        let Some(merged) = merge_schema(&current.schema, &incoming)? else { return Ok(decoded) };
+        if current.column_mapping() != ColumnMappingMode::None {
+            return Err(Error::unsupported("schema evolution on a column-mapped table"));
+        }
+        let added: Vec<String> =
+            merged.fields.iter().filter(|f| current.schema.field(&f.name).is_none()).map(|f| f.name.clone()).collect();
+        let metadata = Metadata { schema_string: merged.to_json(), ..current.metadata.clone() };
+        let txn = Transaction::new("ADD COLUMNS", vec![Action::Metadata(metadata)])
+            .with_parameter("columns", serde_json::to_string(&added).unwrap_or_default());
+        match table.commit(Some(current), &txn, &RetryPolicy::default()).await? {
+            CommitOutcome::Committed { version } => {
+                tracing::info!(pipeline = %cfg.name, version, columns = ?added, "schema evolved");
+            }
+            // Someone else changed the table meanwhile: take theirs and decode against it.
+            other => tracing::info!(pipeline = %cfg.name, ?other, "schema change lost a race; re-reading"),
+        }
+        self.refresh(table).await?;
+        Ok(self.decoder()?.decode(raw))
+    }
+
+    fn decoder(&self) -> Result<&PayloadDecoder> {
+        self.decoder.as_ref().map(|(_, d)| d).ok_or_else(|| Error::Internal("decoder without a table".into()))
+    }
+
+    fn without_record_columns(&self, s: StructType) -> StructType {
+        StructType::new(s.fields.into_iter().filter(|f| !self.record_columns.contains(&f.name)).collect())
+    }
+
+    fn inferred(&self, raw: &[RawRecord<'_>]) -> Result<Option<StructType>> {
+        let sample: Vec<&str> = raw
+            .iter()
+            .filter_map(|r| r.payload.and_then(|p| std::str::from_utf8(p).ok()))
+            .filter(|p| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(p).is_ok())
+            .take(1000)
+            .collect();
+        if sample.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(self.without_record_columns(infer_schema(&sample)?)))
+    }
+
+    async fn create(&mut self, table: &Table, cfg: &ResolvedPipeline, schema: StructType) -> Result<()> {
+        let mut fields = schema.fields;
+        for f in cfg.config.columns.fields() {
+            if !fields.iter().any(|x| x.name == f.name) {
+                fields.push(f);
+            }
+        }
+        let (protocol, metadata) =
+            new_table(StructType::new(fields), &cfg.config.partition_by, &cfg.config.properties)?;
+        let txn = Transaction::new("CREATE TABLE", vec![Action::Protocol(protocol), Action::Metadata(metadata)])
+            .with_parameter("isManaged", "false")
+            .with_parameter("partitionBy", serde_json::to_string(&cfg.config.partition_by).unwrap_or_default());
+        match table.commit(None, &txn, &RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }).await {
+            Ok(CommitOutcome::Committed { .. }) => {
+                tracing::info!(pipeline = %cfg.name, table = %table.url(), "table created")
+            }
+            // Another worker created it first: use theirs.
+            Ok(_) | Err(Error::CommitConflict { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        self.snapshot = Some(table.snapshot(None).await?);
+        Ok(())
+    }
+}
+
+fn all_dead(raw: &[RawRecord<'_>]) -> Decoded {
+    Decoded {
+        batch: None,
+        rows_from: Vec::new(),
+        dead_letters: raw
+            .iter()
+            .map(|r| {
+                crate::source::kafka::payload::DeadLetter::of(
+                    r,
+                    "not a JSON object (nothing to infer the new table's schema from)",
+                )
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,139 @@
+//! `deltabus run`: every configured pipeline as its own task in one process, the metrics
+//! endpoint, and graceful shutdown.
+//!
+//! Shutdown: when `shutdown` turns true (the CLI wires SIGTERM and SIGINT to it), every
+//! pipeline stops consuming, flushes and commits its open batch, and leaves its group. If that
+//! takes longer than the deadline, [`run`] returns an error (exit 3) without waiting further;
+//! nothing is lost, since positions live in the table. When one pipeline fails, the others are
+//! shut down the same way and the first error is returned.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::config::ClientConfig;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::dead_letter::DeadLetterSink;
+use super::runner::{RunReport, Runner};
+use crate::config::ResolvedPipeline;
+use crate::error::{Error, Result};
+use crate::metrics::{serve, Metrics};
+use crate::storage::{StorageOptions, Table};
+
+/// What `run` needs.
+pub struct ServiceOptions {
+    pub pipelines: Vec<ResolvedPipeline>,
+    pub storage: StorageOptions,
+    /// `host:port` of the metrics endpoint.
+    pub metrics_addr: Option<String>,
+    pub shutdown_timeout: Duration,
+}
+
+fn dead_letter_sink(p: &ResolvedPipeline, storage: &StorageOptions) -> Result<DeadLetterSink> {
+    let d = &p.config.dead_letter;
+    if let Some(t) = &d.table {
+        return Ok(DeadLetterSink::Table {
+            table: Table::open_for_write(t, storage.clone())?,
+            app_id: p.app_id.clone(),
+            pipeline: p.name.clone(),
+        });
+    }
+    if let Some(topic) = &d.topic {
+        let mut cfg = ClientConfig::new();
+        cfg.set("bootstrap.servers", &p.config.kafka.brokers).set("enable.idempotence", "true");
+        for (k, v) in &p.config.kafka.properties {
+            // Consumer-only settings would make the producer refuse its configuration.
+            if !k.starts_with("fetch.") && !k.starts_with("auto.") && !k.starts_with("session.") {
+                cfg.set(k, v);
+            }
+        }
+        let producer = cfg.create().map_err(|e| Error::Kafka(format!("dead-letter producer: {e}")))?;
+        return Ok(DeadLetterSink::Topic { producer, topic: topic.clone() });
+    }
+    Ok(DeadLetterSink::Discard)
+}
+
+/// Runs the pipelines until `shutdown` or a failure.
+///
+/// # Errors
+/// The first pipeline error; a shutdown past its deadline; a metrics address that cannot be
+/// bound.
+pub async fn run(
+    opts: ServiceOptions,
+    metrics: Arc<Metrics>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<BTreeMap<String, RunReport>> {
+    if opts.pipelines.is_empty() {
+        return Err(Error::InvalidArgument(
+            "no pipelines configured: add a [pipelines.<name>] section (see `deltabus config print-defaults`)".into(),
+        ));
+    }
+    let server = match &opts.metrics_addr {
+        Some(addr) => Some(serve(addr, metrics.clone()).await?),
+        None => None,
+    };
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    for p in opts.pipelines {
+        let table = Table::open_for_write(&p.config.table, opts.storage.clone())?;
+        let dead = dead_letter_sink(&p, &opts.storage)?;
+        let name = p.name.clone();
+        let runner = Runner::new(p, table, dead, metrics.pipeline(&name)).await?;
+        let stop = stop_rx.clone();
+        tasks.spawn(async move { (name, runner.run(stop).await) });
+    }
+    let mut reports = BTreeMap::new();
+    let mut first_error = None;
+    let mut stopping = false;
+    let mut deadline = None;
+    while !tasks.is_empty() {
+        let next = async {
+            match deadline {
+                Some(d) => tokio::time::timeout_at(d, tasks.join_next()).await.ok(),
+                None => Some(tasks.join_next().await),
+            }
+        };
+        tokio::select! {
+            _ = shutdown.changed(), if !stopping => {
+                stopping = true;
+                deadline = Some(tokio::time::Instant::now() + opts.shutdown_timeout);
+                tracing::info!("shutting down: flushing and committing open batches");
+                let _ = stop_tx.send(true);
+            }
+            joined = next => match joined {
+                None => {
+                    tasks.abort_all();
+                    if let Some(s) = server { s.abort(); }
+                    return Err(Error::Io(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("shutdown did not finish within {:?}; uncommitted batches will be re-read", opts.shutdown_timeout),
+                    )));
+                }
+                Some(None) => break,
+                Some(Some(Ok((name, Ok(report))))) => { reports.insert(name, report); }
+                Some(Some(Ok((name, Err(e))))) => {
+                    tracing::error!(pipeline = %name, error = %e, "pipeline failed; stopping the others");
+                    first_error.get_or_insert(e);
+                    if !stopping {
+                        stopping = true;
+                        deadline = Some(tokio::time::Instant::now() + opts.shutdown_timeout);
+                        let _ = stop_tx.send(true);
+                    }
+                }
+                Some(Some(Err(join))) => {
+                    first_error.get_or_insert(Error::Internal(format!("pipeline task: {join}")));
+                    let _ = stop_tx.send(true);
+                }
+            }
+        }
+    }
+    if let Some(s) = server {
+        s.abort();
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(reports),
+    }
+}

@@ -1,0 +1,159 @@
+//! The consumer-group client of a pipeline.
+//!
+//! Contract: librdkafka's callbacks (rebalance, statistics, errors) only send a
+//! [`ConsumerEvent`] over an unbounded channel: no locks, no I/O, no spawned tasks, nothing
+//! that can panic. The pipeline task receives the events and acts on them: on `Assigned` it
+//! reads the table's positions and seeks; on `Revoked` it drops the partitions' in-flight
+//! data. librdkafka itself performs the (incremental or eager) assignment inside the callback,
+//! so both `cooperative-sticky` and the eager strategies work unchanged.
+//!
+//! Offsets are never auto-committed: the Delta log is the source of truth, and the group's
+//! committed offsets are written after each Delta commit only as a courtesy for lag tools.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, StreamConsumer};
+use rdkafka::error::KafkaError;
+use rdkafka::statistics::Statistics;
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::error::{Error, Result};
+
+/// What a callback reports to the pipeline task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConsumerEvent {
+    /// Partitions added to this member's assignment (already assigned by librdkafka).
+    Assigned(Vec<i32>),
+    /// Partitions about to leave this member's assignment.
+    Revoked(Vec<i32>),
+    /// Partition high watermarks from librdkafka's statistics, for lag metrics.
+    HighWatermarks(BTreeMap<i32, i64>),
+    /// A client-level error (logged; librdkafka retries on its own).
+    ClientError(String),
+}
+
+/// The consumer context: forwards callbacks as [`ConsumerEvent`]s.
+pub struct EventContext {
+    topic: String,
+    events: UnboundedSender<ConsumerEvent>,
+}
+
+fn partitions_of(topic: &str, tpl: &TopicPartitionList) -> Vec<i32> {
+    tpl.elements().iter().filter(|e| e.topic() == topic).map(|e| e.partition()).collect()
+}
+
+impl ClientContext for EventContext {
+    fn stats(&self, statistics: Statistics) {
+        if let Some(t) = statistics.topics.get(&self.topic) {
+            let marks = t.partitions.iter().filter(|(p, _)| **p >= 0).map(|(p, s)| (*p, s.hi_offset)).collect();
+            let _ = self.events.send(ConsumerEvent::HighWatermarks(marks));
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        let _ = self.events.send(ConsumerEvent::ClientError(format!("{error}: {reason}")));
+    }
+}
+
+impl ConsumerContext for EventContext {
+    fn pre_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(tpl) = rebalance {
+            let _ = self.events.send(ConsumerEvent::Revoked(partitions_of(&self.topic, tpl)));
+        }
+    }
+
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Assign(tpl) = rebalance {
+            let _ = self.events.send(ConsumerEvent::Assigned(partitions_of(&self.topic, tpl)));
+        }
+    }
+}
+
+/// The pipeline's consumer.
+pub type PipelineConsumer = StreamConsumer<EventContext>;
+
+/// Settings for [`create_consumer`].
+#[derive(Debug, Clone)]
+pub struct ConsumerSettings<'a> {
+    pub brokers: &'a str,
+    pub topic: &'a str,
+    pub group_id: &'a str,
+    /// `cooperative-sticky`, `range` or `roundrobin`.
+    pub assignment: &'a str,
+    /// Passed through to librdkafka (security settings and tuning).
+    pub properties: &'a BTreeMap<String, String>,
+}
+
+/// Creates the consumer and subscribes it to the topic.
+///
+/// # Errors
+/// [`Error::Kafka`] when librdkafka refuses the configuration.
+pub fn create_consumer(s: &ConsumerSettings<'_>, events: UnboundedSender<ConsumerEvent>) -> Result<PipelineConsumer> {
+    let mut cfg = ClientConfig::new();
+    cfg.set("bootstrap.servers", s.brokers)
+        .set("group.id", s.group_id)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("partition.assignment.strategy", s.assignment)
+        .set("statistics.interval.ms", "1000")
+        // Bounds what librdkafka prefetches per partition while a batch commits.
+        .set("queued.max.messages.kbytes", "65536");
+    for (k, v) in s.properties {
+        cfg.set(k, v);
+    }
+    let ctx = EventContext { topic: s.topic.to_string(), events };
+    let consumer: PipelineConsumer = cfg
+        .create_with_context(ctx)
+        .map_err(|e| Error::Kafka(format!("cannot create the consumer for topic {}: {e}", s.topic)))?;
+    consumer.subscribe(&[s.topic]).map_err(|e| Error::Kafka(format!("cannot subscribe to {}: {e}", s.topic)))?;
+    Ok(consumer)
+}
+
+/// Moves the fetch position of one assigned partition. Fails with a retryable error while
+/// librdkafka has not started fetching the partition yet; the caller retries.
+///
+/// # Errors
+/// [`Error::Kafka`].
+pub fn seek(consumer: &PipelineConsumer, topic: &str, partition: i32, offset: Offset) -> Result<()> {
+    consumer
+        .seek(topic, partition, offset, Duration::from_secs(2))
+        .map_err(|e| Error::Kafka(format!("seek {topic}/{partition} to {offset:?}: {e}")))
+}
+
+/// Resolves a start timestamp to an offset per partition.
+///
+/// # Errors
+/// [`Error::Kafka`] when the brokers do not answer.
+pub fn offsets_for_timestamp(
+    consumer: &PipelineConsumer,
+    topic: &str,
+    partitions: &[i32],
+    timestamp_ms: i64,
+) -> Result<BTreeMap<i32, Offset>> {
+    let mut tpl = TopicPartitionList::new();
+    for p in partitions {
+        tpl.add_partition_offset(topic, *p, Offset::Offset(timestamp_ms))
+            .map_err(|e| Error::Kafka(format!("offsets for timestamp: {e}")))?;
+    }
+    let found = consumer
+        .offsets_for_times(tpl, Duration::from_secs(10))
+        .map_err(|e| Error::Kafka(format!("offsets for timestamp {timestamp_ms} on {topic}: {e}")))?;
+    Ok(found.elements().iter().map(|e| (e.partition(), e.offset())).collect())
+}
+
+/// Commits `next offset` per partition to the group, asynchronously (courtesy for lag tools).
+pub fn commit_courtesy(consumer: &PipelineConsumer, topic: &str, next: &BTreeMap<i32, i64>) {
+    let mut tpl = TopicPartitionList::new();
+    for (p, o) in next {
+        if tpl.add_partition_offset(topic, *p, Offset::Offset(*o)).is_err() {
+            return;
+        }
+    }
+    if let Err(e) = consumer.commit(&tpl, rdkafka::consumer::CommitMode::Async) {
+        tracing::debug!(error = %e, "courtesy offset commit failed");
+    }
+}

@@ -1,0 +1,387 @@
+//! `deltabus run`'s pipeline in-process against librdkafka's mock cluster: records into a
+//! table created from inferred schema, record columns, dead letters into a Delta table and a
+//! Kafka topic, positions in `txn`, resume without duplicates, the metrics endpoint, schema
+//! evolution, and a partition moved by another worker being dropped and re-read.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deltabus::config::pipeline::{DeadLetterConfig, FlushConfig, KafkaConfig, PipelineConfig, RecordColumns};
+use deltabus::metrics::Metrics;
+use deltabus::pipeline::runner::RunReport;
+use deltabus::pipeline::service::{run, ServiceOptions};
+use deltabus::storage::{StorageOptions, Table};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::message::Headers;
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::Message;
+use serde_json::Value;
+
+pub fn pipeline(brokers: &str, topic: &str, table: &str) -> PipelineConfig {
+    PipelineConfig {
+        table: table.into(),
+        app_id: Some("ingest".into()),
+        create: true,
+        schema: None,
+        partition_by: vec![],
+        properties: HashMap::new(),
+        evolve_schema: false,
+        kafka: KafkaConfig {
+            brokers: brokers.into(),
+            topic: topic.into(),
+            group_id: None,
+            start: "earliest".into(),
+            assignment: "cooperative-sticky".into(),
+            max_record_bytes: "1kb".into(),
+            properties: BTreeMap::new(),
+        },
+        flush: FlushConfig { max_latency_ms: 300, max_rows: 700, ..FlushConfig::default() },
+        columns: RecordColumns::default(),
+        dead_letter: DeadLetterConfig::default(),
+    }
+}
+
+pub async fn produce(brokers: &str, topic: &str, records: &[(i32, Option<String>, Option<String>)]) {
+    let producer: FutureProducer = ClientConfig::new().set("bootstrap.servers", brokers).create().expect("producer");
+    let mut pending = Vec::new();
+    for (p, key, payload) in records {
+        let mut r = FutureRecord::<String, String>::to(topic).partition(*p).headers(
+            rdkafka::message::OwnedHeaders::new()
+                .insert(rdkafka::message::Header { key: "source", value: Some("test") }),
+        );
+        if let Some(k) = key {
+            r = r.key(k);
+        }
+        if let Some(v) = payload {
+            r = r.payload(v);
+        }
+        pending.push(producer.send(r, Duration::from_secs(10)));
+    }
+    for d in futures::future::join_all(pending).await {
+        d.expect("delivered");
+    }
+}
+
+/// Runs the pipelines until `done(metrics)` holds (or 90 s), then shuts them down gracefully.
+pub async fn run_until(
+    pipelines: Vec<PipelineConfig>,
+    metrics_addr: Option<String>,
+    done: impl Fn(&Metrics) -> bool + Send + 'static,
+) -> BTreeMap<String, RunReport> {
+    let resolved = pipelines.iter().enumerate().map(|(i, p)| p.validate(&format!("p{i}")).unwrap()).collect();
+    let metrics = Arc::new(Metrics::default());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let opts = ServiceOptions {
+        pipelines: resolved,
+        storage: StorageOptions::default(),
+        metrics_addr,
+        shutdown_timeout: Duration::from_secs(30),
+    };
+    let m = metrics.clone();
+    let watcher = tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+        while !done(&m) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = stop_tx.send(true);
+    });
+    let reports = run(opts, metrics, stop_rx).await.expect("pipelines run");
+    watcher.abort();
+    reports
+}
+
+fn committed(m: &Metrics, name: &str) -> u64 {
+    let p = m.pipeline(name);
+    p.rows_committed.load(Relaxed) + p.dead_letters.load(Relaxed)
+}
+
+/// Live rows of a table through the `deltabus cat` command.
+pub fn rows(table: &str) -> Vec<Value> {
+    let out = crate::common::deltabus(&["cat", table]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn txn_versions(table: &str) -> BTreeMap<String, i64> {
+    let d = crate::common::run_json(&["describe", table]);
+    let mut out = BTreeMap::new();
+    for (k, v) in d["txns"].as_object().cloned().unwrap_or_default() {
+        out.insert(k, v.as_i64().or_else(|| v["version"].as_i64()).unwrap());
+    }
+    out
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+#[test]
+fn ingests_dead_letters_columns_positions_and_resumes() {
+    let _guard = crate::common::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("events").to_string_lossy().into_owned();
+    let dlq = dir.path().join("dlq").to_string_lossy().into_owned();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let metrics_addr = format!("127.0.0.1:{port}");
+    runtime().block_on(async {
+        let cluster = MockCluster::new(1).unwrap();
+        cluster.create_topic("events", 3, 1).unwrap();
+        let brokers = cluster.bootstrap_servers();
+        // 1,500 records over 3 partitions; every 100th is bad in a different way.
+        let mut records = Vec::new();
+        let mut bad = 0;
+        for i in 0..1500i64 {
+            let payload = match i % 100 {
+                13 => Some("{not json".to_string()),
+                27 => Some(format!(r#"{{"id":{i},"name":"n","amount":"lots"}}"#)),
+                41 => Some(r#"{"name":"no id"}"#.to_string()),
+                51 => None,
+                77 => Some(format!(r#"{{"id":{i},"name":"{}"}}"#, "x".repeat(2000))),
+                _ => Some(format!(r#"{{"id":{i},"name":"n{i}","amount":{}.5}}"#, i % 7)),
+            };
+            bad += usize::from(matches!(i % 100, 13 | 27 | 41 | 51 | 77));
+            records.push(((i % 3) as i32, Some(format!("k{i}")), payload));
+        }
+        produce(&brokers, "events", &records).await;
+        let mut p = pipeline(&brokers, "events", &table);
+        p.schema = Some(
+            r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},
+            {"name":"name","type":"string","nullable":true,"metadata":{}},
+            {"name":"amount","type":"double","nullable":true,"metadata":{}}]}"#
+                .into(),
+        );
+        p.columns = RecordColumns {
+            key: Some("_key".into()),
+            headers: Some("_headers".into()),
+            partition: Some("_partition".into()),
+            offset: Some("_offset".into()),
+            timestamp: Some("_ts".into()),
+            topic: Some("_topic".into()),
+        };
+        p.dead_letter.table = Some(dlq.clone());
+        let scraped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let scrape = tokio::spawn({
+            let addr = metrics_addr.clone();
+            let scraped = scraped.clone();
+            async move {
+                // Scrape while the pipeline runs (once lag is known: statistics arrive every second).
+                for _ in 0..200 {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    if let Some(text) = http_get(&addr, "/metrics").await {
+                        if text.contains("deltabus_lag_records{pipeline=\"p0\",partition=\"0\"}") {
+                            let ready = http_get(&addr, "/ready").await.unwrap_or_default();
+                            let health = http_get(&addr, "/health").await.unwrap_or_default();
+                            scraped.store(true, Relaxed);
+                            return Some((text, ready, health));
+                        }
+                    }
+                }
+                scraped.store(true, Relaxed);
+                None
+            }
+        });
+        let seen = scraped.clone();
+        let reports = run_until(vec![p.clone()], Some(metrics_addr.clone()), move |m| {
+            committed(m, "p0") >= 1500 && seen.load(Relaxed)
+        })
+        .await;
+        let r = &reports["p0"];
+        let letters = rows(&dlq);
+        assert_eq!(
+            (r.records, r.rows_committed, r.dead_letters),
+            (1500, 1500 - bad as u64, bad as u64),
+            "{:?}",
+            &letters[..3.min(letters.len())]
+        );
+        let (text, ready, health) = scrape.await.unwrap().expect("metrics scraped during the run");
+        assert!(text.contains("deltabus_records_in_total{pipeline=\"p0\"}"), "{text}");
+        assert!(text.contains("deltabus_commit_seconds_bucket{pipeline=\"p0\",le=\"+Inf\"}"));
+        assert!(ready.starts_with("HTTP/1.1 200") && health.starts_with("HTTP/1.1 200"), "{ready} {health}");
+
+        // Exactly the good records, once each, with their record columns.
+        let live = rows(&table);
+        let mut ids: Vec<i64> = live.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+        ids.sort_unstable();
+        let expected: Vec<i64> = (0..1500).filter(|i| !matches!(i % 100, 13 | 27 | 41 | 51 | 77)).collect();
+        assert_eq!(ids, expected);
+        let one = live.iter().find(|r| r["id"] == 301).unwrap();
+        assert_eq!(one["_key"], "k301");
+        assert_eq!(one["_partition"], 301 % 3);
+        assert_eq!(one["_offset"], 301 / 3);
+        assert_eq!(one["_topic"], "events");
+        assert_eq!(one["_headers"], serde_json::json!([{"key": "source", "value": "test"}]), "{one}");
+        assert!(one["_ts"].as_str().unwrap().starts_with("20"));
+        // Positions: the last offset of each partition, dead letters included.
+        let txns = txn_versions(&table);
+        assert_eq!(txns["ingest-events-0"], 499);
+        assert_eq!(txns["ingest-events-2"], 499);
+        let history = crate::common::deltabus(&["history", &table]);
+        let history = String::from_utf8_lossy(&history.stdout);
+        assert!(history.contains("STREAMING UPDATE") && history.contains("deltabus/"), "{history}");
+        // Dead letters with reason and raw bytes.
+        assert_eq!(letters.len(), bad);
+        let reasons: Vec<&str> = letters.iter().map(|l| l["reason"].as_str().unwrap()).collect();
+        assert!(reasons.iter().any(|r| r.contains("null payload")), "{reasons:?}");
+        assert!(reasons.iter().any(|r| r.contains("over the limit")), "{reasons:?}");
+        assert!(reasons.iter().any(|r| r.contains("amount")), "{reasons:?}");
+        let broken = letters.iter().find(|l| l["offset"] == 13 / 3 && l["partition"] == 13 % 3).unwrap();
+        assert_eq!(broken["payload"], hex("{not json"), "raw bytes kept: {broken}");
+
+        // A restart ingests only what is new: the table's positions win over the group's.
+        let more: Vec<_> =
+            (1500..1800i64).map(|i| ((i % 3) as i32, None, Some(format!(r#"{{"id":{i},"name":"m"}}"#)))).collect();
+        produce(&brokers, "events", &more).await;
+        let mut p2 = p.clone();
+        p2.kafka.group_id = Some("a-new-group-without-offsets".into());
+        let reports = run_until(vec![p2], None, |m| committed(m, "p0") >= 300).await;
+        assert_eq!(reports["p0"].rows_committed, 300);
+    });
+    let mut ids: Vec<i64> = rows(&table).iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    ids.sort_unstable();
+    let expected: Vec<i64> = (0..1800).filter(|i| *i >= 1500 || !matches!(i % 100, 13 | 27 | 41 | 51 | 77)).collect();
+    assert_eq!(ids, expected, "every good record exactly once after the restart");
+    if let Some(oracle) = crate::common::kernel_oracle() {
+        let out = std::process::Command::new(oracle).arg("rows").arg(&table).output().unwrap();
+        assert!(out.status.success(), "kernel-oracle: {}", String::from_utf8_lossy(&out.stderr));
+        let mut seen: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
+            .collect();
+        seen.sort_unstable();
+        assert_eq!(seen, expected, "the reference reader sees the same rows");
+    }
+}
+
+fn hex(s: &str) -> String {
+    s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+async fn http_get(addr: &str, path: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.ok()?;
+    Some(out)
+}
+
+#[test]
+fn dead_letters_to_a_topic_and_schema_evolution() {
+    let _guard = crate::common::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t").to_string_lossy().into_owned();
+    runtime().block_on(async {
+        let cluster = MockCluster::new(1).unwrap();
+        cluster.create_topic("in", 1, 1).unwrap();
+        cluster.create_topic("in-dlq", 1, 1).unwrap();
+        let brokers = cluster.bootstrap_servers();
+        let first = vec![
+            (0, Some("a".to_string()), Some(r#"{"id":1}"#.to_string())),
+            (0, Some("b".to_string()), Some("garbage".to_string())),
+        ];
+        produce(&brokers, "in", &first).await;
+        let mut p = pipeline(&brokers, "in", &table);
+        p.evolve_schema = true;
+        p.dead_letter.topic = Some("in-dlq".into());
+        // First run: the table is created with the schema inferred from the first batch.
+        let reports = run_until(vec![p.clone()], None, |m| committed(m, "p0") >= 2).await;
+        assert_eq!((reports["p0"].rows_committed, reports["p0"].dead_letters), (1, 1));
+        // Second run: records with new fields evolve the schema instead of dead-lettering.
+        let second = vec![
+            (0, None, Some(r#"{"id":3,"color":"red"}"#.to_string())),
+            (0, None, Some(r#"{"id":4,"size":2.5}"#.to_string())),
+        ];
+        produce(&brokers, "in", &second).await;
+        let reports = run_until(vec![p], None, |m| committed(m, "p0") >= 2).await;
+        assert_eq!((reports["p0"].rows_committed, reports["p0"].dead_letters), (2, 0));
+        // The dead letter on the topic: raw payload, original key, reason and coordinates.
+        let consumer: StreamConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .set("group.id", "dlq-reader")
+            .set("auto.offset.reset", "earliest")
+            .create()
+            .unwrap();
+        consumer.subscribe(&["in-dlq"]).unwrap();
+        let msg = tokio::time::timeout(Duration::from_secs(30), consumer.recv()).await.unwrap().unwrap();
+        assert_eq!(msg.payload(), Some(&b"garbage"[..]));
+        assert_eq!(msg.key(), Some(&b"b"[..]));
+        let headers: HashMap<String, String> = msg
+            .headers()
+            .unwrap()
+            .iter()
+            .map(|h| (h.key.to_string(), String::from_utf8_lossy(h.value.unwrap_or_default()).into_owned()))
+            .collect();
+        assert_eq!(headers["deltabus.offset"], "1");
+        assert_eq!(headers["deltabus.topic"], "in");
+        assert!(!headers["deltabus.reason"].is_empty());
+    });
+    let live = rows(&table);
+    assert_eq!(live.len(), 3);
+    let by_id: HashMap<i64, &Value> = live.iter().map(|r| (r["id"].as_i64().unwrap(), r)).collect();
+    assert_eq!(by_id[&3]["color"], "red");
+    assert_eq!(by_id[&4]["size"], 2.5);
+    assert!(by_id[&1]["color"].is_null());
+    let history = String::from_utf8_lossy(&crate::common::deltabus(&["history", &table]).stdout).into_owned();
+    assert!(history.contains("ADD COLUMNS"), "{history}");
+}
+
+#[test]
+fn a_partition_moved_by_another_worker_is_dropped_not_duplicated() {
+    use deltabus::config::ResolvedPipeline;
+    use deltabus::pipeline::buffer::PartitionBatch;
+    use deltabus::pipeline::commit::{flush, FlushContext};
+    use deltabus::pipeline::dead_letter::DeadLetterSink;
+    use deltabus::pipeline::flush::FlushReason;
+    use deltabus::pipeline::schema::TableSchema;
+    let dir = tempfile::tempdir().unwrap();
+    let table_path = dir.path().join("t");
+    // Another worker already committed partition 0 up to offset 120.
+    let other = crate::common::write_jsonl(
+        &table_path,
+        &["--app-id", "ingest-events-0", "--txn-version", "120"],
+        "{\"id\":-1}\n",
+    );
+    assert!(other.status.success(), "{}", String::from_utf8_lossy(&other.stderr));
+    runtime().block_on(async {
+        let table = Table::open_for_write(&table_path.to_string_lossy(), StorageOptions::default()).unwrap();
+        let cfg: ResolvedPipeline =
+            pipeline("127.0.0.1:1", "events", &table_path.to_string_lossy()).validate("p").unwrap();
+        let mut schema = TableSchema::open(&table, &cfg).await.unwrap();
+        let batch = |ids: Vec<i64>| {
+            arrow::array::RecordBatch::try_from_iter([(
+                "id",
+                Arc::new(arrow::array::Int64Array::from(ids)) as arrow::array::ArrayRef,
+            )])
+            .unwrap()
+        };
+        let part = |first, last, ids: Vec<i64>| PartitionBatch {
+            rows: ids.len() as u64,
+            batches: vec![batch(ids)],
+            first_offset: first,
+            last_offset: last,
+            ..PartitionBatch::default()
+        };
+        let parts = BTreeMap::from([(0, part(100, 130, vec![100, 101])), (1, part(5, 6, vec![5, 6]))]);
+        let ctx = FlushContext {
+            table: &table,
+            app_id: "ingest",
+            topic: "events",
+            dead: &DeadLetterSink::Discard,
+            target_file_size: None,
+            reason: FlushReason::Rows,
+        };
+        let result = flush(&ctx, &mut schema, parts).await.unwrap();
+        assert_eq!(result.moved, BTreeMap::from([(0, 120)]));
+        assert_eq!((result.rows, result.rows_dropped), (2, 2));
+        assert_eq!(result.committed.keys().copied().collect::<Vec<_>>(), vec![1]);
+    });
+    let mut ids: Vec<i64> = rows(&table_path.to_string_lossy()).iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec![-1, 5, 6]);
+    let txns = txn_versions(&table_path.to_string_lossy());
+    assert_eq!((txns["ingest-events-0"], txns["ingest-events-1"]), (120, 6));
+}
