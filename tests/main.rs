@@ -10,6 +10,7 @@ mod conformance;
 mod delete;
 mod hostile;
 mod ingest;
+mod ingest_process;
 mod kafka;
 mod maintenance;
 mod robustness;

@@ -1,0 +1,183 @@
+//! `deltabus ingest` processes against librdkafka's mock cluster (hosted by this test
+//! process, reached over TCP on 127.0.0.1), while a producer keeps writing: workers killed
+//! with -9 and restarted, workers joining and leaving under eager (`range`) and incremental
+//! (`cooperative-sticky`) rebalancing, and graceful SIGTERM. In every case each produced id
+//! lands in the table exactly once.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+const TOTAL: i64 = 12_000;
+
+fn spawn_worker(brokers: &str, table: &str, assignment: &str, log: &std::path::Path) -> Child {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["ingest", "orders", table, "--brokers", brokers, "--app-id", "eo", "--create"])
+        .args(["--flush-interval", "300ms", "--max-rows", "500", "--assignment", assignment])
+        .args(["--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=500"])
+        .env("DELTABUS_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .expect("spawn deltabus ingest")
+}
+
+/// SIGTERM, then the exit status and stdout within 40 s.
+fn terminate(mut child: Child) -> (std::process::ExitStatus, String) {
+    let ok = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap().success();
+    assert!(ok, "kill -TERM");
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut out = String::new();
+            if let Some(mut s) = child.stdout.take() {
+                std::io::Read::read_to_string(&mut s, &mut out).unwrap();
+            }
+            return (status, out);
+        }
+        assert!(Instant::now() < deadline, "worker did not exit within 40 s of SIGTERM");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Produces ids 0..TOTAL over about `seconds`, in bursts, from a thread with its own runtime.
+fn start_producer(brokers: String, seconds: u64) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let producer: FutureProducer =
+                ClientConfig::new().set("bootstrap.servers", &brokers).set("linger.ms", "5").create().unwrap();
+            let bursts = (seconds * 10) as i64;
+            let per = TOTAL / bursts;
+            for b in 0..bursts {
+                let mut pending = Vec::new();
+                let end = if b == bursts - 1 { TOTAL } else { (b + 1) * per };
+                for id in b * per..end {
+                    let payload = format!(r#"{{"id":{id},"payload":"{}"}}"#, "x".repeat((id % 50) as usize));
+                    let key = format!("{}", id % 101);
+                    pending.push(producer.send_result(FutureRecord::to("orders").key(&key).payload(&payload)).unwrap());
+                }
+                for d in futures::future::join_all(pending).await {
+                    d.unwrap().unwrap();
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+    })
+}
+
+fn table_rows(table: &str) -> i64 {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let Ok(t) = deltabus::storage::Table::open(table, Default::default()) else { return 0 };
+        let Ok(s) = t.snapshot(None).await else { return 0 };
+        s.files()
+            .iter()
+            .filter_map(|f| f.stats.as_deref())
+            .filter_map(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+            .filter_map(|v| v["numRecords"].as_i64())
+            .sum()
+    })
+}
+
+fn wait_for_rows(table: &str, n: i64, log: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while table_rows(table) < n {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {n} rows after 90 s; worker log:\n{}",
+            table_rows(table),
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn assert_exactly_once(table: &str) {
+    let out = crate::common::deltabus(&["cat", table]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut ids: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_i64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    let dups = ids.windows(2).filter(|w| w[0] == w[1]).count();
+    ids.dedup();
+    assert_eq!(dups, 0, "duplicated rows");
+    assert_eq!(ids.len() as i64, TOTAL, "missing rows");
+}
+
+fn cluster() -> MockCluster<'static, rdkafka::producer::DefaultProducerContext> {
+    let c = MockCluster::new(1).unwrap();
+    c.create_topic("orders", 4, 1).unwrap();
+    c
+}
+
+#[test]
+fn kill_dash_nine_and_restart_is_exactly_once() {
+    let _guard = crate::common::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders").to_string_lossy().into_owned();
+    let log = dir.path().join("workers.log");
+    let cluster = cluster();
+    let brokers = cluster.bootstrap_servers();
+    let producer = start_producer(brokers.clone(), 15);
+    for round in 0..2 {
+        let mut worker = spawn_worker(&brokers, &table, "cooperative-sticky", &log);
+        std::thread::sleep(Duration::from_millis(5500 + 900 * round));
+        worker.kill().unwrap(); // SIGKILL: no flush, no commit, no goodbye to the group
+        worker.wait().unwrap();
+    }
+    assert!(table_rows(&table) > 0, "the killed workers committed something");
+    let last = spawn_worker(&brokers, &table, "cooperative-sticky", &log);
+    producer.join().unwrap();
+    wait_for_rows(&table, TOTAL, &log);
+    let (status, out) = terminate(last);
+    assert!(status.success(), "graceful exit: {status}\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    assert!(out.contains("\"pipeline\":\"ingest\""), "{out}");
+    assert_exactly_once(&table);
+    drop(cluster);
+}
+
+fn rebalance(assignment: &str) {
+    let _guard = crate::common::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders").to_string_lossy().into_owned();
+    let log = dir.path().join("workers.log");
+    let cluster = cluster();
+    let brokers = cluster.bootstrap_servers();
+    let producer = start_producer(brokers.clone(), 15);
+    let a = spawn_worker(&brokers, &table, assignment, &log);
+    std::thread::sleep(Duration::from_secs(5));
+    let b = spawn_worker(&brokers, &table, assignment, &log);
+    std::thread::sleep(Duration::from_secs(6));
+    // A leaves gracefully while B keeps going: A's partitions move to B.
+    let (status_a, out_a) = terminate(a);
+    assert!(status_a.success(), "A: {status_a}");
+    producer.join().unwrap();
+    wait_for_rows(&table, TOTAL, &log);
+    let (status_b, out_b) = terminate(b);
+    assert!(status_b.success(), "B: {status_b}");
+    let commits = |out: &str| -> u64 {
+        serde_json::from_str::<serde_json::Value>(out.trim()).map(|v| v["commits"].as_u64().unwrap_or(0)).unwrap_or(0)
+    };
+    assert!(commits(&out_a) > 0 && commits(&out_b) > 0, "both workers committed: {out_a} {out_b}");
+    let logs = std::fs::read_to_string(&log).unwrap();
+    assert!(logs.matches("partitions assigned").count() >= 3, "rebalances happened:\n{logs}");
+    assert_exactly_once(&table);
+    drop(cluster);
+}
+
+#[test]
+fn workers_joining_and_leaving_under_eager_rebalancing_are_exactly_once() {
+    rebalance("range");
+}
+
+#[test]
+fn workers_joining_and_leaving_under_cooperative_rebalancing_are_exactly_once() {
+    rebalance("cooperative-sticky");
+}
