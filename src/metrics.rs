@@ -48,6 +48,9 @@ pub struct PipelineMetrics {
     pub conflicts: AtomicU64,
     /// Rows dropped because their partition was revoked or another worker moved it.
     pub rows_dropped: AtomicU64,
+    /// Background compaction: OPTIMIZE commits and files rewritten.
+    pub compaction_commits: AtomicU64,
+    pub compacted_files: AtomicU64,
     pub buffer_bytes: AtomicU64,
     pub buffer_limit: AtomicU64,
     pub ready: AtomicBool,
@@ -111,6 +114,8 @@ impl PipelineMetrics {
             ("commits_total", "Delta commits.", &self.commits),
             ("commit_conflicts_total", "Commits that lost to a concurrent writer.", &self.conflicts),
             ("rows_dropped_total", "Buffered rows dropped on revocation or a moved position.", &self.rows_dropped),
+            ("compaction_commits_total", "OPTIMIZE commits of the background compactor.", &self.compaction_commits),
+            ("compacted_files_total", "Files rewritten by the background compactor.", &self.compacted_files),
         ];
         for (n, help, v) in counters {
             let _ = writeln!(out, "# HELP deltabus_{n} {help}\n# TYPE deltabus_{n} counter");

@@ -37,11 +37,16 @@ pub fn pipeline(brokers: &str, topic: &str, table: &str) -> PipelineConfig {
             start: "earliest".into(),
             assignment: "cooperative-sticky".into(),
             max_record_bytes: "1kb".into(),
-            properties: BTreeMap::new(),
+            // A restarted pipeline rejoins its group at once instead of after 45 s.
+            properties: BTreeMap::from([
+                ("session.timeout.ms".to_string(), "6000".to_string()),
+                ("heartbeat.interval.ms".to_string(), "500".to_string()),
+            ]),
         },
         flush: FlushConfig { max_latency_ms: 300, max_rows: 700, ..FlushConfig::default() },
         columns: RecordColumns::default(),
         dead_letter: DeadLetterConfig::default(),
+        compaction: Default::default(),
     }
 }
 
@@ -89,8 +94,10 @@ pub async fn run_until(
         }
         let _ = stop_tx.send(true);
     });
+    let started = std::time::Instant::now();
     let reports = run(opts, metrics, stop_rx).await.expect("pipelines run");
     watcher.abort();
+    eprintln!("run_until: {:?}, {reports:?}", started.elapsed());
     reports
 }
 
@@ -384,4 +391,78 @@ fn a_partition_moved_by_another_worker_is_dropped_not_duplicated() {
     assert_eq!(ids, vec![-1, 5, 6]);
     let txns = txn_versions(&table_path.to_string_lossy());
     assert_eq!((txns["ingest-events-0"], txns["ingest-events-1"]), (120, 6));
+}
+
+#[test]
+fn start_positions_apply_only_where_the_table_has_none() {
+    let _guard = crate::common::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t").to_string_lossy().into_owned();
+    runtime().block_on(async {
+        let cluster = MockCluster::new(1).unwrap();
+        cluster.create_topic("s", 1, 1).unwrap();
+        let brokers = cluster.bootstrap_servers();
+        let records: Vec<_> = (0..10).map(|i| (0, None, Some(format!(r#"{{"id":{i}}}"#)))).collect();
+        produce(&brokers, "s", &records).await;
+        let mut p = pipeline(&brokers, "s", &table);
+        p.kafka.start = "offsets:0=6".into();
+        let reports = run_until(vec![p.clone()], None, |m| committed(m, "p0") >= 4).await;
+        assert_eq!(reports["p0"].rows_committed, 4);
+        // The table now records offset 9: `earliest` no longer applies.
+        p.kafka.start = "earliest".into();
+        let more: Vec<_> = (10..12).map(|i| (0, None, Some(format!(r#"{{"id":{i}}}"#)))).collect();
+        produce(&brokers, "s", &more).await;
+        let reports = run_until(vec![p], None, |m| committed(m, "p0") >= 2).await;
+        assert_eq!(reports["p0"].rows_committed, 2);
+    });
+    let mut ids: Vec<i64> = rows(&table).iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec![6, 7, 8, 9, 10, 11]);
+}
+
+#[test]
+fn background_compaction_runs_beside_ingest_without_changing_rows() {
+    let _guard = crate::common::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t").to_string_lossy().into_owned();
+    runtime().block_on(async {
+        let cluster = MockCluster::new(1).unwrap();
+        cluster.create_topic("c", 2, 1).unwrap();
+        let brokers = cluster.bootstrap_servers();
+        let mut p = pipeline(&brokers, "c", &table);
+        p.flush.max_rows = 40;
+        p.compaction.enabled = true;
+        p.compaction.min_files = 4;
+        p.compaction.interval_ms = 200;
+        let producer = tokio::spawn({
+            let brokers = brokers.clone();
+            async move {
+                for burst in 0..20 {
+                    let records: Vec<_> = (burst * 50..burst * 50 + 50)
+                        .map(|i| (i % 2, None, Some(format!(r#"{{"id":{i}}}"#))))
+                        .collect();
+                    produce(&brokers, "c", &records).await;
+                    tokio::time::sleep(Duration::from_millis(150)).await;
+                }
+            }
+        });
+        let reports = run_until(vec![p], None, |m| {
+            committed(m, "p0") >= 1000 && m.pipeline("p0").compaction_commits.load(Relaxed) >= 1
+        })
+        .await;
+        producer.await.unwrap();
+        assert_eq!(reports["p0"].rows_committed, 1000);
+    });
+    let mut ids: Vec<i64> = rows(&table).iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..1000).collect::<Vec<_>>(), "compaction neither loses nor duplicates rows");
+    let history = String::from_utf8_lossy(&crate::common::deltabus(&["history", &table]).stdout).into_owned();
+    assert!(history.contains("\"OPTIMIZE\""), "{history}");
+    let files = crate::common::run_json(&["files", &table]);
+    let commits = history.lines().filter(|l| l.contains("STREAMING UPDATE")).count();
+    assert!(files["files"].as_array().unwrap().len() < commits, "fewer live files than appends");
+    // The change feed skips the dataChange=false rewrites: each row is inserted exactly once.
+    let out = crate::common::deltabus(&["changes", &table, "--from", "0"]);
+    let inserts = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("\"insert\"")).count();
+    assert_eq!(inserts, 1000);
 }

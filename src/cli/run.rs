@@ -56,6 +56,9 @@ pub struct IngestArgs {
     pub dead_letter_table: Option<String>,
     #[arg(long)]
     pub metrics_addr: Option<String>,
+    /// Compact partitions in the background once they hold 50 small files.
+    #[arg(long)]
+    pub auto_compact: bool,
     /// librdkafka property KEY=VALUE (security settings...); repeatable.
     #[arg(long = "kafka-property", value_name = "KEY=VALUE")]
     pub kafka_properties: Vec<String>,
@@ -118,6 +121,7 @@ impl IngestArgs {
             },
             columns: RecordColumns::default(),
             dead_letter: DeadLetterConfig { table: self.dead_letter_table.clone(), topic: None },
+            compaction: crate::config::pipeline::CompactionConfig { enabled: self.auto_compact, ..Default::default() },
         };
         config.validate("ingest")
     }
@@ -258,6 +262,7 @@ pub async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Se
             ..RecordColumns::default()
         },
         dead_letter: DeadLetterConfig { table: Some(format!("{dir}_dead_letters")), topic: None },
+        compaction: Default::default(),
     }
     .validate("demo")?;
     let metrics = Arc::new(Metrics::default());

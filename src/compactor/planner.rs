@@ -20,11 +20,14 @@ pub struct PlanConfig {
     pub min_file_size: u64,
     /// Files whose DV deletes more than this fraction of rows are candidates (default 0.05).
     pub dv_ratio: f64,
+    /// Partitions with fewer candidates are left alone (default 0: any; the background
+    /// compactor of `deltabus run` uses 50, as Spark's auto compaction).
+    pub min_partition_candidates: usize,
 }
 
 impl Default for PlanConfig {
     fn default() -> Self {
-        PlanConfig { target_size: 128 << 20, min_file_size: 128 << 20, dv_ratio: 0.05 }
+        PlanConfig { target_size: 128 << 20, min_file_size: 128 << 20, dv_ratio: 0.05, min_partition_candidates: 0 }
     }
 }
 
@@ -70,6 +73,9 @@ pub fn plan(files: &[&Add], cfg: &PlanConfig, keep: &dyn Fn(&PartitionValues) ->
     }
     let mut bins = Vec::new();
     for (key, mut files) in by_partition {
+        if files.len() < cfg.min_partition_candidates {
+            continue;
+        }
         files.sort_by(|a, b| a.size.cmp(&b.size).then_with(|| a.path.cmp(&b.path)));
         let mut current: Vec<Add> = Vec::new();
         let mut size = 0u64;
@@ -172,7 +178,7 @@ mod tests {
 
     #[test]
     fn bins_small_files_per_partition() {
-        let cfg = PlanConfig { target_size: 100, min_file_size: 60, dv_ratio: 0.05 };
+        let cfg = PlanConfig { target_size: 100, min_file_size: 60, dv_ratio: 0.05, min_partition_candidates: 0 };
         let files = [
             file("a1", "a", 40, 10, None),
             file("a2", "a", 40, 10, None),
@@ -188,6 +194,12 @@ mod tests {
         assert_eq!(names, vec![vec!["a1", "a2"], vec!["c-dv"]], "a3 alone and b1 alone are not worth rewriting");
         let only_a = plan(&refs, &cfg, &|pv| pv.get("p") == Some(&Some("a".into())));
         assert_eq!(only_a.len(), 1);
+        // Auto compaction: only partitions holding enough candidates.
+        let busy = PlanConfig { min_partition_candidates: 3, ..cfg };
+        let busy_bins = plan(&refs, &busy, &|_| true);
+        let names: Vec<Vec<&str>> =
+            busy_bins.iter().map(|b| b.files.iter().map(|f| f.path.as_str()).collect()).collect();
+        assert_eq!(names, vec![vec!["a1", "a2"]], "partition a has 3 candidates, b and c one each");
     }
 
     /// Properties over random file sets (a deterministic xorshift source): every planned file
@@ -203,7 +215,12 @@ mod tests {
             seed % n.max(1)
         };
         for _ in 0..200 {
-            let cfg = PlanConfig { target_size: 50 + rnd(500), min_file_size: 10 + rnd(400), dv_ratio: 0.05 };
+            let cfg = PlanConfig {
+                target_size: 50 + rnd(500),
+                min_file_size: 10 + rnd(400),
+                dv_ratio: 0.05,
+                min_partition_candidates: 0,
+            };
             let files: Vec<Add> = (0..rnd(60))
                 .map(|i| {
                     let records = 1 + rnd(1000) as i64;

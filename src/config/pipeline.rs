@@ -47,6 +47,27 @@ pub struct PipelineConfig {
     pub columns: RecordColumns,
     #[serde(default)]
     pub dead_letter: DeadLetterConfig,
+    #[serde(default)]
+    pub compaction: CompactionConfig,
+}
+
+/// `[pipelines.<name>.compaction]`: the background compactor beside the pipeline.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CompactionConfig {
+    pub enabled: bool,
+    /// A partition is compacted once it holds this many small files (Spark: 50).
+    pub min_files: usize,
+    /// Files below this size are small; bins aim at it (default: delta.targetFileSize, else 128mb).
+    pub target_size: Option<String>,
+    /// How often to look.
+    pub interval_ms: u64,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        CompactionConfig { enabled: false, min_files: 50, target_size: None, interval_ms: 60_000 }
+    }
 }
 
 /// `[pipelines.<name>.kafka]`
@@ -217,6 +238,8 @@ pub struct ResolvedPipeline {
     pub target_file_size: Option<u64>,
     pub max_record_bytes: usize,
     pub schema: Option<StructType>,
+    /// Target size of the background compactor.
+    pub compaction_target: Option<u64>,
     pub config: PipelineConfig,
 }
 
@@ -276,6 +299,11 @@ impl PipelineConfig {
             target_file_size: target_file_size.unwrap_or(128 << 20),
         };
         let max_record_bytes = size("kafka.max_record_bytes", &self.kafka.max_record_bytes)?;
+        let compaction_target =
+            self.compaction.target_size.as_deref().map(|v| size("compaction.target_size", v)).transpose()?;
+        if self.compaction.enabled && (self.compaction.min_files < 2 || self.compaction.interval_ms == 0) {
+            return Err(bad("compaction", "min_files must be at least 2 and interval_ms positive".into()));
+        }
         Ok(ResolvedPipeline {
             name: name.to_string(),
             group_id: self.kafka.group_id.clone().unwrap_or_else(|| app_id.clone()),
@@ -285,6 +313,7 @@ impl PipelineConfig {
             target_file_size,
             max_record_bytes: usize::try_from(max_record_bytes).unwrap_or(usize::MAX),
             schema,
+            compaction_target,
             config: self.clone(),
         })
     }

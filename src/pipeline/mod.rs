@@ -7,9 +7,11 @@
 //! - [`commit`]: one flush: dead letters, data files, one commit with a txn per partition.
 //! - [`dead_letter`]: the dead-letter destinations (Delta table, Kafka topic).
 //! - [`runner`]: the pipeline task (consumer events, seeking, polling, flushing).
+//! - [`auto_compact`]: the background compactor beside a pipeline.
 //! - [`service`]: several pipelines in one process, metrics endpoint, graceful shutdown.
 
 pub mod app_id;
+pub mod auto_compact;
 pub mod buffer;
 pub mod commit;
 pub mod dead_letter;

@@ -1,9 +1,9 @@
 //! One pipeline's task: consume, decode, buffer, flush, commit — exactly once per partition.
 //!
 //! Contract:
-//! - On assignment the table is re-read and each partition seeks to its `txn` version + 1
-//!   (or the configured start when the table has none). Records below that are skipped, so a
-//!   stale courtesy offset in the group never duplicates a row.
+//! - On assignment the table is re-read and each partition is assigned at its `txn` version
+//!   plus one (or the configured start when the table has none); the group's committed
+//!   offsets are never used. Records below that are skipped as a second line of defence.
 //! - On revocation the partitions' in-flight data is dropped; nothing is ever committed for a
 //!   partition after its revocation has been processed.
 //! - A flush writes every buffered partition's rows, then commits the adds plus one `txn`
@@ -37,7 +37,8 @@ use crate::error::Result;
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::columns::{self, Headers};
 use crate::source::kafka::consumer::{
-    commit_courtesy, create_consumer, offsets_for_timestamp, seek, ConsumerEvent, ConsumerSettings, PipelineConsumer,
+    assign, commit_courtesy, create_consumer, offsets_for_timestamp, seek, ConsumerEvent, ConsumerSettings,
+    PipelineConsumer,
 };
 use crate::source::kafka::payload::{DeadLetter, RawRecord};
 use crate::storage::Table;
@@ -156,8 +157,18 @@ impl Runner {
                 biased;
                 _ = shutdown.changed() => break,
                 Some(ev) = events.recv() => self.on_event(consumer, ev).await?,
-                Some(chunk) = stream.next() => self.on_messages(chunk).await?,
+                Some(chunk) = stream.next() => {
+                // Events the poll produced (a revocation, say) apply before its messages.
+                while let Ok(ev) = events.try_recv() {
+                    self.on_event(consumer, ev).await?;
+                }
+                self.on_messages(chunk).await?;
+            }
                 _ = tokio::time::sleep_until(wake) => {}
+            }
+            // ... and before any flush.
+            while let Ok(ev) = events.try_recv() {
+                self.on_event(consumer, ev).await?;
             }
             self.retry_seeks(consumer);
             if let Some(reason) = self.cfg.policy.decide(&self.buffer.state(), now_ms()) {
@@ -177,13 +188,13 @@ impl Runner {
         match ev {
             ConsumerEvent::Assigned(parts) => self.on_assigned(consumer, parts).await?,
             ConsumerEvent::Revoked(parts) => {
-                for p in &parts {
-                    let dropped = self.buffer.drop_partition(*p);
-                    self.metrics.rows_dropped.fetch_add(dropped, Relaxed);
-                    self.owned.remove(p);
-                }
-                self.metrics.forget(&parts);
+                self.drop_partitions(&parts);
                 tracing::info!(pipeline = %self.cfg.name, partitions = ?parts, "partitions revoked");
+            }
+            ConsumerEvent::RebalanceFailed(e) => {
+                let all: Vec<i32> = self.owned.keys().copied().collect();
+                self.drop_partitions(&all);
+                tracing::warn!(pipeline = %self.cfg.name, error = %e, "rebalance failed; assignment dropped");
             }
             ConsumerEvent::HighWatermarks(marks) => self.metrics.high_watermarks(&marks),
             ConsumerEvent::ClientError(e) => tracing::warn!(pipeline = %self.cfg.name, error = %e, "kafka client"),
@@ -191,14 +202,24 @@ impl Runner {
         Ok(())
     }
 
+    fn drop_partitions(&mut self, parts: &[i32]) {
+        for p in parts {
+            let dropped = self.buffer.drop_partition(*p);
+            self.metrics.rows_dropped.fetch_add(dropped, Relaxed);
+            self.owned.remove(p);
+        }
+        self.metrics.forget(parts);
+    }
+
     async fn on_assigned(&mut self, consumer: &PipelineConsumer, parts: Vec<i32>) -> Result<()> {
         self.schema.refresh(&self.table).await?;
         let topic = self.cfg.config.kafka.topic.clone();
         let mut fresh = Vec::new();
+        let mut positions = BTreeMap::new();
         for p in &parts {
             match self.schema.position(&self.cfg.app_id, &topic, *p) {
                 Some(v) => {
-                    self.owned.insert(*p, Owned { seek: Some(Offset::Offset(v + 1)), accept_from: v + 1 });
+                    positions.insert(*p, Offset::Offset(v + 1));
                 }
                 None => fresh.push(*p),
             }
@@ -214,13 +235,14 @@ impl Runner {
             }
             StartPosition::Timestamp(_) => BTreeMap::new(),
         };
-        for (p, o) in starts {
-            let accept_from = if let Offset::Offset(n) = o { n } else { 0 };
-            self.owned.insert(p, Owned { seek: Some(o), accept_from });
+        positions.extend(starts);
+        for (p, o) in &positions {
+            let accept_from = if let Offset::Offset(n) = o { *n } else { 0 };
+            self.owned.insert(*p, Owned { seek: None, accept_from });
         }
-        self.retry_seeks(consumer);
+        assign(consumer, &topic, &positions)?;
         self.metrics.ready.store(true, Relaxed);
-        tracing::info!(pipeline = %self.cfg.name, partitions = ?parts, "partitions assigned");
+        tracing::info!(pipeline = %self.cfg.name, ?positions, "partitions assigned");
         Ok(())
     }
 
@@ -256,6 +278,7 @@ impl Runner {
             bytes += m.payload_len() as u64;
             by_part.entry(m.partition()).or_default().push(m);
         }
+        tracing::trace!(received = chunk.len(), accepted = records, partitions = ?by_part.iter().map(|(p, m)| (*p, m.len(), m.last().map(|m| m.offset()))).collect::<Vec<_>>(), "poll");
         if records == 0 {
             return Ok(());
         }

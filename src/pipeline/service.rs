@@ -76,10 +76,14 @@ pub async fn run(
     };
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
+    let mut compactors = JoinSet::new();
     for p in opts.pipelines {
         let table = Table::open_for_write(&p.config.table, opts.storage.clone())?;
         let dead = dead_letter_sink(&p, &opts.storage)?;
         let name = p.name.clone();
+        if p.config.compaction.enabled {
+            compactors.spawn(super::auto_compact::run(table.clone(), p.clone(), metrics.pipeline(&name)));
+        }
         let runner = Runner::new(p, table, dead, metrics.pipeline(&name)).await?;
         let stop = stop_rx.clone();
         tasks.spawn(async move { (name, runner.run(stop).await) });
@@ -105,6 +109,7 @@ pub async fn run(
             joined = next => match joined {
                 None => {
                     tasks.abort_all();
+                    compactors.abort_all();
                     if let Some(s) = server { s.abort(); }
                     return Err(Error::Io(std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
@@ -129,6 +134,7 @@ pub async fn run(
             }
         }
     }
+    compactors.abort_all();
     if let Some(s) = server {
         s.abort();
     }

@@ -1,11 +1,16 @@
 //! The consumer-group client of a pipeline.
 //!
-//! Contract: librdkafka's callbacks (rebalance, statistics, errors) only send a
-//! [`ConsumerEvent`] over an unbounded channel: no locks, no I/O, no spawned tasks, nothing
-//! that can panic. The pipeline task receives the events and acts on them: on `Assigned` it
-//! reads the table's positions and seeks; on `Revoked` it drops the partitions' in-flight
-//! data. librdkafka itself performs the (incremental or eager) assignment inside the callback,
-//! so both `cooperative-sticky` and the eager strategies work unchanged.
+//! Contract: librdkafka's callbacks (rebalance, statistics, errors) send a [`ConsumerEvent`]
+//! over an unbounded channel: no locks, no I/O, no spawned tasks, nothing that can panic.
+//! The rebalance callback does not assign: librdkafka waits for the application's assign call
+//! (its `WAIT_ASSIGN_CALL` state), which the pipeline task makes with [`assign`] once it has
+//! read each partition's position from the table, so fetching starts exactly there. (Seeking
+//! after a default in-callback assignment races with the group's committed-offset lookup,
+//! which can win and move the position back.) Revocations are completed in the callback
+//! (unassigning needs no I/O, and must also work while the consumer closes); the task drops
+//! the partitions' data when it reads the event, which it does after every poll and before
+//! any flush, so nothing is committed for a revoked partition. Both eager (`range`,
+//! `roundrobin`) and incremental (`cooperative-sticky`) protocols are handled.
 //!
 //! Offsets are never auto-committed: the Delta log is the source of truth, and the group's
 //! committed offsets are written after each Delta commit only as a courtesy for lag tools.
@@ -14,9 +19,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, StreamConsumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::statistics::Statistics;
+use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -25,10 +31,12 @@ use crate::error::{Error, Result};
 /// What a callback reports to the pipeline task.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConsumerEvent {
-    /// Partitions added to this member's assignment (already assigned by librdkafka).
+    /// Partitions given to this member; the task must call [`assign`] with their positions.
     Assigned(Vec<i32>),
-    /// Partitions about to leave this member's assignment.
+    /// Partitions taken from this member; the task must drop their data and call [`unassign`].
     Revoked(Vec<i32>),
+    /// The rebalance failed; the task must drop everything and call [`unassign`].
+    RebalanceFailed(String),
     /// Partition high watermarks from librdkafka's statistics, for lag metrics.
     HighWatermarks(BTreeMap<i32, i64>),
     /// A client-level error (logged; librdkafka retries on its own).
@@ -59,17 +67,53 @@ impl ClientContext for EventContext {
 }
 
 impl ConsumerContext for EventContext {
-    fn pre_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Revoke(tpl) = rebalance {
-            let _ = self.events.send(ConsumerEvent::Revoked(partitions_of(&self.topic, tpl)));
+    fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
+        let parts = partitions_of(&self.topic, tpl);
+        let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
+        let done = match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                // Completed by the task with `assign`, at the positions the table records.
+                let _ = self.events.send(ConsumerEvent::Assigned(parts));
+                return;
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                let _ = self.events.send(ConsumerEvent::Revoked(parts));
+                if cooperative {
+                    consumer.incremental_unassign(tpl)
+                } else {
+                    consumer.unassign()
+                }
+            }
+            other => {
+                let _ = self.events.send(ConsumerEvent::RebalanceFailed(format!("{other:?}")));
+                consumer.unassign()
+            }
+        };
+        if let Err(e) = done {
+            let _ = self.events.send(ConsumerEvent::ClientError(format!("unassign: {e}")));
         }
     }
+}
 
-    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Assign(tpl) = rebalance {
-            let _ = self.events.send(ConsumerEvent::Assigned(partitions_of(&self.topic, tpl)));
-        }
+fn tpl_of(topic: &str, positions: &BTreeMap<i32, Offset>) -> Result<TopicPartitionList> {
+    let mut tpl = TopicPartitionList::new();
+    for (p, o) in positions {
+        tpl.add_partition_offset(topic, *p, *o).map_err(|e| Error::Kafka(format!("partition list: {e}")))?;
     }
+    Ok(tpl)
+}
+
+/// Completes an assignment: fetching of each partition starts at its given position.
+///
+/// # Errors
+/// [`Error::Kafka`] when librdkafka refuses the assignment.
+pub fn assign(consumer: &PipelineConsumer, topic: &str, positions: &BTreeMap<i32, Offset>) -> Result<()> {
+    let tpl = tpl_of(topic, positions)?;
+    match consumer.rebalance_protocol() {
+        RebalanceProtocol::Cooperative => consumer.incremental_assign(&tpl),
+        _ => consumer.assign(&tpl),
+    }
+    .map_err(|e| Error::Kafka(format!("assign {topic} {:?}: {e}", positions.keys().collect::<Vec<_>>())))
 }
 
 /// The pipeline's consumer.
@@ -113,8 +157,8 @@ pub fn create_consumer(s: &ConsumerSettings<'_>, events: UnboundedSender<Consume
     Ok(consumer)
 }
 
-/// Moves the fetch position of one assigned partition. Fails with a retryable error while
-/// librdkafka has not started fetching the partition yet; the caller retries.
+/// Moves the fetch position of a partition that is being fetched (after another worker moved
+/// its position in the table). A failure is retried by the caller.
 ///
 /// # Errors
 /// [`Error::Kafka`].

@@ -1,0 +1,49 @@
+//! The background compactor of a pipeline (`[pipelines.<name>.compaction] enabled = true`).
+//!
+//! Every `interval_ms` it plans the table with the compactor's planner, limited to partitions
+//! holding at least `min_files` small files (Spark's auto compaction rule), and rewrites them
+//! with `dataChange=false` OPTIMIZE commits. Those commits never conflict with the pipeline's
+//! blind appends, and a bin whose inputs changed meanwhile is abandoned, never forced; change
+//! feed readers skip them. Failures are logged and retried at the next interval, except a
+//! table the compactor may not rewrite (for example row tracking), which stops it for good.
+//! The service aborts the task at shutdown: an interrupted rewrite leaves only unreferenced
+//! files for vacuum, never a partial commit.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::compactor::planner::PlanConfig;
+use crate::compactor::rewriter::{compact, CompactOptions};
+use crate::config::ResolvedPipeline;
+use crate::error::Error;
+use crate::metrics::PipelineMetrics;
+use crate::storage::Table;
+
+/// Runs until aborted.
+pub async fn run(table: Table, cfg: ResolvedPipeline, metrics: Arc<PipelineMetrics>) {
+    let c = &cfg.config.compaction;
+    let mut plan = PlanConfig { min_partition_candidates: c.min_files, ..PlanConfig::default() };
+    if let Some(t) = cfg.compaction_target {
+        plan.target_size = t;
+        plan.min_file_size = t;
+    }
+    let opts = CompactOptions { plan, ..CompactOptions::default() };
+    loop {
+        tokio::time::sleep(Duration::from_millis(c.interval_ms)).await;
+        match compact(&table, &opts).await {
+            Ok(r) if r.bins > 0 => {
+                metrics.compaction_commits.fetch_add(r.versions.len() as u64, Relaxed);
+                metrics.compacted_files.fetch_add(r.files_in as u64, Relaxed);
+                tracing::info!(pipeline = %cfg.name, files_in = r.files_in, files_out = r.files_out,
+                    versions = ?r.versions, abandoned = r.abandoned.len(), "auto compaction");
+            }
+            Ok(_) | Err(Error::NotATable { .. }) => {}
+            Err(e @ Error::Unsupported { .. }) => {
+                tracing::warn!(pipeline = %cfg.name, error = %e, "auto compaction stopped");
+                return;
+            }
+            Err(e) => tracing::warn!(pipeline = %cfg.name, error = %e, "auto compaction failed; retrying later"),
+        }
+    }
+}
