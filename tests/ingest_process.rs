@@ -49,8 +49,12 @@ fn start_producer(brokers: String, seconds: u64) -> std::thread::JoinHandle<()> 
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
-            let producer: FutureProducer =
-                ClientConfig::new().set("bootstrap.servers", &brokers).set("linger.ms", "5").create().unwrap();
+            let producer: FutureProducer = ClientConfig::new()
+                .set("bootstrap.servers", &brokers)
+                .set("linger.ms", "5")
+                .set("compression.type", "zstd")
+                .create()
+                .unwrap();
             let bursts = (seconds * 10) as i64;
             let per = TOTAL / bursts;
             for b in 0..bursts {

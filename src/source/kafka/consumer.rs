@@ -201,3 +201,35 @@ pub fn commit_courtesy(consumer: &PipelineConsumer, topic: &str, next: &BTreeMap
         tracing::debug!(error = %e, "courtesy offset commit failed");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn security_settings_are_accepted() {
+        let props: BTreeMap<String, String> = [
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "SCRAM-SHA-512"),
+            ("sasl.username", "user"),
+            ("sasl.password", "secret"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let s = ConsumerSettings {
+            brokers: "127.0.0.1:1",
+            topic: "t",
+            group_id: "g",
+            assignment: "cooperative-sticky",
+            properties: &props,
+        };
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let created = create_consumer(&s, tx);
+        assert!(created.is_ok(), "TLS and SCRAM are compiled in: {:?}", created.err());
+        let bad: BTreeMap<String, String> = [("no.such.property".to_string(), "1".to_string())].into();
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let err = create_consumer(&ConsumerSettings { properties: &bad, ..s }, tx).err().map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("no.such.property")));
+    }
+}
