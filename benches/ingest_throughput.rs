@@ -1,17 +1,23 @@
-//! Kafka ingest throughput, with the kafka-delta-ingest-style baseline in the same run.
+//! Kafka ingest: throughput against the in-process ceiling and the kafka-delta-ingest-style
+//! decode path, and produce → visible latency, all in one run.
 //!
-//! 1. Decoding 1,000,000 JSON payloads of ~200 bytes into Arrow: deltabus's path (raw bytes
-//!    of a whole poll straight into `arrow_json`'s decoder, via `PayloadDecoder`) against the
-//!    path kafka-delta-ingest takes (each payload parsed into a `serde_json::Value`, then the
-//!    values serialized into the same Arrow decoder). Records/s for both and the ratio.
-//! 2. End to end: 1,000,000 records produced to librdkafka's in-process mock cluster
-//!    (4 partitions; the mock keeps only 5 MB per partition, so the producer runs alongside,
-//!    at most 80,000 records ahead) while `deltabus run`'s pipeline (the library service, in
-//!    the same process) consumes, decodes, writes Parquet and commits until all are in the table.
-//!    Records/s and MB/s measured from the first assignment to the last commit, the time
-//!    including the group join, commits, and peak RSS of the process.
+//! For JSON records of ~250 bytes and ~1 KB (`BENCH_RECORDS`, default 1,000,000 each):
+//! 1. **Decode**: deltabus's path (the raw bytes of a whole poll straight into `arrow_json`'s
+//!    decoder, via `PayloadDecoder`) against kafka-delta-ingest's (each payload parsed into a
+//!    `serde_json::Value`, then serialized into the same decoder).
+//! 2. **Ceiling**: decode + Parquet encode (zstd level 1, as the pipeline writes) of the same
+//!    payloads in memory, without Kafka or Delta.
+//! 3. **End to end**: records produced (zstd level 1 batches) to librdkafka's in-process mock
+//!    cluster (4 partitions) while `deltabus run`'s pipeline consumes, decodes, writes Parquet
+//!    and commits every 250,000 rows. The mock keeps only 5 MB per partition, so the producer
+//!    runs alongside, at most ~80,000 records ahead (payloads are generated, never held),
+//!    and the consumer gets `fetch.wait.max.ms=20` (the mock does not wake a waiting fetch when
+//!    data arrives; a real broker does). Records/s, MB/s, CPU seconds, peak RSS of the process.
+//! 4. **Latency**: one record every 10 ms for 20 s with a 1 s flush interval; for each record,
+//!    the time from its send to the commit whose txn covers its offset (the `lastUpdated` of
+//!    that txn): p50 / p99.
 //!
-//! Run: `cargo bench --bench ingest_throughput`.
+//! Run: `cargo bench --bench ingest_throughput` (`BENCH_RECORDS=N` to change the count).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
@@ -22,32 +28,45 @@ use std::time::{Duration, Instant};
 
 use arrow::datatypes::{DataType, Field, Schema};
 use deltabus::config::pipeline::{DeadLetterConfig, FlushConfig, KafkaConfig, PipelineConfig, RecordColumns};
+use deltabus::delta::actions::Action;
 use deltabus::metrics::Metrics;
 use deltabus::pipeline::service::{run, ServiceOptions};
 use deltabus::source::kafka::payload::{PayloadDecoder, RawRecord};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
 use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
+const POLL: usize = 4096;
+const SCHEMA: &str = r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},
+    {"name":"user","type":"string","nullable":true,"metadata":{}},{"name":"country","type":"string","nullable":true,"metadata":{}},
+    {"name":"amount","type":"double","nullable":true,"metadata":{}},{"name":"ok","type":"boolean","nullable":true,"metadata":{}},
+    {"name":"note","type":"string","nullable":true,"metadata":{}},{"name":"ts","type":"long","nullable":true,"metadata":{}}]}"#;
+
 fn records() -> usize {
     std::env::var("BENCH_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000)
 }
-const POLL: usize = 4096;
 
-fn payload(i: usize) -> String {
-    format!(
-        r#"{{"id":{i},"user":"user-{}","country":"{}","amount":{}.{:02},"ok":{},"note":"{}","ts":{}}}"#,
+/// A record of about `size` bytes (the `note` field pads it).
+fn payload(i: usize, size: usize) -> String {
+    let head = format!(
+        r#"{{"id":{i},"user":"user-{}","country":"{}","amount":{}.{:02},"ok":{},"ts":{},"note":""#,
         i % 9973,
         ["DE", "FR", "NL", "US"][i % 4],
         i % 1000,
         i % 100,
         i % 3 == 0,
-        "n".repeat(60 + i % 40),
         1_700_000_000_000u64 + i as u64
-    )
+    );
+    let pad = size.saturating_sub(head.len() + 2).max(1);
+    let letters = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let note: String = (0..pad).map(|k| letters[(i * 7 + k * 13) % letters.len()] as char).collect();
+    format!("{head}{note}\"}}")
 }
 
-fn schema() -> Arc<Schema> {
+fn arrow_schema() -> Arc<Schema> {
     Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("user", DataType::Utf8, true),
@@ -59,107 +78,122 @@ fn schema() -> Arc<Schema> {
     ]))
 }
 
-fn decode_bench(payloads: &[String]) -> (f64, f64) {
-    let schema = schema();
-    // deltabus: bytes of each poll straight into Arrow.
+fn raw(chunk: &[String]) -> Vec<RawRecord<'_>> {
+    chunk
+        .iter()
+        .enumerate()
+        .map(|(i, p)| RawRecord {
+            topic: "t",
+            partition: 0,
+            offset: i as i64,
+            timestamp_ms: None,
+            key: None,
+            payload: Some(p.as_bytes()),
+        })
+        .collect()
+}
+
+/// (deltabus decode s, serde_json::Value decode s, decode + Parquet encode s) over `n` records.
+fn in_memory(n: usize, size: usize) -> (f64, f64, f64) {
+    let schema = arrow_schema();
     let decoder = PayloadDecoder::new(schema.clone(), 1 << 20);
-    let start = Instant::now();
-    let mut rows = 0;
-    for chunk in payloads.chunks(POLL) {
-        let records: Vec<RawRecord<'_>> = chunk
-            .iter()
-            .enumerate()
-            .map(|(i, p)| RawRecord {
-                topic: "t",
-                partition: 0,
-                offset: i as i64,
-                timestamp_ms: None,
-                key: None,
-                payload: Some(p.as_bytes()),
-            })
-            .collect();
-        rows += decoder.decode(&records).batch.map_or(0, |b| b.num_rows());
-    }
-    assert_eq!(rows, payloads.len());
-    let ours = start.elapsed().as_secs_f64();
-    // kafka-delta-ingest style: serde_json::Value per message, then into Arrow.
-    let start = Instant::now();
-    let mut rows = 0;
-    for chunk in payloads.chunks(POLL) {
+    let (mut ours, mut baseline, mut ceiling) = (0.0, 0.0, 0.0);
+    let props = WriterProperties::builder().set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap())).build();
+    let mut writer = ArrowWriter::try_new(std::io::sink(), schema.clone(), Some(props)).unwrap();
+    for start in (0..n).step_by(POLL) {
+        let chunk: Vec<String> = (start..(start + POLL).min(n)).map(|i| payload(i, size)).collect();
+        let t = Instant::now();
+        let batch = decoder.decode(&raw(&chunk)).batch.unwrap();
+        ours += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        writer.write(&batch).unwrap();
+        ceiling += t.elapsed().as_secs_f64();
+        let t = Instant::now();
         let values: Vec<serde_json::Value> = chunk.iter().map(|p| serde_json::from_str(p).unwrap()).collect();
         let mut d = arrow_json::ReaderBuilder::new(schema.clone()).with_batch_size(POLL).build_decoder().unwrap();
         d.serialize(&values).unwrap();
-        rows += d.flush().unwrap().map_or(0, |b| b.num_rows());
+        assert_eq!(d.flush().unwrap().unwrap().num_rows(), chunk.len());
+        baseline += t.elapsed().as_secs_f64();
     }
-    assert_eq!(rows, payloads.len());
-    (ours, start.elapsed().as_secs_f64())
+    let t = Instant::now();
+    writer.close().unwrap();
+    ceiling += t.elapsed().as_secs_f64();
+    (ours, baseline, ours + ceiling)
 }
 
-fn peak_rss_mb() -> f64 {
+fn proc_stat() -> (f64, f64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
+    let hwm = status
         .lines()
         .find(|l| l.starts_with("VmHWM:"))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
+        .map_or(0.0, |kb| kb / 1024.0);
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    (hwm, (ticks(11) + ticks(12)) / 100.0)
 }
 
-async fn end_to_end(payloads: &[String]) -> (f64, f64, u64) {
+fn pipeline(brokers: &str, topic: &str, table: &str, latency_ms: u64, max_rows: u64) -> PipelineConfig {
+    PipelineConfig {
+        table: table.into(),
+        app_id: Some("bench".into()),
+        create: true,
+        schema: Some(SCHEMA.into()),
+        partition_by: vec![],
+        properties: HashMap::new(),
+        evolve_schema: false,
+        kafka: KafkaConfig {
+            brokers: brokers.into(),
+            topic: topic.into(),
+            group_id: None,
+            start: "earliest".into(),
+            assignment: "cooperative-sticky".into(),
+            max_record_bytes: "1mb".into(),
+            properties: BTreeMap::from([("fetch.wait.max.ms".to_string(), "20".to_string())]),
+        },
+        flush: FlushConfig { max_latency_ms: latency_ms, max_rows, ..FlushConfig::default() },
+        columns: RecordColumns::default(),
+        dead_letter: DeadLetterConfig::default(),
+        compaction: Default::default(),
+    }
+}
+
+fn producer(brokers: &str) -> FutureProducer {
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("linger.ms", "5")
+        .set("batch.num.messages", "10000")
+        .set("compression.type", "zstd")
+        .set("compression.level", "1")
+        .create()
+        .unwrap()
+}
+
+/// (seconds from first record to last commit, commits).
+async fn end_to_end(n: usize, size: usize) -> (f64, u64) {
     let cluster = MockCluster::new(1).unwrap();
     cluster.create_topic("bench", 4, 1).unwrap();
     let brokers = cluster.bootstrap_servers();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
-    let schema = r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},
-        {"name":"user","type":"string","nullable":true,"metadata":{}},{"name":"country","type":"string","nullable":true,"metadata":{}},
-        {"name":"amount","type":"double","nullable":true,"metadata":{}},{"name":"ok","type":"boolean","nullable":true,"metadata":{}},
-        {"name":"note","type":"string","nullable":true,"metadata":{}},{"name":"ts","type":"long","nullable":true,"metadata":{}}]}"#;
-    let p = PipelineConfig {
-        table: table.clone(),
-        app_id: Some("bench".into()),
-        create: true,
-        schema: Some(schema.into()),
-        partition_by: vec![],
-        properties: HashMap::new(),
-        evolve_schema: false,
-        kafka: KafkaConfig {
-            brokers: brokers.clone(),
-            topic: "bench".into(),
-            group_id: None,
-            start: "earliest".into(),
-            assignment: "cooperative-sticky".into(),
-            max_record_bytes: "1mb".into(),
-            // The mock broker does not wake a waiting fetch when data arrives (a real broker
-            // does); without this the consumer idles up to 500 ms per catch-up.
-            properties: BTreeMap::from([("fetch.wait.max.ms".to_string(), "20".to_string())]),
-        },
-        flush: FlushConfig { max_latency_ms: 1000, max_rows: 100_000, ..FlushConfig::default() },
-        columns: RecordColumns::default(),
-        dead_letter: DeadLetterConfig::default(),
-        compaction: Default::default(),
-    };
     let metrics = Arc::new(Metrics::default());
-    let (tx, rx) = tokio::sync::watch::channel(false);
     let m = metrics.pipeline("bench");
-    // The mock broker keeps only 5 MB per partition, so the producer runs alongside and stays
-    // at most 80,000 records ahead of the pipeline.
+    let (tx, rx) = tokio::sync::watch::channel(false);
     let producing = {
-        let (payloads, m, brokers) = (payloads.to_vec(), m.clone(), brokers.clone());
+        let (m, brokers) = (m.clone(), brokers.clone());
         tokio::spawn(async move {
-            let producer: FutureProducer = ClientConfig::new()
-                .set("bootstrap.servers", &brokers)
-                .set("linger.ms", "5")
-                .set("batch.num.messages", "10000")
-                .create()
-                .unwrap();
-            for (c, chunk) in payloads.chunks(10_000).enumerate() {
-                while (c * 10_000) as u64 > m.records_in.load(Relaxed) + 70_000 {
+            let producer = producer(&brokers);
+            for start in (0..n).step_by(10_000) {
+                while start as u64 > m.records_in.load(Relaxed) + 70_000 {
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
                 let mut pending = Vec::new();
-                for (i, p) in chunk.iter().enumerate() {
-                    let r = FutureRecord::<(), String>::to("bench").payload(p).partition((i % 4) as i32);
+                for i in start..(start + 10_000).min(n) {
+                    let p = payload(i, size);
+                    let r = FutureRecord::<(), String>::to("bench").payload(&p).partition((i % 4) as i32);
                     pending.push(producer.send_result(r).unwrap());
                 }
                 for d in futures::future::join_all(pending).await {
@@ -168,66 +202,126 @@ async fn end_to_end(payloads: &[String]) -> (f64, f64, u64) {
             }
         })
     };
-    let total = payloads.len() as u64;
+    let total = n as u64;
     let watcher = tokio::spawn(async move {
         let mut first: Option<Instant> = None;
-        loop {
+        while m.rows_committed.load(Relaxed) < total {
             if first.is_none() && m.records_in.load(Relaxed) > 0 {
                 first = Some(Instant::now());
             }
-            if m.rows_committed.load(Relaxed) >= total {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let _ = tx.send(true);
         first.map(|f| f.elapsed().as_secs_f64())
     });
     let opts = ServiceOptions {
-        pipelines: vec![p.validate("bench").unwrap()],
+        pipelines: vec![pipeline(&brokers, "bench", &table, 2000, 250_000).validate("bench").unwrap()],
         storage: Default::default(),
         metrics_addr: None,
         shutdown_timeout: Duration::from_secs(60),
     };
-    let start = Instant::now();
     let reports = run(opts, metrics, rx).await.unwrap();
-    let wall = start.elapsed().as_secs_f64();
-    let consume = watcher.await.unwrap().unwrap_or(wall);
+    let seconds = watcher.await.unwrap().unwrap();
     producing.await.unwrap();
     assert_eq!(reports["bench"].rows_committed, total);
-    (consume, wall, reports["bench"].commits)
+    (seconds, reports["bench"].commits)
+}
+
+/// Send → visible latencies (ms) at a 1 s flush, one record every 10 ms for 20 s.
+async fn latency() -> Vec<f64> {
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic("lat", 1, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t").to_string_lossy().into_owned();
+    let metrics = Arc::new(Metrics::default());
+    let m = metrics.pipeline("lat");
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let mut p = pipeline(&brokers, "lat", &table, 1000, 1_000_000);
+    p.app_id = Some("lat".into());
+    let opts = ServiceOptions {
+        pipelines: vec![p.validate("lat").unwrap()],
+        storage: Default::default(),
+        metrics_addr: None,
+        shutdown_timeout: Duration::from_secs(60),
+    };
+    let service = tokio::spawn(run(opts, metrics, rx));
+    while !m.ready.load(Relaxed) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let producer = producer(&brokers);
+    let mut sent = Vec::new();
+    for i in 0..2000 {
+        let t = chrono::Utc::now().timestamp_millis();
+        let offset = producer
+            .send(FutureRecord::<(), String>::to("lat").payload(&payload(i, 250)), Duration::from_secs(5))
+            .await
+            .unwrap()
+            .offset;
+        sent.push((offset, t));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    while m.rows_committed.load(Relaxed) < 2000 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = tx.send(true);
+    service.await.unwrap().unwrap();
+    // When each offset became visible: the lastUpdated of the first txn covering it.
+    let t = deltabus::storage::Table::open(&table, Default::default()).unwrap();
+    let latest = t.snapshot(None).await.unwrap().version;
+    let mut visible = Vec::new();
+    for v in 1..=latest {
+        for a in t.read_commit(v).await.unwrap() {
+            if let Action::Txn(txn) = a {
+                visible.push((txn.version, txn.last_updated.unwrap_or(0)));
+            }
+        }
+    }
+    sent.iter()
+        .map(|(offset, at)| {
+            let (_, seen) = visible.iter().find(|(v, _)| v >= offset).expect("every offset committed");
+            (seen - at) as f64
+        })
+        .collect()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 fn main() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("DELTABUS_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
-        .try_init();
-    #[allow(non_snake_case)]
-    let RECORDS = records();
-    let payloads: Vec<String> = (0..RECORDS).map(payload).collect();
-    let bytes: usize = payloads.iter().map(String::len).sum();
-    println!("records: {RECORDS}, payload bytes: {:.1} MB ({} B avg)", bytes as f64 / 1e6, bytes / RECORDS);
-    let (ours, baseline) = decode_bench(&payloads);
-    println!(
-        "decode   deltabus (raw bytes → Arrow): {ours:.3} s, {:.0} records/s, {:.1} MB/s",
-        RECORDS as f64 / ours,
-        bytes as f64 / 1e6 / ours
-    );
-    println!(
-        "decode   baseline (serde_json::Value → Arrow, kafka-delta-ingest style): {baseline:.3} s, {:.0} records/s",
-        RECORDS as f64 / baseline
-    );
-    println!("decode   ratio deltabus/baseline time: {:.2}x  (speed-up {:.1}x)", ours / baseline, baseline / ours);
+    let n = records();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let (consume, wall, commits) = rt.block_on(end_to_end(&payloads));
+    for size in [250usize, 1024] {
+        let bytes: usize = (0..1000).map(|i| payload(i, size).len()).sum::<usize>() * n / 1000;
+        let mb = bytes as f64 / 1e6;
+        println!("== {n} records of ~{size} B ({mb:.0} MB of payload)");
+        let (ours, baseline, ceiling) = in_memory(n, size);
+        let rate = |s: f64| n as f64 / s;
+        println!("decode   deltabus: {ours:.2} s, {:.0} records/s | serde_json::Value path: {baseline:.2} s, {:.0} records/s | ratio {:.2}x the time", rate(ours), rate(baseline), ours / baseline);
+        println!(
+            "ceiling  decode + Parquet zstd(1) encode in memory: {ceiling:.2} s, {:.0} records/s, {:.0} MB/s",
+            rate(ceiling),
+            mb / ceiling
+        );
+        let (_, cpu0) = proc_stat();
+        let (seconds, commits) = rt.block_on(end_to_end(n, size));
+        let (rss, cpu1) = proc_stat();
+        println!(
+            "ingest   end to end: {seconds:.2} s, {:.0} records/s, {:.0} MB/s ({:.2}x the ceiling's rate), {commits} commits, CPU {:.1} s (producer and mock broker included), peak RSS {rss:.0} MB",
+            rate(seconds),
+            mb / seconds,
+            ceiling / seconds,
+            cpu1 - cpu0
+        );
+    }
+    let mut lat = rt.block_on(latency());
+    lat.sort_by(f64::total_cmp);
     println!(
-        "ingest   mock cluster → table: {consume:.2} s from first record to last commit, {:.0} records/s, {:.1} MB/s; {commits} commits; {wall:.2} s with group join and shutdown",
-        RECORDS as f64 / consume,
-        bytes as f64 / 1e6 / consume
-    );
-    println!(
-        "peak RSS: {:.0} MB (includes the 1M payloads held by the driver and the mock broker's log)",
-        peak_rss_mb()
+        "latency  send → visible at a 1 s flush ({} records, 1 per 10 ms): p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        lat.len(),
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99),
+        lat[lat.len() - 1]
     );
 }
