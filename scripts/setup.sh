@@ -2,6 +2,7 @@
 # Installs everything the tests and benchmarks need, idempotently:
 #   - .venv with the Python packages of scripts/requirements.txt (deltalake, pyarrow, moto)
 #   - .tools/node_modules with Azurite (Azure blob emulator)
+#   - .tools/kernel-oracle (reference reader) and .tools/tansu (Kafka-protocol broker)
 # Needs python3 and npm; reaches only PyPI and the npm registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,4 +27,9 @@ oracle_src=${DELTABUS_KERNEL_ORACLE_SRC:-../shared/tools/kernel-oracle}
 if [ ! -x .tools/kernel-oracle/release/kernel-oracle ] && [ -f "$oracle_src/Cargo.toml" ]; then
   cargo build --release --locked --quiet --manifest-path "$oracle_src/Cargo.toml" --target-dir .tools/kernel-oracle
 fi
-echo "setup: python tools in .venv, azurite and kernel-oracle in .tools"
+# tansu, a Kafka-protocol broker from crates.io (about fifteen minutes to build once): the
+# real, separate broker of the end-to-end ingest test.
+if [ ! -x .tools/tansu/bin/tansu ]; then
+  cargo install --quiet --locked tansu --version 0.6.0 --features dynostore --root .tools/tansu
+fi
+echo "setup: python tools in .venv, azurite, kernel-oracle and tansu in .tools"

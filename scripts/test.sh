@@ -26,6 +26,17 @@ for _ in $(seq 1 100); do
 done
 export DELTABUS_TEST_S3_ENDPOINT="http://127.0.0.1:$s3_port"
 export DELTABUS_TEST_AZURE_ENDPOINT="http://127.0.0.1:$az_port/devstoreaccount1"
+# A real Kafka-protocol broker (tansu, in memory) for the end-to-end ingest test.
+kafka_port=${DELTABUS_TEST_KAFKA_PORT:-19092}
+.tools/tansu/bin/tansu broker --listener-url "tcp://127.0.0.1:$kafka_port" \
+  --advertised-listener-url "tcp://127.0.0.1:$kafka_port" --storage-engine memory://tansu/ \
+  >"$logs/tansu.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$kafka_port") 2>/dev/null; then break; fi
+  sleep 0.2
+done
+export DELTABUS_TEST_KAFKA_BROKERS="127.0.0.1:$kafka_port"
 export DELTABUS_TEST_PYTHON="$PWD/.venv/bin/python"
 # The storage tests fail (rather than skip) when an emulator is missing.
 export DELTABUS_REQUIRE_EMULATORS=1

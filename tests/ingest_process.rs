@@ -47,6 +47,10 @@ fn terminate(mut child: Child) -> (std::process::ExitStatus, String) {
 
 /// Produces ids 0..TOTAL over about `seconds`, in bursts, from a thread with its own runtime.
 fn start_producer(brokers: String, seconds: u64) -> std::thread::JoinHandle<()> {
+    start_producer_to(brokers, "orders".into(), seconds)
+}
+
+fn start_producer_to(brokers: String, topic: String, seconds: u64) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
@@ -64,7 +68,7 @@ fn start_producer(brokers: String, seconds: u64) -> std::thread::JoinHandle<()> 
                 for id in b * per..end {
                     let payload = format!(r#"{{"id":{id},"payload":"{}"}}"#, "x".repeat((id % 50) as usize));
                     let key = format!("{}", id % 101);
-                    pending.push(producer.send_result(FutureRecord::to("orders").key(&key).payload(&payload)).unwrap());
+                    pending.push(producer.send_result(FutureRecord::to(&topic).key(&key).payload(&payload)).unwrap());
                 }
                 for d in futures::future::join_all(pending).await {
                     d.unwrap().unwrap();
@@ -203,4 +207,58 @@ fn two_workers_joining_and_leaving_under_eager_rebalancing_are_exactly_once() {
 #[test]
 fn three_workers_joining_and_leaving_under_cooperative_rebalancing_are_exactly_once() {
     rebalance("cooperative-sticky", 3);
+}
+
+/// The same exactly-once check against a real, separate Kafka-protocol broker (tansu, started
+/// by scripts/test.sh): workers killed with -9 and joining mid-stream, then every id once.
+#[test]
+fn exactly_once_against_a_real_broker() {
+    let Ok(brokers) = std::env::var("DELTABUS_TEST_KAFKA_BROKERS") else {
+        assert!(std::env::var("DELTABUS_REQUIRE_EMULATORS").is_err(), "DELTABUS_TEST_KAFKA_BROKERS is not set");
+        eprintln!("skipped: no broker (scripts/test.sh starts tansu)");
+        return;
+    };
+    let _guard = crate::common::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders").to_string_lossy().into_owned();
+    let log = dir.path().join("workers.log");
+    // A fresh topic per run: the broker outlives the test.
+    let topic = format!("orders-{}", uuid::Uuid::new_v4().simple());
+    {
+        use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let admin: AdminClient<_> = ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+            let t = NewTopic::new(&topic, 4, TopicReplication::Fixed(1));
+            let r = admin.create_topics([&t], &AdminOptions::new()).await.expect("create topic");
+            assert!(r.iter().all(Result::is_ok), "{r:?}");
+        });
+    }
+    let producer = start_producer_to(brokers.clone(), topic.clone(), 15);
+    let spawn = |log: &std::path::Path| {
+        let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(["ingest", &topic, &table, "--brokers", &brokers, "--app-id", "eo", "--create"])
+            .args(["--flush-interval", "300ms", "--max-rows", "500"])
+            .args(["--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=500"])
+            .env("DELTABUS_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(log_file)
+            .spawn()
+            .unwrap()
+    };
+    let mut a = spawn(&log);
+    std::thread::sleep(Duration::from_secs(6));
+    a.kill().unwrap();
+    a.wait().unwrap();
+    let b = spawn(&log);
+    std::thread::sleep(Duration::from_secs(4));
+    let c = spawn(&log);
+    producer.join().unwrap();
+    wait_for_rows(&table, TOTAL, &log);
+    for w in [b, c] {
+        let (status, _) = terminate(w);
+        assert!(status.success(), "worker: {status}\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    }
+    assert_exactly_once(&table);
 }
