@@ -17,6 +17,10 @@
 //!    the time from its send to the commit whose txn covers its offset (the `lastUpdated` of
 //!    that txn): p50 / p99.
 //!
+//! 5. With `DELTABUS_BENCH_BROKERS` set (a separate broker such as tansu): 10,000,000 records of
+//!    ~250 B (`BENCH_EXTERNAL_RECORDS`) and a tenth as many of ~1 KB pre-produced to a new topic,
+//!    then ingested from the beginning: records/s, MB/s, CPU of this process, peak RSS.
+//!
 //! Run: `cargo bench --bench ingest_throughput` (`BENCH_RECORDS=N` to change the count).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
@@ -227,6 +231,79 @@ async fn end_to_end(n: usize, size: usize) -> (f64, u64) {
     (seconds, reports["bench"].commits)
 }
 
+/// Against a separate broker (`DELTABUS_BENCH_BROKERS`, e.g. tansu): `n` records pre-produced
+/// to a new 4-partition topic, then ingested from the beginning. (seconds from first record to
+/// last commit, commits, CPU seconds of this process while ingesting).
+async fn external(brokers: &str, n: usize, size: usize) -> (f64, u64, f64) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let topic = format!("bench-{}", uuid::Uuid::new_v4().simple());
+    let admin: AdminClient<_> = ClientConfig::new().set("bootstrap.servers", brokers).create().unwrap();
+    let r = admin.create_topics([&NewTopic::new(&topic, 4, TopicReplication::Fixed(1))], &AdminOptions::new()).await;
+    assert!(r.unwrap().iter().all(Result::is_ok));
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("linger.ms", "20")
+        .set("batch.num.messages", "10000")
+        .set("queue.buffering.max.kbytes", "65536")
+        .set("compression.type", "zstd")
+        .set("compression.level", "1")
+        .create()
+        .unwrap();
+    let t = Instant::now();
+    for start in (0..n).step_by(20_000) {
+        let mut pending = Vec::new();
+        for i in start..(start + 20_000).min(n) {
+            let p = payload(i, size);
+            loop {
+                let r = FutureRecord::<(), String>::to(&topic).payload(&p).partition((i % 4) as i32);
+                match producer.send_result(r) {
+                    Ok(d) => {
+                        pending.push(d);
+                        break;
+                    }
+                    Err((_, _)) => tokio::time::sleep(Duration::from_millis(5)).await,
+                }
+            }
+        }
+        for d in futures::future::join_all(pending).await {
+            d.unwrap().unwrap();
+        }
+    }
+    drop(producer);
+    println!("external pre-produced {n} records in {:.1} s", t.elapsed().as_secs_f64());
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t").to_string_lossy().into_owned();
+    let metrics = Arc::new(Metrics::default());
+    let m = metrics.pipeline("bench");
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let total = n as u64;
+    let watcher = tokio::spawn(async move {
+        let mut first: Option<Instant> = None;
+        while m.rows_committed.load(Relaxed) < total {
+            if first.is_none() && m.records_in.load(Relaxed) > 0 {
+                first = Some(Instant::now());
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let _ = tx.send(true);
+        first.map(|f| f.elapsed().as_secs_f64())
+    });
+    let mut p = pipeline(brokers, &topic, &table, 2000, 250_000);
+    p.kafka.properties.clear();
+    let opts = ServiceOptions {
+        pipelines: vec![p.validate("bench").unwrap()],
+        storage: Default::default(),
+        metrics_addr: None,
+        shutdown_timeout: Duration::from_secs(60),
+    };
+    let (_, cpu0) = proc_stat();
+    let reports = run(opts, metrics, rx).await.unwrap();
+    let (_, cpu1) = proc_stat();
+    let seconds = watcher.await.unwrap().unwrap();
+    assert_eq!(reports["bench"].rows_committed, total);
+    (seconds, reports["bench"].commits, cpu1 - cpu0)
+}
+
 /// Send → visible latencies (ms) at a 1 s flush, one record every 10 ms for 20 s.
 async fn latency() -> Vec<f64> {
     let cluster = MockCluster::new(1).unwrap();
@@ -314,6 +391,20 @@ fn main() {
             ceiling / seconds,
             cpu1 - cpu0
         );
+    }
+    if let Ok(brokers) = std::env::var("DELTABUS_BENCH_BROKERS") {
+        let big: usize =
+            std::env::var("BENCH_EXTERNAL_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000_000);
+        for (count, size) in [(big, 250usize), (big / 10, 1024)] {
+            let mb = (0..1000).map(|i| payload(i, size).len()).sum::<usize>() as f64 * count as f64 / 1000.0 / 1e6;
+            let (seconds, commits, cpu) = rt.block_on(external(&brokers, count, size));
+            let (rss, _) = proc_stat();
+            println!(
+                "external {count} pre-produced records of ~{size} B from {brokers}: {seconds:.2} s, {:.0} records/s, {:.0} MB/s, {commits} commits, CPU {cpu:.1} s, peak RSS so far {rss:.0} MB",
+                count as f64 / seconds,
+                mb / seconds
+            );
+        }
     }
     let mut lat = rt.block_on(latency());
     lat.sort_by(f64::total_cmp);
