@@ -37,7 +37,9 @@ pub fn pipeline(brokers: &str, topic: &str, table: &str) -> PipelineConfig {
             start: "earliest".into(),
             assignment: "cooperative-sticky".into(),
             max_record_bytes: "1kb".into(),
-            // A restarted pipeline rejoins its group at once instead of after 45 s.
+            // The mock cluster makes a member joining right after another left wait for the
+            // leaver's session timeout (LeaveGroup is sent and answered; seen with
+            // librdkafka=debug): keep it short.
             properties: BTreeMap::from([
                 ("session.timeout.ms".to_string(), "6000".to_string()),
                 ("heartbeat.interval.ms".to_string(), "500".to_string()),

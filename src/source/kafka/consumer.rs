@@ -54,6 +54,18 @@ fn partitions_of(topic: &str, tpl: &TopicPartitionList) -> Vec<i32> {
 }
 
 impl ClientContext for EventContext {
+    /// librdkafka's own log lines, into `tracing` under the target `librdkafka` (enable with
+    /// `DELTABUS_LOG=librdkafka=debug` and the `debug` client property, e.g. `cgrp`).
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+        use rdkafka::config::RDKafkaLogLevel as L;
+        match level {
+            L::Emerg | L::Alert | L::Critical | L::Error => tracing::error!(target: "librdkafka", fac, "{message}"),
+            L::Warning => tracing::warn!(target: "librdkafka", fac, "{message}"),
+            L::Notice | L::Info => tracing::info!(target: "librdkafka", fac, "{message}"),
+            L::Debug => tracing::debug!(target: "librdkafka", fac, "{message}"),
+        }
+    }
+
     fn stats(&self, statistics: Statistics) {
         if let Some(t) = statistics.topics.get(&self.topic) {
             let marks = t.partitions.iter().filter(|(p, _)| **p >= 0).map(|(p, s)| (*p, s.hi_offset)).collect();
