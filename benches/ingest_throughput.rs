@@ -176,6 +176,24 @@ fn producer(brokers: &str) -> FutureProducer {
         .unwrap()
 }
 
+/// Waits until `total` rows are committed, then stops the service; the seconds from the first
+/// record consumed to then.
+async fn time_to_commit(
+    m: Arc<deltabus::metrics::PipelineMetrics>,
+    total: u64,
+    stop: tokio::sync::watch::Sender<bool>,
+) -> Option<f64> {
+    let mut first: Option<Instant> = None;
+    while m.rows_committed.load(Relaxed) < total {
+        if first.is_none() && m.records_in.load(Relaxed) > 0 {
+            first = Some(Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let _ = stop.send(true);
+    first.map(|f| f.elapsed().as_secs_f64())
+}
+
 /// (seconds from first record to last commit, commits).
 async fn end_to_end(n: usize, size: usize) -> (f64, u64) {
     let cluster = MockCluster::new(1).unwrap();
@@ -206,18 +224,7 @@ async fn end_to_end(n: usize, size: usize) -> (f64, u64) {
             }
         })
     };
-    let total = n as u64;
-    let watcher = tokio::spawn(async move {
-        let mut first: Option<Instant> = None;
-        while m.rows_committed.load(Relaxed) < total {
-            if first.is_none() && m.records_in.load(Relaxed) > 0 {
-                first = Some(Instant::now());
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-        let _ = tx.send(true);
-        first.map(|f| f.elapsed().as_secs_f64())
-    });
+    let watcher = tokio::spawn(time_to_commit(m, n as u64, tx));
     let opts = ServiceOptions {
         pipelines: vec![pipeline(&brokers, "bench", &table, 2000, 250_000).validate("bench").unwrap()],
         storage: Default::default(),
@@ -227,7 +234,7 @@ async fn end_to_end(n: usize, size: usize) -> (f64, u64) {
     let reports = run(opts, metrics, rx).await.unwrap();
     let seconds = watcher.await.unwrap().unwrap();
     producing.await.unwrap();
-    assert_eq!(reports["bench"].rows_committed, total);
+    assert_eq!(reports["bench"].rows_committed, n as u64);
     (seconds, reports["bench"].commits)
 }
 
@@ -276,18 +283,7 @@ async fn external(brokers: &str, n: usize, size: usize) -> (f64, u64, f64) {
     let metrics = Arc::new(Metrics::default());
     let m = metrics.pipeline("bench");
     let (tx, rx) = tokio::sync::watch::channel(false);
-    let total = n as u64;
-    let watcher = tokio::spawn(async move {
-        let mut first: Option<Instant> = None;
-        while m.rows_committed.load(Relaxed) < total {
-            if first.is_none() && m.records_in.load(Relaxed) > 0 {
-                first = Some(Instant::now());
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-        let _ = tx.send(true);
-        first.map(|f| f.elapsed().as_secs_f64())
-    });
+    let watcher = tokio::spawn(time_to_commit(m, n as u64, tx));
     let mut p = pipeline(brokers, &topic, &table, 2000, 250_000);
     p.kafka.properties.clear();
     let opts = ServiceOptions {
@@ -300,7 +296,7 @@ async fn external(brokers: &str, n: usize, size: usize) -> (f64, u64, f64) {
     let reports = run(opts, metrics, rx).await.unwrap();
     let (_, cpu1) = proc_stat();
     let seconds = watcher.await.unwrap().unwrap();
-    assert_eq!(reports["bench"].rows_committed, total);
+    assert_eq!(reports["bench"].rows_committed, n as u64);
     (seconds, reports["bench"].commits, cpu1 - cpu0)
 }
 

@@ -304,6 +304,8 @@ impl Runner {
 
     async fn decode(&mut self, topic: &str, partition: i32, msgs: &[&BorrowedMessage<'_>]) -> Result<Consumed> {
         let key_column = self.cfg.config.columns.key.is_some();
+        // Headers are only gathered when a column wants them (a Vec per record otherwise).
+        let headers_column = self.cfg.config.columns.headers.is_some();
         let mut letters = Vec::new();
         let mut raw = Vec::with_capacity(msgs.len());
         let mut headers: Vec<Headers<'_>> = Vec::with_capacity(msgs.len());
@@ -320,7 +322,9 @@ impl Runner {
                 letters.push(DeadLetter::of(&r, "key is not valid UTF-8 (configured as a string column)"));
                 continue;
             }
-            headers.push(m.headers().map(|h| h.iter().map(|h| (h.key, h.value)).collect()).unwrap_or_default());
+            if headers_column {
+                headers.push(m.headers().map(|h| h.iter().map(|h| (h.key, h.value)).collect()).unwrap_or_default());
+            }
             raw.push(r);
         }
         let batch = if raw.is_empty() {

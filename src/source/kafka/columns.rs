@@ -44,7 +44,8 @@ impl RecordColumns {
 }
 
 /// Appends the configured record columns to `batch`, whose row `i` came from
-/// `records[rows_from[i]]` (with `headers[rows_from[i]]`).
+/// `records[rows_from[i]]` (with `headers[rows_from[i]]`; `headers` may be empty when no
+/// headers column is configured).
 ///
 /// # Errors
 /// [`Error::Internal`] when the arrays cannot be assembled (a bug).
