@@ -79,12 +79,16 @@ pub fn kernel_oracle() -> Option<PathBuf> {
 /// Runs a Python snippet (the `deltalake` reference package) and returns its output. The
 /// reference process occasionally aborts inside its native code under load ("terminate
 /// called without an active exception", or death by a signal): such crashes are retried up
-/// to three times; any other failure is returned as is for the caller to report.
+/// to five times with a growing pause; any other failure is returned as is for the caller to
+/// report.
 pub fn run_python(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> Output {
     use std::os::unix::process::ExitStatusExt;
     let _guard = native_clients_lock();
     let mut last = None;
-    for _ in 0..3 {
+    for attempt in 0..5u64 {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(500 * attempt));
+        }
         let out = Command::new(python).arg("-c").arg(script).args(args).output().expect("run python");
         let crashed =
             out.status.signal().is_some() || String::from_utf8_lossy(&out.stderr).contains("terminate called");
