@@ -15,9 +15,13 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 const TOTAL: i64 = 12_000;
 
 fn spawn_worker(brokers: &str, table: &str, assignment: &str, log: &std::path::Path) -> Child {
+    spawn_worker_on(brokers, "orders", table, assignment, log)
+}
+
+fn spawn_worker_on(brokers: &str, topic: &str, table: &str, assignment: &str, log: &std::path::Path) -> Child {
     let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
     Command::new(env!("CARGO_BIN_EXE_deltabus"))
-        .args(["ingest", "orders", table, "--brokers", brokers, "--app-id", "eo", "--create"])
+        .args(["ingest", topic, table, "--brokers", brokers, "--app-id", "eo", "--create"])
         .args(["--flush-interval", "300ms", "--max-rows", "500", "--assignment", assignment])
         .args(["--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=500"])
         .env("DELTABUS_LOG", "info")
@@ -235,18 +239,7 @@ fn exactly_once_against_a_real_broker() {
         });
     }
     let producer = start_producer_to(brokers.clone(), topic.clone(), 15);
-    let spawn = |log: &std::path::Path| {
-        let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
-        Command::new(env!("CARGO_BIN_EXE_deltabus"))
-            .args(["ingest", &topic, &table, "--brokers", &brokers, "--app-id", "eo", "--create"])
-            .args(["--flush-interval", "300ms", "--max-rows", "500"])
-            .args(["--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=500"])
-            .env("DELTABUS_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(log_file)
-            .spawn()
-            .unwrap()
-    };
+    let spawn = |log: &std::path::Path| spawn_worker_on(&brokers, &topic, &table, "cooperative-sticky", log);
     let mut a = spawn(&log);
     std::thread::sleep(Duration::from_secs(6));
     a.kill().unwrap();
