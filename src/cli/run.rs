@@ -14,7 +14,7 @@ use clap::Args;
 use serde_json::json;
 use tokio::sync::watch;
 
-use crate::config::pipeline::{DeadLetterConfig, FlushConfig, KafkaConfig, PipelineConfig, RecordColumns};
+use crate::config::pipeline::{PipelineConfig, RecordColumns};
 use crate::config::{Config, ResolvedPipeline};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
@@ -97,32 +97,18 @@ impl IngestArgs {
                 .ok_or_else(|| Error::InvalidArgument(format!("--kafka-property {kv:?} is not KEY=VALUE")))?;
             properties.insert(k.trim().to_string(), v.to_string());
         }
-        let config = PipelineConfig {
-            table: self.table.clone(),
-            app_id: Some(self.app_id.clone()),
-            create: self.create,
-            schema: None,
-            partition_by: self.partition_by.clone(),
-            properties: Default::default(),
-            evolve_schema: false,
-            kafka: KafkaConfig {
-                brokers: self.brokers.clone(),
-                topic: self.topic.clone(),
-                group_id: self.group_id.clone(),
-                start: self.start.clone(),
-                assignment: self.assignment.clone(),
-                max_record_bytes: "1mb".into(),
-                properties,
-            },
-            flush: FlushConfig {
-                max_latency_ms: parse_duration_ms(&self.flush_interval)?,
-                max_rows: self.max_rows,
-                ..FlushConfig::default()
-            },
-            columns: RecordColumns::default(),
-            dead_letter: DeadLetterConfig { table: self.dead_letter_table.clone(), topic: None },
-            compaction: crate::config::pipeline::CompactionConfig { enabled: self.auto_compact, ..Default::default() },
-        };
+        let mut config = PipelineConfig::new(&self.table, &self.brokers, &self.topic);
+        config.app_id = Some(self.app_id.clone());
+        config.create = self.create;
+        config.partition_by = self.partition_by.clone();
+        config.kafka.group_id = self.group_id.clone();
+        config.kafka.start = self.start.clone();
+        config.kafka.assignment = self.assignment.clone();
+        config.kafka.properties = properties;
+        config.flush.max_latency_ms = parse_duration_ms(&self.flush_interval)?;
+        config.flush.max_rows = self.max_rows;
+        config.dead_letter.table = self.dead_letter_table.clone();
+        config.compaction.enabled = self.auto_compact;
         config.validate("ingest")
     }
 }
@@ -237,34 +223,20 @@ pub async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Se
         {"name":"country","type":"string","nullable":true,"metadata":{}},
         {"name":"amount","type":"double","nullable":true,"metadata":{}},
         {"name":"tags","type":{"type":"array","elementType":"string","containsNull":true},"nullable":true,"metadata":{}}]}"#;
-    let pipeline = PipelineConfig {
-        table: dir.clone(),
-        app_id: Some("demo".into()),
-        create: true,
-        schema: Some(schema.into()),
-        partition_by: vec!["country".into()],
-        properties: Default::default(),
-        evolve_schema: false,
-        kafka: KafkaConfig {
-            brokers: brokers.clone(),
-            topic: "events".into(),
-            group_id: None,
-            start: "earliest".into(),
-            assignment: "cooperative-sticky".into(),
-            max_record_bytes: "1mb".into(),
-            properties: BTreeMap::new(),
-        },
-        flush: FlushConfig { max_latency_ms: 500, ..FlushConfig::default() },
-        columns: RecordColumns {
-            key: Some("_kafka_key".into()),
-            offset: Some("_kafka_offset".into()),
-            partition: Some("_kafka_partition".into()),
-            ..RecordColumns::default()
-        },
-        dead_letter: DeadLetterConfig { table: Some(format!("{dir}_dead_letters")), topic: None },
-        compaction: Default::default(),
-    }
-    .validate("demo")?;
+    let mut pipeline = PipelineConfig::new(&dir, &brokers, "events");
+    pipeline.app_id = Some("demo".into());
+    pipeline.create = true;
+    pipeline.schema = Some(schema.into());
+    pipeline.partition_by = vec!["country".into()];
+    pipeline.flush.max_latency_ms = 500;
+    pipeline.columns = RecordColumns {
+        key: Some("_kafka_key".into()),
+        offset: Some("_kafka_offset".into()),
+        partition: Some("_kafka_partition".into()),
+        ..RecordColumns::default()
+    };
+    pipeline.dead_letter.table = Some(format!("{dir}_dead_letters"));
+    let pipeline = pipeline.validate("demo")?;
     let metrics = Arc::new(Metrics::default());
     let (stop_tx, stop_rx) = watch::channel(false);
     let opts = ServiceOptions {

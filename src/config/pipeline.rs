@@ -51,6 +51,35 @@ pub struct PipelineConfig {
     pub compaction: CompactionConfig,
 }
 
+impl PipelineConfig {
+    /// A pipeline with every optional key at its default, as a config file naming only
+    /// `table`, `kafka.brokers` and `kafka.topic` gives.
+    pub fn new(table: impl Into<String>, brokers: impl Into<String>, topic: impl Into<String>) -> Self {
+        PipelineConfig {
+            table: table.into(),
+            app_id: None,
+            create: false,
+            schema: None,
+            partition_by: Vec::new(),
+            properties: HashMap::new(),
+            evolve_schema: false,
+            kafka: KafkaConfig {
+                brokers: brokers.into(),
+                topic: topic.into(),
+                group_id: None,
+                start: default_start(),
+                assignment: default_assignment(),
+                max_record_bytes: default_max_record(),
+                properties: BTreeMap::new(),
+            },
+            flush: FlushConfig::default(),
+            columns: RecordColumns::default(),
+            dead_letter: DeadLetterConfig::default(),
+            compaction: CompactionConfig::default(),
+        }
+    }
+}
+
 /// `[pipelines.<name>.compaction]`: the background compactor beside the pipeline.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -325,6 +354,12 @@ mod tests {
 
     fn minimal() -> PipelineConfig {
         toml_pipeline("table = \"/tmp/t\"\n[kafka]\nbrokers = \"127.0.0.1:9092\"\ntopic = \"events\"\n")
+    }
+
+    #[test]
+    fn new_gives_the_file_defaults() {
+        let built = format!("{:?}", PipelineConfig::new("/tmp/t", "127.0.0.1:9092", "events"));
+        assert_eq!(built, format!("{:?}", minimal()));
     }
 
     fn toml_pipeline(s: &str) -> PipelineConfig {
