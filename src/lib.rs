@@ -30,6 +30,7 @@ pub mod error;
 pub mod metrics;
 pub mod ops;
 pub mod pipeline;
+pub mod sink;
 pub mod source;
 pub mod storage;
 

@@ -54,6 +54,9 @@ pub struct PipelineMetrics {
     pub buffer_bytes: AtomicU64,
     pub buffer_limit: AtomicU64,
     pub ready: AtomicBool,
+    /// Delta sources: the last source version processed, versions behind the latest seen, and
+    /// seconds behind.
+    source: Mutex<Option<(Option<u64>, u64, f64)>>,
     flushes: [AtomicU64; 6],
     latency_buckets: [AtomicU64; 12],
     latency_count: AtomicU64,
@@ -92,6 +95,13 @@ impl PipelineMetrics {
             e.position = Some(next_offset);
             e.last_timestamp_ms = last_timestamp_ms.or(e.last_timestamp_ms);
             e.high_watermark = e.high_watermark.map(|h| h.max(next_offset));
+        }
+    }
+
+    /// Records a Delta source's position, versions behind and seconds behind.
+    pub fn source_lag(&self, position: Option<u64>, versions_behind: u64, seconds_behind: f64) {
+        if let Ok(mut s) = self.source.lock() {
+            *s = Some((position, versions_behind, seconds_behind));
         }
     }
 
@@ -158,6 +168,14 @@ impl PipelineMetrics {
         }
         let _ = writeln!(out, "# HELP deltabus_lag_seconds Age of the last committed record while behind.\n# TYPE deltabus_lag_seconds gauge");
         out.push_str(&seconds);
+        if let Some((position, versions, secs)) = self.source.lock().ok().and_then(|g| *g) {
+            let _ = writeln!(out, "# HELP deltabus_source_version Last source version processed by a Delta-source pipeline.\n# TYPE deltabus_source_version gauge");
+            let _ = writeln!(out, "deltabus_source_version{{{l}}} {}", position.map_or(-1, |p| p as i64));
+            let _ = writeln!(out, "# HELP deltabus_source_lag_versions Source commits not yet processed.\n# TYPE deltabus_source_lag_versions gauge");
+            let _ = writeln!(out, "deltabus_source_lag_versions{{{l}}} {versions}");
+            let _ = writeln!(out, "# HELP deltabus_source_lag_seconds Age of the commit being processed while behind.\n# TYPE deltabus_source_lag_seconds gauge");
+            let _ = writeln!(out, "deltabus_source_lag_seconds{{{l}}} {secs}");
+        }
     }
 }
 
@@ -254,6 +272,12 @@ mod tests {
         assert!(text.contains("deltabus_commit_seconds_bucket{pipeline=\"orders\",le=\"0.025\"} 1"));
         assert!(text.contains("deltabus_commit_seconds_bucket{pipeline=\"orders\",le=\"0.01\"} 0"));
         assert!(text.contains("deltabus_lag_records{pipeline=\"orders\",partition=\"0\"} 10"));
+        assert!(!text.contains("deltabus_source_lag_versions"), "no Delta source, no source lag");
+        p.source_lag(Some(41), 3, 2.5);
+        let text = m.render();
+        assert!(text.contains("deltabus_source_version{pipeline=\"orders\"} 41"), "{text}");
+        assert!(text.contains("deltabus_source_lag_versions{pipeline=\"orders\"} 3"));
+        assert!(text.contains("deltabus_source_lag_seconds{pipeline=\"orders\"} 2.5"));
         assert!(!m.ready());
         p.ready.store(true, Relaxed);
         assert!(m.ready());

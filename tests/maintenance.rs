@@ -100,3 +100,75 @@ fn log_cleanup_keeps_what_the_latest_state_needs() {
     assert_eq!(rows(&table), before, "the latest state is intact");
     assert_clean_failure(&deltabus(&["cat", t, "--version", "5"]), "time travel before the retained checkpoint");
 }
+
+fn data_files(table: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(table)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".parquet"))
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn maintenance_keeps_what_a_registered_follower_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, target) = (dir.path().join("s"), dir.path().join("t"));
+    let (s, t) = (source.to_str().unwrap(), target.to_str().unwrap());
+    for n in 0..3 {
+        write(&source, &format!("{{\"n\":{n}}}\n"));
+    }
+    // The follower has processed versions 0..=2 and registered that it needs 3 onwards.
+    let report = run(&["follow", s, "--into", t, "--follower-id", "replica", "--from", "0", "--once"]);
+    assert_eq!(report["position"], 2, "{report}");
+    let listed = run(&["followers", s]);
+    assert_eq!(listed["followers"][0]["followerId"], "replica", "{listed}");
+    assert_eq!(listed["followers"][0]["nextVersion"], 3);
+    let early = data_files(&source);
+    for n in 3..5 {
+        write(&source, &format!("{{\"n\":{n}}}\n"));
+    }
+    let late: Vec<String> = data_files(&source).into_iter().filter(|f| !early.contains(f)).collect();
+    run(&["compact", s]); // version 5: every file removed with dataChange=false
+    run(&["checkpoint", s]);
+    let log = source.join("_delta_log");
+    for entry in std::fs::read_dir(&log).unwrap().chain(std::fs::read_dir(&source).unwrap()) {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            age(&path, 40);
+        }
+    }
+
+    // Log cleanup: without a checkpoint at or before version 2 nothing may go while the
+    // follower needs 3 onwards; ignoring followers, everything before the checkpoint at 5 goes.
+    let held = run(&["cleanup-log", s, "--dry-run"]);
+    assert_eq!((held["numFiles"].as_u64(), held["keptFromVersion"].as_u64()), (Some(0), Some(3)), "{held}");
+    assert_eq!(run(&["cleanup-log", s, "--dry-run", "--ignore-followers"])["numFiles"], 5);
+
+    // VACUUM: the files added at 3 and 4 are read by the follower (its inserts); the files
+    // of 0..=2 are only named by the compaction, which the follower skips.
+    let vacuum = ["vacuum", s, "--retention-hours", "0", "--force", "--dry-run"];
+    let held = run(&vacuum);
+    let mut would: Vec<String> = held["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().into()).collect();
+    would.sort();
+    assert_eq!(would, early, "{held}");
+    let all = run(&[&vacuum[..], &["--ignore-followers"]].concat());
+    assert_eq!(all["numFiles"].as_u64(), Some((early.len() + late.len()) as u64), "{all}");
+
+    // The follower's position is now 40 days old, past the 7-day file retention: it refuses
+    // to go on unless told to.
+    let stale = deltabus(&["follow", s, "--into", t, "--follower-id", "replica", "--once"]);
+    assert_clean_failure(&stale, "stale follower");
+    assert!(String::from_utf8_lossy(&stale.stderr).contains("deletedFileRetentionDuration"));
+    let resumed = run(&["follow", s, "--into", t, "--follower-id", "replica", "--once", "--allow-stale"]);
+    assert_eq!(resumed["position"], 5, "{resumed}");
+    assert_eq!(run(&["followers", s])["followers"][0]["nextVersion"], 6);
+    // Caught up: nothing is held back any more.
+    assert_eq!(run(&[&vacuum[..], &[]].concat())["numFiles"].as_u64(), all["numFiles"].as_u64());
+    assert_eq!(run(&["cleanup-log", s, "--dry-run"])["numFiles"], 5);
+    // Unregistered.
+    assert_eq!(run(&["followers", s, "--remove", "replica"])["existed"], true);
+    assert_eq!(run(&["followers", s])["followers"].as_array().unwrap().len(), 0);
+    assert_clean_failure(&deltabus(&["followers", s, "--remove", "../escape"]), "bad follower id");
+}

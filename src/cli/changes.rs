@@ -1,41 +1,128 @@
-//! `deltabus changes` and `deltabus tail`: the change feed on stdout as JSON lines.
+//! `deltabus changes`, `tail`, `follow` and `followers`: the change feed out of a table.
 //!
-//! Each line is a row with the table's columns plus `_change_type`, `_commit_version` and
-//! `_commit_timestamp`. `tail` follows new commits (polling `<v>.json` directly, with idle
-//! backoff) until interrupted; with `--state-file` it records the last version whose rows were
-//! fully written and flushed, and resumes after it.
+//! `changes` prints the change rows of a version range as JSON lines and exits. `tail` and
+//! `follow` run the follower loop ([`crate::ops::follow`]) into a sink: JSON lines on stdout or
+//! in a file (`tail`, resuming from `--state-file`), a Kafka topic with the position in the same
+//! transaction (`tail --to-topic`), or another Delta table (`follow --into`).
 
+use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use arrow::array::{Array, StructArray};
-use serde::{Deserialize, Serialize};
+use clap::Args;
 
-use crate::delta::arrow_value::value_at;
 use crate::error::{Error, Result};
-use crate::ops::changes::{ChangeCursor, CommitChanges};
+use crate::ops::changes::ChangeCursor;
+use crate::ops::follow::{run_follower, FollowerOptions, FollowerReport};
+use crate::sink::kafka::{KafkaSink, KafkaSinkConfig};
+use crate::sink::lines::{write_lines, LinesSink};
+use crate::sink::table::TableSink;
 use crate::storage::Table;
 
-/// Progress recorded by `tail --state-file`.
-#[derive(Debug, Serialize, Deserialize)]
-struct TailState {
-    table: String,
-    /// The last version whose changes were completely written.
-    version: u64,
+/// Options shared by `tail` and `follow`.
+#[derive(Debug, Args)]
+pub struct FollowerArgs {
+    /// Poll interval in milliseconds (backs off to 10x while idle).
+    #[arg(long, default_value_t = 1000)]
+    pub poll_interval_ms: u64,
+    /// Only rows matching this predicate (files are skipped by statistics first).
+    #[arg(long = "where", value_name = "PREDICATE")]
+    pub predicate: Option<String>,
+    /// Follow even when the position is older than the table's retention (what is gone is
+    /// then an error when reached).
+    #[arg(long)]
+    pub allow_stale: bool,
+    /// Skip commits missing from the log, with a warning, instead of stopping.
+    #[arg(long)]
+    pub skip_gaps: bool,
+    /// Stop once caught up.
+    #[arg(long)]
+    pub once: bool,
 }
 
-fn emit(out: &mut (dyn Write + Send), changes: &CommitChanges) -> Result<u64> {
-    let mut rows = 0;
-    for batch in &changes.batches {
-        let rows_array = StructArray::from(batch.clone());
-        for i in 0..rows_array.len() {
-            serde_json::to_writer(&mut *out, &value_at(&rows_array, i)).map_err(|e| Error::Io(e.into()))?;
-            out.write_all(b"\n")?;
-            rows += 1;
-        }
+/// `deltabus tail` arguments.
+#[derive(Debug, Args)]
+pub struct TailArgs {
+    pub table: String,
+    /// First version to emit, `latest` (the next commit to land) or `snapshot` (the latest
+    /// version's rows as inserts, then new commits); ignored once a position is recorded.
+    #[arg(long, default_value = "latest")]
+    pub from: String,
+    /// Record progress here and resume after it on restart.
+    #[arg(long, value_name = "FILE")]
+    pub state_file: Option<PathBuf>,
+    /// Append the lines to this file instead of stdout (with --state-file, exactly once).
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Register this follower on the table so deltabus maintenance keeps what it needs
+    /// (required with --to-topic).
+    #[arg(long)]
+    pub follower_id: Option<String>,
+    /// Produce the rows to this Kafka topic in transactions instead of printing them.
+    #[arg(long, value_name = "TOPIC", requires_all = ["brokers", "follower_id"])]
+    pub to_topic: Option<String>,
+    #[arg(long)]
+    pub brokers: Option<String>,
+    /// The compacted topic holding the follower's position (written in the same transaction).
+    #[arg(long, default_value = "deltabus-progress")]
+    pub progress_topic: String,
+    /// Columns whose values form the Kafka record key, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub key_columns: Vec<String>,
+    /// A librdkafka property for the producer, repeatable.
+    #[arg(long = "kafka-property", value_name = "K=V")]
+    pub kafka_properties: Vec<String>,
+    #[command(flatten)]
+    pub follower: FollowerArgs,
+}
+
+/// `deltabus follow` arguments.
+#[derive(Debug, Args)]
+pub struct FollowArgs {
+    pub source: String,
+    /// The target table (created on the first write).
+    #[arg(long = "into")]
+    pub target: String,
+    /// Names this follower: its position lives in the target under `<id>-<source table id>`,
+    /// and it is registered on the source.
+    #[arg(long)]
+    pub follower_id: String,
+    /// Where to start when the target has no position yet: a version, `latest` or `snapshot`.
+    #[arg(long, default_value = "0")]
+    pub from: String,
+    #[command(flatten)]
+    pub follower: FollowerArgs,
+}
+
+impl FollowerArgs {
+    fn options(&self, start: &str, follower_id: Option<String>) -> Result<FollowerOptions> {
+        let mut o = FollowerOptions::new(start.parse()?);
+        o.poll = Duration::from_millis(self.poll_interval_ms.max(1));
+        o.filter = parse_filter(self.predicate.as_deref())?;
+        o.allow_stale = self.allow_stale;
+        o.skip_gaps = self.skip_gaps;
+        o.once = self.once;
+        o.follower_id = follower_id;
+        Ok(o)
     }
-    Ok(rows)
+}
+
+fn parse_filter(filter: Option<&str>) -> Result<Option<crate::delta::predicate::Expr>> {
+    filter
+        .map(|f| crate::delta::predicate::parse(f).map_err(|e| Error::InvalidArgument(format!("--where: {e}"))))
+        .transpose()
+}
+
+fn properties(pairs: &[String]) -> Result<BTreeMap<String, String>> {
+    pairs
+        .iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+                .ok_or_else(|| Error::InvalidArgument(format!("--kafka-property {kv:?}: expected K=V")))
+        })
+        .collect()
 }
 
 /// `changes <table> --from N [--to M]`.
@@ -61,7 +148,7 @@ pub async fn changes(
     while cursor.next_version() <= to {
         match cursor.poll().await? {
             Some(c) => {
-                emit(out, &c)?;
+                write_lines(out, &c)?;
             }
             None => {
                 return Err(Error::MissingVersion {
@@ -74,77 +161,73 @@ pub async fn changes(
     Ok(())
 }
 
-/// Where `tail` starts.
-#[derive(Debug, Clone, Copy)]
-pub enum TailStart {
-    Version(u64),
-    Latest,
-}
-
-/// `tail <table> --from N|latest [--state-file F]`: follows until Ctrl-C.
+/// `tail`: follows until SIGINT/SIGTERM (or caught up with `--once`).
 ///
 /// # Errors
-/// As [`ChangeCursor::poll`], plus state-file I/O.
+/// As [`run_follower`], plus state-file and Kafka errors.
 pub async fn tail(
+    args: TailArgs,
     table: &Table,
-    start: TailStart,
-    poll: Duration,
-    state_file: Option<&Path>,
-    filter: Option<&str>,
+    stop: impl std::future::Future<Output = ()> + Send,
     out: &mut (dyn Write + Send),
-) -> Result<()> {
-    let resumed = match state_file {
-        Some(p) if p.exists() => {
-            let state: TailState = serde_json::from_slice(&std::fs::read(p)?)
-                .map_err(|e| Error::InvalidArgument(format!("state file {}: {e}", p.display())))?;
-            if state.table != table.url() {
-                return Err(Error::InvalidArgument(format!("state file {} belongs to {}", p.display(), state.table)));
-            }
-            Some(state.version + 1)
-        }
-        _ => None,
-    };
-    let from = match (resumed, start) {
-        (Some(v), _) => v,
-        (None, TailStart::Version(v)) => v,
-        (None, TailStart::Latest) => table.latest_version().await? + 1,
-    };
-    let mut cursor = ChangeCursor::open(table, from).await?.with_filter(parse_filter(filter)?);
-    let max_idle = poll.saturating_mul(10).max(poll);
-    let mut wait = poll;
-    loop {
-        match cursor.poll().await? {
-            Some(c) => {
-                emit(out, &c)?;
-                out.flush()?;
-                if let Some(p) = state_file {
-                    save_state(p, &TailState { table: table.url().to_string(), version: c.version })?;
-                }
-                tracing::debug!(version = c.version, "tail.emitted");
-                wait = poll;
-            }
-            None => {
-                tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
-                    _ = tokio::signal::ctrl_c() => return Ok(()),
-                }
-                // Idle backoff: poll less often while nothing happens, up to 10x the interval.
-                wait = (wait + poll / 2).min(max_idle);
-            }
-        }
+) -> Result<FollowerReport> {
+    let opts = args.follower.options(&args.from, args.follower_id.clone())?;
+    if let Some(topic) = &args.to_topic {
+        let cfg = KafkaSinkConfig {
+            brokers: args.brokers.clone().unwrap_or_default(),
+            topic: topic.clone(),
+            progress_topic: args.progress_topic.clone(),
+            follower_id: args.follower_id.clone().unwrap_or_default(),
+            source_table_id: table.snapshot(None).await?.metadata.id,
+            key_columns: args.key_columns.clone(),
+            properties: properties(&args.kafka_properties)?,
+        };
+        let mut sink = KafkaSink::open(cfg).await?;
+        return run_follower(table, &mut sink, &opts, None, stop).await;
     }
+    let mut sink = match &args.output {
+        Some(path) => LinesSink::file(path, table.url(), args.state_file.clone())?,
+        None => LinesSink::stream(out, table.url(), args.state_file.clone()),
+    };
+    run_follower(table, &mut sink, &opts, None, stop).await
 }
 
-fn parse_filter(filter: Option<&str>) -> Result<Option<crate::delta::predicate::Expr>> {
-    filter
-        .map(|f| crate::delta::predicate::parse(f).map_err(|e| Error::InvalidArgument(format!("--where: {e}"))))
-        .transpose()
+/// `follow <source> --into <target> --follower-id ID`.
+///
+/// # Errors
+/// As [`run_follower`], plus target errors.
+pub async fn follow(
+    args: FollowArgs,
+    source: &Table,
+    target: &Table,
+    stop: impl std::future::Future<Output = ()> + Send,
+) -> Result<serde_json::Value> {
+    let opts = args.follower.options(&args.from, Some(args.follower_id.clone()))?;
+    let source_id = source.snapshot(None).await?.metadata.id;
+    let mut sink = TableSink::open(target, &args.follower_id, &source_id).await?;
+    let report = run_follower(source, &mut sink, &opts, None, stop).await?;
+    let mut out = report.to_json();
+    out["appId"] = sink.app_id().into();
+    out["targetCommits"] = sink.commits.into();
+    Ok(out)
 }
 
-/// Writes the state atomically (temporary file, then rename).
-fn save_state(path: &Path, state: &TailState) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec(state).map_err(|e| Error::Internal(e.to_string()))?)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
+/// `followers <table> [--remove ID]`: the registrations as JSON.
+///
+/// # Errors
+/// Storage errors and unreadable registrations.
+pub async fn followers(table: &Table, remove: Option<&str>) -> Result<serde_json::Value> {
+    if let Some(id) = remove {
+        let removed = crate::ops::followers::unregister(table, id).await?;
+        return Ok(serde_json::json!({"removed": id, "existed": removed}));
+    }
+    let records = crate::ops::followers::list_followers(table).await?;
+    let latest = table.latest_version().await?;
+    Ok(serde_json::json!({
+        "latestVersion": latest,
+        "followers": records.iter().map(|r| serde_json::json!({
+            "followerId": r.follower_id, "kind": r.kind, "nextVersion": r.next_version,
+            "versionsBehind": (latest + 1).saturating_sub(r.next_version), "updatedAt": r.updated_at,
+        })).collect::<Vec<_>>(),
+    }))
 }

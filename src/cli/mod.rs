@@ -94,40 +94,17 @@ pub enum Command {
         #[arg(long = "where", value_name = "PREDICATE")]
         predicate: Option<String>,
     },
-    /// Follow the table's new commits and print their row-level changes until interrupted.
-    Tail {
-        table: String,
-        /// First version to emit, or `latest` (the next commit to land).
-        #[arg(long, default_value = "latest")]
-        from: String,
-        /// Poll interval in milliseconds (backs off to 10x while idle).
-        #[arg(long, default_value_t = 1000)]
-        poll_interval_ms: u64,
-        /// Record progress here and resume after it on restart.
-        #[arg(long, value_name = "FILE")]
-        state_file: Option<std::path::PathBuf>,
-        /// Only rows matching this predicate.
-        #[arg(long = "where", value_name = "PREDICATE")]
-        predicate: Option<String>,
-    },
+    /// Follow the table's new commits and emit their row-level changes until interrupted:
+    /// JSON lines on stdout or in a file, or a Kafka topic in transactions.
+    Tail(changes::TailArgs),
     /// Replicate a table's change feed into another Delta table, exactly once (resumes from
     /// the target's txn for this follower).
-    Follow {
-        source: String,
-        /// The target table (created on the first write).
-        #[arg(long = "into")]
-        target: String,
-        /// Names this follower; its position lives in the target under `<id>-<source table id>`.
-        #[arg(long)]
-        follower_id: String,
-        /// First source version when the target has no position yet.
-        #[arg(long, default_value_t = 0)]
-        from: u64,
-        #[arg(long, default_value_t = 1000)]
-        poll_interval_ms: u64,
-        /// Stop once caught up.
-        #[arg(long)]
-        once: bool,
+    Follow(changes::FollowArgs),
+    /// List the followers registered on a table (what maintenance keeps for them), or remove one.
+    Followers {
+        table: String,
+        #[arg(long, value_name = "ID")]
+        remove: Option<String>,
     },
     /// Append JSON lines from stdin to a table in one commit (creating it if needed).
     Write(WriteArgs),
@@ -170,12 +147,18 @@ pub enum Command {
         /// Only files of expired tombstones, from the log (no listing of the table).
         #[arg(long)]
         lite: bool,
+        /// Also delete files that registered followers still need.
+        #[arg(long)]
+        ignore_followers: bool,
     },
     /// Delete log files older than delta.logRetentionDuration that no retained checkpoint needs.
     CleanupLog {
         table: String,
         #[arg(long)]
         dry_run: bool,
+        /// Also delete commits that registered followers still need.
+        #[arg(long)]
+        ignore_followers: bool,
     },
     /// Write a checkpoint of the latest version (and `_last_checkpoint`); prints it as JSON.
     Checkpoint { table: String },
@@ -287,33 +270,23 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
         Command::Describe { table, version } => describe(&Table::open(&table, storage)?, version, out).await,
         Command::History { table, limit } => history(&Table::open(&table, storage)?, limit, out).await,
         Command::Write(args) => write(args, storage, out).await,
-        Command::Follow { source, target, follower_id, from, poll_interval_ms, once } => {
-            use crate::ops::follow::{follow, FollowOptions};
-            let opts = FollowOptions {
-                follower_id,
-                from,
-                poll: std::time::Duration::from_millis(poll_interval_ms.max(1)),
-                once,
-            };
-            let source = Table::open(&source, storage.clone())?;
-            let target = Table::open_for_write(&target, storage)?;
-            let report = follow(&source, &target, &opts).await?;
-            writeln_json(out, &report.to_json())
+        Command::Follow(args) => {
+            let source = Table::open(&args.source, storage.clone())?;
+            let target = Table::open_for_write(&args.target, storage)?;
+            let report = changes::follow(args, &source, &target, run::stop_signal()).await?;
+            writeln_json(out, &report)
         }
         Command::Changes { table, from, to, predicate } => {
             changes::changes(&Table::open(&table, storage)?, from, to, predicate.as_deref(), out).await
         }
-        Command::Tail { table, from, poll_interval_ms, state_file, predicate } => {
-            let start = match from.as_str() {
-                "latest" => changes::TailStart::Latest,
-                v => changes::TailStart::Version(
-                    v.parse()
-                        .map_err(|_| Error::InvalidArgument(format!("--from {v:?} is not a version or `latest`")))?,
-                ),
-            };
-            let poll = std::time::Duration::from_millis(poll_interval_ms.max(1));
-            changes::tail(&Table::open(&table, storage)?, start, poll, state_file.as_deref(), predicate.as_deref(), out)
-                .await
+        Command::Tail(args) => {
+            let table = Table::open(&args.table, storage)?;
+            let report = changes::tail(args, &table, run::stop_signal(), out).await?;
+            tracing::info!(commits = report.source_commits, rows = report.rows, position = ?report.position, "tail.stopped");
+            Ok(())
+        }
+        Command::Followers { table, remove } => {
+            writeln_json(out, &changes::followers(&Table::open(&table, storage)?, remove.as_deref()).await?)
         }
         Command::Compact { table, predicate, target_size, min_file_size, dry_run } => {
             use crate::compactor::planner::parse_partition_predicate;
@@ -348,19 +321,21 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
                 crate::ops::delete::delete(&Table::open(&table, storage)?, &predicate, &Default::default()).await?;
             writeln_json(out, &report.to_json())
         }
-        Command::Vacuum { table, retention_hours, dry_run, force, lite } => {
+        Command::Vacuum { table, retention_hours, dry_run, force, lite, ignore_followers } => {
             use crate::ops::maintenance::{vacuum, VacuumOptions};
             let opts = VacuumOptions {
                 retention: retention_hours.map(|h| std::time::Duration::from_secs(h * 3600)),
                 dry_run,
                 force,
                 lite,
+                ignore_followers,
             };
             let report = vacuum(&Table::open(&table, storage)?, &opts).await?;
             writeln_json(out, &report.to_json())
         }
-        Command::CleanupLog { table, dry_run } => {
-            let report = crate::ops::maintenance::cleanup_log(&Table::open(&table, storage)?, dry_run).await?;
+        Command::CleanupLog { table, dry_run, ignore_followers } => {
+            let table = Table::open(&table, storage)?;
+            let report = crate::ops::maintenance::cleanup_log(&table, dry_run, ignore_followers).await?;
             writeln_json(out, &report.to_json())
         }
         Command::Checkpoint { table } => {

@@ -113,6 +113,14 @@ impl IngestArgs {
     }
 }
 
+/// Resolves on SIGTERM or SIGINT.
+pub(super) fn stop_signal() -> impl std::future::Future<Output = ()> + Send {
+    let mut rx = shutdown_on_signals();
+    async move {
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}
+
 /// Sends `true` on SIGTERM or SIGINT.
 fn shutdown_on_signals() -> watch::Receiver<bool> {
     let (tx, rx) = watch::channel(false);

@@ -12,6 +12,7 @@
 //! - [`replay`], [`snapshot`]: reconciling actions into table state.
 //! - [`checkpoint_read`], [`checkpoint_write`]: checkpoint rows to actions and back.
 //! - [`dv`], [`z85`]: deletion vectors.
+//! - [`retention`], [`followers`]: what maintenance may delete, and what followers need.
 //! - [`paths`]: path containment for paths read from a log.
 //! - [`scan`]: data-file batches to logical rows.
 //! - [`arrow_value`]: Arrow values as JSON.
@@ -25,6 +26,7 @@ pub mod checkpoint_write;
 pub mod conflict;
 pub mod dv;
 pub mod features;
+pub mod followers;
 pub mod last_checkpoint;
 pub mod log_segment;
 pub mod partition;

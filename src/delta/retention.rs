@@ -27,12 +27,28 @@ pub fn vacuum_candidates<'a>(
 /// rounds it down to midnight UTC), the newest commit at or before it bounds the newest
 /// complete checkpoint that may anchor the table; every commit, checkpoint and checksum file
 /// with a lower version goes. The anchor checkpoint, its commit, and everything later stay.
-pub fn expired_log_files(listing: &LogListing, other_names: &[(String, i64)], cutoff_ms: i64) -> Vec<String> {
+///
+/// `keep_from` is the oldest version a registered follower still needs: the anchor is then also
+/// at or before `keep_from - 1`, so the follower can rebuild its snapshot and read every commit
+/// from `keep_from` on.
+pub fn expired_log_files(
+    listing: &LogListing,
+    other_names: &[(String, i64)],
+    cutoff_ms: i64,
+    keep_from: Option<u64>,
+) -> Vec<String> {
     let cutoff_ms = cutoff_ms - cutoff_ms.rem_euclid(86_400_000);
-    let Some(cutoff_commit) = listing.commits.values().filter(|c| c.modified_ms <= cutoff_ms).map(|c| c.version).max()
+    let Some(mut cutoff_commit) =
+        listing.commits.values().filter(|c| c.modified_ms <= cutoff_ms).map(|c| c.version).max()
     else {
         return Vec::new();
     };
+    if let Some(keep_from) = keep_from {
+        match keep_from.checked_sub(1) {
+            Some(v) => cutoff_commit = cutoff_commit.min(v),
+            None => return Vec::new(),
+        }
+    }
     let Some(anchor) = listing
         .checkpoints
         .keys()
@@ -100,9 +116,15 @@ mod tests {
         let listing = LogListing::new(entries);
         let others = vec![("00000000000000000001.crc".to_string(), day)];
         // Retention reaches day 3: commit 3 is the newest expired, checkpoint 2 the anchor.
-        let gone = expired_log_files(&listing, &others, 3 * day + 5);
+        let gone = expired_log_files(&listing, &others, 3 * day + 5, None);
         assert_eq!(gone, vec!["00000000000000000000.json", "00000000000000000001.crc", "00000000000000000001.json"]);
         // Nothing expired yet.
-        assert!(expired_log_files(&listing, &others, day / 2).is_empty());
+        assert!(expired_log_files(&listing, &others, day / 2, None).is_empty());
+        // Everything up to day 5 expired, but a follower still needs commit 3 onwards: the
+        // anchor must be at or before 2.
+        let held = expired_log_files(&listing, &others, 5 * day + 5, Some(3));
+        assert_eq!(held, gone);
+        assert_eq!(expired_log_files(&listing, &others, 5 * day + 5, Some(5)).len(), 6);
+        assert!(expired_log_files(&listing, &others, 5 * day + 5, Some(0)).is_empty());
     }
 }

@@ -2,7 +2,10 @@
 //! order, keeping the snapshot current incrementally (no replay per commit).
 //!
 //! A commit that cannot be read because it is missing while later ones exist (removed by log
-//! cleanup, or a damaged log) is an error, never a silent skip. `_commit_timestamp` is the
+//! cleanup, or a damaged log) is an error, never a silent skip — unless the cursor is told to
+//! skip gaps, which it then does loudly (a warning naming the versions lost), rebuilding its
+//! snapshot from the log after the gap. A commit that changes the schema is flagged
+//! ([`CommitChanges::schema_changed`]). `_commit_timestamp` is the
 //! in-commit timestamp when present, else the commit file's time made monotonic as Spark does
 //! (a time not after the previous commit's becomes that time + 1 ms).
 
@@ -22,6 +25,15 @@ pub struct CommitChanges {
     pub version: u64,
     pub timestamp_ms: i64,
     pub batches: Vec<RecordBatch>,
+    /// The commit changed the table schema (its rows already have the new one).
+    pub schema_changed: bool,
+}
+
+impl CommitChanges {
+    /// The number of change rows.
+    pub fn rows(&self) -> u64 {
+        self.batches.iter().map(|b| b.num_rows() as u64).sum()
+    }
 }
 
 /// Reads commits from a start version onwards.
@@ -32,6 +44,7 @@ pub struct ChangeCursor {
     last_timestamp: i64,
     empty_polls: u32,
     filter: Option<Expr>,
+    skip_gaps: bool,
 }
 
 impl ChangeCursor {
@@ -48,7 +61,52 @@ impl ChangeCursor {
             last_timestamp: i64::MIN,
             empty_polls: 0,
             filter: None,
+            skip_gaps: false,
         })
+    }
+
+    /// Skip over commits removed from the log (with a warning) instead of failing.
+    pub fn skip_gaps(mut self, skip: bool) -> Self {
+        self.skip_gaps = skip;
+        self
+    }
+
+    /// The whole table as of `version` as insert rows of that version (for snapshot-then-follow):
+    /// every live file minus its deletion vector, stamped with the commit's version and time.
+    /// The cursor then continues at `version + 1`.
+    ///
+    /// # Errors
+    /// As [`Table::snapshot`] and [`Table::commit_changes`].
+    pub async fn snapshot_rows(
+        table: &Table,
+        version: u64,
+        filter: Option<Expr>,
+    ) -> Result<(CommitChanges, ChangeCursor)> {
+        let snapshot = table.snapshot(Some(version)).await?;
+        let (commit, modified) = table.read_commit_with_time(version).await.unwrap_or_default();
+        // Without the commit file (only a checkpoint left), the snapshot is stamped with now.
+        let timestamp_ms =
+            if commit.is_empty() { chrono::Utc::now().timestamp_millis() } else { commit_timestamp(&commit, modified) };
+        let adds: Vec<Action> = snapshot
+            .files()
+            .into_iter()
+            .map(|a| {
+                let mut a = a.clone();
+                a.data_change = true;
+                Action::Add(a)
+            })
+            .collect();
+        let batches = table.commit_changes(&snapshot, version, &adds, timestamp_ms, filter.as_ref()).await?;
+        let cursor = ChangeCursor {
+            table: table.clone(),
+            snapshot: Some(snapshot),
+            next: version + 1,
+            last_timestamp: timestamp_ms,
+            empty_polls: 0,
+            filter,
+            skip_gaps: false,
+        };
+        Ok((CommitChanges { version, timestamp_ms, batches, schema_changed: false }, cursor))
     }
 
     /// Only rows matching `filter`; files that cannot match (by partition values and
@@ -68,33 +126,66 @@ impl ChangeCursor {
         self.snapshot.as_ref()
     }
 
+    /// Whether the missing commit `version` is a gap (later commits exist): an error, or with
+    /// `skip_gaps` a jump to the first version after it whose snapshot can be rebuilt (right
+    /// after the gap, or after the next checkpoint when the gap's state cannot be replayed).
+    async fn skip_gap(&mut self, version: u64) -> Result<bool> {
+        let listing = self.table.list_log(Some(version)).await?;
+        let Some((&later, _)) = listing.commits.range(version + 1..).next() else { return Ok(false) };
+        if !self.skip_gaps {
+            return Err(Error::MissingVersion {
+                version,
+                reason: format!("commit {later} exists but {version} does not (removed by log cleanup?)"),
+            });
+        }
+        let (snapshot, next) = match self.table.snapshot(Some(later - 1)).await {
+            Ok(s) => (s, later),
+            Err(_) => {
+                let Some(&cp) = listing.checkpoints.keys().find(|v| **v >= later) else {
+                    return Err(Error::MissingVersion {
+                        version,
+                        reason: format!(
+                            "commits from {version} are missing and no later checkpoint lets the follower skip them"
+                        ),
+                    });
+                };
+                (self.table.snapshot(Some(cp)).await?, cp + 1)
+            }
+        };
+        tracing::warn!(
+            table = self.table.url(),
+            "changes.gap_skipped: versions {version}..{} are skipped (commit {version} is missing from the log); their changes are lost to this follower",
+            next - 1
+        );
+        self.snapshot = Some(snapshot);
+        self.next = next;
+        self.empty_polls = 0;
+        Ok(true)
+    }
+
     /// The changes of the next commit, or `None` when it does not exist yet.
     ///
     /// # Errors
     /// [`Error::MissingVersion`] when the next commit is gone while later ones exist;
     /// protocol errors when a commit makes the table unreadable; storage and data errors.
     pub async fn poll(&mut self) -> Result<Option<CommitChanges>> {
-        let version = self.next;
-        let (actions, modified) = match self.table.read_commit_with_time(version).await {
-            Ok(x) => x,
-            Err(Error::MissingVersion { .. }) => {
-                self.empty_polls += 1;
-                // Now and then, a listing that starts at our position finds gaps.
-                if self.empty_polls % 20 == 1 {
-                    let listing = self.table.list_log(Some(version)).await?;
-                    if let Some((&later, _)) = listing.commits.range(version + 1..).next() {
-                        return Err(Error::MissingVersion {
-                            version,
-                            reason: format!("commit {later} exists but {version} does not (removed by log cleanup?)"),
-                        });
+        let (version, actions, modified) = loop {
+            let version = self.next;
+            match self.table.read_commit_with_time(version).await {
+                Ok((actions, modified)) => break (version, actions, modified),
+                Err(Error::MissingVersion { .. }) => {
+                    self.empty_polls += 1;
+                    // Now and then, a listing that starts at our position finds gaps.
+                    if self.empty_polls % 20 != 1 || !self.skip_gap(version).await? {
+                        return Ok(None);
                     }
                 }
-                return Ok(None);
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
         };
         self.empty_polls = 0;
         let name = crate::delta::log_segment::commit_name(version);
+        let old_schema = self.snapshot.as_ref().map(|s| s.metadata.schema_string.clone());
         match &mut self.snapshot {
             Some(s) => s.apply_commit(version, actions.clone(), &name)?,
             None => {
@@ -111,8 +202,9 @@ impl ChangeCursor {
         }
         self.last_timestamp = ts;
         let snapshot = self.snapshot.as_ref().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
+        let schema_changed = old_schema.is_some_and(|old| old != snapshot.metadata.schema_string);
         let batches = self.table.commit_changes(snapshot, version, &actions, ts, self.filter.as_ref()).await?;
         self.next = version + 1;
-        Ok(Some(CommitChanges { version, timestamp_ms: ts, batches }))
+        Ok(Some(CommitChanges { version, timestamp_ms: ts, batches, schema_changed }))
     }
 }

@@ -1,174 +1,229 @@
-//! A Delta-table sink for the change feed: every source commit's change rows are appended to a
-//! target table in one target commit that also records `txn(appId, version)`, where the appId
-//! is `<follower id>-<source table id>` and the version is the source commit's version. On
-//! start the follower reads that txn from the target and resumes right after it, so a crash at
-//! any point neither repeats nor skips a source commit: the rows and the position land in the
-//! same put-if-absent commit or not at all.
+//! The follower loop: tails a source table from the sink's own position (or a configured start)
+//! and hands every commit's changes to a [`ChangeSink`].
 //!
-//! The target holds the source's columns plus `_change_type`, `_commit_version` and
-//! `_commit_timestamp`; it is created on the first write. Source commits without row changes
-//! (compaction, metadata-only) write nothing; their position is implied by the next one.
+//! - Start: the sink's recorded position + 1; without one, a version, `latest` (the next commit
+//!   to land) or `snapshot` (the table as of the latest version as inserts, then its commits).
+//! - Polls `<v>.json` directly (see [`ChangeCursor`]) with idle backoff up to ten times the
+//!   interval; stops when caught up with `once`, or when `stop` resolves.
+//! - Health: before a commit is delivered, its age is checked against the table's retention
+//!   ([`position_health`]): a warning near the limit, an error past it unless `allow_stale`.
+//! - Registration: with a follower id, the position is registered on the source table
+//!   ([`Registrar`]) so deltabus maintenance keeps what the follower still needs.
+//! - Lag: versions and seconds behind go to the pipeline metrics when given.
+//! - Schema changes are logged as `source.schema_changed` events and counted.
 
-use std::time::Duration;
+use std::future::Future;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use serde_json::json;
 
 use super::changes::{ChangeCursor, CommitChanges};
-use super::create::new_table;
-use crate::delta::actions::{Action, Txn};
-use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
-use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use super::followers::Registrar;
+use crate::delta::followers::{position_health, PositionHealth};
+use crate::delta::predicate::Expr;
 use crate::error::{Error, Result};
-use crate::storage::{DataWriter, RetryPolicy, Table, WriterConfig};
+use crate::metrics::PipelineMetrics;
+use crate::sink::ChangeSink;
+use crate::storage::Table;
+
+/// Where a follower without a recorded position starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartAt {
+    Version(u64),
+    /// The next commit to land.
+    Latest,
+    /// The latest version's rows as inserts, then every later commit.
+    Snapshot,
+}
+
+impl std::str::FromStr for StartAt {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<StartAt> {
+        match s {
+            "latest" => Ok(StartAt::Latest),
+            "snapshot" => Ok(StartAt::Snapshot),
+            v => v.parse().map(StartAt::Version).map_err(|_| {
+                Error::InvalidArgument(format!("start {v:?}: expected a version, `latest` or `snapshot`"))
+            }),
+        }
+    }
+}
 
 /// Follower settings.
 #[derive(Debug, Clone)]
-pub struct FollowOptions {
-    pub follower_id: String,
-    /// Where to start when the target has no position for this follower.
-    pub from: u64,
+pub struct FollowerOptions {
+    pub start: StartAt,
     pub poll: Duration,
-    /// Stop once caught up instead of following.
+    /// Stop once caught up.
     pub once: bool,
+    pub filter: Option<Expr>,
+    /// Registers the position on the source under this id.
+    pub follower_id: Option<String>,
+    /// Follow even when the position is older than the table's retention.
+    pub allow_stale: bool,
+    /// Skip commits missing from the log (loudly) instead of failing.
+    pub skip_gaps: bool,
+}
+
+impl FollowerOptions {
+    /// Defaults: from `start`, 1 s polls, following forever, no filter, unregistered.
+    pub fn new(start: StartAt) -> FollowerOptions {
+        FollowerOptions {
+            start,
+            poll: Duration::from_secs(1),
+            once: false,
+            filter: None,
+            follower_id: None,
+            allow_stale: false,
+            skip_gaps: false,
+        }
+    }
 }
 
 /// What a follower run did.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct FollowReport {
-    pub app_id: String,
+pub struct FollowerReport {
     pub source_commits: u64,
-    pub target_commits: u64,
     pub rows: u64,
-    /// The last source version applied to the target.
+    pub schema_changes: u64,
+    /// The last source version delivered.
     pub position: Option<u64>,
 }
 
-impl FollowReport {
+impl FollowerReport {
     /// The command output.
     pub fn to_json(&self) -> serde_json::Value {
-        json!({"appId": self.app_id, "sourceCommits": self.source_commits, "targetCommits": self.target_commits, "rows": self.rows, "position": self.position})
+        json!({"sourceCommits": self.source_commits, "rows": self.rows, "schemaChanges": self.schema_changes, "position": self.position})
     }
 }
 
-fn change_schema(source: &StructType) -> StructType {
-    let mut fields = source.fields.clone();
-    fields.push(StructField::new("_change_type", DataType::Primitive(PrimitiveType::String), true));
-    fields.push(StructField::new("_commit_version", DataType::Primitive(PrimitiveType::Long), true));
-    fields.push(StructField::new("_commit_timestamp", DataType::Primitive(PrimitiveType::Timestamp), true));
-    StructType::new(fields)
-}
-
-/// Follows `source` into `target` until caught up (`once`) or interrupted.
+/// Follows `source` into `sink` until caught up (`once`) or `stop` resolves.
 ///
 /// # Errors
-/// Source read errors (including a vacuumed commit), target protocol errors, a source schema
-/// change the target does not have, and [`Error::CommitConflict`] when another process
-/// follows with the same follower id.
-pub async fn follow(source: &Table, target: &Table, opts: &FollowOptions) -> Result<FollowReport> {
-    let source_id = source.snapshot(None).await?.metadata.id;
-    let app_id =
-        crate::pipeline::app_id::TxnAppId::Follower { follower: opts.follower_id.clone(), source_table_id: source_id }
-            .to_string();
-    let mut target_snapshot = match target.snapshot(None).await {
-        Ok(s) => Some(s),
-        Err(Error::NotATable { .. }) => None,
-        Err(e) => return Err(e),
+/// Source read errors (a vacuumed commit, a protocol the reader cannot handle), a stale
+/// position, and the sink's errors.
+pub async fn run_follower<S: ChangeSink>(
+    source: &Table,
+    sink: &mut S,
+    opts: &FollowerOptions,
+    metrics: Option<&PipelineMetrics>,
+    stop: impl Future<Output = ()> + Send,
+) -> Result<FollowerReport> {
+    tokio::pin!(stop);
+    let position = sink.position().await?;
+    let mut report = FollowerReport { position, ..FollowerReport::default() };
+    let mut registrar = match &opts.follower_id {
+        Some(id) => Some(Registrar::new(source, id, sink.name())?),
+        None => None,
     };
-    let position = target_snapshot.as_ref().and_then(|s| s.txn_version(&app_id)).and_then(|v| u64::try_from(v).ok());
-    let start = position.map_or(opts.from, |p| p + 1);
-    let mut report = FollowReport { app_id: app_id.clone(), position, ..FollowReport::default() };
-    let mut cursor = ChangeCursor::open(source, start).await?;
+    let mut cursor = match (position, opts.start) {
+        (Some(p), _) => ChangeCursor::open(source, p + 1).await?,
+        (None, StartAt::Version(v)) => ChangeCursor::open(source, v).await?,
+        (None, StartAt::Latest) => ChangeCursor::open(source, source.latest_version().await? + 1).await?,
+        (None, StartAt::Snapshot) => {
+            let latest = source.latest_version().await?;
+            let (changes, cursor) = ChangeCursor::snapshot_rows(source, latest, opts.filter.clone()).await?;
+            let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
+            sink.deliver(snapshot, &changes).await?;
+            delivered(&mut report, &changes, metrics);
+            cursor
+        }
+    };
+    cursor = cursor.with_filter(opts.filter.clone()).skip_gaps(opts.skip_gaps);
+    if let Some(r) = &mut registrar {
+        r.advance(cursor.next_version(), true).await;
+    }
+    let mut warned = false;
+    let mut wait = opts.poll;
+    let max_idle = opts.poll.saturating_mul(10);
+    let mut latest_seen: Option<(Instant, u64)> = None;
     loop {
+        if (&mut stop).now_or_never().is_some() {
+            break;
+        }
         let Some(changes) = cursor.poll().await? else {
+            if let Some(m) = metrics {
+                m.source_lag(cursor.next_version().checked_sub(1), 0, 0.0);
+            }
             if opts.once {
-                return Ok(report);
+                break;
             }
             tokio::select! {
-                _ = tokio::time::sleep(opts.poll) => continue,
-                _ = tokio::signal::ctrl_c() => return Ok(report),
+                () = tokio::time::sleep(wait) => {}
+                () = &mut stop => break,
             }
-        };
-        report.source_commits += 1;
-        if changes.batches.iter().all(|b| b.num_rows() == 0) {
+            wait = (wait + opts.poll / 2).min(max_idle);
             continue;
+        };
+        wait = opts.poll;
+        let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
+        check_health(snapshot, &changes, opts.allow_stale, &mut warned)?;
+        if changes.schema_changed {
+            report.schema_changes += 1;
+            tracing::warn!(table = source.url(), version = changes.version, "source.schema_changed");
         }
-        let schema = cursor
-            .snapshot()
-            .map(|s| change_schema(&s.schema))
-            .ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
-        let outcome = apply(target, target_snapshot.as_ref(), &schema, &changes, &app_id).await?;
-        match outcome {
-            CommitOutcome::Committed { .. } | CommitOutcome::AlreadyApplied { .. } => {
-                if matches!(outcome, CommitOutcome::Committed { .. }) {
-                    report.target_commits += 1;
-                    report.rows += changes.batches.iter().map(|b| b.num_rows() as u64).sum::<u64>();
-                }
-                report.position = Some(changes.version);
-                match &mut target_snapshot {
-                    Some(s) => {
-                        target.update_snapshot(s).await?;
-                    }
-                    None => target_snapshot = Some(target.snapshot(None).await?),
-                }
+        sink.deliver(snapshot, &changes).await?;
+        delivered(&mut report, &changes, metrics);
+        if let Some(r) = &mut registrar {
+            r.advance(cursor.next_version(), false).await;
+        }
+        if let Some(m) = metrics {
+            // Versions behind: from a listing at most every 5 s while busy (never while idle).
+            if latest_seen.is_none_or(|(at, v)| v <= changes.version && at.elapsed() > Duration::from_secs(5)) {
+                let listing = source.list_log(Some(changes.version)).await?;
+                let latest = listing.commits.keys().next_back().copied().unwrap_or(changes.version);
+                latest_seen = Some((Instant::now(), latest));
             }
-            CommitOutcome::Conflict { version, reason } => return Err(Error::CommitConflict { version, reason }),
+            let latest = latest_seen.map_or(changes.version, |(_, v)| v.max(changes.version));
+            let age = (chrono::Utc::now().timestamp_millis() - changes.timestamp_ms).max(0) as f64 / 1000.0;
+            let behind = latest - changes.version;
+            m.source_lag(Some(changes.version), behind, if behind == 0 { 0.0 } else { age });
         }
+    }
+    if let Some(r) = &mut registrar {
+        r.advance(cursor.next_version(), true).await;
+    }
+    Ok(report)
+}
+
+fn delivered(report: &mut FollowerReport, changes: &CommitChanges, metrics: Option<&PipelineMetrics>) {
+    report.source_commits += 1;
+    report.rows += changes.rows();
+    report.position = Some(changes.version);
+    if let Some(m) = metrics {
+        m.commits.fetch_add(1, Relaxed);
+        m.rows_committed.fetch_add(changes.rows(), Relaxed);
     }
 }
 
-async fn apply(
-    target: &Table,
-    snapshot: Option<&Snapshot>,
-    schema: &StructType,
+fn check_health(
+    snapshot: &crate::delta::snapshot::Snapshot,
     changes: &CommitChanges,
-    app_id: &str,
-) -> Result<CommitOutcome> {
-    let mut actions = Vec::new();
-    let created;
-    let write_snapshot = match snapshot {
-        Some(s) => {
-            if s.schema.fields.iter().map(|f| &f.name).ne(schema.fields.iter().map(|f| &f.name)) {
-                return Err(Error::unsupported(format!(
-                    "the source schema changed at version {}; the target table {} has the old one",
-                    changes.version,
-                    target.url()
-                )));
+    allow_stale: bool,
+    warned: &mut bool,
+) -> Result<()> {
+    let now = chrono::Utc::now().timestamp_millis();
+    match position_health(Some(changes.timestamp_ms), now, changes.version, &snapshot.properties) {
+        PositionHealth::Fresh => *warned = false,
+        PositionHealth::Warn(m) if !*warned => {
+            *warned = true;
+            tracing::warn!("follower.behind_retention: {m}");
+        }
+        PositionHealth::Stale(m) if allow_stale => {
+            if !*warned {
+                *warned = true;
+                tracing::warn!("follower.stale (allowed): {m}");
             }
-            s
         }
-        None => {
-            let (protocol, metadata) = new_table(schema.clone(), &[], &Default::default())?;
-            actions.push(Action::Protocol(protocol.clone()));
-            actions.push(Action::Metadata(metadata.clone()));
-            created = Snapshot::for_new_table(protocol, metadata)?;
-            &created
+        PositionHealth::Stale(m) => {
+            return Err(Error::MissingVersion {
+                version: changes.version,
+                reason: format!("{m}; start again from a snapshot, or pass --allow-stale to read what is left"),
+            })
         }
-    };
-    let mut writer = DataWriter::new(target, write_snapshot, WriterConfig::for_snapshot(write_snapshot))?;
-    for b in &changes.batches {
-        if let Err(e) = writer.write(b).await {
-            writer.abort().await;
-            return Err(e);
-        }
+        PositionHealth::Warn(_) => {}
     }
-    let adds = writer.finish().await?;
-    let rows: usize = changes.batches.iter().map(|b| b.num_rows()).sum();
-    actions.extend(adds.iter().cloned().map(Action::Add));
-    actions.push(Action::Txn(Txn {
-        app_id: app_id.to_string(),
-        version: changes.version as i64,
-        last_updated: Some(chrono::Utc::now().timestamp_millis()),
-    }));
-    let txn = Transaction::new(if snapshot.is_none() { "CREATE TABLE" } else { "STREAMING UPDATE" }, actions)
-        .with_parameter("outputMode", "Append")
-        .with_parameter("queryId", app_id)
-        .with_parameter("epochId", changes.version.to_string())
-        .with_metric("numAddedFiles", adds.len())
-        .with_metric("numOutputRows", rows);
-    let outcome = target.commit(snapshot, &txn, &RetryPolicy::default()).await?;
-    if !matches!(outcome, CommitOutcome::Committed { .. }) {
-        target.delete_uncommitted(&adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
-    }
-    Ok(outcome)
+    Ok(())
 }

@@ -6,6 +6,10 @@
 //! live file and no unexpired tombstone references, DV files included, and that are older than
 //! the threshold. The listing mode finds orphans of any origin (failed writes); the lite mode
 //! only deletes files named by expired tombstones, without listing the table.
+//!
+//! Both keep what registered followers still need (see [`crate::delta::followers`]): log
+//! cleanup keeps every commit from the slowest follower's next version on and a checkpoint
+//! before it; VACUUM keeps every file those commits name. `ignore_followers` overrides that.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -16,10 +20,12 @@ use serde_json::json;
 
 use crate::delta::dv::{DeletionVectorDescriptor, DvLocation};
 use crate::delta::features::check_writable;
+use crate::delta::followers::oldest_needed;
 use crate::delta::log_segment::LogListing;
 use crate::delta::paths::resolve_in_table;
 use crate::delta::retention::{expired_log_files, vacuum_candidates};
 use crate::error::{Error, Result};
+use crate::ops::followers::{list_followers, needed_paths};
 use crate::storage::Table;
 
 /// VACUUM settings.
@@ -32,6 +38,8 @@ pub struct VacuumOptions {
     pub force: bool,
     /// Only files of expired tombstones (no listing).
     pub lite: bool,
+    /// Delete what registered followers still need.
+    pub ignore_followers: bool,
 }
 
 /// What maintenance deleted (or would delete).
@@ -40,13 +48,26 @@ pub struct MaintenanceReport {
     pub dry_run: bool,
     pub files: Vec<String>,
     pub bytes: u64,
+    /// The followers whose needs were kept, and the oldest version they need.
+    pub followers: Vec<String>,
+    pub kept_from_version: Option<u64>,
 }
 
 impl MaintenanceReport {
     /// The command output.
     pub fn to_json(&self) -> serde_json::Value {
-        json!({"dryRun": self.dry_run, "numFiles": self.files.len(), "bytes": self.bytes, "files": self.files})
+        json!({"dryRun": self.dry_run, "numFiles": self.files.len(), "bytes": self.bytes, "files": self.files,
+            "followers": self.followers, "keptFromVersion": self.kept_from_version})
     }
+}
+
+/// The registered followers (ids) and the oldest version they need, unless ignored.
+async fn followers_needs(table: &Table, ignore: bool) -> Result<(Vec<String>, Option<u64>)> {
+    if ignore {
+        return Ok((Vec::new(), None));
+    }
+    let records = list_followers(table).await?;
+    Ok((records.iter().map(|r| r.follower_id.clone()).collect(), oldest_needed(&records)))
 }
 
 fn dv_path(d: &DeletionVectorDescriptor, table: &Table) -> Option<String> {
@@ -87,6 +108,15 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
         keep.extend(rel(&r.path));
         keep.extend(r.deletion_vector.as_ref().and_then(|d| dv_path(d, table)));
     }
+    let (followers, kept_from) = followers_needs(table, opts.ignore_followers).await?;
+    if let Some(from) = kept_from.filter(|f| *f <= snapshot.version) {
+        let needed = needed_paths(table, from, snapshot.version).await.map_err(|e| {
+            Error::InvalidArgument(format!(
+                "a registered follower needs version {from} onwards, which cannot be read ({e}); remove the follower (`deltabus followers <table> --remove <id>`) or pass --ignore-followers"
+            ))
+        })?;
+        keep.extend(needed);
+    }
     let store = table.object_store();
     let root = table.root_path();
     let candidates: Vec<(String, u64)> = if opts.lite {
@@ -117,7 +147,10 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
             .collect();
         vacuum_candidates(&files, &keep, cutoff).into_iter().map(|(p, s, _)| (p.clone(), *s)).collect()
     };
-    delete_all(&store, table, candidates, opts.dry_run, |p| table.object_path(p)).await
+    let mut report = delete_all(&store, table, candidates, opts.dry_run, |p| table.object_path(p)).await?;
+    report.followers = followers;
+    report.kept_from_version = kept_from;
+    Ok(report)
 }
 
 fn table_allows_absolute(table: &Table) -> bool {
@@ -128,7 +161,7 @@ fn table_allows_absolute(table: &Table) -> bool {
 ///
 /// # Errors
 /// Storage errors.
-pub async fn cleanup_log(table: &Table, dry_run: bool) -> Result<MaintenanceReport> {
+pub async fn cleanup_log(table: &Table, dry_run: bool, ignore_followers: bool) -> Result<MaintenanceReport> {
     let snapshot = table.snapshot(None).await?;
     check_writable(&snapshot.protocol, &snapshot.metadata)?;
     let now = chrono::Utc::now().timestamp_millis();
@@ -145,10 +178,14 @@ pub async fn cleanup_log(table: &Table, dry_run: bool) -> Result<MaintenanceRepo
     let sizes: std::collections::HashMap<String, u64> = entries.iter().map(|(n, s, _)| (n.clone(), *s)).collect();
     let others: Vec<(String, i64)> = entries.iter().map(|(n, _, t)| (n.clone(), *t)).collect();
     let listing = LogListing::new(entries);
-    let expired = expired_log_files(&listing, &others, cutoff);
+    let (followers, kept_from) = followers_needs(table, ignore_followers).await?;
+    let expired = expired_log_files(&listing, &others, cutoff, kept_from);
     let candidates =
         expired.into_iter().map(|n| (format!("_delta_log/{n}"), sizes.get(&n).copied().unwrap_or(0))).collect();
-    delete_all(&store, table, candidates, dry_run, |p| table.object_path(p)).await
+    let mut report = delete_all(&store, table, candidates, dry_run, |p| table.object_path(p)).await?;
+    report.followers = followers;
+    report.kept_from_version = kept_from;
+    Ok(report)
 }
 
 async fn delete_all(

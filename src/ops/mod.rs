@@ -4,12 +4,14 @@
 //! - [`create`]: new-table metadata and protocol, schema inference from JSON, schema merging.
 //! - [`delete`]: deletes by predicate, with deletion vectors or copy-on-write.
 //! - [`follow`]: the change feed into another Delta table, exactly once.
-//! - [`maintenance`]: VACUUM and log cleanup.
+//! - [`followers`]: follower registrations, their needs and their health.
+//! - [`maintenance`]: VACUUM and log cleanup (keeping what followers need).
 //! - [`write`]: JSON lines to data files and one commit (`deltabus write`).
 
 pub mod changes;
 pub mod create;
 pub mod delete;
 pub mod follow;
+pub mod followers;
 pub mod maintenance;
 pub mod write;

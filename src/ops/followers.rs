@@ -1,0 +1,161 @@
+//! Follower registrations on a table (`_deltabus/followers/<id>.json`, see
+//! [`crate::delta::followers`]): writing them as a follower advances, listing them for
+//! maintenance, and the set of files the slowest follower still needs.
+//!
+//! A registration lags the follower's real position (it is written at most every
+//! [`Registrar::EVERY`] and on exit), which only makes maintenance keep more. A follower that
+//! cannot write its registration (a read-only source) warns once and keeps following: it is
+//! then unprotected, and says so.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use futures::TryStreamExt;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+use crate::delta::dv::DvLocation;
+use crate::delta::followers::{commit_paths, record_path, valid_follower_id, FollowerRecord, FOLLOWERS_DIR};
+use crate::delta::paths::resolve_in_table;
+use crate::error::{Error, Result};
+use crate::storage::Table;
+
+/// Every registration on `table`, sorted by id.
+///
+/// # Errors
+/// Storage errors, and [`Error::InvalidArgument`] for an unreadable registration (a
+/// maintenance run must not guess what a follower needs).
+pub async fn list_followers(table: &Table) -> Result<Vec<FollowerRecord>> {
+    let store = table.object_store();
+    let dir = table.object_path(FOLLOWERS_DIR);
+    let listed: Vec<_> = store.list(Some(&dir)).try_collect().await.map_err(|e| Error::storage(table.url(), e))?;
+    let mut out = Vec::new();
+    for meta in listed.into_iter().filter(|m| m.location.extension() == Some("json")) {
+        let bytes = store
+            .get(&meta.location)
+            .await
+            .map_err(|e| Error::storage(meta.location.as_ref(), e))?
+            .bytes()
+            .await
+            .map_err(|e| Error::storage(meta.location.as_ref(), e))?;
+        let record: FollowerRecord = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::InvalidArgument(format!(
+                "follower registration {} is unreadable ({e}); remove it with `deltabus followers <table> --remove <id>`",
+                meta.location
+            ))
+        })?;
+        out.push(record);
+    }
+    out.sort_by(|a, b| a.follower_id.cmp(&b.follower_id));
+    Ok(out)
+}
+
+/// Writes (or overwrites) a registration.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an id that is not a safe file name; storage errors.
+pub async fn register(table: &Table, record: &FollowerRecord) -> Result<()> {
+    check_id(&record.follower_id)?;
+    let body = serde_json::to_vec(record).map_err(|e| Error::Internal(e.to_string()))?;
+    let path = table.object_path(&record_path(&record.follower_id));
+    table.object_store().put(&path, PutPayload::from(body)).await.map_err(|e| Error::storage(path.as_ref(), e))?;
+    Ok(())
+}
+
+/// Removes a registration; `false` when there was none.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an invalid id; storage errors.
+pub async fn unregister(table: &Table, id: &str) -> Result<bool> {
+    check_id(id)?;
+    let path = table.object_path(&record_path(id));
+    let store = table.object_store();
+    match store.head(&path).await {
+        Ok(_) => {}
+        Err(object_store::Error::NotFound { .. }) => return Ok(false),
+        Err(e) => return Err(Error::storage(path.as_ref(), e)),
+    }
+    store.delete(&path).await.map_err(|e| Error::storage(path.as_ref(), e))?;
+    Ok(true)
+}
+
+fn check_id(id: &str) -> Result<()> {
+    if valid_follower_id(id) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "follower id {id:?}: use letters, digits, '-', '_' and '.' (not first), at most 200 characters"
+        )))
+    }
+}
+
+/// Paths (relative to the root) named by the commits from `from` up to `latest`: the data,
+/// change-data and deletion-vector files a follower at `from` will read.
+///
+/// # Errors
+/// Storage and log errors, including [`Error::MissingVersion`] for a commit already gone.
+pub async fn needed_paths(table: &Table, from: u64, latest: u64) -> Result<HashSet<String>> {
+    let mut out = HashSet::new();
+    for v in from..=latest {
+        let actions = table.read_commit(v).await?;
+        for (p, dv) in commit_paths(&actions) {
+            out.extend(resolve_in_table(p, table.url(), table.allows_absolute_paths()).ok());
+            match dv.and_then(|d| d.location().ok()) {
+                Some(DvLocation::Relative { path, .. }) => {
+                    out.insert(path);
+                }
+                Some(DvLocation::Absolute { uri, .. }) => {
+                    out.extend(resolve_in_table(&uri, table.url(), true).ok());
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Keeps one follower's registration current, throttled.
+pub struct Registrar {
+    table: Table,
+    id: String,
+    kind: &'static str,
+    last: Option<(Instant, u64)>,
+    warned_unwritable: bool,
+}
+
+impl Registrar {
+    /// How often an advancing follower rewrites its registration.
+    pub const EVERY: Duration = Duration::from_secs(10);
+
+    /// A registrar for `id` on `table`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an id that is not a safe file name.
+    pub fn new(table: &Table, id: &str, kind: &'static str) -> Result<Registrar> {
+        check_id(id)?;
+        Ok(Registrar { table: table.clone(), id: id.to_string(), kind, last: None, warned_unwritable: false })
+    }
+
+    /// Records that the follower next needs `next_version`: written at once the first time and
+    /// when `now` is set, else at most every [`Registrar::EVERY`].
+    pub async fn advance(&mut self, next_version: u64, now: bool) {
+        if let Some((at, v)) = self.last {
+            if v == next_version || (!now && at.elapsed() < Self::EVERY) {
+                return;
+            }
+        }
+        let record = FollowerRecord {
+            follower_id: self.id.clone(),
+            next_version,
+            updated_at: chrono::Utc::now().timestamp_millis(),
+            kind: self.kind.to_string(),
+        };
+        match register(&self.table, &record).await {
+            Ok(()) => self.last = Some((Instant::now(), next_version)),
+            Err(e) if !self.warned_unwritable => {
+                self.warned_unwritable = true;
+                tracing::warn!(follower = %self.id, error = %e, "follower.unregistered: maintenance by deltabus will not protect this follower's position");
+            }
+            Err(_) => {}
+        }
+    }
+}

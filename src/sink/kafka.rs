@@ -1,0 +1,234 @@
+//! The Kafka sink: change rows as JSON records on a topic, with the follower's position written
+//! in the same Kafka transaction to a progress topic.
+//!
+//! - The producer is transactional with `transactional.id = deltabus.<follower>.<source table
+//!   id>`: starting it fences any older instance of the same follower (a zombie can no longer
+//!   commit) and completes or aborts its open transaction.
+//! - Each source commit with rows is one transaction: its rows (value = the row as JSON with
+//!   `_change_type`, `_commit_version`, `_commit_timestamp`; key = the configured key columns;
+//!   headers `deltabus.change_type` and `deltabus.commit_version`) and one progress record
+//!   (key `<follower>-<source table id>`, value `{"version": v, ...}`) to partition 0 of the
+//!   progress topic, which should be compacted with one partition.
+//! - On start the position is the last progress record for this key, read with
+//!   `isolation.level=read_committed` after the fencing, so a crash at any point neither repeats
+//!   nor skips a commit for consumers that read committed records.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use arrow::array::{Array, StructArray};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, Message, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+use serde_json::{json, Value};
+
+use super::ChangeSink;
+use crate::delta::arrow_value::value_at;
+use crate::delta::snapshot::Snapshot;
+use crate::error::{Error, Result};
+use crate::ops::changes::CommitChanges;
+
+const TXN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where and how the sink produces.
+#[derive(Debug, Clone)]
+pub struct KafkaSinkConfig {
+    pub brokers: String,
+    pub topic: String,
+    pub progress_topic: String,
+    pub follower_id: String,
+    pub source_table_id: String,
+    /// Columns whose values form the record key (none: records without a key).
+    pub key_columns: Vec<String>,
+    /// librdkafka properties for the producer and the progress reader (security and so on).
+    pub properties: BTreeMap<String, String>,
+}
+
+impl KafkaSinkConfig {
+    fn progress_key(&self) -> String {
+        crate::pipeline::app_id::TxnAppId::Follower {
+            follower: self.follower_id.clone(),
+            source_table_id: self.source_table_id.clone(),
+        }
+        .to_string()
+    }
+
+    fn client(&self) -> ClientConfig {
+        let mut cfg = ClientConfig::new();
+        cfg.set("bootstrap.servers", &self.brokers);
+        for (k, v) in &self.properties {
+            cfg.set(k, v);
+        }
+        cfg
+    }
+}
+
+/// The transactional Kafka sink.
+pub struct KafkaSink {
+    cfg: KafkaSinkConfig,
+    producer: FutureProducer,
+    /// Transactions committed and rows produced.
+    pub transactions: u64,
+    pub rows: u64,
+}
+
+fn kafka(what: &str) -> impl Fn(KafkaError) -> Error + '_ {
+    move |e| Error::Kafka(format!("{what}: {e}"))
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| Error::Internal(format!("blocking Kafka call: {e}")))?
+}
+
+impl KafkaSink {
+    /// Creates the producer and fences older instances of this follower.
+    ///
+    /// # Errors
+    /// [`Error::Kafka`] when the producer cannot be created or initialised.
+    pub async fn open(cfg: KafkaSinkConfig) -> Result<KafkaSink> {
+        let mut client = cfg.client();
+        client
+            .set("transactional.id", format!("deltabus.{}.{}", cfg.follower_id, cfg.source_table_id))
+            .set("enable.idempotence", "true")
+            .set("transaction.timeout.ms", TXN_TIMEOUT.as_millis().to_string());
+        let producer: FutureProducer = client.create().map_err(kafka("change producer"))?;
+        let p = producer.clone();
+        blocking(move || p.init_transactions(TXN_TIMEOUT).map_err(kafka("init transactions"))).await?;
+        Ok(KafkaSink { cfg, producer, transactions: 0, rows: 0 })
+    }
+
+    fn read_position(cfg: &KafkaSinkConfig) -> Result<Option<u64>> {
+        let consumer: BaseConsumer = cfg
+            .client()
+            .set("group.id", format!("deltabus.progress.{}", cfg.follower_id))
+            .set("isolation.level", "read_committed")
+            .set("enable.partition.eof", "true")
+            .set("enable.auto.commit", "false")
+            .create()
+            .map_err(kafka("progress reader"))?;
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&cfg.progress_topic, 0, Offset::Beginning).map_err(kafka("progress reader"))?;
+        consumer.assign(&tpl).map_err(kafka("progress reader"))?;
+        let key = cfg.progress_key();
+        let mut version = None;
+        let deadline = std::time::Instant::now() + TXN_TIMEOUT;
+        loop {
+            if std::time::Instant::now() > deadline {
+                return Err(Error::Kafka(format!("reading {} did not reach its end", cfg.progress_topic)));
+            }
+            match consumer.poll(Duration::from_millis(200)) {
+                None => continue,
+                Some(Err(KafkaError::PartitionEOF(_))) => return Ok(version),
+                Some(Err(e)) => return Err(kafka("progress reader")(e)),
+                Some(Ok(m)) if m.key() == Some(key.as_bytes()) => {
+                    let value: Value = m
+                        .payload()
+                        .and_then(|p| serde_json::from_slice(p).ok())
+                        .ok_or_else(|| Error::Kafka(format!("unreadable progress record at offset {}", m.offset())))?;
+                    version = value.get("version").and_then(Value::as_u64);
+                }
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+
+    fn key_of(&self, row: &Value) -> Option<String> {
+        match self.cfg.key_columns.as_slice() {
+            [] => None,
+            [one] => Some(match row.get(one) {
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => "null".into(),
+            }),
+            many => Some(
+                Value::Array(many.iter().map(|c| row.get(c).cloned().unwrap_or(Value::Null)).collect()).to_string(),
+            ),
+        }
+    }
+
+    async fn send(&self, record: FutureRecord<'_, str, str>) -> Result<()> {
+        let mut record = record;
+        loop {
+            match self.producer.send_result(record) {
+                // The delivery is confirmed by the transaction commit.
+                Ok(_) => return Ok(()),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                    record = r;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err((e, _)) => return Err(kafka("produce")(e)),
+            }
+        }
+    }
+
+    async fn produce(&self, changes: &CommitChanges) -> Result<u64> {
+        let mut rows = 0;
+        let version = changes.version.to_string();
+        for batch in &changes.batches {
+            let array = StructArray::from(batch.clone());
+            for i in 0..array.len() {
+                let row = value_at(&array, i);
+                let change_type = row.get("_change_type").and_then(Value::as_str).unwrap_or("").to_string();
+                let payload = row.to_string();
+                let key = self.key_of(&row);
+                let headers = OwnedHeaders::new()
+                    .insert(Header { key: "deltabus.change_type", value: Some(change_type.as_bytes()) })
+                    .insert(Header { key: "deltabus.commit_version", value: Some(version.as_bytes()) });
+                let mut record =
+                    FutureRecord::<str, str>::to(&self.cfg.topic).payload(payload.as_str()).headers(headers);
+                if let Some(k) = &key {
+                    record = record.key(k.as_str());
+                }
+                self.send(record).await?;
+                rows += 1;
+            }
+        }
+        let progress = json!({"version": changes.version, "followerId": self.cfg.follower_id,
+            "sourceTableId": self.cfg.source_table_id, "rows": rows})
+        .to_string();
+        let key = self.cfg.progress_key();
+        self.send(
+            FutureRecord::<str, str>::to(&self.cfg.progress_topic)
+                .partition(0)
+                .key(key.as_str())
+                .payload(progress.as_str()),
+        )
+        .await?;
+        Ok(rows)
+    }
+}
+
+impl ChangeSink for KafkaSink {
+    async fn position(&mut self) -> Result<Option<u64>> {
+        let cfg = self.cfg.clone();
+        blocking(move || KafkaSink::read_position(&cfg)).await
+    }
+
+    async fn deliver(&mut self, _source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+        if changes.rows() == 0 {
+            return Ok(());
+        }
+        self.producer.begin_transaction().map_err(kafka("begin transaction"))?;
+        let produced = self.produce(changes).await;
+        let p = self.producer.clone();
+        match produced {
+            Ok(rows) => {
+                blocking(move || p.commit_transaction(TXN_TIMEOUT).map_err(kafka("commit transaction"))).await?;
+                self.transactions += 1;
+                self.rows += rows;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = blocking(move || p.abort_transaction(TXN_TIMEOUT).map_err(kafka("abort transaction"))).await;
+                Err(e)
+            }
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "kafka"
+    }
+}

@@ -1,0 +1,152 @@
+//! The Delta-table sink of the change feed: every source commit's change rows are appended to a
+//! target table in one target commit that also records `txn(appId, version)`, where the appId
+//! is `<follower id>-<source table id>` and the version is the source commit's version. On
+//! start the follower reads that txn from the target and resumes right after it, so a crash at
+//! any point neither repeats nor skips a source commit: the rows and the position land in the
+//! same put-if-absent commit or not at all.
+//!
+//! The target holds the source's columns plus `_change_type`, `_commit_version` and
+//! `_commit_timestamp`; it is created on the first write. Source commits without row changes
+//! (compaction, metadata-only) write nothing; their position is implied by the next one.
+
+use super::ChangeSink;
+use crate::delta::actions::{Action, Txn};
+use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
+use crate::delta::snapshot::Snapshot;
+use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::error::{Error, Result};
+use crate::ops::changes::CommitChanges;
+use crate::ops::create::new_table;
+use crate::storage::{DataWriter, RetryPolicy, Table, WriterConfig};
+
+fn change_schema(source: &StructType) -> StructType {
+    let mut fields = source.fields.clone();
+    fields.push(StructField::new("_change_type", DataType::Primitive(PrimitiveType::String), true));
+    fields.push(StructField::new("_commit_version", DataType::Primitive(PrimitiveType::Long), true));
+    fields.push(StructField::new("_commit_timestamp", DataType::Primitive(PrimitiveType::Timestamp), true));
+    StructType::new(fields)
+}
+
+/// The Delta-table sink.
+pub struct TableSink {
+    target: Table,
+    snapshot: Option<Snapshot>,
+    app_id: String,
+    /// Target commits made and rows written.
+    pub commits: u64,
+    pub rows: u64,
+}
+
+impl TableSink {
+    /// A sink into `target` for follower `follower_id` of the source table `source_table_id`.
+    ///
+    /// # Errors
+    /// Target read errors other than "no table yet".
+    pub async fn open(target: &Table, follower_id: &str, source_table_id: &str) -> Result<TableSink> {
+        let app_id = crate::pipeline::app_id::TxnAppId::Follower {
+            follower: follower_id.to_string(),
+            source_table_id: source_table_id.to_string(),
+        }
+        .to_string();
+        let snapshot = match target.snapshot(None).await {
+            Ok(s) => Some(s),
+            Err(Error::NotATable { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(TableSink { target: target.clone(), snapshot, app_id, commits: 0, rows: 0 })
+    }
+
+    /// The `txn` appId holding this follower's position.
+    pub fn app_id(&self) -> &str {
+        &self.app_id
+    }
+}
+
+impl ChangeSink for TableSink {
+    async fn position(&mut self) -> Result<Option<u64>> {
+        Ok(self.snapshot.as_ref().and_then(|s| s.txn_version(&self.app_id)).and_then(|v| u64::try_from(v).ok()))
+    }
+
+    async fn deliver(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+        if changes.rows() == 0 {
+            return Ok(());
+        }
+        let schema = change_schema(&source.schema);
+        match apply(&self.target, self.snapshot.as_ref(), &schema, changes, &self.app_id).await? {
+            outcome @ (CommitOutcome::Committed { .. } | CommitOutcome::AlreadyApplied { .. }) => {
+                if matches!(outcome, CommitOutcome::Committed { .. }) {
+                    self.commits += 1;
+                    self.rows += changes.rows();
+                }
+                match &mut self.snapshot {
+                    Some(s) => {
+                        self.target.update_snapshot(s).await?;
+                    }
+                    None => self.snapshot = Some(self.target.snapshot(None).await?),
+                }
+                Ok(())
+            }
+            CommitOutcome::Conflict { version, reason } => Err(Error::CommitConflict { version, reason }),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "table"
+    }
+}
+
+async fn apply(
+    target: &Table,
+    snapshot: Option<&Snapshot>,
+    schema: &StructType,
+    changes: &CommitChanges,
+    app_id: &str,
+) -> Result<CommitOutcome> {
+    let mut actions = Vec::new();
+    let created;
+    let write_snapshot = match snapshot {
+        Some(s) => {
+            if s.schema.fields.iter().map(|f| &f.name).ne(schema.fields.iter().map(|f| &f.name)) {
+                return Err(Error::unsupported(format!(
+                    "the source schema changed at version {}; the target table {} has the old one",
+                    changes.version,
+                    target.url()
+                )));
+            }
+            s
+        }
+        None => {
+            let (protocol, metadata) = new_table(schema.clone(), &[], &Default::default())?;
+            actions.push(Action::Protocol(protocol.clone()));
+            actions.push(Action::Metadata(metadata.clone()));
+            created = Snapshot::for_new_table(protocol, metadata)?;
+            &created
+        }
+    };
+    let mut writer = DataWriter::new(target, write_snapshot, WriterConfig::for_snapshot(write_snapshot))?;
+    for b in &changes.batches {
+        if let Err(e) = writer.write(b).await {
+            writer.abort().await;
+            return Err(e);
+        }
+    }
+    let adds = writer.finish().await?;
+    let rows: usize = changes.batches.iter().map(|b| b.num_rows()).sum();
+    actions.extend(adds.iter().cloned().map(Action::Add));
+    actions.push(Action::Txn(Txn {
+        app_id: app_id.to_string(),
+        version: changes.version as i64,
+        last_updated: Some(chrono::Utc::now().timestamp_millis()),
+    }));
+    let txn = Transaction::new(if snapshot.is_none() { "CREATE TABLE" } else { "STREAMING UPDATE" }, actions)
+        .with_parameter("outputMode", "Append")
+        .with_parameter("queryId", app_id)
+        .with_parameter("epochId", changes.version.to_string())
+        .with_metric("numAddedFiles", adds.len())
+        .with_metric("numOutputRows", rows);
+    let outcome = target.commit(snapshot, &txn, &RetryPolicy::default()).await?;
+    if !matches!(outcome, CommitOutcome::Committed { .. }) {
+        target.delete_uncommitted(&adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
+    }
+    Ok(outcome)
+}
