@@ -158,6 +158,7 @@ fn pipeline(brokers: &str, topic: &str, table: &str, latency_ms: u64, max_rows: 
             max_record_bytes: "1mb".into(),
             properties: BTreeMap::from([("fetch.wait.max.ms".to_string(), "20".to_string())]),
         },
+        delta: None,
         flush: FlushConfig { max_latency_ms: latency_ms, max_rows, ..FlushConfig::default() },
         columns: RecordColumns::default(),
         dead_letter: DeadLetterConfig::default(),

@@ -45,6 +45,7 @@ pub fn pipeline(brokers: &str, topic: &str, table: &str) -> PipelineConfig {
                 ("heartbeat.interval.ms".to_string(), "500".to_string()),
             ]),
         },
+        delta: None,
         flush: FlushConfig { max_latency_ms: 300, max_rows: 700, ..FlushConfig::default() },
         columns: RecordColumns::default(),
         dead_letter: DeadLetterConfig::default(),

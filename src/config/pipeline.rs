@@ -1,4 +1,5 @@
-//! `[pipelines.<name>]`: one Kafka topic into one Delta table, as `deltabus run` executes it.
+//! `[pipelines.<name>]`: one source — a Kafka topic (`[...kafka]`) or another Delta table's
+//! change feed (`[...delta]`) — into one Delta table, as `deltabus run` executes it.
 //!
 //! Every field has a default here (pipelines are a map, so the embedded defaults file can only
 //! document them); `config/default.toml` shows each with its default value. Values are checked
@@ -40,7 +41,12 @@ pub struct PipelineConfig {
     /// Add new nullable columns found in records to the table schema.
     #[serde(default)]
     pub evolve_schema: bool,
+    /// The Kafka source (give this or `delta`).
+    #[serde(default)]
     pub kafka: KafkaConfig,
+    /// The Delta-table source: its change feed, followed exactly once.
+    #[serde(default)]
+    pub delta: Option<DeltaSourceConfig>,
     #[serde(default)]
     pub flush: FlushConfig,
     #[serde(default)]
@@ -63,15 +69,8 @@ impl PipelineConfig {
             partition_by: Vec::new(),
             properties: HashMap::new(),
             evolve_schema: false,
-            kafka: KafkaConfig {
-                brokers: brokers.into(),
-                topic: topic.into(),
-                group_id: None,
-                start: default_start(),
-                assignment: default_assignment(),
-                max_record_bytes: default_max_record(),
-                properties: BTreeMap::new(),
-            },
+            kafka: KafkaConfig { brokers: brokers.into(), topic: topic.into(), ..KafkaConfig::default() },
+            delta: None,
             flush: FlushConfig::default(),
             columns: RecordColumns::default(),
             dead_letter: DeadLetterConfig::default(),
@@ -99,6 +98,49 @@ impl Default for CompactionConfig {
     }
 }
 
+/// `[pipelines.<name>.delta]`: follow another table's change feed into this pipeline's table.
+/// The target holds the source columns plus `_change_type`, `_commit_version` and
+/// `_commit_timestamp`; its position is `txn(<follower_id>-<source table id>, version)`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeltaSourceConfig {
+    /// The source table URL or path.
+    pub source: String,
+    /// Without a recorded position: `snapshot` (the latest rows as inserts, then new commits),
+    /// `latest` (new commits only) or a version number.
+    #[serde(default = "default_delta_start")]
+    pub start: String,
+    /// Names the follower (position and registration on the source); default: the app id.
+    #[serde(default)]
+    pub follower_id: Option<String>,
+    #[serde(default = "default_poll")]
+    pub poll_interval_ms: u64,
+    /// A row predicate; files that cannot match are skipped by their statistics.
+    #[serde(default)]
+    pub filter: Option<String>,
+    /// Keep following when the position is older than the source's retention.
+    #[serde(default)]
+    pub allow_stale: bool,
+    /// Skip commits missing from the source log (with a warning) instead of stopping.
+    #[serde(default)]
+    pub skip_gaps: bool,
+}
+
+fn default_delta_start() -> String {
+    "snapshot".into()
+}
+fn default_poll() -> u64 {
+    1000
+}
+
+/// A Delta source, checked.
+#[derive(Debug, Clone)]
+pub struct ResolvedDeltaSource {
+    pub source: String,
+    pub follower_id: String,
+    pub options: crate::ops::follow::FollowerOptions,
+}
+
 /// `[pipelines.<name>.kafka]`
 #[derive(Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -121,6 +163,20 @@ pub struct KafkaConfig {
     /// librdkafka properties passed through (security.protocol, sasl.*, ssl.*, ...).
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
+}
+
+impl Default for KafkaConfig {
+    fn default() -> Self {
+        KafkaConfig {
+            brokers: String::new(),
+            topic: String::new(),
+            group_id: None,
+            start: default_start(),
+            assignment: default_assignment(),
+            max_record_bytes: default_max_record(),
+            properties: BTreeMap::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for KafkaConfig {
@@ -269,6 +325,8 @@ pub struct ResolvedPipeline {
     pub schema: Option<StructType>,
     /// Target size of the background compactor.
     pub compaction_target: Option<u64>,
+    /// Set for a Delta-table source (the Kafka fields then go unused).
+    pub delta: Option<ResolvedDeltaSource>,
     pub config: PipelineConfig,
 }
 
@@ -283,9 +341,19 @@ impl PipelineConfig {
         if self.table.trim().is_empty() {
             return Err(bad("table", "must not be empty".into()));
         }
-        if self.kafka.brokers.trim().is_empty() || self.kafka.topic.trim().is_empty() {
-            return Err(bad("kafka", "brokers and topic are required".into()));
-        }
+        let app_id = self.app_id.clone().unwrap_or_else(|| name.to_string());
+        let delta = match &self.delta {
+            Some(d) => {
+                if !self.kafka.brokers.is_empty() || !self.kafka.topic.is_empty() {
+                    return Err(bad("delta", "give a kafka or a delta source, not both".into()));
+                }
+                Some(self.resolve_delta(d, &app_id, &bad)?)
+            }
+            None if self.kafka.brokers.trim().is_empty() || self.kafka.topic.trim().is_empty() => {
+                return Err(bad("kafka", "brokers and topic are required (or a [delta] source)".into()));
+            }
+            None => None,
+        };
         if !["cooperative-sticky", "range", "roundrobin"].contains(&self.kafka.assignment.as_str()) {
             return Err(bad(
                 "kafka.assignment",
@@ -300,7 +368,6 @@ impl PipelineConfig {
             }
         }
         let start = StartPosition::parse(&self.kafka.start).map_err(|e| bad("kafka.start", e.to_string()))?;
-        let app_id = self.app_id.clone().unwrap_or_else(|| name.to_string());
         if app_id.is_empty() {
             return Err(bad("app_id", "must not be empty".into()));
         }
@@ -343,8 +410,37 @@ impl PipelineConfig {
             max_record_bytes: usize::try_from(max_record_bytes).unwrap_or(usize::MAX),
             schema,
             compaction_target,
+            delta,
             config: self.clone(),
         })
+    }
+
+    fn resolve_delta(
+        &self,
+        d: &DeltaSourceConfig,
+        app_id: &str,
+        bad: &dyn Fn(&str, String) -> Error,
+    ) -> Result<ResolvedDeltaSource> {
+        if d.source.trim().is_empty() {
+            return Err(bad("delta.source", "must not be empty".into()));
+        }
+        let follower_id = d.follower_id.clone().unwrap_or_else(|| app_id.to_string());
+        if !crate::delta::followers::valid_follower_id(&follower_id) {
+            return Err(bad("delta.follower_id", format!("{follower_id:?}: letters, digits, '-', '_' and '.'")));
+        }
+        let mut options = crate::ops::follow::FollowerOptions::new(
+            d.start.parse().map_err(|e: Error| bad("delta.start", e.to_string()))?,
+        );
+        options.poll = Duration::from_millis(d.poll_interval_ms.max(1));
+        options.filter = d
+            .filter
+            .as_deref()
+            .map(|f| crate::delta::predicate::parse(f).map_err(|e| bad("delta.filter", e.to_string())))
+            .transpose()?;
+        options.follower_id = Some(follower_id.clone());
+        options.allow_stale = d.allow_stale;
+        options.skip_gaps = d.skip_gaps;
+        Ok(ResolvedDeltaSource { source: d.source.clone(), follower_id, options })
     }
 }
 
@@ -379,6 +475,26 @@ mod tests {
         assert_eq!(r.policy.max_bytes, 256 << 20);
         assert_eq!(r.max_record_bytes, 1 << 20);
         assert_eq!(r.config.kafka.assignment, "cooperative-sticky");
+    }
+
+    #[test]
+    fn a_delta_source_replaces_kafka() {
+        let c = toml_pipeline(
+            "table = \"/tmp/replica\"\n[delta]\nsource = \"/tmp/orders\"\nstart = \"7\"\nfilter = \"n > 3\"\n",
+        );
+        let r = c.validate("replica").unwrap();
+        let d = r.delta.unwrap();
+        assert_eq!((d.source.as_str(), d.follower_id.as_str()), ("/tmp/orders", "replica"));
+        assert_eq!(d.options.start, crate::ops::follow::StartAt::Version(7));
+        assert!(d.options.filter.is_some());
+        let mut both = c.clone();
+        both.kafka.brokers = "b:9092".into();
+        assert!(both.validate("x").unwrap_err().to_string().contains("not both"));
+        let mut bad = c.clone();
+        bad.delta.as_mut().unwrap().start = "soon".into();
+        assert!(bad.validate("x").unwrap_err().to_string().contains("pipelines.x.delta.start"));
+        let none = toml_pipeline("table = \"/tmp/t\"\n");
+        assert!(none.validate("x").unwrap_err().to_string().contains("pipelines.x.kafka"));
     }
 
     #[test]

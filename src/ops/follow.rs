@@ -8,7 +8,8 @@
 //! - Health: before a commit is delivered, its age is checked against the table's retention
 //!   ([`position_health`]): a warning near the limit, an error past it unless `allow_stale`.
 //! - Registration: with a follower id, the position is registered on the source table
-//!   ([`Registrar`]) so deltabus maintenance keeps what the follower still needs.
+//!   ([`Registrar`]) so deltabus maintenance keeps what the follower still needs: at start, at
+//!   most every ten seconds while busy, whenever it catches up, and at exit.
 //! - Lag: versions and seconds behind go to the pipeline metrics when given.
 //! - Schema changes are logged as `source.schema_changed` events and counted.
 
@@ -146,6 +147,10 @@ pub async fn run_follower<S: ChangeSink>(
         let Some(changes) = cursor.poll().await? else {
             if let Some(m) = metrics {
                 m.source_lag(cursor.next_version().checked_sub(1), 0, 0.0);
+            }
+            // Caught up: register the position now (a no-op when it is already registered).
+            if let Some(r) = &mut registrar {
+                r.advance(cursor.next_version(), true).await;
             }
             if opts.once {
                 break;

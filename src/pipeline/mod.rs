@@ -1,4 +1,5 @@
-//! The ingest pipeline of `deltabus run`: Kafka partitions into a Delta table, exactly once.
+//! The pipelines of `deltabus run`: Kafka partitions, or another table's change feed, into a
+//! Delta table, exactly once.
 //!
 //! - [`flush`] [sync]: the flush policy, a pure function of the batch state and `now`.
 //! - [`app_id`] [sync]: the typed `txn` appId of a Kafka partition or a source table.
@@ -7,6 +8,7 @@
 //! - [`commit`]: one flush: dead letters, data files, one commit with a txn per partition.
 //! - [`dead_letter`]: the dead-letter destinations (Delta table, Kafka topic).
 //! - [`runner`]: the pipeline task (consumer events, seeking, polling, flushing).
+//! - [`delta_source`]: a pipeline that follows another Delta table.
 //! - [`auto_compact`]: the background compactor beside a pipeline.
 //! - [`service`]: several pipelines in one process, metrics endpoint, graceful shutdown.
 
@@ -15,6 +17,7 @@ pub mod auto_compact;
 pub mod buffer;
 pub mod commit;
 pub mod dead_letter;
+pub mod delta_source;
 pub mod flush;
 pub mod runner;
 pub mod schema;

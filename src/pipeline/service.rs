@@ -79,11 +79,16 @@ pub async fn run(
     let mut compactors = JoinSet::new();
     for p in opts.pipelines {
         let table = Table::open_for_write(&p.config.table, opts.storage.clone())?;
-        let dead = dead_letter_sink(&p, &opts.storage)?;
         let name = p.name.clone();
         if p.config.compaction.enabled {
             compactors.spawn(super::auto_compact::run(table.clone(), p.clone(), metrics.pipeline(&name)));
         }
+        if p.delta.is_some() {
+            let (stop, storage, m) = (stop_rx.clone(), opts.storage.clone(), metrics.pipeline(&name));
+            tasks.spawn(async move { (name, super::delta_source::run(p, table, storage, m, stop).await) });
+            continue;
+        }
+        let dead = dead_letter_sink(&p, &opts.storage)?;
         let runner = Runner::new(p, table, dead, metrics.pipeline(&name)).await?;
         let stop = stop_rx.clone();
         tasks.spawn(async move { (name, runner.run(stop).await) });
