@@ -17,10 +17,12 @@
 //! - [`cli`]: the `deltabus` command line.
 //! - [`config`]: the one configuration loader.
 //! - [`error`]: the one error type.
-//! - [`ops`]: table operations (create, write, delete, changes, follow, maintenance).
+//! - [`ops`]: table operations (create, write, delete, changes, follow, followers,
+//!   maintenance).
 //! - [`pipeline`]: the ingest pipeline (`deltabus run`): batching, commits, dead letters.
 //! - [`metrics`]: Prometheus metrics and health probes.
 //! - [`source`]: record sources (the Kafka consumer and payload decoder).
+//! - [`sink`]: where a follower's change rows go (lines, a Kafka topic, a Delta table).
 
 pub mod cli;
 pub mod compactor;
