@@ -415,3 +415,64 @@ fn row_filters_select_changes() {
     assert_eq!(got, expected);
     crate::common::assert_clean_failure(&deltabus(&["changes", t, "--where", "id >"]), "bad filter");
 }
+
+#[test]
+fn follower_options_shape_and_batch_the_feed() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let t = table.to_str().unwrap();
+    for n in 0..6 {
+        let out = crate::common::write_jsonl(
+            &table,
+            &["--property", "delta.enableDeletionVectors=true"],
+            &format!("{{\"id\":{n}}}\n{{\"id\":{}}}\n", n + 100),
+        );
+        assert!(out.status.success());
+    }
+    assert!(deltabus(&["delete", t, "--where", "id >= 104"]).status.success()); // version 6
+    let tail = |extra: &[&str]| -> Vec<(i64, i64, String)> {
+        let out = deltabus(&[&["tail", t, "--once"][..], extra].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut rows: Vec<(i64, i64, String)> = lines(&out.stdout)
+            .iter()
+            .map(|r| {
+                (
+                    r["_commit_version"].as_i64().unwrap(),
+                    r["id"].as_i64().unwrap(),
+                    r["_change_type"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    let all = tail(&["--from", "0"]);
+    assert_eq!(all.len(), 14, "12 inserts and 2 deletes: {all:?}");
+    // A start time: the first commit at or after version 3's timestamp.
+    let history: Vec<Value> = lines(&deltabus(&["history", t]).stdout);
+    let v3 = history.iter().find(|c| c["version"] == 3).unwrap();
+    let ts = v3["timestamp"].as_i64().unwrap();
+    let from_time = tail(&["--from", &format!("timestamp:{ts}")]);
+    assert_eq!(from_time.first().map(|r| r.0), Some(3), "{from_time:?}");
+    assert_eq!(from_time.len(), 8);
+    let rfc3339 = chrono::DateTime::from_timestamp_millis(ts).unwrap().to_rfc3339();
+    assert_eq!(tail(&["--from", &format!("timestamp:{rfc3339}")]), from_time);
+    crate::common::assert_clean_failure(&deltabus(&["tail", t, "--from", "timestamp:soon"]), "bad time");
+    // ignore_deletes drops the two delete rows; skip_change_commits drops the delete commit.
+    let no_deletes = tail(&["--from", "0", "--ignore-deletes"]);
+    assert_eq!(no_deletes.len(), 12);
+    assert!(no_deletes.iter().all(|r| r.2 == "insert"));
+    assert_eq!(tail(&["--from", "0", "--skip-change-commits"]), no_deletes);
+    // Batching: the replica gets the same rows in fewer commits.
+    let replica = dir.path().join("replica");
+    let r = replica.to_str().unwrap();
+    let report: Value = serde_json::from_slice(
+        &deltabus(&["follow", t, "--into", r, "--follower-id", "b", "--once", "--max-files-per-batch", "4"]).stdout,
+    )
+    .unwrap();
+    assert_eq!(report["position"], 6, "{report}");
+    let target_commits = report["targetCommits"].as_u64().unwrap();
+    assert!((2..7).contains(&target_commits), "7 source commits merged into fewer: {report}");
+    let feed = deltabus(&["changes", t, "--from", "0"]);
+    assert_eq!(canonical_rows(&deltabus(&["cat", r]).stdout), canonical_rows(&feed.stdout));
+}

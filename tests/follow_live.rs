@@ -2,7 +2,7 @@
 //! rewriting the source and a `deltabus run` pipeline with a Delta source follows it into a
 //! replica (killed with -9 once and restarted). Every inserted row reaches the replica exactly
 //! once, no compaction commit produces a row, the follower's lag is in the metrics, and its
-//! registration on the source records its position.
+//! registration on the source records its position when it stops.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -97,26 +97,27 @@ fn writers_compactor_and_follower_together() {
     }
     let optimize_commits = compactor.join().unwrap();
     let latest = run_json(&["describe", &s])["version"].as_u64().unwrap();
-    // Wait until the follower's registration says it has processed the latest version.
-    let mut caught_up = false;
+    // Wait until the follower reports the latest source version in its metrics.
+    let done = format!("deltabus_source_version{{pipeline=\"replica\"}} {latest}\n");
+    let mut metrics = String::new();
     for _ in 0..600 {
-        let listed = run_json(&["followers", &s]);
-        if listed["followers"][0]["nextVersion"].as_u64() == Some(latest + 1) {
-            caught_up = true;
+        metrics = scrape(&addr).unwrap_or_default();
+        if metrics.contains(&done) {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let metrics = scrape(&addr).unwrap_or_default();
     Command::new("kill").arg("-TERM").arg(follower.id().to_string()).status().unwrap();
     let status = follower.wait().unwrap();
-    assert!(caught_up, "the follower registered the latest source version {latest}");
+    assert!(metrics.contains(&done), "the follower reached the latest source version {latest}: {metrics}");
+    assert!(metrics.contains("deltabus_source_lag_versions{pipeline=\"replica\"} 0"), "{metrics}");
     assert!(status.success(), "graceful stop");
     assert!(optimize_commits > 0, "the compactor committed while everything ran");
     let lag_line = lag_metrics.lines().find(|l| l.starts_with("deltabus_source_version")).unwrap_or("-").to_string();
     println!("source version {latest}, {optimize_commits} compaction commits; at the kill: {lag_line}");
-    assert!(metrics.contains(&format!("deltabus_source_version{{pipeline=\"replica\"}} {latest}")), "{metrics}");
-    assert!(metrics.contains("deltabus_source_lag_versions{pipeline=\"replica\"} 0"), "{metrics}");
+    // On exit the follower registered where it stopped.
+    let listed = run_json(&["followers", &s]);
+    assert_eq!(listed["followers"][0]["nextVersion"].as_u64(), Some(latest + 1), "{listed}");
 
     let out = deltabus(&["cat", &r]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

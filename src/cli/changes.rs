@@ -39,14 +39,27 @@ pub struct FollowerArgs {
     /// Stop once caught up.
     #[arg(long)]
     pub once: bool,
+    /// Commits that delete or update rows deliver nothing (inserts only).
+    #[arg(long)]
+    pub skip_change_commits: bool,
+    /// Drop delete rows.
+    #[arg(long)]
+    pub ignore_deletes: bool,
+    /// Deliver consecutive ready commits together, up to this many files...
+    #[arg(long, value_name = "N")]
+    pub max_files_per_batch: Option<usize>,
+    /// ...or this many bytes of rows (e.g. 64mb).
+    #[arg(long, value_name = "SIZE")]
+    pub max_bytes_per_batch: Option<String>,
 }
 
 /// `deltabus tail` arguments.
 #[derive(Debug, Args)]
 pub struct TailArgs {
     pub table: String,
-    /// First version to emit, `latest` (the next commit to land) or `snapshot` (the latest
-    /// version's rows as inserts, then new commits); ignored once a position is recorded.
+    /// First version to emit, `latest` (the next commit to land), `snapshot` (the latest
+    /// version's rows as inserts, then new commits) or `timestamp:<RFC 3339 | ms>`; ignored
+    /// once a position is recorded.
     #[arg(long, default_value = "latest")]
     pub from: String,
     /// Record progress here and resume after it on restart.
@@ -88,7 +101,8 @@ pub struct FollowArgs {
     /// and it is registered on the source.
     #[arg(long)]
     pub follower_id: String,
-    /// Where to start when the target has no position yet: a version, `latest` or `snapshot`.
+    /// Where to start when the target has no position yet: a version, `latest`, `snapshot` or
+    /// `timestamp:<time>`.
     #[arg(long, default_value = "0")]
     pub from: String,
     #[command(flatten)]
@@ -104,6 +118,17 @@ impl FollowerArgs {
         o.skip_gaps = self.skip_gaps;
         o.once = self.once;
         o.follower_id = follower_id;
+        o.skip_change_commits = self.skip_change_commits;
+        o.ignore_deletes = self.ignore_deletes;
+        o.max_files = self.max_files_per_batch;
+        o.max_bytes = self
+            .max_bytes_per_batch
+            .as_deref()
+            .map(|v| {
+                crate::delta::properties::parse_size(v)
+                    .ok_or_else(|| Error::InvalidArgument(format!("--max-bytes-per-batch {v:?} is not a size")))
+            })
+            .transpose()?;
         Ok(o)
     }
 }

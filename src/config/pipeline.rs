@@ -124,6 +124,17 @@ pub struct DeltaSourceConfig {
     /// Skip commits missing from the source log (with a warning) instead of stopping.
     #[serde(default)]
     pub skip_gaps: bool,
+    /// Commits that delete or update rows deliver nothing (inserts only).
+    #[serde(default)]
+    pub skip_change_commits: bool,
+    /// Drop delete rows.
+    #[serde(default)]
+    pub ignore_deletes: bool,
+    /// Deliver consecutive ready source commits as one target commit, up to these limits.
+    #[serde(default)]
+    pub max_files_per_batch: Option<usize>,
+    #[serde(default)]
+    pub max_bytes_per_batch: Option<String>,
 }
 
 fn default_delta_start() -> String {
@@ -440,6 +451,14 @@ impl PipelineConfig {
         options.follower_id = Some(follower_id.clone());
         options.allow_stale = d.allow_stale;
         options.skip_gaps = d.skip_gaps;
+        options.skip_change_commits = d.skip_change_commits;
+        options.ignore_deletes = d.ignore_deletes;
+        options.max_files = d.max_files_per_batch;
+        options.max_bytes = d
+            .max_bytes_per_batch
+            .as_deref()
+            .map(|v| parse_size(v).ok_or_else(|| bad("delta.max_bytes_per_batch", format!("{v:?} is not a size"))))
+            .transpose()?;
         Ok(ResolvedDeltaSource { source: d.source.clone(), follower_id, options })
     }
 }

@@ -27,6 +27,8 @@ pub struct CommitChanges {
     pub batches: Vec<RecordBatch>,
     /// The commit changed the table schema (its rows already have the new one).
     pub schema_changed: bool,
+    /// Data and change-data files the commit's changes come from.
+    pub files: usize,
 }
 
 impl CommitChanges {
@@ -106,7 +108,8 @@ impl ChangeCursor {
             filter,
             skip_gaps: false,
         };
-        Ok((CommitChanges { version, timestamp_ms, batches, schema_changed: false }, cursor))
+        let files = adds.len();
+        Ok((CommitChanges { version, timestamp_ms, batches, schema_changed: false, files }, cursor))
     }
 
     /// Only rows matching `filter`; files that cannot match (by partition values and
@@ -124,6 +127,15 @@ impl ChangeCursor {
     /// The table as of the last commit read.
     pub fn snapshot(&self) -> Option<&Snapshot> {
         self.snapshot.as_ref()
+    }
+
+    /// Looks for a gap at the next version now (a listing from it): `true` when one was
+    /// skipped (`skip_gaps`), so the cursor moved on.
+    ///
+    /// # Errors
+    /// [`Error::MissingVersion`] for a gap without `skip_gaps`; storage errors.
+    pub async fn check_gap(&mut self) -> Result<bool> {
+        self.skip_gap(self.next).await
     }
 
     /// Whether the missing commit `version` is a gap (later commits exist): an error, or with
@@ -175,8 +187,8 @@ impl ChangeCursor {
                 Ok((actions, modified)) => break (version, actions, modified),
                 Err(Error::MissingVersion { .. }) => {
                     self.empty_polls += 1;
-                    // Now and then, a listing that starts at our position finds gaps.
-                    if self.empty_polls % 20 != 1 || !self.skip_gap(version).await? {
+                    // Every 20th empty poll, a listing that starts at our position finds gaps.
+                    if self.empty_polls % 20 != 0 || !self.skip_gap(version).await? {
                         return Ok(None);
                     }
                 }
@@ -205,6 +217,7 @@ impl ChangeCursor {
         let schema_changed = old_schema.is_some_and(|old| old != snapshot.metadata.schema_string);
         let batches = self.table.commit_changes(snapshot, version, &actions, ts, self.filter.as_ref()).await?;
         self.next = version + 1;
-        Ok(Some(CommitChanges { version, timestamp_ms: ts, batches, schema_changed }))
+        let files = crate::delta::change_feed::plan_changes(&actions).len();
+        Ok(Some(CommitChanges { version, timestamp_ms: ts, batches, schema_changed, files }))
     }
 }

@@ -2,14 +2,20 @@
 //! and hands every commit's changes to a [`ChangeSink`].
 //!
 //! - Start: the sink's recorded position + 1; without one, a version, `latest` (the next commit
-//!   to land) or `snapshot` (the table as of the latest version as inserts, then its commits).
+//!   to land), `snapshot` (the table as of the latest version as inserts, then its commits) or
+//!   `timestamp:<RFC 3339 | ms>` (the first commit at or after that time).
+//! - Options in the spirit of Spark's Delta source: `skip_change_commits` (commits that delete
+//!   or update rows deliver nothing), `ignore_deletes` (delete rows are dropped), and
+//!   `max_files` / `max_bytes` per batch: when set, consecutive commits that are already there
+//!   are delivered together (never split; never across a schema change) up to those limits,
+//!   as one target commit or Kafka transaction positioned at the last of them.
 //! - Polls `<v>.json` directly (see [`ChangeCursor`]) with idle backoff up to ten times the
 //!   interval; stops when caught up with `once`, or when `stop` resolves.
 //! - Health: before a commit is delivered, its age is checked against the table's retention
 //!   ([`position_health`]): a warning near the limit, an error past it unless `allow_stale`.
 //! - Registration: with a follower id, the position is registered on the source table
-//!   ([`Registrar`]) so deltabus maintenance keeps what the follower still needs: at start, at
-//!   most every ten seconds while busy, whenever it catches up, and at exit.
+//!   ([`Registrar`]) so deltabus maintenance keeps what the follower still needs: at start,
+//!   then at most every ten seconds while it advances (busy or caught up), and at exit.
 //! - Lag: versions and seconds behind go to the pipeline metrics when given.
 //! - Schema changes are logged as `source.schema_changed` events and counted.
 
@@ -17,6 +23,8 @@ use std::future::Future;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
+use arrow::array::{Array, BooleanArray, StringArray};
+use arrow::compute::filter_record_batch;
 use futures::FutureExt;
 use serde_json::json;
 
@@ -28,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::sink::ChangeSink;
 use crate::storage::Table;
+use crate::storage::CHANGE_TYPE;
 
 /// Where a follower without a recorded position starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +46,9 @@ pub enum StartAt {
     Latest,
     /// The latest version's rows as inserts, then every later commit.
     Snapshot,
+    /// The first commit whose timestamp (in-commit timestamp, else commitInfo's) is at or
+    /// after this time (ms since the epoch).
+    Timestamp(i64),
 }
 
 impl std::str::FromStr for StartAt {
@@ -45,6 +57,16 @@ impl std::str::FromStr for StartAt {
         match s {
             "latest" => Ok(StartAt::Latest),
             "snapshot" => Ok(StartAt::Snapshot),
+            t if t.starts_with("timestamp:") => {
+                let t = &t["timestamp:".len()..];
+                let ms = t
+                    .parse::<i64>()
+                    .ok()
+                    .or_else(|| chrono::DateTime::parse_from_rfc3339(t).ok().map(|d| d.timestamp_millis()));
+                ms.map(StartAt::Timestamp).ok_or_else(|| {
+                    Error::InvalidArgument(format!("start {s:?}: expected timestamp:<RFC 3339> or timestamp:<ms>"))
+                })
+            }
             v => v.parse().map(StartAt::Version).map_err(|_| {
                 Error::InvalidArgument(format!("start {v:?}: expected a version, `latest` or `snapshot`"))
             }),
@@ -66,6 +88,13 @@ pub struct FollowerOptions {
     pub allow_stale: bool,
     /// Skip commits missing from the log (loudly) instead of failing.
     pub skip_gaps: bool,
+    /// Commits that delete or update rows deliver nothing (inserts only).
+    pub skip_change_commits: bool,
+    /// Delete rows are dropped.
+    pub ignore_deletes: bool,
+    /// Deliver consecutive ready commits together up to this many data files / Arrow bytes.
+    pub max_files: Option<usize>,
+    pub max_bytes: Option<u64>,
 }
 
 impl FollowerOptions {
@@ -79,6 +108,10 @@ impl FollowerOptions {
             follower_id: None,
             allow_stale: false,
             skip_gaps: false,
+            skip_change_commits: false,
+            ignore_deletes: false,
+            max_files: None,
+            max_bytes: None,
         }
     }
 }
@@ -123,6 +156,13 @@ pub async fn run_follower<S: ChangeSink>(
         (Some(p), _) => ChangeCursor::open(source, p + 1).await?,
         (None, StartAt::Version(v)) => ChangeCursor::open(source, v).await?,
         (None, StartAt::Latest) => ChangeCursor::open(source, source.latest_version().await? + 1).await?,
+        (None, StartAt::Timestamp(ms)) => {
+            let history = source.history(None).await?;
+            let latest = history.first().map_or(0, |c| c.version);
+            // History is newest first: the oldest commit at or after `ms`.
+            let from = history.iter().filter(|c| c.timestamp >= ms).map(|c| c.version).min().unwrap_or(latest + 1);
+            ChangeCursor::open(source, from).await?
+        }
         (None, StartAt::Snapshot) => {
             let latest = source.latest_version().await?;
             let (changes, cursor) = ChangeCursor::snapshot_rows(source, latest, opts.filter.clone()).await?;
@@ -140,19 +180,28 @@ pub async fn run_follower<S: ChangeSink>(
     let mut wait = opts.poll;
     let max_idle = opts.poll.saturating_mul(10);
     let mut latest_seen: Option<(Instant, u64)> = None;
+    let mut pending: Option<CommitChanges> = None;
     loop {
         if (&mut stop).now_or_never().is_some() {
             break;
         }
-        let Some(changes) = cursor.poll().await? else {
+        let next = match pending.take() {
+            Some(c) => Some(c),
+            None => cursor.poll().await?,
+        };
+        let Some(first) = next else {
             if let Some(m) = metrics {
                 m.source_lag(cursor.next_version().checked_sub(1), 0, 0.0);
             }
-            // Caught up: register the position now (a no-op when it is already registered).
+            // Caught up: register the position (throttled like the busy path).
             if let Some(r) = &mut registrar {
-                r.advance(cursor.next_version(), true).await;
+                r.advance(cursor.next_version(), false).await;
             }
             if opts.once {
+                // Before stopping, make sure "nothing more" is not a gap.
+                if cursor.check_gap().await? {
+                    continue;
+                }
                 break;
             }
             tokio::select! {
@@ -162,9 +211,33 @@ pub async fn run_follower<S: ChangeSink>(
             wait = (wait + opts.poll / 2).min(max_idle);
             continue;
         };
+        let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
+        check_health(snapshot, &first, opts.allow_stale, &mut warned)?;
+        let mut changes = shape(first, opts)?;
+        // Batching: more commits that are already there, within the limits.
+        if opts.max_files.is_some() || opts.max_bytes.is_some() {
+            while fits(&changes, opts) {
+                match cursor.poll().await? {
+                    Some(c) if c.schema_changed => {
+                        pending = Some(c);
+                        break;
+                    }
+                    Some(c) => {
+                        let snapshot =
+                            cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
+                        check_health(snapshot, &c, opts.allow_stale, &mut warned)?;
+                        let c = shape(c, opts)?;
+                        changes.version = c.version;
+                        changes.timestamp_ms = c.timestamp_ms;
+                        changes.files += c.files;
+                        changes.batches.extend(c.batches);
+                    }
+                    None => break,
+                }
+            }
+        }
         wait = opts.poll;
         let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
-        check_health(snapshot, &changes, opts.allow_stale, &mut warned)?;
         if changes.schema_changed {
             report.schema_changes += 1;
             tracing::warn!(table = source.url(), version = changes.version, "source.schema_changed");
@@ -191,6 +264,38 @@ pub async fn run_follower<S: ChangeSink>(
         r.advance(cursor.next_version(), true).await;
     }
     Ok(report)
+}
+
+/// Whether another commit may join the batch.
+fn fits(changes: &CommitChanges, opts: &FollowerOptions) -> bool {
+    let bytes: u64 = changes.batches.iter().map(|b| b.get_array_memory_size() as u64).sum();
+    opts.max_files.is_none_or(|m| changes.files < m) && opts.max_bytes.is_none_or(|m| bytes < m)
+}
+
+/// Applies `skip_change_commits` and `ignore_deletes` to one commit's rows.
+fn shape(mut changes: CommitChanges, opts: &FollowerOptions) -> Result<CommitChanges> {
+    if !opts.skip_change_commits && !opts.ignore_deletes {
+        return Ok(changes);
+    }
+    let mut kept = Vec::with_capacity(changes.batches.len());
+    for batch in changes.batches {
+        let Some(types) =
+            batch.column_by_name(CHANGE_TYPE).and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned())
+        else {
+            kept.push(batch);
+            continue;
+        };
+        if opts.skip_change_commits && types.iter().any(|t| t != Some("insert")) {
+            changes.batches = Vec::new();
+            return Ok(changes);
+        }
+        let mask: BooleanArray = types.iter().map(|t| Some(t != Some("delete"))).collect();
+        kept.push(
+            filter_record_batch(&batch, &mask).map_err(|e| Error::Internal(format!("filtering delete rows: {e}")))?,
+        );
+    }
+    changes.batches = kept;
+    Ok(changes)
 }
 
 fn delivered(report: &mut FollowerReport, changes: &CommitChanges, metrics: Option<&PipelineMetrics>) {

@@ -106,6 +106,14 @@ impl Table {
         Table::open(location, options)
     }
 
+    /// The same table through a decorated store (request counting, throttling, fault
+    /// injection): `wrap` receives the current store and returns its replacement.
+    #[must_use]
+    pub fn map_store(mut self, wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>) -> Table {
+        self.store = wrap(self.store);
+        self
+    }
+
     /// The table root as a URL.
     pub fn url(&self) -> &str {
         &self.url

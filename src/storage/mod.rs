@@ -13,6 +13,7 @@ mod data_writer;
 mod location;
 mod log_reader;
 
+pub use change_reader::CHANGE_TYPE;
 pub use committer::RetryPolicy;
 pub use data_reader::FileRows;
 pub use data_writer::{DataWriter, WriterConfig};
