@@ -159,6 +159,7 @@ fn pipeline(brokers: &str, topic: &str, table: &str, latency_ms: u64, max_rows: 
             properties: BTreeMap::from([("fetch.wait.max.ms".to_string(), "20".to_string())]),
         },
         delta: None,
+        upsert: None,
         flush: FlushConfig { max_latency_ms: latency_ms, max_rows, ..FlushConfig::default() },
         columns: RecordColumns::default(),
         dead_letter: DeadLetterConfig::default(),

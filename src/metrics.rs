@@ -120,7 +120,7 @@ impl PipelineMetrics {
             ("records_in_total", "Records consumed.", &self.records_in),
             ("bytes_in_total", "Payload bytes consumed.", &self.bytes_in),
             ("dead_letters_total", "Records sent to the dead-letter destination.", &self.dead_letters),
-            ("rows_committed_total", "Rows committed to the table.", &self.rows_committed),
+            ("rows_committed_total", "Rows (keyed pipelines: changes) committed to the table.", &self.rows_committed),
             ("commits_total", "Delta commits.", &self.commits),
             ("commit_conflicts_total", "Commits that lost to a concurrent writer.", &self.conflicts),
             ("rows_dropped_total", "Buffered rows dropped on revocation or a moved position.", &self.rows_dropped),

@@ -46,6 +46,7 @@ pub fn pipeline(brokers: &str, topic: &str, table: &str) -> PipelineConfig {
             ]),
         },
         delta: None,
+        upsert: None,
         flush: FlushConfig { max_latency_ms: 300, max_rows: 700, ..FlushConfig::default() },
         columns: RecordColumns::default(),
         dead_letter: DeadLetterConfig::default(),
@@ -104,7 +105,7 @@ pub async fn run_until(
     reports
 }
 
-fn committed(m: &Metrics, name: &str) -> u64 {
+pub fn committed(m: &Metrics, name: &str) -> u64 {
     let p = m.pipeline(name);
     p.rows_committed.load(Relaxed) + p.dead_letters.load(Relaxed)
 }
@@ -125,7 +126,7 @@ fn txn_versions(table: &str) -> BTreeMap<String, i64> {
     out
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
@@ -383,6 +384,7 @@ fn a_partition_moved_by_another_worker_is_dropped_not_duplicated() {
             dead: &DeadLetterSink::Discard,
             target_file_size: None,
             reason: FlushReason::Rows,
+            key_columns: None,
         };
         let result = flush(&ctx, &mut schema, parts).await.unwrap();
         assert_eq!(result.moved, BTreeMap::from([(0, 120)]));

@@ -16,4 +16,5 @@ mod kafka;
 mod maintenance;
 mod robustness;
 mod storage;
+mod upsert;
 mod write;

@@ -62,6 +62,15 @@ pub struct IngestArgs {
     /// librdkafka property KEY=VALUE (security settings...); repeatable.
     #[arg(long = "kafka-property", value_name = "KEY=VALUE")]
     pub kafka_properties: Vec<String>,
+    /// Keyed ingestion: records upsert or delete rows by these columns (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
+    pub upsert_keys: Vec<String>,
+    /// Keyed payload format: plain or debezium.
+    #[arg(long, default_value = "plain", requires = "upsert_keys")]
+    pub upsert_format: String,
+    /// Plain keyed payloads: the column whose value `d`/`delete` makes a record a delete.
+    #[arg(long, requires = "upsert_keys")]
+    pub upsert_op_field: Option<String>,
 }
 
 /// Parses `500ms`, `2s`, `1m` or a number of milliseconds.
@@ -109,6 +118,13 @@ impl IngestArgs {
         config.flush.max_rows = self.max_rows;
         config.dead_letter.table = self.dead_letter_table.clone();
         config.compaction.enabled = self.auto_compact;
+        if !self.upsert_keys.is_empty() {
+            config.upsert = Some(crate::config::UpsertConfig {
+                key_columns: self.upsert_keys.clone(),
+                format: self.upsert_format.clone(),
+                op_field: self.upsert_op_field.clone(),
+            });
+        }
         config.validate("ingest")
     }
 }

@@ -14,7 +14,7 @@ use crate::storage::StorageOptions;
 
 pub mod pipeline;
 
-pub use pipeline::{PipelineConfig, ResolvedPipeline, StartPosition};
+pub use pipeline::{PipelineConfig, ResolvedPipeline, StartPosition, UpsertConfig};
 
 /// The embedded defaults file.
 pub const DEFAULTS_TOML: &str = include_str!("../../config/default.toml");

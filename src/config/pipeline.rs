@@ -47,6 +47,9 @@ pub struct PipelineConfig {
     /// The Delta-table source: its change feed, followed exactly once.
     #[serde(default)]
     pub delta: Option<DeltaSourceConfig>,
+    /// Keyed ingestion: records upsert or delete rows by key (Kafka sources only).
+    #[serde(default)]
+    pub upsert: Option<UpsertConfig>,
     #[serde(default)]
     pub flush: FlushConfig,
     #[serde(default)]
@@ -71,6 +74,7 @@ impl PipelineConfig {
             evolve_schema: false,
             kafka: KafkaConfig { brokers: brokers.into(), topic: topic.into(), ..KafkaConfig::default() },
             delta: None,
+            upsert: None,
             flush: FlushConfig::default(),
             columns: RecordColumns::default(),
             dead_letter: DeadLetterConfig::default(),
@@ -142,6 +146,25 @@ fn default_delta_start() -> String {
 }
 fn default_poll() -> u64 {
     1000
+}
+
+/// `[pipelines.<name>.upsert]`: each record upserts its row by key, or deletes the key.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpsertConfig {
+    /// The key columns (integer or string columns of the table).
+    pub key_columns: Vec<String>,
+    /// `plain` (the payload is the row) or `debezium` (a change-event envelope).
+    #[serde(default = "default_upsert_format")]
+    pub format: String,
+    /// Plain payloads: a column whose value `d` or `delete` makes the record a delete of its
+    /// key (the column is part of the table like any other).
+    #[serde(default)]
+    pub op_field: Option<String>,
+}
+
+fn default_upsert_format() -> String {
+    "plain".into()
 }
 
 /// A Delta source, checked.
@@ -338,6 +361,8 @@ pub struct ResolvedPipeline {
     pub compaction_target: Option<u64>,
     /// Set for a Delta-table source (the Kafka fields then go unused).
     pub delta: Option<ResolvedDeltaSource>,
+    /// Set for keyed ingestion.
+    pub upsert: Option<UpsertConfig>,
     pub config: PipelineConfig,
 }
 
@@ -422,8 +447,26 @@ impl PipelineConfig {
             schema,
             compaction_target,
             delta,
+            upsert: self.resolve_upsert(&bad)?,
             config: self.clone(),
         })
+    }
+
+    fn resolve_upsert(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<Option<UpsertConfig>> {
+        let Some(u) = &self.upsert else { return Ok(None) };
+        if self.delta.is_some() {
+            return Err(bad("upsert", "keyed ingestion needs a kafka source".into()));
+        }
+        if u.key_columns.is_empty() || u.key_columns.iter().any(|c| c.trim().is_empty()) {
+            return Err(bad("upsert.key_columns", "name at least one column".into()));
+        }
+        if !["plain", "debezium"].contains(&u.format.as_str()) {
+            return Err(bad("upsert.format", format!("{:?}: plain or debezium", u.format)));
+        }
+        if u.op_field.is_some() && u.format != "plain" {
+            return Err(bad("upsert.op_field", "only for plain payloads (Debezium carries its op)".into()));
+        }
+        Ok(Some(u.clone()))
     }
 
     fn resolve_delta(
@@ -514,6 +557,17 @@ mod tests {
         assert!(bad.validate("x").unwrap_err().to_string().contains("pipelines.x.delta.start"));
         let none = toml_pipeline("table = \"/tmp/t\"\n");
         assert!(none.validate("x").unwrap_err().to_string().contains("pipelines.x.kafka"));
+    }
+
+    #[test]
+    fn upsert_settings_are_checked() {
+        let mut c = minimal();
+        c.upsert = Some(UpsertConfig { key_columns: vec!["id".into()], format: "debezium".into(), op_field: None });
+        assert_eq!(c.validate("p").unwrap().upsert.unwrap().key_columns, vec!["id".to_string()]);
+        c.upsert.as_mut().unwrap().format = "avro".into();
+        assert!(c.validate("p").unwrap_err().to_string().contains("pipelines.p.upsert.format"));
+        c.upsert = Some(UpsertConfig { key_columns: vec![], format: "plain".into(), op_field: None });
+        assert!(c.validate("p").unwrap_err().to_string().contains("upsert.key_columns"));
     }
 
     #[test]

@@ -10,21 +10,16 @@
 //! the DV difference or from the rewritten file's removal and re-add, so no change-data files
 //! are written for DV deletes.
 
-use roaring::RoaringTreemap;
 use serde_json::{json, Value};
 
-use crate::delta::actions::{Action, Add, Remove};
+use super::deletion::{dv_actions, find_rows, rewrite_actions};
 use crate::delta::conflict::{IsolationLevel, ReadSet};
-use crate::delta::dv::{encode_bitmap, inline_descriptor, DeletionVectorDescriptor};
 use crate::delta::features::{check_writable, has_reader_feature};
 use crate::delta::predicate::parse;
 use crate::delta::replay::FileKey;
-use crate::delta::scan::RowFilter;
 use crate::delta::transaction::{CommitOutcome, Transaction};
-use crate::delta::z85;
 use crate::error::{Error, Result};
-use crate::storage::{DataWriter, RetryPolicy, Table, WriterConfig};
-use object_store::{ObjectStoreExt, PutPayload};
+use crate::storage::{RetryPolicy, Table};
 
 /// What a delete did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -70,37 +65,20 @@ pub async fn delete(table: &Table, predicate: &str, retry: &RetryPolicy) -> Resu
         snapshot.properties.enable_deletion_vectors && has_reader_feature(&snapshot.protocol, "deletionVectors");
     let plan = table.scan_plan(&snapshot);
     let mut report = DeleteReport { deletion_vectors: use_dvs, ..DeleteReport::default() };
-    let mut changes: Vec<(Add, RoaringTreemap, Option<RoaringTreemap>)> = Vec::new();
-    for add in snapshot.files() {
-        if !expr.may_match_in(&snapshot, &add.partition_values, add.stats.as_deref()) {
-            report.files_skipped += 1;
-            continue;
-        }
-        report.files_scanned += 1;
-        let existing = match &add.deletion_vector {
-            Some(d) => Some(table.load_dv(d).await?),
-            None => None,
-        };
-        let rows = table.read_rows(&plan, &add.path, &add.partition_values, Some(add.size), RowFilter::All).await?;
-        let mut matched = RoaringTreemap::new();
-        let mut offset = 0u64;
-        for batch in &rows.batches {
-            let mask = expr.evaluate(batch).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?;
-            for (i, hit) in mask.iter().enumerate() {
-                if hit == Some(true) {
-                    matched.insert(offset + i as u64);
-                }
-            }
-            offset += batch.num_rows() as u64;
-        }
-        if let Some(old) = &existing {
-            matched -= old;
-        }
-        if !matched.is_empty() {
-            report.rows_deleted += matched.len();
-            changes.push((add.clone(), matched, existing));
-        }
-    }
+    let found = find_rows(
+        table,
+        &plan,
+        snapshot
+            .files()
+            .into_iter()
+            .filter(|add| expr.may_match_in(&snapshot, &add.partition_values, add.stats.as_deref())),
+        |batch| expr.evaluate(batch).map_err(|e| Error::InvalidArgument(format!("--where: {e}"))),
+    )
+    .await?;
+    report.files_scanned = found.files_scanned;
+    report.files_skipped = snapshot.files().len() - found.files_scanned;
+    report.rows_deleted = found.rows();
+    let changes = found.changes;
     report.files_changed = changes.len();
     if changes.is_empty() {
         return Ok(report);
@@ -146,116 +124,6 @@ pub async fn delete(table: &Table, predicate: &str, retry: &RetryPolicy) -> Resu
             Err(e)
         }
     }
-}
-
-fn remove_of(add: &Add, now: i64) -> Remove {
-    Remove {
-        path: add.path.clone(),
-        deletion_timestamp: Some(now),
-        data_change: true,
-        extended_file_metadata: Some(true),
-        partition_values: Some(add.partition_values.clone()),
-        size: Some(add.size),
-        stats: add.stats.clone(),
-        tags: add.tags.clone(),
-        deletion_vector: add.deletion_vector.clone(),
-        base_row_id: add.base_row_id,
-        default_row_commit_version: add.default_row_commit_version,
-    }
-}
-
-/// Serialised DVs up to this size are stored inline in the log (storage type `i`).
-const INLINE_MAX_BYTES: usize = 64;
-
-/// Small DVs inline, the rest as records of one DV file for the commit; for each changed
-/// file, remove(old DV) + add(new DV).
-async fn dv_actions(
-    table: &Table,
-    changes: &[(Add, RoaringTreemap, Option<RoaringTreemap>)],
-    now: i64,
-    actions: &mut Vec<Action>,
-    written: &mut Vec<String>,
-) -> Result<()> {
-    let uuid = uuid::Uuid::new_v4();
-    let file_name = format!("deletion_vector_{}.bin", uuid.hyphenated());
-    let encoded_path = z85::encode(uuid.as_bytes());
-    let mut file = vec![1u8];
-    for (add, matched, existing) in changes {
-        let mut bitmap = matched.clone();
-        if let Some(old) = existing {
-            bitmap |= old;
-        }
-        let data = encode_bitmap(&bitmap);
-        let descriptor = if data.len() <= INLINE_MAX_BYTES {
-            inline_descriptor(&bitmap)
-        } else {
-            let offset = file.len() as i32;
-            file.extend_from_slice(&(data.len() as u32).to_be_bytes());
-            file.extend_from_slice(&data);
-            file.extend_from_slice(&crc32fast::hash(&data).to_be_bytes());
-            DeletionVectorDescriptor {
-                storage_type: "u".into(),
-                path_or_inline_dv: encoded_path.clone(),
-                offset: Some(offset),
-                size_in_bytes: data.len() as i32,
-                cardinality: bitmap.len() as i64,
-            }
-        };
-        actions.push(Action::Remove(remove_of(add, now)));
-        let mut new_add = add.clone();
-        new_add.deletion_vector = Some(descriptor);
-        new_add.data_change = true;
-        new_add.modification_time = now;
-        new_add.stats = add.stats.as_deref().map(loose_stats);
-        actions.push(Action::Add(new_add));
-    }
-    table
-        .object_store()
-        .put(&table.object_path(&file_name), PutPayload::from(file))
-        .await
-        .map_err(|e| Error::storage(&file_name, e))?;
-    written.push(file_name);
-    Ok(())
-}
-
-/// Stats of a file with a new DV: min/max no longer tight (Spark writes `tightBounds: false`).
-fn loose_stats(stats: &str) -> String {
-    match serde_json::from_str::<Value>(stats) {
-        Ok(Value::Object(mut m)) => {
-            m.insert("tightBounds".into(), Value::Bool(false));
-            Value::Object(m).to_string()
-        }
-        _ => stats.to_string(),
-    }
-}
-
-/// Copy-on-write: each changed file rewritten without the deleted (and previously deleted) rows.
-async fn rewrite_actions(
-    table: &Table,
-    snapshot: &crate::delta::snapshot::Snapshot,
-    plan: &crate::delta::scan::ScanPlan,
-    changes: &[(Add, RoaringTreemap, Option<RoaringTreemap>)],
-    now: i64,
-    actions: &mut Vec<Action>,
-    written: &mut Vec<String>,
-) -> Result<()> {
-    for (add, matched, existing) in changes {
-        let mut gone = matched.clone();
-        if let Some(old) = existing {
-            gone |= old;
-        }
-        let rows =
-            table.read_rows(plan, &add.path, &add.partition_values, Some(add.size), RowFilter::Exclude(&gone)).await?;
-        let mut writer = DataWriter::new(table, snapshot, WriterConfig::for_snapshot(snapshot))?;
-        for b in &rows.batches {
-            writer.write(b).await?;
-        }
-        let adds = writer.finish().await?;
-        written.extend(adds.iter().map(|a| a.path.clone()));
-        actions.push(Action::Remove(remove_of(add, now)));
-        actions.extend(adds.into_iter().map(Action::Add));
-    }
-    Ok(())
 }
 
 async fn cleanup(table: &Table, written: &[String]) {

@@ -11,6 +11,7 @@
 pub mod changes;
 pub mod create;
 pub mod delete;
+pub(crate) mod deletion;
 pub mod follow;
 pub mod followers;
 pub mod maintenance;

@@ -28,6 +28,10 @@ pub struct PartitionBatch {
     pub arrow_bytes: u64,
     /// Timestamp of the last record (for lag in seconds).
     pub last_timestamp_ms: Option<i64>,
+    /// Keyed ingestion: the offset of each row (in row order), and the keys deleted with the
+    /// offsets of their records.
+    pub row_offsets: Vec<i64>,
+    pub deletes: Vec<(i64, String)>,
 }
 
 /// The open batch of a pipeline.
@@ -55,6 +59,9 @@ pub struct Consumed {
     pub last_offset: i64,
     pub bytes: u64,
     pub last_timestamp_ms: Option<i64>,
+    /// Keyed ingestion: as in [`PartitionBatch`].
+    pub row_offsets: Vec<i64>,
+    pub deletes: Vec<(i64, String)>,
 }
 
 impl Buffer {
@@ -69,6 +76,9 @@ impl Buffer {
         part.bytes += c.bytes;
         part.last_timestamp_ms = c.last_timestamp_ms.or(part.last_timestamp_ms);
         part.dead_letters.extend(c.dead_letters);
+        part.row_offsets.extend(c.row_offsets);
+        part.rows += c.deletes.len() as u64;
+        part.deletes.extend(c.deletes);
         if let Some(b) = c.batch {
             part.rows += b.num_rows() as u64;
             part.arrow_bytes += b.get_array_memory_size() as u64;
@@ -136,6 +146,8 @@ mod tests {
             last_offset: last,
             bytes: 10 * rows as u64,
             last_timestamp_ms: Some(5),
+            row_offsets: vec![],
+            deletes: vec![],
         }
     }
 

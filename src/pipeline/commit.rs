@@ -14,6 +14,7 @@ use super::dead_letter::DeadLetterSink;
 use super::flush::FlushReason;
 use super::schema::TableSchema;
 use crate::delta::actions::{Action, Txn};
+use crate::delta::conflict::{IsolationLevel, ReadSet};
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
 use crate::pipeline::app_id::TxnAppId;
@@ -28,6 +29,8 @@ pub struct FlushContext<'a> {
     pub dead: &'a DeadLetterSink,
     pub target_file_size: Option<u64>,
     pub reason: FlushReason,
+    /// Keyed ingestion: the key columns.
+    pub key_columns: Option<&'a [String]>,
 }
 
 /// What a flush did.
@@ -95,42 +98,63 @@ pub async fn flush(
         if let Some(t) = ctx.target_file_size {
             config.target_file_size = t;
         }
-        let mut writer = DataWriter::new(ctx.table, &snapshot, config)?;
-        let mut rows = 0u64;
-        for b in parts.values().flat_map(|p| p.batches.iter()) {
-            rows += b.num_rows() as u64;
-            if let Err(e) = writer.write(b).await {
-                writer.abort().await;
-                return Err(e);
-            }
-        }
-        let adds = writer.finish().await?;
-        let bytes: i64 = adds.iter().map(|a| a.size).sum();
         let now = chrono::Utc::now().timestamp_millis();
-        let mut actions: Vec<Action> = adds.iter().cloned().map(Action::Add).collect();
+        let letters = letters.values().map(Vec::len).sum::<usize>();
+        let (mut txn, written, rows, files, bytes) = match ctx.key_columns {
+            None => {
+                let (actions, rows) = append_actions(ctx, &snapshot, config, &parts).await?;
+                let adds: Vec<&crate::delta::actions::Add> =
+                    actions.iter().filter_map(|a| if let Action::Add(a) = a { Some(a) } else { None }).collect();
+                let bytes: i64 = adds.iter().map(|a| a.size).sum();
+                let (files, written) = (adds.len(), adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>());
+                let txn = Transaction::new("STREAMING UPDATE", actions)
+                    .with_parameter("outputMode", "Append")
+                    .with_parameter("queryId", ctx.app_id)
+                    .with_parameter("epochId", snapshot.version.to_string())
+                    .with_metric("numAddedFiles", files)
+                    .with_metric("numOutputRows", rows)
+                    .with_metric("numOutputBytes", bytes)
+                    .with_metric("numRemovedFiles", 0);
+                (txn, written, rows, files, bytes)
+            }
+            Some(keys) => {
+                let p = super::upsert::plan(ctx.table, &snapshot, keys, &parts, config).await?;
+                let mut txn = Transaction::new("MERGE", p.actions)
+                    .with_parameter(
+                        "predicate",
+                        serde_json::to_string(&vec![format!("key({})", keys.join(", "))]).unwrap_or_default(),
+                    )
+                    .with_parameter("queryId", ctx.app_id)
+                    .with_metric("numSourceRows", parts.values().map(|b| b.rows).sum::<u64>())
+                    .with_metric("numTargetRowsInserted", p.inserted)
+                    .with_metric("numTargetRowsUpdated", p.updated)
+                    .with_metric("numTargetRowsDeleted", p.deleted)
+                    .with_metric("numTargetFilesAdded", p.files_added)
+                    .with_metric("numTargetFilesScanned", p.files_scanned)
+                    .with_metric("numTargetFilesSkipped", p.files_skipped)
+                    .with_metric("numTargetBytesAdded", p.bytes_added);
+                // Blind appends beside it do not conflict; a change to a file whose rows it
+                // replaced does (and the flush is planned again).
+                txn.isolation = IsolationLevel::WriteSerializable;
+                txn.read = ReadSet { whole_table: true, files: p.read.into_iter().collect(), ..ReadSet::default() };
+                // Keyed: every change counts (upserts and deletes), not only the rows written.
+                let changes = parts.values().map(|b| b.rows).sum::<u64>();
+                (txn, p.written, changes, p.files_added, p.bytes_added)
+            }
+        };
         for (p, b) in &parts {
-            actions.push(Action::Txn(Txn {
+            txn.actions.push(Action::Txn(Txn {
                 app_id: app(*p).to_string(),
                 version: b.last_offset,
                 last_updated: Some(now),
             }));
         }
-        let letters = letters.values().map(Vec::len).sum::<usize>();
-        let txn = Transaction::new("STREAMING UPDATE", actions)
-            .with_parameter("outputMode", "Append")
-            .with_parameter("queryId", ctx.app_id)
-            .with_parameter("epochId", snapshot.version.to_string())
-            .with_parameter("flushReason", ctx.reason.as_str())
-            .with_metric("numAddedFiles", adds.len())
-            .with_metric("numOutputRows", rows)
-            .with_metric("numOutputBytes", bytes)
-            .with_metric("numDeadLetters", letters)
-            .with_metric("numRemovedFiles", 0);
+        txn = txn.with_parameter("flushReason", ctx.reason.as_str()).with_metric("numDeadLetters", letters);
         match ctx.table.commit(Some(&snapshot), &txn, &RetryPolicy::default()).await? {
             CommitOutcome::Committed { version } => {
                 result.version = Some(version);
                 result.rows = rows;
-                result.files = adds.len();
+                result.files = files;
                 result.parquet_bytes = u64::try_from(bytes).unwrap_or(0);
                 result.arrow_bytes = parts.values().map(|b| b.arrow_bytes).sum();
                 result.committed = parts.iter().map(|(p, b)| (*p, (b.last_offset, b.last_timestamp_ms))).collect();
@@ -139,7 +163,7 @@ pub async fn flush(
             outcome => {
                 result.conflicts += 1;
                 tracing::info!(?outcome, "flush commit lost a race; re-planning");
-                ctx.table.delete_uncommitted(&adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
+                ctx.table.delete_uncommitted(&written).await;
             }
         }
     }
@@ -147,4 +171,24 @@ pub async fn flush(
         version: schema.snapshot.as_ref().map_or(0, |s| s.version),
         reason: format!("the flush conflicted {ATTEMPTS} times in a row"),
     })
+}
+
+/// An append flush: every partition's rows into new files.
+async fn append_actions(
+    ctx: &FlushContext<'_>,
+    snapshot: &crate::delta::snapshot::Snapshot,
+    config: WriterConfig,
+    parts: &BTreeMap<i32, PartitionBatch>,
+) -> Result<(Vec<Action>, u64)> {
+    let mut writer = DataWriter::new(ctx.table, snapshot, config)?;
+    let mut rows = 0u64;
+    for b in parts.values().flat_map(|p| p.batches.iter()) {
+        rows += b.num_rows() as u64;
+        if let Err(e) = writer.write(b).await {
+            writer.abort().await;
+            return Err(e);
+        }
+    }
+    let adds = writer.finish().await?;
+    Ok((adds.into_iter().map(Action::Add).collect(), rows))
 }

@@ -6,6 +6,8 @@
 //! - [`buffer`] [sync]: the open micro-batch, per Kafka partition.
 //! - [`schema`]: the table as the pipeline sees it (snapshot, decoder, creation, evolution).
 //! - [`commit`]: one flush: dead letters, data files, one commit with a txn per partition.
+//! - [`keyed`] [sync]: keys, Debezium envelopes, the last change per key.
+//! - [`upsert`]: the keyed flush: deletion vectors for replaced and deleted keys, new rows.
 //! - [`dead_letter`]: the dead-letter destinations (Delta table, Kafka topic).
 //! - [`runner`]: the pipeline task (consumer events, seeking, polling, flushing).
 //! - [`delta_source`]: a pipeline that follows another Delta table.
@@ -19,6 +21,8 @@ pub mod commit;
 pub mod dead_letter;
 pub mod delta_source;
 pub mod flush;
+pub mod keyed;
 pub mod runner;
 pub mod schema;
 pub mod service;
+pub mod upsert;

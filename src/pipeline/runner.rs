@@ -32,8 +32,11 @@ use super::commit::{flush, FlushContext};
 use super::dead_letter::DeadLetterSink;
 use super::flush::FlushReason;
 use super::schema::TableSchema;
-use crate::config::{ResolvedPipeline, StartPosition};
-use crate::error::Result;
+use arrow::array::{Array, BooleanArray, RecordBatch, StringArray};
+
+use super::keyed::{debezium_change, key_of_kafka_key, keys_of_batch, RecordChange};
+use crate::config::{ResolvedPipeline, StartPosition, UpsertConfig};
+use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::columns::{self, Headers};
 use crate::source::kafka::consumer::{
@@ -307,17 +310,46 @@ impl Runner {
         // Headers are only gathered when a column wants them (a Vec per record otherwise).
         let headers_column = self.cfg.config.columns.headers.is_some();
         let mut letters = Vec::new();
+        let mut deletes = Vec::new();
+        // Keyed ingestion: what each record does (Debezium `after` images replace payloads).
+        let keyed: Vec<Option<RecordChange>> = match &self.cfg.upsert {
+            None => Vec::new(),
+            Some(u) => msgs
+                .iter()
+                .map(|m| {
+                    let r = RawRecord::of(topic, partition, m);
+                    let change = match (m.payload(), u.format.as_str()) {
+                        (None, _) => m
+                            .key()
+                            .and_then(|k| key_of_kafka_key(k, &u.key_columns))
+                            .map(RecordChange::Delete)
+                            .ok_or_else(|| "tombstone without a usable key".to_string()),
+                        (Some(p), "debezium") => debezium_change(p, m.key(), &u.key_columns),
+                        (Some(_), _) => Ok(RecordChange::UpsertAsIs),
+                    };
+                    match change {
+                        Ok(RecordChange::Delete(k)) => {
+                            deletes.push((m.offset(), k));
+                            None
+                        }
+                        Ok(c) => Some(c),
+                        Err(reason) => {
+                            letters.push(DeadLetter::of(&r, reason));
+                            None
+                        }
+                    }
+                })
+                .collect(),
+        };
         let mut raw = Vec::with_capacity(msgs.len());
         let mut headers: Vec<Headers<'_>> = Vec::with_capacity(msgs.len());
-        for m in msgs {
-            let r = RawRecord {
-                topic,
-                partition,
-                offset: m.offset(),
-                timestamp_ms: m.timestamp().to_millis(),
-                key: m.key(),
-                payload: m.payload(),
-            };
+        for (i, m) in msgs.iter().enumerate() {
+            let mut r = RawRecord::of(topic, partition, m);
+            match keyed.get(i) {
+                Some(Some(RecordChange::Upsert(after))) => r.payload = Some(after),
+                Some(None) => continue, // a delete or a dead letter
+                _ => {}
+            }
             if key_column && r.key.is_some_and(|k| std::str::from_utf8(k).is_err()) {
                 letters.push(DeadLetter::of(&r, "key is not valid UTF-8 (configured as a string column)"));
                 continue;
@@ -327,15 +359,23 @@ impl Runner {
             }
             raw.push(r);
         }
+        let mut row_offsets = Vec::new();
         let batch = if raw.is_empty() {
             None
         } else {
             let mut decoded = self.schema.decode(&self.table, &self.cfg, &raw).await?;
             letters.append(&mut decoded.dead_letters);
+            if self.cfg.upsert.is_some() {
+                row_offsets = decoded.rows_from.iter().map(|i| raw[*i].offset).collect();
+            }
             match decoded.batch {
                 Some(b) => Some(columns::append(b, &self.cfg.config.columns, &raw, &headers, &decoded.rows_from)?),
                 None => None,
             }
+        };
+        let batch = match (&self.cfg.upsert, batch) {
+            (Some(u), Some(b)) if u.op_field.is_some() => split_op_deletes(b, u, &mut row_offsets, &mut deletes)?,
+            (_, b) => b,
         };
         for l in &letters {
             tracing::debug!(pipeline = %self.cfg.name, partition, offset = l.offset, reason = %l.reason, "dead letter");
@@ -350,6 +390,8 @@ impl Runner {
             last_offset: last,
             bytes: msgs.iter().map(|m| m.payload_len() as u64).sum(),
             last_timestamp_ms: msgs.last().and_then(|m| m.timestamp().to_millis()),
+            row_offsets,
+            deletes,
         })
     }
 
@@ -367,6 +409,7 @@ impl Runner {
             dead: &self.dead,
             target_file_size: self.cfg.target_file_size,
             reason,
+            key_columns: self.cfg.upsert.as_ref().map(|u| u.key_columns.as_slice()),
         };
         let result = flush(&ctx, &mut self.schema, parts).await?;
         let topic = self.cfg.config.kafka.topic.clone();
@@ -402,6 +445,43 @@ impl Runner {
         self.retry_seeks(consumer);
         Ok(())
     }
+}
+
+/// Plain keyed payloads with an op field: rows whose op is `d` or `delete` become deletes of
+/// their keys and leave the batch.
+fn split_op_deletes(
+    batch: RecordBatch,
+    u: &UpsertConfig,
+    row_offsets: &mut Vec<i64>,
+    deletes: &mut Vec<(i64, String)>,
+) -> Result<Option<RecordBatch>> {
+    let Some(field) = &u.op_field else { return Ok(Some(batch)) };
+    let Some(ops) = batch.column_by_name(field).and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned()) else {
+        return Ok(Some(batch));
+    };
+    let is_delete = |i: usize| ops.is_valid(i) && matches!(ops.value(i), "d" | "delete");
+    if !(0..batch.num_rows()).any(is_delete) {
+        return Ok(Some(batch));
+    }
+    let keys = keys_of_batch(&batch, &u.key_columns);
+    let mut kept_offsets = Vec::with_capacity(row_offsets.len());
+    let mut keep = Vec::with_capacity(batch.num_rows());
+    for (i, key) in keys.into_iter().enumerate() {
+        match (is_delete(i), key) {
+            (true, Some(k)) => {
+                deletes.push((row_offsets[i], k));
+                keep.push(Some(false));
+            }
+            _ => {
+                kept_offsets.push(row_offsets[i]);
+                keep.push(Some(true));
+            }
+        }
+    }
+    *row_offsets = kept_offsets;
+    let kept = arrow::compute::filter_record_batch(&batch, &BooleanArray::from(keep))
+        .map_err(|e| Error::Internal(format!("splitting deletes: {e}")))?;
+    Ok((kept.num_rows() > 0).then_some(kept))
 }
 
 /// Leaves the group and destroys the client with a deadline: `rd_kafka_destroy` has been

@@ -180,8 +180,12 @@ impl TableSchema {
                 fields.push(f);
             }
         }
-        let (protocol, metadata) =
-            new_table(StructType::new(fields), &cfg.config.partition_by, &cfg.config.properties)?;
+        let mut properties = cfg.config.properties.clone();
+        if cfg.upsert.is_some() {
+            // Keyed ingestion replaces rows with deletion vectors unless told otherwise.
+            properties.entry("delta.enableDeletionVectors".into()).or_insert_with(|| "true".into());
+        }
+        let (protocol, metadata) = new_table(StructType::new(fields), &cfg.config.partition_by, &properties)?;
         let txn = Transaction::new("CREATE TABLE", vec![Action::Protocol(protocol), Action::Metadata(metadata)])
             .with_parameter("isManaged", "false")
             .with_parameter("partitionBy", serde_json::to_string(&cfg.config.partition_by).unwrap_or_default());

@@ -1,0 +1,195 @@
+//! Deleting rows by physical index, shared by `deltabus delete` and keyed ingestion: finding
+//! the rows a matcher selects in candidate files (minus what their deletion vectors already
+//! delete), and turning them into commit actions — a united deletion vector per file (inline
+//! when small, else one checksummed `deletion_vector_<uuid>.bin` per commit) recommitted as
+//! `remove` (old DV) + `add` (new DV, stats marked not tight), or a copy-on-write rewrite.
+
+use arrow::array::{Array, BooleanArray, RecordBatch};
+use object_store::{ObjectStoreExt, PutPayload};
+use roaring::RoaringTreemap;
+use serde_json::Value;
+
+use crate::delta::actions::{Action, Add, Remove};
+use crate::delta::dv::{encode_bitmap, inline_descriptor, DeletionVectorDescriptor};
+use crate::delta::scan::{RowFilter, ScanPlan};
+use crate::delta::z85;
+use crate::error::{Error, Result};
+use crate::storage::{DataWriter, Table, WriterConfig};
+
+/// One file's newly deleted rows: the file, the new row indexes, its existing DV, and the
+/// deleted rows themselves (as the table's logical rows, for change data).
+pub(crate) type FileDeletes = (Add, RoaringTreemap, Option<RoaringTreemap>);
+
+/// The rows a matcher selected.
+#[derive(Debug, Default)]
+pub(crate) struct FoundRows {
+    pub changes: Vec<FileDeletes>,
+    /// The selected rows' values, per changed file (same order as `changes`).
+    pub rows: Vec<Vec<RecordBatch>>,
+    pub files_scanned: usize,
+}
+
+impl FoundRows {
+    /// Rows selected in all files.
+    pub fn rows(&self) -> u64 {
+        self.changes.iter().map(|(_, m, _)| m.len()).sum()
+    }
+}
+
+/// Reads each candidate file (with its DV applied) and collects the physical indexes of the
+/// rows `matcher` marks true, with those rows' values.
+pub(crate) async fn find_rows<'a>(
+    table: &Table,
+    plan: &ScanPlan,
+    candidates: impl Iterator<Item = &'a Add>,
+    mut matcher: impl FnMut(&RecordBatch) -> Result<BooleanArray>,
+) -> Result<FoundRows> {
+    let mut found = FoundRows::default();
+    for add in candidates {
+        found.files_scanned += 1;
+        let existing = match &add.deletion_vector {
+            Some(d) => Some(table.load_dv(d).await?),
+            None => None,
+        };
+        let rows = table.read_rows(plan, &add.path, &add.partition_values, Some(add.size), RowFilter::All).await?;
+        let mut matched = RoaringTreemap::new();
+        let mut values = Vec::new();
+        let mut offset = 0u64;
+        for batch in &rows.batches {
+            let mut mask = matcher(batch)?;
+            // Rows the existing DV already deletes are not selected again.
+            if let Some(old) = &existing {
+                mask = (0..batch.num_rows())
+                    .map(|i| Some(mask.value(i) && mask.is_valid(i) && !old.contains(offset + i as u64)))
+                    .collect();
+            }
+            for (i, hit) in mask.iter().enumerate() {
+                if hit == Some(true) {
+                    matched.insert(offset + i as u64);
+                }
+            }
+            if mask.true_count() > 0 {
+                values.push(
+                    arrow::compute::filter_record_batch(batch, &mask)
+                        .map_err(|e| Error::Internal(format!("selecting rows: {e}")))?,
+                );
+            }
+            offset += batch.num_rows() as u64;
+        }
+        if !matched.is_empty() {
+            found.changes.push((add.clone(), matched, existing));
+            found.rows.push(values);
+        }
+    }
+    Ok(found)
+}
+
+fn remove_of(add: &Add, now: i64) -> Remove {
+    Remove {
+        path: add.path.clone(),
+        deletion_timestamp: Some(now),
+        data_change: true,
+        extended_file_metadata: Some(true),
+        partition_values: Some(add.partition_values.clone()),
+        size: Some(add.size),
+        stats: add.stats.clone(),
+        tags: add.tags.clone(),
+        deletion_vector: add.deletion_vector.clone(),
+        base_row_id: add.base_row_id,
+        default_row_commit_version: add.default_row_commit_version,
+    }
+}
+
+/// Serialised DVs up to this size are stored inline in the log (storage type `i`).
+const INLINE_MAX_BYTES: usize = 64;
+
+/// Small DVs inline, the rest as records of one DV file for the commit; for each changed
+/// file, remove(old DV) + add(new DV).
+pub(crate) async fn dv_actions(
+    table: &Table,
+    changes: &[FileDeletes],
+    now: i64,
+    actions: &mut Vec<Action>,
+    written: &mut Vec<String>,
+) -> Result<()> {
+    let uuid = uuid::Uuid::new_v4();
+    let file_name = format!("deletion_vector_{}.bin", uuid.hyphenated());
+    let encoded_path = z85::encode(uuid.as_bytes());
+    let mut file = vec![1u8];
+    for (add, matched, existing) in changes {
+        let mut bitmap = matched.clone();
+        if let Some(old) = existing {
+            bitmap |= old;
+        }
+        let data = encode_bitmap(&bitmap);
+        let descriptor = if data.len() <= INLINE_MAX_BYTES {
+            inline_descriptor(&bitmap)
+        } else {
+            let offset = file.len() as i32;
+            file.extend_from_slice(&(data.len() as u32).to_be_bytes());
+            file.extend_from_slice(&data);
+            file.extend_from_slice(&crc32fast::hash(&data).to_be_bytes());
+            DeletionVectorDescriptor {
+                storage_type: "u".into(),
+                path_or_inline_dv: encoded_path.clone(),
+                offset: Some(offset),
+                size_in_bytes: data.len() as i32,
+                cardinality: bitmap.len() as i64,
+            }
+        };
+        actions.push(Action::Remove(remove_of(add, now)));
+        let mut new_add = add.clone();
+        new_add.deletion_vector = Some(descriptor);
+        new_add.data_change = true;
+        new_add.modification_time = now;
+        new_add.stats = add.stats.as_deref().map(loose_stats);
+        actions.push(Action::Add(new_add));
+    }
+    table
+        .object_store()
+        .put(&table.object_path(&file_name), PutPayload::from(file))
+        .await
+        .map_err(|e| Error::storage(&file_name, e))?;
+    written.push(file_name);
+    Ok(())
+}
+
+/// Stats of a file with a new DV: min/max no longer tight (Spark writes `tightBounds: false`).
+fn loose_stats(stats: &str) -> String {
+    match serde_json::from_str::<Value>(stats) {
+        Ok(Value::Object(mut m)) => {
+            m.insert("tightBounds".into(), Value::Bool(false));
+            Value::Object(m).to_string()
+        }
+        _ => stats.to_string(),
+    }
+}
+
+/// Copy-on-write: each changed file rewritten without the deleted (and previously deleted) rows.
+pub(crate) async fn rewrite_actions(
+    table: &Table,
+    snapshot: &crate::delta::snapshot::Snapshot,
+    plan: &ScanPlan,
+    changes: &[FileDeletes],
+    now: i64,
+    actions: &mut Vec<Action>,
+    written: &mut Vec<String>,
+) -> Result<()> {
+    for (add, matched, existing) in changes {
+        let mut gone = matched.clone();
+        if let Some(old) = existing {
+            gone |= old;
+        }
+        let rows =
+            table.read_rows(plan, &add.path, &add.partition_values, Some(add.size), RowFilter::Exclude(&gone)).await?;
+        let mut writer = DataWriter::new(table, snapshot, WriterConfig::for_snapshot(snapshot))?;
+        for b in &rows.batches {
+            writer.write(b).await?;
+        }
+        let adds = writer.finish().await?;
+        written.extend(adds.iter().map(|a| a.path.clone()));
+        actions.push(Action::Remove(remove_of(add, now)));
+        actions.extend(adds.into_iter().map(Action::Add));
+    }
+    Ok(())
+}

@@ -1,0 +1,187 @@
+//! Keyed ingestion [sync]: what a record means for its key, and which change per key wins.
+//!
+//! - A key is the values of the configured key columns, as a canonical JSON array string
+//!   (`[42]`, `["eu",7]`), computed the same way from an Arrow row, a JSON object (a Debezium
+//!   `before` image, a JSON Kafka key) and a bare Kafka key (a single key column).
+//! - A record is an upsert of its row, or a delete of its key: a tombstone (null payload, key
+//!   from the Kafka key), an `op` field whose value is `d` or `delete` (plain payloads), or a
+//!   Debezium envelope with `op = "d"` (key from `before`, else the Kafka key). Envelopes with
+//!   `c`, `r` or `u` upsert their `after` image; `{"schema":…, "payload":…}` wrappers (the JSON
+//!   converter with schemas) are unwrapped.
+//! - Within a micro-batch the change with the highest offset per key wins (keys are expected
+//!   to be partitioned by key, as Kafka producers do).
+
+use std::collections::HashMap;
+
+use arrow::array::{Array, RecordBatch};
+use serde_json::Value;
+
+use crate::delta::arrow_value::value_at;
+
+/// What one record does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordChange {
+    /// Upsert the row in these payload bytes (to be decoded against the table schema).
+    Upsert(Vec<u8>),
+    /// The payload as it is is the row.
+    UpsertAsIs,
+    Delete(String),
+}
+
+/// The canonical key of a JSON object's key columns; `None` when one is missing or null.
+pub fn key_of_object(obj: &Value, columns: &[String]) -> Option<String> {
+    let values: Option<Vec<&Value>> =
+        columns.iter().map(|c| obj.get(c).filter(|v| !v.is_null() && !v.is_object() && !v.is_array())).collect();
+    serde_json::to_string(&values?).ok()
+}
+
+/// The canonical key of a Kafka record key: a JSON object with the key columns (a Debezium key
+/// with a schema wrapper included), or, for one key column, a JSON scalar or raw UTF-8 text.
+pub fn key_of_kafka_key(key: &[u8], columns: &[String]) -> Option<String> {
+    match serde_json::from_slice::<Value>(key) {
+        Ok(v @ Value::Object(_)) => {
+            let inner = match v.get("payload") {
+                Some(p) if v.get("schema").is_some() => p,
+                _ => &v,
+            };
+            key_of_object(inner, columns)
+        }
+        Ok(v) if columns.len() == 1 && !v.is_null() && !v.is_array() => serde_json::to_string(&[v]).ok(),
+        Err(_) if columns.len() == 1 => {
+            std::str::from_utf8(key).ok().and_then(|s| serde_json::to_string(&[Value::String(s.to_string())]).ok())
+        }
+        _ => None,
+    }
+}
+
+/// The canonical keys of a batch's rows (`None` where a key column is null).
+pub fn keys_of_batch(batch: &RecordBatch, columns: &[String]) -> Vec<Option<String>> {
+    let arrays: Vec<Option<&dyn Array>> =
+        columns.iter().map(|c| batch.column_by_name(c).map(|a| a.as_ref() as &dyn Array)).collect();
+    (0..batch.num_rows())
+        .map(|i| {
+            let values: Option<Vec<Value>> =
+                arrays.iter().map(|a| a.map(|a| value_at(a, i)).filter(|v| !v.is_null())).collect();
+            values.and_then(|v| serde_json::to_string(&v).ok())
+        })
+        .collect()
+}
+
+/// Interprets a Debezium change event.
+///
+/// # Errors
+/// A message (the dead-letter reason) for anything that is not a usable envelope.
+pub fn debezium_change(payload: &[u8], kafka_key: Option<&[u8]>, columns: &[String]) -> Result<RecordChange, String> {
+    let v: Value = serde_json::from_slice(payload).map_err(|e| format!("invalid JSON: {e}"))?;
+    let envelope = match v.get("payload") {
+        Some(p) if v.get("schema").is_some() => p,
+        _ => &v,
+    };
+    let op = envelope.get("op").and_then(Value::as_str).ok_or("not a Debezium envelope: no \"op\" field")?;
+    match op {
+        "c" | "r" | "u" => match envelope.get("after") {
+            Some(after @ Value::Object(_)) => Ok(RecordChange::Upsert(after.to_string().into_bytes())),
+            _ => Err(format!("Debezium op {op:?} without an \"after\" object")),
+        },
+        "d" => envelope
+            .get("before")
+            .and_then(|b| key_of_object(b, columns))
+            .or_else(|| kafka_key.and_then(|k| key_of_kafka_key(k, columns)))
+            .map(RecordChange::Delete)
+            .ok_or_else(|| "Debezium delete without the key columns in \"before\" or the record key".to_string()),
+        other => Err(format!("Debezium op {other:?} is not one of c, r, u, d")),
+    }
+}
+
+/// One keyed change in a micro-batch: the record's offset, and the row (batch index, row
+/// index) for an upsert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Change {
+    pub offset: i64,
+    pub row: Option<(usize, usize)>,
+}
+
+/// The winning change per key: the one with the highest offset.
+pub fn last_change_per_key(changes: impl IntoIterator<Item = (String, Change)>) -> HashMap<String, Change> {
+    let mut out: HashMap<String, Change> = HashMap::new();
+    for (key, change) in changes {
+        match out.get(&key) {
+            Some(c) if c.offset > change.offset => {}
+            _ => {
+                out.insert(key, change);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn cols(c: &[&str]) -> Vec<String> {
+        c.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn keys_are_canonical_across_sources() {
+        let id = cols(&["id"]);
+        assert_eq!(key_of_kafka_key(b"42", &id).as_deref(), Some("[42]"));
+        assert_eq!(key_of_kafka_key(b"{\"id\":42}", &id).as_deref(), Some("[42]"));
+        assert_eq!(
+            key_of_kafka_key(b"{\"schema\":{},\"payload\":{\"id\":42}}", &id).as_deref(),
+            Some("[42]"),
+            "Debezium key with schema"
+        );
+        assert_eq!(key_of_kafka_key(b"user-7", &id).as_deref(), Some("[\"user-7\"]"), "raw text key");
+        assert_eq!(key_of_kafka_key(b"{\"other\":1}", &id), None);
+        let two = cols(&["region", "id"]);
+        assert_eq!(
+            key_of_object(&serde_json::json!({"id": 7, "region": "eu", "x": 1}), &two).as_deref(),
+            Some("[\"eu\",7]")
+        );
+        assert_eq!(key_of_kafka_key(b"7", &two), None, "a scalar cannot name two columns");
+        let batch = RecordBatch::try_from_iter([
+            ("id", Arc::new(arrow::array::Int64Array::from(vec![Some(42), None])) as arrow::array::ArrayRef),
+            ("region", Arc::new(arrow::array::StringArray::from(vec!["eu", "us"]))),
+        ])
+        .unwrap();
+        assert_eq!(keys_of_batch(&batch, &id), vec![Some("[42]".to_string()), None]);
+        assert_eq!(keys_of_batch(&batch, &two)[0].as_deref(), Some("[\"eu\",42]"));
+    }
+
+    #[test]
+    fn debezium_envelopes() {
+        let id = cols(&["id"]);
+        let create = br#"{"before":null,"after":{"id":1,"name":"a"},"op":"c","ts_ms":1}"#;
+        assert_eq!(debezium_change(create, None, &id), Ok(RecordChange::Upsert(br#"{"id":1,"name":"a"}"#.to_vec())));
+        let wrapped =
+            br#"{"schema":{"type":"struct"},"payload":{"before":{"id":1},"after":{"id":1,"name":"b"},"op":"u"}}"#;
+        assert!(matches!(debezium_change(wrapped, None, &id), Ok(RecordChange::Upsert(_))));
+        let delete = br#"{"before":{"id":1,"name":"b"},"after":null,"op":"d"}"#;
+        assert_eq!(debezium_change(delete, None, &id), Ok(RecordChange::Delete("[1]".into())));
+        let delete_no_before = br#"{"before":null,"after":null,"op":"d"}"#;
+        assert_eq!(debezium_change(delete_no_before, Some(b"{\"id\":9}"), &id), Ok(RecordChange::Delete("[9]".into())));
+        assert!(debezium_change(delete_no_before, None, &id).is_err());
+        assert!(debezium_change(br#"{"id":1}"#, None, &id).unwrap_err().contains("op"));
+        assert!(debezium_change(br#"{"op":"t"}"#, None, &id).is_err());
+        assert!(debezium_change(b"{nope", None, &id).unwrap_err().contains("invalid JSON"));
+    }
+
+    #[test]
+    fn the_last_change_per_key_wins() {
+        let c = |offset, row| Change { offset, row };
+        let won = last_change_per_key([
+            ("[1]".to_string(), c(10, Some((0, 0)))),
+            ("[2]".to_string(), c(11, Some((0, 1)))),
+            ("[1]".to_string(), c(12, None)),
+            ("[2]".to_string(), c(13, Some((1, 0)))),
+            ("[3]".to_string(), c(14, None)),
+            ("[3]".to_string(), c(9, Some((0, 2)))),
+        ]);
+        assert_eq!(won["[1]"], c(12, None), "a later delete beats an upsert");
+        assert_eq!(won["[2]"], c(13, Some((1, 0))), "the later upsert wins");
+        assert_eq!(won["[3]"], c(14, None), "order is by offset, not arrival");
+    }
+}

@@ -1,0 +1,233 @@
+//! The keyed part of a flush: the winning change per key becomes deletion vectors for the rows
+//! those keys have in the table (upserted and deleted keys alike) plus new files for the
+//! upserted rows, all in the flush's one commit (with its `txn` per Kafka partition).
+//!
+//! Candidate files are pruned by the first key column's `minValues`/`maxValues`: a file is read
+//! only when some changed key falls inside its range. On tables without deletion vectors the
+//! changed files are rewritten (copy-on-write). The commit is a `MERGE` at WriteSerializable
+//! with the changed files as its read set: a concurrent compaction or delete of one of them
+//! makes it conflict and the flush is planned again from the new table state, so a replaced
+//! row is never resurrected.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use arrow::array::{BooleanArray, RecordBatch};
+use serde_json::Value;
+
+use super::buffer::PartitionBatch;
+use super::keyed::{keys_of_batch, last_change_per_key, Change};
+use crate::delta::actions::{Action, Add};
+use crate::delta::features::has_reader_feature;
+use crate::delta::replay::FileKey;
+use crate::delta::schema::{DataType, PrimitiveType};
+use crate::delta::snapshot::Snapshot;
+use crate::error::{Error, Result};
+use crate::ops::deletion::{dv_actions, find_rows, rewrite_actions};
+use crate::storage::{DataWriter, Table, WriterConfig};
+
+/// What the keyed flush will commit.
+#[derive(Debug, Default)]
+pub struct UpsertPlan {
+    pub actions: Vec<Action>,
+    /// Files written (deleted again when the commit does not land).
+    pub written: Vec<String>,
+    /// Files whose rows changed: the commit's read set.
+    pub read: Vec<FileKey>,
+    pub inserted: u64,
+    pub updated: u64,
+    pub deleted: u64,
+    pub rows_written: u64,
+    pub files_added: usize,
+    pub bytes_added: i64,
+    pub files_scanned: usize,
+    pub files_skipped: usize,
+}
+
+/// A key column value comparable with file statistics.
+#[derive(Debug, Clone, PartialEq, PartialOrd)]
+enum Bound {
+    Num(f64),
+    Str(String),
+}
+
+fn bound(v: &Value) -> Option<Bound> {
+    match v {
+        Value::Number(n) => n.as_f64().map(Bound::Num),
+        Value::String(s) => Some(Bound::Str(s.clone())),
+        _ => None,
+    }
+}
+
+/// Whether a file may hold one of the sorted `keys` (first key column values).
+fn may_hold(add: &Add, column: &str, keys: &[Bound]) -> bool {
+    let Some(stats) = add.stats.as_deref().and_then(|s| serde_json::from_str::<Value>(s).ok()) else { return true };
+    let (Some(min), Some(max)) = (
+        stats.get("minValues").and_then(|m| m.get(column)).and_then(bound),
+        stats.get("maxValues").and_then(|m| m.get(column)).and_then(bound),
+    ) else {
+        return true;
+    };
+    // String maxima may be truncated prefixes: compare only when the types agree.
+    if std::mem::discriminant(&min) != std::mem::discriminant(&keys[0]) {
+        return true;
+    }
+    // The first changed key at or above the minimum...
+    let Some(k) = keys.get(keys.partition_point(|k| k < &min)) else { return false };
+    // ...is inside the range (a string maximum may be a truncated prefix: any key above the
+    // minimum may be inside).
+    matches!(max, Bound::Str(_)) || k <= &max
+}
+
+/// Plans the keyed flush of `parts` against `snapshot`.
+///
+/// # Errors
+/// Storage and data errors; [`Error::Internal`] for rows without their offsets.
+pub async fn plan(
+    table: &Table,
+    snapshot: &Snapshot,
+    key_columns: &[String],
+    parts: &BTreeMap<i32, PartitionBatch>,
+    config: WriterConfig,
+) -> Result<UpsertPlan> {
+    for c in key_columns {
+        match snapshot.schema.fields.iter().find(|f| &f.name == c).map(|f| &f.data_type) {
+            Some(DataType::Primitive(
+                PrimitiveType::String
+                | PrimitiveType::Long
+                | PrimitiveType::Integer
+                | PrimitiveType::Short
+                | PrimitiveType::Byte,
+            )) => {}
+            Some(t) => {
+                return Err(Error::InvalidArgument(format!(
+                    "upsert key column {c:?} has type {t:?}: key columns must be strings or integers"
+                )))
+            }
+            None => return Err(Error::InvalidArgument(format!("upsert key column {c:?} is not in the table"))),
+        }
+    }
+    // 1. The winning change per key.
+    let batches: Vec<&RecordBatch> = parts.values().flat_map(|p| p.batches.iter()).collect();
+    let mut changes = Vec::new();
+    let mut batch_index = 0;
+    for p in parts.values() {
+        let mut offsets = p.row_offsets.iter();
+        for b in &p.batches {
+            for (row, key) in keys_of_batch(b, key_columns).into_iter().enumerate() {
+                let offset = *offsets.next().ok_or_else(|| Error::Internal("a keyed row without its offset".into()))?;
+                // Rows without a full key cannot be matched: they are plain inserts.
+                let key = key.unwrap_or_else(|| format!("\u{0}unkeyed:{offset}:{row}"));
+                changes.push((key, Change { offset, row: Some((batch_index, row)) }));
+            }
+            batch_index += 1;
+        }
+        changes.extend(p.deletes.iter().map(|(offset, key)| (key.clone(), Change { offset: *offset, row: None })));
+    }
+    let winners = last_change_per_key(changes);
+    let mut plan = UpsertPlan::default();
+
+    // 2. Rows of those keys in the table.
+    let mut first_keys: Vec<Bound> = winners
+        .keys()
+        .filter_map(|k| serde_json::from_str::<Vec<Value>>(k).ok())
+        .filter_map(|v| v.first().and_then(bound))
+        .collect();
+    first_keys.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let files = snapshot.files();
+    let candidates: Vec<&Add> = if first_keys.is_empty() {
+        Vec::new()
+    } else {
+        files.iter().copied().filter(|a| may_hold(a, &key_columns[0], &first_keys)).collect()
+    };
+    plan.files_skipped = files.len() - candidates.len();
+    let scan = table.scan_plan(snapshot);
+    let mut matched_keys: HashSet<String> = HashSet::new();
+    let found = find_rows(table, &scan, candidates.into_iter(), |batch| {
+        let keys = keys_of_batch(batch, key_columns);
+        let mask: BooleanArray =
+            keys.iter().map(|k| Some(k.as_ref().is_some_and(|k| winners.contains_key(k)))).collect();
+        for k in keys.into_iter().flatten().filter(|k| winners.contains_key(k)) {
+            matched_keys.insert(k);
+        }
+        Ok(mask)
+    })
+    .await?;
+    plan.files_scanned = found.files_scanned;
+    plan.read = found.changes.iter().map(|(a, _, _)| FileKey::of_add(a)).collect();
+    for (key, change) in &winners {
+        match (change.row.is_some(), matched_keys.contains(key)) {
+            (true, true) => plan.updated += 1,
+            (true, false) => plan.inserted += 1,
+            (false, true) => plan.deleted += 1,
+            (false, false) => {}
+        }
+    }
+
+    // 3. Deletion vectors (or rewrites) for the old rows, new files for the winners' rows.
+    let now = chrono::Utc::now().timestamp_millis();
+    if !found.changes.is_empty() {
+        let use_dvs =
+            snapshot.properties.enable_deletion_vectors && has_reader_feature(&snapshot.protocol, "deletionVectors");
+        let built = if use_dvs {
+            dv_actions(table, &found.changes, now, &mut plan.actions, &mut plan.written).await
+        } else {
+            rewrite_actions(table, snapshot, &scan, &found.changes, now, &mut plan.actions, &mut plan.written).await
+        };
+        if let Err(e) = built {
+            table.delete_uncommitted(&plan.written).await;
+            return Err(e);
+        }
+    }
+    let mut by_batch: HashMap<usize, Vec<u32>> = HashMap::new();
+    for c in winners.values() {
+        if let Some((b, r)) = c.row {
+            by_batch.entry(b).or_default().push(u32::try_from(r).unwrap_or(u32::MAX));
+        }
+    }
+    let mut writer = DataWriter::new(table, snapshot, config)?;
+    let mut order: Vec<_> = by_batch.into_iter().collect();
+    order.sort_by_key(|(b, _)| *b);
+    for (b, mut rows) in order {
+        rows.sort_unstable();
+        let indices = arrow::array::UInt32Array::from(rows);
+        let taken = arrow::compute::take_record_batch(batches[b], &indices)
+            .map_err(|e| Error::Internal(format!("selecting upserted rows: {e}")))?;
+        plan.rows_written += taken.num_rows() as u64;
+        if let Err(e) = writer.write(&taken).await {
+            writer.abort().await;
+            table.delete_uncommitted(&plan.written).await;
+            return Err(e);
+        }
+    }
+    let adds = writer.finish().await?;
+    plan.files_added = adds.len();
+    plan.bytes_added = adds.iter().map(|a| a.size).sum();
+    plan.written.extend(adds.iter().map(|a| a.path.clone()));
+    plan.actions.extend(adds.into_iter().map(Action::Add));
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(stats: &str) -> Add {
+        serde_json::from_value(serde_json::json!({"path": "f", "partitionValues": {}, "size": 1,
+            "modificationTime": 0, "dataChange": true, "stats": stats}))
+        .unwrap()
+    }
+
+    #[test]
+    fn statistics_prune_files_without_a_changed_key() {
+        let file = add(r#"{"numRecords":10,"minValues":{"id":100},"maxValues":{"id":199}}"#);
+        let keys = |v: &[f64]| v.iter().map(|x| Bound::Num(*x)).collect::<Vec<_>>();
+        assert!(may_hold(&file, "id", &keys(&[5.0, 150.0, 900.0])));
+        assert!(may_hold(&file, "id", &keys(&[100.0])));
+        assert!(may_hold(&file, "id", &keys(&[199.0])));
+        assert!(!may_hold(&file, "id", &keys(&[5.0, 99.0, 200.0, 900.0])));
+        assert!(may_hold(&add(r#"{"numRecords":10}"#), "id", &keys(&[1.0])), "no stats: read it");
+        let strings = add(r#"{"numRecords":10,"minValues":{"id":"b"},"maxValues":{"id":"c"}}"#);
+        assert!(may_hold(&strings, "id", &[Bound::Str("z".into())]), "truncated string maxima are not trusted");
+        assert!(!may_hold(&strings, "id", &[Bound::Str("a".into())]));
+    }
+}
