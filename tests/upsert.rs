@@ -143,3 +143,122 @@ fn plain_payloads_with_an_op_field() {
     expected.insert(30, "c".into());
     assert_eq!(got, expected);
 }
+
+const KEYS: i64 = 2_000;
+const VERSIONS: i64 = 4;
+
+/// Every key gets VERSIONS upserts in order (keyed, so they share a partition), and every
+/// tenth key a tombstone at the end; spread over about `seconds`.
+fn start_keyed_producer(brokers: String, seconds: u64) -> std::thread::JoinHandle<()> {
+    use rdkafka::config::ClientConfig;
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let producer: FutureProducer =
+                ClientConfig::new().set("bootstrap.servers", &brokers).set("linger.ms", "5").create().unwrap();
+            let rounds = VERSIONS + 1;
+            for v in 0..rounds {
+                for chunk in 0..10 {
+                    let mut pending = Vec::new();
+                    for id in (chunk * KEYS / 10)..((chunk + 1) * KEYS / 10) {
+                        let key = id.to_string();
+                        let payload = format!(r#"{{"id":{id},"v":{v}}}"#);
+                        let record = FutureRecord::<String, String>::to("keyed").key(&key);
+                        let record = match v {
+                            v if v < VERSIONS => record.payload(&payload),
+                            _ if id % 10 == 0 => record, // tombstone
+                            _ => continue,
+                        };
+                        pending.push(producer.send_result(record).unwrap());
+                    }
+                    for d in futures::future::join_all(pending).await {
+                        d.unwrap().unwrap();
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(seconds * 1000 / (rounds as u64 * 10))).await;
+                }
+            }
+        });
+    })
+}
+
+fn final_state() -> BTreeMap<i64, i64> {
+    (0..KEYS).filter(|id| id % 10 != 0).map(|id| (id, VERSIONS - 1)).collect()
+}
+
+fn live_versions(table: &str) -> Option<BTreeMap<i64, i64>> {
+    let out = crate::common::deltabus(&["cat", table]);
+    if !out.status.success() {
+        return None;
+    }
+    let mut m = BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let r: Value = serde_json::from_str(l).unwrap();
+        let id = r["id"].as_i64().unwrap();
+        assert!(m.insert(id, r["v"].as_i64().unwrap()).is_none(), "key {id} appears twice");
+    }
+    Some(m)
+}
+
+#[test]
+fn keyed_workers_killed_with_sigkill_apply_every_change_once() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let _guard = crate::common::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("keyed").to_string_lossy().into_owned();
+    let log = dir.path().join("workers.log");
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic("keyed", 4, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let spawn = || {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(["ingest", "keyed", &table, "--brokers", &brokers, "--app-id", "kv", "--create"])
+            .args(["--upsert-keys", "id", "--flush-interval", "300ms", "--max-rows", "700"])
+            .args(["--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=500"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+    let producer = start_keyed_producer(brokers.clone(), 12);
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+    eprintln!("kill -9 seed {seed}");
+    let mut rnd = seed | 1;
+    for _ in 0..3 {
+        rnd ^= rnd << 13;
+        rnd ^= rnd >> 7;
+        rnd ^= rnd << 17;
+        let mut worker = spawn();
+        std::thread::sleep(Duration::from_millis(3500 + rnd % 2500));
+        worker.kill().unwrap();
+        worker.wait().unwrap();
+    }
+    assert!(live_versions(&table).is_some_and(|m| !m.is_empty()), "the killed workers committed something");
+    let last = spawn();
+    producer.join().unwrap();
+    let expected = final_state();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut got = None;
+    while Instant::now() < deadline {
+        got = live_versions(&table);
+        if got.as_ref() == Some(&expected) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    Command::new("kill").arg("-TERM").arg(last.id().to_string()).status().unwrap();
+    let mut last = last;
+    assert!(last.wait().unwrap().success(), "graceful exit");
+    let got = got.unwrap_or_default();
+    let wrong: Vec<_> = expected.iter().filter(|(k, v)| got.get(k) != Some(v)).take(5).collect();
+    assert!(
+        got == expected,
+        "{} keys live, {} expected; first differences {wrong:?}; log:\n{}",
+        got.len(),
+        expected.len(),
+        std::fs::read_to_string(&log).unwrap_or_default().lines().rev().take(20).collect::<Vec<_>>().join("\n")
+    );
+    drop(cluster);
+}

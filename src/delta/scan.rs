@@ -109,6 +109,30 @@ impl ScanPlan {
         filter_record_batch(&out, &keep).map_err(|e| Error::data_file(file, e))
     }
 
+    /// A plan that reads only these columns (in table order); the reader then decodes only the
+    /// matching Parquet columns.
+    pub fn projected(&self, columns: &[String]) -> ScanPlan {
+        let mut schema = self.schema.clone();
+        schema.fields.retain(|f| columns.contains(&f.name));
+        ScanPlan::new(&schema, &self.partition_columns, self.mode)
+    }
+
+    /// The top-level physical column names a file needs for this plan, or `None` when columns
+    /// are matched by field id (then every column is read).
+    pub fn physical_columns(&self) -> Option<Vec<&str>> {
+        if self.mode == ColumnMappingMode::Id {
+            return None;
+        }
+        Some(
+            self.schema
+                .fields
+                .iter()
+                .filter(|f| !self.partition_columns.contains(&f.name))
+                .map(|f| f.physical_name(self.mode))
+                .collect(),
+        )
+    }
+
     /// A plan whose output has one more string column (as change-data files carry
     /// `_change_type`).
     pub fn with_extra_string_column(&self, name: &str) -> ScanPlan {

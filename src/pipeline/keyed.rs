@@ -11,9 +11,9 @@
 //! - Within a micro-batch the change with the highest offset per key wins (keys are expected
 //!   to be partitioned by key, as Kafka producers do).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use arrow::array::{Array, RecordBatch};
+use arrow::array::{Array, BooleanArray, Int64Array, RecordBatch, StringArray};
 use serde_json::Value;
 
 use crate::delta::arrow_value::value_at;
@@ -65,6 +65,93 @@ pub fn keys_of_batch(batch: &RecordBatch, columns: &[String]) -> Vec<Option<Stri
             values.and_then(|v| serde_json::to_string(&v).ok())
         })
         .collect()
+}
+
+/// The changed keys, for finding their rows in table files quickly: one integer or string
+/// key column is matched on its values directly (no per-row key strings); other keys through
+/// their canonical strings.
+#[derive(Debug, Clone)]
+pub enum KeySet {
+    Ints { column: String, keys: HashMap<i64, String> },
+    Strs { column: String, keys: HashMap<String, String> },
+    Canonical { columns: Vec<String>, keys: HashSet<String> },
+}
+
+impl KeySet {
+    /// The set of `keys` (canonical strings) over `columns`.
+    pub fn new<'a>(columns: &[String], keys: impl Iterator<Item = &'a String>) -> KeySet {
+        let keys: Vec<&String> = keys.collect();
+        if let [column] = columns {
+            let parsed: Vec<Option<Value>> = keys
+                .iter()
+                .map(|k| serde_json::from_str::<Vec<Value>>(k).ok().and_then(|v| v.into_iter().next()))
+                .collect();
+            if parsed.iter().all(|v| v.as_ref().is_some_and(Value::is_i64)) {
+                let ints = keys.iter().zip(&parsed).filter_map(|(k, v)| Some((v.as_ref()?.as_i64()?, (*k).clone())));
+                return KeySet::Ints { column: column.clone(), keys: ints.collect() };
+            }
+            if parsed.iter().all(|v| v.as_ref().is_some_and(Value::is_string)) {
+                let strs = keys
+                    .iter()
+                    .zip(&parsed)
+                    .filter_map(|(k, v)| Some((v.as_ref()?.as_str()?.to_string(), (*k).clone())));
+                return KeySet::Strs { column: column.clone(), keys: strs.collect() };
+            }
+        }
+        KeySet::Canonical { columns: columns.to_vec(), keys: keys.into_iter().cloned().collect() }
+    }
+
+    /// Which rows of `batch` have a changed key; the canonical keys found go to `found`.
+    pub fn matches(&self, batch: &RecordBatch, found: &mut HashSet<String>) -> BooleanArray {
+        match self {
+            KeySet::Ints { column, keys } => {
+                let Some(col) = batch
+                    .column_by_name(column)
+                    .and_then(|c| arrow::compute::cast(c, &arrow::datatypes::DataType::Int64).ok())
+                else {
+                    return BooleanArray::from(vec![false; batch.num_rows()]);
+                };
+                let col = col
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .cloned()
+                    .unwrap_or_else(|| Int64Array::from(vec![None; 0]));
+                col.iter()
+                    .map(|v| {
+                        let hit = v.and_then(|v| keys.get(&v));
+                        if let Some(k) = hit {
+                            found.insert(k.clone());
+                        }
+                        Some(hit.is_some())
+                    })
+                    .collect()
+            }
+            KeySet::Strs { column, keys } => {
+                let Some(col) = batch.column_by_name(column).and_then(|c| c.as_any().downcast_ref::<StringArray>())
+                else {
+                    return BooleanArray::from(vec![false; batch.num_rows()]);
+                };
+                col.iter()
+                    .map(|v| {
+                        let hit = v.and_then(|v| keys.get(v));
+                        if let Some(k) = hit {
+                            found.insert(k.clone());
+                        }
+                        Some(hit.is_some())
+                    })
+                    .collect()
+            }
+            KeySet::Canonical { columns, keys } => keys_of_batch(batch, columns)
+                .into_iter()
+                .map(|k| {
+                    let hit = k.filter(|k| keys.contains(k));
+                    let is = hit.is_some();
+                    found.extend(hit);
+                    Some(is)
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Interprets a Debezium change event.
@@ -149,6 +236,35 @@ mod tests {
         .unwrap();
         assert_eq!(keys_of_batch(&batch, &id), vec![Some("[42]".to_string()), None]);
         assert_eq!(keys_of_batch(&batch, &two)[0].as_deref(), Some("[\"eu\",42]"));
+    }
+
+    #[test]
+    fn key_sets_match_rows_by_value() {
+        let batch = RecordBatch::try_from_iter([
+            (
+                "id",
+                Arc::new(arrow::array::Int32Array::from(vec![Some(1), Some(2), None, Some(4)]))
+                    as arrow::array::ArrayRef,
+            ),
+            ("name", Arc::new(StringArray::from(vec!["a", "b", "c", "d"]))),
+        ])
+        .unwrap();
+        let id = cols(&["id"]);
+        let keys = ["[2]".to_string(), "[4]".to_string(), "[9]".to_string()];
+        let set = KeySet::new(&id, keys.iter());
+        assert!(matches!(set, KeySet::Ints { .. }));
+        let mut found = HashSet::new();
+        let mask = set.matches(&batch, &mut found);
+        assert_eq!(mask, BooleanArray::from(vec![false, true, false, true]));
+        assert_eq!(found, HashSet::from(["[2]".to_string(), "[4]".to_string()]));
+        let names = ["[\"c\"]".to_string()];
+        let set = KeySet::new(&cols(&["name"]), names.iter());
+        assert!(matches!(set, KeySet::Strs { .. }));
+        assert_eq!(set.matches(&batch, &mut HashSet::new()), BooleanArray::from(vec![false, false, true, false]));
+        let pairs = ["[4,\"d\"]".to_string()];
+        let set = KeySet::new(&cols(&["id", "name"]), pairs.iter());
+        assert!(matches!(set, KeySet::Canonical { .. }));
+        assert_eq!(set.matches(&batch, &mut HashSet::new()), BooleanArray::from(vec![false, false, false, true]));
     }
 
     #[test]

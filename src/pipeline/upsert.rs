@@ -11,11 +11,11 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use arrow::array::{BooleanArray, RecordBatch};
+use arrow::array::RecordBatch;
 use serde_json::Value;
 
 use super::buffer::PartitionBatch;
-use super::keyed::{keys_of_batch, last_change_per_key, Change};
+use super::keyed::{keys_of_batch, last_change_per_key, Change, KeySet};
 use crate::delta::actions::{Action, Add};
 use crate::delta::features::has_reader_feature;
 use crate::delta::replay::FileKey;
@@ -141,17 +141,13 @@ pub async fn plan(
     };
     plan.files_skipped = files.len() - candidates.len();
     let scan = table.scan_plan(snapshot);
+    // Matching needs only the key columns.
+    let keys_only = scan.projected(key_columns);
     let mut matched_keys: HashSet<String> = HashSet::new();
-    let found = find_rows(table, &scan, candidates.into_iter(), |batch| {
-        let keys = keys_of_batch(batch, key_columns);
-        let mask: BooleanArray =
-            keys.iter().map(|k| Some(k.as_ref().is_some_and(|k| winners.contains_key(k)))).collect();
-        for k in keys.into_iter().flatten().filter(|k| winners.contains_key(k)) {
-            matched_keys.insert(k);
-        }
-        Ok(mask)
-    })
-    .await?;
+    let key_set = KeySet::new(key_columns, winners.keys());
+    let found =
+        find_rows(table, &keys_only, candidates.into_iter(), |batch| Ok(key_set.matches(batch, &mut matched_keys)))
+            .await?;
     plan.files_scanned = found.files_scanned;
     plan.read = found.changes.iter().map(|(a, _, _)| FileKey::of_add(a)).collect();
     for (key, change) in &winners {

@@ -77,7 +77,23 @@ impl Table {
         if let Some(size) = size.and_then(|s| u64::try_from(s).ok()).filter(|s| *s > 0) {
             reader = reader.with_file_size(size);
         }
-        let builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| Error::data_file(&rel, e))?;
+        let mut builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| Error::data_file(&rel, e))?;
+        // Decode only the columns the plan uses (a projected plan reads a fraction of the file).
+        if let Some(names) = plan.physical_columns() {
+            let roots: Vec<usize> = builder
+                .parquet_schema()
+                .root_schema()
+                .get_fields()
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| names.contains(&f.name()))
+                .map(|(i, _)| i)
+                .collect();
+            if !roots.is_empty() {
+                let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
+                builder = builder.with_projection(mask);
+            }
+        }
         let mut stream = builder.with_batch_size(8192).build().map_err(|e| Error::data_file(&rel, e))?;
         let mut batches = Vec::new();
         let mut first_row = 0u64;
