@@ -84,6 +84,22 @@ fn deletes_with_deletion_vectors_read_by_the_reference() {
         .collect();
     deleted.sort();
     assert_eq!(deleted, vec![21, 25, 27, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99]);
+    // They come from change-data files written with the deletes, which the reference reads too.
+    let log =
+        std::fs::read_to_string(table.join(format!("_delta_log/{:020}.json", r["version"].as_u64().unwrap()))).unwrap();
+    assert!(log.contains("\"cdc\"") && log.contains("_change_data/"), "{log}");
+    if let Some(oracle) = kernel_oracle() {
+        let out = Command::new(oracle).args(["changes", t, &first]).output().unwrap();
+        assert!(out.status.success(), "kernel-oracle changes: {}", String::from_utf8_lossy(&out.stderr));
+        let mut k: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .inspect(|v| assert_eq!(v["_change_type"], "delete"))
+            .map(|v| v["id"].as_i64().unwrap())
+            .collect();
+        k.sort();
+        assert_eq!(k, deleted, "the reference reader's change feed");
+    }
     // Compaction purges the DVs and keeps the rows.
     run(&["compact", t]);
     assert_eq!(ids(&table), expected);
@@ -108,6 +124,33 @@ fn deletes_copy_on_write_without_deletion_vectors() {
             "import sys\nfrom deltalake import DeltaTable\nprint(len(DeltaTable(sys.argv[1]).to_pyarrow_table()))";
         let out = crate::common::run_python(&py, script, &[table.as_os_str()]);
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), expected.len().to_string());
+    }
+}
+
+#[test]
+fn copy_on_write_deletes_on_a_change_data_table_report_only_the_deleted_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("cow-cdf");
+    make_table(&table, &["delta.enableChangeDataFeed=true"]);
+    let t = table.to_str().unwrap();
+    let r = run(&["delete", t, "--where", "id IN (3, 4, 55)"]);
+    assert_eq!((r["mode"].as_str(), r["rowsDeleted"].as_u64()), (Some("copy-on-write"), Some(3)), "{r}");
+    // Without change data, the feed would show the rewritten files' other rows as re-inserted.
+    let from = r["version"].as_u64().unwrap().to_string();
+    let feed = deltabus(&["changes", t, "--from", &from]);
+    let rows: Vec<(String, i64)> = String::from_utf8_lossy(&feed.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| (v["_change_type"].as_str().unwrap().to_string(), v["id"].as_i64().unwrap()))
+        .collect();
+    let mut ids: Vec<i64> = rows.iter().map(|r| r.1).collect();
+    ids.sort();
+    assert!(rows.iter().all(|r| r.0 == "delete"), "{rows:?}");
+    assert_eq!(ids, vec![3, 4, 55]);
+    if let Some(oracle) = kernel_oracle() {
+        let out = Command::new(oracle).args(["changes", t, &from]).output().unwrap();
+        assert!(out.status.success(), "kernel-oracle changes: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(sorted_ids(&out), vec![3, 4, 55], "the reference reader agrees");
     }
 }
 
@@ -177,4 +220,46 @@ fn small_vectors_are_inline_and_large_ones_in_files() {
         .unwrap()
         .flatten()
         .any(|e| e.file_name().to_string_lossy().starts_with("deletion_vector_")));
+}
+
+#[test]
+fn deletes_racing_compaction_never_resurrect_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("race");
+    for k in 0..20 {
+        let input: String = (k * 10..k * 10 + 10).map(|id| format!("{{\"id\":{id}}}\n")).collect();
+        write(&table, &["--property", "delta.enableDeletionVectors=true"], &input);
+    }
+    let t = table.to_str().unwrap().to_string();
+    let spawn = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (mut conflicts, mut deleted) = (0, Vec::new());
+    for round in 0..8i64 {
+        // Each round: a delete and a full compaction start together.
+        let id = round * 23 + 5;
+        let compact = spawn(&["compact", &t, "--min-file-size", "1mb"]);
+        let where_ = format!("id = {id}");
+        let delete = spawn(&["delete", &t, "--where", &where_]);
+        let (c, d) = (compact.wait_with_output().unwrap(), delete.wait_with_output().unwrap());
+        assert!(c.status.success(), "compaction: {}", String::from_utf8_lossy(&c.stderr));
+        if !d.status.success() {
+            // Losing to the compaction is a clean conflict; the retry then applies.
+            assert!(String::from_utf8_lossy(&d.stderr).contains("conflict"), "{}", String::from_utf8_lossy(&d.stderr));
+            conflicts += 1;
+            assert_eq!(run(&["delete", &t, "--where", &where_])["rowsDeleted"], 1);
+        }
+        deleted.push(id);
+        let expected: Vec<i64> = (0..200).filter(|i| !deleted.contains(i)).collect();
+        assert_eq!(ids(&table), expected, "round {round}: no deleted row comes back, none is lost");
+    }
+    println!("{conflicts} deletes lost to a concurrent compaction and were retried");
+    if let Some(k) = kernel_ids(&table) {
+        assert_eq!(k, (0..200).filter(|i| !deleted.contains(i)).collect::<Vec<_>>());
+    }
 }

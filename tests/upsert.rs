@@ -262,3 +262,57 @@ fn keyed_workers_killed_with_sigkill_apply_every_change_once() {
     );
     drop(cluster);
 }
+
+#[test]
+fn keyed_changes_on_a_change_data_table_carry_update_images() {
+    let _guard = crate::common::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t").to_string_lossy().into_owned();
+    let first = runtime().block_on(async {
+        let cluster = MockCluster::new(1).unwrap();
+        cluster.create_topic("kv", 1, 1).unwrap();
+        let brokers = cluster.bootstrap_servers();
+        let mut p = pipeline(&brokers, "kv", &table);
+        p.properties.insert("delta.enableChangeDataFeed".into(), "true".into());
+        p.upsert = Some(deltabus::config::UpsertConfig {
+            key_columns: vec!["id".into()],
+            format: "plain".into(),
+            op_field: None,
+        });
+        let row = |id: i64, name: &str| (0, Some(id.to_string()), Some(format!(r#"{{"id":{id},"name":"{name}"}}"#)));
+        produce(&brokers, "kv", &(0..10).map(|i| row(i, "a")).collect::<Vec<_>>()).await;
+        run_until(vec![p.clone()], None, |m| committed(m, "p0") >= 10).await;
+        let first = crate::common::run_json(&["describe", &table])["version"].as_u64().unwrap() + 1;
+        let mut more: Vec<_> = (0..3).map(|i| row(i, "b")).collect();
+        more.push((0, Some("5".into()), None)); // tombstone
+        more.push(row(20, "c"));
+        produce(&brokers, "kv", &more).await;
+        run_until(vec![p], None, |m| committed(m, "p0") >= 5).await;
+        first
+    });
+    let feed = |out: &std::process::Output| {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut v: Vec<(String, i64, String)> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|r| {
+                let t = r["_change_type"].as_str().unwrap().to_string();
+                (t, r["id"].as_i64().unwrap(), r["name"].as_str().unwrap().to_string())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let mut expected: Vec<(String, i64, String)> = (0..3)
+        .flat_map(|i| [("update_preimage".into(), i, "a".into()), ("update_postimage".into(), i, "b".into())])
+        .collect();
+    expected.push(("delete".into(), 5, "a".into()));
+    expected.push(("insert".into(), 20, "c".into()));
+    expected.sort();
+    let ours = feed(&crate::common::deltabus(&["changes", &table, "--from", &first.to_string()]));
+    assert_eq!(ours, expected);
+    if let Some(oracle) = crate::common::kernel_oracle() {
+        let out = std::process::Command::new(oracle).args(["changes", &table, &first.to_string()]).output().unwrap();
+        assert_eq!(feed(&out), expected, "the reference reader's change feed");
+    }
+}

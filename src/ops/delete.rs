@@ -6,13 +6,13 @@
 //! `deletionVectors` in the protocol) the new indexes are united with the file's DV and stored
 //! in one `deletion_vector_<uuid>.bin` for the commit, and the file is recommitted as
 //! `remove` (old DV) + `add` (same path, new DV, stats marked not tight). Otherwise the file is
-//! rewritten without those rows (copy-on-write). The change feed derives the deleted rows from
-//! the DV difference or from the rewritten file's removal and re-add, so no change-data files
-//! are written for DV deletes.
+//! rewritten without those rows (copy-on-write). On tables with the change data feed enabled
+//! the deleted rows are also written as change data (`_change_data/`, `_change_type =
+//! delete`), so feed readers get exactly them, also for copy-on-write deletes.
 
 use serde_json::{json, Value};
 
-use super::deletion::{dv_actions, find_rows, rewrite_actions};
+use super::deletion::{change_data_actions, dv_actions, find_rows, rewrite_actions};
 use crate::delta::conflict::{IsolationLevel, ReadSet};
 use crate::delta::features::{check_writable, has_reader_feature};
 use crate::delta::predicate::parse;
@@ -78,7 +78,7 @@ pub async fn delete(table: &Table, predicate: &str, retry: &RetryPolicy) -> Resu
     report.files_scanned = found.files_scanned;
     report.files_skipped = snapshot.files().len() - found.files_scanned;
     report.rows_deleted = found.rows();
-    let changes = found.changes;
+    let (changes, found_rows) = (found.changes, found.rows);
     report.files_changed = changes.len();
     if changes.is_empty() {
         return Ok(report);
@@ -86,11 +86,23 @@ pub async fn delete(table: &Table, predicate: &str, retry: &RetryPolicy) -> Resu
     let now = chrono::Utc::now().timestamp_millis();
     let mut actions = Vec::new();
     let mut written: Vec<String> = Vec::new();
-    let build = if use_dvs {
+    let mut build = if use_dvs {
         dv_actions(table, &changes, now, &mut actions, &mut written).await
     } else {
         rewrite_actions(table, &snapshot, &plan, &changes, now, &mut actions, &mut written).await
     };
+    if build.is_ok() && snapshot.properties.enable_change_data_feed {
+        // The deleted rows as change data, so feed readers need not diff files.
+        let rows = found_rows
+            .into_iter()
+            .flatten()
+            .map(|b| {
+                let n = b.num_rows();
+                (b, vec!["delete"; n])
+            })
+            .collect();
+        build = change_data_actions(table, &snapshot, rows, &mut actions, &mut written).await;
+    }
     if let Err(e) = build {
         cleanup(table, &written).await;
         return Err(e);

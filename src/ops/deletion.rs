@@ -100,6 +100,42 @@ fn remove_of(add: &Add, now: i64) -> Remove {
     }
 }
 
+/// Change-data files for rows a commit changes (tables with `delta.enableChangeDataFeed`):
+/// each batch (the table's logical columns) with the `_change_type` of each of its rows. The
+/// `cdc` actions go to `actions`, the files to `written`.
+///
+/// # Errors
+/// Storage errors; [`Error::Internal`] when a batch and its types disagree.
+pub(crate) async fn change_data_actions(
+    table: &Table,
+    snapshot: &crate::delta::snapshot::Snapshot,
+    rows: Vec<(RecordBatch, Vec<&'static str>)>,
+    actions: &mut Vec<Action>,
+    written: &mut Vec<String>,
+) -> Result<()> {
+    let mut writer = DataWriter::for_change_data(table, snapshot, WriterConfig::for_snapshot(snapshot))?;
+    for (batch, types) in rows {
+        let mut fields: Vec<arrow::datatypes::FieldRef> = batch.schema().fields().iter().cloned().collect();
+        fields.push(std::sync::Arc::new(arrow::datatypes::Field::new(
+            crate::storage::CHANGE_TYPE,
+            arrow::datatypes::DataType::Utf8,
+            true,
+        )));
+        let mut columns = batch.columns().to_vec();
+        columns.push(std::sync::Arc::new(arrow::array::StringArray::from(types)));
+        let with_type = RecordBatch::try_new(std::sync::Arc::new(arrow::datatypes::Schema::new(fields)), columns)
+            .map_err(|e| Error::Internal(format!("change rows: {e}")))?;
+        if let Err(e) = writer.write(&with_type).await {
+            writer.abort().await;
+            return Err(e);
+        }
+    }
+    let cdcs = writer.finish_cdc().await?;
+    written.extend(cdcs.iter().map(|c| c.path.clone()));
+    actions.extend(cdcs.into_iter().map(Action::Cdc));
+    Ok(())
+}
+
 /// Serialised DVs up to this size are stored inline in the log (storage type `i`).
 const INLINE_MAX_BYTES: usize = 64;
 

@@ -3,7 +3,10 @@
 //! upserted rows, all in the flush's one commit (with its `txn` per Kafka partition).
 //!
 //! Candidate files are pruned by the first key column's `minValues`/`maxValues`: a file is read
-//! only when some changed key falls inside its range. On tables without deletion vectors the
+//! only when some changed key falls inside its range, and only its key columns are decoded. On
+//! tables with the change data feed enabled, the commit also carries change data: the old rows
+//! as `update_preimage` (key upserted) or `delete`, the new rows as `update_postimage` (key
+//! existed) or `insert`. On tables without deletion vectors the
 //! changed files are rewritten (copy-on-write). The commit is a `MERGE` at WriteSerializable
 //! with the changed files as its read set: a concurrent compaction or delete of one of them
 //! makes it conflict and the flush is planned again from the new table state, so a replaced
@@ -22,7 +25,7 @@ use crate::delta::replay::FileKey;
 use crate::delta::schema::{DataType, PrimitiveType};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
-use crate::ops::deletion::{dv_actions, find_rows, rewrite_actions};
+use crate::ops::deletion::{change_data_actions, dv_actions, find_rows, rewrite_actions};
 use crate::storage::{DataWriter, Table, WriterConfig};
 
 /// What the keyed flush will commit.
@@ -141,8 +144,9 @@ pub async fn plan(
     };
     plan.files_skipped = files.len() - candidates.len();
     let scan = table.scan_plan(snapshot);
-    // Matching needs only the key columns.
-    let keys_only = scan.projected(key_columns);
+    // Matching needs only the key columns; change data needs the old rows whole.
+    let cdf = snapshot.properties.enable_change_data_feed;
+    let keys_only = if cdf { scan.clone() } else { scan.projected(key_columns) };
     let mut matched_keys: HashSet<String> = HashSet::new();
     let key_set = KeySet::new(key_columns, winners.keys());
     let found =
@@ -181,6 +185,19 @@ pub async fn plan(
         }
     }
     let mut writer = DataWriter::new(table, snapshot, config)?;
+    let mut change_rows: Vec<(RecordBatch, Vec<&'static str>)> = Vec::new();
+    if cdf {
+        for old in found.rows.iter().flatten() {
+            let types = keys_of_batch(old, key_columns)
+                .iter()
+                .map(|k| match k.as_ref().and_then(|k| winners.get(k)) {
+                    Some(c) if c.row.is_some() => "update_preimage",
+                    _ => "delete",
+                })
+                .collect();
+            change_rows.push((old.clone(), types));
+        }
+    }
     let mut order: Vec<_> = by_batch.into_iter().collect();
     order.sort_by_key(|(b, _)| *b);
     for (b, mut rows) in order {
@@ -189,6 +206,20 @@ pub async fn plan(
         let taken = arrow::compute::take_record_batch(batches[b], &indices)
             .map_err(|e| Error::Internal(format!("selecting upserted rows: {e}")))?;
         plan.rows_written += taken.num_rows() as u64;
+        if cdf {
+            let types =
+                keys_of_batch(&taken, key_columns)
+                    .iter()
+                    .map(|k| {
+                        if k.as_ref().is_some_and(|k| matched_keys.contains(k)) {
+                            "update_postimage"
+                        } else {
+                            "insert"
+                        }
+                    })
+                    .collect();
+            change_rows.push((taken.clone(), types));
+        }
         if let Err(e) = writer.write(&taken).await {
             writer.abort().await;
             table.delete_uncommitted(&plan.written).await;
@@ -196,9 +227,15 @@ pub async fn plan(
         }
     }
     let adds = writer.finish().await?;
+    plan.written.extend(adds.iter().map(|a| a.path.clone()));
+    if cdf {
+        if let Err(e) = change_data_actions(table, snapshot, change_rows, &mut plan.actions, &mut plan.written).await {
+            table.delete_uncommitted(&plan.written).await;
+            return Err(e);
+        }
+    }
     plan.files_added = adds.len();
     plan.bytes_added = adds.iter().map(|a| a.size).sum();
-    plan.written.extend(adds.iter().map(|a| a.path.clone()));
     plan.actions.extend(adds.into_iter().map(Action::Add));
     Ok(plan)
 }

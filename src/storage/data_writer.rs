@@ -76,6 +76,8 @@ pub struct DataWriter {
     open: HashMap<String, OpenFile>,
     done: Vec<Add>,
     counter: usize,
+    /// Writing change-data files (`_change_data/`, with a `_change_type` column).
+    change_data: bool,
 }
 
 impl DataWriter {
@@ -100,7 +102,45 @@ impl DataWriter {
             open: HashMap::new(),
             done: Vec::new(),
             counter: 0,
+            change_data: false,
         })
+    }
+
+    /// A writer of change-data files: batches carry the table's columns plus `_change_type`;
+    /// files go under `_change_data/` (partitioned like the table). [`DataWriter::finish_cdc`]
+    /// returns their `cdc` actions.
+    ///
+    /// # Errors
+    /// As [`DataWriter::new`].
+    pub fn for_change_data(table: &Table, snapshot: &Snapshot, config: WriterConfig) -> Result<Self> {
+        let mut with_type = snapshot.clone();
+        with_type.schema.fields.push(crate::delta::schema::StructField::new(
+            super::change_reader::CHANGE_TYPE,
+            crate::delta::schema::DataType::Primitive(crate::delta::schema::PrimitiveType::String),
+            true,
+        ));
+        let mut w = DataWriter::new(table, &with_type, config)?;
+        w.change_data = true;
+        Ok(w)
+    }
+
+    /// Closes a change-data writer's files and returns their `cdc` actions.
+    ///
+    /// # Errors
+    /// As [`DataWriter::finish`].
+    pub async fn finish_cdc(self) -> Result<Vec<crate::delta::actions::Cdc>> {
+        Ok(self
+            .finish()
+            .await?
+            .into_iter()
+            .map(|a| crate::delta::actions::Cdc {
+                path: a.path,
+                partition_values: a.partition_values,
+                size: a.size,
+                data_change: false,
+                tags: None,
+            })
+            .collect())
     }
 
     /// Writes a batch in the table's logical schema (partition columns included).
@@ -155,7 +195,11 @@ impl DataWriter {
 
     fn open_file(&mut self, dir: &str, values: PartitionValues) -> Result<OpenFile> {
         self.counter += 1;
-        let rel = format!("{dir}part-{:05}-{}-c000.{}.parquet", self.counter - 1, uuid::Uuid::new_v4(), self.ext);
+        let rel = if self.change_data {
+            format!("_change_data/{dir}cdc-{:05}-{}-c000.{}.parquet", self.counter - 1, uuid::Uuid::new_v4(), self.ext)
+        } else {
+            format!("{dir}part-{:05}-{}-c000.{}.parquet", self.counter - 1, uuid::Uuid::new_v4(), self.ext)
+        };
         let path = self.table.relative_path(&rel);
         let sink = BufWriter::with_capacity(self.table.store.clone(), path, 8 << 20);
         let writer = AsyncArrowWriter::try_new(sink, self.physical.clone(), Some(self.props.clone()))
