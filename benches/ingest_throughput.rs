@@ -21,6 +21,11 @@
 //!    ~250 B (`BENCH_EXTERNAL_RECORDS`) and a tenth as many of ~1 KB pre-produced to a new topic,
 //!    then ingested from the beginning: records/s, MB/s, CPU of this process, peak RSS.
 //!
+//!    In the same run, the baseline: a bare librdkafka consumer reading the same records
+//!    without decoding. `BENCH_EXTERNAL_TOPIC_250` / `_1024` reuse a topic produced earlier
+//!    (so the process's peak RSS is the pipeline's own), `BENCH_MAX_BYTES` sets
+//!    `flush.max_bytes`, `BENCH_ONLY_EXTERNAL=1` skips the in-process parts.
+//!
 //! Run: `cargo bench --bench ingest_throughput` (`BENCH_RECORDS=N` to change the count).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
@@ -244,6 +249,21 @@ async fn end_to_end(n: usize, size: usize) -> (f64, u64) {
 /// to a new 4-partition topic, then ingested from the beginning. (seconds from first record to
 /// last commit, commits, CPU seconds of this process while ingesting).
 async fn external(brokers: &str, n: usize, size: usize) -> (f64, u64, f64) {
+    // An already produced topic (BENCH_EXTERNAL_TOPIC_<size>) skips production, so that the
+    // peak RSS of this process is the pipeline's alone.
+    let topic = match std::env::var(format!("BENCH_EXTERNAL_TOPIC_{size}")) {
+        Ok(t) => t,
+        Err(_) => produce_external(brokers, n, size).await,
+    };
+    let raw = bare_consume(brokers, &topic, n).await;
+    println!(
+        "external baseline: a bare librdkafka consumer reads the {n} records (no decoding) in {raw:.2} s = {:.0} records/s",
+        n as f64 / raw
+    );
+    external_pipeline(brokers, &topic, n).await
+}
+
+async fn produce_external(brokers: &str, n: usize, size: usize) -> String {
     use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
     let topic = format!("bench-{}", uuid::Uuid::new_v4().simple());
     let admin: AdminClient<_> = ClientConfig::new().set("bootstrap.servers", brokers).create().unwrap();
@@ -279,15 +299,55 @@ async fn external(brokers: &str, n: usize, size: usize) -> (f64, u64, f64) {
         }
     }
     drop(producer);
-    println!("external pre-produced {n} records in {:.1} s", t.elapsed().as_secs_f64());
+    println!("external pre-produced {n} records to topic {topic} in {:.1} s", t.elapsed().as_secs_f64());
+    topic
+}
+
+/// Seconds a plain consumer takes to read `n` records of `topic` from the beginning.
+async fn bare_consume(brokers: &str, topic: &str, n: usize) -> f64 {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let topic = topic.to_string();
+    let brokers = brokers.to_string();
+    tokio::task::spawn_blocking(move || {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .set("group.id", format!("bare-{}", uuid::Uuid::new_v4().simple()))
+            .set("enable.auto.commit", "false")
+            .set("queued.max.messages.kbytes", "16384")
+            .create()
+            .unwrap();
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        for p in 0..4 {
+            tpl.add_partition_offset(&topic, p, rdkafka::Offset::Beginning).unwrap();
+        }
+        consumer.assign(&tpl).unwrap();
+        let t = Instant::now();
+        let (mut got, mut bytes) = (0usize, 0usize);
+        while got < n {
+            if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+                bytes += m.payload_len();
+                got += 1;
+            }
+        }
+        assert!(bytes > 0);
+        t.elapsed().as_secs_f64()
+    })
+    .await
+    .unwrap()
+}
+
+async fn external_pipeline(brokers: &str, topic: &str, n: usize) -> (f64, u64, f64) {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
     let metrics = Arc::new(Metrics::default());
     let m = metrics.pipeline("bench");
     let (tx, rx) = tokio::sync::watch::channel(false);
     let watcher = tokio::spawn(time_to_commit(m, n as u64, tx));
-    let mut p = pipeline(brokers, &topic, &table, 2000, 250_000);
+    let mut p = pipeline(brokers, topic, &table, 2000, 250_000);
     p.kafka.properties.clear();
+    if let Ok(b) = std::env::var("BENCH_MAX_BYTES") {
+        p.flush.max_bytes = b;
+    }
     let opts = ServiceOptions {
         pipelines: vec![p.validate("bench").unwrap()],
         storage: Default::default(),
@@ -367,7 +427,8 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 fn main() {
     let n = records();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    for size in [250usize, 1024] {
+    let only_external = std::env::var("BENCH_ONLY_EXTERNAL").is_ok();
+    for size in [250usize, 1024].into_iter().filter(|_| !only_external) {
         let bytes: usize = (0..1000).map(|i| payload(i, size).len()).sum::<usize>() * n / 1000;
         let mb = bytes as f64 / 1e6;
         println!("== {n} records of ~{size} B ({mb:.0} MB of payload)");
@@ -403,6 +464,9 @@ fn main() {
                 mb / seconds
             );
         }
+    }
+    if only_external {
+        return;
     }
     let mut lat = rt.block_on(latency());
     lat.sort_by(f64::total_cmp);

@@ -128,6 +128,8 @@ fn tail_follows_new_commits_and_resumes_from_its_state() {
     let table = dir.path().join("t");
     let state = dir.path().join("tail.state");
     write(&table, "{\"n\":0}\n");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
     let spawn_tail = || {
         Command::new(env!("CARGO_BIN_EXE_deltabus"))
             .args([
@@ -139,6 +141,8 @@ fn tail_follows_new_commits_and_resumes_from_its_state() {
                 "20",
                 "--state-file",
                 state.to_str().unwrap(),
+                "--metrics-addr",
+                &addr,
             ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -162,6 +166,22 @@ fn tail_follows_new_commits_and_resumes_from_its_state() {
     write(&table, "{\"n\":1}\n{\"n\":2}\n");
     let second = read_rows(&mut reader, 2);
     assert!(second.iter().all(|r| r["_commit_version"] == 1 && r["_change_type"] == "insert"));
+    // The follower's position and lag on its metrics endpoint.
+    let mut metrics = String::new();
+    for _ in 0..100 {
+        use std::io::Read as _;
+        if let Ok(mut c) = std::net::TcpStream::connect(&addr) {
+            let _ = c.write_all(b"GET /metrics HTTP/1.1\r\n\r\n");
+            metrics.clear();
+            let _ = c.read_to_string(&mut metrics);
+            if metrics.contains("deltabus_source_version{pipeline=\"tail\"} 1") {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(metrics.contains("deltabus_source_version{pipeline=\"tail\"} 1"), "{metrics}");
+    assert!(metrics.contains("deltabus_source_lag_versions{pipeline=\"tail\"} 0"), "{metrics}");
     // The state is recorded right after the rows are flushed; then stop with kill -9.
     let recorded = |v: i64| {
         std::fs::read(&state)

@@ -13,6 +13,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::error::{Error, Result};
+use crate::metrics::PipelineMetrics;
 use crate::ops::changes::ChangeCursor;
 use crate::ops::follow::{run_follower, FollowerOptions, FollowerReport};
 use crate::sink::kafka::{KafkaSink, KafkaSinkConfig};
@@ -51,6 +52,31 @@ pub struct FollowerArgs {
     /// ...or this many bytes of rows (e.g. 64mb).
     #[arg(long, value_name = "SIZE")]
     pub max_bytes_per_batch: Option<String>,
+    /// Serve Prometheus metrics (position, versions and seconds behind) and /health here.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
+}
+
+impl FollowerArgs {
+    /// The metrics of this follower, served at `--metrics-addr` when given (under the
+    /// pipeline label `name`); the server stops when the handle is dropped.
+    async fn metrics(&self, name: &str) -> Result<(Option<std::sync::Arc<PipelineMetrics>>, Option<ServerGuard>)> {
+        let Some(addr) = &self.metrics_addr else { return Ok((None, None)) };
+        let metrics = std::sync::Arc::new(crate::metrics::Metrics::default());
+        let m = metrics.pipeline(name);
+        m.ready.store(true, std::sync::atomic::Ordering::Relaxed);
+        let server = crate::metrics::serve(addr, metrics).await?;
+        Ok((Some(m), Some(ServerGuard(server))))
+    }
+}
+
+/// Stops the metrics server when dropped.
+struct ServerGuard(tokio::task::JoinHandle<()>);
+
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// `deltabus tail` arguments.
@@ -208,13 +234,15 @@ pub async fn tail(
             properties: properties(&args.kafka_properties)?,
         };
         let mut sink = KafkaSink::open(cfg).await?;
-        return run_follower(table, &mut sink, &opts, None, stop).await;
+        let (m, _server) = args.follower.metrics(args.follower_id.as_deref().unwrap_or("tail")).await?;
+        return run_follower(table, &mut sink, &opts, m.as_deref(), stop).await;
     }
+    let (m, _server) = args.follower.metrics(args.follower_id.as_deref().unwrap_or("tail")).await?;
     let mut sink = match &args.output {
         Some(path) => LinesSink::file(path, table.url(), args.state_file.clone())?,
         None => LinesSink::stream(out, table.url(), args.state_file.clone()),
     };
-    run_follower(table, &mut sink, &opts, None, stop).await
+    run_follower(table, &mut sink, &opts, m.as_deref(), stop).await
 }
 
 /// `follow <source> --into <target> --follower-id ID`.
@@ -230,7 +258,8 @@ pub async fn follow(
     let opts = args.follower.options(&args.from, Some(args.follower_id.clone()))?;
     let source_id = source.snapshot(None).await?.metadata.id;
     let mut sink = TableSink::open(target, &args.follower_id, &source_id).await?;
-    let report = run_follower(source, &mut sink, &opts, None, stop).await?;
+    let (m, _server) = args.follower.metrics(&args.follower_id).await?;
+    let report = run_follower(source, &mut sink, &opts, m.as_deref(), stop).await?;
     let mut out = report.to_json();
     out["appId"] = sink.app_id().into();
     out["targetCommits"] = sink.commits.into();
