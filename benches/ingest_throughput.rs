@@ -17,14 +17,19 @@
 //!    the time from its send to the commit whose txn covers its offset (the `lastUpdated` of
 //!    that txn): p50 / p99.
 //!
-//! 5. With `DELTABUS_BENCH_BROKERS` set (a separate broker such as tansu): 10,000,000 records of
+//! 5. **Pre-produced on the mock**: 1,000,000 records of ~250 B (`BENCH_PREPRODUCED`) produced
+//!    first to 64 partitions of the mock (under its 5 MB per partition), then read by a bare
+//!    consumer (the baseline: what librdkafka delivers here) and ingested by the pipeline.
+//!
+//! 6. With `DELTABUS_BENCH_BROKERS` set (a separate broker such as tansu): 10,000,000 records of
 //!    ~250 B (`BENCH_EXTERNAL_RECORDS`) and a tenth as many of ~1 KB pre-produced to a new topic,
 //!    then ingested from the beginning: records/s, MB/s, CPU of this process, peak RSS.
 //!
 //!    In the same run, the baseline: a bare librdkafka consumer reading the same records
 //!    without decoding. `BENCH_EXTERNAL_TOPIC_250` / `_1024` reuse a topic produced earlier
 //!    (so the process's peak RSS is the pipeline's own), `BENCH_MAX_BYTES` sets
-//!    `flush.max_bytes`, `BENCH_ONLY_EXTERNAL=1` skips the in-process parts.
+//!    `flush.max_bytes`, `BENCH_ONLY_EXTERNAL=1` skips the in-process parts,
+//!    `BENCH_ONLY_PREPRODUCED=1` runs only part 5.
 //!
 //! Run: `cargo bench --bench ingest_throughput` (`BENCH_RECORDS=N` to change the count).
 
@@ -255,11 +260,17 @@ async fn external(brokers: &str, n: usize, size: usize) -> (f64, u64, f64) {
         Ok(t) => t,
         Err(_) => produce_external(brokers, n, size).await,
     };
-    let raw = bare_consume(brokers, &topic, n).await;
-    println!(
-        "external baseline: a bare librdkafka consumer reads the {n} records (no decoding) in {raw:.2} s = {:.0} records/s",
-        n as f64 / raw
-    );
+    // BENCH_NO_BARE=1 skips the baseline, so that the peak RSS is the pipeline's alone.
+    if std::env::var("BENCH_NO_BARE").is_err() {
+        let raw = bare_consume(brokers, &topic, n).await;
+        println!(
+            "external baseline: a bare librdkafka consumer reads the {n} records (no decoding) in {raw:.2} s = {:.0} records/s",
+            n as f64 / raw
+        );
+        if std::env::var("BENCH_ONLY_BARE").is_ok() {
+            return (raw, 0, 0.0);
+        }
+    }
     external_pipeline(brokers, &topic, n).await
 }
 
@@ -305,6 +316,10 @@ async fn produce_external(brokers: &str, n: usize, size: usize) -> String {
 
 /// Seconds a plain consumer takes to read `n` records of `topic` from the beginning.
 async fn bare_consume(brokers: &str, topic: &str, n: usize) -> f64 {
+    bare_consume_partitions(brokers, topic, n, 4).await
+}
+
+async fn bare_consume_partitions(brokers: &str, topic: &str, n: usize, partitions: i32) -> f64 {
     use rdkafka::consumer::{BaseConsumer, Consumer};
     let topic = topic.to_string();
     let brokers = brokers.to_string();
@@ -317,7 +332,7 @@ async fn bare_consume(brokers: &str, topic: &str, n: usize) -> f64 {
             .create()
             .unwrap();
         let mut tpl = rdkafka::TopicPartitionList::new();
-        for p in 0..4 {
+        for p in 0..partitions {
             tpl.add_partition_offset(&topic, p, rdkafka::Offset::Beginning).unwrap();
         }
         consumer.assign(&tpl).unwrap();
@@ -360,6 +375,33 @@ async fn external_pipeline(brokers: &str, topic: &str, n: usize) -> (f64, u64, f
     let seconds = watcher.await.unwrap().unwrap();
     assert_eq!(reports["bench"].rows_committed, n as u64);
     (seconds, reports["bench"].commits, cpu1 - cpu0)
+}
+
+/// The broker out of the way: `n` records pre-produced to a 64-partition topic of the
+/// in-process mock cluster (under its 5 MB per partition), then read by a bare consumer and
+/// ingested by the pipeline. (bare seconds, pipeline seconds, commits, pipeline CPU seconds).
+async fn mock_preproduced(n: usize, size: usize) -> (f64, f64, u64, f64) {
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic("pre", 64, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let producer = producer(&brokers);
+    for start in (0..n).step_by(20_000) {
+        let mut pending = Vec::new();
+        for i in start..(start + 20_000).min(n) {
+            let p = payload(i, size);
+            let r = FutureRecord::<(), String>::to("pre").payload(&p).partition((i % 64) as i32);
+            pending.push(producer.send_result(r).unwrap());
+        }
+        for d in futures::future::join_all(pending).await {
+            d.unwrap().unwrap();
+        }
+    }
+    drop(producer);
+    let bare = bare_consume_partitions(&brokers, "pre", n, 64).await;
+    let (_, cpu0) = proc_stat();
+    let (seconds, commits, _) = external_pipeline(&brokers, "pre", n).await;
+    let (_, cpu1) = proc_stat();
+    (bare, seconds, commits, cpu1 - cpu0)
 }
 
 /// Send → visible latencies (ms) at a 1 s flush, one record every 10 ms for 20 s.
@@ -428,7 +470,8 @@ fn main() {
     let n = records();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let only_external = std::env::var("BENCH_ONLY_EXTERNAL").is_ok();
-    for size in [250usize, 1024].into_iter().filter(|_| !only_external) {
+    let only_pre = std::env::var("BENCH_ONLY_PREPRODUCED").is_ok();
+    for size in [250usize, 1024].into_iter().filter(|_| !only_external && !only_pre) {
         let bytes: usize = (0..1000).map(|i| payload(i, size).len()).sum::<usize>() * n / 1000;
         let mb = bytes as f64 / 1e6;
         println!("== {n} records of ~{size} B ({mb:.0} MB of payload)");
@@ -451,7 +494,7 @@ fn main() {
             cpu1 - cpu0
         );
     }
-    if let Ok(brokers) = std::env::var("DELTABUS_BENCH_BROKERS") {
+    if let Some(brokers) = std::env::var("DELTABUS_BENCH_BROKERS").ok().filter(|_| !only_pre) {
         let big: usize =
             std::env::var("BENCH_EXTERNAL_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000_000);
         for (count, size) in [(big, 250usize), (big / 10, 1024)] {
@@ -466,6 +509,17 @@ fn main() {
         }
     }
     if only_external {
+        return;
+    }
+    let pre: usize = std::env::var("BENCH_PREPRODUCED").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let (bare, seconds, commits, cpu) = rt.block_on(mock_preproduced(pre, 250));
+    println!(
+        "preproduced {pre} records of ~250 B on the in-process mock (64 partitions): bare consumer {bare:.2} s = {:.0} records/s; pipeline {seconds:.2} s = {:.0} records/s ({:.2}x the bare consumer's time), {commits} commits, CPU {cpu:.1} s",
+        pre as f64 / bare,
+        pre as f64 / seconds,
+        seconds / bare
+    );
+    if only_pre {
         return;
     }
     let mut lat = rt.block_on(latency());
