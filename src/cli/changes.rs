@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
 
@@ -136,25 +135,30 @@ pub struct FollowArgs {
 }
 
 impl FollowerArgs {
+    /// The options these flags describe, through the same translation as `[delta]` pipelines.
     fn options(&self, start: &str, follower_id: Option<String>) -> Result<FollowerOptions> {
-        let mut o = FollowerOptions::new(start.parse()?);
-        o.poll = Duration::from_millis(self.poll_interval_ms.max(1));
-        o.filter = parse_filter(self.predicate.as_deref())?;
-        o.allow_stale = self.allow_stale;
-        o.skip_gaps = self.skip_gaps;
+        let settings = crate::config::pipeline::DeltaSourceConfig {
+            source: String::new(),
+            start: start.to_string(),
+            follower_id: None,
+            poll_interval_ms: self.poll_interval_ms,
+            filter: self.predicate.clone(),
+            allow_stale: self.allow_stale,
+            skip_gaps: self.skip_gaps,
+            skip_change_commits: self.skip_change_commits,
+            ignore_deletes: self.ignore_deletes,
+            max_files_per_batch: self.max_files_per_batch,
+            max_bytes_per_batch: self.max_bytes_per_batch.clone(),
+        };
+        let mut o = settings.options(follower_id).map_err(|(key, why)| {
+            let flag = match key {
+                "start" => "from",
+                "filter" => "where",
+                k => k,
+            };
+            Error::InvalidArgument(format!("--{}: {why}", flag.replace('_', "-")))
+        })?;
         o.once = self.once;
-        o.follower_id = follower_id;
-        o.skip_change_commits = self.skip_change_commits;
-        o.ignore_deletes = self.ignore_deletes;
-        o.max_files = self.max_files_per_batch;
-        o.max_bytes = self
-            .max_bytes_per_batch
-            .as_deref()
-            .map(|v| {
-                crate::delta::properties::parse_size(v)
-                    .ok_or_else(|| Error::InvalidArgument(format!("--max-bytes-per-batch {v:?} is not a size")))
-            })
-            .transpose()?;
         Ok(o)
     }
 }

@@ -167,6 +167,41 @@ fn default_upsert_format() -> String {
     "plain".into()
 }
 
+impl DeltaSourceConfig {
+    /// The follower options these settings describe (`source` aside): the one translation of
+    /// follower settings, used for `[delta]` pipelines and the `tail` / `follow` flags alike.
+    ///
+    /// # Errors
+    /// The key (as in this struct) and why its value is refused.
+    pub fn options(
+        &self,
+        follower_id: Option<String>,
+    ) -> std::result::Result<crate::ops::follow::FollowerOptions, (&'static str, String)> {
+        let mut o = crate::ops::follow::FollowerOptions::new(self.start.parse().map_err(|e: Error| match e {
+            Error::InvalidArgument(m) => ("start", m),
+            e => ("start", e.to_string()),
+        })?);
+        o.poll = Duration::from_millis(self.poll_interval_ms.max(1));
+        o.filter = self
+            .filter
+            .as_deref()
+            .map(|f| crate::delta::predicate::parse(f).map_err(|e| ("filter", e.to_string())))
+            .transpose()?;
+        o.follower_id = follower_id;
+        o.allow_stale = self.allow_stale;
+        o.skip_gaps = self.skip_gaps;
+        o.skip_change_commits = self.skip_change_commits;
+        o.ignore_deletes = self.ignore_deletes;
+        o.max_files = self.max_files_per_batch;
+        o.max_bytes = self
+            .max_bytes_per_batch
+            .as_deref()
+            .map(|v| parse_size(v).ok_or_else(|| ("max_bytes_per_batch", format!("{v:?} is not a size"))))
+            .transpose()?;
+        Ok(o)
+    }
+}
+
 /// A Delta source, checked.
 #[derive(Debug, Clone)]
 pub struct ResolvedDeltaSource {
@@ -482,26 +517,7 @@ impl PipelineConfig {
         if !crate::delta::followers::valid_follower_id(&follower_id) {
             return Err(bad("delta.follower_id", format!("{follower_id:?}: letters, digits, '-', '_' and '.'")));
         }
-        let mut options = crate::ops::follow::FollowerOptions::new(
-            d.start.parse().map_err(|e: Error| bad("delta.start", e.to_string()))?,
-        );
-        options.poll = Duration::from_millis(d.poll_interval_ms.max(1));
-        options.filter = d
-            .filter
-            .as_deref()
-            .map(|f| crate::delta::predicate::parse(f).map_err(|e| bad("delta.filter", e.to_string())))
-            .transpose()?;
-        options.follower_id = Some(follower_id.clone());
-        options.allow_stale = d.allow_stale;
-        options.skip_gaps = d.skip_gaps;
-        options.skip_change_commits = d.skip_change_commits;
-        options.ignore_deletes = d.ignore_deletes;
-        options.max_files = d.max_files_per_batch;
-        options.max_bytes = d
-            .max_bytes_per_batch
-            .as_deref()
-            .map(|v| parse_size(v).ok_or_else(|| bad("delta.max_bytes_per_batch", format!("{v:?} is not a size"))))
-            .transpose()?;
+        let options = d.options(Some(follower_id.clone())).map_err(|(key, why)| bad(&format!("delta.{key}"), why))?;
         Ok(ResolvedDeltaSource { source: d.source.clone(), follower_id, options })
     }
 }

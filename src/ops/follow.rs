@@ -68,7 +68,9 @@ impl std::str::FromStr for StartAt {
                 })
             }
             v => v.parse().map(StartAt::Version).map_err(|_| {
-                Error::InvalidArgument(format!("start {v:?}: expected a version, `latest` or `snapshot`"))
+                Error::InvalidArgument(format!(
+                    "start {v:?}: expected a version, `latest`, `snapshot` or `timestamp:<time>`"
+                ))
             }),
         }
     }
