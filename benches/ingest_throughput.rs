@@ -35,13 +35,12 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::datatypes::{DataType, Field, Schema};
-use deltabus::config::pipeline::{DeadLetterConfig, FlushConfig, KafkaConfig, PipelineConfig, RecordColumns};
+use deltabus::config::pipeline::PipelineConfig;
 use deltabus::delta::actions::Action;
 use deltabus::metrics::Metrics;
 use deltabus::pipeline::service::{run, ServiceOptions};
@@ -52,6 +51,9 @@ use parquet::file::properties::WriterProperties;
 use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};
+
+#[path = "support/mod.rs"]
+mod support;
 
 const POLL: usize = 4096;
 const SCHEMA: &str = r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},
@@ -151,59 +153,14 @@ fn proc_stat() -> (f64, f64) {
 }
 
 fn pipeline(brokers: &str, topic: &str, table: &str, latency_ms: u64, max_rows: u64) -> PipelineConfig {
-    PipelineConfig {
-        table: table.into(),
-        app_id: Some("bench".into()),
-        create: true,
-        schema: Some(SCHEMA.into()),
-        partition_by: vec![],
-        properties: HashMap::new(),
-        evolve_schema: false,
-        kafka: KafkaConfig {
-            brokers: brokers.into(),
-            topic: topic.into(),
-            group_id: None,
-            start: "earliest".into(),
-            assignment: "cooperative-sticky".into(),
-            max_record_bytes: "1mb".into(),
-            properties: BTreeMap::from([("fetch.wait.max.ms".to_string(), "20".to_string())]),
-        },
-        delta: None,
-        upsert: None,
-        flush: FlushConfig { max_latency_ms: latency_ms, max_rows, ..FlushConfig::default() },
-        columns: RecordColumns::default(),
-        dead_letter: DeadLetterConfig::default(),
-        compaction: Default::default(),
-    }
-}
-
-fn producer(brokers: &str) -> FutureProducer {
-    ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("linger.ms", "5")
-        .set("batch.num.messages", "10000")
-        .set("compression.type", "zstd")
-        .set("compression.level", "1")
-        .create()
-        .unwrap()
-}
-
-/// Waits until `total` rows are committed, then stops the service; the seconds from the first
-/// record consumed to then.
-async fn time_to_commit(
-    m: Arc<deltabus::metrics::PipelineMetrics>,
-    total: u64,
-    stop: tokio::sync::watch::Sender<bool>,
-) -> Option<f64> {
-    let mut first: Option<Instant> = None;
-    while m.rows_committed.load(Relaxed) < total {
-        if first.is_none() && m.records_in.load(Relaxed) > 0 {
-            first = Some(Instant::now());
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    let _ = stop.send(true);
-    first.map(|f| f.elapsed().as_secs_f64())
+    let mut p = PipelineConfig::new(table, brokers, topic);
+    p.app_id = Some("bench".into());
+    p.create = true;
+    p.schema = Some(SCHEMA.into());
+    p.kafka.properties.insert("fetch.wait.max.ms".into(), "20".into());
+    p.flush.max_latency_ms = latency_ms;
+    p.flush.max_rows = max_rows;
+    p
 }
 
 /// (seconds from first record to last commit, commits).
@@ -219,24 +176,13 @@ async fn end_to_end(n: usize, size: usize) -> (f64, u64) {
     let producing = {
         let (m, brokers) = (m.clone(), brokers.clone());
         tokio::spawn(async move {
-            let producer = producer(&brokers);
-            for start in (0..n).step_by(10_000) {
-                while start as u64 > m.records_in.load(Relaxed) + 70_000 {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-                let mut pending = Vec::new();
-                for i in start..(start + 10_000).min(n) {
-                    let p = payload(i, size);
-                    let r = FutureRecord::<(), String>::to("bench").payload(&p).partition((i % 4) as i32);
-                    pending.push(producer.send_result(r).unwrap());
-                }
-                for d in futures::future::join_all(pending).await {
-                    d.unwrap().unwrap();
-                }
-            }
+            support::produce_alongside(&brokers, "bench", n as u64, m, |i| {
+                (None, payload(i as usize, size), (i % 4) as i32)
+            })
+            .await;
         })
     };
-    let watcher = tokio::spawn(time_to_commit(m, n as u64, tx));
+    let watcher = tokio::spawn(support::time_to_commit(m, n as u64, tx));
     let opts = ServiceOptions {
         pipelines: vec![pipeline(&brokers, "bench", &table, 2000, 250_000).validate("bench").unwrap()],
         storage: Default::default(),
@@ -357,7 +303,7 @@ async fn external_pipeline(brokers: &str, topic: &str, n: usize) -> (f64, u64, f
     let metrics = Arc::new(Metrics::default());
     let m = metrics.pipeline("bench");
     let (tx, rx) = tokio::sync::watch::channel(false);
-    let watcher = tokio::spawn(time_to_commit(m, n as u64, tx));
+    let watcher = tokio::spawn(support::time_to_commit(m, n as u64, tx));
     let mut p = pipeline(brokers, topic, &table, 2000, 250_000);
     p.kafka.properties.clear();
     if let Ok(b) = std::env::var("BENCH_MAX_BYTES") {
@@ -384,7 +330,7 @@ async fn mock_preproduced(n: usize, size: usize) -> (f64, f64, u64, f64) {
     let cluster = MockCluster::new(1).unwrap();
     cluster.create_topic("pre", 64, 1).unwrap();
     let brokers = cluster.bootstrap_servers();
-    let producer = producer(&brokers);
+    let producer = support::producer(&brokers);
     for start in (0..n).step_by(20_000) {
         let mut pending = Vec::new();
         for i in start..(start + 20_000).min(n) {
@@ -426,7 +372,7 @@ async fn latency() -> Vec<f64> {
     while !m.ready.load(Relaxed) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let producer = producer(&brokers);
+    let producer = support::producer(&brokers);
     let mut sent = Vec::new();
     for i in 0..2000 {
         let t = chrono::Utc::now().timestamp_millis();

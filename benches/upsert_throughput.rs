@@ -20,7 +20,6 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,9 +28,10 @@ use deltabus::metrics::Metrics;
 use deltabus::ops::write::{write_json_lines, WriteOptions};
 use deltabus::pipeline::service::{run, ServiceOptions};
 use deltabus::storage::{StorageOptions, Table};
-use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
-use rdkafka::producer::{FutureProducer, FutureRecord};
+
+#[path = "support/mod.rs"]
+mod support;
 
 const BASE_ROWS: u64 = 10_000_000;
 
@@ -89,45 +89,14 @@ async fn ingest(table: &str, keyed: bool, n: u64) -> (f64, u64) {
     let producing = {
         let (m, brokers) = (m.clone(), brokers.clone());
         tokio::spawn(async move {
-            let producer: FutureProducer = ClientConfig::new()
-                .set("bootstrap.servers", &brokers)
-                .set("linger.ms", "5")
-                .set("batch.num.messages", "10000")
-                .set("compression.type", "zstd")
-                .set("compression.level", "1")
-                .create()
-                .unwrap();
-            for start in (0..n).step_by(10_000) {
-                while start > m.records_in.load(Relaxed) + 70_000 {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-                let mut pending = Vec::new();
-                for i in start..(start + 10_000).min(n) {
-                    let id = id_of(i);
-                    let (p, k) = (row(id, 1), id.to_string());
-                    let r = FutureRecord::<String, String>::to("bench").key(&k).payload(&p).partition((id % 4) as i32);
-                    pending.push(producer.send_result(r).unwrap());
-                }
-                for d in futures::future::join_all(pending).await {
-                    d.unwrap().unwrap();
-                }
-            }
+            support::produce_alongside(&brokers, "bench", n, m, |i| {
+                let id = id_of(i);
+                (Some(id.to_string()), row(id, 1), (id % 4) as i32)
+            })
+            .await;
         })
     };
-    let watcher = {
-        let m = m.clone();
-        tokio::spawn(async move {
-            let mut first: Option<Instant> = None;
-            while m.rows_committed.load(Relaxed) < n {
-                if first.is_none() && m.records_in.load(Relaxed) > 0 {
-                    first = Some(Instant::now());
-                }
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-            let _ = tx.send(true);
-            first.map(|f| f.elapsed().as_secs_f64())
-        })
-    };
+    let watcher = tokio::spawn(support::time_to_commit(m.clone(), n, tx));
     let mut p = PipelineConfig::new(table, brokers.as_str(), "bench");
     p.app_id = Some("bench".into());
     p.kafka.properties.insert("fetch.wait.max.ms".into(), "20".into());

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use deltabus::config::pipeline::{DeadLetterConfig, FlushConfig, KafkaConfig, PipelineConfig, RecordColumns};
+use deltabus::config::pipeline::{PipelineConfig, RecordColumns};
 use deltabus::metrics::Metrics;
 use deltabus::pipeline::runner::RunReport;
 use deltabus::pipeline::service::{run, ServiceOptions};
@@ -22,36 +22,20 @@ use rdkafka::Message;
 use serde_json::Value;
 
 pub fn pipeline(brokers: &str, topic: &str, table: &str) -> PipelineConfig {
-    PipelineConfig {
-        table: table.into(),
-        app_id: Some("ingest".into()),
-        create: true,
-        schema: None,
-        partition_by: vec![],
-        properties: HashMap::new(),
-        evolve_schema: false,
-        kafka: KafkaConfig {
-            brokers: brokers.into(),
-            topic: topic.into(),
-            group_id: None,
-            start: "earliest".into(),
-            assignment: "cooperative-sticky".into(),
-            max_record_bytes: "1kb".into(),
-            // The mock cluster makes a member joining right after another left wait for the
-            // leaver's session timeout (LeaveGroup is sent and answered; seen with
-            // librdkafka=debug): keep it short.
-            properties: BTreeMap::from([
-                ("session.timeout.ms".to_string(), "6000".to_string()),
-                ("heartbeat.interval.ms".to_string(), "500".to_string()),
-            ]),
-        },
-        delta: None,
-        upsert: None,
-        flush: FlushConfig { max_latency_ms: 300, max_rows: 700, ..FlushConfig::default() },
-        columns: RecordColumns::default(),
-        dead_letter: DeadLetterConfig::default(),
-        compaction: Default::default(),
-    }
+    let mut p = PipelineConfig::new(table, brokers, topic);
+    p.app_id = Some("ingest".into());
+    p.create = true;
+    p.kafka.max_record_bytes = "1kb".into();
+    // The mock cluster makes a member joining right after another left wait for the leaver's
+    // session timeout (LeaveGroup is sent and answered; seen with librdkafka=debug): keep it
+    // short.
+    p.kafka.properties = BTreeMap::from([
+        ("session.timeout.ms".to_string(), "6000".to_string()),
+        ("heartbeat.interval.ms".to_string(), "500".to_string()),
+    ]);
+    p.flush.max_latency_ms = 300;
+    p.flush.max_rows = 700;
+    p
 }
 
 pub async fn produce(brokers: &str, topic: &str, records: &[(i32, Option<String>, Option<String>)]) {

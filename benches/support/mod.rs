@@ -1,0 +1,72 @@
+//! Shared by the Kafka benchmarks (included with `#[path]`): the producer settings, producing
+//! alongside a consuming pipeline without outrunning the mock cluster's 5 MB per partition,
+//! and timing until everything is committed.
+
+#![allow(dead_code)] // each benchmark uses its part
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use deltabus::metrics::PipelineMetrics;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+/// A producer with zstd level 1 batches of up to 10,000 records.
+pub fn producer(brokers: &str) -> FutureProducer {
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("linger.ms", "5")
+        .set("batch.num.messages", "10000")
+        .set("compression.type", "zstd")
+        .set("compression.level", "1")
+        .create()
+        .unwrap()
+}
+
+/// Produces records `0..n` to `topic` (`record(i)` gives key, payload and partition), at most
+/// ~80,000 ahead of what the pipeline has consumed.
+pub async fn produce_alongside(
+    brokers: &str,
+    topic: &str,
+    n: u64,
+    consumed: Arc<PipelineMetrics>,
+    record: impl Fn(u64) -> (Option<String>, String, i32),
+) {
+    let producer = producer(brokers);
+    for start in (0..n).step_by(10_000) {
+        while start > consumed.records_in.load(Relaxed) + 70_000 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let mut pending = Vec::new();
+        for i in start..(start + 10_000).min(n) {
+            let (key, payload, partition) = record(i);
+            let mut r = FutureRecord::<String, String>::to(topic).payload(&payload).partition(partition);
+            if let Some(k) = &key {
+                r = r.key(k);
+            }
+            pending.push(producer.send_result(r).unwrap());
+        }
+        for d in futures::future::join_all(pending).await {
+            d.unwrap().unwrap();
+        }
+    }
+}
+
+/// Waits until `total` rows are committed, then stops the service; the seconds from the first
+/// record consumed to then.
+pub async fn time_to_commit(
+    m: Arc<PipelineMetrics>,
+    total: u64,
+    stop: tokio::sync::watch::Sender<bool>,
+) -> Option<f64> {
+    let mut first: Option<Instant> = None;
+    while m.rows_committed.load(Relaxed) < total {
+        if first.is_none() && m.records_in.load(Relaxed) > 0 {
+            first = Some(Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let _ = stop.send(true);
+    first.map(|f| f.elapsed().as_secs_f64())
+}
