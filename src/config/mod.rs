@@ -3,6 +3,10 @@
 //! Sources, later ones winning: `config/default.toml` (embedded at build time, so the
 //! binary always knows every default), an optional file, and `DELTABUS__SECTION__KEY`
 //! environment variables. Unknown keys are refused so a typo never silently does nothing.
+//!
+//! - [`pipeline`]: `[pipelines.<name>]` with its Kafka, flush, column, dead-letter and
+//!   compaction settings, and their validation.
+//! - [`sources`]: the `[delta]` source and `[upsert]` keyed-ingestion settings.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::storage::StorageOptions;
 
 pub mod pipeline;
+pub mod sources;
 
 pub use pipeline::{PipelineConfig, ResolvedPipeline, StartPosition, UpsertConfig};
 

@@ -16,6 +16,8 @@ use crate::delta::schema::StructType;
 use crate::error::{Error, Result};
 use crate::pipeline::flush::FlushPolicy;
 
+pub use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig};
+
 /// One pipeline.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -100,114 +102,6 @@ impl Default for CompactionConfig {
     fn default() -> Self {
         CompactionConfig { enabled: false, min_files: 50, target_size: None, interval_ms: 60_000 }
     }
-}
-
-/// `[pipelines.<name>.delta]`: follow another table's change feed into this pipeline's table.
-/// The target holds the source columns plus `_change_type`, `_commit_version` and
-/// `_commit_timestamp`; its position is `txn(<follower_id>-<source table id>, version)`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct DeltaSourceConfig {
-    /// The source table URL or path.
-    pub source: String,
-    /// Without a recorded position: `snapshot` (the latest rows as inserts, then new commits),
-    /// `latest` (new commits only) or a version number.
-    #[serde(default = "default_delta_start")]
-    pub start: String,
-    /// Names the follower (position and registration on the source); default: the app id.
-    #[serde(default)]
-    pub follower_id: Option<String>,
-    #[serde(default = "default_poll")]
-    pub poll_interval_ms: u64,
-    /// A row predicate; files that cannot match are skipped by their statistics.
-    #[serde(default)]
-    pub filter: Option<String>,
-    /// Keep following when the position is older than the source's retention.
-    #[serde(default)]
-    pub allow_stale: bool,
-    /// Skip commits missing from the source log (with a warning) instead of stopping.
-    #[serde(default)]
-    pub skip_gaps: bool,
-    /// Commits that delete or update rows deliver nothing (inserts only).
-    #[serde(default)]
-    pub skip_change_commits: bool,
-    /// Drop delete rows.
-    #[serde(default)]
-    pub ignore_deletes: bool,
-    /// Deliver consecutive ready source commits as one target commit, up to these limits.
-    #[serde(default)]
-    pub max_files_per_batch: Option<usize>,
-    #[serde(default)]
-    pub max_bytes_per_batch: Option<String>,
-}
-
-fn default_delta_start() -> String {
-    "snapshot".into()
-}
-fn default_poll() -> u64 {
-    1000
-}
-
-/// `[pipelines.<name>.upsert]`: each record upserts its row by key, or deletes the key.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct UpsertConfig {
-    /// The key columns (integer or string columns of the table).
-    pub key_columns: Vec<String>,
-    /// `plain` (the payload is the row) or `debezium` (a change-event envelope).
-    #[serde(default = "default_upsert_format")]
-    pub format: String,
-    /// Plain payloads: a column whose value `d` or `delete` makes the record a delete of its
-    /// key (the column is part of the table like any other).
-    #[serde(default)]
-    pub op_field: Option<String>,
-}
-
-fn default_upsert_format() -> String {
-    "plain".into()
-}
-
-impl DeltaSourceConfig {
-    /// The follower options these settings describe (`source` aside): the one translation of
-    /// follower settings, used for `[delta]` pipelines and the `tail` / `follow` flags alike.
-    ///
-    /// # Errors
-    /// The key (as in this struct) and why its value is refused.
-    pub fn options(
-        &self,
-        follower_id: Option<String>,
-    ) -> std::result::Result<crate::ops::follow::FollowerOptions, (&'static str, String)> {
-        let mut o = crate::ops::follow::FollowerOptions::new(self.start.parse().map_err(|e: Error| match e {
-            Error::InvalidArgument(m) => ("start", m),
-            e => ("start", e.to_string()),
-        })?);
-        o.poll = Duration::from_millis(self.poll_interval_ms.max(1));
-        o.filter = self
-            .filter
-            .as_deref()
-            .map(|f| crate::delta::predicate::parse(f).map_err(|e| ("filter", e.to_string())))
-            .transpose()?;
-        o.follower_id = follower_id;
-        o.allow_stale = self.allow_stale;
-        o.skip_gaps = self.skip_gaps;
-        o.skip_change_commits = self.skip_change_commits;
-        o.ignore_deletes = self.ignore_deletes;
-        o.max_files = self.max_files_per_batch;
-        o.max_bytes = self
-            .max_bytes_per_batch
-            .as_deref()
-            .map(|v| parse_size(v).ok_or_else(|| ("max_bytes_per_batch", format!("{v:?} is not a size"))))
-            .transpose()?;
-        Ok(o)
-    }
-}
-
-/// A Delta source, checked.
-#[derive(Debug, Clone)]
-pub struct ResolvedDeltaSource {
-    pub source: String,
-    pub follower_id: String,
-    pub options: crate::ops::follow::FollowerOptions,
 }
 
 /// `[pipelines.<name>.kafka]`
