@@ -20,6 +20,8 @@ use deltabus::ops::create::new_table;
 use deltabus::storage::{DataWriter, RetryPolicy, StorageOptions, Table, WriterConfig};
 
 const FILES: usize = 1000;
+/// Rows per input file: ~1 MB of Parquet each, ~1 GB in all.
+const ROWS_PER_FILE: usize = 22_000;
 
 /// CPU seconds (user + system) of this process, from /proc.
 fn cpu_seconds() -> f64 {
@@ -64,7 +66,7 @@ async fn generate(path: &Path) {
         let mut writer =
             DataWriter::new(&table, &snap, WriterConfig { target_file_size: u64::MAX, compression: "zstd".into() })
                 .unwrap();
-        let n = 12_000i64;
+        let n = ROWS_PER_FILE as i64;
         let base = f as i64 * n;
         let ids = Int64Array::from_iter_values(base..base + n);
         let keys = StringArray::from_iter_values(
@@ -96,7 +98,7 @@ async fn generate(path: &Path) {
 }
 
 fn main() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/compact");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/compact-1g");
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let source = root.join("source");
     if !source.join("_delta_log/00000000000000000010.json").exists() {
@@ -153,7 +155,7 @@ fn main() {
         "import sys\nfrom deltalake import DeltaTable\nprint(DeltaTable(sys.argv[1]).to_pyarrow_table().num_rows)";
     for t in [&ours, &theirs] {
         let out = Command::new(&python).arg("-c").arg(count).arg(t).output().unwrap();
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), (FILES * 12_000).to_string());
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), (FILES * ROWS_PER_FILE).to_string());
     }
     let _ = std::fs::remove_dir_all(ours);
     let _ = std::fs::remove_dir_all(theirs);
