@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use futures::TryStreamExt;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
-use crate::delta::dv::DvLocation;
 use crate::delta::followers::{commit_paths, record_path, valid_follower_id, FollowerRecord, FOLLOWERS_DIR};
 use crate::delta::paths::resolve_in_table;
 use crate::error::{Error, Result};
+use crate::ops::maintenance::dv_path;
 use crate::storage::Table;
 
 /// Every registration on `table`, sorted by id.
@@ -99,15 +99,7 @@ pub async fn needed_paths(table: &Table, from: u64, latest: u64) -> Result<HashS
         let actions = table.read_commit(v).await?;
         for (p, dv) in commit_paths(&actions) {
             out.extend(resolve_in_table(p, table.url(), table.allows_absolute_paths()).ok());
-            match dv.and_then(|d| d.location().ok()) {
-                Some(DvLocation::Relative { path, .. }) => {
-                    out.insert(path);
-                }
-                Some(DvLocation::Absolute { uri, .. }) => {
-                    out.extend(resolve_in_table(&uri, table.url(), true).ok());
-                }
-                _ => {}
-            }
+            out.extend(dv.and_then(|d| dv_path(d, table)));
         }
     }
     Ok(out)

@@ -70,7 +70,9 @@ async fn followers_needs(table: &Table, ignore: bool) -> Result<(Vec<String>, Op
     Ok((records.iter().map(|r| r.follower_id.clone()).collect(), oldest_needed(&records)))
 }
 
-fn dv_path(d: &DeletionVectorDescriptor, table: &Table) -> Option<String> {
+/// The path (relative to the root) of the file holding a deletion vector; `None` for inline
+/// vectors and paths outside the table.
+pub(crate) fn dv_path(d: &DeletionVectorDescriptor, table: &Table) -> Option<String> {
     match d.location().ok()? {
         DvLocation::Relative { path, .. } => Some(path),
         DvLocation::Absolute { uri, .. } => resolve_in_table(&uri, table.url(), true).ok(),

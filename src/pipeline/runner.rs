@@ -317,7 +317,6 @@ impl Runner {
             Some(u) => msgs
                 .iter()
                 .map(|m| {
-                    let r = RawRecord::of(topic, partition, m);
                     let change = match (m.payload(), u.format.as_str()) {
                         (None, _) => m
                             .key()
@@ -334,7 +333,7 @@ impl Runner {
                         }
                         Ok(c) => Some(c),
                         Err(reason) => {
-                            letters.push(DeadLetter::of(&r, reason));
+                            letters.push(DeadLetter::of(&RawRecord::of(topic, partition, m), reason));
                             None
                         }
                     }
