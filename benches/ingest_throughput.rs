@@ -165,35 +165,14 @@ fn pipeline(brokers: &str, topic: &str, table: &str, latency_ms: u64, max_rows: 
 
 /// (seconds from first record to last commit, commits).
 async fn end_to_end(n: usize, size: usize) -> (f64, u64) {
-    let cluster = MockCluster::new(1).unwrap();
-    cluster.create_topic("bench", 4, 1).unwrap();
-    let brokers = cluster.bootstrap_servers();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
-    let metrics = Arc::new(Metrics::default());
-    let m = metrics.pipeline("bench");
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let producing = {
-        let (m, brokers) = (m.clone(), brokers.clone());
-        tokio::spawn(async move {
-            support::produce_alongside(&brokers, "bench", n as u64, m, |i| {
-                (None, payload(i as usize, size), (i % 4) as i32)
-            })
-            .await;
-        })
-    };
-    let watcher = tokio::spawn(support::time_to_commit(m, n as u64, tx));
-    let opts = ServiceOptions {
-        pipelines: vec![pipeline(&brokers, "bench", &table, 2000, 250_000).validate("bench").unwrap()],
-        storage: Default::default(),
-        metrics_addr: None,
-        shutdown_timeout: Duration::from_secs(60),
-    };
-    let reports = run(opts, metrics, rx).await.unwrap();
-    let seconds = watcher.await.unwrap().unwrap();
-    producing.await.unwrap();
-    assert_eq!(reports["bench"].rows_committed, n as u64);
-    (seconds, reports["bench"].commits)
+    support::ingest_alongside(
+        n as u64,
+        |brokers| pipeline(brokers, "bench", &table, 2000, 250_000),
+        move |i| (None, payload(i as usize, size), (i % 4) as i32),
+    )
+    .await
 }
 
 /// Against a separate broker (`DELTABUS_BENCH_BROKERS`, e.g. tansu): `n` records pre-produced

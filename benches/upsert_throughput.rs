@@ -20,15 +20,11 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use deltabus::config::{PipelineConfig, UpsertConfig};
-use deltabus::metrics::Metrics;
 use deltabus::ops::write::{write_json_lines, WriteOptions};
-use deltabus::pipeline::service::{run, ServiceOptions};
 use deltabus::storage::{StorageOptions, Table};
-use rdkafka::mocking::MockCluster;
 
 #[path = "support/mod.rs"]
 mod support;
@@ -80,42 +76,22 @@ fn id_of(i: u64) -> u64 {
 
 /// Seconds from the first record consumed to the last commit, and the commits.
 async fn ingest(table: &str, keyed: bool, n: u64) -> (f64, u64) {
-    let cluster = MockCluster::new(1).unwrap();
-    cluster.create_topic("bench", 4, 1).unwrap();
-    let brokers = cluster.bootstrap_servers();
-    let metrics = Arc::new(Metrics::default());
-    let m = metrics.pipeline("bench");
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let producing = {
-        let (m, brokers) = (m.clone(), brokers.clone());
-        tokio::spawn(async move {
-            support::produce_alongside(&brokers, "bench", n, m, |i| {
-                let id = id_of(i);
-                (Some(id.to_string()), row(id, 1), (id % 4) as i32)
-            })
-            .await;
-        })
+    let pipeline = |brokers: &str| {
+        let mut p = PipelineConfig::new(table, brokers, "bench");
+        p.app_id = Some("bench".into());
+        p.kafka.properties.insert("fetch.wait.max.ms".into(), "20".into());
+        p.flush.max_latency_ms = 2000;
+        p.flush.max_rows = 250_000;
+        if keyed {
+            p.upsert = Some(UpsertConfig { key_columns: vec!["id".into()], format: "plain".into(), op_field: None });
+        }
+        p
     };
-    let watcher = tokio::spawn(support::time_to_commit(m.clone(), n, tx));
-    let mut p = PipelineConfig::new(table, brokers.as_str(), "bench");
-    p.app_id = Some("bench".into());
-    p.kafka.properties.insert("fetch.wait.max.ms".into(), "20".into());
-    p.flush.max_latency_ms = 2000;
-    p.flush.max_rows = 250_000;
-    if keyed {
-        p.upsert = Some(UpsertConfig { key_columns: vec!["id".into()], format: "plain".into(), op_field: None });
-    }
-    let opts = ServiceOptions {
-        pipelines: vec![p.validate("bench").unwrap()],
-        storage: StorageOptions::default(),
-        metrics_addr: None,
-        shutdown_timeout: Duration::from_secs(120),
-    };
-    let reports = run(opts, metrics, rx).await.unwrap();
-    let seconds = watcher.await.unwrap().unwrap();
-    producing.await.unwrap();
-    assert_eq!(reports["bench"].rows_committed, n);
-    (seconds, reports["bench"].commits)
+    support::ingest_alongside(n, pipeline, |i| {
+        let id = id_of(i);
+        (Some(id.to_string()), row(id, 1), (id % 4) as i32)
+    })
+    .await
 }
 
 fn copy_table(from: &Path, to: &Path) {

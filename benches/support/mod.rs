@@ -8,8 +8,11 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use deltabus::metrics::PipelineMetrics;
+use deltabus::config::PipelineConfig;
+use deltabus::metrics::{Metrics, PipelineMetrics};
+use deltabus::pipeline::service::{run, ServiceOptions};
 use rdkafka::config::ClientConfig;
+use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
 /// A producer with zstd level 1 batches of up to 10,000 records.
@@ -69,4 +72,36 @@ pub async fn time_to_commit(
     }
     let _ = stop.send(true);
     first.map(|f| f.elapsed().as_secs_f64())
+}
+
+/// Runs one pipeline (`pipeline(brokers)`, reading topic `bench`) on a fresh in-process mock
+/// cluster (4 partitions) while `record(i)` for `i` in `0..n` is produced alongside, until all
+/// `n` are committed. (seconds from the first record consumed to the last commit, commits).
+pub async fn ingest_alongside(
+    n: u64,
+    pipeline: impl FnOnce(&str) -> PipelineConfig,
+    record: impl Fn(u64) -> (Option<String>, String, i32) + Send + 'static,
+) -> (f64, u64) {
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic("bench", 4, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let metrics = Arc::new(Metrics::default());
+    let m = metrics.pipeline("bench");
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let producing = {
+        let (m, brokers) = (m.clone(), brokers.clone());
+        tokio::spawn(async move { produce_alongside(&brokers, "bench", n, m, record).await })
+    };
+    let watcher = tokio::spawn(time_to_commit(m, n, tx));
+    let opts = ServiceOptions {
+        pipelines: vec![pipeline(&brokers).validate("bench").unwrap()],
+        storage: Default::default(),
+        metrics_addr: None,
+        shutdown_timeout: Duration::from_secs(120),
+    };
+    let reports = run(opts, metrics, rx).await.unwrap();
+    let seconds = watcher.await.unwrap().unwrap();
+    producing.await.unwrap();
+    assert_eq!(reports["bench"].rows_committed, n);
+    (seconds, reports["bench"].commits)
 }
