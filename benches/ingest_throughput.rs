@@ -239,6 +239,17 @@ async fn produce_external(brokers: &str, n: usize, size: usize) -> String {
     topic
 }
 
+/// Extra consumer properties for both the baseline and the pipeline, from
+/// `BENCH_CONSUMER_PROPS=key=value,key=value` (for comparing fetch settings).
+fn consumer_properties() -> impl Iterator<Item = (String, String)> {
+    let spec = std::env::var("BENCH_CONSUMER_PROPS").unwrap_or_default();
+    let pairs: Vec<(String, String)> = spec
+        .split(',')
+        .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.trim().to_string(), v.trim().to_string())))
+        .collect();
+    pairs.into_iter()
+}
+
 /// Seconds a plain consumer takes to read `n` records of `topic` from the beginning.
 async fn bare_consume(brokers: &str, topic: &str, n: usize) -> f64 {
     bare_consume_partitions(brokers, topic, n, 4).await
@@ -249,13 +260,15 @@ async fn bare_consume_partitions(brokers: &str, topic: &str, n: usize, partition
     let topic = topic.to_string();
     let brokers = brokers.to_string();
     tokio::task::spawn_blocking(move || {
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &brokers)
+        let mut cfg = ClientConfig::new();
+        cfg.set("bootstrap.servers", &brokers)
             .set("group.id", format!("bare-{}", uuid::Uuid::new_v4().simple()))
             .set("enable.auto.commit", "false")
+            // The pipeline's prefetch settings, so that both read alike.
             .set("queued.max.messages.kbytes", "16384")
-            .create()
-            .unwrap();
+            .set("fetch.queue.backoff.ms", "20");
+        cfg.extend(consumer_properties());
+        let consumer: BaseConsumer = cfg.create().unwrap();
         let mut tpl = rdkafka::TopicPartitionList::new();
         for p in 0..partitions {
             tpl.add_partition_offset(&topic, p, rdkafka::Offset::Beginning).unwrap();
@@ -284,7 +297,7 @@ async fn external_pipeline(brokers: &str, topic: &str, n: usize) -> (f64, u64, f
     let (tx, rx) = tokio::sync::watch::channel(false);
     let watcher = tokio::spawn(support::time_to_commit(m, n as u64, tx));
     let mut p = pipeline(brokers, topic, &table, 2000, 250_000);
-    p.kafka.properties.clear();
+    p.kafka.properties = consumer_properties().collect();
     if let Ok(b) = std::env::var("BENCH_MAX_BYTES") {
         p.flush.max_bytes = b;
     }
@@ -392,6 +405,13 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn main() {
+    // DELTABUS_LOG=info shows the pipeline's flushes (timestamps, durations) on stderr.
+    if let Ok(filter) = std::env::var("DELTABUS_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let n = records();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let only_external = std::env::var("BENCH_ONLY_EXTERNAL").is_ok();

@@ -325,13 +325,12 @@ fn dead_letters_to_a_topic_and_schema_evolution() {
 }
 
 #[test]
-fn a_partition_moved_by_another_worker_is_dropped_not_duplicated() {
-    use deltabus::config::ResolvedPipeline;
+fn a_moved_partition_is_dropped_not_duplicated_and_an_aborted_flush_commits_nothing() {
     use deltabus::pipeline::buffer::PartitionBatch;
-    use deltabus::pipeline::commit::{flush, FlushContext};
+    use deltabus::pipeline::commit::Flusher;
     use deltabus::pipeline::dead_letter::DeadLetterSink;
     use deltabus::pipeline::flush::FlushReason;
-    use deltabus::pipeline::schema::TableSchema;
+    use std::sync::atomic::AtomicBool;
     let dir = tempfile::tempdir().unwrap();
     let table_path = dir.path().join("t");
     // Another worker already committed partition 0 up to offset 120.
@@ -343,9 +342,6 @@ fn a_partition_moved_by_another_worker_is_dropped_not_duplicated() {
     assert!(other.status.success(), "{}", String::from_utf8_lossy(&other.stderr));
     runtime().block_on(async {
         let table = Table::open_for_write(&table_path.to_string_lossy(), StorageOptions::default()).unwrap();
-        let cfg: ResolvedPipeline =
-            pipeline("127.0.0.1:1", "events", &table_path.to_string_lossy()).validate("p").unwrap();
-        let mut schema = TableSchema::open(&table, &cfg).await.unwrap();
         let batch = |ids: Vec<i64>| {
             arrow::array::RecordBatch::try_from_iter([(
                 "id",
@@ -360,17 +356,24 @@ fn a_partition_moved_by_another_worker_is_dropped_not_duplicated() {
             last_offset: last,
             ..PartitionBatch::default()
         };
-        let parts = BTreeMap::from([(0, part(100, 130, vec![100, 101])), (1, part(5, 6, vec![5, 6]))]);
-        let ctx = FlushContext {
-            table: &table,
-            app_id: "ingest",
-            topic: "events",
-            dead: &DeadLetterSink::Discard,
+        let parts = || BTreeMap::from([(0, part(100, 130, vec![100, 101])), (1, part(5, 6, vec![5, 6]))]);
+        let mut flusher = Flusher {
+            table,
+            app_id: "ingest".into(),
+            topic: "events".into(),
+            dead: Arc::new(DeadLetterSink::Discard),
             target_file_size: None,
-            reason: FlushReason::Rows,
             key_columns: None,
+            snapshot: None,
         };
-        let result = flush(&ctx, &mut schema, parts).await.unwrap();
+        // A flush whose partition was revoked before its commit commits nothing and leaves
+        // no files behind.
+        let files_before = std::fs::read_dir(&table_path).unwrap().count();
+        let aborted = flusher.flush(parts(), FlushReason::Rows, &AtomicBool::new(true)).await.unwrap();
+        assert!(aborted.aborted && aborted.version.is_none());
+        assert_eq!(std::fs::read_dir(&table_path).unwrap().count(), files_before);
+        let result = flusher.flush(parts(), FlushReason::Rows, &AtomicBool::new(false)).await.unwrap();
+        assert!(!result.aborted);
         assert_eq!(result.moved, BTreeMap::from([(0, 120)]));
         assert_eq!((result.rows, result.rows_dropped), (2, 2));
         assert_eq!(result.committed.keys().copied().collect::<Vec<_>>(), vec![1]);

@@ -6,31 +6,40 @@
 //! data is dropped and reported in [`FlushResult::moved`] for the caller to re-seek. When the
 //! commit itself loses to such a worker (outcome `AlreadyApplied` or `Conflict`), the written
 //! files are deleted and the flush is planned again from the new table state.
+//!
+//! A [`Flusher`] owns everything a flush needs (its own snapshot of the table included), so
+//! the pipeline can run one flush in a task of its own while it keeps consuming. A flush whose
+//! `abort` flag is set before its commit (a partition of it was revoked meanwhile) deletes its
+//! files and commits nothing ([`FlushResult::aborted`]).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use super::buffer::PartitionBatch;
 use super::dead_letter::DeadLetterSink;
 use super::flush::FlushReason;
-use super::schema::TableSchema;
+use super::schema::refresh_snapshot;
 use crate::delta::actions::{Action, Txn};
 use crate::delta::conflict::{IsolationLevel, ReadSet};
+use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
 use crate::pipeline::app_id::TxnAppId;
 use crate::source::kafka::payload::DeadLetter;
 use crate::storage::{DataWriter, RetryPolicy, Table, WriterConfig};
 
-/// What a flush needs besides the data.
-pub struct FlushContext<'a> {
-    pub table: &'a Table,
-    pub app_id: &'a str,
-    pub topic: &'a str,
-    pub dead: &'a DeadLetterSink,
+/// What a flush needs besides the data; owned, so that a flush can run in its own task.
+pub struct Flusher {
+    pub table: Table,
+    pub app_id: String,
+    pub topic: String,
+    pub dead: Arc<DeadLetterSink>,
     pub target_file_size: Option<u64>,
-    pub reason: FlushReason,
     /// Keyed ingestion: the key columns.
-    pub key_columns: Option<&'a [String]>,
+    pub key_columns: Option<Vec<String>>,
+    /// The table as this flusher last read it (refreshed at the start of every attempt).
+    pub snapshot: Option<Snapshot>,
 }
 
 /// What a flush did.
@@ -48,68 +57,118 @@ pub struct FlushResult {
     pub conflicts: u64,
     pub arrow_bytes: u64,
     pub parquet_bytes: u64,
+    /// The abort flag was set before the commit: nothing was committed.
+    pub aborted: bool,
 }
 
 const ATTEMPTS: u32 = 10;
 
-/// Flushes `parts` (the taken batch).
-///
-/// # Errors
-/// Storage, dead-letter and protocol errors; [`Error::CommitConflict`] after repeated
-/// conflicts that are not explained by moved partitions. Nothing is half-committed.
-pub async fn flush(
-    ctx: &FlushContext<'_>,
-    schema: &mut TableSchema,
-    mut parts: BTreeMap<i32, PartitionBatch>,
-) -> Result<FlushResult> {
-    let mut result = FlushResult::default();
-    let letters: BTreeMap<i32, Vec<DeadLetter>> =
-        parts.iter_mut().map(|(p, b)| (*p, std::mem::take(&mut b.dead_letters))).collect();
-    ctx.dead.deliver(ctx.topic, &letters).await?;
-    let app = |p: i32| TxnAppId::KafkaPartition { app: ctx.app_id.into(), topic: ctx.topic.into(), partition: p };
-    for _attempt in 0..ATTEMPTS {
-        schema.refresh(ctx.table).await?;
-        let Some(snapshot) = schema.snapshot.clone() else {
-            // Only dead letters so far, and no table to record positions in yet: keep going;
-            // they will be re-read after a restart (the dead-letter table skips repeats).
-            return Ok(result);
-        };
-        let moved: Vec<(i32, i64)> = parts
-            .iter()
-            .filter_map(|(p, b)| {
-                snapshot.txn_version(&app(*p).to_string()).filter(|v| *v >= b.first_offset).map(|v| (*p, v))
-            })
-            .collect();
-        for (p, v) in moved {
-            let dropped = parts.remove(&p).map_or(0, |b| b.rows);
-            tracing::warn!(
-                partition = p,
-                table_offset = v,
-                dropped,
-                "another worker committed this partition; re-seeking"
-            );
-            result.rows_dropped += dropped;
-            result.moved.insert(p, v);
+impl Flusher {
+    /// Flushes `parts` (a taken batch). `abort` is checked just before the commit.
+    ///
+    /// # Errors
+    /// Storage, dead-letter and protocol errors; [`Error::CommitConflict`] after repeated
+    /// conflicts that are not explained by moved partitions. Nothing is half-committed.
+    pub async fn flush(
+        &mut self,
+        mut parts: BTreeMap<i32, PartitionBatch>,
+        reason: FlushReason,
+        abort: &AtomicBool,
+    ) -> Result<FlushResult> {
+        let mut result = FlushResult::default();
+        let letters: BTreeMap<i32, Vec<DeadLetter>> =
+            parts.iter_mut().map(|(p, b)| (*p, std::mem::take(&mut b.dead_letters))).collect();
+        self.dead.deliver(&self.topic, &letters).await?;
+        let letters = letters.values().map(Vec::len).sum::<usize>();
+        for _attempt in 0..ATTEMPTS {
+            refresh_snapshot(&self.table, &mut self.snapshot).await?;
+            let Some(snapshot) = self.snapshot.clone() else {
+                // Only dead letters so far, and no table to record positions in yet: keep going;
+                // they will be re-read after a restart (the dead-letter table skips repeats).
+                return Ok(result);
+            };
+            let app =
+                |p: i32| TxnAppId::KafkaPartition { app: self.app_id.clone(), topic: self.topic.clone(), partition: p };
+            let moved: Vec<(i32, i64)> = parts
+                .iter()
+                .filter_map(|(p, b)| {
+                    snapshot.txn_version(&app(*p).to_string()).filter(|v| *v >= b.first_offset).map(|v| (*p, v))
+                })
+                .collect();
+            for (p, v) in moved {
+                let dropped = parts.remove(&p).map_or(0, |b| b.rows);
+                tracing::warn!(
+                    partition = p,
+                    table_offset = v,
+                    dropped,
+                    "another worker committed this partition; re-seeking"
+                );
+                result.rows_dropped += dropped;
+                result.moved.insert(p, v);
+            }
+            if parts.is_empty() {
+                return Ok(result);
+            }
+            let (mut txn, written, rows, files, bytes) = self.plan(&snapshot, &parts).await?;
+            let now = chrono::Utc::now().timestamp_millis();
+            for (p, b) in &parts {
+                txn.actions.push(Action::Txn(Txn {
+                    app_id: app(*p).to_string(),
+                    version: b.last_offset,
+                    last_updated: Some(now),
+                }));
+            }
+            txn = txn.with_parameter("flushReason", reason.as_str()).with_metric("numDeadLetters", letters);
+            if abort.load(Ordering::Acquire) {
+                tracing::info!("a partition of the flush was revoked; nothing committed");
+                self.table.delete_uncommitted(&written).await;
+                result.aborted = true;
+                return Ok(result);
+            }
+            match self.table.commit(Some(&snapshot), &txn, &RetryPolicy::default()).await? {
+                CommitOutcome::Committed { version } => {
+                    result.version = Some(version);
+                    result.rows = rows;
+                    result.files = files;
+                    result.parquet_bytes = u64::try_from(bytes).unwrap_or(0);
+                    result.arrow_bytes = parts.values().map(|b| b.arrow_bytes).sum();
+                    result.committed = parts.iter().map(|(p, b)| (*p, (b.last_offset, b.last_timestamp_ms))).collect();
+                    return Ok(result);
+                }
+                outcome => {
+                    result.conflicts += 1;
+                    tracing::info!(?outcome, "flush commit lost a race; re-planning");
+                    self.table.delete_uncommitted(&written).await;
+                }
+            }
         }
-        if parts.is_empty() {
-            return Ok(result);
-        }
-        let mut config = WriterConfig::for_snapshot(&snapshot);
-        if let Some(t) = ctx.target_file_size {
+        Err(Error::CommitConflict {
+            version: self.snapshot.as_ref().map_or(0, |s| s.version),
+            reason: format!("the flush conflicted {ATTEMPTS} times in a row"),
+        })
+    }
+
+    /// Writes the files and builds the transaction (without txns): (transaction, files
+    /// written, rows, files, bytes).
+    async fn plan(
+        &self,
+        snapshot: &Snapshot,
+        parts: &BTreeMap<i32, PartitionBatch>,
+    ) -> Result<(Transaction, Vec<String>, u64, usize, i64)> {
+        let mut config = WriterConfig::for_snapshot(snapshot);
+        if let Some(t) = self.target_file_size {
             config.target_file_size = t;
         }
-        let now = chrono::Utc::now().timestamp_millis();
-        let letters = letters.values().map(Vec::len).sum::<usize>();
-        let (mut txn, written, rows, files, bytes) = match ctx.key_columns {
+        Ok(match self.key_columns.as_deref() {
             None => {
-                let (actions, rows) = append_actions(ctx, &snapshot, config, &parts).await?;
+                let (actions, rows) = append_actions(&self.table, snapshot, config, parts).await?;
                 let adds: Vec<&crate::delta::actions::Add> =
                     actions.iter().filter_map(|a| if let Action::Add(a) = a { Some(a) } else { None }).collect();
                 let bytes: i64 = adds.iter().map(|a| a.size).sum();
                 let (files, written) = (adds.len(), adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>());
                 let txn = Transaction::new("STREAMING UPDATE", actions)
                     .with_parameter("outputMode", "Append")
-                    .with_parameter("queryId", ctx.app_id)
+                    .with_parameter("queryId", self.app_id.as_str())
                     .with_parameter("epochId", snapshot.version.to_string())
                     .with_metric("numAddedFiles", files)
                     .with_metric("numOutputRows", rows)
@@ -118,13 +177,13 @@ pub async fn flush(
                 (txn, written, rows, files, bytes)
             }
             Some(keys) => {
-                let p = super::upsert::plan(ctx.table, &snapshot, keys, &parts, config).await?;
+                let p = super::upsert::plan(&self.table, snapshot, keys, parts, config).await?;
                 let mut txn = Transaction::new("MERGE", p.actions)
                     .with_parameter(
                         "predicate",
                         serde_json::to_string(&vec![format!("key({})", keys.join(", "))]).unwrap_or_default(),
                     )
-                    .with_parameter("queryId", ctx.app_id)
+                    .with_parameter("queryId", self.app_id.as_str())
                     .with_metric("numSourceRows", parts.values().map(|b| b.rows).sum::<u64>())
                     .with_metric("numTargetRowsInserted", p.inserted)
                     .with_metric("numTargetRowsUpdated", p.updated)
@@ -141,46 +200,18 @@ pub async fn flush(
                 let changes = parts.values().map(|b| b.rows).sum::<u64>();
                 (txn, p.written, changes, p.files_added, p.bytes_added)
             }
-        };
-        for (p, b) in &parts {
-            txn.actions.push(Action::Txn(Txn {
-                app_id: app(*p).to_string(),
-                version: b.last_offset,
-                last_updated: Some(now),
-            }));
-        }
-        txn = txn.with_parameter("flushReason", ctx.reason.as_str()).with_metric("numDeadLetters", letters);
-        match ctx.table.commit(Some(&snapshot), &txn, &RetryPolicy::default()).await? {
-            CommitOutcome::Committed { version } => {
-                result.version = Some(version);
-                result.rows = rows;
-                result.files = files;
-                result.parquet_bytes = u64::try_from(bytes).unwrap_or(0);
-                result.arrow_bytes = parts.values().map(|b| b.arrow_bytes).sum();
-                result.committed = parts.iter().map(|(p, b)| (*p, (b.last_offset, b.last_timestamp_ms))).collect();
-                return Ok(result);
-            }
-            outcome => {
-                result.conflicts += 1;
-                tracing::info!(?outcome, "flush commit lost a race; re-planning");
-                ctx.table.delete_uncommitted(&written).await;
-            }
-        }
+        })
     }
-    Err(Error::CommitConflict {
-        version: schema.snapshot.as_ref().map_or(0, |s| s.version),
-        reason: format!("the flush conflicted {ATTEMPTS} times in a row"),
-    })
 }
 
 /// An append flush: every partition's rows into new files.
 async fn append_actions(
-    ctx: &FlushContext<'_>,
-    snapshot: &crate::delta::snapshot::Snapshot,
+    table: &Table,
+    snapshot: &Snapshot,
     config: WriterConfig,
     parts: &BTreeMap<i32, PartitionBatch>,
 ) -> Result<(Vec<Action>, u64)> {
-    let mut writer = DataWriter::new(ctx.table, snapshot, config)?;
+    let mut writer = DataWriter::new(table, snapshot, config)?;
     let mut rows = 0u64;
     for b in parts.values().flat_map(|p| p.batches.iter()) {
         rows += b.num_rows() as u64;

@@ -9,6 +9,7 @@
 //! - [`keyed`] [sync]: keys, Debezium envelopes, the last change per key.
 //! - [`upsert`]: the keyed flush: deletion vectors for replaced and deleted keys, new rows.
 //! - [`dead_letter`]: the dead-letter destinations (Delta table, Kafka topic).
+//! - [`flushing`]: the running flush in the background, and applying its result.
 //! - [`runner`]: the pipeline task (consumer events, seeking, polling, flushing).
 //! - [`delta_source`]: a pipeline that follows another Delta table.
 //! - [`auto_compact`]: the background compactor beside a pipeline.
@@ -21,6 +22,7 @@ pub mod commit;
 pub mod dead_letter;
 pub mod delta_source;
 pub mod flush;
+mod flushing;
 pub mod keyed;
 pub mod runner;
 pub mod schema;

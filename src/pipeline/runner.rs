@@ -10,10 +10,11 @@
 //!   per partition (version = last offset consumed, dead letters included) in one
 //!   put-if-absent commit ([`super::commit`]). If another worker moved a partition's txn, that
 //!   partition's data is dropped and it seeks to the table's position.
-//! - Consumption stops while a batch commits (the loop is sequential), which with
-//!   `flush.max_bytes` bounds memory.
+//! - Flushes run in the background, one at a time, while consumption goes on
+//!   ([`super::flushing`]); consumption waits when the next batch is due before the running
+//!   flush ended, which with `flush.max_bytes` bounds memory to two batches.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -24,13 +25,14 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use rdkafka::consumer::Consumer;
 use rdkafka::message::{BorrowedMessage, Headers as _};
 use rdkafka::{Message, Offset};
-use tokio::sync::mpsc::unbounded_channel;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;
 
 use super::buffer::{Buffer, Consumed};
-use super::commit::{flush, FlushContext};
+use super::commit::Flusher;
 use super::dead_letter::DeadLetterSink;
 use super::flush::FlushReason;
+use super::flushing::{Done, InFlight};
 use super::schema::TableSchema;
 use arrow::array::{Array, BooleanArray, RecordBatch, StringArray};
 
@@ -40,8 +42,7 @@ use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::columns::{self, Headers};
 use crate::source::kafka::consumer::{
-    assign, commit_courtesy, create_consumer, offsets_for_timestamp, seek, ConsumerEvent, ConsumerSettings,
-    PipelineConsumer,
+    assign, create_consumer, offsets_for_timestamp, seek, ConsumerEvent, ConsumerSettings, PipelineConsumer,
 };
 use crate::source::kafka::payload::{DeadLetter, RawRecord};
 use crate::storage::Table;
@@ -71,11 +72,15 @@ pub struct RunReport {
 pub struct Runner {
     pub(crate) cfg: ResolvedPipeline,
     pub(crate) table: Table,
-    pub(crate) dead: DeadLetterSink,
     pub(crate) metrics: Arc<PipelineMetrics>,
     pub(crate) schema: TableSchema,
     pub(crate) owned: BTreeMap<i32, Owned>,
     pub(crate) buffer: Buffer,
+    /// The flusher while no flush runs; the running flush; where its result arrives.
+    pub(crate) flusher: Option<Flusher>,
+    pub(crate) inflight: Option<InFlight>,
+    pub(crate) done_tx: UnboundedSender<Done>,
+    pub(crate) done_rx: UnboundedReceiver<Done>,
     records_limit: Option<DefaultDirectRateLimiter>,
     bytes_limit: Option<DefaultDirectRateLimiter>,
 }
@@ -98,12 +103,25 @@ impl Runner {
         let schema = TableSchema::open(&table, &cfg).await?;
         let limiter = |n: u32| NonZeroU32::new(n).map(|n| RateLimiter::direct(Quota::per_second(n)));
         metrics.buffer_limit.store(cfg.policy.max_bytes, Relaxed);
+        let flusher = Flusher {
+            table: table.clone(),
+            app_id: cfg.app_id.clone(),
+            topic: cfg.config.kafka.topic.clone(),
+            dead: Arc::new(dead),
+            target_file_size: cfg.target_file_size,
+            key_columns: cfg.upsert.as_ref().map(|u| u.key_columns.clone()),
+            snapshot: schema.snapshot.clone(),
+        };
+        let (done_tx, done_rx) = unbounded_channel();
         Ok(Runner {
+            flusher: Some(flusher),
+            inflight: None,
+            done_tx,
+            done_rx,
             records_limit: limiter(cfg.config.flush.records_per_second),
             bytes_limit: limiter(cfg.config.flush.bytes_per_second),
             cfg,
             table,
-            dead,
             metrics,
             schema,
             owned: BTreeMap::new(),
@@ -129,7 +147,7 @@ impl Runner {
         tracing::info!(pipeline = %self.cfg.name, topic = %k.topic, table = %self.table.url(), "pipeline started");
         let result = self.consume(&consumer, &mut events, &mut shutdown).await;
         let result = match result {
-            Ok(()) => self.flush(&consumer, FlushReason::Shutdown).await,
+            Ok(()) => self.flush_now(&consumer, FlushReason::Shutdown).await,
             Err(e) => Err(e),
         };
         close(consumer).await;
@@ -159,6 +177,7 @@ impl Runner {
             tokio::select! {
                 biased;
                 _ = shutdown.changed() => break,
+                Some(done) = self.done_rx.recv(), if self.inflight.is_some() => self.complete_flush(consumer, done).await?,
                 Some(ev) = events.recv() => self.on_event(consumer, ev).await?,
                 Some(chunk) = stream.next() => {
                 // Events the poll produced (a revocation, say) apply before its messages.
@@ -175,7 +194,7 @@ impl Runner {
             }
             self.retry_seeks(consumer);
             if let Some(reason) = self.cfg.policy.decide(&self.buffer.state(), now_ms()) {
-                self.flush(consumer, reason).await?;
+                self.start_flush(consumer, reason).await?;
             }
         }
         // Apply revocations that arrived with the shutdown before the final flush.
@@ -191,11 +210,13 @@ impl Runner {
         match ev {
             ConsumerEvent::Assigned(parts) => self.on_assigned(consumer, parts).await?,
             ConsumerEvent::Revoked(parts) => {
+                self.abort_flush_of(&parts);
                 self.drop_partitions(&parts);
                 tracing::info!(pipeline = %self.cfg.name, partitions = ?parts, "partitions revoked");
             }
             ConsumerEvent::RebalanceFailed(e) => {
                 let all: Vec<i32> = self.owned.keys().copied().collect();
+                self.abort_flush_of(&all);
                 self.drop_partitions(&all);
                 tracing::warn!(pipeline = %self.cfg.name, error = %e, "rebalance failed; assignment dropped");
             }
@@ -215,6 +236,8 @@ impl Runner {
     }
 
     async fn on_assigned(&mut self, consumer: &PipelineConsumer, parts: Vec<i32>) -> Result<()> {
+        // Positions are read once the running flush has committed (or not).
+        self.finish_flush(consumer).await?;
         self.schema.refresh(&self.table).await?;
         let topic = self.cfg.config.kafka.topic.clone();
         let mut fresh = Vec::new();
@@ -301,7 +324,7 @@ impl Runner {
             self.metrics.dead_letters.fetch_add(consumed.dead_letters.len() as u64, Relaxed);
             self.buffer.add(consumed, now_ms());
         }
-        self.metrics.buffer_bytes.store(self.buffer.state().bytes, Relaxed);
+        self.metrics.buffer_bytes.store(self.buffered_bytes(), Relaxed);
         Ok(())
     }
 
@@ -392,57 +415,6 @@ impl Runner {
             row_offsets,
             deletes,
         })
-    }
-
-    async fn flush(&mut self, consumer: &PipelineConsumer, reason: FlushReason) -> Result<()> {
-        if self.buffer.is_empty() {
-            return Ok(());
-        }
-        let started = std::time::Instant::now();
-        let parts = self.buffer.take();
-        self.metrics.buffer_bytes.store(0, Relaxed);
-        let ctx = FlushContext {
-            table: &self.table,
-            app_id: &self.cfg.app_id,
-            topic: &self.cfg.config.kafka.topic,
-            dead: &self.dead,
-            target_file_size: self.cfg.target_file_size,
-            reason,
-            key_columns: self.cfg.upsert.as_ref().map(|u| u.key_columns.as_slice()),
-        };
-        let result = flush(&ctx, &mut self.schema, parts).await?;
-        let topic = self.cfg.config.kafka.topic.clone();
-        // Partitions another worker moved: seek to the table's position.
-        for (p, table_version) in &result.moved {
-            if let Some(o) = self.owned.get_mut(p) {
-                o.seek = Some(Offset::Offset(table_version + 1));
-                o.accept_from = table_version + 1;
-            }
-        }
-        let moved: HashSet<i32> = result.moved.keys().copied().collect();
-        let mut next = BTreeMap::new();
-        for (p, (last, ts)) in &result.committed {
-            if self.owned.contains_key(p) && !moved.contains(p) {
-                next.insert(*p, last + 1);
-                self.metrics.position(*p, last + 1, *ts);
-            }
-        }
-        commit_courtesy(consumer, &topic, &next);
-        self.buffer.observe_ratio(result.arrow_bytes, result.parquet_bytes);
-        let m = &self.metrics;
-        m.rows_dropped.fetch_add(result.rows_dropped, Relaxed);
-        m.conflicts.fetch_add(result.conflicts, Relaxed);
-        if result.version.is_some() {
-            m.commits.fetch_add(1, Relaxed);
-            m.rows_committed.fetch_add(result.rows, Relaxed);
-        }
-        m.flushed(reason, started.elapsed().as_secs_f64());
-        tracing::info!(
-            pipeline = %self.cfg.name, reason = reason.as_str(), version = ?result.version, rows = result.rows,
-            files = result.files, ms = started.elapsed().as_millis() as u64, "flushed"
-        );
-        self.retry_seeks(consumer);
-        Ok(())
     }
 }
 

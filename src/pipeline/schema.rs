@@ -71,21 +71,18 @@ impl TableSchema {
     /// # Errors
     /// Storage and log errors; a protocol deltabus cannot write.
     pub async fn refresh(&mut self, table: &Table) -> Result<()> {
-        match &mut self.snapshot {
-            Some(s) => {
-                table.update_snapshot(s).await?;
-            }
-            None => match table.snapshot(None).await {
-                Ok(s) => self.snapshot = Some(s),
-                Err(Error::NotATable { .. }) => return Ok(()),
-                Err(e) => return Err(e),
-            },
-        }
-        if let Some(s) = &self.snapshot {
-            crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
-        }
+        refresh_snapshot(table, &mut self.snapshot).await?;
         self.sync_decoder();
         Ok(())
+    }
+
+    /// Whether the table's schema (as `snapshot` shows it) differs from the decoder's.
+    pub fn differs_from(&self, snapshot: Option<&Snapshot>) -> bool {
+        match (snapshot, &self.decoder) {
+            (Some(s), Some((k, _))) => *k != s.metadata.schema_string,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
     }
 
     /// The table's position for a partition (its `txn` version).
@@ -118,9 +115,19 @@ impl TableSchema {
             }
             self.sync_decoder();
         }
-        let decoded = self.decoder()?.decode(raw);
+        let mut decoded = self.decoder()?.decode(raw);
         if !cfg.config.evolve_schema || decoded.dead_letters.is_empty() {
             return Ok(decoded);
+        }
+        // The snapshot may be behind the flushes (they read their own): catch up first, so
+        // that a change made meanwhile is used and ours does not lose to our own appends.
+        let seen = self.snapshot.as_ref().map(|s| s.version);
+        self.refresh(table).await?;
+        if self.snapshot.as_ref().map(|s| s.version) != seen {
+            decoded = self.decoder()?.decode(raw);
+            if decoded.dead_letters.is_empty() {
+                return Ok(decoded);
+            }
         }
         let rejected: Vec<&str> = decoded
             .dead_letters
@@ -200,6 +207,27 @@ impl TableSchema {
         self.snapshot = Some(table.snapshot(None).await?);
         Ok(())
     }
+}
+
+/// Catches `snapshot` up with the table (incrementally; reads it when there was none yet).
+///
+/// # Errors
+/// Storage and log errors; a protocol deltabus cannot write.
+pub async fn refresh_snapshot(table: &Table, snapshot: &mut Option<Snapshot>) -> Result<()> {
+    match snapshot {
+        Some(s) => {
+            table.update_snapshot(s).await?;
+        }
+        None => match table.snapshot(None).await {
+            Ok(s) => *snapshot = Some(s),
+            Err(Error::NotATable { .. }) => return Ok(()),
+            Err(e) => return Err(e),
+        },
+    }
+    if let Some(s) = snapshot {
+        crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
+    }
+    Ok(())
 }
 
 fn all_dead(raw: &[RawRecord<'_>]) -> Decoded {
