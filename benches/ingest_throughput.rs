@@ -55,6 +55,10 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 #[path = "support/mod.rs"]
 mod support;
 
+// The allocator of the `deltabus` binary, so that memory figures are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const POLL: usize = 4096;
 const SCHEMA: &str = r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},
     {"name":"user","type":"string","nullable":true,"metadata":{}},{"name":"country","type":"string","nullable":true,"metadata":{}},
@@ -137,6 +141,30 @@ fn in_memory(n: usize, size: usize) -> (f64, f64, f64) {
     (ours, baseline, ours + ceiling)
 }
 
+/// What a pipeline run measured.
+struct Ingested {
+    seconds: f64,
+    commits: u64,
+    /// CPU seconds of this process during the run.
+    cpu: f64,
+    /// RSS of the process when the pipeline started, and its peak during the run (MB).
+    rss_before: f64,
+    rss_peak: f64,
+}
+
+/// Resets the process's peak RSS (VmHWM) to its current RSS, and returns that (MB), so that a
+/// later peak is the run's alone (what was produced or read before does not count).
+fn reset_peak_rss() -> f64 {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
 fn proc_stat() -> (f64, f64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let hwm = status
@@ -178,7 +206,7 @@ async fn end_to_end(n: usize, size: usize) -> (f64, u64) {
 /// Against a separate broker (`DELTABUS_BENCH_BROKERS`, e.g. tansu): `n` records pre-produced
 /// to a new 4-partition topic, then ingested from the beginning. (seconds from first record to
 /// last commit, commits, CPU seconds of this process while ingesting).
-async fn external(brokers: &str, n: usize, size: usize) -> (f64, u64, f64) {
+async fn external(brokers: &str, n: usize, size: usize) -> Ingested {
     // An already produced topic (BENCH_EXTERNAL_TOPIC_<size>) skips production, so that the
     // peak RSS of this process is the pipeline's alone.
     let topic = match std::env::var(format!("BENCH_EXTERNAL_TOPIC_{size}")) {
@@ -193,7 +221,8 @@ async fn external(brokers: &str, n: usize, size: usize) -> (f64, u64, f64) {
             n as f64 / raw
         );
         if std::env::var("BENCH_ONLY_BARE").is_ok() {
-            return (raw, 0, 0.0);
+            let (rss_peak, _) = proc_stat();
+            return Ingested { seconds: raw, commits: 0, cpu: 0.0, rss_before: 0.0, rss_peak };
         }
     }
     external_pipeline(brokers, &topic, n).await
@@ -289,7 +318,7 @@ async fn bare_consume_partitions(brokers: &str, topic: &str, n: usize, partition
     .unwrap()
 }
 
-async fn external_pipeline(brokers: &str, topic: &str, n: usize) -> (f64, u64, f64) {
+async fn external_pipeline(brokers: &str, topic: &str, n: usize) -> Ingested {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
     let metrics = Arc::new(Metrics::default());
@@ -298,8 +327,10 @@ async fn external_pipeline(brokers: &str, topic: &str, n: usize) -> (f64, u64, f
     let watcher = tokio::spawn(support::time_to_commit(m, n as u64, tx));
     let mut p = pipeline(brokers, topic, &table, 2000, 250_000);
     p.kafka.properties = consumer_properties().collect();
+    // BENCH_MAX_BYTES: batches end at that many buffered bytes (not at 250,000 rows).
     if let Ok(b) = std::env::var("BENCH_MAX_BYTES") {
         p.flush.max_bytes = b;
+        p.flush.max_rows = u64::MAX;
     }
     let opts = ServiceOptions {
         pipelines: vec![p.validate("bench").unwrap()],
@@ -307,18 +338,19 @@ async fn external_pipeline(brokers: &str, topic: &str, n: usize) -> (f64, u64, f
         metrics_addr: None,
         shutdown_timeout: Duration::from_secs(60),
     };
+    let rss_before = reset_peak_rss();
     let (_, cpu0) = proc_stat();
     let reports = run(opts, metrics, rx).await.unwrap();
-    let (_, cpu1) = proc_stat();
+    let (rss_peak, cpu1) = proc_stat();
     let seconds = watcher.await.unwrap().unwrap();
     assert_eq!(reports["bench"].rows_committed, n as u64);
-    (seconds, reports["bench"].commits, cpu1 - cpu0)
+    Ingested { seconds, commits: reports["bench"].commits, cpu: cpu1 - cpu0, rss_before, rss_peak }
 }
 
 /// The broker out of the way: `n` records pre-produced to a 64-partition topic of the
 /// in-process mock cluster (under its 5 MB per partition), then read by a bare consumer and
 /// ingested by the pipeline. (bare seconds, pipeline seconds, commits, pipeline CPU seconds).
-async fn mock_preproduced(n: usize, size: usize) -> (f64, f64, u64, f64) {
+async fn mock_preproduced(n: usize, size: usize) -> (f64, Ingested) {
     let cluster = MockCluster::new(1).unwrap();
     cluster.create_topic("pre", 64, 1).unwrap();
     let brokers = cluster.bootstrap_servers();
@@ -335,11 +367,14 @@ async fn mock_preproduced(n: usize, size: usize) -> (f64, f64, u64, f64) {
         }
     }
     drop(producer);
+    let before = reset_peak_rss();
     let bare = bare_consume_partitions(&brokers, "pre", n, 64).await;
-    let (_, cpu0) = proc_stat();
-    let (seconds, commits, _) = external_pipeline(&brokers, "pre", n).await;
-    let (_, cpu1) = proc_stat();
-    (bare, seconds, commits, cpu1 - cpu0)
+    let (peak, _) = proc_stat();
+    println!(
+        "preproduced: the bare consumer's peak RSS {peak:.0} MB ({:.0} MB above the {before:.0} MB before)",
+        peak - before
+    );
+    (bare, external_pipeline(&brokers, "pre", n).await)
 }
 
 /// Send → visible latencies (ms) at a 1 s flush, one record every 10 ms for 20 s.
@@ -444,12 +479,17 @@ fn main() {
             std::env::var("BENCH_EXTERNAL_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000_000);
         for (count, size) in [(big, 250usize), (big / 10, 1024)] {
             let mb = (0..1000).map(|i| payload(i, size).len()).sum::<usize>() as f64 * count as f64 / 1000.0 / 1e6;
-            let (seconds, commits, cpu) = rt.block_on(external(&brokers, count, size));
-            let (rss, _) = proc_stat();
+            let r = rt.block_on(external(&brokers, count, size));
             println!(
-                "external {count} pre-produced records of ~{size} B from {brokers}: {seconds:.2} s, {:.0} records/s, {:.0} MB/s, {commits} commits, CPU {cpu:.1} s, peak RSS so far {rss:.0} MB",
-                count as f64 / seconds,
-                mb / seconds
+                "external {count} pre-produced records of ~{size} B from {brokers}: {:.2} s, {:.0} records/s, {:.0} MB/s, {} commits, CPU {:.1} s, peak RSS {:.0} MB ({:.0} MB above the {:.0} MB before the run)",
+                r.seconds,
+                count as f64 / r.seconds,
+                mb / r.seconds,
+                r.commits,
+                r.cpu,
+                r.rss_peak,
+                r.rss_peak - r.rss_before,
+                r.rss_before
             );
         }
     }
@@ -457,12 +497,18 @@ fn main() {
         return;
     }
     let pre: usize = std::env::var("BENCH_PREPRODUCED").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-    let (bare, seconds, commits, cpu) = rt.block_on(mock_preproduced(pre, 250));
+    let (bare, r) = rt.block_on(mock_preproduced(pre, 250));
     println!(
-        "preproduced {pre} records of ~250 B on the in-process mock (64 partitions): bare consumer {bare:.2} s = {:.0} records/s; pipeline {seconds:.2} s = {:.0} records/s ({:.2}x the bare consumer's time), {commits} commits, CPU {cpu:.1} s",
+        "preproduced {pre} records of ~250 B on the in-process mock (64 partitions): bare consumer {bare:.2} s = {:.0} records/s; pipeline {:.2} s = {:.0} records/s ({:.2}x the bare consumer's time), {} commits, CPU {:.1} s, peak RSS {:.0} MB ({:.0} MB above the {:.0} MB before the run, which hold the mock's topic)",
         pre as f64 / bare,
-        pre as f64 / seconds,
-        seconds / bare
+        r.seconds,
+        pre as f64 / r.seconds,
+        r.seconds / bare,
+        r.commits,
+        r.cpu,
+        r.rss_peak,
+        r.rss_peak - r.rss_before,
+        r.rss_before
     );
     if only_pre {
         return;

@@ -42,7 +42,8 @@ use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::columns::{self, Headers};
 use crate::source::kafka::consumer::{
-    assign, create_consumer, offsets_for_timestamp, seek, ConsumerEvent, ConsumerSettings, PipelineConsumer,
+    assign, create_consumer, offsets_for_timestamp, prefetch_kbytes, seek, ConsumerEvent, ConsumerSettings,
+    PipelineConsumer,
 };
 use crate::source::kafka::payload::{DeadLetter, RawRecord};
 use crate::storage::Table;
@@ -142,6 +143,7 @@ impl Runner {
             group_id: &self.cfg.group_id,
             assignment: &k.assignment,
             properties: &k.properties,
+            prefetch_kbytes: prefetch_kbytes(self.cfg.policy.max_bytes),
         };
         let consumer = Arc::new(create_consumer(&settings, tx)?);
         tracing::info!(pipeline = %self.cfg.name, topic = %k.topic, table = %self.table.url(), "pipeline started");
@@ -297,7 +299,8 @@ impl Runner {
                 }
             };
             let Some(owned) = self.owned.get(&m.partition()) else { continue };
-            if m.topic() != topic || owned.seek.is_some() || m.offset() < owned.accept_from {
+            // (The consumer subscribes to this one topic: no per-message topic check.)
+            if owned.seek.is_some() || m.offset() < owned.accept_from {
                 continue;
             }
             records += 1;

@@ -141,6 +141,15 @@ pub struct ConsumerSettings<'a> {
     pub assignment: &'a str,
     /// Passed through to librdkafka (security settings and tuning).
     pub properties: &'a BTreeMap<String, String>,
+    /// What librdkafka may prefetch (`queued.max.messages.kbytes`) unless `properties` say.
+    pub prefetch_kbytes: u64,
+}
+
+/// The prefetch for a pipeline buffering `max_bytes` per batch: a quarter of it, between 1 and
+/// 16 MB. librdkafka holds about three times the queued payload bytes (message structures and
+/// decompressed message sets), so this keeps the prefetch below the batches' own memory.
+pub fn prefetch_kbytes(max_bytes: u64) -> u64 {
+    (max_bytes / 4 / 1024).clamp(1024, 16 * 1024)
 }
 
 /// Creates the consumer and subscribes it to the topic.
@@ -156,9 +165,9 @@ pub fn create_consumer(s: &ConsumerSettings<'_>, events: UnboundedSender<Consume
         .set("auto.offset.reset", "earliest")
         .set("partition.assignment.strategy", s.assignment)
         .set("statistics.interval.ms", "1000")
-        // Bounds what librdkafka prefetches while a batch commits (16 MB: at 64 MB the
-        // 10M-record benchmark peaked at 1.1 GB instead of 0.7 GB, same speed).
-        .set("queued.max.messages.kbytes", "16384")
+        // Bounds what librdkafka prefetches (at most 16 MB: at 64 MB the 10M-record benchmark
+        // peaked at 1.1 GB instead of 0.7 GB, same speed).
+        .set("queued.max.messages.kbytes", s.prefetch_kbytes.to_string())
         // When that queue is full, fetching resumes 20 ms after it drains below the limit
         // instead of librdkafka's default 1 s: with the default, a pipeline that consumes in
         // bursts (decode, then the next poll) stalled for up to a second at a time and ran at
@@ -224,6 +233,13 @@ pub fn commit_courtesy(consumer: &PipelineConsumer, topic: &str, next: &BTreeMap
 mod tests {
     use super::*;
 
+    #[test]
+    fn prefetch_follows_the_batch_size_within_limits() {
+        assert_eq!(prefetch_kbytes(16 << 20), 4096);
+        assert_eq!(prefetch_kbytes(1 << 20), 1024);
+        assert_eq!(prefetch_kbytes(256 << 20), 16384);
+    }
+
     #[tokio::test]
     async fn security_settings_are_accepted() {
         let props: BTreeMap<String, String> = [
@@ -241,6 +257,7 @@ mod tests {
             group_id: "g",
             assignment: "cooperative-sticky",
             properties: &props,
+            prefetch_kbytes: 16384,
         };
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let created = create_consumer(&s, tx);
