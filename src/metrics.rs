@@ -147,7 +147,7 @@ impl PipelineMetrics {
         let (used, limit) = (self.buffer_bytes.load(Relaxed), self.buffer_limit.load(Relaxed));
         let _ = writeln!(
             out,
-            "# HELP deltabus_buffer_bytes Bytes buffered in the open batch.\n# TYPE deltabus_buffer_bytes gauge"
+            "# HELP deltabus_buffer_bytes Bytes buffered: the open batch and the one being flushed.\n# TYPE deltabus_buffer_bytes gauge"
         );
         let _ = writeln!(out, "deltabus_buffer_bytes{{{l}}} {used}");
         let fill = if limit == 0 { 0.0 } else { used as f64 / limit as f64 };
