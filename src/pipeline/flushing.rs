@@ -17,11 +17,13 @@
 //!   first makes ours conflict).
 
 use std::collections::{BTreeMap, HashSet};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{Relaxed, Release};
 use std::sync::Arc;
 use std::time::Instant;
 
+use futures::FutureExt;
 use rdkafka::Offset;
 
 use super::commit::{FlushResult, Flusher};
@@ -62,7 +64,11 @@ impl Runner {
         self.metrics.buffer_bytes.store(bytes, Relaxed);
         let done = self.done_tx.clone();
         tokio::spawn(async move {
-            let result = flusher.flush(parts, reason, &abort).await;
+            // A panic must end the pipeline with an error, not leave it waiting for a result.
+            let result = match AssertUnwindSafe(flusher.flush(parts, reason, &abort)).catch_unwind().await {
+                Ok(r) => r,
+                Err(_) => Err(Error::Internal("the flush task panicked".into())),
+            };
             let _ = done.send((flusher, result));
         });
         Ok(())
