@@ -152,6 +152,20 @@ struct Ingested {
     rss_peak: f64,
 }
 
+impl Ingested {
+    /// Commits, CPU and memory, as the report lines print them.
+    fn costs(&self) -> String {
+        format!(
+            "{} commits, CPU {:.1} s, peak RSS {:.0} MB ({:.0} MB above the {:.0} MB before the run)",
+            self.commits,
+            self.cpu,
+            self.rss_peak,
+            self.rss_peak - self.rss_before,
+            self.rss_before
+        )
+    }
+}
+
 /// Resets the process's peak RSS (VmHWM) to its current RSS, and returns that (MB), so that a
 /// later peak is the run's alone (what was produced or read before does not count).
 fn reset_peak_rss() -> f64 {
@@ -481,15 +495,11 @@ fn main() {
             let mb = (0..1000).map(|i| payload(i, size).len()).sum::<usize>() as f64 * count as f64 / 1000.0 / 1e6;
             let r = rt.block_on(external(&brokers, count, size));
             println!(
-                "external {count} pre-produced records of ~{size} B from {brokers}: {:.2} s, {:.0} records/s, {:.0} MB/s, {} commits, CPU {:.1} s, peak RSS {:.0} MB ({:.0} MB above the {:.0} MB before the run)",
+                "external {count} pre-produced records of ~{size} B from {brokers}: {:.2} s, {:.0} records/s, {:.0} MB/s, {}",
                 r.seconds,
                 count as f64 / r.seconds,
                 mb / r.seconds,
-                r.commits,
-                r.cpu,
-                r.rss_peak,
-                r.rss_peak - r.rss_before,
-                r.rss_before
+                r.costs()
             );
         }
     }
@@ -499,16 +509,12 @@ fn main() {
     let pre: usize = std::env::var("BENCH_PREPRODUCED").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
     let (bare, r) = rt.block_on(mock_preproduced(pre, 250));
     println!(
-        "preproduced {pre} records of ~250 B on the in-process mock (64 partitions): bare consumer {bare:.2} s = {:.0} records/s; pipeline {:.2} s = {:.0} records/s ({:.2}x the bare consumer's time), {} commits, CPU {:.1} s, peak RSS {:.0} MB ({:.0} MB above the {:.0} MB before the run, which hold the mock's topic)",
+        "preproduced {pre} records of ~250 B on the in-process mock (64 partitions): bare consumer {bare:.2} s = {:.0} records/s; pipeline {:.2} s = {:.0} records/s ({:.2}x the bare consumer's time), {} (the RSS before holds the mock's topic)",
         pre as f64 / bare,
         r.seconds,
         pre as f64 / r.seconds,
         r.seconds / bare,
-        r.commits,
-        r.cpu,
-        r.rss_peak,
-        r.rss_peak - r.rss_before,
-        r.rss_before
+        r.costs()
     );
     if only_pre {
         return;
