@@ -43,16 +43,17 @@ pub(crate) struct InFlight {
     reason: FlushReason,
     started: Instant,
     /// Buffered bytes it holds (for the buffer gauge).
-    pub bytes: u64,
+    bytes: u64,
 }
 
 impl Runner {
     /// Starts flushing the buffer in the background (waiting for a running flush first).
     pub(crate) async fn start_flush(&mut self, consumer: &PipelineConsumer, reason: FlushReason) -> Result<()> {
+        self.finish_flush(consumer).await?;
+        // (Checked after the running flush ended: its result may have dropped partitions.)
         if self.buffer.is_empty() {
             return Ok(());
         }
-        self.finish_flush(consumer).await?;
         let bytes = self.buffer.state().bytes;
         let parts = self.buffer.take();
         let Some(mut flusher) = self.flusher.take() else {
@@ -61,7 +62,7 @@ impl Runner {
         let abort = Arc::new(AtomicBool::new(false));
         let first_offsets = parts.iter().map(|(p, b)| (*p, b.first_offset)).collect();
         self.inflight = Some(InFlight { abort: abort.clone(), first_offsets, reason, started: Instant::now(), bytes });
-        self.metrics.buffer_bytes.store(bytes, Relaxed);
+        self.metrics.buffer_bytes.store(self.buffered_bytes(), Relaxed);
         let done = self.done_tx.clone();
         tokio::spawn(async move {
             // A panic must end the pipeline with an error, not leave it waiting for a result.
