@@ -67,6 +67,14 @@ pub enum Error {
     #[error("commit conflict at version {version}: {reason}")]
     CommitConflict { version: u64, reason: String },
 
+    /// A commit was sent but whether it landed is unknown: the store failed after the PUT
+    /// (an answer lost, a timeout) and the version could not be read back. Its staged files
+    /// are kept (an orphan is vacuum's; a deleted file of a landed commit would break the
+    /// table). Retrying is safe for writes that carry a `txn`: the table tells whether the
+    /// first attempt landed.
+    #[error("the outcome of the commit at version {version} is unknown ({reason}); its files are kept, a retry re-reads the table")]
+    CommitUnknown { version: u64, reason: String },
+
     /// The Kafka client or brokers failed.
     #[error("kafka: {0}")]
     Kafka(String),
@@ -88,9 +96,11 @@ impl Error {
     /// Classifies the error for exit codes, logs and retries.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Storage { .. } | Error::Io(_) | Error::CommitConflict { .. } | Error::Kafka(_) => {
-                ErrorKind::External
-            }
+            Error::Storage { .. }
+            | Error::Io(_)
+            | Error::CommitConflict { .. }
+            | Error::CommitUnknown { .. }
+            | Error::Kafka(_) => ErrorKind::External,
             Error::Internal(_) => ErrorKind::Internal,
             _ => ErrorKind::User,
         }
@@ -107,7 +117,7 @@ impl Error {
                     | object_store::Error::NotImplemented { .. }
                     | object_store::Error::UnknownConfigurationKey { .. }
             ),
-            Error::Io(_) | Error::CommitConflict { .. } => true,
+            Error::Io(_) | Error::CommitConflict { .. } | Error::CommitUnknown { .. } => true,
             _ => false,
         }
     }

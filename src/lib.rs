@@ -17,6 +17,7 @@
 //! - [`cli`]: the `deltabus` command line.
 //! - [`config`]: the one configuration loader.
 //! - [`error`]: the one error type.
+//! - [`failpoint`]: crash points for tests that kill the process between two steps.
 //! - [`ops`]: table operations (create, write, delete, changes, follow, followers,
 //!   maintenance).
 //! - [`pipeline`]: the ingest pipeline (`deltabus run`): batching, commits, dead letters.
@@ -29,6 +30,7 @@ pub mod compactor;
 pub mod config;
 pub mod delta;
 pub mod error;
+pub mod failpoint;
 pub mod metrics;
 pub mod ops;
 pub mod pipeline;

@@ -28,6 +28,22 @@ fn main() -> ExitCode {
         None => config.log.format == LogFormat::Json,
     };
     init_logging(json_logs);
+    // Test hooks: crash points and store faults, for the exactly-once process tests.
+    if let Ok(spec) = std::env::var("DELTABUS_CRASH_AT") {
+        if let Err(e) = deltabus::failpoint::arm(&spec) {
+            eprintln!("error: DELTABUS_CRASH_AT: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    if let Ok(spec) = std::env::var("DELTABUS_FAULTS") {
+        match deltabus::storage::faulty::FaultConfig::parse(&spec) {
+            Ok(c) => deltabus::storage::faulty::inject_everywhere(c),
+            Err(e) => {
+                eprintln!("error: DELTABUS_FAULTS: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -39,6 +55,9 @@ fn main() -> ExitCode {
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     let result = runtime.block_on(run(cli, &config, &mut out));
     let flushed = out.flush();
+    if let Some(counts) = deltabus::storage::faulty::everywhere_counts() {
+        eprintln!("deltabus: injected faults: {counts}");
+    }
     match result {
         Ok(()) => match flushed {
             Ok(()) => ExitCode::SUCCESS,

@@ -48,6 +48,9 @@ pub struct PipelineMetrics {
     pub conflicts: AtomicU64,
     /// Rows dropped because their partition was revoked or another worker moved it.
     pub rows_dropped: AtomicU64,
+    /// Offsets skipped because the broker no longer held them (retention) when
+    /// `fail_on_data_loss = false`.
+    pub offsets_lost: AtomicU64,
     /// Background compaction: OPTIMIZE commits and files rewritten.
     pub compaction_commits: AtomicU64,
     pub compacted_files: AtomicU64,
@@ -124,6 +127,11 @@ impl PipelineMetrics {
             ("commits_total", "Delta commits.", &self.commits),
             ("commit_conflicts_total", "Commits that lost to a concurrent writer.", &self.conflicts),
             ("rows_dropped_total", "Buffered rows dropped on revocation or a moved position.", &self.rows_dropped),
+            (
+                "offsets_lost_total",
+                "Offsets the broker deleted before they were ingested (skipped).",
+                &self.offsets_lost,
+            ),
             ("compaction_commits_total", "OPTIMIZE commits of the background compactor.", &self.compaction_commits),
             ("compacted_files_total", "Files rewritten by the background compactor.", &self.compacted_files),
         ];

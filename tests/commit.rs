@@ -148,7 +148,19 @@ async fn contract_memory() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn contract_s3() {
-    let Some(endpoint) = crate::storage::emulator("DELTABUS_TEST_S3_ENDPOINT") else { return };
+    let Some(table) = s3_table().await else { return };
+    contract(table).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn contract_azure() {
+    let Some(table) = azure_table() else { return };
+    contract(table).await;
+}
+
+/// A table location in a fresh bucket of the S3 emulator (None when it is not running).
+pub async fn s3_table() -> Option<Table> {
+    let endpoint = crate::storage::emulator("DELTABUS_TEST_S3_ENDPOINT")?;
     let bucket = format!("commit-{}", uuid::Uuid::new_v4().simple());
     assert!(Command::new("curl")
         .args(["-sf", "-X", "PUT", &format!("{endpoint}/{bucket}")])
@@ -168,16 +180,16 @@ async fn contract_s3() {
         .collect(),
         allow_absolute_paths: false,
     };
-    contract(Table::open(&format!("s3://{bucket}/t"), options).unwrap()).await;
+    Some(Table::open(&format!("s3://{bucket}/t"), options).unwrap())
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn contract_azure() {
-    let Some(_) = crate::storage::emulator("DELTABUS_TEST_AZURE_ENDPOINT") else { return };
+/// A table location in a fresh container of the Azure emulator (None when it is not running).
+pub fn azure_table() -> Option<Table> {
+    crate::storage::emulator("DELTABUS_TEST_AZURE_ENDPOINT")?;
     let container = crate::storage::azure_container();
     let options = StorageOptions {
         options: [("azure_storage_use_emulator".to_string(), "true".to_string())].into_iter().collect(),
         allow_absolute_paths: false,
     };
-    contract(Table::open(&format!("az://{container}/t"), options).unwrap()).await;
+    Some(Table::open(&format!("az://{container}/t"), options).unwrap())
 }

@@ -8,6 +8,7 @@ mod common;
 mod compact;
 mod conformance;
 mod delete;
+mod faults;
 mod follow_live;
 mod hostile;
 mod ingest;

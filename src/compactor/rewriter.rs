@@ -19,7 +19,7 @@ use crate::delta::replay::FileKey;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
-use crate::storage::{DataWriter, RetryPolicy, Table, WriterConfig};
+use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 
 /// Options of a compaction run.
 #[derive(Debug, Clone, Default)]
@@ -200,7 +200,9 @@ async fn rewrite_bin(
         .with_metric("numAddedBytes", bytes_out)
         .with_metric("numDeletionVectorsRemoved", bin.files.iter().filter(|f| f.deletion_vector.is_some()).count());
     txn.read = ReadSet { files: bin.files.iter().map(FileKey::of_add).collect(), ..ReadSet::default() };
-    match table.commit(Some(snapshot), &txn, &opts.retry).await? {
+    let mut staged = StagedCommit::new(table);
+    staged.stage_adds(&txn.actions);
+    match staged.commit(Some(snapshot), &txn, &opts.retry).await? {
         CommitOutcome::Committed { version } => {
             report.versions.push(version);
             report.files_out += adds.len();
@@ -208,7 +210,6 @@ async fn rewrite_bin(
             report.rows += rows;
         }
         CommitOutcome::Conflict { reason, .. } | CommitOutcome::AlreadyApplied { app_id: reason, .. } => {
-            table.delete_uncommitted(&adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
             tracing::info!(reason = %reason, "compact.bin_abandoned");
             report.abandoned.push(reason);
         }

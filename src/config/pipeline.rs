@@ -123,9 +123,18 @@ pub struct KafkaConfig {
     /// Records above this size go to the dead-letter destination.
     #[serde(default = "default_max_record")]
     pub max_record_bytes: String,
+    /// A partition whose recorded position the broker no longer holds (records deleted by
+    /// retention before ingestion, or a recreated topic) stops the pipeline with an error;
+    /// `false` skips to the broker's earliest offset and counts the lost offsets.
+    #[serde(default = "default_true")]
+    pub fail_on_data_loss: bool,
     /// librdkafka properties passed through (security.protocol, sasl.*, ssl.*, ...).
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 impl Default for KafkaConfig {
@@ -137,6 +146,7 @@ impl Default for KafkaConfig {
             start: default_start(),
             assignment: default_assignment(),
             max_record_bytes: default_max_record(),
+            fail_on_data_loss: true,
             properties: BTreeMap::new(),
         }
     }
@@ -151,6 +161,7 @@ impl std::fmt::Debug for KafkaConfig {
             .field("start", &self.start)
             .field("assignment", &self.assignment)
             .field("max_record_bytes", &self.max_record_bytes)
+            .field("fail_on_data_loss", &self.fail_on_data_loss)
             .field("properties", &self.properties.keys().map(|k| (k, "<redacted>")).collect::<BTreeMap<_, _>>())
             .finish()
     }

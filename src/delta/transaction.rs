@@ -90,6 +90,17 @@ impl Transaction {
         })
     }
 
+    /// Whether a commit's actions are this transaction's: its `commitInfo.txnId` is ours.
+    /// After a lost answer (the PUT landed, the reply did not) this is how the committer
+    /// recognises its own commit among the versions it finds.
+    pub fn is_own_commit(&self, actions: &[Action]) -> bool {
+        let ours = self.txn_id.to_string();
+        actions.iter().any(|a| match a {
+            Action::CommitInfo(info) => info.get("txnId").and_then(Value::as_str) == Some(ours.as_str()),
+            _ => false,
+        })
+    }
+
     /// Checks the single-commit rules: at most one metaData and protocol, one txn per appId,
     /// one add and one remove per path, never an add and a remove of the same key, no
     /// checkpoint-only actions.
@@ -278,6 +289,17 @@ mod tests {
         let Some(Action::DomainMetadata(d)) = out.last() else { panic!("no domain") };
         assert_eq!(row_id_high_water_mark(&d.configuration), Some(114));
         assert!(assign_row_tracking(&[add("nostats")], None, 1).is_err());
+    }
+
+    #[test]
+    fn own_commits_are_recognised_by_txn_id() {
+        let t = Transaction::new("WRITE", vec![add("a")]);
+        let mine = parse_commit(&t.commit_bytes(Some(1), 5, None).unwrap(), "c").unwrap();
+        assert!(t.is_own_commit(&mine));
+        let other = Transaction::new("WRITE", vec![add("a")]);
+        let theirs = parse_commit(&other.commit_bytes(Some(1), 5, None).unwrap(), "c").unwrap();
+        assert!(!t.is_own_commit(&theirs));
+        assert!(!t.is_own_commit(&[add("a")]), "a commit without commitInfo is nobody's");
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub struct ChangeCursor {
     empty_polls: u32,
     filter: Option<Expr>,
     skip_gaps: bool,
+    /// The schema before the commit last applied to `snapshot`: a poll that failed after
+    /// applying a commit (a store fault reading its files) is retried without applying it twice.
+    schema_before: Option<String>,
 }
 
 impl ChangeCursor {
@@ -64,6 +67,7 @@ impl ChangeCursor {
             empty_polls: 0,
             filter: None,
             skip_gaps: false,
+            schema_before: None,
         })
     }
 
@@ -107,6 +111,7 @@ impl ChangeCursor {
             empty_polls: 0,
             filter,
             skip_gaps: false,
+            schema_before: None,
         };
         let files = adds.len();
         Ok((CommitChanges { version, timestamp_ms, batches, schema_changed: false, files }, cursor))
@@ -197,26 +202,30 @@ impl ChangeCursor {
         };
         self.empty_polls = 0;
         let name = crate::delta::log_segment::commit_name(version);
-        let old_schema = self.snapshot.as_ref().map(|s| s.metadata.schema_string.clone());
-        match &mut self.snapshot {
-            Some(s) => s.apply_commit(version, actions.clone(), &name)?,
-            None => {
-                let mut state = TableState::default();
-                state.apply_commit(version, &actions, &name)?;
-                self.snapshot = Some(Snapshot::new(state, None, chrono::Utc::now().timestamp_millis())?);
+        let applied = self.snapshot.as_ref().is_some_and(|s| s.version >= version);
+        if !applied {
+            self.schema_before = self.snapshot.as_ref().map(|s| s.metadata.schema_string.clone());
+            match &mut self.snapshot {
+                Some(s) => s.apply_commit(version, actions.clone(), &name)?,
+                None => {
+                    let mut state = TableState::default();
+                    state.apply_commit(version, &actions, &name)?;
+                    self.snapshot = Some(Snapshot::new(state, None, chrono::Utc::now().timestamp_millis())?);
+                }
             }
         }
+        let old_schema = self.schema_before.clone();
         let has_ict =
             actions.iter().any(|a| matches!(a, Action::CommitInfo(v) if v.get("inCommitTimestamp").is_some()));
         let mut ts = commit_timestamp(&actions, modified);
         if !has_ict && ts <= self.last_timestamp {
             ts = self.last_timestamp + 1;
         }
-        self.last_timestamp = ts;
         let snapshot = self.snapshot.as_ref().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
         let schema_changed = old_schema.is_some_and(|old| old != snapshot.metadata.schema_string);
         let batches = self.table.commit_changes(snapshot, version, &actions, ts, self.filter.as_ref()).await?;
         self.next = version + 1;
+        self.last_timestamp = ts;
         let files = crate::delta::change_feed::plan_changes(&actions).len();
         Ok(Some(CommitChanges { version, timestamp_ms: ts, batches, schema_changed, files }))
     }

@@ -19,7 +19,7 @@ use crate::delta::predicate::parse;
 use crate::delta::replay::FileKey;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
-use crate::storage::{RetryPolicy, Table};
+use crate::storage::{RetryPolicy, StagedCommit, Table};
 
 /// What a delete did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -103,8 +103,10 @@ pub async fn delete(table: &Table, predicate: &str, retry: &RetryPolicy) -> Resu
             .collect();
         build = change_data_actions(table, &snapshot, rows, &mut actions, &mut written).await;
     }
+    let mut staged = StagedCommit::new(table);
+    staged.stage(written);
     if let Err(e) = build {
-        cleanup(table, &written).await;
+        staged.discard().await;
         return Err(e);
     }
     let mut txn = Transaction::new("DELETE", actions)
@@ -121,23 +123,12 @@ pub async fn delete(table: &Table, predicate: &str, retry: &RetryPolicy) -> Resu
         files: changes.iter().map(|(a, _, _)| FileKey::of_add(a)).collect(),
         ..ReadSet::default()
     };
-    match table.commit(Some(&snapshot), &txn, retry).await {
-        Ok(CommitOutcome::Committed { version }) => {
+    match staged.commit(Some(&snapshot), &txn, retry).await? {
+        CommitOutcome::Committed { version } => {
             report.version = Some(version);
             Ok(report)
         }
-        Ok(CommitOutcome::Conflict { version, reason }) => {
-            cleanup(table, &written).await;
-            Err(Error::CommitConflict { version, reason })
-        }
-        Ok(CommitOutcome::AlreadyApplied { .. }) => Err(Error::Internal("a delete carries no txn".into())),
-        Err(e) => {
-            cleanup(table, &written).await;
-            Err(e)
-        }
+        CommitOutcome::Conflict { version, reason } => Err(Error::CommitConflict { version, reason }),
+        CommitOutcome::AlreadyApplied { .. } => Err(Error::Internal("a delete carries no txn".into())),
     }
-}
-
-async fn cleanup(table: &Table, written: &[String]) {
-    table.delete_uncommitted(written).await;
 }

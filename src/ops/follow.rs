@@ -32,6 +32,7 @@ use super::changes::{ChangeCursor, CommitChanges};
 use super::followers::Registrar;
 use crate::delta::followers::{position_health, PositionHealth};
 use crate::delta::predicate::Expr;
+use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::sink::ChangeSink;
@@ -189,7 +190,7 @@ pub async fn run_follower<S: ChangeSink>(
         }
         let next = match pending.take() {
             Some(c) => Some(c),
-            None => cursor.poll().await?,
+            None => poll_riding_faults(&mut cursor).await?,
         };
         let Some(first) = next else {
             if let Some(m) = metrics {
@@ -244,8 +245,9 @@ pub async fn run_follower<S: ChangeSink>(
             report.schema_changes += 1;
             tracing::warn!(table = source.url(), version = changes.version, "source.schema_changed");
         }
-        sink.deliver(snapshot, &changes).await?;
+        deliver_riding_faults(sink, snapshot, &changes).await?;
         delivered(&mut report, &changes, metrics);
+        crate::failpoint::hit("follow.before_registration");
         if let Some(r) = &mut registrar {
             r.advance(cursor.next_version(), false).await;
         }
@@ -269,6 +271,48 @@ pub async fn run_follower<S: ChangeSink>(
 }
 
 /// Whether another commit may join the batch.
+/// Store faults a follower rides out (with backoff) at one step before it stops.
+const FAULT_RETRIES: u32 = 20;
+
+fn fault_backoff(n: u32) -> Duration {
+    Duration::from_millis((20u64 << n.min(5)).min(1000))
+}
+
+/// The next commit, retrying transient store errors (the cursor does not advance on one).
+async fn poll_riding_faults(cursor: &mut ChangeCursor) -> Result<Option<CommitChanges>> {
+    let mut n = 0;
+    loop {
+        match cursor.poll().await {
+            Err(e) if e.is_retryable() && n < FAULT_RETRIES => {
+                n += 1;
+                tracing::warn!(error = %e, "follow.poll_failed: retrying");
+                tokio::time::sleep(fault_backoff(n)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Delivers, retrying transient errors: every sink records its position with the rows, so a
+/// delivery whose outcome was lost is recognised (or skipped) on the next attempt.
+async fn deliver_riding_faults<S: ChangeSink>(
+    sink: &mut S,
+    snapshot: &Snapshot,
+    changes: &CommitChanges,
+) -> Result<()> {
+    let mut n = 0;
+    loop {
+        match sink.deliver(snapshot, changes).await {
+            Err(e) if e.is_retryable() && n < FAULT_RETRIES => {
+                n += 1;
+                tracing::warn!(error = %e, version = changes.version, "follow.delivery_failed: retrying");
+                tokio::time::sleep(fault_backoff(n)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 fn fits(changes: &CommitChanges, opts: &FollowerOptions) -> bool {
     let bytes: u64 = changes.batches.iter().map(|b| b.get_array_memory_size() as u64).sum();
     opts.max_files.is_none_or(|m| changes.files < m) && opts.max_bytes.is_none_or(|m| bytes < m)

@@ -21,7 +21,7 @@ use crate::delta::schema::StructType;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
-use crate::storage::{DataWriter, RetryPolicy, Table, WriterConfig};
+use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 
 /// Records per decoded batch.
 const CHUNK_LINES: usize = 8192;
@@ -246,10 +246,9 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
         .with_metric("numOutputRows", rows)
         .with_metric("numOutputBytes", bytes);
     let base = if creating { None } else { Some(&snapshot) };
-    let outcome = table.commit(base, &txn, &opts.retry).await?;
-    if !matches!(outcome, CommitOutcome::Committed { .. }) {
-        table.delete_uncommitted(&adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
-    }
+    let mut staged = StagedCommit::new(table);
+    staged.stage_adds(&txn.actions);
+    let outcome = staged.commit(base, &txn, &opts.retry).await?;
     Ok(WriteReport { outcome, rows, files, bytes })
 }
 

@@ -27,7 +27,7 @@ use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
 use crate::pipeline::app_id::TxnAppId;
 use crate::source::kafka::payload::DeadLetter;
-use crate::storage::{DataWriter, RetryPolicy, Table, WriterConfig};
+use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 
 /// What a flush needs besides the data; owned, so that a flush can run in its own task.
 pub struct Flusher {
@@ -62,6 +62,18 @@ pub struct FlushResult {
 }
 
 const ATTEMPTS: u32 = 10;
+/// Store faults a flush rides out (with backoff) before the pipeline fails.
+const STORE_RETRIES: u32 = 20;
+
+/// How an attempt ended.
+enum Attempt {
+    Done,
+    Conflict,
+}
+
+fn backoff(fault: u32) -> std::time::Duration {
+    std::time::Duration::from_millis((20u64 << fault.min(5)).min(1000))
+}
 
 impl Flusher {
     /// Flushes `parts` (a taken batch). `abort` is checked just before the commit.
@@ -78,74 +90,110 @@ impl Flusher {
         let mut result = FlushResult::default();
         let letters: BTreeMap<i32, Vec<DeadLetter>> =
             parts.iter_mut().map(|(p, b)| (*p, std::mem::take(&mut b.dead_letters))).collect();
-        self.dead.deliver(&self.topic, &letters).await?;
+        let mut faults = 0u32;
+        // Dead letters first (their table skips repeats, so a retry is harmless).
+        loop {
+            match self.dead.deliver(&self.topic, &letters).await {
+                Ok(()) => break,
+                Err(e) if e.is_retryable() && faults < STORE_RETRIES => {
+                    faults += 1;
+                    tracing::warn!(error = %e, "dead-letter delivery failed; retrying");
+                    tokio::time::sleep(backoff(faults)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
         let letters = letters.values().map(Vec::len).sum::<usize>();
-        for _attempt in 0..ATTEMPTS {
-            refresh_snapshot(&self.table, &mut self.snapshot).await?;
-            let Some(snapshot) = self.snapshot.clone() else {
-                // Only dead letters so far, and no table to record positions in yet: keep going;
-                // they will be re-read after a restart (the dead-letter table skips repeats).
-                return Ok(result);
-            };
-            let app =
-                |p: i32| TxnAppId::KafkaPartition { app: self.app_id.clone(), topic: self.topic.clone(), partition: p };
-            let moved: Vec<(i32, i64)> = parts
-                .iter()
-                .filter_map(|(p, b)| {
-                    snapshot.txn_version(&app(*p).to_string()).filter(|v| *v >= b.first_offset).map(|v| (*p, v))
-                })
-                .collect();
-            for (p, v) in moved {
-                let dropped = parts.remove(&p).map_or(0, |b| b.rows);
-                tracing::warn!(
-                    partition = p,
-                    table_offset = v,
-                    dropped,
-                    "another worker committed this partition; re-seeking"
-                );
-                result.rows_dropped += dropped;
-                result.moved.insert(p, v);
-            }
-            if parts.is_empty() {
-                return Ok(result);
-            }
-            let (mut txn, written, rows, files, bytes) = self.plan(&snapshot, &parts).await?;
-            let now = chrono::Utc::now().timestamp_millis();
-            for (p, b) in &parts {
-                txn.actions.push(Action::Txn(Txn {
-                    app_id: app(*p).to_string(),
-                    version: b.last_offset,
-                    last_updated: Some(now),
-                }));
-            }
-            txn = txn.with_parameter("flushReason", reason.as_str()).with_metric("numDeadLetters", letters);
-            if abort.load(Ordering::Acquire) {
-                tracing::info!("a partition of the flush was revoked; nothing committed");
-                self.table.delete_uncommitted(&written).await;
-                result.aborted = true;
-                return Ok(result);
-            }
-            match self.table.commit(Some(&snapshot), &txn, &RetryPolicy::default()).await? {
-                CommitOutcome::Committed { version } => {
-                    result.version = Some(version);
-                    result.rows = rows;
-                    result.files = files;
-                    result.parquet_bytes = u64::try_from(bytes).unwrap_or(0);
-                    result.arrow_bytes = parts.values().map(|b| b.arrow_bytes).sum();
-                    result.committed = parts.iter().map(|(p, b)| (*p, (b.last_offset, b.last_timestamp_ms))).collect();
-                    return Ok(result);
+        let mut conflicts = 0u32;
+        while conflicts < ATTEMPTS {
+            match self.attempt(&mut parts, &mut result, reason, abort, letters).await {
+                Ok(Attempt::Done) => return Ok(result),
+                Ok(Attempt::Conflict) => conflicts += 1,
+                // A store fault (commit outcome unknown included): the next attempt re-reads the
+                // table first, so a commit that did land shows up as this flush's own txns.
+                Err(e) if e.is_retryable() && faults < STORE_RETRIES => {
+                    faults += 1;
+                    tracing::warn!(error = %e, attempt = faults, "flush failed on a store fault; retrying from the table");
+                    tokio::time::sleep(backoff(faults)).await;
                 }
-                outcome => {
-                    result.conflicts += 1;
-                    tracing::info!(?outcome, "flush commit lost a race; re-planning");
-                    self.table.delete_uncommitted(&written).await;
-                }
+                Err(e) => return Err(e),
             }
         }
         Err(Error::CommitConflict {
             version: self.snapshot.as_ref().map_or(0, |s| s.version),
             reason: format!("the flush conflicted {ATTEMPTS} times in a row"),
         })
+    }
+
+    /// One attempt: re-read the table, drop what is already in it, write, commit.
+    async fn attempt(
+        &mut self,
+        parts: &mut BTreeMap<i32, PartitionBatch>,
+        result: &mut FlushResult,
+        reason: FlushReason,
+        abort: &AtomicBool,
+        letters: usize,
+    ) -> Result<Attempt> {
+        refresh_snapshot(&self.table, &mut self.snapshot).await?;
+        let Some(snapshot) = self.snapshot.clone() else {
+            // Only dead letters so far, and no table to record positions in yet: keep going;
+            // they will be re-read after a restart (the dead-letter table skips repeats).
+            return Ok(Attempt::Done);
+        };
+        let app =
+            |p: i32| TxnAppId::KafkaPartition { app: self.app_id.clone(), topic: self.topic.clone(), partition: p };
+        let moved: Vec<(i32, i64)> = parts
+            .iter()
+            .filter_map(|(p, b)| app(*p).version_in(&snapshot).filter(|v| *v >= b.first_offset).map(|v| (*p, v)))
+            .collect();
+        for (p, v) in moved {
+            let dropped = parts.remove(&p).map_or(0, |b| b.rows);
+            tracing::warn!(
+                partition = p,
+                table_offset = v,
+                dropped,
+                "the table already holds this partition's batch; re-seeking"
+            );
+            result.rows_dropped += dropped;
+            result.moved.insert(p, v);
+        }
+        if parts.is_empty() {
+            return Ok(Attempt::Done);
+        }
+        let (mut txn, written, rows, files, bytes) = self.plan(&snapshot, parts).await?;
+        let mut staged = StagedCommit::new(&self.table);
+        staged.stage(written);
+        let now = chrono::Utc::now().timestamp_millis();
+        for (p, b) in parts.iter() {
+            txn.actions.push(Action::Txn(Txn {
+                app_id: app(*p).to_string(),
+                version: b.last_offset,
+                last_updated: Some(now),
+            }));
+        }
+        txn = txn.with_parameter("flushReason", reason.as_str()).with_metric("numDeadLetters", letters);
+        if abort.load(Ordering::Acquire) {
+            tracing::info!("a partition of the flush was revoked; nothing committed");
+            staged.discard().await;
+            result.aborted = true;
+            return Ok(Attempt::Done);
+        }
+        match staged.commit(Some(&snapshot), &txn, &RetryPolicy::default()).await? {
+            CommitOutcome::Committed { version } => {
+                result.version = Some(version);
+                result.rows = rows;
+                result.files = files;
+                result.parquet_bytes = u64::try_from(bytes).unwrap_or(0);
+                result.arrow_bytes = parts.values().map(|b| b.arrow_bytes).sum();
+                result.committed = parts.iter().map(|(p, b)| (*p, (b.last_offset, b.last_timestamp_ms))).collect();
+                Ok(Attempt::Done)
+            }
+            outcome => {
+                result.conflicts += 1;
+                tracing::info!(?outcome, "flush commit lost a race; re-planning");
+                Ok(Attempt::Conflict)
+            }
+        }
     }
 
     /// Writes the files and builds the transaction (without txns): (transaction, files

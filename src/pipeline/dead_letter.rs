@@ -28,7 +28,7 @@ use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
 use crate::ops::create::new_table;
 use crate::source::kafka::payload::DeadLetter;
-use crate::storage::{DataWriter, RetryPolicy, Table, WriterConfig};
+use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 
 /// Where a pipeline's dead letters go.
 pub enum DeadLetterSink {
@@ -120,10 +120,10 @@ async fn to_table(
         let mut rows: Vec<&DeadLetter> = Vec::new();
         let mut txns = Vec::new();
         for (p, ls) in letters {
-            let app =
-                TxnAppId::KafkaPartition { app: format!("{app_id}.dead_letters"), topic: topic.into(), partition: *p }
-                    .to_string();
-            let done = snapshot.as_ref().and_then(|s| s.txn_version(&app)).unwrap_or(-1);
+            let id =
+                TxnAppId::KafkaPartition { app: format!("{app_id}.dead_letters"), topic: topic.into(), partition: *p };
+            let done = snapshot.as_ref().and_then(|s| id.version_in(s)).unwrap_or(-1);
+            let app = id.to_string();
             let fresh: Vec<&DeadLetter> = ls.iter().filter(|l| l.offset > done).collect();
             if let Some(last) = fresh.last() {
                 txns.push(Txn {
@@ -164,11 +164,12 @@ async fn to_table(
             .with_parameter("queryId", format!("{app_id}.dead_letters"))
             .with_metric("numAddedFiles", adds.len())
             .with_metric("numOutputRows", rows.len());
-        let outcome = table.commit(snapshot.as_ref(), &txn, &RetryPolicy::default()).await?;
+        let mut staged = StagedCommit::new(table);
+        staged.stage_adds(&txn.actions);
+        let outcome = staged.commit(snapshot.as_ref(), &txn, &RetryPolicy::default()).await?;
         if matches!(outcome, CommitOutcome::Committed { .. }) {
             return Ok(());
         }
-        table.delete_uncommitted(&adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
         // Another worker wrote some of these letters, or created the table: re-read and retry.
     }
     Err(Error::CommitConflict { version: 0, reason: format!("dead-letter table {} kept conflicting", table.url()) })

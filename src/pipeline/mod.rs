@@ -10,6 +10,7 @@
 //! - [`upsert`]: the keyed flush: deletion vectors for replaced and deleted keys, new rows.
 //! - [`dead_letter`]: the dead-letter destinations (Delta table, Kafka topic).
 //! - [`flushing`]: the running flush in the background, and applying its result.
+//! - [`positions`]: where assigned partitions resume, checked against the broker's watermarks.
 //! - [`runner`]: the pipeline task (consumer events, seeking, polling, flushing).
 //! - [`delta_source`]: a pipeline that follows another Delta table.
 //! - [`auto_compact`]: the background compactor beside a pipeline.
@@ -24,6 +25,7 @@ pub mod delta_source;
 pub mod flush;
 mod flushing;
 pub mod keyed;
+pub mod positions;
 pub mod runner;
 pub mod schema;
 pub mod service;

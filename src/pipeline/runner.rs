@@ -33,6 +33,7 @@ use super::commit::Flusher;
 use super::dead_letter::DeadLetterSink;
 use super::flush::FlushReason;
 use super::flushing::{Done, InFlight};
+use super::positions::{self, record_latest, Resume};
 use super::schema::TableSchema;
 use arrow::array::{Array, BooleanArray, RecordBatch, StringArray};
 
@@ -42,7 +43,7 @@ use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::columns::{self, Headers};
 use crate::source::kafka::consumer::{
-    assign, create_consumer, offsets_for_timestamp, prefetch_kbytes, seek, ConsumerEvent, ConsumerSettings,
+    assign, create_consumer, offsets_for_timestamp, prefetch_kbytes, seek, watermarks, ConsumerEvent, ConsumerSettings,
     PipelineConsumer,
 };
 use crate::source::kafka::payload::{DeadLetter, RawRecord};
@@ -242,18 +243,50 @@ impl Runner {
         self.finish_flush(consumer).await?;
         self.schema.refresh(&self.table).await?;
         let topic = self.cfg.config.kafka.topic.clone();
+        let latest = matches!(self.cfg.start, StartPosition::Latest);
+        let marks = tokio::task::block_in_place(|| watermarks(consumer, &topic, &parts))?;
+        let recorded = |schema: &TableSchema| -> BTreeMap<i32, i64> {
+            parts.iter().filter_map(|p| schema.position(&self.cfg.app_id, &topic, *p).map(|v| (*p, v))).collect()
+        };
+        let mut known = recorded(&self.schema);
+        if latest {
+            // Resolve "latest" once, in the table, so that the next owner resumes there.
+            let ends: BTreeMap<i32, i64> = parts
+                .iter()
+                .filter(|p| !known.contains_key(p))
+                .filter_map(|p| marks.get(p).map(|m| (*p, m.1)))
+                .collect();
+            if record_latest(&self.table, self.schema.snapshot.as_ref(), &self.cfg.app_id, &topic, &ends).await? {
+                self.schema.refresh(&self.table).await?;
+                known = recorded(&self.schema);
+            }
+        }
         let mut fresh = Vec::new();
         let mut positions = BTreeMap::new();
         for p in &parts {
-            match self.schema.position(&self.cfg.app_id, &topic, *p) {
-                Some(v) => {
-                    positions.insert(*p, Offset::Offset(v + 1));
+            let Some(v) = known.get(p) else {
+                fresh.push(*p);
+                continue;
+            };
+            let next = v + 1;
+            let verdict = marks.get(p).map_or(Resume::At(next), |m| positions::check(next, *m));
+            let resume = match verdict {
+                Resume::At(n) => n,
+                Resume::Lost { lost, earliest } if !self.cfg.config.kafka.fail_on_data_loss => {
+                    tracing::error!(pipeline = %self.cfg.name, partition = p, lost, earliest, "data loss: the broker deleted records before ingestion; skipping them (fail_on_data_loss = false)");
+                    self.metrics.offsets_lost.fetch_add(u64::try_from(lost).unwrap_or(0), Relaxed);
+                    earliest
                 }
-                None => fresh.push(*p),
-            }
+                v => {
+                    return Err(positions::data_loss_error(&topic, *p, v)
+                        .unwrap_or_else(|| Error::Internal("position verdict".into())))
+                }
+            };
+            positions.insert(*p, Offset::Offset(resume));
         }
         let starts: BTreeMap<i32, Offset> = match &self.cfg.start {
             StartPosition::Earliest => fresh.iter().map(|p| (*p, Offset::Beginning)).collect(),
+            // Only before the table exists (nothing to record the position in yet).
             StartPosition::Latest => fresh.iter().map(|p| (*p, Offset::End)).collect(),
             StartPosition::Offsets(map) => {
                 fresh.iter().map(|p| (*p, map.get(p).map_or(Offset::Beginning, |o| Offset::Offset(*o)))).collect()

@@ -21,7 +21,10 @@ use crate::error::{Error, Result};
 use crate::ops::create::{infer_schema, merge_schema, new_table};
 use crate::pipeline::app_id::TxnAppId;
 use crate::source::kafka::payload::{Decoded, PayloadDecoder, RawRecord};
-use crate::storage::{RetryPolicy, Table};
+use crate::storage::{RetryPolicy, StagedCommit, Table};
+
+/// Schema changes tried per decoded chunk before its remaining records become dead letters.
+const EVOLVE_ATTEMPTS: u32 = 5;
 
 /// The table as the pipeline last saw it.
 pub struct TableSchema {
@@ -87,8 +90,8 @@ impl TableSchema {
 
     /// The table's position for a partition (its `txn` version).
     pub fn position(&self, app: &str, topic: &str, partition: i32) -> Option<i64> {
-        let id = TxnAppId::KafkaPartition { app: app.into(), topic: topic.into(), partition }.to_string();
-        self.snapshot.as_ref().and_then(|s| s.txn_version(&id))
+        let id = TxnAppId::KafkaPartition { app: app.into(), topic: topic.into(), partition };
+        self.snapshot.as_ref().and_then(|s| id.version_in(s))
     }
 
     fn sync_decoder(&mut self) {
@@ -129,34 +132,52 @@ impl TableSchema {
                 return Ok(decoded);
             }
         }
-        let rejected: Vec<&str> = decoded
-            .dead_letters
-            .iter()
-            .filter_map(|l| l.payload.as_deref().and_then(|p| std::str::from_utf8(p).ok()))
-            .filter(|p| p.trim_start().starts_with('{'))
-            .collect();
-        let Some(current) = self.snapshot.as_ref() else { return Ok(decoded) };
-        let Some(incoming) = infer_schema(&rejected).ok().map(|s| self.without_record_columns(s)) else {
-            return Ok(decoded);
-        };
-        let Some(merged) = merge_schema(&current.schema, &incoming)? else { return Ok(decoded) };
-        if current.column_mapping() != ColumnMappingMode::None {
-            return Err(Error::unsupported("schema evolution on a column-mapped table"));
-        }
-        let added: Vec<String> =
-            merged.fields.iter().filter(|f| current.schema.field(&f.name).is_none()).map(|f| f.name.clone()).collect();
-        let metadata = Metadata { schema_string: merged.to_json(), ..current.metadata.clone() };
-        let txn = Transaction::new("ADD COLUMNS", vec![Action::Metadata(metadata)])
-            .with_parameter("columns", serde_json::to_string(&added).unwrap_or_default());
-        match table.commit(Some(current), &txn, &RetryPolicy::default()).await? {
-            CommitOutcome::Committed { version } => {
-                tracing::info!(pipeline = %cfg.name, version, columns = ?added, "schema evolved");
+        // A lost race (another worker evolved the table first, or a store fault hid the
+        // outcome) is followed by a re-read and another decode: records that still do not
+        // fit try again, so a race never turns good records into dead letters.
+        for _ in 0..EVOLVE_ATTEMPTS {
+            let rejected: Vec<&str> = decoded
+                .dead_letters
+                .iter()
+                .filter_map(|l| l.payload.as_deref().and_then(|p| std::str::from_utf8(p).ok()))
+                .filter(|p| p.trim_start().starts_with('{'))
+                .collect();
+            let Some(current) = self.snapshot.as_ref() else { return Ok(decoded) };
+            let Some(incoming) = infer_schema(&rejected).ok().map(|s| self.without_record_columns(s)) else {
+                return Ok(decoded);
+            };
+            let Some(merged) = merge_schema(&current.schema, &incoming)? else { return Ok(decoded) };
+            if current.column_mapping() != ColumnMappingMode::None {
+                return Err(Error::unsupported("schema evolution on a column-mapped table"));
             }
-            // Someone else changed the table meanwhile: take theirs and decode against it.
-            other => tracing::info!(pipeline = %cfg.name, ?other, "schema change lost a race; re-reading"),
+            let added: Vec<String> = merged
+                .fields
+                .iter()
+                .filter(|f| current.schema.field(&f.name).is_none())
+                .map(|f| f.name.clone())
+                .collect();
+            let metadata = Metadata { schema_string: merged.to_json(), ..current.metadata.clone() };
+            let txn = Transaction::new("ADD COLUMNS", vec![Action::Metadata(metadata)])
+                .with_parameter("columns", serde_json::to_string(&added).unwrap_or_default());
+            match StagedCommit::new(table).commit(Some(current), &txn, &RetryPolicy::default()).await {
+                Ok(CommitOutcome::Committed { version }) => {
+                    tracing::info!(pipeline = %cfg.name, version, columns = ?added, "schema evolved");
+                }
+                // Someone else changed the table meanwhile: take theirs and decode against it.
+                Ok(other) => tracing::info!(pipeline = %cfg.name, ?other, "schema change lost a race; re-reading"),
+                Err(e) if e.is_retryable() => {
+                    tracing::warn!(pipeline = %cfg.name, error = %e, "schema change failed on a store fault; re-reading");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                Err(e) => return Err(e),
+            }
+            self.refresh(table).await?;
+            decoded = self.decoder()?.decode(raw);
+            if decoded.dead_letters.is_empty() {
+                break;
+            }
         }
-        self.refresh(table).await?;
-        Ok(self.decoder()?.decode(raw))
+        Ok(decoded)
     }
 
     fn decoder(&self) -> Result<&PayloadDecoder> {
@@ -196,12 +217,13 @@ impl TableSchema {
         let txn = Transaction::new("CREATE TABLE", vec![Action::Protocol(protocol), Action::Metadata(metadata)])
             .with_parameter("isManaged", "false")
             .with_parameter("partitionBy", serde_json::to_string(&cfg.config.partition_by).unwrap_or_default());
-        match table.commit(None, &txn, &RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }).await {
+        match StagedCommit::new(table).commit(None, &txn, &RetryPolicy::default()).await {
             Ok(CommitOutcome::Committed { .. }) => {
                 tracing::info!(pipeline = %cfg.name, table = %table.url(), "table created")
             }
-            // Another worker created it first: use theirs.
-            Ok(_) | Err(Error::CommitConflict { .. }) => {}
+            // Another worker created it first: use theirs. After an unknown outcome the read
+            // below tells (and fails when the table is not there).
+            Ok(_) | Err(Error::CommitConflict { .. } | Error::CommitUnknown { .. }) => {}
             Err(e) => return Err(e),
         }
         self.snapshot = Some(table.snapshot(None).await?);

@@ -17,7 +17,7 @@ use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
 use crate::ops::changes::CommitChanges;
 use crate::ops::create::new_table;
-use crate::storage::{DataWriter, RetryPolicy, Table, WriterConfig};
+use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 
 fn change_schema(source: &StructType) -> StructType {
     let mut fields = source.fields.clone();
@@ -56,6 +56,20 @@ impl TableSink {
         Ok(TableSink { target: target.clone(), snapshot, app_id, commits: 0, rows: 0 })
     }
 
+    async fn refresh(&mut self) -> Result<()> {
+        match &mut self.snapshot {
+            Some(s) => {
+                self.target.update_snapshot(s).await?;
+            }
+            None => match self.target.snapshot(None).await {
+                Ok(s) => self.snapshot = Some(s),
+                Err(Error::NotATable { .. }) => {}
+                Err(e) => return Err(e),
+            },
+        }
+        Ok(())
+    }
+
     /// The `txn` appId holding this follower's position.
     pub fn app_id(&self) -> &str {
         &self.app_id
@@ -72,20 +86,16 @@ impl ChangeSink for TableSink {
             return Ok(());
         }
         let schema = change_schema(&source.schema);
-        match apply(&self.target, self.snapshot.as_ref(), &schema, changes, &self.app_id).await? {
-            outcome @ (CommitOutcome::Committed { .. } | CommitOutcome::AlreadyApplied { .. }) => {
-                if matches!(outcome, CommitOutcome::Committed { .. }) {
-                    self.commits += 1;
-                    self.rows += changes.rows();
-                }
-                match &mut self.snapshot {
-                    Some(s) => {
-                        self.target.update_snapshot(s).await?;
-                    }
-                    None => self.snapshot = Some(self.target.snapshot(None).await?),
-                }
-                Ok(())
-            }
+        let outcome = apply(&self.target, self.snapshot.as_ref(), &schema, changes, &self.app_id).await;
+        if matches!(outcome, Ok(CommitOutcome::Committed { .. })) {
+            self.commits += 1;
+            self.rows += changes.rows();
+        }
+        // Catch up with the target whatever happened: after a lost answer or a conflict the
+        // next attempt must see what landed (our own txn included).
+        self.refresh().await?;
+        match outcome? {
+            CommitOutcome::Committed { .. } | CommitOutcome::AlreadyApplied { .. } => Ok(()),
             CommitOutcome::Conflict { version, reason } => Err(Error::CommitConflict { version, reason }),
         }
     }
@@ -144,9 +154,7 @@ async fn apply(
         .with_parameter("epochId", changes.version.to_string())
         .with_metric("numAddedFiles", adds.len())
         .with_metric("numOutputRows", rows);
-    let outcome = target.commit(snapshot, &txn, &RetryPolicy::default()).await?;
-    if !matches!(outcome, CommitOutcome::Committed { .. }) {
-        target.delete_uncommitted(&adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
-    }
-    Ok(outcome)
+    let mut staged = StagedCommit::new(target);
+    staged.stage_adds(&txn.actions);
+    staged.commit(snapshot, &txn, &RetryPolicy::default()).await
 }

@@ -41,6 +41,7 @@ impl Table {
             num_of_add_files: Some(num_adds),
             checksum: None,
         };
+        crate::failpoint::hit("checkpoint.before_last_checkpoint");
         let hint = self.log_path("_last_checkpoint");
         self.store
             .put(&hint, PutPayload::from(last.to_json_with_checksum().into_bytes()))

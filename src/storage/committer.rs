@@ -24,6 +24,25 @@ use crate::delta::transaction::{
 };
 use crate::error::{Error, Result};
 
+/// An error after which the commit is known not to have been sent.
+fn never_sent(e: &object_store::Error) -> bool {
+    matches!(
+        e,
+        object_store::Error::NotImplemented { .. }
+            | object_store::Error::NotSupported { .. }
+            | object_store::Error::InvalidPath { .. }
+            | object_store::Error::UnknownConfigurationKey { .. }
+    )
+}
+
+/// `e`, or [`Error::CommitUnknown`] when a sent commit is still unaccounted for.
+fn unknown_if_pending(pending: Option<u64>, e: Error) -> Error {
+    match pending {
+        Some(version) => Error::CommitUnknown { version, reason: e.to_string() },
+        None => e,
+    }
+}
+
 /// How often and how patiently to retry after losing a commit race.
 #[derive(Debug, Clone)]
 pub struct RetryPolicy {
@@ -96,9 +115,28 @@ impl Table {
         let mut high_water_mark = snapshot
             .and_then(|s| s.domains().get(ROW_TRACKING_DOMAIN).and_then(|d| row_id_high_water_mark(&d.configuration)));
         let mut version = read_version.map_or(0, |v| v + 1);
-        for attempt in 0..policy.max_attempts {
+        // The version our PUT may have landed at while its answer was lost (or the store said
+        // it exists: object_store's own retry of a landed PUT says so). Until that version is
+        // read back, nothing about our files may be decided.
+        let mut pending: Option<u64> = None;
+        let mut last_error = String::new();
+        'attempts: for attempt in 0..policy.max_attempts {
+            if attempt > 0 {
+                tokio::time::sleep(policy.backoff(attempt - 1)).await;
+            }
             let now = chrono::Utc::now().timestamp_millis();
-            let ict = if ict_enabled { Some(self.next_ict(version, now).await?) } else { None };
+            let ict = if ict_enabled {
+                match self.next_ict(version, now).await {
+                    Ok(t) => Some(t),
+                    Err(e) if e.is_retryable() => {
+                        last_error = e.to_string();
+                        continue 'attempts;
+                    }
+                    Err(e) => return Err(unknown_if_pending(pending, e)),
+                }
+            } else {
+                None
+            };
             let bytes = if row_tracking {
                 let attempt_txn = Transaction {
                     actions: assign_row_tracking(&txn.actions, high_water_mark, version)?,
@@ -110,25 +148,43 @@ impl Table {
             };
             let path = self.log_path(&format!("{version:020}.json"));
             let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-            match self.store.put_opts(&path, PutPayload::from(bytes), opts).await {
-                Ok(_) => {
-                    tracing::debug!(version, attempt, operation = %txn.operation, "commit.landed");
-                    self.maybe_checkpoint(snapshot, version).await;
-                    return Ok(CommitOutcome::Committed { version });
-                }
+            crate::failpoint::hit("commit.before_put");
+            let put = self.store.put_opts(&path, PutPayload::from(bytes), opts).await;
+            crate::failpoint::hit("commit.after_put");
+            match put {
+                Ok(_) => return Ok(self.landed(snapshot, txn, version, attempt, false).await),
                 Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {}
-                Err(e) => return Err(Error::storage(&path, e)),
+                Err(e) if never_sent(&e) && pending.is_none() => return Err(Error::storage(&path, e)),
+                Err(e) => {
+                    tracing::warn!(version, error = %e, "commit.answer_lost: reading the version back");
+                    last_error = e.to_string();
+                }
             }
-            if read_version.is_none() {
-                return Ok(CommitOutcome::Conflict { version: 0, reason: "the table was created concurrently".into() });
-            }
-            // Lost the race: check every commit that landed since, then retry after them.
+            // Something may be at `version`, possibly ours: read it, and every later commit.
+            pending = Some(version);
             loop {
                 let winner = match self.read_commit(version).await {
                     Ok(w) => w,
-                    Err(Error::MissingVersion { .. }) => break,
-                    Err(e) => return Err(e),
+                    // Nothing there: our PUT did not land (yet); retrying the same version
+                    // either lands or finds whatever did.
+                    Err(Error::MissingVersion { .. }) => continue 'attempts,
+                    Err(e) if e.is_retryable() => {
+                        last_error = e.to_string();
+                        continue 'attempts;
+                    }
+                    Err(e) => return Err(unknown_if_pending(pending, e)),
                 };
+                if txn.is_own_commit(&winner) {
+                    return Ok(self.landed(snapshot, txn, version, attempt, true).await);
+                }
+                // Another writer's commit holds this version: ours cannot land there.
+                pending = None;
+                if read_version.is_none() {
+                    return Ok(CommitOutcome::Conflict {
+                        version: 0,
+                        reason: "the table was created concurrently".into(),
+                    });
+                }
                 for a in &winner {
                     if let Action::DomainMetadata(d) = a {
                         if d.domain == ROW_TRACKING_DOMAIN {
@@ -144,12 +200,42 @@ impl Table {
                     Verdict::Conflict(reason) => return Ok(CommitOutcome::Conflict { version, reason }),
                 }
             }
-            tokio::time::sleep(policy.backoff(attempt)).await;
+        }
+        if let Some(v) = pending {
+            return Err(Error::CommitUnknown { version: v, reason: last_error });
+        }
+        if !last_error.is_empty() {
+            return Err(Error::Storage {
+                path: self.log_path("").to_string(),
+                source: object_store::Error::Generic {
+                    store: "committer",
+                    source: format!("gave up after {} attempts: {last_error}", policy.max_attempts).into(),
+                },
+            });
         }
         Ok(CommitOutcome::Conflict {
             version,
             reason: format!("gave up after {} attempts under concurrent commits", policy.max_attempts),
         })
+    }
+
+    /// The commit is in the log as `version`: checkpoint when due, report it.
+    async fn landed(
+        &self,
+        snapshot: Option<&Snapshot>,
+        txn: &Transaction,
+        version: u64,
+        attempt: u32,
+        recognised: bool,
+    ) -> CommitOutcome {
+        if recognised {
+            tracing::info!(version, operation = %txn.operation, "commit.recognised: our commit landed though its answer was lost");
+        } else {
+            tracing::debug!(version, attempt, operation = %txn.operation, "commit.landed");
+        }
+        crate::failpoint::hit("commit.before_checkpoint");
+        self.maybe_checkpoint(snapshot, version).await;
+        CommitOutcome::Committed { version }
     }
 
     /// `max(now, previous commit's in-commit timestamp + 1)`.

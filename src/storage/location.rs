@@ -90,6 +90,9 @@ impl Table {
             other => return Err(Error::InvalidArgument(format!("unsupported storage scheme {other:?} in {location}"))),
         };
         let url = url.as_str().trim_end_matches('/').to_string();
+        // Transient errors of repeatable calls are retried; injected faults (tests) sit below.
+        let store: Arc<dyn ObjectStore> =
+            Arc::new(super::retrying::RetryingStore::new(super::faulty::wrap_if_armed(store)));
         Ok(Table { store, root, url, options })
     }
 

@@ -10,8 +10,11 @@ mod checkpoint_writer;
 mod committer;
 mod data_reader;
 mod data_writer;
+pub mod faulty;
 mod location;
 mod log_reader;
+pub mod retrying;
+mod staged;
 
 pub use change_reader::CHANGE_TYPE;
 pub use committer::RetryPolicy;
@@ -19,6 +22,7 @@ pub use data_reader::FileRows;
 pub use data_writer::{DataWriter, WriterConfig};
 pub use location::{StorageOptions, Table};
 pub use log_reader::CommitRecord;
+pub use staged::StagedCommit;
 
 #[cfg(test)]
 mod send_checks {

@@ -216,6 +216,22 @@ pub fn offsets_for_timestamp(
     Ok(found.elements().iter().map(|e| (e.partition(), e.offset())).collect())
 }
 
+/// The low and high watermarks (earliest offset held, offset after the last) per partition.
+///
+/// # Errors
+/// [`Error::Kafka`] when the broker does not answer.
+pub fn watermarks(consumer: &PipelineConsumer, topic: &str, partitions: &[i32]) -> Result<BTreeMap<i32, (i64, i64)>> {
+    partitions
+        .iter()
+        .map(|p| {
+            consumer
+                .fetch_watermarks(topic, *p, Duration::from_secs(10))
+                .map(|w| (*p, w))
+                .map_err(|e| Error::Kafka(format!("watermarks of {topic}/{p}: {e}")))
+        })
+        .collect()
+}
+
 /// Commits `next offset` per partition to the group, asynchronously (courtesy for lag tools).
 pub fn commit_courtesy(consumer: &PipelineConsumer, topic: &str, next: &BTreeMap<i32, i64>) {
     let mut tpl = TopicPartitionList::new();
