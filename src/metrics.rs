@@ -51,6 +51,9 @@ pub struct PipelineMetrics {
     /// Offsets skipped because the broker no longer held them (retention) when
     /// `fail_on_data_loss = false`.
     pub offsets_lost: AtomicU64,
+    /// Assignments whose recorded position was past the partition's end (a recreated topic,
+    /// or a broker reporting a lagging high watermark).
+    pub positions_past_end: AtomicU64,
     /// Background compaction: OPTIMIZE commits and files rewritten.
     pub compaction_commits: AtomicU64,
     pub compacted_files: AtomicU64,
@@ -131,6 +134,11 @@ impl PipelineMetrics {
                 "offsets_lost_total",
                 "Offsets the broker deleted before they were ingested (skipped).",
                 &self.offsets_lost,
+            ),
+            (
+                "positions_past_end_total",
+                "Assigned partitions whose recorded position was past the partition's end.",
+                &self.positions_past_end,
             ),
             ("compaction_commits_total", "OPTIMIZE commits of the background compactor.", &self.compaction_commits),
             ("compacted_files_total", "Files rewritten by the background compactor.", &self.compacted_files),

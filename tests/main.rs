@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
 
 mod changes;
+mod chaos;
 mod cli;
 mod commit;
 mod common;
@@ -15,6 +16,7 @@ mod ingest;
 mod ingest_process;
 mod kafka;
 mod maintenance;
+mod positions;
 mod robustness;
 mod storage;
 mod upsert;

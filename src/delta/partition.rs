@@ -96,12 +96,18 @@ pub fn partition_dir(columns: &[(String, Option<String>)]) -> String {
 /// URI-encodes a relative file path for `add.path` (controls, space, and
 /// `"#%<>?[\]^`{|}` are escaped; `/` separates segments).
 pub fn encode_add_path(rel: &str) -> String {
+    // Non-ASCII characters stay as they are (as Spark writes them); only ASCII controls and
+    // URI delimiters are escaped.
     let mut out = String::with_capacity(rel.len());
-    for b in rel.bytes() {
-        if b < 0x20 || b == 0x7f || b" \"#%<>?[\\]^`{|}".contains(&b) {
-            out.push_str(&format!("%{b:02X}"));
+    for c in rel.chars() {
+        let escape = c.is_ascii() && {
+            let b = c as u8;
+            b < 0x20 || b == 0x7f || b" \"#%<>?[\\]^`{|}".contains(&b)
+        };
+        if escape {
+            out.push_str(&format!("%{:02X}", c as u8));
         } else {
-            out.push(b as char);
+            out.push(c);
         }
     }
     out
@@ -122,6 +128,10 @@ mod tests {
         assert_eq!(resolve_in_table(&encoded, "file:///t", false).unwrap(), rel);
         let odd = partition_dir(&[("s".into(), Some("x y/%z#".into()))]) + "f";
         assert_eq!(resolve_in_table(&encode_add_path(&odd), "file:///t", false).unwrap(), odd);
+        // Unicode values keep their characters (not one Latin-1 character per UTF-8 byte).
+        let city = partition_dir(&[("city".into(), Some("München 東京".into()))]) + "f";
+        assert_eq!(encode_add_path(&city), "city=München%20東京/f");
+        assert_eq!(resolve_in_table(&encode_add_path(&city), "file:///t", false).unwrap(), city);
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! - A recorded position (`txn` version v) resumes at v + 1, unless the broker deleted that
 //!   offset already (retention ran before ingestion): then the pipeline stops with an error, or
 //!   with `kafka.fail_on_data_loss = false` skips to the earliest offset held and counts the
-//!   skipped offsets. A position past the end (the topic was recreated) always stops the
-//!   pipeline: its old `txn` would make the new records look ingested already.
+//!   skipped offsets. A position past the end (a recreated topic, whose records up to the old
+//!   position would count as ingested) is logged at ERROR and counted, not fatal: some brokers
+//!   report a high watermark below offsets they already served.
 //! - `start = "latest"` is resolved once and recorded in the table (a `txn` of the end offset
 //!   minus one, in a commit of its own), so a later owner of the partition resumes there
 //!   instead of at the then-latest offset, which would skip what the first owner consumed but

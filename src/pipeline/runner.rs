@@ -277,6 +277,12 @@ impl Runner {
                     self.metrics.offsets_lost.fetch_add(u64::try_from(lost).unwrap_or(0), Relaxed);
                     earliest
                 }
+                // Not fatal: some brokers report a high watermark below offsets they served.
+                Resume::Ahead { next, end } => {
+                    tracing::error!(pipeline = %self.cfg.name, partition = p, next, end, "the table's position is past the partition's end: if the topic was recreated, its records up to the position count as ingested; ingest it under a new app_id");
+                    self.metrics.positions_past_end.fetch_add(1, Relaxed);
+                    next
+                }
                 v => {
                     return Err(positions::data_loss_error(&topic, *p, v)
                         .unwrap_or_else(|| Error::Internal("position verdict".into())))

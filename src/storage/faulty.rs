@@ -223,6 +223,8 @@ impl FaultyStore {
 }
 
 fn injected(path: &Path, what: &str) -> object_store::Error {
+    // One line per fault: soaks count them even in processes killed with -9.
+    tracing::warn!(path = %path, fault = what, "store.fault_injected");
     object_store::Error::Generic { store: "FaultyStore", source: format!("injected fault at {path}: {what}").into() }
 }
 
@@ -246,6 +248,7 @@ impl ObjectStore for FaultyStore {
             if result.is_ok() {
                 if as_exists && create {
                     self.dice.counts.lost_answers.fetch_add(1, Relaxed);
+                    tracing::warn!(path = %location, fault = "lost answer, retry found it", "store.fault_injected");
                     return Err(object_store::Error::AlreadyExists {
                         path: location.to_string(),
                         source: "injected: the retry of a landed conditional PUT".into(),
@@ -263,6 +266,7 @@ impl ObjectStore for FaultyStore {
             // then meets the object the first attempt wrote.
             if create && self.dice.next() % 2 == 0 {
                 self.dice.counts.lost_answers.fetch_add(1, Relaxed);
+                tracing::warn!(path = %location, fault = "lost answer, retry found it", "store.fault_injected");
                 return Err(object_store::Error::AlreadyExists {
                     path: location.to_string(),
                     source: "injected: the retry of a landed conditional PUT".into(),
