@@ -26,7 +26,7 @@ fn cat(table: &Path) -> Vec<Value> {
     String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
-fn compare_rows(expected_jsonl: &[u8], actual_jsonl: &[u8]) -> Result<(), String> {
+pub fn compare_rows(expected_jsonl: &[u8], actual_jsonl: &[u8]) -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
     let (e, a) = (dir.path().join("e.jsonl"), dir.path().join("a.jsonl"));
     std::fs::write(&e, expected_jsonl).unwrap();
@@ -40,12 +40,12 @@ fn compare_rows(expected_jsonl: &[u8], actual_jsonl: &[u8]) -> Result<(), String
     }
 }
 
-fn python() -> Option<String> {
+pub fn python() -> Option<String> {
     crate::storage::emulator("DELTABUS_TEST_PYTHON")
 }
 
 /// Rows as the Python `deltalake` package reads them, as JSON lines.
-fn deltalake_rows(python: &str, table: &Path) -> Vec<u8> {
+pub fn deltalake_rows(python: &str, table: &Path) -> Vec<u8> {
     let script = r#"
 import json, sys, datetime, decimal
 from deltalake import DeltaTable

@@ -323,13 +323,17 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
         }
         Command::Vacuum { table, retention_hours, dry_run, force, lite, ignore_followers } => {
             use crate::ops::maintenance::{vacuum, VacuumOptions};
-            let opts = VacuumOptions {
-                retention: retention_hours.map(|h| std::time::Duration::from_secs(h * 3600)),
-                dry_run,
-                force,
-                lite,
-                ignore_followers,
+            let retention = match retention_hours {
+                Some(h) if h > crate::delta::retention::MAX_RETENTION_HOURS => {
+                    return Err(crate::Error::InvalidArgument(format!(
+                        "--retention-hours {h} is out of range (at most {})",
+                        crate::delta::retention::MAX_RETENTION_HOURS
+                    )))
+                }
+                Some(h) => Some(std::time::Duration::from_secs(h * 3600)),
+                None => None,
             };
+            let opts = VacuumOptions { retention, dry_run, force, lite, ignore_followers };
             let report = vacuum(&Table::open(&table, storage)?, &opts).await?;
             writeln_json(out, &report.to_json())
         }

@@ -6,6 +6,15 @@ use std::collections::HashSet;
 
 use super::log_segment::{parse_log_name, LogFileKind, LogListing};
 
+/// The largest retention accepted from a user, in hours (about 1,000 years).
+pub const MAX_RETENTION_HOURS: u64 = 24 * 366 * 1000;
+
+/// `now - retention` in milliseconds, saturating: a huge retention (a table property of
+/// billions of weeks) keeps everything instead of wrapping around into the future.
+pub fn cutoff_ms(now_ms: i64, retention: std::time::Duration) -> i64 {
+    now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// Whether a path (relative to the table root) lies in a hidden directory or is a hidden file:
 /// a segment starting with `_` or `.`, except `_change_data` and `_col=value` partition
 /// directories. VACUUM never touches hidden paths (including `_delta_log`).
@@ -78,6 +87,17 @@ pub fn expired_log_files(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn huge_retentions_saturate() {
+        use std::time::Duration;
+        let now = 1_700_000_000_000;
+        assert_eq!(super::cutoff_ms(now, Duration::from_millis(1000)), now - 1000);
+        // 16,000,000,000 weeks in milliseconds does not fit an i64: nothing may expire.
+        let huge = Duration::from_millis(16_000_000_000u64 * 7 * 86_400_000);
+        assert!(super::cutoff_ms(now, huge) < 0);
+        assert_eq!(super::cutoff_ms(now, Duration::MAX), now.saturating_sub(i64::MAX));
+    }
+
     use super::*;
 
     #[test]

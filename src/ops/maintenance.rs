@@ -23,7 +23,7 @@ use crate::delta::features::check_writable;
 use crate::delta::followers::oldest_needed;
 use crate::delta::log_segment::LogListing;
 use crate::delta::paths::resolve_in_table;
-use crate::delta::retention::{expired_log_files, vacuum_candidates};
+use crate::delta::retention::{cutoff_ms, expired_log_files, vacuum_candidates};
 use crate::error::{Error, Result};
 use crate::ops::followers::{list_followers, needed_paths};
 use crate::storage::Table;
@@ -98,16 +98,19 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
         )));
     }
     let now = chrono::Utc::now().timestamp_millis();
-    let cutoff = now - retention.as_millis() as i64;
-    let rel = |p: &str| resolve_in_table(p, table.url(), table_allows_absolute(table)).ok();
+    let cutoff = cutoff_ms(now, retention);
+    // What the log references is kept however it is spelled: relative, encoded or absolute
+    // inside the root (reading absolute paths needs a flag; keeping them does not). A path
+    // that cannot be placed in the table refuses the whole VACUUM: what it names is unknown.
+    let rel = |p: &str| resolve_in_table(p, table.url(), true).map(Some);
     let mut keep: HashSet<String> = HashSet::new();
     for a in snapshot.files() {
-        keep.extend(rel(&a.path));
+        keep.extend(rel(&a.path)?);
         keep.extend(a.deletion_vector.as_ref().and_then(|d| dv_path(d, table)));
     }
     let tombstones = &snapshot.state().tombstones;
     for r in tombstones.values().filter(|r| r.deletion_timestamp.unwrap_or(0) >= cutoff) {
-        keep.extend(rel(&r.path));
+        keep.extend(rel(&r.path)?);
         keep.extend(r.deletion_vector.as_ref().and_then(|d| dv_path(d, table)));
     }
     let (followers, kept_from) = followers_needs(table, opts.ignore_followers).await?;
@@ -124,7 +127,7 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
     let candidates: Vec<(String, u64)> = if opts.lite {
         let mut out = Vec::new();
         for r in tombstones.values().filter(|r| r.deletion_timestamp.unwrap_or(0) < cutoff) {
-            for p in rel(&r.path).into_iter().chain(r.deletion_vector.as_ref().and_then(|d| dv_path(d, table))) {
+            for p in rel(&r.path)?.into_iter().chain(r.deletion_vector.as_ref().and_then(|d| dv_path(d, table))) {
                 if keep.contains(&p) {
                     continue;
                 }
@@ -147,7 +150,11 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
                 (rel, m.size, m.last_modified.timestamp_millis())
             })
             .collect();
-        vacuum_candidates(&files, &keep, cutoff).into_iter().map(|(p, s, _)| (p.clone(), *s)).collect()
+        vacuum_candidates(&files, &keep, cutoff)
+            .into_iter()
+            .filter(|(p, _, _)| !leaves_root_locally(table, p))
+            .map(|(p, s, _)| (p.clone(), *s))
+            .collect()
     };
     let mut report = delete_all(&store, table, candidates, opts.dry_run, |p| table.object_path(p)).await?;
     report.followers = followers;
@@ -155,8 +162,28 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
     Ok(report)
 }
 
-fn table_allows_absolute(table: &Table) -> bool {
-    table.allows_absolute_paths()
+/// For a local table: whether `rel` reaches outside the root through a symbolic link (the
+/// local listing follows links; VACUUM must never delete through one).
+fn leaves_root_locally(table: &Table, rel: &str) -> bool {
+    let Some(root) =
+        url::Url::parse(table.url()).ok().filter(|u| u.scheme() == "file").and_then(|u| u.to_file_path().ok())
+    else {
+        return false;
+    };
+    let mut at = root.clone();
+    for seg in rel.split('/').filter(|s| !s.is_empty()) {
+        at.push(seg);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                tracing::warn!(path = rel, "vacuum.skipped: reached through a symbolic link");
+                return true;
+            }
+            Ok(_) => {}
+            // A name the listing spells differently: no link was seen on the way.
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 /// Deletes expired log files that no retained checkpoint needs.
@@ -167,7 +194,7 @@ pub async fn cleanup_log(table: &Table, dry_run: bool, ignore_followers: bool) -
     let snapshot = table.snapshot(None).await?;
     check_writable(&snapshot.protocol, &snapshot.metadata)?;
     let now = chrono::Utc::now().timestamp_millis();
-    let cutoff = now - snapshot.properties.log_retention.as_millis() as i64;
+    let cutoff = cutoff_ms(now, snapshot.properties.log_retention);
     let store = table.object_store();
     let log = table.root_path().join("_delta_log");
     let listed: Vec<_> = store.list(Some(&log)).try_collect().await.map_err(|e| Error::storage(table.url(), e))?;
