@@ -373,14 +373,10 @@ fn chaos_soak_keeps_every_row_exactly_once() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let replica_rows: Vec<Value> =
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(
-        canonical(&replica_rows, "_commit_version"),
-        canonical(&source_feed, "_commit_version"),
-        "replica = feed"
-    );
+    assert_same("replica", &canonical(&replica_rows, "_commit_version"), &canonical(&source_feed, "_commit_version"));
     // 4. The feed topic holds the feed exactly.
     let topic_rows = read_topic(&brokers, "feed", 2);
-    assert_eq!(canonical(&topic_rows, "_commit_version"), canonical(&source_feed, "_commit_version"), "topic = feed");
+    assert_same("topic", &canonical(&topic_rows, "_commit_version"), &canonical(&source_feed, "_commit_version"));
     // 5. VACUUM with zero retention deletes nothing live.
     let out = deltabus(&["vacuum", &table, "--retention-hours", "0", "--force"]);
     assert!(out.status.success(), "vacuum: {}", String::from_utf8_lossy(&out.stderr));
@@ -392,6 +388,21 @@ fn chaos_soak_keeps_every_row_exactly_once() {
         source_feed.len()
     );
     drop(cluster);
+}
+
+/// Fails with the first differences (by version) when `got` is not exactly `feed`.
+fn assert_same(what: &str, got: &BTreeMap<String, u32>, feed: &BTreeMap<String, u32>) {
+    if got == feed {
+        return;
+    }
+    let extra: Vec<_> = got.iter().filter(|(k, n)| feed.get(*k) != Some(n)).take(8).collect();
+    let missing: Vec<_> = feed.iter().filter(|(k, n)| got.get(*k) != Some(n)).take(8).collect();
+    let count = |m: &BTreeMap<String, u32>| m.values().map(|n| *n as u64).sum::<u64>();
+    panic!(
+        "{what} differs from the feed ({} rows vs {}): more or different in {what}: {extra:?}; missing or different: {missing:?}",
+        count(got),
+        count(feed)
+    );
 }
 
 /// The operation of every commit, from `commitInfo`.

@@ -143,6 +143,32 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
 struct Parser {
     toks: Vec<Tok>,
     pos: usize,
+    /// Nesting (parentheses and NOT) at the current position.
+    depth: usize,
+}
+
+/// Deepest nesting of parentheses and NOT a predicate may use: parsing, evaluation and drop
+/// recurse per level, and a hostile predicate must get an error, not a stack overflow.
+const MAX_DEPTH: usize = 100;
+
+/// AND/OR chains are built as balanced trees (depth log2 of the terms), so long chains are
+/// fine; this bounds the terms of one chain.
+const MAX_TERMS: usize = 100_000;
+
+/// Combines operands into a balanced tree of `make` nodes.
+fn balanced(mut items: Vec<Expr>, make: fn(Box<Expr>, Box<Expr>) -> Expr) -> Expr {
+    while items.len() > 1 {
+        let mut next = Vec::with_capacity(items.len().div_ceil(2));
+        let mut it = items.into_iter();
+        while let Some(a) = it.next() {
+            next.push(match it.next() {
+                Some(b) => make(Box::new(a), Box::new(b)),
+                None => a,
+            });
+        }
+        items = next;
+    }
+    items.pop().unwrap_or(Expr::IsNull { column: Vec::new(), negated: true })
 }
 
 impl Parser {
@@ -160,29 +186,47 @@ impl Parser {
         t
     }
     fn or(&mut self) -> Result<Expr, String> {
-        let mut left = self.and()?;
+        let mut terms = vec![self.and()?];
         while self.eat_word("or") {
-            left = Expr::Or(Box::new(left), Box::new(self.and()?));
+            terms.push(self.and()?);
+            if terms.len() > MAX_TERMS {
+                return Err(format!("more than {MAX_TERMS} terms in one OR chain"));
+            }
         }
-        Ok(left)
+        Ok(balanced(terms, Expr::Or))
     }
     fn and(&mut self) -> Result<Expr, String> {
-        let mut left = self.not()?;
+        let mut terms = vec![self.not()?];
         while self.eat_word("and") {
-            left = Expr::And(Box::new(left), Box::new(self.not()?));
+            terms.push(self.not()?);
+            if terms.len() > MAX_TERMS {
+                return Err(format!("more than {MAX_TERMS} terms in one AND chain"));
+            }
         }
-        Ok(left)
+        Ok(balanced(terms, Expr::And))
+    }
+    fn nest(&mut self) -> Result<(), String> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(format!("nested more than {MAX_DEPTH} levels deep (parentheses and NOT)"));
+        }
+        Ok(())
     }
     fn not(&mut self) -> Result<Expr, String> {
         if self.eat_word("not") {
-            return Ok(Expr::Not(Box::new(self.not()?)));
+            self.nest()?;
+            let inner = self.not()?;
+            self.depth -= 1;
+            return Ok(Expr::Not(Box::new(inner)));
         }
         self.atom()
     }
     fn atom(&mut self) -> Result<Expr, String> {
         match self.next() {
             Some(Tok::LParen) => {
+                self.nest()?;
                 let e = self.or()?;
+                self.depth -= 1;
                 match self.next() {
                     Some(Tok::RParen) => Ok(e),
                     _ => Err("missing )".into()),
@@ -238,7 +282,7 @@ impl Parser {
 /// # Errors
 /// A message pointing at what does not parse.
 pub fn parse(s: &str) -> Result<Expr, String> {
-    let mut p = Parser { toks: tokenize(s)?, pos: 0 };
+    let mut p = Parser { toks: tokenize(s)?, pos: 0, depth: 0 };
     let e = p.or()?;
     if p.pos < p.toks.len() {
         return Err(format!("unexpected {:?} after the predicate", p.toks[p.pos]));
@@ -514,6 +558,25 @@ impl Expr {
 mod tests {
     use super::*;
     use arrow::array::Int64Array;
+
+    #[test]
+    fn hostile_nesting_is_an_error_and_long_chains_are_balanced() {
+        let deep = format!("{}id = 1{}", "(".repeat(10_000), ")".repeat(10_000));
+        assert!(parse(&deep).unwrap_err().contains("nested more than"));
+        assert!(parse(&format!("{}id = 1", "NOT ".repeat(30_000))).unwrap_err().contains("nested more than"));
+        let chain = vec!["id = 1"; 12_000].join(" AND ");
+        let e = parse(&chain).unwrap();
+        fn depth(e: &Expr) -> usize {
+            match e {
+                Expr::And(a, b) | Expr::Or(a, b) => 1 + depth(a).max(depth(b)),
+                Expr::Not(a) => 1 + depth(a),
+                _ => 1,
+            }
+        }
+        assert!(depth(&e) <= 15, "balanced: depth {}", depth(&e));
+        let ok = format!("{}id = 1{}", "(".repeat(50), ")".repeat(50));
+        assert!(parse(&ok).is_ok());
+    }
 
     #[test]
     fn parses_the_grammar() {
