@@ -170,7 +170,7 @@ async fn append(table: &Table, n: usize, tag: usize) -> u64 {
     let mut opts = WriteOptions::default();
     opts.properties.insert("delta.enableChangeDataFeed".into(), "true".into());
     match write_json_lines(table, text.as_bytes(), &opts).await.unwrap().outcome {
-        CommitOutcome::Committed { version } => version,
+        Some(CommitOutcome::Committed { version }) => version,
         other => panic!("{other:?}"),
     }
 }

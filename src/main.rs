@@ -4,7 +4,7 @@
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Parser as _;
 use deltabus::cli::{run, Cli};
 use deltabus::config::{Config, LogFormat};
 use deltabus::ErrorKind;
@@ -15,7 +15,23 @@ use deltabus::ErrorKind;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind as Clap;
+            if matches!(
+                e.kind(),
+                Clap::DisplayHelp | Clap::DisplayVersion | Clap::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                e.exit();
+            }
+            // One line, as every other error: clap's first line, without its usage block.
+            let text = e.render().to_string();
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
+            eprintln!("error: {} (see --help)", first.trim_start_matches("error: ").trim());
+            return ExitCode::from(1);
+        }
+    };
     let config = match Config::load(cli.global.config.as_deref()) {
         Ok(c) => c,
         Err(e) => {

@@ -29,6 +29,8 @@ use serde_json::Value;
 
 use crate::common::deltabus;
 
+const FEED_PARTITIONS: i32 = 12;
+
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -172,6 +174,10 @@ fn read_topic(brokers: &str, topic: &str, partitions: usize) -> Vec<Value> {
         .create()
         .unwrap();
     consumer.subscribe(&[topic]).unwrap();
+    for p in 0..partitions as i32 {
+        let (low, _) = consumer.fetch_watermarks(topic, p, Duration::from_secs(10)).unwrap();
+        assert_eq!(low, 0, "the broker dropped records of {topic}/{p} (the mock keeps ~5 MiB per partition)");
+    }
     let (mut got, mut eof) = (Vec::new(), BTreeSet::new());
     let deadline = Instant::now() + Duration::from_secs(60);
     while eof.len() < partitions {
@@ -202,7 +208,8 @@ fn chaos_soak_keeps_every_row_exactly_once() {
     let log = dir.path().join("processes.log");
     let cluster = MockCluster::new(1).unwrap();
     cluster.create_topic("orders", 4, 1).unwrap();
-    cluster.create_topic("feed", 2, 1).unwrap();
+    // The mock cluster keeps about 5 MiB per partition: enough partitions for the long soak.
+    cluster.create_topic("feed", FEED_PARTITIONS, 1).unwrap();
     cluster.create_topic("deltabus-progress", 1, 1).unwrap();
     let brokers = cluster.bootstrap_servers();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
@@ -375,7 +382,7 @@ fn chaos_soak_keeps_every_row_exactly_once() {
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_same("replica", &canonical(&replica_rows, "_commit_version"), &canonical(&source_feed, "_commit_version"));
     // 4. The feed topic holds the feed exactly.
-    let topic_rows = read_topic(&brokers, "feed", 2);
+    let topic_rows = read_topic(&brokers, "feed", FEED_PARTITIONS as usize);
     assert_same("topic", &canonical(&topic_rows, "_commit_version"), &canonical(&source_feed, "_commit_version"));
     // 5. VACUUM with zero retention deletes nothing live.
     let out = deltabus(&["vacuum", &table, "--retention-hours", "0", "--force"]);
@@ -398,8 +405,22 @@ fn assert_same(what: &str, got: &BTreeMap<String, u32>, feed: &BTreeMap<String, 
     let extra: Vec<_> = got.iter().filter(|(k, n)| feed.get(*k) != Some(n)).take(8).collect();
     let missing: Vec<_> = feed.iter().filter(|(k, n)| got.get(*k) != Some(n)).take(8).collect();
     let count = |m: &BTreeMap<String, u32>| m.values().map(|n| *n as u64).sum::<u64>();
+    let versions = |m: &BTreeMap<String, u32>| -> BTreeMap<u64, u64> {
+        let mut v = BTreeMap::new();
+        for (k, n) in m {
+            *v.entry(k.rsplit('|').next().and_then(|x| x.parse().ok()).unwrap_or(u64::MAX)).or_default() += *n as u64;
+        }
+        v
+    };
+    let (gv, fv) = (versions(got), versions(feed));
+    let differing: Vec<(u64, u64, u64)> = fv
+        .iter()
+        .map(|(v, n)| (*v, gv.get(v).copied().unwrap_or(0), *n))
+        .chain(gv.iter().filter(|(v, _)| !fv.contains_key(v)).map(|(v, n)| (*v, *n, 0)))
+        .filter(|(_, g, f)| g != f)
+        .collect();
     panic!(
-        "{what} differs from the feed ({} rows vs {}): more or different in {what}: {extra:?}; missing or different: {missing:?}",
+        "{what} differs from the feed ({} rows vs {}): versions (version, rows in {what}, rows in feed): {differing:?}; more or different in {what}: {extra:?}; missing or different: {missing:?}",
         count(got),
         count(feed)
     );

@@ -47,3 +47,14 @@ fn pipeline_configs_are_validated_and_secrets_redacted() {
     assert!(out.status.success());
     assert!(!String::from_utf8_lossy(&out.stdout).contains("hunter2"));
 }
+
+/// Argument errors are one `error:` line and exit 1, like every other user error.
+#[test]
+fn argument_errors_are_one_line() {
+    for args in [&["cat", "t", "--version", "abc"][..], &["no-such-command"], &["vacuum"], &["cat", "t", "--bogus"]] {
+        let out = deltabus(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("error: ") && err.trim_end().lines().count() == 1, "{args:?}: {err}");
+    }
+}

@@ -111,6 +111,14 @@ fn deletion_vector_paths_and_bytes_are_checked() {
         let out = cat(&table);
         assert_clean_failure(&out, &desc);
         assert!(stderr(&out).contains(needle), "{desc}: {}", stderr(&out));
+        if needle == "refused path" {
+            // Every command refuses a table that points outside its root.
+            for cmd in ["files", "vacuum"] {
+                let out = deltabus(&[cmd, table.to_str().unwrap()]);
+                assert_clean_failure(&out, &format!("{cmd} {desc}"));
+                assert!(stderr(&out).contains(needle), "{cmd} {desc}: {}", stderr(&out));
+            }
+        }
     }
     // A flipped byte in the DV file fails its checksum.
     let mut corrupt = file.clone();
@@ -186,4 +194,22 @@ fn damaged_checkpoint_hints_fall_back_to_listing() {
     // Without the commits it covers, the table cannot be reconstructed: a clean error.
     std::fs::remove_file(log.join("00000000000000000000.json")).unwrap();
     assert_clean_failure(&cat(&table), "unreadable checkpoint and no commits");
+}
+
+/// `checkpoint` is a write: a writer protocol deltabus does not implement is refused, as by
+/// `write`, `delete`, `compact` and `vacuum`.
+#[test]
+fn checkpoint_refuses_an_unknown_writer_protocol() {
+    for protocol in [
+        r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":8}}"#,
+        r#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":[],"writerFeatures":["someFutureFeature"]}}"#,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join("t");
+        write_ids(&table.join("f.parquet"), 3);
+        write_log(&table, &[vec![protocol.into(), METADATA.into(), add("f.parquet", "")]]);
+        let out = deltabus(&["checkpoint", table.to_str().unwrap()]);
+        assert_clean_failure(&out, protocol);
+        assert!(!table.join("_delta_log/00000000000000000000.checkpoint.parquet").exists(), "{protocol}: written");
+    }
 }

@@ -23,3 +23,4 @@ mod storage;
 mod upsert;
 mod vacuum_safety;
 mod write;
+mod write_input;

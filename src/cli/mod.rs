@@ -381,6 +381,16 @@ async fn files(table: &Table, version: Option<u64>, out: &mut (dyn Write + Send)
     let mut list = Vec::new();
     for add in snapshot.files() {
         let (_, rel) = table.data_path(&add.path)?;
+        // A deletion vector outside the root refuses the table, as reading it does.
+        if let Some(dv) = &add.deletion_vector {
+            match dv.location()? {
+                crate::delta::dv::DvLocation::Absolute { uri: p, .. }
+                | crate::delta::dv::DvLocation::Relative { path: p, .. } => {
+                    table.data_path(&p)?;
+                }
+                crate::delta::dv::DvLocation::Inline(_) => {}
+            }
+        }
         let num_records = add
             .stats
             .as_deref()
@@ -483,7 +493,7 @@ async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &m
     };
     let stdin = tokio::io::BufReader::with_capacity(1 << 20, tokio::io::stdin());
     let report = write_json_lines(&table, stdin, &opts).await?;
-    if let crate::delta::transaction::CommitOutcome::Conflict { version, reason } = &report.outcome {
+    if let Some(crate::delta::transaction::CommitOutcome::Conflict { version, reason }) = &report.outcome {
         return Err(Error::CommitConflict { version: *version, reason: reason.clone() });
     }
     writeln_json(out, &report.to_json())

@@ -111,7 +111,8 @@ impl Snapshot {
 
     /// Sum of live file sizes in bytes.
     pub fn total_bytes(&self) -> i64 {
-        self.state.files.values().map(|a| a.size).sum()
+        // Saturating: a damaged log's sizes must not wrap into a negative total.
+        self.state.files.values().fold(0i64, |t, a| t.saturating_add(a.size.max(0)))
     }
 
     /// Tombstones not yet expired by `delta.deletedFileRetentionDuration`.

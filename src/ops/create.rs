@@ -68,7 +68,10 @@ pub fn new_table(
     partition_columns: &[String],
     properties: &HashMap<String, String>,
 ) -> Result<(Protocol, Metadata)> {
-    for p in partition_columns {
+    for (i, p) in partition_columns.iter().enumerate() {
+        if partition_columns[..i].contains(p) {
+            return Err(Error::InvalidArgument(format!("partition column {p:?} is named twice")));
+        }
         match schema.field(p).map(|f| &f.data_type) {
             None => return Err(Error::InvalidArgument(format!("partition column {p:?} is not in the schema"))),
             Some(DataType::Primitive(PrimitiveType::Binary))

@@ -98,8 +98,8 @@ pub async fn needed_paths(table: &Table, from: u64, latest: u64) -> Result<HashS
     for v in from..=latest {
         let actions = table.read_commit(v).await?;
         for (p, dv) in commit_paths(&actions) {
-            out.extend(resolve_in_table(p, table.url(), table.allows_absolute_paths()).ok());
-            out.extend(dv.and_then(|d| dv_path(d, table)));
+            out.extend(resolve_in_table(p, table.url(), true).ok());
+            out.extend(dv.and_then(|d| dv_path(d, table).ok().flatten()));
         }
     }
     Ok(out)

@@ -71,13 +71,21 @@ async fn followers_needs(table: &Table, ignore: bool) -> Result<(Vec<String>, Op
 }
 
 /// The path (relative to the root) of the file holding a deletion vector; `None` for inline
-/// vectors and paths outside the table.
-pub(crate) fn dv_path(d: &DeletionVectorDescriptor, table: &Table) -> Option<String> {
-    match d.location().ok()? {
-        DvLocation::Relative { path, .. } => Some(path),
-        DvLocation::Absolute { uri, .. } => resolve_in_table(&uri, table.url(), true).ok(),
-        DvLocation::Inline(_) => None,
+/// vectors.
+///
+/// # Errors
+/// An undecodable descriptor; [`Error::PathRefused`] for a file outside the table.
+pub(crate) fn dv_path(d: &DeletionVectorDescriptor, table: &Table) -> Result<Option<String>> {
+    match d.location()? {
+        DvLocation::Relative { path, .. } => resolve_in_table(&path, table.url(), true).map(Some),
+        DvLocation::Absolute { uri, .. } => resolve_in_table(&uri, table.url(), true).map(Some),
+        DvLocation::Inline(_) => Ok(None),
     }
+}
+
+/// [`dv_path`] of an optional descriptor.
+fn dv_file(d: Option<&DeletionVectorDescriptor>, table: &Table) -> Result<Option<String>> {
+    d.map_or(Ok(None), |d| dv_path(d, table))
 }
 
 /// Runs VACUUM.
@@ -106,12 +114,12 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
     let mut keep: HashSet<String> = HashSet::new();
     for a in snapshot.files() {
         keep.extend(rel(&a.path)?);
-        keep.extend(a.deletion_vector.as_ref().and_then(|d| dv_path(d, table)));
+        keep.extend(dv_file(a.deletion_vector.as_ref(), table)?);
     }
     let tombstones = &snapshot.state().tombstones;
     for r in tombstones.values().filter(|r| r.deletion_timestamp.unwrap_or(0) >= cutoff) {
         keep.extend(rel(&r.path)?);
-        keep.extend(r.deletion_vector.as_ref().and_then(|d| dv_path(d, table)));
+        keep.extend(dv_file(r.deletion_vector.as_ref(), table)?);
     }
     let (followers, kept_from) = followers_needs(table, opts.ignore_followers).await?;
     if let Some(from) = kept_from.filter(|f| *f <= snapshot.version) {
@@ -127,7 +135,7 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
     let candidates: Vec<(String, u64)> = if opts.lite {
         let mut out = Vec::new();
         for r in tombstones.values().filter(|r| r.deletion_timestamp.unwrap_or(0) < cutoff) {
-            for p in rel(&r.path)?.into_iter().chain(r.deletion_vector.as_ref().and_then(|d| dv_path(d, table))) {
+            for p in rel(&r.path)?.into_iter().chain(dv_file(r.deletion_vector.as_ref(), table)?) {
                 if keep.contains(&p) {
                     continue;
                 }

@@ -74,7 +74,8 @@ impl Default for WriteOptions {
 /// What a write did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriteReport {
-    pub outcome: CommitOutcome,
+    /// `None` when there was nothing to commit (empty input on an existing table).
+    pub outcome: Option<CommitOutcome>,
     pub rows: u64,
     pub files: usize,
     pub bytes: i64,
@@ -84,13 +85,14 @@ impl WriteReport {
     /// The report as one JSON object (the `deltabus write` output).
     pub fn to_json(&self) -> serde_json::Value {
         match &self.outcome {
-            CommitOutcome::Committed { version } => {
+            None => json!({"outcome": "nothing_to_commit", "rows": 0}),
+            Some(CommitOutcome::Committed { version }) => {
                 json!({"outcome": "committed", "version": version, "rows": self.rows, "files": self.files, "bytes": self.bytes})
             }
-            CommitOutcome::AlreadyApplied { app_id, version } => {
+            Some(CommitOutcome::AlreadyApplied { app_id, version }) => {
                 json!({"outcome": "already_applied", "appId": app_id, "txnVersion": version})
             }
-            CommitOutcome::Conflict { version, reason } => {
+            Some(CommitOutcome::Conflict { version, reason }) => {
                 json!({"outcome": "conflict", "version": version, "reason": reason})
             }
         }
@@ -116,7 +118,7 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
     if let (Some(s), Some((app, v))) = (&existing, &opts.txn) {
         if let Some(current) = s.txn_version(app).filter(|c| c >= v) {
             let outcome = CommitOutcome::AlreadyApplied { app_id: app.clone(), version: current };
-            return Ok(WriteReport { outcome, rows: 0, files: 0, bytes: 0 });
+            return Ok(WriteReport { outcome: Some(outcome), rows: 0, files: 0, bytes: 0 });
         }
     }
     if existing.is_some() && opts.mode == WriteMode::Create {
@@ -227,6 +229,13 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
         }
     };
     let adds = writer.finish().await?;
+    if rows == 0 && !creating && schema_actions.is_empty() && opts.txn.is_none() {
+        // Empty or blank input on an existing table: no empty version.
+        let mut staged = StagedCommit::new(table);
+        staged.stage_adds(&adds.iter().cloned().map(Action::Add).collect::<Vec<_>>());
+        staged.discard().await;
+        return Ok(WriteReport { outcome: None, rows: 0, files: 0, bytes: 0 });
+    }
     let files = adds.len();
     let bytes: i64 = adds.iter().map(|a| a.size).sum();
     let mut actions = schema_actions;
@@ -249,7 +258,7 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
     let mut staged = StagedCommit::new(table);
     staged.stage_adds(&txn.actions);
     let outcome = staged.commit(base, &txn, &opts.retry).await?;
-    Ok(WriteReport { outcome, rows, files, bytes })
+    Ok(WriteReport { outcome: Some(outcome), rows, files, bytes })
 }
 
 fn with_metadata(s: &Snapshot, metadata: Metadata) -> Result<Snapshot> {

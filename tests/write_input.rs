@@ -1,0 +1,39 @@
+//! `deltabus write` on awkward input: empty or blank input on an existing table commits no
+//! empty version; a partition column named twice is refused before anything is written.
+
+use crate::common::{assert_clean_failure, write_jsonl};
+
+fn versions(table: &std::path::Path) -> usize {
+    std::fs::read_dir(table.join("_delta_log"))
+        .map(|d| d.filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".json")).count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn empty_input_on_an_existing_table_commits_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    assert!(write_jsonl(&table, &[], "{\"id\":1}\n").status.success());
+    for input in ["", "\n\n", "   \n"] {
+        let out = write_jsonl(&table, &[], input);
+        assert!(out.status.success(), "{input:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["outcome"], "nothing_to_commit", "{input:?}");
+    }
+    assert_eq!(versions(&table), 1, "no empty versions");
+    let parquet = std::fs::read_dir(&table)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "parquet"))
+        .count();
+    assert_eq!(parquet, 1, "no orphan files");
+}
+
+#[test]
+fn a_partition_column_named_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let out = write_jsonl(&table, &["--partition-by", "country,country"], "{\"country\":\"de\",\"id\":1}\n");
+    assert_clean_failure(&out, "duplicate partition column");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("named twice"));
+    assert_eq!(versions(&table), 0, "nothing committed");
+}
