@@ -58,3 +58,37 @@ fn argument_errors_are_one_line() {
         assert!(err.starts_with("error: ") && err.trim_end().lines().count() == 1, "{args:?}: {err}");
     }
 }
+
+/// Configuration errors and `config check` never print a secret: syntax errors name the line
+/// and column only, type errors name the key, URLs and brokers lose their user-info.
+#[test]
+fn configuration_errors_and_checks_never_print_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("syntax.toml", "[storage]\naws_secret_access_key = \"S3SECRET_abc\n", true),
+        (
+            "type.toml",
+            "[pipelines.p]\ntable = \"/tmp/x\"\n[pipelines.p.kafka]\nbrokers = \"b\"\ntopic = \"t\"\nproperties = \"sasl.password=S3SECRET_abc\"\n",
+            true,
+        ),
+        (
+            "urls.toml",
+            "[pipelines.p]\ntable = \"s3://AKIA:S3SECRET_abc@bucket/x\"\n[pipelines.p.kafka]\nbrokers = \"user:S3SECRET_abc@b:9092\"\ntopic = \"t\"\n",
+            false,
+        ),
+    ];
+    for (name, text, fails) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let out = deltabus(&["config", "check", "--config", path.to_str().unwrap()]);
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!all.contains("S3SECRET"), "{name}: {all}");
+        if fails {
+            assert_clean_failure(&out, name);
+            assert_eq!(String::from_utf8_lossy(&out.stderr).trim_end().lines().count(), 1, "{name}: one line: {all}");
+        } else {
+            assert!(out.status.success(), "{name}: {all}");
+            assert!(all.contains("s3://<redacted>@bucket/x"), "{all}");
+        }
+    }
+}

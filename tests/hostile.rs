@@ -213,3 +213,36 @@ fn checkpoint_refuses_an_unknown_writer_protocol() {
         assert!(!table.join("_delta_log/00000000000000000000.checkpoint.parquet").exists(), "{protocol}: written");
     }
 }
+
+/// `_last_checkpoint` is a hint: when the checkpoint it names is garbage, an older checkpoint
+/// or the commits rebuild the table, for reads and writes alike.
+#[test]
+fn an_unreadable_hinted_checkpoint_falls_back_to_older_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let t = table.to_str().unwrap();
+    for n in 0..12 {
+        let args: &[&str] = if n == 0 { &["--property", "delta.checkpointInterval=5"] } else { &[] };
+        let out = crate::common::write_jsonl(&table, args, &format!("{{\"id\":{n}}}\n"));
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let log = table.join("_delta_log");
+    assert!(log.join("00000000000000000010.checkpoint.parquet").exists());
+    for garbage in [
+        &["00000000000000000010.checkpoint.parquet"][..],
+        &["00000000000000000005.checkpoint.parquet", "00000000000000000010.checkpoint.parquet"],
+    ] {
+        for name in garbage {
+            std::fs::write(log.join(name), b"not parquet at all").unwrap();
+        }
+        let out = cat(&table);
+        assert!(out.status.success(), "{garbage:?}: cat: {}", stderr(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 12, "{garbage:?}");
+        let out = crate::common::write_jsonl(&table, &[], "{\"id\":100}\n");
+        assert!(out.status.success(), "{garbage:?}: write: {}", stderr(&out));
+        let out = deltabus(&["delete", t, "--where", "id = 100"]);
+        assert!(out.status.success(), "{garbage:?}: delete: {}", stderr(&out));
+        let out = deltabus(&["vacuum", t, "--dry-run"]);
+        assert!(out.status.success(), "{garbage:?}: vacuum: {}", stderr(&out));
+    }
+}

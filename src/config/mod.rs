@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::storage::StorageOptions;
 
 pub mod pipeline;
+mod redact;
 pub mod sources;
 
 pub use pipeline::{PipelineConfig, ResolvedPipeline, StartPosition, UpsertConfig};
@@ -106,6 +107,11 @@ impl Config {
             if !f.is_file() {
                 return Err(Error::InvalidArgument(format!("config file {} does not exist", f.display())));
             }
+            // Syntax errors are reported here, without the offending line (it may hold a secret).
+            let text = std::fs::read_to_string(f)?;
+            if let Some(e) = redact::syntax_error(f, &text) {
+                return Err(Error::InvalidArgument(format!("configuration: {e}")));
+            }
             builder = builder.add_source(config::File::from(f).format(config::FileFormat::Toml));
         }
         let env: HashMap<String, String> = env.into_iter().filter(|(k, _)| k.starts_with("DELTABUS__")).collect();
@@ -116,9 +122,11 @@ impl Config {
                 .try_parsing(true)
                 .source(Some(env)),
         );
-        let raw = builder.build().map_err(|e| Error::InvalidArgument(format!("configuration: {e}")))?;
-        let config: Config =
-            raw.try_deserialize().map_err(|e| Error::InvalidArgument(format!("configuration: {e}")))?;
+        let bad = |e: config::ConfigError| {
+            Error::InvalidArgument(format!("configuration: {}", redact::without_values(&e.to_string())))
+        };
+        let raw = builder.build().map_err(bad)?;
+        let config: Config = raw.try_deserialize().map_err(bad)?;
         config.resolved_pipelines()?;
         if !config.metrics.addr.is_empty() && config.metrics.addr.parse::<std::net::SocketAddr>().is_err() {
             return Err(Error::InvalidArgument(format!("metrics.addr {:?} is not host:port", config.metrics.addr)));
@@ -153,7 +161,8 @@ impl Config {
                 *v = "<redacted>".into();
             }
         }
-        let value = toml::Value::try_from(&shown).unwrap_or(toml::Value::String("<unprintable>".into()));
+        let mut value = toml::Value::try_from(&shown).unwrap_or(toml::Value::String("<unprintable>".into()));
+        redact::redact_tree(&mut value);
         toml::to_string_pretty(&value).unwrap_or_default()
     }
 }

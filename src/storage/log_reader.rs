@@ -58,7 +58,15 @@ impl Table {
             let listing = self.list_log(Some(start)).await?;
             if let Ok(seg) = listing.segment(version, &[], &self.url) {
                 if seg.checkpoint.is_some() {
-                    return self.load_from_listing(&listing, version).await;
+                    // The hint is only a hint: when its checkpoint cannot be read, an older
+                    // checkpoint or the commits from a full listing rebuild the state.
+                    match self.load_from_listing(&listing, version).await {
+                        Ok(s) => return Ok(s),
+                        Err(e @ (Error::Storage { .. } | Error::Unsupported { .. })) => return Err(e),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "the hinted checkpoint cannot be used; replaying from a full listing")
+                        }
+                    }
                 }
             }
         }
