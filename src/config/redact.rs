@@ -71,11 +71,7 @@ pub fn without_userinfo(value: &str) -> String {
 /// Applies [`without_userinfo`] to every string of a TOML tree.
 pub fn redact_tree(v: &mut toml::Value) {
     match v {
-        toml::Value::String(s) => {
-            if s.contains('@') {
-                *s = without_userinfo(s);
-            }
-        }
+        toml::Value::String(s) if s.contains('@') => *s = without_userinfo(s),
         toml::Value::Array(items) => items.iter_mut().for_each(redact_tree),
         toml::Value::Table(t) => t.iter_mut().for_each(|(_, v)| redact_tree(v)),
         _ => {}
