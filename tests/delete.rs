@@ -207,8 +207,16 @@ fn small_vectors_are_inline_and_large_ones_in_files() {
             .map(|a| a["deletionVector"]["storageType"].as_str().unwrap().to_string())
             .collect::<Vec<_>>()
     };
+    let dv_files = || {
+        std::fs::read_dir(&table)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("deletion_vector_"))
+            .count()
+    };
     run(&["delete", t, "--where", "id IN (1, 2)"]);
     assert_eq!(storage_type(1), vec!["i"], "a two-row DV is stored inline");
+    assert_eq!(dv_files(), 0, "inline vectors write no deletion-vector file");
     run(&["delete", t, "--where", "id >= 100 AND id < 250"]);
     assert_eq!(storage_type(2), vec!["u"], "a 152-row DV goes to a deletion_vector file");
     let expected: Vec<i64> = (0..300).filter(|i| !(*i == 1 || *i == 2 || (100..250).contains(i))).collect();

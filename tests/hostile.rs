@@ -246,3 +246,26 @@ fn an_unreadable_hinted_checkpoint_falls_back_to_older_state() {
         assert!(out.status.success(), "{garbage:?}: vacuum: {}", stderr(&out));
     }
 }
+
+/// A directory named like the next commit is refused at once with one line, and the write's
+/// files are removed (its commit provably did not land).
+#[test]
+fn a_directory_named_like_a_commit_is_refused_quickly() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    for n in 0..2 {
+        assert!(crate::common::write_jsonl(&table, &[], &format!("{{\"id\":{n}}}\n")).status.success());
+    }
+    std::fs::create_dir(table.join("_delta_log/00000000000000000002.json")).unwrap();
+    let started = std::time::Instant::now();
+    let out = crate::common::write_jsonl(&table, &[], "{\"id\":2}\n");
+    assert_clean_failure(&out, "directory as commit");
+    assert!(stderr(&out).contains("cannot be read as a commit file"), "{}", stderr(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "took {:?}", started.elapsed());
+    let parquet = std::fs::read_dir(&table)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+        .count();
+    assert_eq!(parquet, 2, "the failed write's file is removed");
+}

@@ -37,3 +37,29 @@ fn a_partition_column_named_twice_is_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("named twice"));
     assert_eq!(versions(&table), 0, "nothing committed");
 }
+
+/// A partition value too long for a directory name is refused before any file is written:
+/// no orphans are left behind.
+#[test]
+fn an_over_long_partition_value_is_refused_without_orphans() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    assert!(write_jsonl(&table, &["--partition-by", "p"], "{\"p\":\"a\",\"id\":0}\n").status.success());
+    let mut input: String = (1..2000).map(|i| format!("{{\"p\":\"v{}\",\"id\":{i}}}\n", i % 20)).collect();
+    input.push_str(&format!("{{\"p\":\"{}\",\"id\":9999}}\n", "x".repeat(300)));
+    let out = write_jsonl(&table, &[], &input);
+    assert_clean_failure(&out, "over-long partition value");
+    let mut files = 0;
+    let mut stack = vec![table.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else if e.path().extension().is_some_and(|x| x == "parquet") {
+                files += 1;
+            }
+        }
+    }
+    assert_eq!(files, 1, "only the first write's file remains");
+    assert_eq!(versions(&table), 1);
+}

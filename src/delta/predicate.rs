@@ -395,7 +395,12 @@ impl Expr {
                 }
             }
             Expr::Cmp { column, op, value } => {
-                let col = column_of(batch, column)?;
+                let mut col = column_of(batch, column)?;
+                // A fractional literal against an integer column compares numerically, as SQL
+                // does (`id > 1.5`), instead of failing to fit the column's type.
+                if matches!(value, Lit::Float(f) if f.fract() != 0.0) && col.data_type().is_integer() {
+                    col = arrow::compute::cast(&col, &A::Float64).map_err(err)?;
+                }
                 let Some(lit) = literal_array(value, col.data_type())? else {
                     return Ok(BooleanArray::from(vec![None; batch.num_rows()]));
                 };
@@ -558,6 +563,19 @@ impl Expr {
 mod tests {
     use super::*;
     use arrow::array::Int64Array;
+
+    #[test]
+    fn fractional_literals_compare_numerically_with_integer_columns() {
+        let batch = RecordBatch::try_from_iter(vec![(
+            "id",
+            Arc::new(arrow::array::Int64Array::from(vec![1, 2, 3])) as ArrayRef,
+        )])
+        .unwrap();
+        let got = parse("id > 1.5").unwrap().evaluate(&batch).unwrap();
+        assert_eq!(got, BooleanArray::from(vec![false, true, true]));
+        let got = parse("id = 2.0").unwrap().evaluate(&batch).unwrap();
+        assert_eq!(got, BooleanArray::from(vec![false, true, false]));
+    }
 
     #[test]
     fn hostile_nesting_is_an_error_and_long_chains_are_balanced() {

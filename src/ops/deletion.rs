@@ -181,12 +181,17 @@ pub(crate) async fn dv_actions(
         new_add.stats = add.stats.as_deref().map(loose_stats);
         actions.push(Action::Add(new_add));
     }
+    if file.len() == 1 {
+        // Every vector is inline: no file.
+        return Ok(());
+    }
+    // Staged before the PUT: a PUT whose answer is lost may still have created the file.
+    written.push(file_name.clone());
     table
         .object_store()
         .put(&table.object_path(&file_name), PutPayload::from(file))
         .await
         .map_err(|e| Error::storage(&file_name, e))?;
-    written.push(file_name);
     Ok(())
 }
 

@@ -120,6 +120,8 @@ impl Table {
         // read back, nothing about our files may be decided.
         let mut pending: Option<u64> = None;
         let mut last_error = String::new();
+        // (version, times) the store said "exists" while nothing could be read there.
+        let mut phantom: (u64, u32) = (u64::MAX, 0);
         'attempts: for attempt in 0..policy.max_attempts {
             if attempt > 0 {
                 tokio::time::sleep(policy.backoff(attempt - 1)).await;
@@ -151,9 +153,12 @@ impl Table {
             crate::failpoint::hit("commit.before_put");
             let put = self.store.put_opts(&path, PutPayload::from(bytes), opts).await;
             crate::failpoint::hit("commit.after_put");
+            let mut exists = false;
             match put {
                 Ok(_) => return Ok(self.landed(snapshot, txn, version, attempt, false).await),
-                Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {}
+                Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+                    exists = true;
+                }
                 Err(e) if never_sent(&e) && pending.is_none() => return Err(Error::storage(&path, e)),
                 Err(e) => {
                     tracing::warn!(version, error = %e, "commit.answer_lost: reading the version back");
@@ -165,9 +170,22 @@ impl Table {
             loop {
                 let winner = match self.read_commit(version).await {
                     Ok(w) => w,
+                    // "Exists" yet nothing readable, again and again: not a commit file (a
+                    // directory of that name, say). Ours cannot be there; refuse the table.
+                    Err(Error::MissingVersion { .. }) if exists && phantom.1 >= 2 && phantom.0 == version => {
+                        return Err(Error::invalid_log(
+                            format!("_delta_log/{version:020}.json"),
+                            "the store reports this version as existing but it cannot be read as a commit file",
+                        ));
+                    }
                     // Nothing there: our PUT did not land (yet); retrying the same version
                     // either lands or finds whatever did.
-                    Err(Error::MissingVersion { .. }) => continue 'attempts,
+                    Err(Error::MissingVersion { .. }) => {
+                        if exists {
+                            phantom = if phantom.0 == version { (version, phantom.1 + 1) } else { (version, 1) };
+                        }
+                        continue 'attempts;
+                    }
                     Err(e) if e.is_retryable() => {
                         last_error = e.to_string();
                         continue 'attempts;

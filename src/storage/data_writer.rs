@@ -23,6 +23,9 @@ use super::location::Table;
 use crate::delta::actions::{Add, PartitionValues};
 use crate::delta::arrow_schema::physical_schema;
 use crate::delta::partition::{encode_add_path, partition_dir, serialize_value};
+
+/// The longest partition directory name written (bytes, escaped).
+const MAX_SEGMENT_BYTES: usize = 255;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::stats::StatsCollector;
 use crate::error::{Error, Result};
@@ -276,7 +279,17 @@ impl DataWriter {
             let named: Vec<(String, Option<String>)> =
                 arrays.iter().map(|(n, _)| n.clone()).zip(key.iter().cloned()).collect();
             let values: PartitionValues = named.iter().cloned().collect();
-            out.push((partition_dir(&named), values, part));
+            let dir = partition_dir(&named);
+            // Refused before anything is written: most file systems (and HDFS) allow 255 bytes
+            // per path segment.
+            if let Some(seg) = dir.split('/').find(|s| s.len() > MAX_SEGMENT_BYTES) {
+                return Err(Error::InvalidArgument(format!(
+                    "a partition directory would be {} bytes long (at most {MAX_SEGMENT_BYTES}): {}...",
+                    seg.len(),
+                    seg.chars().take(40).collect::<String>()
+                )));
+            }
+            out.push((dir, values, part));
         }
         Ok(out)
     }

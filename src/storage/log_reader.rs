@@ -64,7 +64,7 @@ impl Table {
                         Ok(s) => return Ok(s),
                         Err(e @ (Error::Storage { .. } | Error::Unsupported { .. })) => return Err(e),
                         Err(e) => {
-                            tracing::warn!(error = %e, "the hinted checkpoint cannot be used; replaying from a full listing")
+                            tracing::info!(error = %e, "the hinted checkpoint cannot be used; replaying from a full listing")
                         }
                     }
                 }
