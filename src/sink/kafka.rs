@@ -10,8 +10,11 @@
 //!   (key `<follower>-<source table id>`, value `{"version": v, ...}`) to partition 0 of the
 //!   progress topic, which should be compacted with one partition.
 //! - On start the position is the last progress record for this key, read with
-//!   `isolation.level=read_committed` after the fencing, so a crash at any point neither repeats
-//!   nor skips a commit for consumers that read committed records.
+//!   `isolation.level=read_committed` after the fencing, up to the progress partition's high
+//!   watermark taken then (not merely to the first "end of partition": another follower's
+//!   open transaction holds the last stable offset back, which would hide our newest record
+//!   and make us deliver again). So a crash at any point neither repeats nor skips a commit
+//!   for consumers that read committed records.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -113,15 +116,34 @@ impl KafkaSink {
         tpl.add_partition_offset(&cfg.progress_topic, 0, Offset::Beginning).map_err(kafka("progress reader"))?;
         consumer.assign(&tpl).map_err(kafka("progress reader"))?;
         let key = cfg.progress_key();
+        // Everything written to the progress partition before now must be read (our own last
+        // record included). read_committed stops at the last stable offset, which another
+        // follower's open transaction holds back: "end of partition" there is not the end,
+        // so reading goes on until the position passes the high watermark taken now.
+        let (_, high) =
+            consumer.fetch_watermarks(&cfg.progress_topic, 0, TXN_TIMEOUT).map_err(kafka("progress watermarks"))?;
         let mut version = None;
-        let deadline = std::time::Instant::now() + TXN_TIMEOUT;
+        let deadline = std::time::Instant::now() + TXN_TIMEOUT.saturating_mul(2);
         loop {
             if std::time::Instant::now() > deadline {
-                return Err(Error::Kafka(format!("reading {} did not reach its end", cfg.progress_topic)));
+                return Err(Error::Kafka(format!(
+                    "reading {} did not reach offset {high} (a transaction stays open on it)",
+                    cfg.progress_topic
+                )));
             }
             match consumer.poll(Duration::from_millis(200)) {
                 None => continue,
-                Some(Err(KafkaError::PartitionEOF(_))) => return Ok(version),
+                Some(Err(KafkaError::PartitionEOF(_))) => {
+                    let at = consumer
+                        .position()
+                        .ok()
+                        .and_then(|tpl| tpl.find_partition(&cfg.progress_topic, 0).map(|e| e.offset()));
+                    match at {
+                        Some(Offset::Offset(o)) if o >= high => return Ok(version),
+                        _ if high == 0 => return Ok(version),
+                        _ => std::thread::sleep(Duration::from_millis(100)),
+                    }
+                }
                 Some(Err(e)) => return Err(kafka("progress reader")(e)),
                 Some(Ok(m)) if m.key() == Some(key.as_bytes()) => {
                     let value: Value = m

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of every decoder of untrusted bytes (libFuzzer through cargo-fuzz):
+# commit JSON and its replay, `_last_checkpoint`, deletion vectors and z85, checkpoint Parquet,
+# `--where` predicates, Kafka payloads, configuration files.
+#
+#   bash scripts/fuzz.sh [seconds per target, default 120] [target ...]
+#
+# Needs the nightly toolchain (rustup) and installs cargo-fuzz from crates.io when missing.
+# Prints executions and crashes per target; crash inputs land in fuzz/artifacts/<target>/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-120}
+shift || true
+if ! command -v cargo-fuzz >/dev/null; then
+  cargo install --quiet --locked cargo-fuzz
+fi
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(log_actions last_checkpoint deletion_vectors checkpoint_parquet predicate payload config)
+fi
+mkdir -p fuzz/corpus
+# Seeds: real commit files, checkpoints and `_last_checkpoint` files of the conformance corpus.
+corpus_dir=${DELTABUS_CONFORMANCE_DIR:-../shared/conformance}/tables
+seed() {
+  local target=$1 pattern=$2
+  mkdir -p "fuzz/corpus/$target"
+  if [ -d "$corpus_dir" ] && [ -z "$(ls -A "fuzz/corpus/$target")" ]; then
+    find "$corpus_dir" -path "*_delta_log/*" -name "$pattern" -size -256k | head -200 |
+      while read -r f; do cp "$f" "fuzz/corpus/$target/$(sha1sum "$f" | cut -c1-16)"; done
+  fi
+}
+seed log_actions "*.json"
+seed last_checkpoint "_last_checkpoint"
+seed checkpoint_parquet "*.checkpoint*.parquet"
+for t in "${targets[@]}"; do
+  mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
+  log=$(mktemp)
+  # -rss_limit_mb: hostile inputs must not be able to exhaust memory either.
+  if cargo +nightly fuzz run --release "$t" "fuzz/corpus/$t" -- \
+      -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 >"$log" 2>&1; then
+    status=ok
+  else
+    status=CRASH
+  fi
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  echo "fuzz $t: $status, $runs executions in ${seconds}s, crashes: $(ls "fuzz/artifacts/$t" | wc -l)"
+  if [ "$status" = CRASH ]; then tail -40 "$log"; fi
+  rm -f "$log"
+done
