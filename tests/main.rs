@@ -19,6 +19,7 @@ mod maintenance;
 mod paths;
 mod positions;
 mod robustness;
+mod schema_race;
 mod storage;
 mod upsert;
 mod vacuum_safety;
