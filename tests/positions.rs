@@ -107,3 +107,31 @@ fn a_position_past_the_end_of_the_partition_is_reported() {
     });
     assert_eq!(ids(&table), vec![-1], "nothing ingested");
 }
+
+/// With `delta.setTransactionRetentionDuration` short, an idle partition's txn expires for
+/// readers; the pipeline still resumes from it (and deltabus's checkpoints keep it) instead of
+/// starting over from `kafka.start`.
+#[test]
+fn an_expired_position_is_still_the_position() {
+    let _guard = crate::common::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t").to_string_lossy().into_owned();
+    runtime().block_on(async {
+        let cluster = MockCluster::new(1).unwrap();
+        cluster.create_topic("s", 1, 1).unwrap();
+        let brokers = cluster.bootstrap_servers();
+        produce(&brokers, "s", &records(0..5)).await;
+        let mut p = with_schema(pipeline(&brokers, "s", &table));
+        p.properties.insert("delta.setTransactionRetentionDuration".into(), "interval 1 second".into());
+        let reports = run_until(vec![p.clone()], None, |m| committed(m, "p0") >= 5).await;
+        assert_eq!(reports["p0"].rows_committed, 5);
+        // Idle past the retention, and a checkpoint written meanwhile.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let out = crate::common::deltabus(&["checkpoint", &table]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        produce(&brokers, "s", &records(5..8)).await;
+        let reports = run_until(vec![p], None, |m| committed(m, "p0") >= 3).await;
+        assert_eq!(reports["p0"].rows_committed, 3, "resumed after offset 4, not from the start");
+    });
+    assert_eq!(ids(&table), (0..8).collect::<Vec<_>>());
+}

@@ -108,7 +108,9 @@ pub fn checkpoint_schema() -> SchemaRef {
 /// (`dataChange=false`) and unexpired tombstones (without stats or tags).
 pub fn checkpoint_actions(snapshot: &Snapshot) -> Vec<Action> {
     let mut actions = vec![Action::Protocol(snapshot.protocol.clone()), Action::Metadata(snapshot.metadata.clone())];
-    let mut txns: Vec<_> = snapshot.txns().into_values().cloned().collect();
+    // Every txn, expired ones included: deltabus's streams read their positions from them
+    // whatever the retention (the protocol allows, not requires, dropping expired ones).
+    let mut txns: Vec<_> = snapshot.state().txns.values().cloned().collect();
     txns.sort_by(|a, b| a.app_id.cmp(&b.app_id));
     actions.extend(txns.into_iter().map(Action::Txn));
     let mut domains: Vec<_> = snapshot.domains().values().cloned().collect();

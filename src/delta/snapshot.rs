@@ -123,7 +123,7 @@ impl Snapshot {
 
     /// Transaction versions per appId, honouring `delta.setTransactionRetentionDuration`.
     pub fn txns(&self) -> HashMap<&str, &Txn> {
-        let cutoff = self.properties.set_transaction_retention.map(|d| self.now_ms - d.as_millis() as i64);
+        let cutoff = self.properties.set_transaction_retention.map(|d| super::retention::cutoff_ms(self.now_ms, d));
         self.state
             .txns
             .iter()
@@ -135,6 +135,13 @@ impl Snapshot {
     /// The txn version recorded for an appId.
     pub fn txn_version(&self, app_id: &str) -> Option<i64> {
         self.txns().get(app_id).map(|t| t.version)
+    }
+
+    /// The txn version recorded for an appId, expired or not (`delta.setTransactionRetentionDuration`
+    /// lets readers forget abandoned appIds; a stream's own position must not be forgotten
+    /// just because its source was idle).
+    pub fn txn_version_kept(&self, app_id: &str) -> Option<i64> {
+        self.state.txns.get(app_id).map(|t| t.version)
     }
 
     /// Live domain metadata.
