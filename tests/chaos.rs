@@ -27,23 +27,12 @@ use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use serde_json::Value;
 
-use crate::common::deltabus;
+use crate::common::{deltabus, Rng};
 
 const FEED_PARTITIONS: i32 = 12;
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// A tiny xorshift: kill moments and actions vary per run (the seed is printed).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 /// One long-running process of the soak, restarted after each kill.

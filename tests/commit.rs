@@ -13,7 +13,7 @@ use deltabus::delta::transaction::{CommitOutcome, Transaction};
 use deltabus::ops::create::{infer_schema, new_table};
 use deltabus::storage::{RetryPolicy, StorageOptions, Table};
 
-fn add(path: &str) -> Action {
+pub fn add(path: &str) -> Action {
     Action::Add(Add {
         path: path.into(),
         partition_values: Default::default(),

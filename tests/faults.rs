@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use deltabus::delta::actions::{Action, Add, Txn};
+use deltabus::delta::actions::{Action, Txn};
 use deltabus::delta::transaction::{CommitOutcome, Transaction};
 use deltabus::ops::create::{infer_schema, new_table};
 use deltabus::storage::faulty::{FaultConfig, FaultyStore};
@@ -23,6 +23,7 @@ use deltabus::storage::retrying::RetryingStore;
 use deltabus::storage::{RetryPolicy, StorageOptions, Table};
 use object_store::ObjectStore;
 
+use crate::commit::add;
 use crate::common::{deltabus, run_json, write_jsonl};
 
 fn cli_with_env(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> std::process::Output {
@@ -56,8 +57,13 @@ fn versions(table: &Path) -> usize {
 }
 
 fn ids(table: &Path) -> Vec<i64> {
-    let out = deltabus(&["cat", table.to_str().unwrap()]);
-    assert!(out.status.success(), "cat: {}", String::from_utf8_lossy(&out.stderr));
+    ids_of(&["cat", table.to_str().unwrap()])
+}
+
+/// The sorted `id`s that `deltabus <args>` prints.
+fn ids_of(args: &[&str]) -> Vec<i64> {
+    let out = deltabus(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     let mut ids: Vec<i64> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_i64().unwrap())
@@ -114,22 +120,6 @@ fn a_lost_commit_answer_is_recognised_by_every_cli_writer() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(ids(&t), vec![0, 1, 3], "{lose}: after vacuum");
     }
-}
-
-fn add(path: &str) -> Action {
-    Action::Add(Add {
-        path: path.into(),
-        partition_values: Default::default(),
-        size: 1,
-        modification_time: 1,
-        data_change: true,
-        stats: Some(r#"{"numRecords":1}"#.into()),
-        tags: None,
-        deletion_vector: None,
-        base_row_id: None,
-        default_row_commit_version: None,
-        clustering_provider: None,
-    })
 }
 
 /// Commits with a txn until the table holds it, riding out store errors as the pipeline does.
@@ -353,14 +343,9 @@ fn writers_through_a_lossy_s3_endpoint_are_exactly_once() {
         deltabus(&args)
     };
     let ids = || {
-        let out = clean(&["cat", &url]);
-        assert!(out.status.success(), "cat: {}", String::from_utf8_lossy(&out.stderr));
-        let mut ids: Vec<i64> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_i64().unwrap())
-            .collect();
-        ids.sort_unstable();
-        ids
+        let mut args = vec!["cat", url.as_str()];
+        args.extend(opts.iter().map(String::as_str));
+        ids_of(&args)
     };
     let version = || {
         let out = clean(&["describe", &url]);

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::{deltabus, kernel_oracle, write_jsonl};
+use crate::common::{deltabus, kernel_oracle, write_jsonl, Rng};
 use crate::write::{compare_rows, deltalake_rows, python};
 
 /// Awkward values that must survive as they are.
@@ -34,15 +34,13 @@ const AWKWARD: &[&str] = &[
     "{[<>]}",
 ];
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
+/// Random strings for the property test.
+trait Strings {
     /// A string of 1-8 characters from ASCII punctuation, Latin, Greek, CJK and emoji.
+    fn string(&mut self) -> String;
+}
+
+impl Strings for Rng {
     fn string(&mut self) -> String {
         let len = 1 + self.next() % 8;
         (0..len)

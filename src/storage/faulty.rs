@@ -242,29 +242,17 @@ impl ObjectStore for FaultyStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
-        if let Some(as_exists) = self.dice.scripted(location) {
-            let create = matches!(opts.mode, PutMode::Create);
-            let result = self.inner.put_opts(location, payload, opts).await;
-            if result.is_ok() {
-                if as_exists && create {
-                    self.dice.counts.lost_answers.fetch_add(1, Relaxed);
-                    tracing::warn!(path = %location, fault = "lost answer, retry found it", "store.fault_injected");
-                    return Err(object_store::Error::AlreadyExists {
-                        path: location.to_string(),
-                        source: "injected: the retry of a landed conditional PUT".into(),
-                    });
-                }
-                return Err(self.lost(location));
-            }
-            return result;
-        }
-        let fault = self.before(location).await?;
+        // Scripted lost answers first (used once each), then the random draw.
+        let (fault, as_exists) = match self.dice.scripted(location) {
+            Some(as_exists) => (Fault::LostAnswer, as_exists),
+            None => (self.before(location).await?, self.dice.next() % 2 == 0),
+        };
         let create = matches!(opts.mode, PutMode::Create);
         let result = self.inner.put_opts(location, payload, opts).await;
         if fault == Fault::LostAnswer && result.is_ok() {
             // object_store retries a request whose answer it lost; a conditional PUT's retry
             // then meets the object the first attempt wrote.
-            if create && self.dice.next() % 2 == 0 {
+            if create && as_exists {
                 self.dice.counts.lost_answers.fetch_add(1, Relaxed);
                 tracing::warn!(path = %location, fault = "lost answer, retry found it", "store.fault_injected");
                 return Err(object_store::Error::AlreadyExists {
