@@ -371,3 +371,82 @@ fn writers_through_a_lossy_s3_endpoint_are_exactly_once() {
     assert!(out.status.success(), "vacuum: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(ids(), vec![0, 1, 3], "vacuum deleted nothing live");
 }
+
+/// Kafka ingest into a table on the S3 emulator through 5% store faults, one worker killed with
+/// -9 mid-stream and restarted: every produced id exactly once.
+#[test]
+fn kafka_ingest_through_a_lossy_s3_endpoint_is_exactly_once() {
+    use crate::ingest_process::{start_producer_to, terminate, TOTAL};
+    let Some(endpoint) = crate::storage::emulator("DELTABUS_TEST_S3_ENDPOINT") else { return };
+    let _guard = crate::common::native_clients_lock();
+    let bucket = format!("ingest-{}", uuid::Uuid::new_v4().simple());
+    assert!(std::process::Command::new("curl")
+        .args(["-sf", "-X", "PUT", &format!("{endpoint}/{bucket}")])
+        .status()
+        .unwrap()
+        .success());
+    let table = format!("s3://{bucket}/orders");
+    let env = [
+        ("AWS_ENDPOINT", endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+    ];
+    let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
+    cluster.create_topic("orders", 4, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("workers.log");
+    let spawn = |seed: u32| {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(["ingest", "orders", &table, "--brokers", &brokers, "--app-id", "eo", "--create"])
+            .args(["--flush-interval", "300ms", "--max-rows", "500"])
+            .args(["--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=500"])
+            .envs(env)
+            .env("DELTABUS_FAULTS", format!("rate=0.05,seed={seed}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+    let ids = || -> Vec<i64> {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(["cat", &table])
+            .envs(env)
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            return Vec::new();
+        }
+        let mut ids: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_i64().unwrap())
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    let producer = start_producer_to(brokers.clone(), "orders".into(), 10);
+    let mut first = spawn(1);
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    first.kill().unwrap(); // SIGKILL mid-stream
+    first.wait().unwrap();
+    let last = spawn(2);
+    producer.join().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while (ids().len() as i64) < TOTAL {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not all ids within 120 s:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    let (status, _) = terminate(last);
+    assert!(status.success(), "worker: {status}\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    assert_eq!(ids(), (0..TOTAL).collect::<Vec<_>>(), "every id exactly once");
+    let faults = std::fs::read_to_string(&log).unwrap_or_default().matches("store.fault_injected").count();
+    eprintln!("{faults} store faults injected");
+    drop(cluster);
+}

@@ -12,7 +12,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
-const TOTAL: i64 = 12_000;
+pub const TOTAL: i64 = 12_000;
 
 fn spawn_worker(brokers: &str, table: &str, assignment: &str, log: &std::path::Path) -> Child {
     spawn_worker_on(brokers, "orders", table, assignment, log)
@@ -32,7 +32,7 @@ fn spawn_worker_on(brokers: &str, topic: &str, table: &str, assignment: &str, lo
 }
 
 /// SIGTERM, then the exit status and stdout within 40 s.
-fn terminate(mut child: Child) -> (std::process::ExitStatus, String) {
+pub fn terminate(mut child: Child) -> (std::process::ExitStatus, String) {
     let ok = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap().success();
     assert!(ok, "kill -TERM");
     let deadline = Instant::now() + Duration::from_secs(40);
@@ -54,7 +54,7 @@ fn start_producer(brokers: String, seconds: u64) -> std::thread::JoinHandle<()> 
     start_producer_to(brokers, "orders".into(), seconds)
 }
 
-fn start_producer_to(brokers: String, topic: String, seconds: u64) -> std::thread::JoinHandle<()> {
+pub fn start_producer_to(brokers: String, topic: String, seconds: u64) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
