@@ -342,7 +342,7 @@ fn hostile_predicates_are_clean_errors_in_every_command() {
             vec!["tail", t, "--from", "0", "--once", "--where", predicate],
         ] {
             let out = deltabus(&cmd);
-            assert_clean_failure(&out, &cmd[0].to_string());
+            assert_clean_failure(&out, cmd[0]);
             assert!(stderr(&out).contains("nested more than"), "{}", stderr(&out));
         }
     }
