@@ -351,3 +351,19 @@ fn hostile_predicates_are_clean_errors_in_every_command() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
 }
+
+/// File sizes that overflow 64 bits together are reported saturated, never negative.
+#[test]
+fn describe_never_reports_a_negative_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let big = |p: &str| {
+        format!(
+            r#"{{"add":{{"path":"{p}","partitionValues":{{}},"size":{},"modificationTime":1,"dataChange":true}}}}"#,
+            i64::MAX / 2 + 1
+        )
+    };
+    write_log(&table, &[vec![PROTOCOL.into(), METADATA.into(), big("a.parquet"), big("b.parquet"), big("c.parquet")]]);
+    let d = crate::common::run_json(&["describe", table.to_str().unwrap()]);
+    assert_eq!(d["sizeInBytes"].as_i64(), Some(i64::MAX), "{d}");
+}
