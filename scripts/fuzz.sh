@@ -28,8 +28,9 @@ seed() {
   local target=$1 pattern=$2
   mkdir -p "fuzz/corpus/$target"
   if [ -d "$corpus_dir" ] && [ -z "$(ls -A "fuzz/corpus/$target")" ]; then
-    find "$corpus_dir" -path "*_delta_log/*" -name "$pattern" -size -256k | head -200 |
-      while read -r f; do cp "$f" "fuzz/corpus/$target/$(sha1sum "$f" | cut -c1-16)"; done
+    # (head closes the pipe early: find's SIGPIPE is expected)
+    { find "$corpus_dir" -path "*_delta_log/*" -name "$pattern" -size -256k || true; } | head -200 |
+      while read -r f; do cp "$f" "fuzz/corpus/$target/$(sha1sum "$f" | cut -c1-16)"; done || true
   fi
 }
 seed log_actions "*.json"
@@ -47,6 +48,9 @@ for t in "${targets[@]}"; do
   fi
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
   echo "fuzz $t: $status, $runs executions in ${seconds}s, crashes: $(ls "fuzz/artifacts/$t" | wc -l)"
-  if [ "$status" = CRASH ]; then tail -40 "$log"; fi
+  if [ "$status" = CRASH ]; then
+    grep -E -A2 "panicked|ERROR: libFuzzer|SUMMARY" "$log" | cut -c1-300 | head -20
+    grep -E "^\s+fuzz/artifacts/" "$log" | head -3
+  fi
   rm -f "$log"
 done

@@ -18,6 +18,7 @@
 //! - [`config`]: the one configuration loader.
 //! - [`error`]: the one error type.
 //! - [`failpoint`]: crash points for tests that kill the process between two steps.
+//! - [`panic_guard`]: panics of third-party decoders (Parquet) turned into errors.
 //! - [`ops`]: table operations (create, write, delete, changes, follow, followers,
 //!   maintenance).
 //! - [`pipeline`]: the ingest pipeline (`deltabus run`): batching, commits, dead letters.
@@ -33,6 +34,7 @@ pub mod error;
 pub mod failpoint;
 pub mod metrics;
 pub mod ops;
+pub mod panic_guard;
 pub mod pipeline;
 pub mod sink;
 pub mod source;

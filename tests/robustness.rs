@@ -115,3 +115,43 @@ async fn mutated_checkpoints_never_panic() {
         }
     }
 }
+
+/// Inputs the fuzzer found, kept as regression tests (`tests/fixtures/fuzz/`).
+fn fuzz_fixture(name: &str) -> Vec<u8> {
+    std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz").join(name)).unwrap()
+}
+
+/// Damaged Parquet that made the parquet crate panic (a footer with a negative column-chunk
+/// offset; a dictionary-encoded page without its dictionary): as a checkpoint it is skipped for
+/// the commits, as a data file it is a clean one-line error.
+#[test]
+fn parquet_that_panicked_the_decoder_is_refused_not_a_panic() {
+    for fixture in ["checkpoint-negative-chunk-offset.parquet", "checkpoint-missing-dictionary.parquet"] {
+        damaged_parquet_is_refused(&fuzz_fixture(fixture));
+    }
+}
+
+fn damaged_parquet_is_refused(bytes: &[u8]) {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    for n in 0..3 {
+        let out = crate::common::write_jsonl(&table, &[], &format!("{{\"id\":{n}}}\n"));
+        assert!(out.status.success());
+    }
+    let log = table.join("_delta_log");
+    std::fs::write(log.join("00000000000000000002.checkpoint.parquet"), bytes).unwrap();
+    std::fs::write(log.join("_last_checkpoint"), r#"{"version":2,"size":10}"#).unwrap();
+    let out = crate::common::deltabus(&["cat", table.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
+    // The same bytes as a data file.
+    let data = std::fs::read_dir(&table)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+        .unwrap()
+        .path();
+    std::fs::write(&data, bytes).unwrap();
+    let out = crate::common::deltabus(&["cat", table.to_str().unwrap()]);
+    crate::common::assert_clean_failure(&out, "damaged data file");
+}

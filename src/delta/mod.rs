@@ -29,6 +29,7 @@ pub mod features;
 pub mod followers;
 pub mod last_checkpoint;
 pub mod log_segment;
+pub mod parquet_footer;
 pub mod partition;
 pub mod paths;
 pub mod predicate;

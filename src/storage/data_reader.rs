@@ -78,6 +78,10 @@ impl Table {
             reader = reader.with_file_size(size);
         }
         let mut builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| Error::data_file(&rel, e))?;
+        let len = size.and_then(|s| u64::try_from(s).ok()).filter(|s| *s > 0);
+        if let Some(problem) = crate::delta::parquet_footer::footer_problem(builder.metadata(), len) {
+            return Err(Error::data_file(&rel, format!("invalid Parquet footer: {problem}")));
+        }
         // Decode only the columns the plan uses (a projected plan reads a fraction of the file).
         if let Some(names) = plan.physical_columns() {
             let roots: Vec<usize> = builder
@@ -97,7 +101,11 @@ impl Table {
         let mut stream = builder.with_batch_size(8192).build().map_err(|e| Error::data_file(&rel, e))?;
         let mut batches = Vec::new();
         let mut first_row = 0u64;
-        while let Some(batch) = stream.next().await {
+        loop {
+            let next = crate::panic_guard::guard_poll(stream.next())
+                .await
+                .map_err(|m| Error::data_file(&rel, format!("the Parquet decoder failed on damaged data: {m}")))?;
+            let Some(batch) = next else { break };
             let batch = batch.map_err(|e| Error::data_file(&rel, e))?;
             let n = batch.num_rows() as u64;
             let out = plan.to_logical_filtered(&batch, partition_values, &filter, first_row, &rel)?;

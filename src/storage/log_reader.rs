@@ -285,7 +285,16 @@ async fn fetch_and_parse_commit((store, path, name): (Arc<dyn ObjectStore>, Path
 
 /// Decodes a checkpoint (or sidecar) Parquet file, skipping the parsed-stats columns.
 fn decode_checkpoint_parquet(bytes: Bytes, name: &str) -> std::result::Result<Vec<Action>, CheckpointFailure> {
+    // The parquet crate panics on some damaged files: such a checkpoint is unreadable.
+    crate::panic_guard::guard(|| decode_checkpoint_unguarded(bytes, name)).unwrap_or(Err(CheckpointFailure::Unreadable))
+}
+
+fn decode_checkpoint_unguarded(bytes: Bytes, name: &str) -> std::result::Result<Vec<Action>, CheckpointFailure> {
+    let len = bytes.len() as u64;
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|_| CheckpointFailure::Unreadable)?;
+    if crate::delta::parquet_footer::footer_problem(builder.metadata(), Some(len)).is_some() {
+        return Err(CheckpointFailure::Unreadable);
+    }
     let schema = builder.parquet_schema();
     let leaves: Vec<usize> = (0..schema.num_columns())
         .filter(|&i| {
