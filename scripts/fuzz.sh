@@ -39,9 +39,9 @@ seed checkpoint_parquet "*.checkpoint*.parquet"
 for t in "${targets[@]}"; do
   mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
   log=$(mktemp)
-  # -rss_limit_mb: hostile inputs must not be able to exhaust memory either.
+  # -rss_limit_mb and -timeout: hostile inputs must not exhaust memory or hang either.
   if cargo +nightly fuzz run --release -s none "$t" "fuzz/corpus/$t" -- \
-      -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 >"$log" 2>&1; then
+      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 >"$log" 2>&1; then
     status=ok
   else
     status=CRASH
