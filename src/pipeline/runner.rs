@@ -498,7 +498,7 @@ fn split_op_deletes(
 }
 
 /// Leaves the group and destroys the client with a deadline: `rd_kafka_destroy` has been
-/// seen to block forever (see docs/test-infrastructure.md), and shutdown must not hang.
+/// seen to block forever with librdkafka's mock cluster, and shutdown must not hang.
 async fn close(consumer: Arc<PipelineConsumer>) {
     consumer.unsubscribe();
     let closing = tokio::task::spawn_blocking(move || drop(consumer));
