@@ -316,16 +316,7 @@ fn writers_through_a_lossy_s3_endpoint_are_exactly_once() {
     let Some(endpoint) = crate::storage::emulator("DELTABUS_TEST_S3_ENDPOINT") else { return };
     let bucket = new_bucket(&endpoint, "lossy");
     let url = format!("s3://{bucket}/t");
-    let opts: Vec<String> = [
-        format!("aws_endpoint={endpoint}"),
-        "aws_allow_http=true".into(),
-        "aws_region=us-east-1".into(),
-        "aws_access_key_id=test".into(),
-        "aws_secret_access_key=test".into(),
-    ]
-    .iter()
-    .flat_map(|o| ["--storage-option".to_string(), o.clone()])
-    .collect();
+    let opts = crate::storage::s3_cli_options(&endpoint);
     let run = |cmd: &[&str], v: u64, seed: u64, input: Option<&str>| {
         let faults = format!("rate=0.05,seed={seed},lose={}", commit_name(v));
         let mut args: Vec<&str> = cmd.to_vec();

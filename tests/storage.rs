@@ -25,6 +25,20 @@ const TABLES: &[&str] = &[
     "dv-partitioned-with-checkpoint",
 ];
 
+/// `--storage-option` arguments for the S3 emulator at `endpoint`.
+pub fn s3_cli_options(endpoint: &str) -> Vec<String> {
+    [
+        format!("aws_endpoint={endpoint}"),
+        "aws_allow_http=true".into(),
+        "aws_region=us-east-1".into(),
+        "aws_access_key_id=test".into(),
+        "aws_secret_access_key=test".into(),
+    ]
+    .iter()
+    .flat_map(|o| ["--storage-option".to_string(), o.clone()])
+    .collect()
+}
+
 pub fn emulator(var: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(v) => Some(v),
@@ -107,16 +121,7 @@ async fn s3_reads_match_local() {
     for name in TABLES {
         upload(&store, &conformance_dir().join("tables").join(name), &format!("tables/{name}")).await;
     }
-    let options: Vec<String> = [
-        format!("aws_endpoint={endpoint}"),
-        "aws_allow_http=true".into(),
-        "aws_region=us-east-1".into(),
-        "aws_access_key_id=test".into(),
-        "aws_secret_access_key=test".into(),
-    ]
-    .iter()
-    .flat_map(|o| ["--storage-option".to_string(), o.clone()])
-    .collect();
+    let options = s3_cli_options(&endpoint);
     let url_of = |name: &str| format!("s3://{bucket}/tables/{name}");
     tokio::task::block_in_place(|| assert_same_as_local(&url_of, &options));
 

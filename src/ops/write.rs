@@ -232,7 +232,7 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
     if rows == 0 && !creating && schema_actions.is_empty() && opts.txn.is_none() {
         // Empty or blank input on an existing table: no empty version.
         let mut staged = StagedCommit::new(table);
-        staged.stage_adds(&adds.iter().cloned().map(Action::Add).collect::<Vec<_>>());
+        staged.stage(adds.iter().map(|a| a.path.clone()));
         staged.discard().await;
         return Ok(WriteReport { outcome: None, rows: 0, files: 0, bytes: 0 });
     }
