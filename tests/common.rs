@@ -16,6 +16,27 @@ pub fn deltabus(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_deltabus")).args(args).output().expect("run deltabus")
 }
 
+/// Runs the deltabus binary, failing the test (and killing the process) if it runs longer
+/// than `limit`: for inputs that once made a decoder spin.
+pub fn deltabus_within(args: &[&str], limit: std::time::Duration) -> Output {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run deltabus");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait for deltabus").is_none() {
+        if started.elapsed() > limit {
+            child.kill().ok();
+            panic!("deltabus {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("deltabus output")
+}
+
 /// Asserts that a failed run failed cleanly: non-zero exit, a message, no panic.
 pub fn assert_clean_failure(out: &Output, what: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -122,11 +122,17 @@ fn fuzz_fixture(name: &str) -> Vec<u8> {
 }
 
 /// Damaged Parquet that made the parquet crate panic (a footer with a negative column-chunk
-/// offset; a dictionary-encoded page without its dictionary): as a checkpoint it is skipped for
-/// the commits, as a data file it is a clean one-line error.
+/// offset; a dictionary-encoded page without its dictionary) or spin for minutes (a page header
+/// declaring a huge list in an unknown field; a footer holding lists of billions of booleans): as a checkpoint it is skipped for the commits,
+/// as a data file it is a clean one-line error.
 #[test]
 fn parquet_that_panicked_the_decoder_is_refused_not_a_panic() {
-    for fixture in ["checkpoint-negative-chunk-offset.parquet", "checkpoint-missing-dictionary.parquet"] {
+    for fixture in [
+        "checkpoint-negative-chunk-offset.parquet",
+        "checkpoint-missing-dictionary.parquet",
+        "checkpoint-page-header-skip-hang.parquet",
+        "footer-billions-of-booleans.parquet",
+    ] {
         damaged_parquet_is_refused(&fuzz_fixture(fixture));
     }
 }
@@ -141,7 +147,8 @@ fn damaged_parquet_is_refused(bytes: &[u8]) {
     let log = table.join("_delta_log");
     std::fs::write(log.join("00000000000000000002.checkpoint.parquet"), bytes).unwrap();
     std::fs::write(log.join("_last_checkpoint"), r#"{"version":2,"size":10}"#).unwrap();
-    let out = crate::common::deltabus(&["cat", table.to_str().unwrap()]);
+    let limit = std::time::Duration::from_secs(60);
+    let out = crate::common::deltabus_within(&["cat", table.to_str().unwrap()], limit);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
     // The same bytes as a data file.
@@ -152,6 +159,24 @@ fn damaged_parquet_is_refused(bytes: &[u8]) {
         .unwrap()
         .path();
     std::fs::write(&data, bytes).unwrap();
-    let out = crate::common::deltabus(&["cat", table.to_str().unwrap()]);
+    // The log states the damaged file's true size, so the damage itself is what is read.
+    let name = data.file_name().unwrap().to_string_lossy().to_string();
+    for commit in
+        std::fs::read_dir(&log).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+    {
+        let text = std::fs::read_to_string(commit.path()).unwrap();
+        let fixed: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let mut action: serde_json::Value = serde_json::from_str(line).unwrap();
+                if action["add"]["path"] == name.as_str() {
+                    action["add"]["size"] = serde_json::json!(bytes.len());
+                }
+                action.to_string()
+            })
+            .collect();
+        std::fs::write(commit.path(), fixed.join("\n") + "\n").unwrap();
+    }
+    let out = crate::common::deltabus_within(&["cat", table.to_str().unwrap()], limit);
     crate::common::assert_clean_failure(&out, "damaged data file");
 }

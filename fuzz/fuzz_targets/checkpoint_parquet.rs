@@ -5,9 +5,14 @@ use libfuzzer_sys::fuzz_target;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 fuzz_target!(|data: &[u8]| {
+    if deltabus::delta::parquet_pages::file_footer_problem(data).is_some() {
+        return;
+    }
     let Ok(builder) = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::copy_from_slice(data)) else { return };
     // What deltabus's readers check before reading pages.
-    if deltabus::delta::parquet_footer::footer_problem(builder.metadata(), Some(data.len() as u64)).is_some() {
+    if deltabus::delta::parquet_footer::footer_problem(builder.metadata(), Some(data.len() as u64)).is_some()
+        || deltabus::delta::parquet_pages::file_problem(builder.metadata(), data).is_some()
+    {
         return;
     }
     let Ok(reader) = builder.with_batch_size(1024).build() else { return };

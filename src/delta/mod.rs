@@ -30,6 +30,7 @@ pub mod followers;
 pub mod last_checkpoint;
 pub mod log_segment;
 pub mod parquet_footer;
+pub mod parquet_pages;
 pub mod partition;
 pub mod paths;
 pub mod predicate;

@@ -72,14 +72,16 @@ impl Table {
         filter: RowFilter<'_>,
     ) -> Result<FileRows> {
         let (path, rel) = self.data_path(raw_path)?;
+        // The log's size saves a request; a file without one is asked for its size.
+        let len = match size.and_then(|s| u64::try_from(s).ok()).filter(|s| *s > 0) {
+            Some(len) => len,
+            None => self.store.head(&path).await.map_err(|e| Error::data_file(&rel, e))?.size,
+        };
         #[allow(deprecated)]
-        let mut reader = ParquetObjectReader::new(self.store.clone(), path.clone());
-        if let Some(size) = size.and_then(|s| u64::try_from(s).ok()).filter(|s| *s > 0) {
-            reader = reader.with_file_size(size);
-        }
+        let reader = ParquetObjectReader::new(self.store.clone(), path.clone()).with_file_size(len);
+        let reader = super::checked_parquet::CheckedReader::new(reader, len);
         let mut builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| Error::data_file(&rel, e))?;
-        let len = size.and_then(|s| u64::try_from(s).ok()).filter(|s| *s > 0);
-        if let Some(problem) = crate::delta::parquet_footer::footer_problem(builder.metadata(), len) {
+        if let Some(problem) = crate::delta::parquet_footer::footer_problem(builder.metadata(), Some(len)) {
             return Err(Error::data_file(&rel, format!("invalid Parquet footer: {problem}")));
         }
         // Decode only the columns the plan uses (a projected plan reads a fraction of the file).

@@ -291,8 +291,13 @@ fn decode_checkpoint_parquet(bytes: Bytes, name: &str) -> std::result::Result<Ve
 
 fn decode_checkpoint_unguarded(bytes: Bytes, name: &str) -> std::result::Result<Vec<Action>, CheckpointFailure> {
     let len = bytes.len() as u64;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|_| CheckpointFailure::Unreadable)?;
-    if crate::delta::parquet_footer::footer_problem(builder.metadata(), Some(len)).is_some() {
+    if crate::delta::parquet_pages::file_footer_problem(&bytes).is_some() {
+        return Err(CheckpointFailure::Unreadable);
+    }
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).map_err(|_| CheckpointFailure::Unreadable)?;
+    if crate::delta::parquet_footer::footer_problem(builder.metadata(), Some(len)).is_some()
+        || crate::delta::parquet_pages::file_problem(builder.metadata(), &bytes).is_some()
+    {
         return Err(CheckpointFailure::Unreadable);
     }
     let schema = builder.parquet_schema();
