@@ -14,9 +14,9 @@ use std::time::Instant;
 use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use deltabus::compactor::rewriter::{compact, CompactOptions};
 use deltabus::delta::actions::Action;
+use deltabus::delta::create::new_table;
 use deltabus::delta::schema::StructType;
 use deltabus::delta::transaction::Transaction;
-use deltabus::ops::create::new_table;
 use deltabus::storage::{DataWriter, RetryPolicy, StorageOptions, Table, WriterConfig};
 
 const FILES: usize = 1000;

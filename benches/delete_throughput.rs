@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use deltabus::delta::actions::Action;
+use deltabus::delta::create::new_table;
 use deltabus::delta::schema::StructType;
 use deltabus::delta::transaction::Transaction;
-use deltabus::ops::create::new_table;
 use deltabus::ops::delete::delete;
 use deltabus::storage::{DataWriter, RetryPolicy, StorageOptions, Table, WriterConfig};
 

@@ -24,12 +24,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use deltabus::common::follow::{FollowerOptions, StartAt};
 use deltabus::delta::snapshot::Snapshot;
 use deltabus::delta::transaction::CommitOutcome;
-use deltabus::ops::changes::{ChangeCursor, CommitChanges};
-use deltabus::ops::follow::{run_follower, FollowerOptions, StartAt};
+use deltabus::feed::changes::{ChangeCursor, CommitChanges};
+use deltabus::feed::follow::run_follower;
+use deltabus::feed::sink::ChangeSink;
 use deltabus::ops::write::{write_json_lines, WriteOptions};
-use deltabus::sink::ChangeSink;
 use deltabus::storage::{StorageOptions, Table};
 use futures::stream::BoxStream;
 use object_store::path::Path;
@@ -286,7 +287,7 @@ async fn throughput(dir: &std::path::Path) {
             let (mut rows, mut commits) = (0u64, 0u64);
             let mut out = std::io::BufWriter::new(std::io::sink());
             while let Some(c) = cursor.poll().await.unwrap() {
-                rows += if json { deltabus::sink::lines::write_lines(&mut out, &c).unwrap() } else { c.rows() };
+                rows += if json { deltabus::feed::sink::lines::write_lines(&mut out, &c).unwrap() } else { c.rows() };
                 commits += 1;
             }
             let secs = t0.elapsed().as_secs_f64();

@@ -17,8 +17,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use deltabus::delta::actions::{Action, Add, Txn};
+use deltabus::delta::create::{infer_schema, new_table};
 use deltabus::delta::transaction::{CommitOutcome, Transaction};
-use deltabus::ops::create::{infer_schema, new_table};
 use deltabus::storage::{RetryPolicy, StorageOptions, Table};
 
 const RECORDS: usize = 1_000_000;

@@ -15,28 +15,30 @@
 //!   data files.
 //! - [`compactor`]: dataChange=false rewrites of small and DV-heavy files.
 //! - [`cli`]: the `deltabus` command line.
+//! - [`common`]: types several floors share (flush policy, follower settings, units, clock).
 //! - [`config`]: the one configuration loader.
 //! - [`error`]: the one error type.
 //! - [`failpoint`]: crash points for tests that kill the process between two steps.
 //! - [`panic_guard`]: panics of third-party decoders (Parquet) turned into errors.
-//! - [`ops`]: table operations (create, write, delete, changes, follow, followers,
-//!   maintenance).
+//! - [`ops`]: one-shot table operations (write, delete, VACUUM, log cleanup).
+//! - [`feed`]: the change feed: the changes cursor, the follower loop, follower
+//!   registrations, and its sinks (lines, a Kafka topic, a Delta table).
 //! - [`pipeline`]: the ingest pipeline (`deltabus run`): batching, commits, dead letters.
 //! - [`metrics`]: Prometheus metrics and health probes.
 //! - [`source`]: record sources (the Kafka consumer and payload decoder).
-//! - [`sink`]: where a follower's change rows go (lines, a Kafka topic, a Delta table).
 
 pub mod cli;
+pub mod common;
 pub mod compactor;
 pub mod config;
 pub mod delta;
 pub mod error;
 pub mod failpoint;
+pub mod feed;
 pub mod metrics;
 pub mod ops;
 pub mod panic_guard;
 pub mod pipeline;
-pub mod sink;
 pub mod source;
 pub mod storage;
 

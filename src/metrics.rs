@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+use crate::common::flush::FlushReason;
 use crate::error::{Error, Result};
-use crate::pipeline::flush::FlushReason;
 
 const BUCKETS: [f64; 12] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 const REASONS: [FlushReason; 6] = [

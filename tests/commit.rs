@@ -8,9 +8,9 @@ use std::process::Command;
 
 use deltabus::delta::actions::{Action, Add, Remove, Txn};
 use deltabus::delta::conflict::ReadSet;
+use deltabus::delta::create::{infer_schema, new_table};
 use deltabus::delta::replay::FileKey;
 use deltabus::delta::transaction::{CommitOutcome, Transaction};
-use deltabus::ops::create::{infer_schema, new_table};
 use deltabus::storage::{RetryPolicy, StorageOptions, Table};
 
 pub fn add(path: &str) -> Action {

@@ -16,8 +16,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use deltabus::delta::actions::{Action, Txn};
+use deltabus::delta::create::{infer_schema, new_table};
 use deltabus::delta::transaction::{CommitOutcome, Transaction};
-use deltabus::ops::create::{infer_schema, new_table};
 use deltabus::storage::faulty::{FaultConfig, FaultyStore};
 use deltabus::storage::retrying::RetryingStore;
 use deltabus::storage::{RetryPolicy, StorageOptions, Table};

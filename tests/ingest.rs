@@ -326,10 +326,10 @@ fn dead_letters_to_a_topic_and_schema_evolution() {
 
 #[test]
 fn a_moved_partition_is_dropped_not_duplicated_and_an_aborted_flush_commits_nothing() {
+    use deltabus::common::flush::FlushReason;
     use deltabus::pipeline::buffer::PartitionBatch;
     use deltabus::pipeline::commit::Flusher;
     use deltabus::pipeline::dead_letter::DeadLetterSink;
-    use deltabus::pipeline::flush::FlushReason;
     use std::sync::atomic::AtomicBool;
     let dir = tempfile::tempdir().unwrap();
     let table_path = dir.path().join("t");

@@ -1,7 +1,7 @@
 //! `deltabus changes`, `tail`, `follow` and `followers`: the change feed out of a table.
 //!
 //! `changes` prints the change rows of a version range as JSON lines and exits. `tail` and
-//! `follow` run the follower loop ([`crate::ops::follow`]) into a sink: JSON lines on stdout or
+//! `follow` run the follower loop ([`crate::feed::follow`]) into a sink: JSON lines on stdout or
 //! in a file (`tail`, resuming from `--state-file`), a Kafka topic with the position in the same
 //! transaction (`tail --to-topic`), or another Delta table (`follow --into`).
 
@@ -11,13 +11,14 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::common::follow::FollowerOptions;
 use crate::error::{Error, Result};
+use crate::feed::changes::ChangeCursor;
+use crate::feed::follow::{run_follower, FollowerReport};
+use crate::feed::sink::kafka::{KafkaSink, KafkaSinkConfig};
+use crate::feed::sink::lines::{write_lines, LinesSink};
+use crate::feed::sink::table::TableSink;
 use crate::metrics::PipelineMetrics;
-use crate::ops::changes::ChangeCursor;
-use crate::ops::follow::{run_follower, FollowerOptions, FollowerReport};
-use crate::sink::kafka::{KafkaSink, KafkaSinkConfig};
-use crate::sink::lines::{write_lines, LinesSink};
-use crate::sink::table::TableSink;
 use crate::storage::Table;
 
 /// Options shared by `tail` and `follow`.
@@ -276,10 +277,10 @@ pub async fn follow(
 /// Storage errors and unreadable registrations.
 pub async fn followers(table: &Table, remove: Option<&str>) -> Result<serde_json::Value> {
     if let Some(id) = remove {
-        let removed = crate::ops::followers::unregister(table, id).await?;
+        let removed = crate::feed::registry::unregister(table, id).await?;
         return Ok(serde_json::json!({"removed": id, "existed": removed}));
     }
-    let records = crate::ops::followers::list_followers(table).await?;
+    let records = crate::feed::registry::list_followers(table).await?;
     let latest = table.latest_version().await?;
     Ok(serde_json::json!({
         "latestVersion": latest,

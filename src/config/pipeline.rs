@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::common::flush::FlushPolicy;
 use crate::delta::properties::parse_size;
 use crate::delta::schema::StructType;
 use crate::error::{Error, Result};
-use crate::pipeline::flush::FlushPolicy;
 
 pub use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig};
 
@@ -468,7 +468,7 @@ mod tests {
         let r = c.validate("replica").unwrap();
         let d = r.delta.unwrap();
         assert_eq!((d.source.as_str(), d.follower_id.as_str()), ("/tmp/orders", "replica"));
-        assert_eq!(d.options.start, crate::ops::follow::StartAt::Version(7));
+        assert_eq!(d.options.start, crate::common::follow::StartAt::Version(7));
         assert!(d.options.filter.is_some());
         let mut both = c.clone();
         both.kafka.brokers = "b:9092".into();

@@ -82,8 +82,8 @@ impl DeltaSourceConfig {
     pub fn options(
         &self,
         follower_id: Option<String>,
-    ) -> std::result::Result<crate::ops::follow::FollowerOptions, (&'static str, String)> {
-        let mut o = crate::ops::follow::FollowerOptions::new(self.start.parse().map_err(|e: Error| match e {
+    ) -> std::result::Result<crate::common::follow::FollowerOptions, (&'static str, String)> {
+        let mut o = crate::common::follow::FollowerOptions::new(self.start.parse().map_err(|e: Error| match e {
             Error::InvalidArgument(m) => ("start", m),
             e => ("start", e.to_string()),
         })?);
@@ -113,5 +113,5 @@ impl DeltaSourceConfig {
 pub struct ResolvedDeltaSource {
     pub source: String,
     pub follower_id: String,
-    pub options: crate::ops::follow::FollowerOptions,
+    pub options: crate::common::follow::FollowerOptions,
 }

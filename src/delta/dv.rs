@@ -49,6 +49,21 @@ impl DeletionVectorDescriptor {
         }
     }
 
+    /// The path (relative to the table root at `table_url`) of the file holding this vector;
+    /// `None` for an inline vector. Absolute paths inside the root are accepted: maintenance
+    /// must see every file a table names.
+    ///
+    /// # Errors
+    /// An undecodable descriptor; [`Error::PathRefused`] for a file outside the table.
+    pub fn file_in_table(&self, table_url: &str) -> Result<Option<String>> {
+        use super::paths::resolve_in_table;
+        match self.location()? {
+            DvLocation::Relative { path, .. } => resolve_in_table(&path, table_url, true).map(Some),
+            DvLocation::Absolute { uri, .. } => resolve_in_table(&uri, table_url, true).map(Some),
+            DvLocation::Inline(_) => Ok(None),
+        }
+    }
+
     /// Resolves the descriptor to where its bytes are.
     ///
     /// # Errors

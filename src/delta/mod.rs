@@ -4,8 +4,10 @@
 //! already fetched, so each rule of the protocol is a plain function that unit tests can call.
 //!
 //! - [`actions`]: every action with its exact fields; commit-file parsing.
+//! - [`app_id`]: the typed `txn` appIds of deltabus's positions (Kafka partitions, tables).
 //! - [`schema`], [`arrow_schema`]: the schema language and its Arrow mapping.
 //! - [`properties`]: typed table properties with Spark's defaults.
+//! - [`create`]: new-table metadata and protocol, schema inference from JSON, schema merging.
 //! - [`features`]: protocol validation and the reader-feature check.
 //! - [`log_segment`]: `_delta_log` names and the files a version needs.
 //! - [`last_checkpoint`]: the `_last_checkpoint` hint and its checksum.
@@ -16,14 +18,18 @@
 //! - [`paths`]: path containment for paths read from a log.
 //! - [`scan`]: data-file batches to logical rows.
 //! - [`arrow_value`]: Arrow values as JSON.
+//! - [`parquet_footer`], [`parquet_pages`]: Parquet footers and page headers checked before
+//!   the Parquet decoder trusts them.
 
 pub mod actions;
+pub mod app_id;
 pub mod arrow_schema;
 pub mod arrow_value;
 pub mod change_feed;
 pub mod checkpoint_read;
 pub mod checkpoint_write;
 pub mod conflict;
+pub mod create;
 pub mod dv;
 pub mod features;
 pub mod followers;

@@ -5,7 +5,6 @@
 //! `remove` (old DV) + `add` (new DV, stats marked not tight), or a copy-on-write rewrite.
 
 use arrow::array::{Array, BooleanArray, RecordBatch};
-use object_store::{ObjectStoreExt, PutPayload};
 use roaring::RoaringTreemap;
 use serde_json::Value;
 
@@ -187,12 +186,7 @@ pub(crate) async fn dv_actions(
     }
     // Staged before the PUT: a PUT whose answer is lost may still have created the file.
     written.push(file_name.clone());
-    table
-        .object_store()
-        .put(&table.object_path(&file_name), PutPayload::from(file))
-        .await
-        .map_err(|e| Error::storage(&file_name, e))?;
-    Ok(())
+    table.put_bytes(&file_name, file).await
 }
 
 /// Stats of a file with a new DV: min/max no longer tight (Spark writes `tightBounds: false`).

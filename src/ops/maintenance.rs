@@ -14,18 +14,16 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use futures::TryStreamExt;
-use object_store::{ObjectStore, ObjectStoreExt};
 use serde_json::json;
 
-use crate::delta::dv::{DeletionVectorDescriptor, DvLocation};
+use crate::delta::dv::DeletionVectorDescriptor;
 use crate::delta::features::check_writable;
 use crate::delta::followers::oldest_needed;
 use crate::delta::log_segment::LogListing;
 use crate::delta::paths::resolve_in_table;
 use crate::delta::retention::{cutoff_ms, expired_log_files, vacuum_candidates};
 use crate::error::{Error, Result};
-use crate::ops::followers::{list_followers, needed_paths};
+use crate::feed::registry::{list_followers, needed_paths};
 use crate::storage::Table;
 
 /// VACUUM settings.
@@ -70,22 +68,9 @@ async fn followers_needs(table: &Table, ignore: bool) -> Result<(Vec<String>, Op
     Ok((records.iter().map(|r| r.follower_id.clone()).collect(), oldest_needed(&records)))
 }
 
-/// The path (relative to the root) of the file holding a deletion vector; `None` for inline
-/// vectors.
-///
-/// # Errors
-/// An undecodable descriptor; [`Error::PathRefused`] for a file outside the table.
-pub(crate) fn dv_path(d: &DeletionVectorDescriptor, table: &Table) -> Result<Option<String>> {
-    match d.location()? {
-        DvLocation::Relative { path, .. } => resolve_in_table(&path, table.url(), true).map(Some),
-        DvLocation::Absolute { uri, .. } => resolve_in_table(&uri, table.url(), true).map(Some),
-        DvLocation::Inline(_) => Ok(None),
-    }
-}
-
-/// [`dv_path`] of an optional descriptor.
+/// The file of an optional deletion vector, relative to the root.
 fn dv_file(d: Option<&DeletionVectorDescriptor>, table: &Table) -> Result<Option<String>> {
-    d.map_or(Ok(None), |d| dv_path(d, table))
+    d.map_or(Ok(None), |d| d.file_in_table(table.url()))
 }
 
 /// Runs VACUUM.
@@ -130,8 +115,6 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
         })?;
         keep.extend(needed);
     }
-    let store = table.object_store();
-    let root = table.root_path();
     let candidates: Vec<(String, u64)> = if opts.lite {
         let mut out = Vec::new();
         for r in tombstones.values().filter(|r| r.deletion_timestamp.unwrap_or(0) < cutoff) {
@@ -139,8 +122,8 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
                 if keep.contains(&p) {
                     continue;
                 }
-                if let Ok(meta) = store.head(&table.object_path(&p)).await {
-                    out.push((p, meta.size));
+                if let Ok(Some(size)) = table.file_size(&p).await {
+                    out.push((p, size));
                 }
             }
         }
@@ -148,23 +131,15 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
         out.dedup();
         out
     } else {
-        let listed: Vec<_> = store.list(Some(&root)).try_collect().await.map_err(|e| Error::storage(table.url(), e))?;
-        let prefix = root.as_ref().len();
-        let files: Vec<(String, u64, i64)> = listed
-            .into_iter()
-            .map(|m| {
-                let full = m.location.as_ref();
-                let rel = full.get(prefix..).unwrap_or(full).trim_start_matches('/').to_string();
-                (rel, m.size, m.last_modified.timestamp_millis())
-            })
-            .collect();
+        let files: Vec<(String, u64, i64)> =
+            table.list_files("").await?.into_iter().map(|f| (f.path, f.size, f.modified_ms)).collect();
         vacuum_candidates(&files, &keep, cutoff)
             .into_iter()
             .filter(|(p, _, _)| !leaves_root_locally(table, p))
             .map(|(p, s, _)| (p.clone(), *s))
             .collect()
     };
-    let mut report = delete_all(&store, table, candidates, opts.dry_run, |p| table.object_path(p)).await?;
+    let mut report = delete_all(table, candidates, opts.dry_run).await?;
     report.followers = followers;
     report.kept_from_version = kept_from;
     Ok(report)
@@ -203,14 +178,15 @@ pub async fn cleanup_log(table: &Table, dry_run: bool, ignore_followers: bool) -
     check_writable(&snapshot.protocol, &snapshot.metadata)?;
     let now = chrono::Utc::now().timestamp_millis();
     let cutoff = cutoff_ms(now, snapshot.properties.log_retention);
-    let store = table.object_store();
-    let log = table.root_path().join("_delta_log");
-    let listed: Vec<_> = store.list(Some(&log)).try_collect().await.map_err(|e| Error::storage(table.url(), e))?;
-    let depth = log.parts().count() + 1;
-    let entries: Vec<(String, u64, i64)> = listed
+    // Files directly in `_delta_log` (not in `_sidecars/` or other folders).
+    let entries: Vec<(String, u64, i64)> = table
+        .list_files("_delta_log")
+        .await?
         .into_iter()
-        .filter(|m| m.location.parts().count() == depth)
-        .filter_map(|m| Some((m.location.filename()?.to_string(), m.size, m.last_modified.timestamp_millis())))
+        .filter_map(|f| {
+            let name = f.path.strip_prefix("_delta_log/")?;
+            (!name.contains('/')).then(|| (name.to_string(), f.size, f.modified_ms))
+        })
         .collect();
     let sizes: std::collections::HashMap<String, u64> = entries.iter().map(|(n, s, _)| (n.clone(), *s)).collect();
     let others: Vec<(String, i64)> = entries.iter().map(|(n, _, t)| (n.clone(), *t)).collect();
@@ -219,26 +195,17 @@ pub async fn cleanup_log(table: &Table, dry_run: bool, ignore_followers: bool) -
     let expired = expired_log_files(&listing, &others, cutoff, kept_from);
     let candidates =
         expired.into_iter().map(|n| (format!("_delta_log/{n}"), sizes.get(&n).copied().unwrap_or(0))).collect();
-    let mut report = delete_all(&store, table, candidates, dry_run, |p| table.object_path(p)).await?;
+    let mut report = delete_all(table, candidates, dry_run).await?;
     report.followers = followers;
     report.kept_from_version = kept_from;
     Ok(report)
 }
 
-async fn delete_all(
-    store: &std::sync::Arc<dyn ObjectStore>,
-    table: &Table,
-    candidates: Vec<(String, u64)>,
-    dry_run: bool,
-    path_of: impl Fn(&str) -> object_store::path::Path,
-) -> Result<MaintenanceReport> {
+async fn delete_all(table: &Table, candidates: Vec<(String, u64)>, dry_run: bool) -> Result<MaintenanceReport> {
     let mut report = MaintenanceReport { dry_run, ..MaintenanceReport::default() };
     for (rel, size) in candidates {
         if !dry_run {
-            match store.delete(&path_of(&rel)).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(Error::storage(format!("{}/{rel}", table.url()), e)),
-            }
+            table.delete_file(&rel).await?;
         }
         report.bytes += size;
         report.files.push(rel);

@@ -14,9 +14,9 @@ use arrow::datatypes::SchemaRef;
 use serde_json::json;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
-use super::create::{infer_schema, merge_schema, new_table};
 use crate::delta::actions::{Action, Metadata, Txn};
 use crate::delta::arrow_schema::arrow_schema_strict;
+use crate::delta::create::{infer_schema, merge_schema, new_table};
 use crate::delta::schema::StructType;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use arrow::array::RecordBatch;
 
-use super::flush::BatchState;
+use crate::common::flush::BatchState;
 use crate::source::kafka::payload::DeadLetter;
 
 /// One Kafka partition's part of the batch.

@@ -18,14 +18,14 @@ use std::sync::Arc;
 
 use super::buffer::PartitionBatch;
 use super::dead_letter::DeadLetterSink;
-use super::flush::FlushReason;
 use super::schema::refresh_snapshot;
+use crate::common::flush::FlushReason;
 use crate::delta::actions::{Action, Txn};
+use crate::delta::app_id::TxnAppId;
 use crate::delta::conflict::{IsolationLevel, ReadSet};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
-use crate::pipeline::app_id::TxnAppId;
 use crate::source::kafka::payload::DeadLetter;
 use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 

@@ -19,14 +19,14 @@ use arrow::array::{
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
-use super::app_id::TxnAppId;
 use crate::delta::actions::{Action, Txn};
+use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema;
+use crate::delta::create::new_table;
 use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
-use crate::ops::create::new_table;
 use crate::source::kafka::payload::DeadLetter;
 use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 

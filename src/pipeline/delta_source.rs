@@ -1,5 +1,5 @@
 //! A `deltabus run` pipeline whose source is another Delta table: the follower loop
-//! ([`crate::ops::follow`]) into the pipeline's table through the Delta-table sink, so each
+//! ([`crate::feed::follow`]) into the pipeline's table through the Delta-table sink, so each
 //! source commit lands exactly once (`txn(<follower id>-<source table id>, version)`). The
 //! follower registers its position on the source, reports versions and seconds behind in the
 //! pipeline metrics, and stops when `stop` turns true (between commits, never inside one).
@@ -12,9 +12,9 @@ use tokio::sync::watch;
 use super::runner::RunReport;
 use crate::config::ResolvedPipeline;
 use crate::error::{Error, Result};
+use crate::feed::follow::run_follower;
+use crate::feed::sink::table::TableSink;
 use crate::metrics::PipelineMetrics;
-use crate::ops::follow::run_follower;
-use crate::sink::table::TableSink;
 use crate::storage::{StorageOptions, Table};
 
 /// Runs the Delta-source pipeline `p` into `target` until `stop`.

@@ -27,8 +27,8 @@ use futures::FutureExt;
 use rdkafka::Offset;
 
 use super::commit::{FlushResult, Flusher};
-use super::flush::FlushReason;
 use super::runner::Runner;
+use crate::common::flush::FlushReason;
 use crate::error::{Error, Result};
 use crate::source::kafka::consumer::{commit_courtesy, PipelineConsumer};
 

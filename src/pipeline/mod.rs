@@ -1,8 +1,6 @@
 //! The pipelines of `deltabus run`: Kafka partitions, or another table's change feed, into a
 //! Delta table, exactly once.
 //!
-//! - [`flush`] [sync]: the flush policy, a pure function of the batch state and `now`.
-//! - [`app_id`] [sync]: the typed `txn` appId of a Kafka partition or a source table.
 //! - [`buffer`] [sync]: the open micro-batch, per Kafka partition.
 //! - [`schema`]: the table as the pipeline sees it (snapshot, decoder, creation, evolution).
 //! - [`commit`]: one flush: dead letters, data files, one commit with a txn per partition.
@@ -16,13 +14,11 @@
 //! - [`auto_compact`]: the background compactor beside a pipeline.
 //! - [`service`]: several pipelines in one process, metrics endpoint, graceful shutdown.
 
-pub mod app_id;
 pub mod auto_compact;
 pub mod buffer;
 pub mod commit;
 pub mod dead_letter;
 pub mod delta_source;
-pub mod flush;
 mod flushing;
 pub mod keyed;
 pub mod positions;

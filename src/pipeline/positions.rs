@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 
 use crate::delta::actions::{Action, Txn};
+use crate::delta::app_id::TxnAppId;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
-use crate::pipeline::app_id::TxnAppId;
 use crate::storage::{RetryPolicy, StagedCommit, Table};
 
 /// The verdict on a recorded position.

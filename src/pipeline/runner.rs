@@ -31,10 +31,10 @@ use tokio::sync::watch;
 use super::buffer::{Buffer, Consumed};
 use super::commit::Flusher;
 use super::dead_letter::DeadLetterSink;
-use super::flush::FlushReason;
 use super::flushing::{Done, InFlight};
 use super::positions::{self, record_latest, Resume};
 use super::schema::TableSchema;
+use crate::common::flush::FlushReason;
 use arrow::array::{Array, BooleanArray, RecordBatch, StringArray};
 
 use super::keyed::{debezium_change, key_of_kafka_key, keys_of_batch, RecordChange};

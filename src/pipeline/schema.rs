@@ -3,7 +3,7 @@
 //!
 //! - A missing table is an error unless `create = true`; with a configured schema it is created
 //!   at start, otherwise from the first batch: the schema is inferred from the payloads that
-//!   are JSON objects (rules in `ops::create`), plus the configured record columns.
+//!   are JSON objects (rules in `delta::create`), plus the configured record columns.
 //! - With `evolve_schema = true`, records refused only because they carry new top-level
 //!   fields add those fields (nullable) in a metadata commit, and are decoded again.
 //! - The decoder follows the snapshot: whenever a refresh shows another schema (another
@@ -13,13 +13,13 @@ use std::sync::Arc;
 
 use crate::config::ResolvedPipeline;
 use crate::delta::actions::{Action, Metadata};
+use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema_strict;
+use crate::delta::create::{infer_schema, merge_schema, new_table};
 use crate::delta::schema::{ColumnMappingMode, StructType};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
-use crate::ops::create::{infer_schema, merge_schema, new_table};
-use crate::pipeline::app_id::TxnAppId;
 use crate::source::kafka::payload::{Decoded, PayloadDecoder, RawRecord};
 use crate::storage::{RetryPolicy, StagedCommit, Table};
 

@@ -29,95 +29,15 @@ use futures::FutureExt;
 use serde_json::json;
 
 use super::changes::{ChangeCursor, CommitChanges};
-use super::followers::Registrar;
+use super::registry::Registrar;
+use crate::common::follow::{FollowerOptions, StartAt};
 use crate::delta::followers::{position_health, PositionHealth};
-use crate::delta::predicate::Expr;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
+use crate::feed::sink::ChangeSink;
 use crate::metrics::PipelineMetrics;
-use crate::sink::ChangeSink;
 use crate::storage::Table;
 use crate::storage::CHANGE_TYPE;
-
-/// Where a follower without a recorded position starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartAt {
-    Version(u64),
-    /// The next commit to land.
-    Latest,
-    /// The latest version's rows as inserts, then every later commit.
-    Snapshot,
-    /// The first commit whose timestamp (in-commit timestamp, else commitInfo's) is at or
-    /// after this time (ms since the epoch).
-    Timestamp(i64),
-}
-
-impl std::str::FromStr for StartAt {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<StartAt> {
-        match s {
-            "latest" => Ok(StartAt::Latest),
-            "snapshot" => Ok(StartAt::Snapshot),
-            t if t.starts_with("timestamp:") => {
-                let t = &t["timestamp:".len()..];
-                let ms = t
-                    .parse::<i64>()
-                    .ok()
-                    .or_else(|| chrono::DateTime::parse_from_rfc3339(t).ok().map(|d| d.timestamp_millis()));
-                ms.map(StartAt::Timestamp).ok_or_else(|| {
-                    Error::InvalidArgument(format!("start {s:?}: expected timestamp:<RFC 3339> or timestamp:<ms>"))
-                })
-            }
-            v => v.parse().map(StartAt::Version).map_err(|_| {
-                Error::InvalidArgument(format!(
-                    "start {v:?}: expected a version, `latest`, `snapshot` or `timestamp:<time>`"
-                ))
-            }),
-        }
-    }
-}
-
-/// Follower settings.
-#[derive(Debug, Clone)]
-pub struct FollowerOptions {
-    pub start: StartAt,
-    pub poll: Duration,
-    /// Stop once caught up.
-    pub once: bool,
-    pub filter: Option<Expr>,
-    /// Registers the position on the source under this id.
-    pub follower_id: Option<String>,
-    /// Follow even when the position is older than the table's retention.
-    pub allow_stale: bool,
-    /// Skip commits missing from the log (loudly) instead of failing.
-    pub skip_gaps: bool,
-    /// Commits that delete or update rows deliver nothing (inserts only).
-    pub skip_change_commits: bool,
-    /// Delete rows are dropped.
-    pub ignore_deletes: bool,
-    /// Deliver consecutive ready commits together up to this many data files / Arrow bytes.
-    pub max_files: Option<usize>,
-    pub max_bytes: Option<u64>,
-}
-
-impl FollowerOptions {
-    /// Defaults: from `start`, 1 s polls, following forever, no filter, unregistered.
-    pub fn new(start: StartAt) -> FollowerOptions {
-        FollowerOptions {
-            start,
-            poll: Duration::from_secs(1),
-            once: false,
-            filter: None,
-            follower_id: None,
-            allow_stale: false,
-            skip_gaps: false,
-            skip_change_commits: false,
-            ignore_deletes: false,
-            max_files: None,
-            max_bytes: None,
-        }
-    }
-}
 
 /// What a follower run did.
 #[derive(Debug, Clone, Default, PartialEq)]

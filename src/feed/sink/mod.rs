@@ -9,7 +9,7 @@
 //!   after each commit (a file output is truncated back to the saved length on restart, so it
 //!   is exact; a pipe may see the last commit again after a crash).
 //!
-//! The loop that drives a sink is [`crate::ops::follow`].
+//! The loop that drives a sink is [`crate::feed::follow`].
 
 pub mod kafka;
 pub mod lines;
@@ -19,7 +19,7 @@ use std::future::Future;
 
 use crate::delta::snapshot::Snapshot;
 use crate::error::Result;
-use crate::ops::changes::CommitChanges;
+use crate::feed::changes::CommitChanges;
 
 /// A destination for change rows that records how far it got.
 pub trait ChangeSink: Send {

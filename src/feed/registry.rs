@@ -10,13 +10,9 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use futures::TryStreamExt;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-
 use crate::delta::followers::{commit_paths, record_path, valid_follower_id, FollowerRecord, FOLLOWERS_DIR};
 use crate::delta::paths::resolve_in_table;
 use crate::error::{Error, Result};
-use crate::ops::maintenance::dv_path;
 use crate::storage::Table;
 
 /// Every registration on `table`, sorted by id.
@@ -25,22 +21,14 @@ use crate::storage::Table;
 /// Storage errors, and [`Error::InvalidArgument`] for an unreadable registration (a
 /// maintenance run must not guess what a follower needs).
 pub async fn list_followers(table: &Table) -> Result<Vec<FollowerRecord>> {
-    let store = table.object_store();
-    let dir = table.object_path(FOLLOWERS_DIR);
-    let listed: Vec<_> = store.list(Some(&dir)).try_collect().await.map_err(|e| Error::storage(table.url(), e))?;
+    let listed = table.list_files(FOLLOWERS_DIR).await?;
     let mut out = Vec::new();
-    for meta in listed.into_iter().filter(|m| m.location.extension() == Some("json")) {
-        let bytes = store
-            .get(&meta.location)
-            .await
-            .map_err(|e| Error::storage(meta.location.as_ref(), e))?
-            .bytes()
-            .await
-            .map_err(|e| Error::storage(meta.location.as_ref(), e))?;
+    for file in listed.into_iter().filter(|f| f.path.ends_with(".json")) {
+        let bytes = table.read_bytes(&file.path).await?;
         let record: FollowerRecord = serde_json::from_slice(&bytes).map_err(|e| {
             Error::InvalidArgument(format!(
                 "follower registration {} is unreadable ({e}); remove it with `deltabus followers <table> --remove <id>`",
-                meta.location
+                file.path
             ))
         })?;
         out.push(record);
@@ -56,9 +44,7 @@ pub async fn list_followers(table: &Table) -> Result<Vec<FollowerRecord>> {
 pub async fn register(table: &Table, record: &FollowerRecord) -> Result<()> {
     check_id(&record.follower_id)?;
     let body = serde_json::to_vec(record).map_err(|e| Error::Internal(e.to_string()))?;
-    let path = table.object_path(&record_path(&record.follower_id));
-    table.object_store().put(&path, PutPayload::from(body)).await.map_err(|e| Error::storage(path.as_ref(), e))?;
-    Ok(())
+    table.put_bytes(&record_path(&record.follower_id), body).await
 }
 
 /// Removes a registration; `false` when there was none.
@@ -67,14 +53,11 @@ pub async fn register(table: &Table, record: &FollowerRecord) -> Result<()> {
 /// [`Error::InvalidArgument`] for an invalid id; storage errors.
 pub async fn unregister(table: &Table, id: &str) -> Result<bool> {
     check_id(id)?;
-    let path = table.object_path(&record_path(id));
-    let store = table.object_store();
-    match store.head(&path).await {
-        Ok(_) => {}
-        Err(object_store::Error::NotFound { .. }) => return Ok(false),
-        Err(e) => return Err(Error::storage(path.as_ref(), e)),
+    let path = record_path(id);
+    if table.file_size(&path).await?.is_none() {
+        return Ok(false);
     }
-    store.delete(&path).await.map_err(|e| Error::storage(path.as_ref(), e))?;
+    table.delete_file(&path).await?;
     Ok(true)
 }
 
@@ -99,7 +82,7 @@ pub async fn needed_paths(table: &Table, from: u64, latest: u64) -> Result<HashS
         let actions = table.read_commit(v).await?;
         for (p, dv) in commit_paths(&actions) {
             out.extend(resolve_in_table(p, table.url(), true).ok());
-            out.extend(dv.and_then(|d| dv_path(d, table).ok().flatten()));
+            out.extend(dv.and_then(|d| d.file_in_table(table.url()).ok().flatten()));
         }
     }
     Ok(out)

@@ -11,12 +11,12 @@
 
 use super::ChangeSink;
 use crate::delta::actions::{Action, Txn};
+use crate::delta::create::new_table;
 use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
-use crate::ops::changes::CommitChanges;
-use crate::ops::create::new_table;
+use crate::feed::changes::CommitChanges;
 use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 
 fn change_schema(source: &StructType) -> StructType {
@@ -43,7 +43,7 @@ impl TableSink {
     /// # Errors
     /// Target read errors other than "no table yet".
     pub async fn open(target: &Table, follower_id: &str, source_table_id: &str) -> Result<TableSink> {
-        let app_id = crate::pipeline::app_id::TxnAppId::Follower {
+        let app_id = crate::delta::app_id::TxnAppId::Follower {
             follower: follower_id.to_string(),
             source_table_id: source_table_id.to_string(),
         }

@@ -32,7 +32,7 @@ use super::ChangeSink;
 use crate::delta::arrow_value::value_at;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
-use crate::ops::changes::CommitChanges;
+use crate::feed::changes::CommitChanges;
 
 const TXN_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -52,7 +52,7 @@ pub struct KafkaSinkConfig {
 
 impl KafkaSinkConfig {
     fn progress_key(&self) -> String {
-        crate::pipeline::app_id::TxnAppId::Follower {
+        crate::delta::app_id::TxnAppId::Follower {
             follower: self.follower_id.clone(),
             source_table_id: self.source_table_id.clone(),
         }

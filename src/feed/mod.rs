@@ -1,0 +1,17 @@
+//! The change feed: a table's log, tailed from a version, delivered exactly once.
+//!
+//! One tailed commit walks down these floors: the [`changes`] cursor reads the commit's
+//! row-level changes (through the storage shell's change reader and the protocol core's
+//! change-feed rules), the [`follow`] loop hands them to a [`sink`], and the sink stores the
+//! rows together with its new position; the loop keeps the follower's [`registry`] entry
+//! current so maintenance keeps what it still needs.
+//!
+//! - [`changes`]: the cursor over the row-level changes of commits (`changes`, `tail`).
+//! - [`follow`]: the follower loop (start position, polling, delivery, staleness, stop).
+//! - [`registry`]: follower registrations (`_deltabus/followers/`), their needs and health.
+//! - [`sink`]: the sink trait and its three sinks (JSON lines, a Kafka topic, a Delta table).
+
+pub mod changes;
+pub mod follow;
+pub mod registry;
+pub mod sink;
