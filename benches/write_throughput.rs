@@ -11,6 +11,9 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
+#[path = "support/s3.rs"]
+mod s3;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -154,25 +157,8 @@ fn main() {
     }
     if let Ok(endpoint) = std::env::var("DELTABUS_TEST_S3_ENDPOINT") {
         for (writers, total) in [(1, 200), (4, 200)] {
-            let bucket = format!("bench-{}", uuid::Uuid::new_v4().simple());
-            assert!(Command::new("curl")
-                .args(["-sf", "-X", "PUT", &format!("{endpoint}/{bucket}")])
-                .status()
-                .unwrap()
-                .success());
-            let options = StorageOptions {
-                options: [
-                    ("aws_endpoint", endpoint.as_str()),
-                    ("aws_allow_http", "true"),
-                    ("aws_region", "us-east-1"),
-                    ("aws_access_key_id", "test"),
-                    ("aws_secret_access_key", "test"),
-                ]
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-                allow_absolute_paths: false,
-            };
+            let bucket = s3::new_bucket(&endpoint, "bench");
+            let options = StorageOptions { options: s3::s3_options(&endpoint), ..StorageOptions::default() };
             let table = Table::open(&format!("s3://{bucket}/t"), options).unwrap();
             let rate = rt.block_on(commit_rate(table, writers, total));
             println!("S3 (moto)     {writers} writer(s): {total} commits, {rate:>8.0} commits/s");

@@ -199,6 +199,8 @@ impl PipelineMetrics {
 #[derive(Debug, Default)]
 pub struct Metrics {
     pipelines: Mutex<BTreeMap<String, Arc<PipelineMetrics>>>,
+    /// Reads "now" for lag and staleness gauges.
+    pub clock: crate::common::clock::Clock,
 }
 
 impl Metrics {
@@ -216,7 +218,7 @@ impl Metrics {
     /// The exposition text.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let now = chrono::Utc::now().timestamp_millis();
+        let now = self.clock.now_ms();
         for (name, m) in self.all() {
             m.render(&name, now, &mut out);
         }

@@ -5,6 +5,10 @@
 //! decoding runs inside [`guard`] / [`guard_poll`]: a panic there becomes `Err(message)` and
 //! prints nothing (the process-wide hook stays silent inside a guard and delegates to the
 //! previous hook everywhere else).
+//!
+//! A decoder can also spin on hostile input instead of panicking. Decoding whose work a
+//! pre-check cannot bound runs under [`with_deadline`]: on a thread of its own, given up after
+//! a limit (the abandoned thread runs on until its loop ends; the process does not wait for it).
 
 use std::cell::Cell;
 use std::future::Future;
@@ -49,6 +53,31 @@ pub fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     result.map_err(message)
 }
 
+/// How long decoding a Parquet footer may take before the file counts as damaged (a sound
+/// footer decodes in milliseconds).
+pub const FOOTER_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Runs `f` (guarded as by [`guard`]) on a thread of its own and waits at most `limit`.
+///
+/// # Errors
+/// A panic's message, or that the limit passed.
+pub fn with_deadline<T: Send + 'static>(
+    limit: std::time::Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new().name("deltabus-decode".into()).spawn(move || {
+        let _ = tx.send(guard(f));
+    });
+    if let Err(e) = spawned {
+        return Err(format!("cannot start a decoding thread: {e}"));
+    }
+    match rx.recv_timeout(limit) {
+        Ok(result) => result,
+        Err(_) => Err(format!("decoding took longer than {} s: the input is damaged", limit.as_secs())),
+    }
+}
+
 /// Awaits `f`, each poll guarded as by [`guard`].
 ///
 /// # Errors
@@ -76,6 +105,18 @@ impl<F: Future> Future for Guarded<F> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn deadlines_give_up_on_spinning_work() {
+        let quick = super::with_deadline(std::time::Duration::from_secs(5), || 41 + 1);
+        assert_eq!(quick, Ok(42));
+        let spinning = super::with_deadline(std::time::Duration::from_millis(50), || {
+            std::thread::sleep(std::time::Duration::from_secs(3));
+        });
+        assert!(spinning.unwrap_err().contains("longer than"));
+        let panicking = super::with_deadline(std::time::Duration::from_secs(5), || -> u8 { panic!("bad page") });
+        assert_eq!(panicking, Err("bad page".to_string()));
+    }
+
     #[test]
     fn panics_become_errors() {
         #[allow(clippy::panic)]

@@ -4,7 +4,6 @@
 //! must not be retried.
 
 use std::collections::BTreeSet;
-use std::process::Command;
 
 use deltabus::delta::actions::{Action, Add, Remove, Txn};
 use deltabus::delta::conflict::ReadSet;
@@ -161,25 +160,8 @@ async fn contract_azure() {
 /// A table location in a fresh bucket of the S3 emulator (None when it is not running).
 pub async fn s3_table() -> Option<Table> {
     let endpoint = crate::storage::emulator("DELTABUS_TEST_S3_ENDPOINT")?;
-    let bucket = format!("commit-{}", uuid::Uuid::new_v4().simple());
-    assert!(Command::new("curl")
-        .args(["-sf", "-X", "PUT", &format!("{endpoint}/{bucket}")])
-        .status()
-        .unwrap()
-        .success());
-    let options = StorageOptions {
-        options: [
-            ("aws_endpoint", endpoint.as_str()),
-            ("aws_allow_http", "true"),
-            ("aws_region", "us-east-1"),
-            ("aws_access_key_id", "test"),
-            ("aws_secret_access_key", "test"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect(),
-        allow_absolute_paths: false,
-    };
+    let bucket = crate::s3_emulator::new_bucket(&endpoint, "commit");
+    let options = StorageOptions { options: crate::s3_emulator::s3_options(&endpoint), ..StorageOptions::default() };
     Some(Table::open(&format!("s3://{bucket}/t"), options).unwrap())
 }
 
@@ -189,7 +171,7 @@ pub fn azure_table() -> Option<Table> {
     let container = crate::storage::azure_container();
     let options = StorageOptions {
         options: [("azure_storage_use_emulator".to_string(), "true".to_string())].into_iter().collect(),
-        allow_absolute_paths: false,
+        ..StorageOptions::default()
     };
     Some(Table::open(&format!("az://{container}/t"), options).unwrap())
 }

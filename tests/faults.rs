@@ -314,7 +314,7 @@ fn a_follower_killed_between_delivery_and_registration_delivers_exactly_once() {
 #[test]
 fn writers_through_a_lossy_s3_endpoint_are_exactly_once() {
     let Some(endpoint) = crate::storage::emulator("DELTABUS_TEST_S3_ENDPOINT") else { return };
-    let bucket = new_bucket(&endpoint, "lossy");
+    let bucket = crate::s3_emulator::new_bucket(&endpoint, "lossy");
     let url = format!("s3://{bucket}/t");
     let opts = crate::storage::s3_cli_options(&endpoint);
     let run = |cmd: &[&str], v: u64, seed: u64, input: Option<&str>| {
@@ -365,7 +365,7 @@ fn kafka_ingest_through_a_lossy_s3_endpoint_is_exactly_once() {
     use crate::ingest_process::{start_producer_to, terminate, TOTAL};
     let Some(endpoint) = crate::storage::emulator("DELTABUS_TEST_S3_ENDPOINT") else { return };
     let _guard = crate::common::native_clients_lock();
-    let bucket = new_bucket(&endpoint, "ingest");
+    let bucket = crate::s3_emulator::new_bucket(&endpoint, "ingest");
     let table = format!("s3://{bucket}/orders");
     let env = [
         ("AWS_ENDPOINT", endpoint.as_str()),
@@ -430,15 +430,4 @@ fn kafka_ingest_through_a_lossy_s3_endpoint_is_exactly_once() {
     let faults = std::fs::read_to_string(&log).unwrap_or_default().matches("store.fault_injected").count();
     eprintln!("{faults} store faults injected");
     drop(cluster);
-}
-
-/// A fresh bucket on the S3 emulator.
-fn new_bucket(endpoint: &str, prefix: &str) -> String {
-    let bucket = format!("{prefix}-{}", uuid::Uuid::new_v4().simple());
-    assert!(std::process::Command::new("curl")
-        .args(["-sf", "-X", "PUT", &format!("{endpoint}/{bucket}")])
-        .status()
-        .unwrap()
-        .success());
-    bucket
 }

@@ -19,6 +19,8 @@ mod maintenance;
 mod paths;
 mod positions;
 mod robustness;
+#[path = "../benches/support/s3.rs"]
+mod s3_emulator;
 mod schema_race;
 mod storage;
 mod upsert;

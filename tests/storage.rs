@@ -6,6 +6,7 @@
 //! without them, these tests say they are skipped; with `DELTABUS_REQUIRE_EMULATORS=1` (as in
 //! CI) a missing emulator is a failure.
 
+pub use crate::s3_emulator::{new_bucket, s3_cli_options};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -24,20 +25,6 @@ const TABLES: &[&str] = &[
     "v2-checkpoint-parquet",
     "dv-partitioned-with-checkpoint",
 ];
-
-/// `--storage-option` arguments for the S3 emulator at `endpoint`.
-pub fn s3_cli_options(endpoint: &str) -> Vec<String> {
-    [
-        format!("aws_endpoint={endpoint}"),
-        "aws_allow_http=true".into(),
-        "aws_region=us-east-1".into(),
-        "aws_access_key_id=test".into(),
-        "aws_secret_access_key=test".into(),
-    ]
-    .iter()
-    .flat_map(|o| ["--storage-option".to_string(), o.clone()])
-    .collect()
-}
 
 pub fn emulator(var: &str) -> Option<String> {
     match std::env::var(var) {
@@ -104,9 +91,7 @@ async fn s3_reads_match_local() {
     let Some(endpoint) = emulator("DELTABUS_TEST_S3_ENDPOINT") else {
         return;
     };
-    let bucket = format!("deltabus-{}", uuid::Uuid::new_v4().simple());
-    let status = Command::new("curl").args(["-sf", "-X", "PUT", &format!("{endpoint}/{bucket}")]).status().unwrap();
-    assert!(status.success(), "cannot create bucket on {endpoint}");
+    let bucket = new_bucket(&endpoint, "deltabus");
     let store: Arc<dyn ObjectStore> = Arc::new(
         object_store::aws::AmazonS3Builder::new()
             .with_endpoint(&endpoint)

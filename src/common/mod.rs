@@ -1,8 +1,10 @@
 //! Types shared by several floors — the configuration, the command line, the pipeline and the
 //! change feed — kept below all of them so that none imports upwards.
 //!
+//! - [`clock`]: the one clock (system, tokio-paused in tests, manual).
 //! - [`flush`] [sync]: the flush policy, a pure function of the batch state and `now`.
 //! - [`follow`]: follower settings and start positions.
 
+pub mod clock;
 pub mod flush;
 pub mod follow;

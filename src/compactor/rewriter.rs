@@ -170,7 +170,7 @@ async fn rewrite_bin(
     for a in &mut adds {
         a.data_change = false;
     }
-    let now = chrono::Utc::now().timestamp_millis();
+    let now = table.clock().now_ms();
     let removes = bin.files.iter().map(|f| {
         Action::Remove(Remove {
             path: f.path.clone(),

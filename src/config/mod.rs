@@ -147,6 +147,7 @@ impl Config {
         StorageOptions {
             options: self.storage.options.clone(),
             allow_absolute_paths: self.storage.allow_absolute_paths,
+            ..StorageOptions::default()
         }
     }
 

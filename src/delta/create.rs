@@ -104,7 +104,8 @@ pub fn new_table(
         schema_string: schema.to_json(),
         partition_columns: partition_columns.to_vec(),
         configuration,
-        created_time: Some(chrono::Utc::now().timestamp_millis()),
+        // Stamped with the commit's time when committed (`Transaction::commit_bytes`).
+        created_time: None,
     };
     Ok((protocol, metadata))
 }

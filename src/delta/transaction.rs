@@ -176,7 +176,15 @@ impl Transaction {
         let mut out = Action::CommitInfo(Value::Object(info)).to_json_line()?;
         for a in &self.actions {
             out.push('\n');
-            out.push_str(&a.to_json_line()?);
+            match a {
+                // A new table's metadata is created at its commit's time.
+                Action::Metadata(m) if m.created_time.is_none() => {
+                    let stamped =
+                        Action::Metadata(crate::delta::actions::Metadata { created_time: Some(now_ms), ..m.clone() });
+                    out.push_str(&stamped.to_json_line()?);
+                }
+                _ => out.push_str(&a.to_json_line()?),
+            }
         }
         out.push('\n');
         Ok(out.into_bytes())

@@ -91,8 +91,7 @@ impl ChangeCursor {
         let snapshot = table.snapshot(Some(version)).await?;
         let (commit, modified) = table.read_commit_with_time(version).await.unwrap_or_default();
         // Without the commit file (only a checkpoint left), the snapshot is stamped with now.
-        let timestamp_ms =
-            if commit.is_empty() { chrono::Utc::now().timestamp_millis() } else { commit_timestamp(&commit, modified) };
+        let timestamp_ms = if commit.is_empty() { table.clock().now_ms() } else { commit_timestamp(&commit, modified) };
         let adds: Vec<Action> = snapshot
             .files()
             .into_iter()
@@ -210,7 +209,7 @@ impl ChangeCursor {
                 None => {
                     let mut state = TableState::default();
                     state.apply_commit(version, &actions, &name)?;
-                    self.snapshot = Some(Snapshot::new(state, None, chrono::Utc::now().timestamp_millis())?);
+                    self.snapshot = Some(Snapshot::new(state, None, self.table.clock().now_ms())?);
                 }
             }
         }

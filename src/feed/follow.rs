@@ -21,7 +21,9 @@
 
 use std::future::Future;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use arrow::array::{Array, BooleanArray, StringArray};
 use arrow::compute::filter_record_batch;
@@ -61,6 +63,10 @@ impl FollowerReport {
 /// # Errors
 /// Source read errors (a vacuumed commit, a protocol the reader cannot handle), a stale
 /// position, and the sink's errors.
+#[tracing::instrument(
+    name = "follow", level = "info", skip_all,
+    fields(source = %source.url(), sink = sink.name(), follower = opts.follower_id.as_deref().unwrap_or("-"))
+)]
 pub async fn run_follower<S: ChangeSink>(
     source: &Table,
     sink: &mut S,
@@ -135,7 +141,7 @@ pub async fn run_follower<S: ChangeSink>(
             continue;
         };
         let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
-        check_health(snapshot, &first, opts.allow_stale, &mut warned)?;
+        check_health(source.clock().now_ms(), snapshot, &first, opts.allow_stale, &mut warned)?;
         let mut changes = shape(first, opts)?;
         // Batching: more commits that are already there, within the limits.
         if opts.max_files.is_some() || opts.max_bytes.is_some() {
@@ -148,7 +154,7 @@ pub async fn run_follower<S: ChangeSink>(
                     Some(c) => {
                         let snapshot =
                             cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
-                        check_health(snapshot, &c, opts.allow_stale, &mut warned)?;
+                        check_health(source.clock().now_ms(), snapshot, &c, opts.allow_stale, &mut warned)?;
                         let c = shape(c, opts)?;
                         changes.version = c.version;
                         changes.timestamp_ms = c.timestamp_ms;
@@ -179,7 +185,7 @@ pub async fn run_follower<S: ChangeSink>(
                 latest_seen = Some((Instant::now(), latest));
             }
             let latest = latest_seen.map_or(changes.version, |(_, v)| v.max(changes.version));
-            let age = (chrono::Utc::now().timestamp_millis() - changes.timestamp_ms).max(0) as f64 / 1000.0;
+            let age = (source.clock().now_ms() - changes.timestamp_ms).max(0) as f64 / 1000.0;
             let behind = latest - changes.version;
             m.source_lag(Some(changes.version), behind, if behind == 0 { 0.0 } else { age });
         }
@@ -215,6 +221,7 @@ async fn poll_riding_faults(cursor: &mut ChangeCursor) -> Result<Option<CommitCh
 
 /// Delivers, retrying transient errors: every sink records its position with the rows, so a
 /// delivery whose outcome was lost is recognised (or skipped) on the next attempt.
+#[tracing::instrument(name = "deliver", level = "info", skip_all, fields(sink = sink.name(), version = changes.version))]
 async fn deliver_riding_faults<S: ChangeSink>(
     sink: &mut S,
     snapshot: &Snapshot,
@@ -275,12 +282,12 @@ fn delivered(report: &mut FollowerReport, changes: &CommitChanges, metrics: Opti
 }
 
 fn check_health(
+    now: i64,
     snapshot: &crate::delta::snapshot::Snapshot,
     changes: &CommitChanges,
     allow_stale: bool,
     warned: &mut bool,
 ) -> Result<()> {
-    let now = chrono::Utc::now().timestamp_millis();
     match position_health(Some(changes.timestamp_ms), now, changes.version, &snapshot.properties) {
         PositionHealth::Fresh => *warned = false,
         PositionHealth::Warn(m) if !*warned => {

@@ -8,7 +8,9 @@
 //! then unprotected, and says so.
 
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::delta::followers::{commit_paths, record_path, valid_follower_id, FollowerRecord, FOLLOWERS_DIR};
 use crate::delta::paths::resolve_in_table;
@@ -121,7 +123,7 @@ impl Registrar {
         let record = FollowerRecord {
             follower_id: self.id.clone(),
             next_version,
-            updated_at: chrono::Utc::now().timestamp_millis(),
+            updated_at: self.table.clock().now_ms(),
             kind: self.kind.to_string(),
         };
         match register(&self.table, &record).await {

@@ -83,7 +83,7 @@ pub async fn delete(table: &Table, predicate: &str, retry: &RetryPolicy) -> Resu
     if changes.is_empty() {
         return Ok(report);
     }
-    let now = chrono::Utc::now().timestamp_millis();
+    let now = table.clock().now_ms();
     let mut actions = Vec::new();
     let mut written: Vec<String> = Vec::new();
     let mut build = if use_dvs {

@@ -90,7 +90,7 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
             table_retention.as_secs() / 3600
         )));
     }
-    let now = chrono::Utc::now().timestamp_millis();
+    let now = table.clock().now_ms();
     let cutoff = cutoff_ms(now, retention);
     // What the log references is kept however it is spelled: relative, encoded or absolute
     // inside the root (reading absolute paths needs a flag; keeping them does not). A path
@@ -176,7 +176,7 @@ fn leaves_root_locally(table: &Table, rel: &str) -> bool {
 pub async fn cleanup_log(table: &Table, dry_run: bool, ignore_followers: bool) -> Result<MaintenanceReport> {
     let snapshot = table.snapshot(None).await?;
     check_writable(&snapshot.protocol, &snapshot.metadata)?;
-    let now = chrono::Utc::now().timestamp_millis();
+    let now = table.clock().now_ms();
     let cutoff = cutoff_ms(now, snapshot.properties.log_retention);
     // Files directly in `_delta_log` (not in `_sidecars/` or other folders).
     let entries: Vec<(String, u64, i64)> = table

@@ -244,7 +244,7 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
         actions.push(Action::Txn(Txn {
             app_id: app_id.clone(),
             version: *version,
-            last_updated: Some(chrono::Utc::now().timestamp_millis()),
+            last_updated: Some(table.clock().now_ms()),
         }));
     }
     let partition_by = serde_json::to_string(&snapshot.metadata.partition_columns).unwrap_or_default();

@@ -163,7 +163,7 @@ impl Flusher {
         let (mut txn, written, rows, files, bytes) = self.plan(&snapshot, parts).await?;
         let mut staged = StagedCommit::new(&self.table);
         staged.stage(written);
-        let now = chrono::Utc::now().timestamp_millis();
+        let now = self.table.clock().now_ms();
         for (p, b) in parts.iter() {
             txn.actions.push(Action::Txn(Txn {
                 app_id: app(*p).to_string(),

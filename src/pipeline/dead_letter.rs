@@ -11,13 +11,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use arrow::array::{
     ArrayRef, BinaryArray, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
-use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
 
 use crate::delta::actions::{Action, Txn};
 use crate::delta::app_id::TxnAppId;
@@ -27,6 +24,7 @@ use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
+use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
 use crate::source::kafka::payload::DeadLetter;
 use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 
@@ -39,10 +37,7 @@ pub enum DeadLetterSink {
         app_id: String,
         pipeline: String,
     },
-    Topic {
-        producer: FutureProducer,
-        topic: String,
-    },
+    Topic(DeadLetterTopic),
 }
 
 /// The schema of a dead-letter table.
@@ -75,31 +70,7 @@ impl DeadLetterSink {
             DeadLetterSink::Table { table, app_id, pipeline } => {
                 to_table(table, app_id, pipeline, topic, letters).await
             }
-            DeadLetterSink::Topic { producer, topic: dlq } => {
-                let mut pending = Vec::new();
-                for l in letters.values().flatten() {
-                    let headers = OwnedHeaders::new()
-                        .insert(Header { key: "deltabus.reason", value: Some(l.reason.as_bytes()) })
-                        .insert(Header { key: "deltabus.topic", value: Some(l.topic.as_bytes()) })
-                        .insert(Header { key: "deltabus.partition", value: Some(l.partition.to_string().as_bytes()) })
-                        .insert(Header { key: "deltabus.offset", value: Some(l.offset.to_string().as_bytes()) });
-                    let mut record = FutureRecord::<[u8], [u8]>::to(dlq).headers(headers);
-                    if let Some(k) = &l.key {
-                        record = record.key(k.as_slice());
-                    }
-                    if let Some(p) = &l.payload {
-                        record = record.payload(p.as_slice());
-                    }
-                    if let Some(ts) = l.timestamp_ms {
-                        record = record.timestamp(ts);
-                    }
-                    pending.push(producer.send(record, Duration::from_secs(30)));
-                }
-                for r in futures::future::join_all(pending).await {
-                    r.map_err(|(e, _)| Error::Kafka(format!("dead-letter topic {dlq}: {e}")))?;
-                }
-                Ok(())
-            }
+            DeadLetterSink::Topic(dlq) => dlq.send(letters.values().flatten()).await,
         }
     }
 }
@@ -126,11 +97,7 @@ async fn to_table(
             let app = id.to_string();
             let fresh: Vec<&DeadLetter> = ls.iter().filter(|l| l.offset > done).collect();
             if let Some(last) = fresh.last() {
-                txns.push(Txn {
-                    app_id: app,
-                    version: last.offset,
-                    last_updated: Some(chrono::Utc::now().timestamp_millis()),
-                });
+                txns.push(Txn { app_id: app, version: last.offset, last_updated: Some(table.clock().now_ms()) });
                 rows.extend(fresh);
             }
         }

@@ -18,6 +18,7 @@ pub mod auto_compact;
 pub mod buffer;
 pub mod commit;
 pub mod dead_letter;
+pub mod decode;
 pub mod delta_source;
 mod flushing;
 pub mod keyed;

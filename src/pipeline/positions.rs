@@ -12,12 +12,93 @@
 //!   did not commit.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
 
+use super::schema::TableSchema;
+use crate::config::{ResolvedPipeline, StartPosition};
 use crate::delta::actions::{Action, Txn};
 use crate::delta::app_id::TxnAppId;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
+use crate::metrics::PipelineMetrics;
+use crate::source::kafka::stage::{KafkaSource, StartOffset};
 use crate::storage::{RetryPolicy, StagedCommit, Table};
+
+/// Where each of `parts`, just assigned, starts: its recorded position plus one (checked
+/// against the broker's watermarks), else the configured start. `schema` is refreshed when a
+/// `latest` start gets recorded.
+///
+/// # Errors
+/// Storage and broker errors; data loss when `kafka.fail_on_data_loss` holds.
+pub(crate) async fn resolve(
+    source: &KafkaSource,
+    table: &Table,
+    schema: &mut TableSchema,
+    cfg: &ResolvedPipeline,
+    metrics: &PipelineMetrics,
+    parts: &[i32],
+) -> Result<BTreeMap<i32, StartOffset>> {
+    let topic = source.topic();
+    let marks = source.watermarks(parts)?;
+    let recorded = |schema: &TableSchema| -> BTreeMap<i32, i64> {
+        parts.iter().filter_map(|p| schema.position(&cfg.app_id, topic, *p).map(|v| (*p, v))).collect()
+    };
+    let mut known = recorded(schema);
+    if matches!(cfg.start, StartPosition::Latest) {
+        // Resolve "latest" once, in the table, so that the next owner resumes there.
+        let ends: BTreeMap<i32, i64> =
+            parts.iter().filter(|p| !known.contains_key(p)).filter_map(|p| marks.get(p).map(|m| (*p, m.1))).collect();
+        if record_latest(table, schema.snapshot.as_ref(), &cfg.app_id, topic, &ends).await? {
+            schema.refresh(table).await?;
+            known = recorded(schema);
+        }
+    }
+    let mut fresh = Vec::new();
+    let mut positions = BTreeMap::new();
+    for p in parts {
+        let Some(v) = known.get(p) else {
+            fresh.push(*p);
+            continue;
+        };
+        let next = v + 1;
+        let verdict = marks.get(p).map_or(Resume::At(next), |m| check(next, *m));
+        let resume = match verdict {
+            Resume::At(n) => n,
+            Resume::Lost { lost, earliest } if !cfg.config.kafka.fail_on_data_loss => {
+                tracing::error!(
+                    partition = p,
+                    lost,
+                    earliest,
+                    "data loss: the broker deleted records before ingestion; skipping them (fail_on_data_loss = false)"
+                );
+                metrics.offsets_lost.fetch_add(u64::try_from(lost).unwrap_or(0), Relaxed);
+                earliest
+            }
+            // Not fatal: some brokers report a high watermark below offsets they served.
+            Resume::Ahead { next, end } => {
+                tracing::error!(partition = p, next, end, "the table's position is past the partition's end: if the topic was recreated, its records up to the position count as ingested; ingest it under a new app_id");
+                metrics.positions_past_end.fetch_add(1, Relaxed);
+                next
+            }
+            v => {
+                return Err(data_loss_error(topic, *p, v).unwrap_or_else(|| Error::Internal("position verdict".into())))
+            }
+        };
+        positions.insert(*p, StartOffset::At(resume));
+    }
+    let starts: BTreeMap<i32, StartOffset> = match &cfg.start {
+        StartPosition::Earliest => fresh.iter().map(|p| (*p, StartOffset::Beginning)).collect(),
+        // Only before the table exists (nothing to record the position in yet).
+        StartPosition::Latest => fresh.iter().map(|p| (*p, StartOffset::End)).collect(),
+        StartPosition::Offsets(map) => {
+            fresh.iter().map(|p| (*p, map.get(p).map_or(StartOffset::Beginning, |o| StartOffset::At(*o)))).collect()
+        }
+        StartPosition::Timestamp(ts) if !fresh.is_empty() => source.offsets_for_timestamp(&fresh, *ts)?,
+        StartPosition::Timestamp(_) => BTreeMap::new(),
+    };
+    positions.extend(starts);
+    Ok(positions)
+}
 
 /// The verdict on a recorded position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +152,7 @@ pub async fn record_latest(
     if ends.is_empty() {
         return Ok(true);
     }
-    let now = chrono::Utc::now().timestamp_millis();
+    let now = table.clock().now_ms();
     let actions = ends
         .iter()
         .map(|(p, end)| {

@@ -10,11 +10,15 @@
 //!   per partition (version = last offset consumed, dead letters included) in one
 //!   put-if-absent commit ([`super::commit`]). If another worker moved a partition's txn, that
 //!   partition's data is dropped and it seeks to the table's position.
-//! - Flushes run in the background, one at a time, while consumption goes on
-//!   ([`super::flushing`]); consumption waits when the next batch is due before the running
+//! - Flushes run in the background, one at a time, while consumption goes on (the runner
+//!   holds a [`FlushSlot`]); consumption waits when the next batch is due before the running
 //!   flush ended, which with `flush.max_bytes` bounds memory to two batches.
+//!
+//! One record walks down: the [`KafkaSource`] polls it as a plain record → [`decode`] makes
+//! it rows, a delete or a dead letter → the [`Buffer`] holds it per partition → the flush
+//! policy calls for a flush → the [`FlushSlot`] writes and commits it ([`super::commit`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::num::NonZeroU32;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -22,43 +26,32 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
-use rdkafka::consumer::Consumer;
-use rdkafka::message::{BorrowedMessage, Headers as _};
-use rdkafka::{Message, Offset};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::sync::watch;
+use tracing::Instrument;
 
-use super::buffer::{Buffer, Consumed};
+use super::buffer::Buffer;
 use super::commit::Flusher;
 use super::dead_letter::DeadLetterSink;
-use super::flushing::{Done, InFlight};
-use super::positions::{self, record_latest, Resume};
+use super::decode::decode;
+use super::flushing::{Finished, FlushSlot};
+use super::positions;
 use super::schema::TableSchema;
 use crate::common::flush::FlushReason;
-use arrow::array::{Array, BooleanArray, RecordBatch, StringArray};
-
-use super::keyed::{debezium_change, key_of_kafka_key, keys_of_batch, RecordChange};
-use crate::config::{ResolvedPipeline, StartPosition, UpsertConfig};
-use crate::error::{Error, Result};
+use crate::config::ResolvedPipeline;
+use crate::error::Result;
 use crate::metrics::PipelineMetrics;
-use crate::source::kafka::columns::{self, Headers};
-use crate::source::kafka::consumer::{
-    assign, create_consumer, offsets_for_timestamp, prefetch_kbytes, seek, watermarks, ConsumerEvent, ConsumerSettings,
-    PipelineConsumer,
-};
-use crate::source::kafka::payload::{DeadLetter, RawRecord};
+use crate::source::kafka::consumer::{prefetch_kbytes, ConsumerEvent, ConsumerSettings};
+use crate::source::kafka::stage::{KafkaSource, Poll, StartOffset};
 use crate::storage::Table;
-
-/// Messages taken from the consumer per poll at most.
-const MAX_CHUNK: usize = 4096;
 
 /// A partition this member owns.
 #[derive(Debug, Clone)]
-pub(crate) struct Owned {
+struct Owned {
     /// A seek not yet accepted by librdkafka.
-    pub seek: Option<Offset>,
+    seek: Option<i64>,
     /// Offsets below this are already in the table.
-    pub accept_from: i64,
+    accept_from: i64,
 }
 
 /// What a pipeline did, reported when it stops.
@@ -72,23 +65,15 @@ pub struct RunReport {
 
 /// A pipeline ready to run.
 pub struct Runner {
-    pub(crate) cfg: ResolvedPipeline,
-    pub(crate) table: Table,
-    pub(crate) metrics: Arc<PipelineMetrics>,
-    pub(crate) schema: TableSchema,
-    pub(crate) owned: BTreeMap<i32, Owned>,
-    pub(crate) buffer: Buffer,
-    /// The flusher while no flush runs; the running flush; where its result arrives.
-    pub(crate) flusher: Option<Flusher>,
-    pub(crate) inflight: Option<InFlight>,
-    pub(crate) done_tx: UnboundedSender<Done>,
-    pub(crate) done_rx: UnboundedReceiver<Done>,
+    cfg: ResolvedPipeline,
+    table: Table,
+    metrics: Arc<PipelineMetrics>,
+    schema: TableSchema,
+    owned: BTreeMap<i32, Owned>,
+    buffer: Buffer,
+    slot: FlushSlot,
     records_limit: Option<DefaultDirectRateLimiter>,
     bytes_limit: Option<DefaultDirectRateLimiter>,
-}
-
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
 }
 
 impl Runner {
@@ -114,12 +99,8 @@ impl Runner {
             key_columns: cfg.upsert.as_ref().map(|u| u.key_columns.clone()),
             snapshot: schema.snapshot.clone(),
         };
-        let (done_tx, done_rx) = unbounded_channel();
         Ok(Runner {
-            flusher: Some(flusher),
-            inflight: None,
-            done_tx,
-            done_rx,
+            slot: FlushSlot::new(flusher),
             records_limit: limiter(cfg.config.flush.records_per_second),
             bytes_limit: limiter(cfg.config.flush.bytes_per_second),
             cfg,
@@ -146,14 +127,14 @@ impl Runner {
             properties: &k.properties,
             prefetch_kbytes: prefetch_kbytes(self.cfg.policy.max_bytes),
         };
-        let consumer = Arc::new(create_consumer(&settings, tx)?);
-        tracing::info!(pipeline = %self.cfg.name, topic = %k.topic, table = %self.table.url(), "pipeline started");
-        let result = self.consume(&consumer, &mut events, &mut shutdown).await;
+        let source = KafkaSource::open(&settings, tx)?;
+        tracing::info!(topic = %k.topic, table = %self.table.url(), "pipeline started");
+        let result = self.consume(&source, &mut events, &mut shutdown).await;
         let result = match result {
-            Ok(()) => self.flush_now(&consumer, FlushReason::Shutdown).await,
+            Ok(()) => self.flush_now(&source, FlushReason::Shutdown).await,
             Err(e) => Err(e),
         };
-        close(consumer).await;
+        source.close().await;
         let m = &self.metrics;
         let report = RunReport {
             records: m.records_in.load(Relaxed),
@@ -161,70 +142,77 @@ impl Runner {
             dead_letters: m.dead_letters.load(Relaxed),
             commits: m.commits.load(Relaxed),
         };
-        tracing::info!(pipeline = %self.cfg.name, ?report, ok = result.is_ok(), "pipeline stopped");
+        tracing::info!(
+            records = report.records,
+            rows_committed = report.rows_committed,
+            dead_letters = report.dead_letters,
+            commits = report.commits,
+            ok = result.is_ok(),
+            "pipeline stopped"
+        );
         result.map(|()| report)
     }
 
     async fn consume(
         &mut self,
-        consumer: &PipelineConsumer,
-        events: &mut tokio::sync::mpsc::UnboundedReceiver<ConsumerEvent>,
+        source: &KafkaSource,
+        events: &mut UnboundedReceiver<ConsumerEvent>,
         shutdown: &mut watch::Receiver<bool>,
     ) -> Result<()> {
-        let mut stream = consumer.stream().ready_chunks(MAX_CHUNK);
+        let mut polls = std::pin::pin!(source.polls());
         while !*shutdown.borrow() {
-            let now = now_ms();
+            let now = self.table.clock().now_ms();
             let due = self.cfg.policy.deadline_ms(&self.buffer.state()).unwrap_or(now + 1000);
             let tick = if self.owned.values().any(|o| o.seek.is_some()) { 50 } else { 1000 };
             let wake = tokio::time::Instant::now() + Duration::from_millis((due - now).clamp(0, tick) as u64);
             tokio::select! {
                 biased;
                 _ = shutdown.changed() => break,
-                Some(done) = self.done_rx.recv(), if self.inflight.is_some() => self.complete_flush(consumer, done).await?,
-                Some(ev) = events.recv() => self.on_event(consumer, ev).await?,
-                Some(chunk) = stream.next() => {
-                // Events the poll produced (a revocation, say) apply before its messages.
-                while let Ok(ev) = events.try_recv() {
-                    self.on_event(consumer, ev).await?;
+                finished = self.slot.finished() => self.apply(source, finished).await?,
+                Some(ev) = events.recv() => self.on_event(source, ev).await?,
+                Some(poll) = polls.next() => {
+                    // Events the poll produced (a revocation, say) apply before its messages.
+                    while let Ok(ev) = events.try_recv() {
+                        self.on_event(source, ev).await?;
+                    }
+                    self.on_poll(source, &poll).await?;
                 }
-                self.on_messages(chunk).await?;
-            }
                 _ = tokio::time::sleep_until(wake) => {}
             }
             // ... and before any flush.
             while let Ok(ev) = events.try_recv() {
-                self.on_event(consumer, ev).await?;
+                self.on_event(source, ev).await?;
             }
-            self.retry_seeks(consumer);
-            if let Some(reason) = self.cfg.policy.decide(&self.buffer.state(), now_ms()) {
-                self.start_flush(consumer, reason).await?;
+            self.retry_seeks(source);
+            if let Some(reason) = self.cfg.policy.decide(&self.buffer.state(), self.table.clock().now_ms()) {
+                self.start_flush(source, reason).await?;
             }
         }
         // Apply revocations that arrived with the shutdown before the final flush.
         while let Ok(ev) = events.try_recv() {
             if matches!(ev, ConsumerEvent::Revoked(_)) {
-                self.on_event(consumer, ev).await?;
+                self.on_event(source, ev).await?;
             }
         }
         Ok(())
     }
 
-    async fn on_event(&mut self, consumer: &PipelineConsumer, ev: ConsumerEvent) -> Result<()> {
+    async fn on_event(&mut self, source: &KafkaSource, ev: ConsumerEvent) -> Result<()> {
         match ev {
-            ConsumerEvent::Assigned(parts) => self.on_assigned(consumer, parts).await?,
+            ConsumerEvent::Assigned(parts) => self.on_assigned(source, parts).await?,
             ConsumerEvent::Revoked(parts) => {
-                self.abort_flush_of(&parts);
+                self.slot.abort_if_holds(&parts);
                 self.drop_partitions(&parts);
-                tracing::info!(pipeline = %self.cfg.name, partitions = ?parts, "partitions revoked");
+                tracing::info!(partitions = ?parts, "partitions revoked");
             }
             ConsumerEvent::RebalanceFailed(e) => {
                 let all: Vec<i32> = self.owned.keys().copied().collect();
-                self.abort_flush_of(&all);
+                self.slot.abort_if_holds(&all);
                 self.drop_partitions(&all);
-                tracing::warn!(pipeline = %self.cfg.name, error = %e, "rebalance failed; assignment dropped");
+                tracing::warn!(error = %e, "rebalance failed; assignment dropped");
             }
             ConsumerEvent::HighWatermarks(marks) => self.metrics.high_watermarks(&marks),
-            ConsumerEvent::ClientError(e) => tracing::warn!(pipeline = %self.cfg.name, error = %e, "kafka client"),
+            ConsumerEvent::ClientError(e) => tracing::warn!(error = %e, "kafka client"),
         }
         Ok(())
     }
@@ -238,86 +226,26 @@ impl Runner {
         self.metrics.forget(parts);
     }
 
-    async fn on_assigned(&mut self, consumer: &PipelineConsumer, parts: Vec<i32>) -> Result<()> {
+    async fn on_assigned(&mut self, source: &KafkaSource, parts: Vec<i32>) -> Result<()> {
         // Positions are read once the running flush has committed (or not).
-        self.finish_flush(consumer).await?;
+        self.finish_flush(source).await?;
         self.schema.refresh(&self.table).await?;
-        let topic = self.cfg.config.kafka.topic.clone();
-        let latest = matches!(self.cfg.start, StartPosition::Latest);
-        let marks = tokio::task::block_in_place(|| watermarks(consumer, &topic, &parts))?;
-        let recorded = |schema: &TableSchema| -> BTreeMap<i32, i64> {
-            parts.iter().filter_map(|p| schema.position(&self.cfg.app_id, &topic, *p).map(|v| (*p, v))).collect()
-        };
-        let mut known = recorded(&self.schema);
-        if latest {
-            // Resolve "latest" once, in the table, so that the next owner resumes there.
-            let ends: BTreeMap<i32, i64> = parts
-                .iter()
-                .filter(|p| !known.contains_key(p))
-                .filter_map(|p| marks.get(p).map(|m| (*p, m.1)))
-                .collect();
-            if record_latest(&self.table, self.schema.snapshot.as_ref(), &self.cfg.app_id, &topic, &ends).await? {
-                self.schema.refresh(&self.table).await?;
-                known = recorded(&self.schema);
-            }
-        }
-        let mut fresh = Vec::new();
-        let mut positions = BTreeMap::new();
-        for p in &parts {
-            let Some(v) = known.get(p) else {
-                fresh.push(*p);
-                continue;
-            };
-            let next = v + 1;
-            let verdict = marks.get(p).map_or(Resume::At(next), |m| positions::check(next, *m));
-            let resume = match verdict {
-                Resume::At(n) => n,
-                Resume::Lost { lost, earliest } if !self.cfg.config.kafka.fail_on_data_loss => {
-                    tracing::error!(pipeline = %self.cfg.name, partition = p, lost, earliest, "data loss: the broker deleted records before ingestion; skipping them (fail_on_data_loss = false)");
-                    self.metrics.offsets_lost.fetch_add(u64::try_from(lost).unwrap_or(0), Relaxed);
-                    earliest
-                }
-                // Not fatal: some brokers report a high watermark below offsets they served.
-                Resume::Ahead { next, end } => {
-                    tracing::error!(pipeline = %self.cfg.name, partition = p, next, end, "the table's position is past the partition's end: if the topic was recreated, its records up to the position count as ingested; ingest it under a new app_id");
-                    self.metrics.positions_past_end.fetch_add(1, Relaxed);
-                    next
-                }
-                v => {
-                    return Err(positions::data_loss_error(&topic, *p, v)
-                        .unwrap_or_else(|| Error::Internal("position verdict".into())))
-                }
-            };
-            positions.insert(*p, Offset::Offset(resume));
-        }
-        let starts: BTreeMap<i32, Offset> = match &self.cfg.start {
-            StartPosition::Earliest => fresh.iter().map(|p| (*p, Offset::Beginning)).collect(),
-            // Only before the table exists (nothing to record the position in yet).
-            StartPosition::Latest => fresh.iter().map(|p| (*p, Offset::End)).collect(),
-            StartPosition::Offsets(map) => {
-                fresh.iter().map(|p| (*p, map.get(p).map_or(Offset::Beginning, |o| Offset::Offset(*o)))).collect()
-            }
-            StartPosition::Timestamp(ts) if !fresh.is_empty() => {
-                tokio::task::block_in_place(|| offsets_for_timestamp(consumer, &topic, &fresh, *ts))?
-            }
-            StartPosition::Timestamp(_) => BTreeMap::new(),
-        };
-        positions.extend(starts);
+        let positions =
+            positions::resolve(source, &self.table, &mut self.schema, &self.cfg, &self.metrics, &parts).await?;
         for (p, o) in &positions {
-            let accept_from = if let Offset::Offset(n) = o { *n } else { 0 };
+            let accept_from = if let StartOffset::At(n) = o { *n } else { 0 };
             self.owned.insert(*p, Owned { seek: None, accept_from });
         }
-        assign(consumer, &topic, &positions)?;
+        source.assign(&positions)?;
         self.metrics.ready.store(true, Relaxed);
-        tracing::info!(pipeline = %self.cfg.name, ?positions, "partitions assigned");
+        tracing::info!(?positions, "partitions assigned");
         Ok(())
     }
 
-    pub(crate) fn retry_seeks(&mut self, consumer: &PipelineConsumer) {
-        let topic = &self.cfg.config.kafka.topic;
+    fn retry_seeks(&mut self, source: &KafkaSource) {
         for (p, o) in self.owned.iter_mut() {
             if let Some(target) = o.seek {
-                match seek(consumer, topic, *p, target) {
+                match source.seek(*p, target) {
                     Ok(()) => o.seek = None,
                     Err(e) => tracing::debug!(partition = p, error = %e, "seek not accepted yet"),
                 }
@@ -325,31 +253,17 @@ impl Runner {
         }
     }
 
-    async fn on_messages(&mut self, chunk: Vec<rdkafka::error::KafkaResult<BorrowedMessage<'_>>>) -> Result<()> {
-        let topic = self.cfg.config.kafka.topic.clone();
-        let mut by_part: BTreeMap<i32, Vec<&BorrowedMessage<'_>>> = BTreeMap::new();
-        let (mut records, mut bytes) = (0u32, 0u64);
-        for m in &chunk {
-            let m = match m {
-                Ok(m) => m,
-                Err(e) => {
-                    tracing::warn!(pipeline = %self.cfg.name, error = %e, "consume error");
-                    continue;
-                }
-            };
-            let Some(owned) = self.owned.get(&m.partition()) else { continue };
-            // (The consumer subscribes to this one topic: no per-message topic check.)
-            if owned.seek.is_some() || m.offset() < owned.accept_from {
-                continue;
-            }
-            records += 1;
-            bytes += m.payload_len() as u64;
-            by_part.entry(m.partition()).or_default().push(m);
-        }
-        tracing::trace!(received = chunk.len(), accepted = records, partitions = ?by_part.iter().map(|(p, m)| (*p, m.len(), m.last().map(|m| m.offset()))).collect::<Vec<_>>(), "poll");
+    async fn on_poll(&mut self, source: &KafkaSource, poll: &Poll<'_>) -> Result<()> {
+        let owned = &self.owned;
+        let accept = |p: i32, offset: i64| owned.get(&p).is_some_and(|o| o.seek.is_none() && offset >= o.accept_from);
+        let by_part = poll.records(source.topic(), self.cfg.config.columns.headers.is_some(), accept);
+        let records: usize = by_part.values().map(Vec::len).sum();
+        tracing::trace!(received = poll.len(), accepted = records, "poll");
         if records == 0 {
             return Ok(());
         }
+        let bytes: u64 = by_part.values().flatten().map(|r| r.raw.payload.map_or(0, <[u8]>::len) as u64).sum();
+        let records = u32::try_from(records).unwrap_or(u32::MAX);
         if let (Some(l), Some(n)) = (&self.records_limit, NonZeroU32::new(records)) {
             let _ = l.until_n_ready(n).await;
         }
@@ -358,151 +272,99 @@ impl Runner {
         }
         self.metrics.records_in.fetch_add(u64::from(records), Relaxed);
         self.metrics.bytes_in.fetch_add(bytes, Relaxed);
-        for (p, msgs) in by_part {
-            let consumed = self.decode(&topic, p, &msgs).await?;
+        for (p, recs) in by_part {
+            let span = tracing::debug_span!("decode", partition = p);
+            let consumed = decode(&mut self.schema, &self.table, &self.cfg, p, &recs).instrument(span).await?;
             if let Some(o) = self.owned.get_mut(&p) {
                 o.accept_from = consumed.last_offset + 1;
             }
             self.metrics.dead_letters.fetch_add(consumed.dead_letters.len() as u64, Relaxed);
-            self.buffer.add(consumed, now_ms());
+            self.buffer.add(consumed, self.table.clock().now_ms());
         }
         self.metrics.buffer_bytes.store(self.buffered_bytes(), Relaxed);
         Ok(())
     }
 
-    async fn decode(&mut self, topic: &str, partition: i32, msgs: &[&BorrowedMessage<'_>]) -> Result<Consumed> {
-        let key_column = self.cfg.config.columns.key.is_some();
-        // Headers are only gathered when a column wants them (a Vec per record otherwise).
-        let headers_column = self.cfg.config.columns.headers.is_some();
-        let mut letters = Vec::new();
-        let mut deletes = Vec::new();
-        // Keyed ingestion: what each record does (Debezium `after` images replace payloads).
-        let keyed: Vec<Option<RecordChange>> = match &self.cfg.upsert {
-            None => Vec::new(),
-            Some(u) => msgs
-                .iter()
-                .map(|m| {
-                    let change = match (m.payload(), u.format.as_str()) {
-                        (None, _) => m
-                            .key()
-                            .and_then(|k| key_of_kafka_key(k, &u.key_columns))
-                            .map(RecordChange::Delete)
-                            .ok_or_else(|| "tombstone without a usable key".to_string()),
-                        (Some(p), "debezium") => debezium_change(p, m.key(), &u.key_columns),
-                        (Some(_), _) => Ok(RecordChange::UpsertAsIs),
-                    };
-                    match change {
-                        Ok(RecordChange::Delete(k)) => {
-                            deletes.push((m.offset(), k));
-                            None
-                        }
-                        Ok(c) => Some(c),
-                        Err(reason) => {
-                            letters.push(DeadLetter::of(&RawRecord::of(topic, partition, m), reason));
-                            None
-                        }
-                    }
-                })
-                .collect(),
-        };
-        let mut raw = Vec::with_capacity(msgs.len());
-        let mut headers: Vec<Headers<'_>> = Vec::with_capacity(msgs.len());
-        for (i, m) in msgs.iter().enumerate() {
-            let mut r = RawRecord::of(topic, partition, m);
-            match keyed.get(i) {
-                Some(Some(RecordChange::Upsert(after))) => r.payload = Some(after),
-                Some(None) => continue, // a delete or a dead letter
-                _ => {}
-            }
-            if key_column && r.key.is_some_and(|k| std::str::from_utf8(k).is_err()) {
-                letters.push(DeadLetter::of(&r, "key is not valid UTF-8 (configured as a string column)"));
-                continue;
-            }
-            if headers_column {
-                headers.push(m.headers().map(|h| h.iter().map(|h| (h.key, h.value)).collect()).unwrap_or_default());
-            }
-            raw.push(r);
-        }
-        let mut row_offsets = Vec::new();
-        let batch = if raw.is_empty() {
-            None
-        } else {
-            let mut decoded = self.schema.decode(&self.table, &self.cfg, &raw).await?;
-            letters.append(&mut decoded.dead_letters);
-            if self.cfg.upsert.is_some() {
-                row_offsets = decoded.rows_from.iter().map(|i| raw[*i].offset).collect();
-            }
-            match decoded.batch {
-                Some(b) => Some(columns::append(b, &self.cfg.config.columns, &raw, &headers, &decoded.rows_from)?),
-                None => None,
-            }
-        };
-        let batch = match (&self.cfg.upsert, batch) {
-            (Some(u), Some(b)) if u.op_field.is_some() => split_op_deletes(b, u, &mut row_offsets, &mut deletes)?,
-            (_, b) => b,
-        };
-        for l in &letters {
-            tracing::debug!(pipeline = %self.cfg.name, partition, offset = l.offset, reason = %l.reason, "dead letter");
-        }
-        letters.sort_by_key(|l| l.offset);
-        let last = msgs.last().map_or(0, |m| m.offset());
-        Ok(Consumed {
-            partition,
-            batch,
-            dead_letters: letters,
-            first_offset: msgs.first().map_or(0, |m| m.offset()),
-            last_offset: last,
-            bytes: msgs.iter().map(|m| m.payload_len() as u64).sum(),
-            last_timestamp_ms: msgs.last().and_then(|m| m.timestamp().to_millis()),
-            row_offsets,
-            deletes,
-        })
+    /// Bytes held: the buffer's and the running flush's.
+    fn buffered_bytes(&self) -> u64 {
+        self.buffer.state().bytes + self.slot.bytes()
     }
-}
 
-/// Plain keyed payloads with an op field: rows whose op is `d` or `delete` become deletes of
-/// their keys and leave the batch.
-fn split_op_deletes(
-    batch: RecordBatch,
-    u: &UpsertConfig,
-    row_offsets: &mut Vec<i64>,
-    deletes: &mut Vec<(i64, String)>,
-) -> Result<Option<RecordBatch>> {
-    let Some(field) = &u.op_field else { return Ok(Some(batch)) };
-    let Some(ops) = batch.column_by_name(field).and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned()) else {
-        return Ok(Some(batch));
-    };
-    let is_delete = |i: usize| ops.is_valid(i) && matches!(ops.value(i), "d" | "delete");
-    if !(0..batch.num_rows()).any(is_delete) {
-        return Ok(Some(batch));
+    /// Starts flushing the buffer in the background (waiting for a running flush first).
+    async fn start_flush(&mut self, source: &KafkaSource, reason: FlushReason) -> Result<()> {
+        self.finish_flush(source).await?;
+        // (Checked after the running flush ended: its result may have dropped partitions.)
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let bytes = self.buffer.state().bytes;
+        let parts = self.buffer.take();
+        self.slot.start(parts, bytes, reason)?;
+        self.metrics.buffer_bytes.store(self.buffered_bytes(), Relaxed);
+        Ok(())
     }
-    let keys = keys_of_batch(&batch, &u.key_columns);
-    let mut kept_offsets = Vec::with_capacity(row_offsets.len());
-    let mut keep = Vec::with_capacity(batch.num_rows());
-    for (i, key) in keys.into_iter().enumerate() {
-        match (is_delete(i), key) {
-            (true, Some(k)) => {
-                deletes.push((row_offsets[i], k));
-                keep.push(Some(false));
-            }
-            _ => {
-                kept_offsets.push(row_offsets[i]);
-                keep.push(Some(true));
-            }
+
+    /// Flushes the buffer and waits until it is committed (shutdown).
+    async fn flush_now(&mut self, source: &KafkaSource, reason: FlushReason) -> Result<()> {
+        self.start_flush(source, reason).await?;
+        self.finish_flush(source).await
+    }
+
+    /// Waits for the running flush, if any, and applies its result.
+    async fn finish_flush(&mut self, source: &KafkaSource) -> Result<()> {
+        match self.slot.wait().await {
+            Some(finished) => self.apply(source, finished).await,
+            None => Ok(()),
         }
     }
-    *row_offsets = kept_offsets;
-    let kept = arrow::compute::filter_record_batch(&batch, &BooleanArray::from(keep))
-        .map_err(|e| Error::Internal(format!("splitting deletes: {e}")))?;
-    Ok((kept.num_rows() > 0).then_some(kept))
-}
 
-/// Leaves the group and destroys the client with a deadline: `rd_kafka_destroy` has been
-/// seen to block forever with librdkafka's mock cluster, and shutdown must not hang.
-async fn close(consumer: Arc<PipelineConsumer>) {
-    consumer.unsubscribe();
-    let closing = tokio::task::spawn_blocking(move || drop(consumer));
-    if tokio::time::timeout(Duration::from_secs(10), closing).await.is_err() {
-        tracing::warn!("the Kafka consumer did not close within 10 s; leaving it behind");
+    /// Applies a finished flush's result.
+    async fn apply(&mut self, source: &KafkaSource, finished: Finished) -> Result<()> {
+        let stale = self.schema.differs_from(self.slot.snapshot());
+        self.metrics.buffer_bytes.store(self.buffered_bytes(), Relaxed);
+        let result = finished.result?;
+        if stale {
+            // Another worker changed the schema: decode against it from now on.
+            self.schema.refresh(&self.table).await?;
+        }
+        // Partitions to start again from the table: moved by another worker, or aborted.
+        let mut reseek: BTreeMap<i32, i64> = result.moved.iter().map(|(p, v)| (*p, v + 1)).collect();
+        if result.aborted {
+            for (p, first) in &finished.first_offsets {
+                reseek.entry(*p).or_insert(*first);
+            }
+        }
+        for (p, next) in &reseek {
+            if let Some(o) = self.owned.get_mut(p) {
+                let dropped = self.buffer.drop_partition(*p);
+                self.metrics.rows_dropped.fetch_add(dropped, Relaxed);
+                o.seek = Some(*next);
+                o.accept_from = *next;
+            }
+        }
+        let skip: HashSet<i32> = reseek.keys().copied().collect();
+        let mut next = BTreeMap::new();
+        for (p, (last, ts)) in &result.committed {
+            if self.owned.contains_key(p) && !skip.contains(p) {
+                next.insert(*p, last + 1);
+                self.metrics.position(*p, last + 1, *ts);
+            }
+        }
+        source.commit_courtesy(&next);
+        self.buffer.observe_ratio(result.arrow_bytes, result.parquet_bytes);
+        let m = &self.metrics;
+        m.rows_dropped.fetch_add(result.rows_dropped, Relaxed);
+        m.conflicts.fetch_add(result.conflicts, Relaxed);
+        if result.version.is_some() {
+            m.commits.fetch_add(1, Relaxed);
+            m.rows_committed.fetch_add(result.rows, Relaxed);
+        }
+        m.flushed(finished.reason, finished.seconds);
+        tracing::info!(
+            reason = finished.reason.as_str(), version = ?result.version, rows = result.rows,
+            files = result.files, aborted = result.aborted, ms = (finished.seconds * 1000.0) as u64, "flushed"
+        );
+        self.retry_seeks(source);
+        Ok(())
     }
 }

@@ -11,15 +11,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rdkafka::config::ClientConfig;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use super::dead_letter::DeadLetterSink;
 use super::runner::{RunReport, Runner};
 use crate::config::ResolvedPipeline;
 use crate::error::{Error, Result};
 use crate::metrics::{serve, Metrics};
+use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
 use crate::storage::{StorageOptions, Table};
 
 /// What `run` needs.
@@ -41,16 +42,8 @@ fn dead_letter_sink(p: &ResolvedPipeline, storage: &StorageOptions) -> Result<De
         });
     }
     if let Some(topic) = &d.topic {
-        let mut cfg = ClientConfig::new();
-        cfg.set("bootstrap.servers", &p.config.kafka.brokers).set("enable.idempotence", "true");
-        for (k, v) in &p.config.kafka.properties {
-            // Consumer-only settings would make the producer refuse its configuration.
-            if !k.starts_with("fetch.") && !k.starts_with("auto.") && !k.starts_with("session.") {
-                cfg.set(k, v);
-            }
-        }
-        let producer = cfg.create().map_err(|e| Error::Kafka(format!("dead-letter producer: {e}")))?;
-        return Ok(DeadLetterSink::Topic { producer, topic: topic.clone() });
+        let k = &p.config.kafka;
+        return Ok(DeadLetterSink::Topic(DeadLetterTopic::create(&k.brokers, &k.properties, topic)?));
     }
     Ok(DeadLetterSink::Discard)
 }
@@ -85,13 +78,17 @@ pub async fn run(
         }
         if p.delta.is_some() {
             let (stop, storage, m) = (stop_rx.clone(), opts.storage.clone(), metrics.pipeline(&name));
-            tasks.spawn(async move { (name, super::delta_source::run(p, table, storage, m, stop).await) });
+            let span = tracing::info_span!("pipeline", pipeline = %name, table = %table.url());
+            tasks.spawn(
+                async move { (name, super::delta_source::run(p, table, storage, m, stop).await) }.instrument(span),
+            );
             continue;
         }
         let dead = dead_letter_sink(&p, &opts.storage)?;
-        let runner = Runner::new(p, table, dead, metrics.pipeline(&name)).await?;
+        let span = tracing::info_span!("pipeline", pipeline = %name, table = %table.url());
+        let runner = Runner::new(p, table, dead, metrics.pipeline(&name)).instrument(span.clone()).await?;
         let stop = stop_rx.clone();
-        tasks.spawn(async move { (name, runner.run(stop).await) });
+        tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
     }
     let mut reports = BTreeMap::new();
     let mut first_error = None;

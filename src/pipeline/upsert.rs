@@ -164,7 +164,7 @@ pub async fn plan(
     }
 
     // 3. Deletion vectors (or rewrites) for the old rows, new files for the winners' rows.
-    let now = chrono::Utc::now().timestamp_millis();
+    let now = table.clock().now_ms();
     if !found.changes.is_empty() {
         let use_dvs =
             snapshot.properties.enable_deletion_vectors && has_reader_feature(&snapshot.protocol, "deletionVectors");

@@ -52,11 +52,8 @@ impl<R: AsyncFileReader> CheckedReader<R> {
             tail = self.inner.get_bytes(footer_start..size).await?;
         }
         let offset = (footer_start - (size - tail.len() as u64)) as usize;
-        let footer = &tail[offset..tail.len() - 8];
-        if let Some(problem) = crate::delta::parquet_pages::footer_problem(footer) {
-            return Err(damaged(problem));
-        }
-        ParquetMetaDataReader::decode_metadata(footer)
+        let footer = tail.slice(offset..tail.len() - 8);
+        decode_footer(footer)
     }
 
     fn check(&self, range: &Range<u64>, bytes: &Bytes) -> Result<()> {
@@ -71,6 +68,21 @@ impl<R: AsyncFileReader> CheckedReader<R> {
             ))),
         }
     }
+}
+
+/// Decodes a footer after [`crate::delta::parquet_pages::footer_problem`] found nothing,
+/// under [`crate::panic_guard::FOOTER_DEADLINE`].
+///
+/// # Errors
+/// A damaged footer.
+pub(crate) fn decode_footer(footer: Bytes) -> Result<ParquetMetaData> {
+    if let Some(problem) = crate::delta::parquet_pages::footer_problem(&footer) {
+        return Err(damaged(problem));
+    }
+    crate::panic_guard::with_deadline(crate::panic_guard::FOOTER_DEADLINE, move || {
+        ParquetMetaDataReader::decode_metadata(&footer)
+    })
+    .map_err(damaged)?
 }
 
 impl<R: AsyncFileReader> AsyncFileReader for CheckedReader<R> {

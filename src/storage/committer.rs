@@ -81,6 +81,10 @@ impl Table {
     /// [`Error::Unsupported`] when the table's protocol forbids writing; [`Error::InvalidArgument`]
     /// for an invalid transaction; [`Error::Storage`] for I/O. Conflicts and already-applied
     /// transactions are outcomes, not errors.
+    #[tracing::instrument(
+        name = "commit", level = "info", skip_all,
+        fields(table = %self.url(), operation = %txn.operation, version = tracing::field::Empty)
+    )]
     pub async fn commit(
         &self,
         snapshot: Option<&Snapshot>,
@@ -126,7 +130,7 @@ impl Table {
             if attempt > 0 {
                 tokio::time::sleep(policy.backoff(attempt - 1)).await;
             }
-            let now = chrono::Utc::now().timestamp_millis();
+            let now = self.clock().now_ms();
             let ict = if ict_enabled {
                 match self.next_ict(version, now).await {
                     Ok(t) => Some(t),
@@ -148,6 +152,7 @@ impl Table {
             } else {
                 txn.commit_bytes(read_version, now, ict)?
             };
+            tracing::Span::current().record("version", version);
             let path = self.log_path(&format!("{version:020}.json"));
             let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
             crate::failpoint::hit("commit.before_put");

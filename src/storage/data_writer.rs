@@ -63,6 +63,7 @@ fn codec(name: &str) -> Result<(Compression, &'static str)> {
 
 struct OpenFile {
     writer: AsyncArrowWriter<BufWriter>,
+    clock: crate::common::clock::Clock,
     rel: String,
     partition_values: PartitionValues,
     stats: StatsCollector,
@@ -209,7 +210,7 @@ impl DataWriter {
             .map_err(|e| Error::data_file(&rel, e))?;
         let s = &self.snapshot;
         let stats = StatsCollector::new(&s.schema, &s.metadata.partition_columns, &s.properties, s.column_mapping());
-        Ok(OpenFile { writer, rel, partition_values: values, stats })
+        Ok(OpenFile { writer, clock: self.table.clock().clone(), rel, partition_values: values, stats })
     }
 
     /// Finishes a file (an associated function: a `&self` held across the upload would make
@@ -221,7 +222,7 @@ impl DataWriter {
             path: encode_add_path(&f.rel),
             partition_values: f.partition_values,
             size,
-            modification_time: chrono::Utc::now().timestamp_millis(),
+            modification_time: f.clock.now_ms(),
             data_change: true,
             stats: Some(f.stats.to_json()),
             tags: None,

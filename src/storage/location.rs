@@ -24,6 +24,8 @@ pub struct StorageOptions {
     pub options: HashMap<String, String>,
     /// Accept absolute paths in the log when they lie under the table root.
     pub allow_absolute_paths: bool,
+    /// The one clock of every table opened with these options.
+    pub clock: crate::common::clock::Clock,
 }
 
 impl std::fmt::Debug for StorageOptions {
@@ -115,6 +117,11 @@ impl Table {
     pub fn map_store(mut self, wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>) -> Table {
         self.store = wrap(self.store);
         self
+    }
+
+    /// The clock this table's commits, files and retention rules read.
+    pub fn clock(&self) -> &crate::common::clock::Clock {
+        &self.options.clock
     }
 
     /// The table root as a URL.

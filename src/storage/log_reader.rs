@@ -100,7 +100,7 @@ impl Table {
             for (file, actions) in seg.commits.iter().zip(commits?) {
                 state.apply_commit_owned(file.version, actions, &file.name)?;
             }
-            return Snapshot::new(state, seg.checkpoint.as_ref().map(|c| c.version), now_ms());
+            return Snapshot::new(state, seg.checkpoint.as_ref().map(|c| c.version), self.clock().now_ms());
         }
     }
 
@@ -291,10 +291,15 @@ fn decode_checkpoint_parquet(bytes: Bytes, name: &str) -> std::result::Result<Ve
 
 fn decode_checkpoint_unguarded(bytes: Bytes, name: &str) -> std::result::Result<Vec<Action>, CheckpointFailure> {
     let len = bytes.len() as u64;
-    if crate::delta::parquet_pages::file_footer_problem(&bytes).is_some() {
-        return Err(CheckpointFailure::Unreadable);
-    }
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).map_err(|_| CheckpointFailure::Unreadable)?;
+    // The footer is scanned and decoded under a deadline before anything trusts it.
+    let footer_len = crate::delta::parquet_pages::footer_len(&bytes).ok_or(CheckpointFailure::Unreadable)?;
+    let footer_start = bytes.len().checked_sub(8 + footer_len).ok_or(CheckpointFailure::Unreadable)?;
+    let footer = bytes.slice(footer_start..bytes.len() - 8);
+    let metadata = super::checked_parquet::decode_footer(footer).map_err(|_| CheckpointFailure::Unreadable)?;
+    let options = parquet::arrow::arrow_reader::ArrowReaderOptions::new();
+    let metadata = parquet::arrow::arrow_reader::ArrowReaderMetadata::try_new(std::sync::Arc::new(metadata), options)
+        .map_err(|_| CheckpointFailure::Unreadable)?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), metadata);
     if crate::delta::parquet_footer::footer_problem(builder.metadata(), Some(len)).is_some()
         || crate::delta::parquet_pages::file_problem(builder.metadata(), &bytes).is_some()
     {
@@ -318,9 +323,4 @@ fn decode_checkpoint_unguarded(bytes: Bytes, name: &str) -> std::result::Result<
         actions.extend(batch_to_actions(&batch, name).map_err(CheckpointFailure::Fatal)?);
     }
     Ok(actions)
-}
-
-/// The clock reading used for retention rules.
-pub(crate) fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
 }

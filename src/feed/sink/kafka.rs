@@ -123,9 +123,9 @@ impl KafkaSink {
         let (_, high) =
             consumer.fetch_watermarks(&cfg.progress_topic, 0, TXN_TIMEOUT).map_err(kafka("progress watermarks"))?;
         let mut version = None;
-        let deadline = std::time::Instant::now() + TXN_TIMEOUT.saturating_mul(2);
+        let deadline = tokio::time::Instant::now() + TXN_TIMEOUT.saturating_mul(2);
         loop {
-            if std::time::Instant::now() > deadline {
+            if tokio::time::Instant::now() > deadline {
                 return Err(Error::Kafka(format!(
                     "reading {} did not reach offset {high} (a transaction stays open on it)",
                     cfg.progress_topic

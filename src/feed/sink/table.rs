@@ -146,7 +146,7 @@ async fn apply(
     actions.push(Action::Txn(Txn {
         app_id: app_id.to_string(),
         version: changes.version as i64,
-        last_updated: Some(chrono::Utc::now().timestamp_millis()),
+        last_updated: Some(target.clock().now_ms()),
     }));
     let txn = Transaction::new(if snapshot.is_none() { "CREATE TABLE" } else { "STREAMING UPDATE" }, actions)
         .with_parameter("outputMode", "Append")

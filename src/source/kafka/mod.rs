@@ -3,8 +3,12 @@
 //! - [`payload`] [sync]: raw message bytes into Arrow batches, bad records into dead letters.
 //! - [`columns`] [sync]: the optional record columns (key, headers, topic, partition, offset,
 //!   timestamp).
+//! - [`stage`]: the source as the pipeline sees it: assign, seek, poll plain records.
 //! - [`consumer`]: the consumer-group client whose callbacks only send events.
+//! - [`dead_letter_topic`]: the producer of a dead-letter topic.
 
 pub mod columns;
 pub mod consumer;
+pub mod dead_letter_topic;
 pub mod payload;
+pub mod stage;

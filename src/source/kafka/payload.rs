@@ -20,21 +20,6 @@ pub struct RawRecord<'a> {
     pub payload: Option<&'a [u8]>,
 }
 
-impl<'a> RawRecord<'a> {
-    /// The record of a consumed message.
-    pub fn of(topic: &'a str, partition: i32, m: &'a rdkafka::message::BorrowedMessage<'_>) -> RawRecord<'a> {
-        use rdkafka::Message;
-        RawRecord {
-            topic,
-            partition,
-            offset: m.offset(),
-            timestamp_ms: m.timestamp().to_millis(),
-            key: m.key(),
-            payload: m.payload(),
-        }
-    }
-}
-
 /// A record that could not be decoded, with why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {

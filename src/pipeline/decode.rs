@@ -1,0 +1,159 @@
+//! One partition's polled records into what the buffer holds: a decoded Arrow batch, dead
+//! letters, and for keyed ingestion the deletes of keys.
+//!
+//! The decisions made here, over plain [`SourceRecord`]s: a tombstone (no payload) deletes its
+//! key; a Debezium envelope's `after` image replaces the payload (or its absence deletes); a
+//! key configured as a string column must be UTF-8; payloads decode against the table schema
+//! ([`TableSchema::decode`], evolving it when allowed); rows of a plain keyed payload whose
+//! op field says `d`/`delete` become deletes. Records that fail any of these are dead letters
+//! with the reason.
+
+use arrow::array::{Array, BooleanArray, RecordBatch, StringArray};
+
+use super::buffer::Consumed;
+use super::keyed::{debezium_change, key_of_kafka_key, keys_of_batch, RecordChange};
+use super::schema::TableSchema;
+use crate::config::{ResolvedPipeline, UpsertConfig};
+use crate::error::{Error, Result};
+use crate::source::kafka::columns::{self, Headers};
+use crate::source::kafka::payload::{DeadLetter, RawRecord};
+use crate::source::kafka::stage::SourceRecord;
+use crate::storage::Table;
+
+/// Decodes one partition's records (in offset order, at least one).
+///
+/// # Errors
+/// Storage errors while evolving the schema; Arrow errors.
+pub(crate) async fn decode(
+    schema: &mut TableSchema,
+    table: &Table,
+    cfg: &ResolvedPipeline,
+    partition: i32,
+    records: &[SourceRecord<'_>],
+) -> Result<Consumed> {
+    let key_column = cfg.config.columns.key.is_some();
+    // Headers are only gathered when a column wants them.
+    let headers_column = cfg.config.columns.headers.is_some();
+    let mut letters = Vec::new();
+    let mut deletes = Vec::new();
+    // Keyed ingestion: what each record does (Debezium `after` images replace payloads).
+    let keyed: Vec<Option<RecordChange>> = match &cfg.upsert {
+        None => Vec::new(),
+        Some(u) => records
+            .iter()
+            .map(|r| {
+                let m = &r.raw;
+                let change = match (m.payload, u.format.as_str()) {
+                    (None, _) => m
+                        .key
+                        .and_then(|k| key_of_kafka_key(k, &u.key_columns))
+                        .map(RecordChange::Delete)
+                        .ok_or_else(|| "tombstone without a usable key".to_string()),
+                    (Some(p), "debezium") => debezium_change(p, m.key, &u.key_columns),
+                    (Some(_), _) => Ok(RecordChange::UpsertAsIs),
+                };
+                match change {
+                    Ok(RecordChange::Delete(k)) => {
+                        deletes.push((m.offset, k));
+                        None
+                    }
+                    Ok(c) => Some(c),
+                    Err(reason) => {
+                        letters.push(DeadLetter::of(m, reason));
+                        None
+                    }
+                }
+            })
+            .collect(),
+    };
+    let mut raw: Vec<RawRecord<'_>> = Vec::with_capacity(records.len());
+    let mut headers: Vec<Headers<'_>> = Vec::with_capacity(records.len());
+    for (i, record) in records.iter().enumerate() {
+        let mut r = record.raw;
+        match keyed.get(i) {
+            Some(Some(RecordChange::Upsert(after))) => r.payload = Some(after),
+            Some(None) => continue, // a delete or a dead letter
+            _ => {}
+        }
+        if key_column && r.key.is_some_and(|k| std::str::from_utf8(k).is_err()) {
+            letters.push(DeadLetter::of(&r, "key is not valid UTF-8 (configured as a string column)"));
+            continue;
+        }
+        if headers_column {
+            headers.push(record.headers.clone());
+        }
+        raw.push(r);
+    }
+    let mut row_offsets = Vec::new();
+    let batch = if raw.is_empty() {
+        None
+    } else {
+        let mut decoded = schema.decode(table, cfg, &raw).await?;
+        letters.append(&mut decoded.dead_letters);
+        if cfg.upsert.is_some() {
+            row_offsets = decoded.rows_from.iter().map(|i| raw[*i].offset).collect();
+        }
+        match decoded.batch {
+            Some(b) => Some(columns::append(b, &cfg.config.columns, &raw, &headers, &decoded.rows_from)?),
+            None => None,
+        }
+    };
+    let batch = match (&cfg.upsert, batch) {
+        (Some(u), Some(b)) if u.op_field.is_some() => split_op_deletes(b, u, &mut row_offsets, &mut deletes)?,
+        (_, b) => b,
+    };
+    for l in &letters {
+        tracing::debug!(partition, offset = l.offset, reason = %l.reason, "dead letter");
+    }
+    letters.sort_by_key(|l| l.offset);
+    let first = records.first().map(|r| &r.raw);
+    let last = records.last().map(|r| &r.raw);
+    Ok(Consumed {
+        partition,
+        batch,
+        dead_letters: letters,
+        first_offset: first.map_or(0, |r| r.offset),
+        last_offset: last.map_or(0, |r| r.offset),
+        bytes: records.iter().map(|r| r.raw.payload.map_or(0, <[u8]>::len) as u64).sum(),
+        last_timestamp_ms: last.and_then(|r| r.timestamp_ms),
+        row_offsets,
+        deletes,
+    })
+}
+
+/// Plain keyed payloads with an op field: rows whose op is `d` or `delete` become deletes of
+/// their keys and leave the batch.
+fn split_op_deletes(
+    batch: RecordBatch,
+    u: &UpsertConfig,
+    row_offsets: &mut Vec<i64>,
+    deletes: &mut Vec<(i64, String)>,
+) -> Result<Option<RecordBatch>> {
+    let Some(field) = &u.op_field else { return Ok(Some(batch)) };
+    let Some(ops) = batch.column_by_name(field).and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned()) else {
+        return Ok(Some(batch));
+    };
+    let is_delete = |i: usize| ops.is_valid(i) && matches!(ops.value(i), "d" | "delete");
+    if !(0..batch.num_rows()).any(is_delete) {
+        return Ok(Some(batch));
+    }
+    let keys = keys_of_batch(&batch, &u.key_columns);
+    let mut kept_offsets = Vec::with_capacity(row_offsets.len());
+    let mut keep = Vec::with_capacity(batch.num_rows());
+    for (i, key) in keys.into_iter().enumerate() {
+        match (is_delete(i), key) {
+            (true, Some(k)) => {
+                deletes.push((row_offsets[i], k));
+                keep.push(Some(false));
+            }
+            _ => {
+                kept_offsets.push(row_offsets[i]);
+                keep.push(Some(true));
+            }
+        }
+    }
+    *row_offsets = kept_offsets;
+    let kept = arrow::compute::filter_record_batch(&batch, &BooleanArray::from(keep))
+        .map_err(|e| Error::Internal(format!("splitting deletes: {e}")))?;
+    Ok((kept.num_rows() > 0).then_some(kept))
+}

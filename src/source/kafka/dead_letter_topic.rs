@@ -1,0 +1,69 @@
+//! A Kafka topic for dead letters: the raw payload with the original key and timestamp, and
+//! the record's coordinates and reason in `deltabus.*` headers. Every send is acknowledged
+//! before [`DeadLetterTopic::send`] returns.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rdkafka::config::ClientConfig;
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+use super::payload::DeadLetter;
+use crate::error::{Error, Result};
+
+/// An idempotent producer to one dead-letter topic.
+pub struct DeadLetterTopic {
+    producer: FutureProducer,
+    topic: String,
+}
+
+impl DeadLetterTopic {
+    /// A producer on `brokers` with the pipeline's client `properties` (consumer-only ones
+    /// left out).
+    ///
+    /// # Errors
+    /// [`Error::Kafka`] when librdkafka refuses the configuration.
+    pub fn create(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Result<DeadLetterTopic> {
+        let mut cfg = ClientConfig::new();
+        cfg.set("bootstrap.servers", brokers).set("enable.idempotence", "true");
+        for (k, v) in properties {
+            // Consumer-only settings would make the producer refuse its configuration.
+            if !k.starts_with("fetch.") && !k.starts_with("auto.") && !k.starts_with("session.") {
+                cfg.set(k, v);
+            }
+        }
+        let producer = cfg.create().map_err(|e| Error::Kafka(format!("dead-letter producer: {e}")))?;
+        Ok(DeadLetterTopic { producer, topic: topic.to_string() })
+    }
+
+    /// Sends every letter and waits for all acknowledgements.
+    ///
+    /// # Errors
+    /// [`Error::Kafka`] for the first send the broker did not acknowledge.
+    pub async fn send<'a>(&self, letters: impl Iterator<Item = &'a DeadLetter>) -> Result<()> {
+        let mut pending = Vec::new();
+        for l in letters {
+            let headers = OwnedHeaders::new()
+                .insert(Header { key: "deltabus.reason", value: Some(l.reason.as_bytes()) })
+                .insert(Header { key: "deltabus.topic", value: Some(l.topic.as_bytes()) })
+                .insert(Header { key: "deltabus.partition", value: Some(l.partition.to_string().as_bytes()) })
+                .insert(Header { key: "deltabus.offset", value: Some(l.offset.to_string().as_bytes()) });
+            let mut record = FutureRecord::<[u8], [u8]>::to(&self.topic).headers(headers);
+            if let Some(k) = &l.key {
+                record = record.key(k.as_slice());
+            }
+            if let Some(p) = &l.payload {
+                record = record.payload(p.as_slice());
+            }
+            if let Some(ts) = l.timestamp_ms {
+                record = record.timestamp(ts);
+            }
+            pending.push(self.producer.send(record, Duration::from_secs(30)));
+        }
+        for r in futures::future::join_all(pending).await {
+            r.map_err(|(e, _)| Error::Kafka(format!("dead-letter topic {}: {e}", self.topic)))?;
+        }
+        Ok(())
+    }
+}

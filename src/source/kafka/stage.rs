@@ -1,0 +1,194 @@
+//! The Kafka source as a pipeline stage: the consumer behind plain values.
+//!
+//! The pipeline assigns, seeks and polls through [`KafkaSource`] and receives each poll as a
+//! [`Poll`] whose records, per partition, are [`SourceRecord`]s — offsets, key, payload,
+//! timestamp and (when asked) headers, borrowed from the poll — so nothing above this folder
+//! knows rdkafka. Positions are [`StartOffset`]s.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use rdkafka::consumer::Consumer;
+use rdkafka::error::KafkaResult;
+use rdkafka::message::{BorrowedMessage, Headers as _};
+use rdkafka::{Message, Offset};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::columns::Headers;
+use super::consumer::{self, ConsumerEvent, ConsumerSettings, PipelineConsumer};
+use super::payload::RawRecord;
+use crate::error::Result;
+
+/// Messages taken from the consumer per poll at most.
+const MAX_POLL: usize = 4096;
+
+/// Where a partition's fetching starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartOffset {
+    Beginning,
+    End,
+    At(i64),
+}
+
+impl StartOffset {
+    fn offset(self) -> Offset {
+        match self {
+            StartOffset::Beginning => Offset::Beginning,
+            StartOffset::End => Offset::End,
+            StartOffset::At(n) => Offset::Offset(n),
+        }
+    }
+}
+
+/// One record of a poll.
+pub struct SourceRecord<'a> {
+    pub raw: RawRecord<'a>,
+    /// Empty unless headers were asked for.
+    pub headers: Headers<'a>,
+}
+
+/// The consumer of one pipeline's topic.
+pub struct KafkaSource {
+    consumer: Arc<PipelineConsumer>,
+    topic: String,
+}
+
+impl KafkaSource {
+    /// Creates the consumer; its callbacks report on `events`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Kafka`] when librdkafka refuses the configuration.
+    pub fn open(settings: &ConsumerSettings<'_>, events: UnboundedSender<ConsumerEvent>) -> Result<KafkaSource> {
+        let consumer = Arc::new(consumer::create_consumer(settings, events)?);
+        Ok(KafkaSource { consumer, topic: settings.topic.to_string() })
+    }
+
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Completes an assignment at the given positions.
+    ///
+    /// # Errors
+    /// [`crate::Error::Kafka`] when librdkafka refuses it.
+    pub fn assign(&self, positions: &BTreeMap<i32, StartOffset>) -> Result<()> {
+        let positions = positions.iter().map(|(p, o)| (*p, o.offset())).collect();
+        consumer::assign(&self.consumer, &self.topic, &positions)
+    }
+
+    /// Moves a fetching partition to `offset`; a failure is retried by the caller.
+    ///
+    /// # Errors
+    /// [`crate::Error::Kafka`].
+    pub fn seek(&self, partition: i32, offset: i64) -> Result<()> {
+        consumer::seek(&self.consumer, &self.topic, partition, Offset::Offset(offset))
+    }
+
+    /// Low and high watermarks per partition (blocks on the broker: call off the reactor).
+    ///
+    /// # Errors
+    /// [`crate::Error::Kafka`] when the broker does not answer.
+    pub fn watermarks(&self, partitions: &[i32]) -> Result<BTreeMap<i32, (i64, i64)>> {
+        tokio::task::block_in_place(|| consumer::watermarks(&self.consumer, &self.topic, partitions))
+    }
+
+    /// The first offset at or after `timestamp_ms` per partition.
+    ///
+    /// # Errors
+    /// [`crate::Error::Kafka`] when the brokers do not answer.
+    pub fn offsets_for_timestamp(&self, partitions: &[i32], timestamp_ms: i64) -> Result<BTreeMap<i32, StartOffset>> {
+        let found = tokio::task::block_in_place(|| {
+            consumer::offsets_for_timestamp(&self.consumer, &self.topic, partitions, timestamp_ms)
+        })?;
+        Ok(found
+            .into_iter()
+            .map(|(p, o)| {
+                let start = match o {
+                    Offset::Offset(n) => StartOffset::At(n),
+                    Offset::Beginning => StartOffset::Beginning,
+                    // No record at or after the time: start at the end.
+                    _ => StartOffset::End,
+                };
+                (p, start)
+            })
+            .collect())
+    }
+
+    /// Commits `next offset` per partition to the group (a courtesy for lag tools).
+    pub fn commit_courtesy(&self, next: &BTreeMap<i32, i64>) {
+        consumer::commit_courtesy(&self.consumer, &self.topic, next);
+    }
+
+    /// The consumer's messages, up to [`MAX_POLL`] at a time.
+    pub fn polls(&self) -> impl Stream<Item = Poll<'_>> + '_ {
+        self.consumer.stream().ready_chunks(MAX_POLL).map(|messages| Poll { messages })
+    }
+
+    /// Leaves the group and destroys the client with a deadline: `rd_kafka_destroy` has been
+    /// seen to block forever with librdkafka's mock cluster, and shutdown must not hang.
+    pub async fn close(self) {
+        let consumer = self.consumer;
+        consumer.unsubscribe();
+        let closing = tokio::task::spawn_blocking(move || drop(consumer));
+        if tokio::time::timeout(Duration::from_secs(10), closing).await.is_err() {
+            tracing::warn!("the Kafka consumer did not close within 10 s; leaving it behind");
+        }
+    }
+}
+
+/// The messages of one poll.
+pub struct Poll<'c> {
+    messages: Vec<KafkaResult<BorrowedMessage<'c>>>,
+}
+
+impl Poll<'_> {
+    /// The messages received, consume errors included.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// The records `accept(partition, offset)` keeps, per partition in offset order, with
+    /// their headers when `with_headers`. Consume errors are logged and skipped.
+    pub fn records<'s>(
+        &'s self,
+        topic: &'s str,
+        with_headers: bool,
+        accept: impl Fn(i32, i64) -> bool,
+    ) -> BTreeMap<i32, Vec<SourceRecord<'s>>> {
+        let mut out: BTreeMap<i32, Vec<SourceRecord<'s>>> = BTreeMap::new();
+        for m in &self.messages {
+            let m = match m {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(error = %e, "consume error");
+                    continue;
+                }
+            };
+            // (The consumer subscribes to this one topic: no per-message topic check.)
+            if !accept(m.partition(), m.offset()) {
+                continue;
+            }
+            let raw = RawRecord {
+                topic,
+                partition: m.partition(),
+                offset: m.offset(),
+                timestamp_ms: m.timestamp().to_millis(),
+                key: m.key(),
+                payload: m.payload(),
+            };
+            let headers = if with_headers {
+                m.headers().map(|h| h.iter().map(|h| (h.key, h.value)).collect()).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            out.entry(m.partition()).or_default().push(SourceRecord { raw, headers });
+        }
+        out
+    }
+}
