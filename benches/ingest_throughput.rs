@@ -40,6 +40,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::datatypes::{DataType, Field, Schema};
+use deltabus::common::units::HumanDuration;
 use deltabus::config::pipeline::PipelineConfig;
 use deltabus::delta::actions::Action;
 use deltabus::metrics::Metrics;
@@ -200,7 +201,7 @@ fn pipeline(brokers: &str, topic: &str, table: &str, latency_ms: u64, max_rows: 
     p.create = true;
     p.schema = Some(SCHEMA.into());
     p.kafka.properties.insert("fetch.wait.max.ms".into(), "20".into());
-    p.flush.max_latency_ms = latency_ms;
+    p.flush.max_latency = HumanDuration::from_millis(latency_ms);
     p.flush.max_rows = max_rows;
     p
 }
@@ -343,7 +344,7 @@ async fn external_pipeline(brokers: &str, topic: &str, n: usize) -> Ingested {
     p.kafka.properties = consumer_properties().collect();
     // BENCH_MAX_BYTES: batches end at that many buffered bytes (not at 250,000 rows).
     if let Ok(b) = std::env::var("BENCH_MAX_BYTES") {
-        p.flush.max_bytes = b;
+        p.flush.max_bytes = b.parse().expect("BENCH_MAX_BYTES: a size");
         p.flush.max_rows = u64::MAX;
     }
     let opts = ServiceOptions {

@@ -22,6 +22,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use deltabus::common::units::HumanDuration;
 use deltabus::config::{PipelineConfig, UpsertConfig};
 use deltabus::ops::write::{write_json_lines, WriteOptions};
 use deltabus::storage::{StorageOptions, Table};
@@ -80,7 +81,7 @@ async fn ingest(table: &str, keyed: bool, n: u64) -> (f64, u64) {
         let mut p = PipelineConfig::new(table, brokers, "bench");
         p.app_id = Some("bench".into());
         p.kafka.properties.insert("fetch.wait.max.ms".into(), "20".into());
-        p.flush.max_latency_ms = 2000;
+        p.flush.max_latency = HumanDuration::from_millis(2000);
         p.flush.max_rows = 250_000;
         if keyed {
             p.upsert = Some(UpsertConfig { key_columns: vec!["id".into()], format: "plain".into(), op_field: None });

@@ -137,8 +137,8 @@ fn tail_follows_new_commits_and_resumes_from_its_state() {
                 table.to_str().unwrap(),
                 "--from",
                 "0",
-                "--poll-interval-ms",
-                "20",
+                "--poll-interval",
+                "20ms",
                 "--state-file",
                 state.to_str().unwrap(),
                 "--metrics-addr",
@@ -284,7 +284,7 @@ fn tail_into_a_file_is_exact_across_kill_9() {
     let writer = start_source_writer(&table);
     let t = table.to_str().unwrap();
     let (state, output) = (state.to_str().unwrap(), output.to_str().unwrap());
-    let args = ["tail", t, "--from", "0", "--poll-interval-ms", "5", "--state-file", state, "--output", output];
+    let args = ["tail", t, "--from", "0", "--poll-interval", "5ms", "--state-file", state, "--output", output];
     let kills = kill_repeatedly_then_catch_up(&args, writer);
     let written = std::fs::read(output).unwrap();
     let feed = deltabus(&["changes", t, "--from", "0"]);
@@ -306,7 +306,7 @@ fn tail_into_kafka_is_exact_across_kill_9() {
     let table = dir.path().join("t");
     let writer = start_source_writer(&table);
     let t = table.to_str().unwrap();
-    let args = ["tail", t, "--from", "0", "--poll-interval-ms", "5", "--to-topic", "changes", "--brokers", &brokers];
+    let args = ["tail", t, "--from", "0", "--poll-interval", "5ms", "--to-topic", "changes", "--brokers", &brokers];
     let args = [&args[..], &["--follower-id", "feed", "--key-columns", "n"]].concat();
     let kills = kill_repeatedly_then_catch_up(&args, writer);
     // Everything a read_committed consumer sees on the topic.
@@ -377,7 +377,7 @@ fn follower_replicates_the_feed_exactly_once_across_kill_9() {
     assert!(deltabus(&["compact", s]).status.success());
     // A follower killed with -9 part-way, then resumed.
     let mut follower = Command::new(env!("CARGO_BIN_EXE_deltabus"))
-        .args(["follow", s, "--into", t, "--follower-id", "replica", "--poll-interval-ms", "10"])
+        .args(["follow", s, "--into", t, "--follower-id", "replica", "--poll-interval", "10ms"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -495,4 +495,44 @@ fn follower_options_shape_and_batch_the_feed() {
     assert!((2..7).contains(&target_commits), "7 source commits merged into fewer: {report}");
     let feed = deltabus(&["changes", t, "--from", "0"]);
     assert_eq!(canonical_rows(&deltabus(&["cat", r]).stdout), canonical_rows(&feed.stdout));
+}
+
+/// Staleness is judged on the one clock: a follower whose next commit is older than the
+/// table's `delta.deletedFileRetentionDuration` refuses to go on (another engine's VACUUM may
+/// have removed what it needs) unless told to; no sleeping, no edited timestamps.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follower_beyond_the_retention_is_refused_by_the_clock() {
+    use deltabus::common::clock::Clock;
+    use deltabus::common::follow::{FollowerOptions, StartAt};
+    use deltabus::delta::actions::Action;
+    use deltabus::delta::create::{infer_schema, new_table};
+    use deltabus::delta::transaction::Transaction;
+    use deltabus::feed::follow::run_follower;
+    use deltabus::feed::sink::lines::LinesSink;
+    use deltabus::storage::{RetryPolicy, StorageOptions, Table};
+
+    // Commit times are the store's modification times (real time): the clock starts at now.
+    let clock = Clock::manual(chrono::Utc::now().timestamp_millis());
+    let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
+    let table = Table::open(&url, StorageOptions { clock: clock.clone(), ..StorageOptions::default() }).unwrap();
+    let (p, m) = new_table(infer_schema(&[r#"{"id":1}"#]).unwrap(), &[], &Default::default()).unwrap();
+    let create = Transaction::new("CREATE TABLE", vec![Action::Protocol(p), Action::Metadata(m)]);
+    table.commit(None, &create, &RetryPolicy::default()).await.unwrap();
+    let follow = |allow_stale: bool| {
+        let table = table.clone();
+        async move {
+            let mut out = Vec::new();
+            let mut sink = LinesSink::stream(&mut out, table.url(), None);
+            let mut opts = FollowerOptions::new(StartAt::Version(0));
+            opts.once = true;
+            opts.allow_stale = allow_stale;
+            run_follower(&table, &mut sink, &opts, None, std::future::pending()).await.map(|r| r.source_commits)
+        }
+    };
+    assert_eq!(follow(false).await.unwrap(), 1, "fresh: followed");
+    // Eight days later (the default retention is one week).
+    clock.advance(8 * 24 * 3600 * 1000);
+    let err = follow(false).await.unwrap_err().to_string();
+    assert!(err.contains("deletedFileRetentionDuration"), "{err}");
+    assert_eq!(follow(true).await.unwrap(), 1, "--allow-stale follows anyway");
 }

@@ -225,14 +225,14 @@ fn chaos_soak_keeps_every_row_exactly_once() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let follow_args =
-        s(&["follow", &table, "--into", &replica, "--follower-id", "replica", "--poll-interval-ms", "100"]);
+        s(&["follow", &table, "--into", &replica, "--follower-id", "replica", "--poll-interval", "100ms"]);
     let tail_args = s(&[
         "tail",
         &table,
         "--from",
         "0",
-        "--poll-interval-ms",
-        "100",
+        "--poll-interval",
+        "100ms",
         "--to-topic",
         "feed",
         "--brokers",

@@ -49,7 +49,7 @@ fn writers_compactor_and_follower_together() {
     std::fs::write(
         &config,
         format!(
-            "[pipelines.replica]\ntable = \"{r}\"\n[pipelines.replica.delta]\nsource = \"{s}\"\nstart = \"0\"\npoll_interval_ms = 20\n"
+            "[pipelines.replica]\ntable = \"{r}\"\n[pipelines.replica.delta]\nsource = \"{s}\"\nstart = \"0\"\npoll_interval = \"20ms\"\n"
         ),
     )
     .unwrap();

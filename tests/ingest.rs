@@ -25,7 +25,7 @@ pub fn pipeline(brokers: &str, topic: &str, table: &str) -> PipelineConfig {
     let mut p = PipelineConfig::new(table, brokers, topic);
     p.app_id = Some("ingest".into());
     p.create = true;
-    p.kafka.max_record_bytes = "1kb".into();
+    p.kafka.max_record_bytes = "1kb".parse().unwrap();
     // The mock cluster makes a member joining right after another left wait for the leaver's
     // session timeout (LeaveGroup is sent and answered; seen with librdkafka=debug): keep it
     // short.
@@ -33,7 +33,7 @@ pub fn pipeline(brokers: &str, topic: &str, table: &str) -> PipelineConfig {
         ("session.timeout.ms".to_string(), "6000".to_string()),
         ("heartbeat.interval.ms".to_string(), "500".to_string()),
     ]);
-    p.flush.max_latency_ms = 300;
+    p.flush.max_latency = "300ms".parse().unwrap();
     p.flush.max_rows = 700;
     p
 }
@@ -425,7 +425,7 @@ fn background_compaction_runs_beside_ingest_without_changing_rows() {
         p.flush.max_rows = 40;
         p.compaction.enabled = true;
         p.compaction.min_files = 4;
-        p.compaction.interval_ms = 200;
+        p.compaction.interval = "200ms".parse().unwrap();
         let producer = tokio::spawn({
             let brokers = brokers.clone();
             async move {

@@ -5,13 +5,14 @@
 //! in a file (`tail`, resuming from `--state-file`), a Kafka topic with the position in the same
 //! transaction (`tail --to-topic`), or another Delta table (`follow --into`).
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
 
+use super::key_value::{self, KeyValue};
 use crate::common::follow::FollowerOptions;
+use crate::common::units::{ByteSize, HumanDuration};
 use crate::error::{Error, Result};
 use crate::feed::changes::ChangeCursor;
 use crate::feed::follow::{run_follower, FollowerReport};
@@ -24,9 +25,9 @@ use crate::storage::Table;
 /// Options shared by `tail` and `follow`.
 #[derive(Debug, Args)]
 pub struct FollowerArgs {
-    /// Poll interval in milliseconds (backs off to 10x while idle).
-    #[arg(long, default_value_t = 1000)]
-    pub poll_interval_ms: u64,
+    /// How often to look for new commits (e.g. 200ms, 1s; backs off to 10x while idle).
+    #[arg(long, default_value = "1s")]
+    pub poll_interval: HumanDuration,
     /// Only rows matching this predicate (files are skipped by statistics first).
     #[arg(long = "where", value_name = "PREDICATE")]
     pub predicate: Option<String>,
@@ -49,9 +50,9 @@ pub struct FollowerArgs {
     /// Deliver consecutive ready commits together, up to this many files...
     #[arg(long, value_name = "N")]
     pub max_files_per_batch: Option<usize>,
-    /// ...or this many bytes of rows (e.g. 64mb).
+    /// ...or this many bytes of rows (e.g. 64MiB).
     #[arg(long, value_name = "SIZE")]
-    pub max_bytes_per_batch: Option<String>,
+    pub max_bytes_per_batch: Option<ByteSize>,
     /// Serve Prometheus metrics (position, versions and seconds behind) and /health here.
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics_addr: Option<String>,
@@ -110,8 +111,8 @@ pub struct TailArgs {
     #[arg(long, value_delimiter = ',')]
     pub key_columns: Vec<String>,
     /// A librdkafka property for the producer, repeatable.
-    #[arg(long = "kafka-property", value_name = "K=V")]
-    pub kafka_properties: Vec<String>,
+    #[arg(long = "kafka-property", value_name = "KEY=VALUE")]
+    pub kafka_properties: Vec<KeyValue>,
     #[command(flatten)]
     pub follower: FollowerArgs,
 }
@@ -142,14 +143,14 @@ impl FollowerArgs {
             source: String::new(),
             start: start.to_string(),
             follower_id: None,
-            poll_interval_ms: self.poll_interval_ms,
+            poll_interval: self.poll_interval,
             filter: self.predicate.clone(),
             allow_stale: self.allow_stale,
             skip_gaps: self.skip_gaps,
             skip_change_commits: self.skip_change_commits,
             ignore_deletes: self.ignore_deletes,
             max_files_per_batch: self.max_files_per_batch,
-            max_bytes_per_batch: self.max_bytes_per_batch.clone(),
+            max_bytes_per_batch: self.max_bytes_per_batch,
         };
         let mut o = settings.options(follower_id).map_err(|(key, why)| {
             let flag = match key {
@@ -168,17 +169,6 @@ fn parse_filter(filter: Option<&str>) -> Result<Option<crate::delta::predicate::
     filter
         .map(|f| crate::delta::predicate::parse(f).map_err(|e| Error::InvalidArgument(format!("--where: {e}"))))
         .transpose()
-}
-
-fn properties(pairs: &[String]) -> Result<BTreeMap<String, String>> {
-    pairs
-        .iter()
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.trim().to_string(), v.to_string()))
-                .ok_or_else(|| Error::InvalidArgument(format!("--kafka-property {kv:?}: expected K=V")))
-        })
-        .collect()
 }
 
 /// `changes <table> --from N [--to M]`.
@@ -236,7 +226,7 @@ pub async fn tail(
             follower_id: args.follower_id.clone().unwrap_or_default(),
             source_table_id: table.snapshot(None).await?.metadata.id,
             key_columns: args.key_columns.clone(),
-            properties: properties(&args.kafka_properties)?,
+            properties: key_value::to_map(&args.kafka_properties),
         };
         let mut sink = KafkaSink::open(cfg).await?;
         let (m, _server) = args.follower.metrics(args.follower_id.as_deref().unwrap_or("tail")).await?;

@@ -9,6 +9,8 @@
 //!
 //! Errors go to stderr; the exit code is non-zero.
 
+use crate::common::units::ByteSize;
+use key_value::KeyValue;
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -19,6 +21,7 @@ use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
 mod changes;
+pub mod key_value;
 mod run;
 
 use crate::config::Config;
@@ -45,7 +48,7 @@ pub struct GlobalArgs {
     pub config: Option<std::path::PathBuf>,
     /// Object-store option KEY=VALUE (for example aws_endpoint=http://127.0.0.1:5055); repeatable.
     #[arg(long = "storage-option", value_name = "KEY=VALUE", global = true)]
-    pub storage_options: Vec<String>,
+    pub storage_options: Vec<KeyValue>,
     /// Accept absolute file paths in the log when they lie inside the table root.
     #[arg(long, global = true)]
     pub allow_absolute_paths: bool,
@@ -122,12 +125,13 @@ pub enum Command {
         /// Only partitions matching `col = value [AND col = value ...]`.
         #[arg(long = "where", value_name = "PARTITION PREDICATE")]
         predicate: Option<String>,
-        /// Target size of rewritten files (e.g. 128mb).
-        #[arg(long)]
-        target_size: Option<String>,
+        /// Target size of rewritten files (e.g. 128MiB; default: the table's
+        /// delta.targetFileSize, else 128MiB).
+        #[arg(long, alias = "target-size")]
+        target_file_size: Option<ByteSize>,
         /// Files below this size are rewritten (default: the target size).
         #[arg(long)]
-        min_file_size: Option<String>,
+        min_file_size: Option<ByteSize>,
         /// Plan and print the summary without writing.
         #[arg(long)]
         dry_run: bool,
@@ -205,13 +209,13 @@ pub struct WriteArgs {
     pub txn_version: Option<i64>,
     /// Table property KEY=VALUE for a new table; repeatable.
     #[arg(long = "property", value_name = "KEY=VALUE")]
-    pub properties: Vec<String>,
+    pub properties: Vec<KeyValue>,
     /// Delta schema (JSON, as in metaData.schemaString) for a new table, instead of inference.
     #[arg(long, value_name = "FILE")]
     pub schema: Option<std::path::PathBuf>,
-    /// Roll data files past this size (e.g. 128mb).
+    /// Roll data files past this size (e.g. 128MiB, 1.5GB).
     #[arg(long)]
-    pub target_file_size: Option<String>,
+    pub target_file_size: Option<ByteSize>,
     /// Parquet codec: zstd, snappy, gzip, lz4, brotli, uncompressed.
     #[arg(long)]
     pub compression: Option<String>,
@@ -231,12 +235,7 @@ impl GlobalArgs {
     /// Storage options: the configuration's, overridden by command-line flags.
     fn storage(&self, config: &Config) -> Result<StorageOptions> {
         let mut storage = config.storage_options();
-        for kv in &self.storage_options {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| Error::InvalidArgument(format!("--storage-option {kv:?} is not KEY=VALUE")))?;
-            storage.options.insert(k.trim().to_string(), v.to_string());
-        }
+        storage.options.extend(key_value::to_map::<Vec<_>>(&self.storage_options));
         storage.allow_absolute_paths |= self.allow_absolute_paths;
         Ok(storage)
     }
@@ -288,26 +287,18 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
         Command::Followers { table, remove } => {
             writeln_json(out, &changes::followers(&Table::open(&table, storage)?, remove.as_deref()).await?)
         }
-        Command::Compact { table, predicate, target_size, min_file_size, dry_run } => {
+        Command::Compact { table, predicate, target_file_size, min_file_size, dry_run } => {
             use crate::compactor::planner::parse_partition_predicate;
             use crate::compactor::rewriter::{compact, CompactOptions};
             use std::io::IsTerminal;
-            let size = |flag: &str, v: &Option<String>| -> Result<Option<u64>> {
-                v.as_deref()
-                    .map(|s| {
-                        crate::delta::properties::parse_size(s)
-                            .ok_or_else(|| Error::InvalidArgument(format!("{flag} {s:?}")))
-                    })
-                    .transpose()
-            };
             let mut opts =
                 CompactOptions { dry_run, progress: std::io::stderr().is_terminal(), ..CompactOptions::default() };
-            if let Some(t) = size("--target-size", &target_size)? {
-                opts.plan.target_size = t;
-                opts.plan.min_file_size = t;
+            if let Some(t) = target_file_size {
+                opts.plan.target_size = t.get();
+                opts.plan.min_file_size = t.get();
             }
-            if let Some(m) = size("--min-file-size", &min_file_size)? {
-                opts.plan.min_file_size = m;
+            if let Some(m) = min_file_size {
+                opts.plan.min_file_size = m.get();
             }
             if let Some(p) = predicate {
                 opts.partitions =
@@ -456,12 +447,7 @@ async fn history(table: &Table, limit: Option<usize>, out: &mut (dyn Write + Sen
 async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &mut (dyn Write + Send)) -> Result<()> {
     use crate::ops::write::{write_json_lines, WriteMode, WriteOptions};
     let table = Table::open_for_write(&args.table, storage)?;
-    let mut properties = std::collections::HashMap::new();
-    for kv in &args.properties {
-        let (k, v) =
-            kv.split_once('=').ok_or_else(|| Error::InvalidArgument(format!("--property {kv:?} is not KEY=VALUE")))?;
-        properties.insert(k.trim().to_string(), v.trim().to_string());
-    }
+    let properties = key_value::to_map(&args.properties);
     let schema = match &args.schema {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -473,13 +459,7 @@ async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &m
         }
         None => None,
     };
-    let target_file_size = match &args.target_file_size {
-        Some(s) => Some(
-            crate::delta::properties::parse_size(s)
-                .ok_or_else(|| Error::InvalidArgument(format!("--target-file-size {s:?}")))?,
-        ),
-        None => None,
-    };
+    let target_file_size = args.target_file_size.map(ByteSize::get);
     let opts = WriteOptions {
         mode: if args.mode == "create" { WriteMode::Create } else { WriteMode::Append },
         partition_by: args.partition_by.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),

@@ -14,6 +14,8 @@ use clap::Args;
 use serde_json::json;
 use tokio::sync::watch;
 
+use super::key_value::{self, KeyValue};
+use crate::common::units::HumanDuration;
 use crate::config::pipeline::{PipelineConfig, RecordColumns};
 use crate::config::{Config, ResolvedPipeline};
 use crate::error::{Error, Result};
@@ -35,9 +37,9 @@ pub struct IngestArgs {
     /// Consumer group (default: the app id).
     #[arg(long)]
     pub group_id: Option<String>,
-    /// Maximum age of a batch (e.g. 500ms, 1s, 2m).
+    /// Maximum age of a batch (e.g. 500ms, 10s, 2m, 1h).
     #[arg(long, default_value = "10s")]
-    pub flush_interval: String,
+    pub flush_interval: HumanDuration,
     #[arg(long, default_value_t = 1_000_000)]
     pub max_rows: u64,
     /// Create the table on the first batch (schema inferred) when it is missing.
@@ -61,7 +63,7 @@ pub struct IngestArgs {
     pub auto_compact: bool,
     /// librdkafka property KEY=VALUE (security settings...); repeatable.
     #[arg(long = "kafka-property", value_name = "KEY=VALUE")]
-    pub kafka_properties: Vec<String>,
+    pub kafka_properties: Vec<KeyValue>,
     /// Keyed ingestion: records upsert or delete rows by these columns (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "COLUMNS")]
     pub upsert_keys: Vec<String>,
@@ -73,39 +75,13 @@ pub struct IngestArgs {
     pub upsert_op_field: Option<String>,
 }
 
-/// Parses `500ms`, `2s`, `1m` or a number of milliseconds.
-fn parse_duration_ms(s: &str) -> Result<u64> {
-    let t = s.trim();
-    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1000)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60_000)
-    } else {
-        (t, 1)
-    };
-    num.trim()
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .filter(|n| *n > 0)
-        .ok_or_else(|| Error::InvalidArgument(format!("{s:?} is not a duration (500ms, 2s, 1m)")))
-}
-
 impl IngestArgs {
     /// The pipeline these flags describe.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad flag value.
     pub fn pipeline(&self) -> Result<ResolvedPipeline> {
-        let mut properties = BTreeMap::new();
-        for kv in &self.kafka_properties {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| Error::InvalidArgument(format!("--kafka-property {kv:?} is not KEY=VALUE")))?;
-            properties.insert(k.trim().to_string(), v.to_string());
-        }
+        let properties = key_value::to_map(&self.kafka_properties);
         let mut config = PipelineConfig::new(&self.table, &self.brokers, &self.topic);
         config.app_id = Some(self.app_id.clone());
         config.create = self.create;
@@ -114,7 +90,7 @@ impl IngestArgs {
         config.kafka.start = self.start.clone();
         config.kafka.assignment = self.assignment.clone();
         config.kafka.properties = properties;
-        config.flush.max_latency_ms = parse_duration_ms(&self.flush_interval)?;
+        config.flush.max_latency = self.flush_interval;
         config.flush.max_rows = self.max_rows;
         config.dead_letter.table = self.dead_letter_table.clone();
         config.compaction.enabled = self.auto_compact;
@@ -190,7 +166,7 @@ pub async fn run_pipelines(
         pipelines,
         storage,
         metrics_addr: metrics_addr.or_else(|| Some(config.metrics.addr.clone()).filter(|a| !a.is_empty())),
-        shutdown_timeout: Duration::from_millis(config.run.shutdown_timeout_ms),
+        shutdown_timeout: config.run.shutdown_timeout.get(),
     };
     let reports = run(opts, Arc::new(Metrics::default()), shutdown_on_signals()).await?;
     print_reports(&reports, out)
@@ -252,7 +228,7 @@ pub async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Se
     pipeline.create = true;
     pipeline.schema = Some(schema.into());
     pipeline.partition_by = vec!["country".into()];
-    pipeline.flush.max_latency_ms = 500;
+    pipeline.flush.max_latency = HumanDuration::from_millis(500);
     pipeline.columns = RecordColumns {
         key: Some("_kafka_key".into()),
         offset: Some("_kafka_offset".into()),

@@ -4,7 +4,9 @@
 //! - [`clock`]: the one clock (system, tokio-paused in tests, manual).
 //! - [`flush`] [sync]: the flush policy, a pure function of the batch state and `now`.
 //! - [`follow`]: follower settings and start positions.
+//! - [`units`]: the one spelling of durations and sizes.
 
 pub mod clock;
 pub mod flush;
 pub mod follow;
+pub mod units;

@@ -18,9 +18,12 @@ use crate::storage::StorageOptions;
 
 pub mod pipeline;
 mod redact;
+mod resolved;
 pub mod sources;
 
-pub use pipeline::{PipelineConfig, ResolvedPipeline, StartPosition, UpsertConfig};
+pub use pipeline::{
+    PipelineConfig, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, StartPosition, UpsertConfig,
+};
 
 /// The embedded defaults file.
 pub const DEFAULTS_TOML: &str = include_str!("../../config/default.toml");
@@ -43,7 +46,7 @@ pub struct Config {
 #[serde(deny_unknown_fields)]
 pub struct RunConfig {
     /// How long a graceful shutdown may take to flush and commit before the process gives up.
-    pub shutdown_timeout_ms: u64,
+    pub shutdown_timeout: crate::common::units::HumanDuration,
 }
 
 /// `[metrics]`

@@ -7,15 +7,12 @@
 //! Kafka client properties and storage secrets are redacted in `Debug` output.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::common::flush::FlushPolicy;
-use crate::delta::properties::parse_size;
-use crate::delta::schema::StructType;
-use crate::error::{Error, Result};
+use crate::common::units::{ByteSize, HumanDuration};
 
+pub use super::resolved::{PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, StartPosition};
 pub use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig};
 
 /// One pipeline.
@@ -92,15 +89,20 @@ pub struct CompactionConfig {
     pub enabled: bool,
     /// A partition is compacted once it holds this many small files (Spark: 50).
     pub min_files: usize,
-    /// Files below this size are small; bins aim at it (default: delta.targetFileSize, else 128mb).
-    pub target_size: Option<String>,
+    /// Files below this size are small; bins aim at it (default: delta.targetFileSize, else 128MiB).
+    pub target_file_size: Option<ByteSize>,
     /// How often to look.
-    pub interval_ms: u64,
+    pub interval: HumanDuration,
 }
 
 impl Default for CompactionConfig {
     fn default() -> Self {
-        CompactionConfig { enabled: false, min_files: 50, target_size: None, interval_ms: 60_000 }
+        CompactionConfig {
+            enabled: false,
+            min_files: 50,
+            target_file_size: None,
+            interval: HumanDuration::from_secs(60),
+        }
     }
 }
 
@@ -122,7 +124,7 @@ pub struct KafkaConfig {
     pub assignment: String,
     /// Records above this size go to the dead-letter destination.
     #[serde(default = "default_max_record")]
-    pub max_record_bytes: String,
+    pub max_record_bytes: ByteSize,
     /// A partition whose recorded position the broker no longer holds (records deleted by
     /// retention before ingestion, or a recreated topic) stops the pipeline with an error;
     /// `false` skips to the broker's earliest offset and counts the lost offsets.
@@ -171,12 +173,12 @@ impl std::fmt::Debug for KafkaConfig {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FlushConfig {
-    pub max_latency_ms: u64,
+    pub max_latency: HumanDuration,
     pub max_rows: u64,
     /// Also the bound on buffered memory: consumption stops while a full batch commits.
-    pub max_bytes: String,
-    /// Default: the table's `delta.targetFileSize`, else 128mb.
-    pub target_file_size: Option<String>,
+    pub max_bytes: ByteSize,
+    /// Default: the table's `delta.targetFileSize`, else 128MiB.
+    pub target_file_size: Option<ByteSize>,
     /// Rate limits; 0 = unlimited.
     pub records_per_second: u32,
     pub bytes_per_second: u32,
@@ -185,9 +187,9 @@ pub struct FlushConfig {
 impl Default for FlushConfig {
     fn default() -> Self {
         FlushConfig {
-            max_latency_ms: 10_000,
+            max_latency: HumanDuration::from_secs(10),
             max_rows: 1_000_000,
-            max_bytes: "256mb".into(),
+            max_bytes: ByteSize::mib(256),
             target_file_size: None,
             records_per_second: 0,
             bytes_per_second: 0,
@@ -241,190 +243,8 @@ fn default_start() -> String {
 fn default_assignment() -> String {
     "cooperative-sticky".into()
 }
-fn default_max_record() -> String {
-    "1mb".into()
-}
-
-/// Where a partition without a recorded position starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StartPosition {
-    Earliest,
-    Latest,
-    Timestamp(i64),
-    Offsets(BTreeMap<i32, i64>),
-}
-
-impl StartPosition {
-    /// Parses the `start` setting.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] describing the accepted forms.
-    pub fn parse(s: &str) -> Result<Self> {
-        let bad = || {
-            Error::InvalidArgument(format!(
-                "start {s:?}: expected earliest, latest, timestamp:<ms> or offsets:<partition>=<offset>,..."
-            ))
-        };
-        Ok(match s.trim() {
-            "earliest" => StartPosition::Earliest,
-            "latest" => StartPosition::Latest,
-            t => {
-                if let Some(ms) = t.strip_prefix("timestamp:") {
-                    StartPosition::Timestamp(ms.trim().parse().map_err(|_| bad())?)
-                } else if let Some(list) = t.strip_prefix("offsets:") {
-                    let mut map = BTreeMap::new();
-                    for pair in list.split(',').filter(|p| !p.trim().is_empty()) {
-                        let (p, o) = pair.split_once('=').ok_or_else(bad)?;
-                        map.insert(p.trim().parse().map_err(|_| bad())?, o.trim().parse().map_err(|_| bad())?);
-                    }
-                    StartPosition::Offsets(map)
-                } else {
-                    return Err(bad());
-                }
-            }
-        })
-    }
-}
-
-/// A pipeline's settings, checked and parsed.
-#[derive(Debug, Clone)]
-pub struct ResolvedPipeline {
-    pub name: String,
-    pub app_id: String,
-    pub group_id: String,
-    pub start: StartPosition,
-    pub policy: FlushPolicy,
-    pub target_file_size: Option<u64>,
-    pub max_record_bytes: usize,
-    pub schema: Option<StructType>,
-    /// Target size of the background compactor.
-    pub compaction_target: Option<u64>,
-    /// Set for a Delta-table source (the Kafka fields then go unused).
-    pub delta: Option<ResolvedDeltaSource>,
-    /// Set for keyed ingestion.
-    pub upsert: Option<UpsertConfig>,
-    pub config: PipelineConfig,
-}
-
-impl PipelineConfig {
-    /// Checks every value and parses sizes, positions and the schema.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] naming the pipeline and the key.
-    pub fn validate(&self, name: &str) -> Result<ResolvedPipeline> {
-        let bad = |key: &str, why: String| Error::InvalidArgument(format!("pipelines.{name}.{key}: {why}"));
-        let size = |key: &str, v: &str| parse_size(v).ok_or_else(|| bad(key, format!("{v:?} is not a size")));
-        if self.table.trim().is_empty() {
-            return Err(bad("table", "must not be empty".into()));
-        }
-        let app_id = self.app_id.clone().unwrap_or_else(|| name.to_string());
-        let delta = match &self.delta {
-            Some(d) => {
-                if !self.kafka.brokers.is_empty() || !self.kafka.topic.is_empty() {
-                    return Err(bad("delta", "give a kafka or a delta source, not both".into()));
-                }
-                Some(self.resolve_delta(d, &app_id, &bad)?)
-            }
-            None if self.kafka.brokers.trim().is_empty() || self.kafka.topic.trim().is_empty() => {
-                return Err(bad("kafka", "brokers and topic are required (or a [delta] source)".into()));
-            }
-            None => None,
-        };
-        if !["cooperative-sticky", "range", "roundrobin"].contains(&self.kafka.assignment.as_str()) {
-            return Err(bad(
-                "kafka.assignment",
-                format!("{:?}: cooperative-sticky, range or roundrobin", self.kafka.assignment),
-            ));
-        }
-        for k in self.kafka.properties.keys() {
-            if ["bootstrap.servers", "group.id", "enable.auto.commit", "partition.assignment.strategy"]
-                .contains(&k.as_str())
-            {
-                return Err(bad("kafka.properties", format!("{k} is set by deltabus; use the pipeline keys")));
-            }
-        }
-        let start = StartPosition::parse(&self.kafka.start).map_err(|e| bad("kafka.start", e.to_string()))?;
-        if app_id.is_empty() {
-            return Err(bad("app_id", "must not be empty".into()));
-        }
-        if self.flush.max_latency_ms == 0 || self.flush.max_rows == 0 {
-            return Err(bad("flush", "max_latency_ms and max_rows must be positive".into()));
-        }
-        let schema = match &self.schema {
-            Some(s) => Some(StructType::parse(s).map_err(|e| bad("schema", e.to_string()))?),
-            None => None,
-        };
-        let columns = self.columns.names();
-        let mut seen = std::collections::HashSet::new();
-        if let Some(dup) = columns.iter().find(|c| !seen.insert(**c)) {
-            return Err(bad("columns", format!("{dup:?} is used twice")));
-        }
-        if self.dead_letter.table.is_some() && self.dead_letter.topic.is_some() {
-            return Err(bad("dead_letter", "give a table or a topic, not both".into()));
-        }
-        let target_file_size =
-            self.flush.target_file_size.as_deref().map(|v| size("flush.target_file_size", v)).transpose()?;
-        let policy = FlushPolicy {
-            max_latency: Duration::from_millis(self.flush.max_latency_ms),
-            max_rows: self.flush.max_rows,
-            max_bytes: size("flush.max_bytes", &self.flush.max_bytes)?,
-            target_file_size: target_file_size.unwrap_or(128 << 20),
-        };
-        let max_record_bytes = size("kafka.max_record_bytes", &self.kafka.max_record_bytes)?;
-        let compaction_target =
-            self.compaction.target_size.as_deref().map(|v| size("compaction.target_size", v)).transpose()?;
-        if self.compaction.enabled && (self.compaction.min_files < 2 || self.compaction.interval_ms == 0) {
-            return Err(bad("compaction", "min_files must be at least 2 and interval_ms positive".into()));
-        }
-        Ok(ResolvedPipeline {
-            name: name.to_string(),
-            group_id: self.kafka.group_id.clone().unwrap_or_else(|| app_id.clone()),
-            app_id,
-            start,
-            policy,
-            target_file_size,
-            max_record_bytes: usize::try_from(max_record_bytes).unwrap_or(usize::MAX),
-            schema,
-            compaction_target,
-            delta,
-            upsert: self.resolve_upsert(&bad)?,
-            config: self.clone(),
-        })
-    }
-
-    fn resolve_upsert(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<Option<UpsertConfig>> {
-        let Some(u) = &self.upsert else { return Ok(None) };
-        if self.delta.is_some() {
-            return Err(bad("upsert", "keyed ingestion needs a kafka source".into()));
-        }
-        if u.key_columns.is_empty() || u.key_columns.iter().any(|c| c.trim().is_empty()) {
-            return Err(bad("upsert.key_columns", "name at least one column".into()));
-        }
-        if !["plain", "debezium"].contains(&u.format.as_str()) {
-            return Err(bad("upsert.format", format!("{:?}: plain or debezium", u.format)));
-        }
-        if u.op_field.is_some() && u.format != "plain" {
-            return Err(bad("upsert.op_field", "only for plain payloads (Debezium carries its op)".into()));
-        }
-        Ok(Some(u.clone()))
-    }
-
-    fn resolve_delta(
-        &self,
-        d: &DeltaSourceConfig,
-        app_id: &str,
-        bad: &dyn Fn(&str, String) -> Error,
-    ) -> Result<ResolvedDeltaSource> {
-        if d.source.trim().is_empty() {
-            return Err(bad("delta.source", "must not be empty".into()));
-        }
-        let follower_id = d.follower_id.clone().unwrap_or_else(|| app_id.to_string());
-        if !crate::delta::followers::valid_follower_id(&follower_id) {
-            return Err(bad("delta.follower_id", format!("{follower_id:?}: letters, digits, '-', '_' and '.'")));
-        }
-        let options = d.options(Some(follower_id.clone())).map_err(|(key, why)| bad(&format!("delta.{key}"), why))?;
-        Ok(ResolvedDeltaSource { source: d.source.clone(), follower_id, options })
-    }
+fn default_max_record() -> ByteSize {
+    ByteSize::mib(1)
 }
 
 #[cfg(test)]
@@ -453,11 +273,14 @@ mod tests {
     #[test]
     fn defaults_resolve() {
         let r = minimal().validate("orders").unwrap();
-        assert_eq!((r.app_id.as_str(), r.group_id.as_str()), ("orders", "orders"));
-        assert_eq!(r.start, StartPosition::Earliest);
+        let k = r.kafka().unwrap();
+        assert_eq!((r.app_id.as_str(), k.group_id.as_str()), ("orders", "orders"));
+        assert_eq!(k.start, StartPosition::Earliest);
         assert_eq!(r.policy.max_bytes, 256 << 20);
-        assert_eq!(r.max_record_bytes, 1 << 20);
-        assert_eq!(r.config.kafka.assignment, "cooperative-sticky");
+        assert_eq!(r.policy.max_latency, std::time::Duration::from_secs(10));
+        assert_eq!(k.max_record_bytes, 1 << 20);
+        assert_eq!(k.assignment, "cooperative-sticky");
+        assert!(r.compaction.is_none());
     }
 
     #[test]
@@ -466,7 +289,7 @@ mod tests {
             "table = \"/tmp/replica\"\n[delta]\nsource = \"/tmp/orders\"\nstart = \"7\"\nfilter = \"n > 3\"\n",
         );
         let r = c.validate("replica").unwrap();
-        let d = r.delta.unwrap();
+        let PipelineSource::Delta(d) = r.source else { panic!("a Delta source") };
         assert_eq!((d.source.as_str(), d.follower_id.as_str()), ("/tmp/orders", "replica"));
         assert_eq!(d.options.start, crate::common::follow::StartAt::Version(7));
         assert!(d.options.filter.is_some());
@@ -511,9 +334,8 @@ mod tests {
         let mut c = minimal();
         c.kafka.assignment = "sticky".into();
         assert!(c.validate("p").unwrap_err().to_string().contains("pipelines.p.kafka.assignment"));
-        let mut c = minimal();
-        c.flush.max_bytes = "lots".into();
-        assert!(c.validate("p").unwrap_err().to_string().contains("flush.max_bytes"));
+        let parsed = toml::from_str::<PipelineConfig>("table = \"/t\"\n[flush]\nmax_bytes = \"lots\"\n");
+        assert!(parsed.unwrap_err().to_string().contains("\"lots\" is not a size"));
         let mut c = minimal();
         c.kafka.properties.insert("group.id".into(), "x".into());
         assert!(c.validate("p").is_err());

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::delta::properties::parse_size;
+use crate::common::units::{ByteSize, HumanDuration};
 use crate::error::Error;
 
 /// `[pipelines.<name>.delta]`: follow another table's change feed into this pipeline's table.
@@ -24,7 +24,7 @@ pub struct DeltaSourceConfig {
     #[serde(default)]
     pub follower_id: Option<String>,
     #[serde(default = "default_poll")]
-    pub poll_interval_ms: u64,
+    pub poll_interval: HumanDuration,
     /// A row predicate; files that cannot match are skipped by their statistics.
     #[serde(default)]
     pub filter: Option<String>,
@@ -44,14 +44,14 @@ pub struct DeltaSourceConfig {
     #[serde(default)]
     pub max_files_per_batch: Option<usize>,
     #[serde(default)]
-    pub max_bytes_per_batch: Option<String>,
+    pub max_bytes_per_batch: Option<ByteSize>,
 }
 
 fn default_delta_start() -> String {
     "snapshot".into()
 }
-fn default_poll() -> u64 {
-    1000
+fn default_poll() -> HumanDuration {
+    HumanDuration::from_secs(1)
 }
 
 /// `[pipelines.<name>.upsert]`: each record upserts its row by key, or deletes the key.
@@ -87,7 +87,7 @@ impl DeltaSourceConfig {
             Error::InvalidArgument(m) => ("start", m),
             e => ("start", e.to_string()),
         })?);
-        o.poll = Duration::from_millis(self.poll_interval_ms.max(1));
+        o.poll = self.poll_interval.get().max(Duration::from_millis(1));
         o.filter = self
             .filter
             .as_deref()
@@ -99,11 +99,7 @@ impl DeltaSourceConfig {
         o.skip_change_commits = self.skip_change_commits;
         o.ignore_deletes = self.ignore_deletes;
         o.max_files = self.max_files_per_batch;
-        o.max_bytes = self
-            .max_bytes_per_batch
-            .as_deref()
-            .map(|v| parse_size(v).ok_or_else(|| ("max_bytes_per_batch", format!("{v:?} is not a size"))))
-            .transpose()?;
+        o.max_bytes = self.max_bytes_per_batch.map(ByteSize::get);
         Ok(o)
     }
 }

@@ -136,3 +136,35 @@ impl Registrar {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::clock::Clock;
+    use crate::storage::StorageOptions;
+
+    /// Under tokio's paused time: a registration is rewritten at most every
+    /// [`Registrar::EVERY`], at once when asked, and stamped with the table's clock.
+    #[tokio::test(start_paused = true)]
+    async fn registrations_are_throttled_by_the_one_clock() {
+        let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
+        let clock = Clock::tokio();
+        let table = Table::open(&url, StorageOptions { clock: clock.clone(), ..StorageOptions::default() }).unwrap();
+        let next = |t: &Table| {
+            let t = t.clone();
+            async move { list_followers(&t).await.unwrap().first().map(|r| (r.next_version, r.updated_at)) }
+        };
+        let mut r = Registrar::new(&table, "replica", "test").unwrap();
+        let t0 = clock.now_ms();
+        r.advance(1, false).await;
+        assert_eq!(next(&table).await, Some((1, t0)), "the first position is written at once");
+        tokio::time::advance(Duration::from_secs(5)).await;
+        r.advance(2, false).await;
+        assert_eq!(next(&table).await, Some((1, t0)), "within EVERY: not rewritten");
+        r.advance(3, true).await;
+        assert_eq!(next(&table).await, Some((3, t0 + 5_000)), "asked for: rewritten at once");
+        tokio::time::advance(Registrar::EVERY).await;
+        r.advance(4, false).await;
+        assert_eq!(next(&table).await, Some((4, t0 + 15_000)), "after EVERY: rewritten");
+    }
+}

@@ -11,7 +11,6 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::compactor::planner::PlanConfig;
 use crate::compactor::rewriter::{compact, CompactOptions};
@@ -22,15 +21,15 @@ use crate::storage::Table;
 
 /// Runs until aborted.
 pub async fn run(table: Table, cfg: ResolvedPipeline, metrics: Arc<PipelineMetrics>) {
-    let c = &cfg.config.compaction;
+    let Some(c) = &cfg.compaction else { return };
     let mut plan = PlanConfig { min_partition_candidates: c.min_files, ..PlanConfig::default() };
-    if let Some(t) = cfg.compaction_target {
+    if let Some(t) = c.target_file_size {
         plan.target_size = t;
         plan.min_file_size = t;
     }
     let opts = CompactOptions { plan, ..CompactOptions::default() };
     loop {
-        tokio::time::sleep(Duration::from_millis(c.interval_ms)).await;
+        tokio::time::sleep(c.interval).await;
         match compact(&table, &opts).await {
             Ok(r) if r.bins > 0 => {
                 metrics.compaction_commits.fetch_add(r.versions.len() as u64, Relaxed);

@@ -31,9 +31,9 @@ pub(crate) async fn decode(
     partition: i32,
     records: &[SourceRecord<'_>],
 ) -> Result<Consumed> {
-    let key_column = cfg.config.columns.key.is_some();
+    let key_column = cfg.columns.key.is_some();
     // Headers are only gathered when a column wants them.
-    let headers_column = cfg.config.columns.headers.is_some();
+    let headers_column = cfg.columns.headers.is_some();
     let mut letters = Vec::new();
     let mut deletes = Vec::new();
     // Keyed ingestion: what each record does (Debezium `after` images replace payloads).
@@ -94,7 +94,7 @@ pub(crate) async fn decode(
             row_offsets = decoded.rows_from.iter().map(|i| raw[*i].offset).collect();
         }
         match decoded.batch {
-            Some(b) => Some(columns::append(b, &cfg.config.columns, &raw, &headers, &decoded.rows_from)?),
+            Some(b) => Some(columns::append(b, &cfg.columns, &raw, &headers, &decoded.rows_from)?),
             None => None,
         }
     };

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::runner::RunReport;
-use crate::config::ResolvedPipeline;
+use crate::config::{PipelineSource, ResolvedPipeline};
 use crate::error::{Error, Result};
 use crate::feed::follow::run_follower;
 use crate::feed::sink::table::TableSink;
@@ -28,7 +28,9 @@ pub async fn run(
     metrics: Arc<PipelineMetrics>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<RunReport> {
-    let d = p.delta.as_ref().ok_or_else(|| Error::Internal(format!("pipeline {} has no Delta source", p.name)))?;
+    let PipelineSource::Delta(d) = &p.source else {
+        return Err(Error::Internal(format!("pipeline {} has no Delta source", p.name)));
+    };
     let source = Table::open(&d.source, storage)?;
     let source_id = source.snapshot(None).await?.metadata.id;
     let mut sink = TableSink::open(&target, &d.follower_id, &source_id).await?;

@@ -1,15 +1,20 @@
 //! The pipelines of `deltabus run`: Kafka partitions, or another table's change feed, into a
 //! Delta table, exactly once.
 //!
+//! One Kafka record walks down: the source stage ([`crate::source::kafka::stage`]) polls it
+//! as a plain record → [`decode`] → [`buffer`] → the flush policy → [`flushing`] → [`commit`]
+//! → the storage shell's staged commit. Nothing here knows rdkafka.
+//!
+//! - [`decode`]: a partition's polled records into rows, key deletes and dead letters.
 //! - [`buffer`] [sync]: the open micro-batch, per Kafka partition.
 //! - [`schema`]: the table as the pipeline sees it (snapshot, decoder, creation, evolution).
 //! - [`commit`]: one flush: dead letters, data files, one commit with a txn per partition.
 //! - [`keyed`] [sync]: keys, Debezium envelopes, the last change per key.
 //! - [`upsert`]: the keyed flush: deletion vectors for replaced and deleted keys, new rows.
 //! - [`dead_letter`]: the dead-letter destinations (Delta table, Kafka topic).
-//! - [`flushing`]: the running flush in the background, and applying its result.
+//! - [`flushing`]: the flush slot: one flush at a time in the background.
 //! - [`positions`]: where assigned partitions resume, checked against the broker's watermarks.
-//! - [`runner`]: the pipeline task (consumer events, seeking, polling, flushing).
+//! - [`runner`]: the pipeline task (group events, seeking, polling, applying flush results).
 //! - [`delta_source`]: a pipeline that follows another Delta table.
 //! - [`auto_compact`]: the background compactor beside a pipeline.
 //! - [`service`]: several pipelines in one process, metrics endpoint, graceful shutdown.

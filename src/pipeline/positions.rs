@@ -39,12 +39,13 @@ pub(crate) async fn resolve(
     parts: &[i32],
 ) -> Result<BTreeMap<i32, StartOffset>> {
     let topic = source.topic();
-    let marks = source.watermarks(parts)?;
+    let kafka = cfg.kafka()?;
+    let marks = source.watermarks(parts).await?;
     let recorded = |schema: &TableSchema| -> BTreeMap<i32, i64> {
         parts.iter().filter_map(|p| schema.position(&cfg.app_id, topic, *p).map(|v| (*p, v))).collect()
     };
     let mut known = recorded(schema);
-    if matches!(cfg.start, StartPosition::Latest) {
+    if matches!(kafka.start, StartPosition::Latest) {
         // Resolve "latest" once, in the table, so that the next owner resumes there.
         let ends: BTreeMap<i32, i64> =
             parts.iter().filter(|p| !known.contains_key(p)).filter_map(|p| marks.get(p).map(|m| (*p, m.1))).collect();
@@ -64,7 +65,7 @@ pub(crate) async fn resolve(
         let verdict = marks.get(p).map_or(Resume::At(next), |m| check(next, *m));
         let resume = match verdict {
             Resume::At(n) => n,
-            Resume::Lost { lost, earliest } if !cfg.config.kafka.fail_on_data_loss => {
+            Resume::Lost { lost, earliest } if !kafka.fail_on_data_loss => {
                 tracing::error!(
                     partition = p,
                     lost,
@@ -86,14 +87,14 @@ pub(crate) async fn resolve(
         };
         positions.insert(*p, StartOffset::At(resume));
     }
-    let starts: BTreeMap<i32, StartOffset> = match &cfg.start {
+    let starts: BTreeMap<i32, StartOffset> = match &kafka.start {
         StartPosition::Earliest => fresh.iter().map(|p| (*p, StartOffset::Beginning)).collect(),
         // Only before the table exists (nothing to record the position in yet).
         StartPosition::Latest => fresh.iter().map(|p| (*p, StartOffset::End)).collect(),
         StartPosition::Offsets(map) => {
             fresh.iter().map(|p| (*p, map.get(p).map_or(StartOffset::Beginning, |o| StartOffset::At(*o)))).collect()
         }
-        StartPosition::Timestamp(ts) if !fresh.is_empty() => source.offsets_for_timestamp(&fresh, *ts)?,
+        StartPosition::Timestamp(ts) if !fresh.is_empty() => source.offsets_for_timestamp(&fresh, *ts).await?,
         StartPosition::Timestamp(_) => BTreeMap::new(),
     };
     positions.extend(starts);

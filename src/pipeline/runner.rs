@@ -88,12 +88,13 @@ impl Runner {
         metrics: Arc<PipelineMetrics>,
     ) -> Result<Runner> {
         let schema = TableSchema::open(&table, &cfg).await?;
+        let kafka = cfg.kafka()?;
         let limiter = |n: u32| NonZeroU32::new(n).map(|n| RateLimiter::direct(Quota::per_second(n)));
         metrics.buffer_limit.store(cfg.policy.max_bytes, Relaxed);
         let flusher = Flusher {
             table: table.clone(),
             app_id: cfg.app_id.clone(),
-            topic: cfg.config.kafka.topic.clone(),
+            topic: kafka.topic.clone(),
             dead: Arc::new(dead),
             target_file_size: cfg.target_file_size,
             key_columns: cfg.upsert.as_ref().map(|u| u.key_columns.clone()),
@@ -101,8 +102,8 @@ impl Runner {
         };
         Ok(Runner {
             slot: FlushSlot::new(flusher),
-            records_limit: limiter(cfg.config.flush.records_per_second),
-            bytes_limit: limiter(cfg.config.flush.bytes_per_second),
+            records_limit: limiter(cfg.records_per_second),
+            bytes_limit: limiter(cfg.bytes_per_second),
             cfg,
             table,
             metrics,
@@ -118,11 +119,11 @@ impl Runner {
     /// Kafka client creation, storage, protocol errors; a commit that keeps conflicting.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<RunReport> {
         let (tx, mut events) = unbounded_channel();
-        let k = &self.cfg.config.kafka;
+        let k = self.cfg.kafka()?;
         let settings = ConsumerSettings {
             brokers: &k.brokers,
             topic: &k.topic,
-            group_id: &self.cfg.group_id,
+            group_id: &k.group_id,
             assignment: &k.assignment,
             properties: &k.properties,
             prefetch_kbytes: prefetch_kbytes(self.cfg.policy.max_bytes),
@@ -256,7 +257,7 @@ impl Runner {
     async fn on_poll(&mut self, source: &KafkaSource, poll: &Poll<'_>) -> Result<()> {
         let owned = &self.owned;
         let accept = |p: i32, offset: i64| owned.get(&p).is_some_and(|o| o.seek.is_none() && offset >= o.accept_from);
-        let by_part = poll.records(source.topic(), self.cfg.config.columns.headers.is_some(), accept);
+        let by_part = poll.records(source.topic(), self.cfg.columns.headers.is_some(), accept);
         let records: usize = by_part.values().map(Vec::len).sum();
         tracing::trace!(received = poll.len(), accepted = records, "poll");
         if records == 0 {

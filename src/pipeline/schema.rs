@@ -42,7 +42,7 @@ impl TableSchema {
     pub async fn open(table: &Table, cfg: &ResolvedPipeline) -> Result<TableSchema> {
         let snapshot = match table.snapshot(None).await {
             Ok(s) => Some(s),
-            Err(Error::NotATable { .. }) if cfg.config.create => None,
+            Err(Error::NotATable { .. }) if cfg.create => None,
             Err(Error::NotATable { location }) => {
                 return Err(Error::InvalidArgument(format!(
                     "pipeline {}: there is no table at {location} (set create = true to create it)",
@@ -57,8 +57,8 @@ impl TableSchema {
         let mut me = TableSchema {
             snapshot,
             decoder: None,
-            record_columns: cfg.config.columns.names().into_iter().map(String::from).collect(),
-            max_record_bytes: cfg.max_record_bytes,
+            record_columns: cfg.columns.names().into_iter().map(String::from).collect(),
+            max_record_bytes: cfg.kafka().map_or(usize::MAX, |k| k.max_record_bytes),
         };
         if me.snapshot.is_none() {
             if let Some(schema) = &cfg.schema {
@@ -119,7 +119,7 @@ impl TableSchema {
             self.sync_decoder();
         }
         let mut decoded = self.decoder()?.decode(raw);
-        if !cfg.config.evolve_schema || decoded.dead_letters.is_empty() {
+        if !cfg.evolve_schema || decoded.dead_letters.is_empty() {
             return Ok(decoded);
         }
         // The snapshot may be behind the flushes (they read their own): catch up first, so
@@ -203,20 +203,20 @@ impl TableSchema {
 
     async fn create(&mut self, table: &Table, cfg: &ResolvedPipeline, schema: StructType) -> Result<()> {
         let mut fields = schema.fields;
-        for f in cfg.config.columns.fields() {
+        for f in cfg.columns.fields() {
             if !fields.iter().any(|x| x.name == f.name) {
                 fields.push(f);
             }
         }
-        let mut properties = cfg.config.properties.clone();
+        let mut properties = cfg.properties.clone();
         if cfg.upsert.is_some() {
             // Keyed ingestion replaces rows with deletion vectors unless told otherwise.
             properties.entry("delta.enableDeletionVectors".into()).or_insert_with(|| "true".into());
         }
-        let (protocol, metadata) = new_table(StructType::new(fields), &cfg.config.partition_by, &properties)?;
+        let (protocol, metadata) = new_table(StructType::new(fields), &cfg.partition_by, &properties)?;
         let txn = Transaction::new("CREATE TABLE", vec![Action::Protocol(protocol), Action::Metadata(metadata)])
             .with_parameter("isManaged", "false")
-            .with_parameter("partitionBy", serde_json::to_string(&cfg.config.partition_by).unwrap_or_default());
+            .with_parameter("partitionBy", serde_json::to_string(&cfg.partition_by).unwrap_or_default());
         match StagedCommit::new(table).commit(None, &txn, &RetryPolicy::default()).await {
             Ok(CommitOutcome::Committed { .. }) => {
                 tracing::info!(pipeline = %cfg.name, table = %table.url(), "table created")

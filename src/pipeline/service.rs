@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use super::dead_letter::DeadLetterSink;
 use super::runner::{RunReport, Runner};
-use crate::config::ResolvedPipeline;
+use crate::config::{PipelineSource, ResolvedPipeline};
 use crate::error::{Error, Result};
 use crate::metrics::{serve, Metrics};
 use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
@@ -33,7 +33,7 @@ pub struct ServiceOptions {
 }
 
 fn dead_letter_sink(p: &ResolvedPipeline, storage: &StorageOptions) -> Result<DeadLetterSink> {
-    let d = &p.config.dead_letter;
+    let d = &p.dead_letter;
     if let Some(t) = &d.table {
         return Ok(DeadLetterSink::Table {
             table: Table::open_for_write(t, storage.clone())?,
@@ -42,7 +42,7 @@ fn dead_letter_sink(p: &ResolvedPipeline, storage: &StorageOptions) -> Result<De
         });
     }
     if let Some(topic) = &d.topic {
-        let k = &p.config.kafka;
+        let k = p.kafka()?;
         return Ok(DeadLetterSink::Topic(DeadLetterTopic::create(&k.brokers, &k.properties, topic)?));
     }
     Ok(DeadLetterSink::Discard)
@@ -71,12 +71,12 @@ pub async fn run(
     let mut tasks = JoinSet::new();
     let mut compactors = JoinSet::new();
     for p in opts.pipelines {
-        let table = Table::open_for_write(&p.config.table, opts.storage.clone())?;
+        let table = Table::open_for_write(&p.table, opts.storage.clone())?;
         let name = p.name.clone();
-        if p.config.compaction.enabled {
+        if p.compaction.is_some() {
             compactors.spawn(super::auto_compact::run(table.clone(), p.clone(), metrics.pipeline(&name)));
         }
-        if p.delta.is_some() {
+        if matches!(p.source, PipelineSource::Delta(_)) {
             let (stop, storage, m) = (stop_rx.clone(), opts.storage.clone(), metrics.pipeline(&name));
             let span = tracing::info_span!("pipeline", pipeline = %name, table = %table.url());
             tasks.spawn(

@@ -1,6 +1,6 @@
-//! Sources of records for `deltabus run` (issue 4).
+//! Sources of records for `deltabus run`.
 //!
-//! - [`kafka`]: the Kafka source; today its payload decoder (raw bytes straight into Arrow,
-//!   undecodable records to dead letters).
+//! - [`kafka`]: the Kafka source stage: a consumer group's records handed to the pipeline as
+//!   plain values. (A Delta table as a source is the change feed, [`crate::feed`].)
 
 pub mod kafka;

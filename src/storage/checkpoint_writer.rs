@@ -30,7 +30,10 @@ impl Table {
         let actions = checkpoint_actions(snapshot);
         let num_adds = snapshot.file_count() as i64;
         let rows = actions.len() as i64;
-        let bytes = tokio::task::block_in_place(|| encode(&actions))?;
+        // Encoding is CPU work: off the I/O threads (and usable from any runtime flavour).
+        let bytes = tokio::task::spawn_blocking(move || encode(&actions))
+            .await
+            .map_err(|e| Error::Internal(format!("checkpoint encoder task: {e}")))??;
         let size = bytes.len() as i64;
         let name = format!("{:020}.checkpoint.parquet", snapshot.version);
         let path = self.log_path(&name);

@@ -86,22 +86,32 @@ impl KafkaSource {
         consumer::seek(&self.consumer, &self.topic, partition, Offset::Offset(offset))
     }
 
-    /// Low and high watermarks per partition (blocks on the broker: call off the reactor).
+    /// Low and high watermarks per partition (asked on a blocking thread).
     ///
     /// # Errors
     /// [`crate::Error::Kafka`] when the broker does not answer.
-    pub fn watermarks(&self, partitions: &[i32]) -> Result<BTreeMap<i32, (i64, i64)>> {
-        tokio::task::block_in_place(|| consumer::watermarks(&self.consumer, &self.topic, partitions))
+    pub async fn watermarks(&self, partitions: &[i32]) -> Result<BTreeMap<i32, (i64, i64)>> {
+        let (consumer, topic, partitions) = (self.consumer.clone(), self.topic.clone(), partitions.to_vec());
+        tokio::task::spawn_blocking(move || consumer::watermarks(&consumer, &topic, &partitions))
+            .await
+            .map_err(|e| crate::Error::Internal(format!("watermarks task: {e}")))?
     }
 
     /// The first offset at or after `timestamp_ms` per partition.
     ///
     /// # Errors
     /// [`crate::Error::Kafka`] when the brokers do not answer.
-    pub fn offsets_for_timestamp(&self, partitions: &[i32], timestamp_ms: i64) -> Result<BTreeMap<i32, StartOffset>> {
-        let found = tokio::task::block_in_place(|| {
-            consumer::offsets_for_timestamp(&self.consumer, &self.topic, partitions, timestamp_ms)
-        })?;
+    pub async fn offsets_for_timestamp(
+        &self,
+        partitions: &[i32],
+        timestamp_ms: i64,
+    ) -> Result<BTreeMap<i32, StartOffset>> {
+        let (consumer, topic, partitions) = (self.consumer.clone(), self.topic.clone(), partitions.to_vec());
+        let found = tokio::task::spawn_blocking(move || {
+            consumer::offsets_for_timestamp(&consumer, &topic, &partitions, timestamp_ms)
+        })
+        .await
+        .map_err(|e| crate::Error::Internal(format!("offsets task: {e}")))??;
         Ok(found
             .into_iter()
             .map(|(p, o)| {

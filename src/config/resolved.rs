@@ -1,0 +1,281 @@
+//! A pipeline's settings checked and parsed: what the pipeline, its source stage and its
+//! background compactor run on. Nothing downstream reads the raw [`PipelineConfig`]; a
+//! pipeline's source is one [`PipelineSource`] (Kafka or Delta), never two options.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use super::pipeline::{DeadLetterConfig, PipelineConfig, RecordColumns};
+use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig};
+use crate::common::flush::FlushPolicy;
+use crate::delta::schema::StructType;
+use crate::error::{Error, Result};
+
+/// Where a partition without a recorded position starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartPosition {
+    Earliest,
+    Latest,
+    Timestamp(i64),
+    Offsets(BTreeMap<i32, i64>),
+}
+
+impl StartPosition {
+    /// Parses the `start` setting.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] describing the accepted forms.
+    pub fn parse(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::InvalidArgument(format!(
+                "start {s:?}: expected earliest, latest, timestamp:<ms> or offsets:<partition>=<offset>,..."
+            ))
+        };
+        Ok(match s.trim() {
+            "earliest" => StartPosition::Earliest,
+            "latest" => StartPosition::Latest,
+            t => {
+                if let Some(ms) = t.strip_prefix("timestamp:") {
+                    StartPosition::Timestamp(ms.trim().parse().map_err(|_| bad())?)
+                } else if let Some(list) = t.strip_prefix("offsets:") {
+                    let mut map = BTreeMap::new();
+                    for pair in list.split(',').filter(|p| !p.trim().is_empty()) {
+                        let (p, o) = pair.split_once('=').ok_or_else(bad)?;
+                        map.insert(p.trim().parse().map_err(|_| bad())?, o.trim().parse().map_err(|_| bad())?);
+                    }
+                    StartPosition::Offsets(map)
+                } else {
+                    return Err(bad());
+                }
+            }
+        })
+    }
+}
+
+/// A pipeline's settings, checked and parsed.
+#[derive(Debug, Clone)]
+pub struct ResolvedPipeline {
+    pub name: String,
+    /// Names the pipeline's positions in the table.
+    pub app_id: String,
+    /// The target table URL or path.
+    pub table: String,
+    pub source: PipelineSource,
+    /// Create the table when missing; with `schema`, or inferred from the first batch.
+    pub create: bool,
+    pub schema: Option<StructType>,
+    pub partition_by: Vec<String>,
+    /// Table properties of a new table.
+    pub properties: HashMap<String, String>,
+    pub evolve_schema: bool,
+    pub policy: FlushPolicy,
+    /// Data file size (`None`: the table's `delta.targetFileSize`).
+    pub target_file_size: Option<u64>,
+    /// Rate limits per second; 0 = unlimited.
+    pub records_per_second: u32,
+    pub bytes_per_second: u32,
+    pub columns: RecordColumns,
+    pub dead_letter: DeadLetterConfig,
+    /// Set for keyed ingestion (Kafka sources only).
+    pub upsert: Option<UpsertConfig>,
+    /// Set when the background compactor runs beside the pipeline.
+    pub compaction: Option<ResolvedCompaction>,
+}
+
+/// Where a pipeline's records come from.
+#[derive(Debug, Clone)]
+pub enum PipelineSource {
+    Kafka(ResolvedKafka),
+    Delta(ResolvedDeltaSource),
+}
+
+/// A Kafka source, checked.
+#[derive(Clone)]
+pub struct ResolvedKafka {
+    pub brokers: String,
+    pub topic: String,
+    pub group_id: String,
+    pub start: StartPosition,
+    pub assignment: String,
+    pub max_record_bytes: usize,
+    pub fail_on_data_loss: bool,
+    /// librdkafka properties (values redacted in `Debug`).
+    pub properties: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for ResolvedKafka {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedKafka")
+            .field("brokers", &super::redact::without_userinfo(&self.brokers))
+            .field("topic", &self.topic)
+            .field("group_id", &self.group_id)
+            .field("start", &self.start)
+            .field("assignment", &self.assignment)
+            .field("max_record_bytes", &self.max_record_bytes)
+            .field("fail_on_data_loss", &self.fail_on_data_loss)
+            .field("properties", &self.properties.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The background compactor's settings, checked.
+#[derive(Debug, Clone)]
+pub struct ResolvedCompaction {
+    pub min_files: usize,
+    /// Target size (`None`: the table's `delta.targetFileSize`, else 128 MiB).
+    pub target_file_size: Option<u64>,
+    pub interval: Duration,
+}
+
+impl ResolvedPipeline {
+    /// The Kafka source, for the stages that only run with one.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] for a pipeline with another source.
+    pub fn kafka(&self) -> Result<&ResolvedKafka> {
+        match &self.source {
+            PipelineSource::Kafka(k) => Ok(k),
+            PipelineSource::Delta(_) => Err(Error::Internal(format!("pipeline {} has no Kafka source", self.name))),
+        }
+    }
+}
+
+impl PipelineConfig {
+    /// Checks every value and parses sizes, positions and the schema.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the pipeline and the key.
+    pub fn validate(&self, name: &str) -> Result<ResolvedPipeline> {
+        let bad = |key: &str, why: String| Error::InvalidArgument(format!("pipelines.{name}.{key}: {why}"));
+        if self.table.trim().is_empty() {
+            return Err(bad("table", "must not be empty".into()));
+        }
+        let app_id = self.app_id.clone().unwrap_or_else(|| name.to_string());
+        let delta = match &self.delta {
+            Some(d) => {
+                if !self.kafka.brokers.is_empty() || !self.kafka.topic.is_empty() {
+                    return Err(bad("delta", "give a kafka or a delta source, not both".into()));
+                }
+                Some(self.resolve_delta(d, &app_id, &bad)?)
+            }
+            None if self.kafka.brokers.trim().is_empty() || self.kafka.topic.trim().is_empty() => {
+                return Err(bad("kafka", "brokers and topic are required (or a [delta] source)".into()));
+            }
+            None => None,
+        };
+        if !["cooperative-sticky", "range", "roundrobin"].contains(&self.kafka.assignment.as_str()) {
+            return Err(bad(
+                "kafka.assignment",
+                format!("{:?}: cooperative-sticky, range or roundrobin", self.kafka.assignment),
+            ));
+        }
+        for k in self.kafka.properties.keys() {
+            if ["bootstrap.servers", "group.id", "enable.auto.commit", "partition.assignment.strategy"]
+                .contains(&k.as_str())
+            {
+                return Err(bad("kafka.properties", format!("{k} is set by deltabus; use the pipeline keys")));
+            }
+        }
+        let start = StartPosition::parse(&self.kafka.start).map_err(|e| bad("kafka.start", e.to_string()))?;
+        if app_id.is_empty() {
+            return Err(bad("app_id", "must not be empty".into()));
+        }
+        if self.flush.max_latency.get().is_zero() || self.flush.max_rows == 0 {
+            return Err(bad("flush", "max_latency and max_rows must be positive".into()));
+        }
+        let schema = match &self.schema {
+            Some(s) => Some(StructType::parse(s).map_err(|e| bad("schema", e.to_string()))?),
+            None => None,
+        };
+        let columns = self.columns.names();
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = columns.iter().find(|c| !seen.insert(**c)) {
+            return Err(bad("columns", format!("{dup:?} is used twice")));
+        }
+        if self.dead_letter.table.is_some() && self.dead_letter.topic.is_some() {
+            return Err(bad("dead_letter", "give a table or a topic, not both".into()));
+        }
+        let target_file_size = self.flush.target_file_size.map(|s| s.get());
+        let policy = FlushPolicy {
+            max_latency: self.flush.max_latency.get(),
+            max_rows: self.flush.max_rows,
+            max_bytes: self.flush.max_bytes.get(),
+            target_file_size: target_file_size.unwrap_or(128 << 20),
+        };
+        let c = &self.compaction;
+        if c.enabled && (c.min_files < 2 || c.interval.get().is_zero()) {
+            return Err(bad("compaction", "min_files must be at least 2 and interval positive".into()));
+        }
+        let compaction = c.enabled.then(|| ResolvedCompaction {
+            min_files: c.min_files,
+            target_file_size: c.target_file_size.map(|s| s.get()),
+            interval: c.interval.get(),
+        });
+        let source = match delta {
+            Some(d) => PipelineSource::Delta(d),
+            None => PipelineSource::Kafka(ResolvedKafka {
+                brokers: self.kafka.brokers.clone(),
+                topic: self.kafka.topic.clone(),
+                group_id: self.kafka.group_id.clone().unwrap_or_else(|| app_id.clone()),
+                start,
+                assignment: self.kafka.assignment.clone(),
+                max_record_bytes: usize::try_from(self.kafka.max_record_bytes.get()).unwrap_or(usize::MAX),
+                fail_on_data_loss: self.kafka.fail_on_data_loss,
+                properties: self.kafka.properties.clone(),
+            }),
+        };
+        Ok(ResolvedPipeline {
+            name: name.to_string(),
+            app_id,
+            table: self.table.clone(),
+            source,
+            create: self.create,
+            schema,
+            partition_by: self.partition_by.clone(),
+            properties: self.properties.clone(),
+            evolve_schema: self.evolve_schema,
+            policy,
+            target_file_size,
+            records_per_second: self.flush.records_per_second,
+            bytes_per_second: self.flush.bytes_per_second,
+            columns: self.columns.clone(),
+            dead_letter: self.dead_letter.clone(),
+            upsert: self.resolve_upsert(&bad)?,
+            compaction,
+        })
+    }
+
+    fn resolve_upsert(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<Option<UpsertConfig>> {
+        let Some(u) = &self.upsert else { return Ok(None) };
+        if self.delta.is_some() {
+            return Err(bad("upsert", "keyed ingestion needs a kafka source".into()));
+        }
+        if u.key_columns.is_empty() || u.key_columns.iter().any(|c| c.trim().is_empty()) {
+            return Err(bad("upsert.key_columns", "name at least one column".into()));
+        }
+        if !["plain", "debezium"].contains(&u.format.as_str()) {
+            return Err(bad("upsert.format", format!("{:?}: plain or debezium", u.format)));
+        }
+        if u.op_field.is_some() && u.format != "plain" {
+            return Err(bad("upsert.op_field", "only for plain payloads (Debezium carries its op)".into()));
+        }
+        Ok(Some(u.clone()))
+    }
+
+    fn resolve_delta(
+        &self,
+        d: &DeltaSourceConfig,
+        app_id: &str,
+        bad: &dyn Fn(&str, String) -> Error,
+    ) -> Result<ResolvedDeltaSource> {
+        if d.source.trim().is_empty() {
+            return Err(bad("delta.source", "must not be empty".into()));
+        }
+        let follower_id = d.follower_id.clone().unwrap_or_else(|| app_id.to_string());
+        if !crate::delta::followers::valid_follower_id(&follower_id) {
+            return Err(bad("delta.follower_id", format!("{follower_id:?}: letters, digits, '-', '_' and '.'")));
+        }
+        let options = d.options(Some(follower_id.clone())).map_err(|(key, why)| bad(&format!("delta.{key}"), why))?;
+        Ok(ResolvedDeltaSource { source: d.source.clone(), follower_id, options })
+    }
+}
