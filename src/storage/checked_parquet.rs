@@ -53,7 +53,22 @@ impl<R: AsyncFileReader> CheckedReader<R> {
         }
         let offset = (footer_start - (size - tail.len() as u64)) as usize;
         let footer = tail.slice(offset..tail.len() - 8);
-        decode_footer(footer)
+        if let Some(problem) = crate::delta::parquet_pages::footer_problem(&footer) {
+            return Err(damaged(problem));
+        }
+        // On the blocking pool (threads are reused), given up after the deadline.
+        let decoding = tokio::task::spawn_blocking(move || {
+            crate::panic_guard::guard(|| ParquetMetaDataReader::decode_metadata(&footer))
+        });
+        match tokio::time::timeout(crate::panic_guard::FOOTER_DEADLINE, decoding).await {
+            Ok(Ok(Ok(decoded))) => decoded,
+            Ok(Ok(Err(panic))) => Err(damaged(panic)),
+            Ok(Err(e)) => Err(damaged(format!("footer decoding task: {e}"))),
+            Err(_) => Err(damaged(format!(
+                "decoding the footer took longer than {} s: the file is damaged",
+                crate::panic_guard::FOOTER_DEADLINE.as_secs()
+            ))),
+        }
     }
 
     fn check(&self, range: &Range<u64>, bytes: &Bytes) -> Result<()> {
@@ -70,8 +85,9 @@ impl<R: AsyncFileReader> CheckedReader<R> {
     }
 }
 
-/// Decodes a footer after [`crate::delta::parquet_pages::footer_problem`] found nothing,
-/// under [`crate::panic_guard::FOOTER_DEADLINE`].
+/// Decodes a footer held in memory (a checkpoint's) after
+/// [`crate::delta::parquet_pages::footer_problem`] found nothing, under
+/// [`crate::panic_guard::FOOTER_DEADLINE`].
 ///
 /// # Errors
 /// A damaged footer.
