@@ -43,7 +43,7 @@ fn main() -> ExitCode {
         Some(f) => f == "json",
         None => config.log.format == LogFormat::Json,
     };
-    init_logging(json_logs);
+    init_logging(json_logs, cli.command.is_service());
     // Test hooks: crash points and store faults, for the exactly-once process tests.
     if let Ok(spec) = std::env::var("DELTABUS_CRASH_AT") {
         if let Err(e) = deltabus::failpoint::arm(&spec) {
@@ -95,10 +95,18 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(json: bool) {
+/// Logs go to stderr. The filter comes from `DELTABUS_LOG`, else `RUST_LOG`, else `info` for
+/// the long-running commands (a service says what it runs) and `warn` for one-shot ones.
+/// Colours only when stderr is a terminal.
+fn init_logging(json: bool, service: bool) {
+    use std::io::IsTerminal as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("DELTABUS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_env("RUST_LOG"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if service { "info" } else { "warn" }));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     if json {
         builder.json().init();
     } else {

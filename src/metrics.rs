@@ -54,6 +54,8 @@ pub struct PipelineMetrics {
     /// Assignments whose recorded position was past the partition's end (a recreated topic,
     /// or a broker reporting a lagging high watermark).
     pub positions_past_end: AtomicU64,
+    /// Kafka client and consume errors (librdkafka retries them).
+    pub kafka_errors: AtomicU64,
     /// Background compaction: OPTIMIZE commits and files rewritten.
     pub compaction_commits: AtomicU64,
     pub compacted_files: AtomicU64,
@@ -140,6 +142,7 @@ impl PipelineMetrics {
                 "Assigned partitions whose recorded position was past the partition's end.",
                 &self.positions_past_end,
             ),
+            ("kafka_errors_total", "Kafka client and consume errors (librdkafka retries them).", &self.kafka_errors),
             ("compaction_commits_total", "OPTIMIZE commits of the background compactor.", &self.compaction_commits),
             ("compacted_files_total", "Files rewritten by the background compactor.", &self.compacted_files),
         ];

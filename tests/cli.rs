@@ -92,3 +92,82 @@ fn configuration_errors_and_checks_never_print_secrets() {
         }
     }
 }
+
+/// Secrets come from the environment or a mounted file, overrides keep text as written and
+/// follow the file's spelling, `config check` shows what is not secret and asks librdkafka
+/// about property names.
+#[test]
+fn secrets_from_the_environment_and_files_and_exact_overrides() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("ssl-key-password");
+    std::fs::write(&secret_file, "from-a-mounted-file\n").unwrap();
+    let conf = dir.path().join("c.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "[pipelines.Orders]\ntable = \"/tmp/t\"\n[pipelines.Orders.kafka]\nbrokers = \"b:9092\"\ntopic = \"t\"\n\
+             properties = {{ \"security.protocol\" = \"SASL_SSL\", \"sasl.mechanism\" = \"PLAIN\", \"sasl.username\" = \"svc\", \
+             \"sasl.password\" = \"${{KAFKA_PASSWORD}}\", \"ssl.key.password\" = \"${{file:{}}}\" }}\n",
+            secret_file.display()
+        ),
+    )
+    .unwrap();
+    let check = |env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"));
+        cmd.args(["--config", conf.to_str().unwrap(), "config", "check"]).env_remove("KAFKA_PASSWORD");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    // The variable is required.
+    let out = check(&[]);
+    assert_clean_failure(&out, "unset variable");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("KAFKA_PASSWORD is not set") && err.contains("sasl.password"), "{err}");
+    let out = check(&[
+        ("KAFKA_PASSWORD", "hunter2"),
+        ("DELTABUS__PIPELINES__ORDERS__TABLE", "0123"),
+        ("DELTABUS__PIPELINES__ORDERS__FLUSH__MAX_ROWS", "5000"),
+        ("DELTABUS__PIPELINES__ORDERS__KAFKA__PROPERTIES__SASL.USERNAME", "svc2"),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("hunter2") && !text.contains("from-a-mounted-file"), "secrets hidden: {text}");
+    assert!(text.contains("\"sasl.password\" = \"<redacted>\""), "{text}");
+    assert!(
+        text.contains("\"security.protocol\" = \"SASL_SSL\"") && text.contains("\"sasl.username\" = \"svc2\""),
+        "{text}"
+    );
+    assert!(text.contains("table = \"0123\""), "text stays text: {text}");
+    assert!(text.contains("max_rows = 5000") && text.contains("[pipelines.Orders"), "{text}");
+    // A misspelt librdkafka property is named by librdkafka itself.
+    let out =
+        check(&[("KAFKA_PASSWORD", "x"), ("DELTABUS__PIPELINES__ORDERS__KAFKA__PROPERTIES__SECURTY.PROTOCOL", "SSL")]);
+    assert_clean_failure(&out, "misspelt property");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("securty.protocol"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A misspelt `delta.*` property is refused with the closest known name (it would otherwise
+/// silently do nothing); errors name the user's words, not Rust's.
+#[test]
+fn unknown_table_properties_and_unsupported_sql_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    let out = crate::common::write_jsonl(&t, &["--property", "delta.enableDeletionVector=true"], "{\"id\":1}\n");
+    assert_clean_failure(&out, "misspelt property");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did you mean \"delta.enableDeletionVectors\""), "{err}");
+    assert!(!t.join("_delta_log").exists() || std::fs::read_dir(t.join("_delta_log")).unwrap().count() == 0);
+    let out =
+        crate::common::write_jsonl(&t, &["--property", "delta.enableDeletionVectors=true"], "{\"name\":\"ab\"}\n");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = deltabus(&["delete", t.to_str().unwrap(), "--where", "name LIKE 'a%'"]);
+    assert_clean_failure(&out, "LIKE");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`LIKE`, which deltabus does not support") && !err.contains("Some("), "{err}");
+}

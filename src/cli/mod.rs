@@ -231,6 +231,18 @@ pub enum ConfigCommand {
     PrintDefaults,
 }
 
+impl Command {
+    /// Whether the command runs as a service (until stopped) rather than once.
+    pub fn is_service(&self) -> bool {
+        match self {
+            Command::Run { .. } | Command::Ingest(_) | Command::Demo { .. } => true,
+            Command::Tail(a) => !a.follower.once,
+            Command::Follow(a) => !a.follower.once,
+            _ => false,
+        }
+    }
+}
+
 impl GlobalArgs {
     /// Storage options: the configuration's, overridden by command-line flags.
     fn storage(&self, config: &Config) -> Result<StorageOptions> {
@@ -249,6 +261,13 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
     let storage = cli.global.storage(config)?;
     match cli.command {
         Command::Config(ConfigCommand::Check) => {
+            // librdkafka knows which client properties exist: ask it before anything runs.
+            for p in config.resolved_pipelines()? {
+                if let crate::config::PipelineSource::Kafka(k) = &p.source {
+                    crate::source::kafka::consumer::check_properties(&k.properties)
+                        .map_err(|e| Error::InvalidArgument(format!("pipelines.{}.kafka.properties: {e}", p.name)))?;
+                }
+            }
             out.write_all(config.to_redacted_toml().as_bytes())?;
             Ok(())
         }

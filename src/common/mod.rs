@@ -5,8 +5,10 @@
 //! - [`flush`] [sync]: the flush policy, a pure function of the batch state and `now`.
 //! - [`follow`]: follower settings and start positions.
 //! - [`units`]: the one spelling of durations and sizes.
+//! - [`throttle`]: repeated log lines once per state change, then at a backoff.
 
 pub mod clock;
 pub mod flush;
 pub mod follow;
+pub mod throttle;
 pub mod units;

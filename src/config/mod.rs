@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::storage::StorageOptions;
 
+mod layers;
 pub mod pipeline;
-mod redact;
+pub mod redact;
 mod resolved;
 pub mod sources;
 
@@ -104,8 +105,10 @@ impl Config {
     /// # Errors
     /// [`Error::InvalidArgument`] naming the bad key or file.
     pub fn load_with_env(file: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Config> {
-        let mut builder =
-            config::Config::builder().add_source(config::File::from_str(DEFAULTS_TOML, config::FileFormat::Toml));
+        let env: Vec<(String, String)> = env.into_iter().collect();
+        let lookup = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        let mut tree: toml::Value = toml::from_str(DEFAULTS_TOML)
+            .map_err(|e| Error::Internal(format!("the embedded defaults do not parse: {e}")))?;
         if let Some(f) = file {
             if !f.is_file() {
                 return Err(Error::InvalidArgument(format!("config file {} does not exist", f.display())));
@@ -115,20 +118,22 @@ impl Config {
             if let Some(e) = redact::syntax_error(f, &text) {
                 return Err(Error::InvalidArgument(format!("configuration: {e}")));
             }
-            builder = builder.add_source(config::File::from(f).format(config::FileFormat::Toml));
+            let mut from_file: toml::Value = toml::from_str(&text)
+                .map_err(|_| Error::InvalidArgument(format!("configuration: {} does not parse", f.display())))?;
+            layers::interpolate(&mut from_file, "", &lookup)?;
+            layers::merge(&mut tree, from_file);
         }
-        let env: HashMap<String, String> = env.into_iter().filter(|(k, _)| k.starts_with("DELTABUS__")).collect();
-        builder = builder.add_source(
-            config::Environment::with_prefix("DELTABUS")
-                .prefix_separator("__")
-                .separator("__")
-                .try_parsing(true)
-                .source(Some(env)),
-        );
+        let overrides = layers::env_overrides(&env, &tree)?;
+        layers::merge(&mut tree, overrides);
+        // Typed through the `config` crate, which reads numbers and booleans from text values.
+        let merged = toml::to_string(&tree).map_err(|e| Error::Internal(format!("configuration tree: {e}")))?;
         let bad = |e: config::ConfigError| {
             Error::InvalidArgument(format!("configuration: {}", redact::without_values(&e.to_string())))
         };
-        let raw = builder.build().map_err(bad)?;
+        let raw = config::Config::builder()
+            .add_source(config::File::from_str(&merged, config::FileFormat::Toml))
+            .build()
+            .map_err(bad)?;
         let config: Config = raw.try_deserialize().map_err(bad)?;
         config.resolved_pipelines()?;
         if !config.metrics.addr.is_empty() && config.metrics.addr.parse::<std::net::SocketAddr>().is_err() {
@@ -157,13 +162,14 @@ impl Config {
     /// The configuration as TOML with option values redacted.
     pub fn to_redacted_toml(&self) -> String {
         let mut shown = self.clone();
-        for v in shown.storage.options.values_mut() {
-            *v = "<redacted>".into();
-        }
-        for p in shown.pipelines.values_mut() {
-            for v in p.kafka.properties.values_mut() {
+        let hide = |k: &String, v: &mut String| {
+            if redact::is_secret_key(k) {
                 *v = "<redacted>".into();
             }
+        };
+        shown.storage.options.iter_mut().for_each(|(k, v)| hide(k, v));
+        for p in shown.pipelines.values_mut() {
+            p.kafka.properties.iter_mut().for_each(|(k, v)| hide(k, v));
         }
         let mut value = toml::Value::try_from(&shown).unwrap_or(toml::Value::String("<unprintable>".into()));
         redact::redact_tree(&mut value);

@@ -20,6 +20,19 @@ pub fn syntax_error(path: &Path, text: &str) -> Option<String> {
     Some(format!("{}: {}{}", path.display(), at.unwrap_or_default(), e.message().trim()))
 }
 
+/// Whether a storage option or client property holds a secret (its value is then never
+/// shown): passwords, secrets, tokens, keys (but not key file locations), JAAS configurations,
+/// credentials.
+pub fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    if k.ends_with(".location") || k.ends_with("_path") || k.ends_with("_file") {
+        return false;
+    }
+    ["password", "secret", "token", "jaas", "credential", "private", "key"]
+        .iter()
+        .any(|w| k.split(['.', '_', '-']).any(|part| part.contains(w)))
+}
+
 /// `message` with every double-quoted value replaced by `<redacted>` (keys are in backticks).
 pub fn without_values(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
@@ -81,6 +94,28 @@ pub fn redact_tree(v: &mut toml::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_secret_keys_are_hidden() {
+        for secret in [
+            "sasl.password",
+            "sasl.jaas.config",
+            "ssl.key.password",
+            "ssl.key.pem",
+            "sasl.oauthbearer.client.secret",
+            "aws_secret_access_key",
+            "azure_storage_account_key",
+            "google_service_account_key",
+            "azure_storage_token",
+        ] {
+            assert!(is_secret_key(secret), "{secret}");
+        }
+        for shown in
+            ["security.protocol", "sasl.mechanism", "sasl.username", "ssl.key.location", "aws_endpoint", "aws_region"]
+        {
+            assert!(!is_secret_key(shown), "{shown}");
+        }
+    }
 
     #[test]
     fn syntax_errors_do_not_quote_the_line() {

@@ -84,6 +84,7 @@ pub fn new_table(
         }
     }
     let uses_ntz = schema.contains(&|t| *t == DataType::Primitive(PrimitiveType::TimestampNtz));
+    crate::delta::properties::check_property_names(properties.keys())?;
     let protocol = protocol_for_new_table(properties, uses_ntz)?;
     let mut configuration: HashMap<String, String> = properties
         .iter()

@@ -56,6 +56,47 @@ enum Tok {
     Comma,
 }
 
+impl std::fmt::Display for Tok {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tok::Ident(w) => write!(f, "`{w}`"),
+            Tok::Lit(Lit::Str(v)) => write!(f, "the string '{v}'"),
+            Tok::Lit(Lit::Int(v)) => write!(f, "the number {v}"),
+            Tok::Lit(Lit::Float(v)) => write!(f, "the number {v}"),
+            Tok::Lit(Lit::Bool(v)) => write!(f, "`{v}`"),
+            Tok::Lit(Lit::Null) => f.write_str("`NULL`"),
+            Tok::Op(op) => write!(f, "`{}`", op_symbol(*op)),
+            Tok::LParen => f.write_str("`(`"),
+            Tok::RParen => f.write_str("`)`"),
+            Tok::Comma => f.write_str("`,`"),
+        }
+    }
+}
+
+fn op_symbol(op: Op) -> &'static str {
+    match op {
+        Op::Eq => "=",
+        Op::Ne => "!=",
+        Op::Lt => "<",
+        Op::Le => "<=",
+        Op::Gt => ">",
+        Op::Ge => ">=",
+    }
+}
+
+/// How a token found where another was expected reads in an error.
+fn found(t: Option<Tok>) -> String {
+    match t {
+        None => "the end of the predicate".into(),
+        Some(Tok::Ident(w))
+            if ["like", "between", "ilike", "rlike", "regexp"].contains(&w.to_ascii_lowercase().as_str()) =>
+        {
+            format!("`{w}`, which deltabus does not support (use =, !=, <, <=, >, >=, IN, IS [NOT] NULL, AND, OR, NOT)")
+        }
+        Some(t) => t.to_string(),
+    }
+}
+
 fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
     let chars: Vec<char> = s.chars().collect();
     let mut out = Vec::new();
@@ -250,7 +291,7 @@ impl Parser {
                     loop {
                         match self.next() {
                             Some(Tok::Lit(l)) => values.push(l),
-                            other => return Err(format!("expected a literal in IN list, found {other:?}")),
+                            other => return Err(format!("expected a literal in the IN list, found {}", found(other))),
                         }
                         match self.next() {
                             Some(Tok::Comma) => continue,
@@ -265,14 +306,14 @@ impl Parser {
                 }
                 let op = match self.next() {
                     Some(Tok::Op(op)) => op,
-                    other => return Err(format!("expected a comparison after {name}, found {other:?}")),
+                    other => return Err(format!("expected a comparison after {name}, found {}", found(other))),
                 };
                 match self.next() {
                     Some(Tok::Lit(value)) => Ok(Expr::Cmp { column, op, value }),
-                    other => Err(format!("expected a literal after the comparison, found {other:?}")),
+                    other => Err(format!("expected a literal after the comparison, found {}", found(other))),
                 }
             }
-            other => Err(format!("expected a column or (, found {other:?}")),
+            other => Err(format!("expected a column or (, found {}", found(other))),
         }
     }
 }
@@ -285,7 +326,7 @@ pub fn parse(s: &str) -> Result<Expr, String> {
     let mut p = Parser { toks: tokenize(s)?, pos: 0, depth: 0 };
     let e = p.or()?;
     if p.pos < p.toks.len() {
-        return Err(format!("unexpected {:?} after the predicate", p.toks[p.pos]));
+        return Err(format!("unexpected {} after the predicate", found(Some(p.toks[p.pos].clone()))));
     }
     Ok(e)
 }
@@ -562,6 +603,17 @@ impl Expr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_speak_sql_not_rust() {
+        let e = parse("name LIKE 'a%'").unwrap_err();
+        assert!(e.contains("`LIKE`, which deltabus does not support"), "{e}");
+        assert!(!e.contains("Some(") && !e.contains("Ident("), "{e}");
+        let e = parse("id = ").unwrap_err();
+        assert!(e.contains("found the end of the predicate"), "{e}");
+        let e = parse("id = 1 2").unwrap_err();
+        assert!(e.contains("unexpected the number 2"), "{e}");
+    }
     use arrow::array::Int64Array;
 
     #[test]

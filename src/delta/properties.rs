@@ -76,6 +76,73 @@ impl TableProperties {
     }
 }
 
+/// The `delta.*` table properties Delta engines know (Delta Lake's `DeltaConfigs`, the
+/// protocol's table features); `delta.feature.<name>` is open-ended.
+pub const KNOWN_PROPERTIES: &[&str] = &[
+    "delta.appendOnly",
+    "delta.autoOptimize.autoCompact",
+    "delta.autoOptimize.optimizeWrite",
+    "delta.checkpoint.writeStatsAsJson",
+    "delta.checkpoint.writeStatsAsStruct",
+    "delta.checkpointInterval",
+    "delta.checkpointPolicy",
+    "delta.checkpointRetentionDuration",
+    "delta.columnMapping.maxColumnId",
+    "delta.columnMapping.mode",
+    "delta.compatibility.symlinkFormatManifest.enabled",
+    "delta.dataSkippingNumIndexedCols",
+    "delta.dataSkippingStatsColumns",
+    "delta.dataSkippingStringPrefixLength",
+    "delta.deletedFileRetentionDuration",
+    "delta.enableChangeDataCapture",
+    "delta.enableChangeDataFeed",
+    "delta.enableDeletionVectors",
+    "delta.enableExpiredLogCleanup",
+    "delta.enableIcebergCompatV1",
+    "delta.enableIcebergCompatV2",
+    "delta.enableInCommitTimestamps",
+    "delta.enableRowTracking",
+    "delta.enableTypeWidening",
+    "delta.enableVariantShredding",
+    "delta.inCommitTimestampEnablementTimestamp",
+    "delta.inCommitTimestampEnablementVersion",
+    "delta.isolationLevel",
+    "delta.logRetentionDuration",
+    "delta.minReaderVersion",
+    "delta.minWriterVersion",
+    "delta.parquet.compression.codec",
+    "delta.randomPrefixLength",
+    "delta.randomizeFilePrefixes",
+    "delta.rowTrackingSuspended",
+    "delta.setTransactionRetentionDuration",
+    "delta.targetFileSize",
+    "delta.tuneFileSizesForRewrites",
+    "delta.universalFormat.enabledFormats",
+];
+
+/// Refuses a `delta.*` key no engine knows (a typo such as `delta.enableDeletionVector` would
+/// otherwise silently do nothing), naming the closest known key. Other keys are the user's own.
+///
+/// # Errors
+/// [`crate::Error::InvalidArgument`] naming the key and a suggestion.
+pub fn check_property_names<'a>(keys: impl IntoIterator<Item = &'a String>) -> crate::Result<()> {
+    for key in keys {
+        let Some(_) = key.strip_prefix("delta.") else { continue };
+        if key.starts_with("delta.feature.") || KNOWN_PROPERTIES.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+            continue;
+        }
+        let closest = KNOWN_PROPERTIES
+            .iter()
+            .min_by_key(|k| strsim::levenshtein(&k.to_ascii_lowercase(), &key.to_ascii_lowercase()))
+            .copied()
+            .unwrap_or("delta.appendOnly");
+        return Err(crate::Error::InvalidArgument(format!(
+            "unknown table property {key:?}; did you mean {closest:?}?"
+        )));
+    }
+    Ok(())
+}
+
 /// Parses Spark's interval strings: `interval 1 week`, `30 days`, `interval 2 hours 30 minutes`.
 pub fn parse_interval(s: &str) -> Option<Duration> {
     let s = s.trim().to_ascii_lowercase();
@@ -116,6 +183,15 @@ pub fn parse_size(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_delta_properties_are_refused_with_the_closest_name() {
+        let keys = |k: &[&str]| k.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(check_property_names(&keys(&["delta.enableDeletionVectors", "delta.feature.v2Checkpoint", "owner"]))
+            .is_ok());
+        let e = check_property_names(&keys(&["delta.enableDeletionVector"])).unwrap_err().to_string();
+        assert!(e.contains("did you mean \"delta.enableDeletionVectors\""), "{e}");
+    }
 
     #[test]
     fn intervals() {

@@ -213,7 +213,10 @@ impl Runner {
                 tracing::warn!(error = %e, "rebalance failed; assignment dropped");
             }
             ConsumerEvent::HighWatermarks(marks) => self.metrics.high_watermarks(&marks),
-            ConsumerEvent::ClientError(e) => tracing::warn!(error = %e, "kafka client"),
+            // Logged (throttled) by the consumer's callback; counted here.
+            ConsumerEvent::ClientError(_) => {
+                self.metrics.kafka_errors.fetch_add(1, Relaxed);
+            }
         }
         Ok(())
     }
@@ -260,9 +263,11 @@ impl Runner {
         let by_part = poll.records(source.topic(), self.cfg.columns.headers.is_some(), accept);
         let records: usize = by_part.values().map(Vec::len).sum();
         tracing::trace!(received = poll.len(), accepted = records, "poll");
+        self.metrics.kafka_errors.fetch_add(poll.errors() as u64, Relaxed);
         if records == 0 {
             return Ok(());
         }
+        source.note_healthy();
         let bytes: u64 = by_part.values().flatten().map(|r| r.raw.payload.map_or(0, <[u8]>::len) as u64).sum();
         let records = u32::try_from(records).unwrap_or(u32::MAX);
         if let (Some(l), Some(n)) = (&self.records_limit, NonZeroU32::new(records)) {

@@ -67,6 +67,28 @@ pub async fn run(
         Some(addr) => Some(serve(addr, metrics.clone()).await?),
         None => None,
     };
+    // What runs, once, at start.
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        pipelines = opts.pipelines.len(),
+        metrics = opts.metrics_addr.as_deref().unwrap_or("off"),
+        "deltabus.started"
+    );
+    for p in &opts.pipelines {
+        let source = match &p.source {
+            PipelineSource::Kafka(k) => {
+                format!("kafka topic {} on {}", k.topic, crate::config::redact::without_userinfo(&k.brokers))
+            }
+            PipelineSource::Delta(d) => format!("delta table {}", crate::config::redact::without_userinfo(&d.source)),
+        };
+        tracing::info!(
+            pipeline = %p.name,
+            source = %source,
+            table = %crate::config::redact::without_userinfo(&p.table),
+            app_id = %p.app_id,
+            "pipeline.configured"
+        );
+    }
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let mut compactors = JoinSet::new();

@@ -47,6 +47,8 @@ pub enum ConsumerEvent {
 pub struct EventContext {
     topic: String,
     events: UnboundedSender<ConsumerEvent>,
+    /// Repeated failures (a broker down) are logged once, then at a backoff.
+    throttle: std::sync::Arc<crate::common::throttle::LogThrottle>,
 }
 
 fn partitions_of(topic: &str, tpl: &TopicPartitionList) -> Vec<i32> {
@@ -55,12 +57,22 @@ fn partitions_of(topic: &str, tpl: &TopicPartitionList) -> Vec<i32> {
 
 impl ClientContext for EventContext {
     /// librdkafka's own log lines, into `tracing` under the target `librdkafka` (enable with
-    /// `DELTABUS_LOG=librdkafka=debug` and the `debug` client property, e.g. `cgrp`).
+    /// `DELTABUS_LOG=librdkafka=debug` and the `debug` client property, e.g. `cgrp`). Errors
+    /// and warnings repeat while a broker is down: once per kind, then at a backoff.
     fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
         use rdkafka::config::RDKafkaLogLevel as L;
+        let held = || self.throttle.allow(&format!("librdkafka {fac}"));
         match level {
-            L::Emerg | L::Alert | L::Critical | L::Error => tracing::error!(target: "librdkafka", fac, "{message}"),
-            L::Warning => tracing::warn!(target: "librdkafka", fac, "{message}"),
+            L::Emerg | L::Alert | L::Critical | L::Error => {
+                if let Some(held) = held() {
+                    tracing::error!(target: "librdkafka", fac, held, "{message}");
+                }
+            }
+            L::Warning => {
+                if let Some(held) = held() {
+                    tracing::warn!(target: "librdkafka", fac, held, "{message}");
+                }
+            }
             L::Notice | L::Info => tracing::info!(target: "librdkafka", fac, "{message}"),
             L::Debug => tracing::debug!(target: "librdkafka", fac, "{message}"),
         }
@@ -74,6 +86,12 @@ impl ClientContext for EventContext {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
+        // librdkafka has usually logged the same failure already: logged here only when its
+        // kind is new or its backoff passed; always counted (by the pipeline).
+        let kind = error.rdkafka_error_code().map_or_else(|| "client".to_string(), |c| format!("{c:?}"));
+        if let Some(held) = self.throttle.allow(&kind) {
+            tracing::warn!(target: "deltabus::kafka", error = %error, reason, held, "kafka.client_error: librdkafka retries on its own");
+        }
         let _ = self.events.send(ConsumerEvent::ClientError(format!("{error}: {reason}")));
     }
 }
@@ -113,6 +131,26 @@ fn tpl_of(topic: &str, positions: &BTreeMap<i32, Offset>) -> Result<TopicPartiti
         tpl.add_partition_offset(topic, *p, *o).map_err(|e| Error::Kafka(format!("partition list: {e}")))?;
     }
     Ok(tpl)
+}
+
+/// Checks client properties against librdkafka's own list (no client is created, nothing
+/// connects): a misspelt or unknown property is named, its value never.
+///
+/// # Errors
+/// librdkafka's complaint about the first property it refuses.
+pub fn check_properties(properties: &BTreeMap<String, String>) -> std::result::Result<(), String> {
+    let mut cfg = ClientConfig::new();
+    for (k, v) in properties {
+        cfg.set(k, v);
+    }
+    use crate::config::redact::{is_secret_key, without_values};
+    cfg.create_native_config().map(|_| ()).map_err(|e| match e {
+        KafkaError::ClientConfig(_, description, key, _) if is_secret_key(&key) => {
+            format!("{key}: {}", without_values(&description))
+        }
+        KafkaError::ClientConfig(_, description, key, _) => format!("{key}: {description}"),
+        other => without_values(&other.to_string()),
+    })
 }
 
 /// Completes an assignment: fetching of each partition starts at its given position.
@@ -156,7 +194,11 @@ pub fn prefetch_kbytes(max_bytes: u64) -> u64 {
 ///
 /// # Errors
 /// [`Error::Kafka`] when librdkafka refuses the configuration.
-pub fn create_consumer(s: &ConsumerSettings<'_>, events: UnboundedSender<ConsumerEvent>) -> Result<PipelineConsumer> {
+pub fn create_consumer(
+    s: &ConsumerSettings<'_>,
+    events: UnboundedSender<ConsumerEvent>,
+    throttle: std::sync::Arc<crate::common::throttle::LogThrottle>,
+) -> Result<PipelineConsumer> {
     let mut cfg = ClientConfig::new();
     cfg.set("bootstrap.servers", s.brokers)
         .set("group.id", s.group_id)
@@ -176,7 +218,7 @@ pub fn create_consumer(s: &ConsumerSettings<'_>, events: UnboundedSender<Consume
     for (k, v) in s.properties {
         cfg.set(k, v);
     }
-    let ctx = EventContext { topic: s.topic.to_string(), events };
+    let ctx = EventContext { topic: s.topic.to_string(), events, throttle };
     let consumer: PipelineConsumer = cfg
         .create_with_context(ctx)
         .map_err(|e| Error::Kafka(format!("cannot create the consumer for topic {}: {e}", s.topic)))?;
@@ -276,11 +318,13 @@ mod tests {
             prefetch_kbytes: 16384,
         };
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let created = create_consumer(&s, tx);
+        let created = create_consumer(&s, tx, Default::default());
         assert!(created.is_ok(), "TLS and SCRAM are compiled in: {:?}", created.err());
         let bad: BTreeMap<String, String> = [("no.such.property".to_string(), "1".to_string())].into();
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let err = create_consumer(&ConsumerSettings { properties: &bad, ..s }, tx).err().map(|e| e.to_string());
+        let err = create_consumer(&ConsumerSettings { properties: &bad, ..s }, tx, Default::default())
+            .err()
+            .map(|e| e.to_string());
         assert!(err.is_some_and(|e| e.contains("no.such.property")));
     }
 }

@@ -19,6 +19,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::columns::Headers;
 use super::consumer::{self, ConsumerEvent, ConsumerSettings, PipelineConsumer};
 use super::payload::RawRecord;
+use crate::common::throttle::LogThrottle;
 use crate::error::Result;
 
 /// Messages taken from the consumer per poll at most.
@@ -53,6 +54,7 @@ pub struct SourceRecord<'a> {
 pub struct KafkaSource {
     consumer: Arc<PipelineConsumer>,
     topic: String,
+    throttle: Arc<LogThrottle>,
 }
 
 impl KafkaSource {
@@ -61,8 +63,9 @@ impl KafkaSource {
     /// # Errors
     /// [`crate::Error::Kafka`] when librdkafka refuses the configuration.
     pub fn open(settings: &ConsumerSettings<'_>, events: UnboundedSender<ConsumerEvent>) -> Result<KafkaSource> {
-        let consumer = Arc::new(consumer::create_consumer(settings, events)?);
-        Ok(KafkaSource { consumer, topic: settings.topic.to_string() })
+        let throttle = Arc::new(LogThrottle::default());
+        let consumer = Arc::new(consumer::create_consumer(settings, events, throttle.clone())?);
+        Ok(KafkaSource { consumer, topic: settings.topic.to_string(), throttle })
     }
 
     pub fn topic(&self) -> &str {
@@ -133,7 +136,17 @@ impl KafkaSource {
 
     /// The consumer's messages, up to [`MAX_POLL`] at a time.
     pub fn polls(&self) -> impl Stream<Item = Poll<'_>> + '_ {
-        self.consumer.stream().ready_chunks(MAX_POLL).map(|messages| Poll { messages })
+        let throttle = self.throttle.clone();
+        self.consumer.stream().ready_chunks(MAX_POLL).map(move |messages| Poll { messages, throttle: throttle.clone() })
+    }
+
+    /// After messages arrived: logs once that the brokers are reachable again, if they had
+    /// failed.
+    pub fn note_healthy(&self) {
+        if self.throttle.failing() {
+            self.throttle.clear();
+            tracing::info!("kafka.reachable: messages arrive again");
+        }
     }
 
     /// Leaves the group and destroys the client with a deadline: `rd_kafka_destroy` has been
@@ -151,6 +164,7 @@ impl KafkaSource {
 /// The messages of one poll.
 pub struct Poll<'c> {
     messages: Vec<KafkaResult<BorrowedMessage<'c>>>,
+    throttle: Arc<LogThrottle>,
 }
 
 impl Poll<'_> {
@@ -161,6 +175,11 @@ impl Poll<'_> {
 
     pub fn is_empty(&self) -> bool {
         self.messages.is_empty()
+    }
+
+    /// Consume errors among them.
+    pub fn errors(&self) -> usize {
+        self.messages.iter().filter(|m| m.is_err()).count()
     }
 
     /// The records `accept(partition, offset)` keeps, per partition in offset order, with
@@ -176,7 +195,9 @@ impl Poll<'_> {
             let m = match m {
                 Ok(m) => m,
                 Err(e) => {
-                    tracing::warn!(error = %e, "consume error");
+                    if let Some(held) = self.throttle.allow("consume") {
+                        tracing::warn!(error = %e, held, "kafka.consume_error");
+                    }
                     continue;
                 }
             };
