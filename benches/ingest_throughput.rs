@@ -426,7 +426,7 @@ async fn latency() -> Vec<f64> {
         sent.push((offset, t));
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    while m.rows_committed.load(Relaxed) < 2000 {
+    while m.rows_committed.get() < 2000 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let _ = tx.send(true);

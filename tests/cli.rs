@@ -171,3 +171,96 @@ fn unknown_table_properties_and_unsupported_sql_are_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("`LIKE`, which deltabus does not support") && !err.contains("Some("), "{err}");
 }
+
+/// Errors of `deltabus ingest` name its flags, not configuration keys; columns keep the
+/// order of the first record and `cat` prints them in the schema's order.
+#[test]
+fn ingest_errors_name_flags_and_columns_keep_their_order() {
+    let out = deltabus(&[
+        "ingest",
+        "topic",
+        "/tmp/never",
+        "--brokers",
+        "127.0.0.1:1",
+        "--app-id",
+        "a",
+        "--start",
+        "beginning",
+    ]);
+    assert_clean_failure(&out, "bad --start");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--start") && !err.contains("pipelines."), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    let out = crate::common::write_jsonl(&t, &[], "{\"zeta\":1,\"alpha\":2,\"mid\":{\"y\":1,\"b\":2}}\n");
+    assert!(out.status.success());
+    let out = deltabus(&["cat", t.to_str().unwrap()]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{\"zeta\":1,\"alpha\":2,\"mid\":{\"y\":1,\"b\":2}}");
+}
+
+/// `/metrics` of two pipelines is valid OpenMetrics (parsed by the Prometheus Python client's
+/// parser when `DELTABUS_TEST_PYTHON` is set), with one family per metric, process metrics
+/// and build information; `/health` and `/ready` answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_exposition_is_valid_openmetrics() {
+    use deltabus::metrics::Metrics;
+    use std::io::{Read, Write};
+    let metrics = std::sync::Arc::new(Metrics::default());
+    for (name, n) in [("orders", 7), ("replica", 3)] {
+        let p = metrics.pipeline(name);
+        p.records_in.inc_by(n);
+        p.flushed(deltabus::common::flush::FlushReason::Rows, 0.02);
+        p.high_watermarks(&std::collections::BTreeMap::from([(0, 100), (1, 5)]));
+        p.position(0, 90, Some(0));
+    }
+    metrics.pipeline("replica").source_lag(Some(4), 2, 1.5);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let _server = deltabus::metrics::serve(&addr, metrics.clone()).await.unwrap();
+    let target = addr.clone();
+    let get = move |path: &str| {
+        let mut s = std::net::TcpStream::connect(&target).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text
+    };
+    let response = tokio::task::spawn_blocking({
+        let get = get.clone();
+        move || get("/metrics")
+    })
+    .await
+    .unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("application/openmetrics-text"), "{response}");
+    let body = response.split_once("\r\n\r\n").unwrap().1.to_string();
+    assert_eq!(body.matches("# TYPE deltabus_records_in counter").count(), 1, "{body}");
+    for needed in [
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "deltabus_build_info",
+        "deltabus_lag_records{pipeline=\"orders\",partition=\"0\"} 10",
+    ] {
+        assert!(body.contains(needed), "{needed}: {body}");
+    }
+    let health = tokio::task::spawn_blocking(move || (get("/health"), get("/ready"))).await.unwrap();
+    assert!(health.0.starts_with("HTTP/1.1 200") && health.1.starts_with("HTTP/1.1 503"), "{health:?}");
+    if let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") {
+        let script = "import sys\nfrom prometheus_client.openmetrics.parser import text_string_to_metric_families\n\
+                      fams = list(text_string_to_metric_families(sys.stdin.read()))\n\
+                      names = [f.name for f in fams]\nassert len(names) == len(set(names)), names\nprint(len(fams))";
+        let mut child = std::process::Command::new(&py)
+            .arg("-c")
+            .arg(script)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "the parser refused the exposition: {}", String::from_utf8_lossy(&out.stderr));
+        let families: usize = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        assert!(families >= 25, "{families} families");
+    }
+}

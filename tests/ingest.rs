@@ -91,7 +91,7 @@ pub async fn run_until(
 
 pub fn committed(m: &Metrics, name: &str) -> u64 {
     let p = m.pipeline(name);
-    p.rows_committed.load(Relaxed) + p.dead_letters.load(Relaxed)
+    p.rows_committed.get() + p.dead_letters.get()
 }
 
 /// Live rows of a table through the `deltabus cat` command.
@@ -438,10 +438,9 @@ fn background_compaction_runs_beside_ingest_without_changing_rows() {
                 }
             }
         });
-        let reports = run_until(vec![p], None, |m| {
-            committed(m, "p0") >= 1000 && m.pipeline("p0").compaction_commits.load(Relaxed) >= 1
-        })
-        .await;
+        let reports =
+            run_until(vec![p], None, |m| committed(m, "p0") >= 1000 && m.pipeline("p0").compaction_commits.get() >= 1)
+                .await;
         producer.await.unwrap();
         assert_eq!(reports["p0"].rows_committed, 1000);
     });

@@ -4,7 +4,6 @@
 
 #![allow(dead_code)] // each benchmark uses its part
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,7 +37,7 @@ pub async fn produce_alongside(
 ) {
     let producer = producer(brokers);
     for start in (0..n).step_by(10_000) {
-        while start > consumed.records_in.load(Relaxed) + 70_000 {
+        while start > consumed.records_in.get() + 70_000 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let mut pending = Vec::new();
@@ -65,13 +64,13 @@ pub async fn time_to_commit(
     stop: tokio::sync::watch::Sender<bool>,
 ) -> Option<f64> {
     let mut first: Option<Instant> = None;
-    while m.rows_committed.load(Relaxed) < total {
-        if first.is_none() && m.records_in.load(Relaxed) > 0 {
+    while m.rows_committed.get() < total {
+        if first.is_none() && m.records_in.get() > 0 {
             first = Some(Instant::now());
         }
         // Everything consumed: shut down, which flushes and commits the last batch at once
         // (instead of waiting for its latency limit, which would time the limit).
-        if m.records_in.load(Relaxed) >= total {
+        if m.records_in.get() >= total {
             let _ = stop.send(true);
         }
         tokio::time::sleep(Duration::from_millis(2)).await;

@@ -101,8 +101,35 @@ impl IngestArgs {
                 op_field: self.upsert_op_field.clone(),
             });
         }
-        config.validate("ingest")
+        // Metrics and logs name the pipeline by its app id; errors name the flags.
+        config.validate(&self.app_id).map_err(|e| match e {
+            Error::InvalidArgument(m) => Error::InvalidArgument(in_flag_words(&m, &self.app_id)),
+            other => other,
+        })
     }
+}
+
+/// A pipeline validation message in the words of `deltabus ingest`'s flags.
+fn in_flag_words(message: &str, name: &str) -> String {
+    let prefix = format!("pipelines.{name}.");
+    let Some(rest) = message.strip_prefix(&prefix) else { return message.to_string() };
+    let (key, why) = rest.split_once(": ").unwrap_or((rest, ""));
+    let flag = match key {
+        "kafka.start" => "--start",
+        "kafka.assignment" => "--assignment",
+        "kafka.properties" => "--kafka-property",
+        "kafka" => "--brokers / <TOPIC>",
+        "app_id" => "--app-id",
+        "table" => "<TABLE>",
+        "flush" => "--flush-interval / --max-rows",
+        "upsert.key_columns" => "--upsert-keys",
+        "upsert.format" => "--upsert-format",
+        "upsert.op_field" => "--upsert-op-field",
+        "dead_letter" => "--dead-letter-table",
+        "partition_by" => "--partition-by",
+        other => return format!("{other}: {why}"),
+    };
+    format!("{flag}: {why}")
 }
 
 /// Resolves on SIGTERM or SIGINT.
@@ -247,9 +274,8 @@ pub async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Se
     };
     let m = metrics.pipeline("demo");
     let watcher = tokio::spawn(async move {
-        use std::sync::atomic::Ordering::Relaxed;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-        while m.rows_committed.load(Relaxed) + m.dead_letters.load(Relaxed) < u64::from(records)
+        while m.rows_committed.get() + m.dead_letters.get() < u64::from(records)
             && tokio::time::Instant::now() < deadline
         {
             tokio::time::sleep(Duration::from_millis(100)).await;

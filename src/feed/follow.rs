@@ -20,7 +20,6 @@
 //! - Schema changes are logged as `source.schema_changed` events and counted.
 
 use std::future::Future;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -276,8 +275,9 @@ fn delivered(report: &mut FollowerReport, changes: &CommitChanges, metrics: Opti
     report.rows += changes.rows();
     report.position = Some(changes.version);
     if let Some(m) = metrics {
-        m.commits.fetch_add(1, Relaxed);
-        m.rows_committed.fetch_add(changes.rows(), Relaxed);
+        m.records_in.inc_by(changes.rows());
+        m.commits.inc_by(1);
+        m.rows_committed.inc_by(changes.rows());
     }
 }
 

@@ -9,7 +9,6 @@
 //! The service aborts the task at shutdown: an interrupted rewrite leaves only unreferenced
 //! files for vacuum, never a partial commit.
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use crate::compactor::planner::PlanConfig;
@@ -32,8 +31,8 @@ pub async fn run(table: Table, cfg: ResolvedPipeline, metrics: Arc<PipelineMetri
         tokio::time::sleep(c.interval).await;
         match compact(&table, &opts).await {
             Ok(r) if r.bins > 0 => {
-                metrics.compaction_commits.fetch_add(r.versions.len() as u64, Relaxed);
-                metrics.compacted_files.fetch_add(r.files_in as u64, Relaxed);
+                metrics.compaction_commits.inc_by(r.versions.len() as u64);
+                metrics.compacted_files.inc_by(r.files_in as u64);
                 tracing::info!(pipeline = %cfg.name, files_in = r.files_in, files_out = r.files_out,
                     versions = ?r.versions, abandoned = r.abandoned.len(), "auto compaction");
             }

@@ -12,7 +12,6 @@
 //!   did not commit.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering::Relaxed;
 
 use super::schema::TableSchema;
 use crate::config::{ResolvedPipeline, StartPosition};
@@ -72,13 +71,13 @@ pub(crate) async fn resolve(
                     earliest,
                     "data loss: the broker deleted records before ingestion; skipping them (fail_on_data_loss = false)"
                 );
-                metrics.offsets_lost.fetch_add(u64::try_from(lost).unwrap_or(0), Relaxed);
+                metrics.offsets_lost.inc_by(u64::try_from(lost).unwrap_or(0));
                 earliest
             }
             // Not fatal: some brokers report a high watermark below offsets they served.
             Resume::Ahead { next, end } => {
                 tracing::error!(partition = p, next, end, "the table's position is past the partition's end: if the topic was recreated, its records up to the position count as ingested; ingest it under a new app_id");
-                metrics.positions_past_end.fetch_add(1, Relaxed);
+                metrics.positions_past_end.inc_by(1);
                 next
             }
             v => {

@@ -138,10 +138,10 @@ impl Runner {
         source.close().await;
         let m = &self.metrics;
         let report = RunReport {
-            records: m.records_in.load(Relaxed),
-            rows_committed: m.rows_committed.load(Relaxed),
-            dead_letters: m.dead_letters.load(Relaxed),
-            commits: m.commits.load(Relaxed),
+            records: m.records_in.get(),
+            rows_committed: m.rows_committed.get(),
+            dead_letters: m.dead_letters.get(),
+            commits: m.commits.get(),
         };
         tracing::info!(
             records = report.records,
@@ -215,7 +215,7 @@ impl Runner {
             ConsumerEvent::HighWatermarks(marks) => self.metrics.high_watermarks(&marks),
             // Logged (throttled) by the consumer's callback; counted here.
             ConsumerEvent::ClientError(_) => {
-                self.metrics.kafka_errors.fetch_add(1, Relaxed);
+                self.metrics.kafka_errors.inc_by(1);
             }
         }
         Ok(())
@@ -224,7 +224,7 @@ impl Runner {
     fn drop_partitions(&mut self, parts: &[i32]) {
         for p in parts {
             let dropped = self.buffer.drop_partition(*p);
-            self.metrics.rows_dropped.fetch_add(dropped, Relaxed);
+            self.metrics.rows_dropped.inc_by(dropped);
             self.owned.remove(p);
         }
         self.metrics.forget(parts);
@@ -263,7 +263,7 @@ impl Runner {
         let by_part = poll.records(source.topic(), self.cfg.columns.headers.is_some(), accept);
         let records: usize = by_part.values().map(Vec::len).sum();
         tracing::trace!(received = poll.len(), accepted = records, "poll");
-        self.metrics.kafka_errors.fetch_add(poll.errors() as u64, Relaxed);
+        self.metrics.kafka_errors.inc_by(poll.errors() as u64);
         if records == 0 {
             return Ok(());
         }
@@ -276,15 +276,15 @@ impl Runner {
         if let (Some(l), Some(n)) = (&self.bytes_limit, NonZeroU32::new(u32::try_from(bytes).unwrap_or(u32::MAX))) {
             let _ = l.until_n_ready(n).await;
         }
-        self.metrics.records_in.fetch_add(u64::from(records), Relaxed);
-        self.metrics.bytes_in.fetch_add(bytes, Relaxed);
+        self.metrics.records_in.inc_by(u64::from(records));
+        self.metrics.bytes_in.inc_by(bytes);
         for (p, recs) in by_part {
             let span = tracing::debug_span!("decode", partition = p);
             let consumed = decode(&mut self.schema, &self.table, &self.cfg, p, &recs).instrument(span).await?;
             if let Some(o) = self.owned.get_mut(&p) {
                 o.accept_from = consumed.last_offset + 1;
             }
-            self.metrics.dead_letters.fetch_add(consumed.dead_letters.len() as u64, Relaxed);
+            self.metrics.dead_letters.inc_by(consumed.dead_letters.len() as u64);
             self.buffer.add(consumed, self.table.clock().now_ms());
         }
         self.metrics.buffer_bytes.store(self.buffered_bytes(), Relaxed);
@@ -343,7 +343,7 @@ impl Runner {
         for (p, next) in &reseek {
             if let Some(o) = self.owned.get_mut(p) {
                 let dropped = self.buffer.drop_partition(*p);
-                self.metrics.rows_dropped.fetch_add(dropped, Relaxed);
+                self.metrics.rows_dropped.inc_by(dropped);
                 o.seek = Some(*next);
                 o.accept_from = *next;
             }
@@ -359,11 +359,11 @@ impl Runner {
         source.commit_courtesy(&next);
         self.buffer.observe_ratio(result.arrow_bytes, result.parquet_bytes);
         let m = &self.metrics;
-        m.rows_dropped.fetch_add(result.rows_dropped, Relaxed);
-        m.conflicts.fetch_add(result.conflicts, Relaxed);
+        m.rows_dropped.inc_by(result.rows_dropped);
+        m.conflicts.inc_by(result.conflicts);
         if result.version.is_some() {
-            m.commits.fetch_add(1, Relaxed);
-            m.rows_committed.fetch_add(result.rows, Relaxed);
+            m.commits.inc_by(1);
+            m.rows_committed.inc_by(result.rows);
         }
         m.flushed(finished.reason, finished.seconds);
         tracing::info!(

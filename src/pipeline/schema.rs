@@ -45,7 +45,7 @@ impl TableSchema {
             Err(Error::NotATable { .. }) if cfg.create => None,
             Err(Error::NotATable { location }) => {
                 return Err(Error::InvalidArgument(format!(
-                    "pipeline {}: there is no table at {location} (set create = true to create it)",
+                    "pipeline {}: there is no table at {location} (create it with `create = true`, or `--create` on `deltabus ingest`)",
                     cfg.name
                 )))
             }
