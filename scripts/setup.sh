@@ -3,7 +3,8 @@
 #   - .venv with the Python packages of scripts/requirements.txt (deltalake, pyarrow, moto)
 #   - .tools/node_modules with Azurite (Azure blob emulator)
 #   - .tools/kernel-oracle (reference reader) and .tools/tansu (Kafka-protocol broker)
-# Needs python3 and npm; reaches only PyPI and the npm registry.
+#   - promtool (Debian's prometheus package), when apt-get can run
+# Needs python3 and npm; reaches only PyPI, the npm registry, crates.io and Debian.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,5 +32,12 @@ fi
 # real, separate broker of the end-to-end ingest test.
 if [ ! -x .tools/tansu/bin/tansu ]; then
   cargo install --quiet --locked tansu --version 0.6.0 --features dynostore --root .tools/tansu
+fi
+# promtool (Debian's `prometheus` package) parses the shipped alert rules and dashboard
+# queries in tests/monitoring.rs; without apt (or root) those checks fall back to names only.
+if ! command -v promtool >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  { apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 \
+    || { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1; }; } \
+    || echo "setup: promtool not installed (apt-get failed); PromQL checks will be skipped"
 fi
 echo "setup: python tools in .venv, azurite, kernel-oracle and tansu in .tools"

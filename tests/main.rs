@@ -16,6 +16,7 @@ mod ingest;
 mod ingest_process;
 mod kafka;
 mod maintenance;
+mod monitoring;
 mod paths;
 mod positions;
 mod robustness;
