@@ -16,7 +16,7 @@ use deltabus::delta::actions::Action;
 use deltabus::delta::create::new_table;
 use deltabus::delta::schema::StructType;
 use deltabus::delta::transaction::Transaction;
-use deltabus::ops::delete::delete;
+use deltabus::ops::delete::{delete, DeleteOptions};
 use deltabus::storage::{DataWriter, RetryPolicy, StorageOptions, Table, WriterConfig};
 
 const FILES: i64 = 100;
@@ -96,7 +96,7 @@ fn main() {
         let before = bytes_under(&path);
         let table = Table::open(path.to_str().unwrap(), StorageOptions::default()).unwrap();
         let t = Instant::now();
-        let report = rt.block_on(delete(&table, "bucket = 7", &RetryPolicy::default())).unwrap();
+        let report = rt.block_on(delete(&table, "bucket = 7", &DeleteOptions::default())).unwrap();
         let secs = t.elapsed().as_secs_f64();
         let written = bytes_under(&path) - before;
         assert_eq!(report.rows_deleted, (FILES * ROWS_PER_FILE / 1000) as u64);

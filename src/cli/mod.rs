@@ -89,8 +89,9 @@ pub enum Command {
     /// Print the row-level changes of versions FROM..=TO (default: the latest) as JSON lines.
     Changes {
         table: String,
-        #[arg(long, default_value_t = 0)]
-        from: u64,
+        /// A version, or `latest` (the newest commit only), as `tail --from` takes it.
+        #[arg(long, default_value = "0")]
+        from: String,
         #[arg(long)]
         to: Option<u64>,
         /// Only rows matching this predicate (files are skipped by statistics first).
@@ -118,6 +119,9 @@ pub enum Command {
         /// e.g. "id < 100 AND country IN ('DE', 'FR')"
         #[arg(long = "where", value_name = "PREDICATE")]
         predicate: String,
+        /// Count the matching rows and files; write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Rewrite small files and files with many deleted rows into large ones (dataChange=false).
     Compact {
@@ -187,6 +191,11 @@ pub enum Command {
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell), e.g.
+    /// `deltabus completions bash > /etc/bash_completion.d/deltabus`.
+    Completions { shell: clap_complete::Shell },
+    /// Print the manual page (roff), e.g. `deltabus man > /usr/local/share/man/man1/deltabus.1`.
+    Man,
 }
 
 /// `deltabus write` arguments.
@@ -196,11 +205,16 @@ pub struct WriteArgs {
     /// Partition columns of a new table, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub partition_by: Vec<String>,
-    /// append (create when missing) or create (fail when the table exists).
-    #[arg(long, value_parser = ["append", "create"], default_value = "append")]
+    /// append (create the table when missing, as `ingest --create` does) or error-if-exists
+    /// (create it; fail when it exists; `create` is an alias).
+    #[arg(long, value_parser = [
+        clap::builder::PossibleValue::new("append"),
+        clap::builder::PossibleValue::new("error-if-exists").alias("create"),
+    ], default_value = "append")]
     pub mode: String,
-    /// Add new nullable columns found in the records to the table schema.
-    #[arg(long)]
+    /// Add new nullable columns found in the records to the table schema (the pipelines'
+    /// `evolve_schema`; `--merge-schema` is an alias).
+    #[arg(long = "evolve-schema", alias = "merge-schema")]
     pub merge_schema: bool,
     /// Idempotency key: with --txn-version, a second run with the same pair commits nothing.
     #[arg(long, requires = "txn_version")]
@@ -271,6 +285,17 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             out.write_all(config.to_redacted_toml().as_bytes())?;
             Ok(())
         }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "deltabus", out);
+            Ok(())
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            clap_mangen::Man::new(Cli::command()).render(out)?;
+            Ok(())
+        }
         Command::Config(ConfigCommand::PrintDefaults) => {
             out.write_all(crate::config::DEFAULTS_TOML.as_bytes())?;
             Ok(())
@@ -295,12 +320,20 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             writeln_json(out, &report)
         }
         Command::Changes { table, from, to, predicate } => {
-            changes::changes(&Table::open(&table, storage)?, from, to, predicate.as_deref(), out).await
+            let table = Table::open(&table, storage)?;
+            let from = match from.as_str() {
+                "latest" => table.latest_version().await?,
+                v => v.parse().map_err(|_| {
+                    Error::InvalidArgument(format!("--from {v:?}: expected a version number or `latest`"))
+                })?,
+            };
+            changes::changes(&table, from, to, predicate.as_deref(), out).await
         }
         Command::Tail(args) => {
             let table = Table::open(&args.table, storage)?;
             let report = changes::tail(args, &table, run::stop_signal(), out).await?;
-            tracing::info!(commits = report.source_commits, rows = report.rows, position = ?report.position, "tail.stopped");
+            let position = report.position.map_or_else(|| "none".to_string(), |p| p.to_string());
+            tracing::info!(commits = report.source_commits, rows = report.rows, %position, "tail.stopped");
             Ok(())
         }
         Command::Followers { table, remove } => {
@@ -309,9 +342,7 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
         Command::Compact { table, predicate, target_file_size, min_file_size, dry_run } => {
             use crate::compactor::planner::parse_partition_predicate;
             use crate::compactor::rewriter::{compact, CompactOptions};
-            use std::io::IsTerminal;
-            let mut opts =
-                CompactOptions { dry_run, progress: std::io::stderr().is_terminal(), ..CompactOptions::default() };
+            let mut opts = CompactOptions { dry_run, progress: true, ..CompactOptions::default() };
             if let Some(t) = target_file_size {
                 opts.plan.target_size = t.get();
                 opts.plan.min_file_size = t.get();
@@ -326,9 +357,9 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             let report = compact(&Table::open(&table, storage)?, &opts).await?;
             writeln_json(out, &report.to_json())
         }
-        Command::Delete { table, predicate } => {
-            let report =
-                crate::ops::delete::delete(&Table::open(&table, storage)?, &predicate, &Default::default()).await?;
+        Command::Delete { table, predicate, dry_run } => {
+            let opts = crate::ops::delete::DeleteOptions { dry_run, ..Default::default() };
+            let report = crate::ops::delete::delete(&Table::open(&table, storage)?, &predicate, &opts).await?;
             writeln_json(out, &report.to_json())
         }
         Command::Vacuum { table, retention_hours, dry_run, force, lite, ignore_followers } => {
@@ -343,7 +374,7 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
                 Some(h) => Some(std::time::Duration::from_secs(h * 3600)),
                 None => None,
             };
-            let opts = VacuumOptions { retention, dry_run, force, lite, ignore_followers };
+            let opts = VacuumOptions { retention, dry_run, force, lite, ignore_followers, progress: true };
             let report = vacuum(&Table::open(&table, storage)?, &opts).await?;
             writeln_json(out, &report.to_json())
         }
@@ -480,7 +511,7 @@ async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &m
     };
     let target_file_size = args.target_file_size.map(ByteSize::get);
     let opts = WriteOptions {
-        mode: if args.mode == "create" { WriteMode::Create } else { WriteMode::Append },
+        mode: if args.mode == "append" { WriteMode::Append } else { WriteMode::Create },
         partition_by: args.partition_by.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
         merge_schema: args.merge_schema,
         schema,
@@ -488,6 +519,7 @@ async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &m
         txn: args.app_id.zip(args.txn_version),
         target_file_size,
         compression: args.compression,
+        progress: true,
         ..WriteOptions::default()
     };
     let stdin = tokio::io::BufReader::with_capacity(1 << 20, tokio::io::stdin());

@@ -216,35 +216,18 @@ pub async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Se
             .into_owned(),
     };
     let cluster = MockCluster::new(1).map_err(|e| Error::Kafka(format!("mock cluster: {e}")))?;
-    cluster.create_topic("events", 3, 1).map_err(|e| Error::Kafka(format!("mock topic: {e}")))?;
+    const PARTITIONS: i32 = 4;
+    cluster.create_topic("events", PARTITIONS, 1).map_err(|e| Error::Kafka(format!("mock topic: {e}")))?;
     let brokers = cluster.bootstrap_servers();
     let producer: FutureProducer = rdkafka::config::ClientConfig::new()
         .set("bootstrap.servers", &brokers)
         .create()
         .map_err(|e| Error::Kafka(format!("producer: {e}")))?;
-    let countries = ["DE", "FR", "NL", "US"];
-    let mut pending = Vec::new();
-    for i in 0..records {
-        let payload = if i % 250 == 249 {
-            format!("{{\"id\": {i}, \"amount\": \"not a number\"}}")
-        } else {
-            format!(
-                "{{\"id\":{i},\"country\":\"{}\",\"amount\":{}.{:02},\"tags\":[\"demo\"]}}",
-                countries[(i % 4) as usize],
-                i % 1000,
-                i % 100
-            )
-        };
-        let key = format!("user-{}", i % 97);
-        let record = FutureRecord::to("events").key(&key).payload(&payload);
-        pending.push(producer.send_result(record).map_err(|(e, _)| Error::Kafka(format!("produce: {e}")))?);
-    }
-    for delivery in futures::future::join_all(pending).await {
-        delivery
-            .map_err(|_| Error::Kafka("produce: cancelled".into()))?
-            .map_err(|(e, _)| Error::Kafka(format!("produce: {e}")))?;
-    }
-    writeln!(out, "produced {records} events to topic `events` (3 partitions) on an in-process Kafka at {brokers}")?;
+    writeln!(
+        out,
+        "producing {records} events to topic `events` ({PARTITIONS} partitions) on an in-process Kafka at {brokers}"
+    )?;
+    out.flush()?;
     let schema = r#"{"type":"struct","fields":[
         {"name":"id","type":"long","nullable":false,"metadata":{}},
         {"name":"country","type":"string","nullable":true,"metadata":{}},
@@ -273,17 +256,61 @@ pub async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Se
         shutdown_timeout: Duration::from_secs(30),
     };
     let m = metrics.pipeline("demo");
-    let watcher = tokio::spawn(async move {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-        while m.rows_committed.get() + m.dead_letters.get() < u64::from(records)
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+    // librdkafka's mock cluster keeps only the newest 5 MiB per partition: events are produced
+    // alongside the pipeline, never more than that many bytes ahead of what it committed, so
+    // none is dropped before ingestion.
+    let ahead = u64::from(PARTITIONS as u32) * (4 << 20) / 128;
+    let feeder = tokio::spawn(async move {
+        let progress = crate::common::progress::Progress::new("demo", "events committed", Some(u64::from(records)));
+        let committed = || m.rows_committed.get() + m.dead_letters.get();
+        let countries = ["DE", "FR", "NL", "US"];
+        let mut pending = Vec::new();
+        for i in 0..records {
+            while u64::from(i) > committed() + ahead {
+                progress.inc(committed().saturating_sub(progress.done()));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let payload = if i % 250 == 249 {
+                format!("{{\"id\": {i}, \"amount\": \"not a number\"}}")
+            } else {
+                format!(
+                    "{{\"id\":{i},\"country\":\"{}\",\"amount\":{}.{:02},\"tags\":[\"demo\"]}}",
+                    countries[(i % 4) as usize],
+                    i % 1000,
+                    i % 100
+                )
+            };
+            let key = format!("user-{}", i % 97);
+            match producer.send_result(FutureRecord::to("events").key(&key).payload(&payload)) {
+                Ok(delivery) => pending.push(delivery),
+                Err((e, _)) => return Err(Error::Kafka(format!("produce: {e}"))),
+            }
+            if pending.len() >= 10_000 {
+                for d in futures::future::join_all(pending.drain(..)).await {
+                    d.map_err(|_| Error::Kafka("produce: cancelled".into()))?
+                        .map_err(|(e, _)| Error::Kafka(format!("produce: {e}")))?;
+                }
+            }
         }
+        for d in futures::future::join_all(pending).await {
+            d.map_err(|_| Error::Kafka("produce: cancelled".into()))?
+                .map_err(|(e, _)| Error::Kafka(format!("produce: {e}")))?;
+        }
+        // Everything produced: wait until everything is committed (or stalls for a minute).
+        let mut last = (committed(), tokio::time::Instant::now());
+        while committed() < u64::from(records) && last.1.elapsed() < Duration::from_secs(60) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            progress.inc(committed().saturating_sub(progress.done()));
+            if committed() != last.0 {
+                last = (committed(), tokio::time::Instant::now());
+            }
+        }
+        progress.finish();
         let _ = stop_tx.send(true);
+        Ok::<(), Error>(())
     });
     let reports = run(opts, metrics, stop_rx).await?;
-    watcher.abort();
+    feeder.await.map_err(|e| Error::Internal(format!("demo producer: {e}")))??;
     print_reports(&reports, out)?;
     let table = crate::storage::Table::open(&dir, StorageOptions::default())?;
     let snapshot = table.snapshot(None).await?;
@@ -300,7 +327,26 @@ pub async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Se
     for (app, v) in positions {
         writeln!(out, "  position {app} = offset {v}")?;
     }
-    writeln!(out, "dead letters (malformed events, with reason and raw bytes): {dir}_dead_letters")?;
+    let dead = crate::storage::Table::open(&format!("{dir}_dead_letters"), StorageOptions::default())?;
+    let dead_rows: i64 = match dead.snapshot(None).await {
+        Ok(s) => s
+            .files()
+            .iter()
+            .filter_map(|f| f.stats.as_deref())
+            .filter_map(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+            .filter_map(|v| v["numRecords"].as_i64())
+            .sum(),
+        Err(_) => 0,
+    };
+    writeln!(out, "dead letters (malformed events, with reason and raw bytes): {dead_rows} in {dir}_dead_letters")?;
+    // Never silent about loss: every event produced is a row or a dead letter.
+    let landed = u64::try_from(rows + dead_rows).unwrap_or(0);
+    if landed != u64::from(records) {
+        return Err(Error::Internal(format!(
+            "the demo produced {records} events but {landed} landed ({rows} rows + {dead_rows} dead letters)"
+        )));
+    }
+    writeln!(out, "all {records} events landed exactly once: {rows} rows + {dead_rows} dead letters")?;
     writeln!(out, "look inside:  deltabus cat {dir} --limit 3   |   deltabus history {dir}")?;
     Ok(())
 }

@@ -5,10 +5,12 @@
 //! - [`flush`] [sync]: the flush policy, a pure function of the batch state and `now`.
 //! - [`follow`]: follower settings and start positions.
 //! - [`units`]: the one spelling of durations and sizes.
+//! - [`progress`]: progress bars on terminals, periodic lines otherwise.
 //! - [`throttle`]: repeated log lines once per state change, then at a backoff.
 
 pub mod clock;
 pub mod flush;
 pub mod follow;
+pub mod progress;
 pub mod throttle;
 pub mod units;

@@ -29,7 +29,7 @@ pub struct CompactOptions {
     pub partitions: Option<Vec<(String, Option<String>)>>,
     pub dry_run: bool,
     pub retry: RetryPolicy,
-    /// Print one progress line per bin on stderr.
+    /// Show progress over bins on stderr (a bar on a terminal, periodic lines otherwise).
     pub progress: bool,
 }
 
@@ -97,23 +97,27 @@ pub async fn compact(table: &Table, opts: &CompactOptions) -> Result<CompactRepo
     let total = bins.len();
     let mut pending = bins.into_iter().enumerate();
     let mut running = tokio::task::JoinSet::new();
+    let progress = if opts.progress {
+        crate::common::progress::Progress::new("compact", "bins", Some(total as u64))
+    } else {
+        crate::common::progress::Progress::hidden()
+    };
     loop {
         while running.len() < parallel {
-            let Some((i, bin)) = pending.next() else { break };
-            if opts.progress {
-                eprintln!("compact: bin {}/{total}: {} files, {} bytes", i + 1, bin.files.len(), bin.bytes());
-            }
+            let Some((_, bin)) = pending.next() else { break };
             let (table, snapshot, cfg, opts) = (table.clone(), snapshot.clone(), cfg.clone(), opts.clone());
             running.spawn(async move { rewrite_bin(&table, &snapshot, &bin, &cfg, &opts).await });
         }
         let Some(done) = running.join_next().await else { break };
         let part = done.map_err(|e| Error::Internal(format!("compaction task: {e}")))??;
+        progress.inc(1);
         report.versions.extend(part.versions);
         report.files_out += part.files_out;
         report.bytes_out += part.bytes_out;
         report.rows += part.rows;
         report.abandoned.extend(part.abandoned);
     }
+    progress.finish();
     report.versions.sort_unstable();
     Ok(report)
 }

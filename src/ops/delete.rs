@@ -30,6 +30,16 @@ pub struct DeleteReport {
     pub rows_deleted: u64,
     pub deletion_vectors: bool,
     pub version: Option<u64>,
+    /// A dry run: what would be deleted; nothing was written.
+    pub dry_run: bool,
+}
+
+/// How to delete.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub retry: RetryPolicy,
+    /// Find and count the matching rows and files; write nothing.
+    pub dry_run: bool,
 }
 
 impl DeleteReport {
@@ -39,6 +49,7 @@ impl DeleteReport {
             "version": self.version, "filesScanned": self.files_scanned, "filesSkipped": self.files_skipped,
             "filesChanged": self.files_changed, "rowsDeleted": self.rows_deleted,
             "mode": if self.deletion_vectors { "deletion-vectors" } else { "copy-on-write" },
+            "dryRun": self.dry_run,
         })
     }
 }
@@ -49,7 +60,8 @@ impl DeleteReport {
 /// [`Error::InvalidArgument`] for a predicate that does not parse or names unknown columns
 /// (nothing is committed); [`Error::Unsupported`] for tables deltabus may not write or that
 /// are append-only; [`Error::CommitConflict`] when a concurrent commit invalidates the delete.
-pub async fn delete(table: &Table, predicate: &str, retry: &RetryPolicy) -> Result<DeleteReport> {
+pub async fn delete(table: &Table, predicate: &str, opts: &DeleteOptions) -> Result<DeleteReport> {
+    let retry = &opts.retry;
     let expr = parse(predicate).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?;
     let snapshot = table.snapshot(None).await?;
     check_writable(&snapshot.protocol, &snapshot.metadata)?;
@@ -64,7 +76,7 @@ pub async fn delete(table: &Table, predicate: &str, retry: &RetryPolicy) -> Resu
     let use_dvs =
         snapshot.properties.enable_deletion_vectors && has_reader_feature(&snapshot.protocol, "deletionVectors");
     let plan = table.scan_plan(&snapshot);
-    let mut report = DeleteReport { deletion_vectors: use_dvs, ..DeleteReport::default() };
+    let mut report = DeleteReport { deletion_vectors: use_dvs, dry_run: opts.dry_run, ..DeleteReport::default() };
     let found = find_rows(
         table,
         &plan,
@@ -80,7 +92,7 @@ pub async fn delete(table: &Table, predicate: &str, retry: &RetryPolicy) -> Resu
     report.rows_deleted = found.rows();
     let (changes, found_rows) = (found.changes, found.rows);
     report.files_changed = changes.len();
-    if changes.is_empty() {
+    if changes.is_empty() || opts.dry_run {
         return Ok(report);
     }
     let now = table.clock().now_ms();

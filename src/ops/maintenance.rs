@@ -38,6 +38,8 @@ pub struct VacuumOptions {
     pub lite: bool,
     /// Delete what registered followers still need.
     pub ignore_followers: bool,
+    /// Show progress over the files deleted on stderr.
+    pub progress: bool,
 }
 
 /// What maintenance deleted (or would delete).
@@ -139,7 +141,7 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
             .map(|(p, s, _)| (p.clone(), *s))
             .collect()
     };
-    let mut report = delete_all(table, candidates, opts.dry_run).await?;
+    let mut report = delete_all(table, candidates, opts.dry_run, opts.progress).await?;
     report.followers = followers;
     report.kept_from_version = kept_from;
     Ok(report)
@@ -195,20 +197,33 @@ pub async fn cleanup_log(table: &Table, dry_run: bool, ignore_followers: bool) -
     let expired = expired_log_files(&listing, &others, cutoff, kept_from);
     let candidates =
         expired.into_iter().map(|n| (format!("_delta_log/{n}"), sizes.get(&n).copied().unwrap_or(0))).collect();
-    let mut report = delete_all(table, candidates, dry_run).await?;
+    let mut report = delete_all(table, candidates, dry_run, false).await?;
     report.followers = followers;
     report.kept_from_version = kept_from;
     Ok(report)
 }
 
-async fn delete_all(table: &Table, candidates: Vec<(String, u64)>, dry_run: bool) -> Result<MaintenanceReport> {
+async fn delete_all(
+    table: &Table,
+    candidates: Vec<(String, u64)>,
+    dry_run: bool,
+    progress: bool,
+) -> Result<MaintenanceReport> {
+    use crate::common::progress::Progress;
     let mut report = MaintenanceReport { dry_run, ..MaintenanceReport::default() };
+    let shown = if progress && !dry_run {
+        Progress::new("deleting", "files", Some(candidates.len() as u64))
+    } else {
+        Progress::hidden()
+    };
     for (rel, size) in candidates {
         if !dry_run {
             table.delete_file(&rel).await?;
+            shown.inc(1);
         }
         report.bytes += size;
         report.files.push(rel);
     }
+    shown.finish();
     Ok(report)
 }

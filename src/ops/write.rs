@@ -53,6 +53,8 @@ pub struct WriteOptions {
     /// Overrides of the table's file size and codec.
     pub target_file_size: Option<u64>,
     pub compression: Option<String>,
+    /// Show the rows written so far on stderr.
+    pub progress: bool,
 }
 
 impl Default for WriteOptions {
@@ -67,6 +69,7 @@ impl Default for WriteOptions {
             retry: RetryPolicy::default(),
             target_file_size: None,
             compression: None,
+            progress: false,
         }
     }
 }
@@ -209,10 +212,16 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
         }
         Ok::<(), Error>(())
     };
+    let shown = if opts.progress {
+        crate::common::progress::Progress::new("write", "rows", None)
+    } else {
+        crate::common::progress::Progress::hidden()
+    };
     let consumer = async {
         let mut rows = 0u64;
         while let Some(batch) = rx.recv().await {
             rows += batch.num_rows() as u64;
+            shown.inc(batch.num_rows() as u64);
             if let Err(e) = writer.write(&batch).await {
                 rx.close();
                 return Err(e);
@@ -221,6 +230,7 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
         Ok(rows)
     };
     let (produced, consumed) = tokio::join!(producer, consumer);
+    shown.finish();
     let rows = match (produced, consumed) {
         (Ok(()), Ok(rows)) => rows,
         (Err(e), _) | (_, Err(e)) => {

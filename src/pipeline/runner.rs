@@ -367,8 +367,13 @@ impl Runner {
         }
         m.flushed(finished.reason, finished.seconds);
         tracing::info!(
-            reason = finished.reason.as_str(), version = ?result.version, rows = result.rows,
-            files = result.files, aborted = result.aborted, ms = (finished.seconds * 1000.0) as u64, "flushed"
+            reason = finished.reason.as_str(),
+            version = result.version.map_or(-1, |v| v as i64),
+            rows = result.rows,
+            files = result.files,
+            aborted = result.aborted,
+            ms = (finished.seconds * 1000.0) as u64,
+            "flushed"
         );
         self.retry_seeks(source);
         Ok(())
