@@ -131,6 +131,20 @@ impl Error {
     }
 
     pub(crate) fn storage(path: impl fmt::Display, source: object_store::Error) -> Self {
+        let text = source.to_string();
+        // object_store's own words for two set-up mistakes, with the fix.
+        if text.contains("169.254.169.254") {
+            return Error::InvalidArgument(format!(
+                "{path}: no S3 credentials: give aws_access_key_id and aws_secret_access_key (storage options, \
+                 DELTABUS__STORAGE__OPTIONS__..., or the AWS_* environment variables) or run with an instance role"
+            ));
+        }
+        if text.contains("builder error") {
+            return Error::InvalidArgument(format!(
+                "{path}: the storage client refused its settings ({text}); an http:// endpoint needs aws_allow_http=true \
+                 (azure_allow_http / google: allow_http)"
+            ));
+        }
         Error::Storage { path: path.to_string(), source }
     }
 

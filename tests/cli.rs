@@ -328,3 +328,32 @@ fn consistent_names_and_delete_dry_run() {
     let cat = deltabus(&["cat", ts]);
     assert_eq!(String::from_utf8_lossy(&cat.stdout).lines().count(), 4, "nothing was deleted");
 }
+
+/// Set-up mistakes get the fix in the error: an http:// S3 endpoint without
+/// `aws_allow_http`; a line that is not JSON is named by line and column.
+#[test]
+fn setup_mistakes_name_the_fix() {
+    let out = deltabus(&[
+        "cat",
+        "s3://bucket/t",
+        "--storage-option",
+        "aws_endpoint=http://127.0.0.1:9",
+        "--storage-option",
+        "aws_access_key_id=a",
+        "--storage-option",
+        "aws_secret_access_key=b",
+        "--storage-option",
+        "aws_region=us-east-1",
+    ]);
+    assert_clean_failure(&out, "http endpoint");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("aws_allow_http=true"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::common::write_jsonl(&dir.path().join("t"), &[], "{\"id\":2}\n{\"id\":\"x\"\n");
+    assert_clean_failure(&out, "bad line");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2, column 9: not JSON") && !err.contains("Json error"), "{err}");
+}

@@ -191,10 +191,12 @@ pub async fn changes(
         return Err(Error::InvalidArgument(format!("--from {from} is after --to {to}")));
     }
     let mut cursor = ChangeCursor::open(table, from).await?.with_filter(parse_filter(filter)?);
+    let progress = crate::common::progress::Progress::new("changes", "commits", Some(to - from + 1));
     while cursor.next_version() <= to {
         match cursor.poll().await? {
             Some(c) => {
                 write_lines(out, &c)?;
+                progress.inc(1);
             }
             None => {
                 return Err(Error::MissingVersion {
@@ -204,6 +206,7 @@ pub async fn changes(
             }
         }
     }
+    progress.finish();
     Ok(())
 }
 

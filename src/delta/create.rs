@@ -21,13 +21,19 @@ use crate::error::{Error, Result};
 /// # Errors
 /// [`Error::InvalidArgument`] when the sample is not JSON objects or types cannot be inferred.
 pub fn infer_schema(sample: &[&str]) -> Result<StructType> {
-    let values = sample.iter().enumerate().map(|(i, l)| {
-        serde_json::from_str::<Value>(l).map_err(|e| Error::InvalidArgument(format!("line {}: not JSON: {e}", i + 1)))
-    });
-    let arrow = arrow_json::reader::infer_json_schema_from_iterator(
-        values.map(|r| r.map_err(|e| arrow::error::ArrowError::JsonError(e.to_string()))),
-    )
-    .map_err(|e| Error::InvalidArgument(format!("cannot infer a schema: {e}")))?;
+    // A line that is not JSON is named as such (with its column), before inference.
+    let mut values = Vec::with_capacity(sample.len());
+    for (i, l) in sample.iter().enumerate() {
+        let v = serde_json::from_str::<Value>(l).map_err(|e| {
+            let text = e.to_string();
+            let reason = text.split(" at line ").next().unwrap_or(&text);
+            Error::InvalidArgument(format!("line {}, column {}: not JSON: {reason}", i + 1, e.column()))
+        })?;
+        values.push(Ok(v));
+    }
+    let arrow = arrow_json::reader::infer_json_schema_from_iterator(values.into_iter()).map_err(|e| {
+        Error::InvalidArgument(format!("cannot infer a schema: {}", e.to_string().trim_start_matches("Json error: ")))
+    })?;
     let fields = arrow
         .fields()
         .iter()
