@@ -191,7 +191,12 @@ pub async fn changes(
         return Err(Error::InvalidArgument(format!("--from {from} is after --to {to}")));
     }
     let mut cursor = ChangeCursor::open(table, from).await?.with_filter(parse_filter(filter)?);
-    let progress = crate::common::progress::Progress::new("changes", "commits", Some(to - from + 1));
+    // Progress only when the rows go elsewhere than the terminal the bar would draw on.
+    let progress = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        crate::common::progress::Progress::hidden()
+    } else {
+        crate::common::progress::Progress::new("changes", "commits", Some(to - from + 1))
+    };
     while cursor.next_version() <= to {
         match cursor.poll().await? {
             Some(c) => {
