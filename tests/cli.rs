@@ -357,3 +357,31 @@ fn setup_mistakes_name_the_fix() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 2, column 9: not JSON") && !err.contains("Json error"), "{err}");
 }
+
+/// With Kafka down, `ingest` says what it runs once at start and then reports the outage
+/// once per kind of failure at a growing backoff (not dozens of lines a second); no colour
+/// codes when stderr is not a terminal.
+#[test]
+fn a_broker_that_is_down_is_reported_once_per_state_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["ingest", "orders", table.to_str().unwrap(), "--brokers", "127.0.0.1:1", "--app-id", "orders", "--create"])
+        .env_remove("DELTABUS_LOG")
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    let killed = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains('\u{1b}'), "no ANSI colour off a terminal: {err}");
+    assert!(err.contains("deltabus.started") && err.contains("pipeline.configured"), "{err}");
+    assert!(err.contains("kafka topic orders on 127.0.0.1:1"), "{err}");
+    let warnings = err.lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).count();
+    assert!(warnings > 0, "the outage is reported: {err}");
+    assert!(warnings <= 20, "{warnings} warning lines in 6 s (about 38 a second before): {err}");
+}

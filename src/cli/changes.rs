@@ -161,6 +161,7 @@ impl FollowerArgs {
             Error::InvalidArgument(format!("--{}: {why}", flag.replace('_', "-")))
         })?;
         o.once = self.once;
+        o.progress = self.once;
         Ok(o)
     }
 }

@@ -51,6 +51,8 @@ pub struct FollowerOptions {
     pub poll: Duration,
     /// Stop once caught up.
     pub once: bool,
+    /// Show the commits delivered on stderr (catch-up runs of the command line).
+    pub progress: bool,
     pub filter: Option<Expr>,
     /// Registers the position on the source under this id.
     pub follower_id: Option<String>,
@@ -74,6 +76,7 @@ impl FollowerOptions {
             start,
             poll: Duration::from_secs(1),
             once: false,
+            progress: false,
             filter: None,
             follower_id: None,
             allow_stale: false,

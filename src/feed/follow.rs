@@ -74,6 +74,11 @@ pub async fn run_follower<S: ChangeSink>(
     stop: impl Future<Output = ()> + Send,
 ) -> Result<FollowerReport> {
     tokio::pin!(stop);
+    let progress = if opts.progress && opts.once {
+        crate::common::progress::Progress::new("catching up", "commits", None)
+    } else {
+        crate::common::progress::Progress::hidden()
+    };
     let position = sink.position().await?;
     let mut report = FollowerReport { position, ..FollowerReport::default() };
     let mut registrar = match &opts.follower_id {
@@ -97,6 +102,7 @@ pub async fn run_follower<S: ChangeSink>(
             let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
             sink.deliver(snapshot, &changes).await?;
             delivered(&mut report, &changes, metrics);
+            progress.inc(1);
             cursor
         }
     };
@@ -172,6 +178,7 @@ pub async fn run_follower<S: ChangeSink>(
         }
         deliver_riding_faults(sink, snapshot, &changes).await?;
         delivered(&mut report, &changes, metrics);
+        progress.inc(1);
         crate::failpoint::hit("follow.before_registration");
         if let Some(r) = &mut registrar {
             r.advance(cursor.next_version(), false).await;
@@ -192,6 +199,7 @@ pub async fn run_follower<S: ChangeSink>(
     if let Some(r) = &mut registrar {
         r.advance(cursor.next_version(), true).await;
     }
+    progress.finish();
     Ok(report)
 }
 
