@@ -365,7 +365,7 @@ fn setup_mistakes_name_the_fix() {
 fn a_broker_that_is_down_is_reported_once_per_state_change() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
         .args(["ingest", "orders", table.to_str().unwrap(), "--brokers", "127.0.0.1:1", "--app-id", "orders", "--create"])
         .env_remove("DELTABUS_LOG")
         .env_remove("RUST_LOG")
