@@ -171,7 +171,7 @@ fn tail_follows_new_commits_and_resumes_from_its_state() {
     for _ in 0..100 {
         use std::io::Read as _;
         if let Ok(mut c) = std::net::TcpStream::connect(&addr) {
-            let _ = c.write_all(b"GET /metrics HTTP/1.1\r\n\r\n");
+            let _ = c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
             metrics.clear();
             let _ = c.read_to_string(&mut metrics);
             if metrics.contains("deltabus_source_version{pipeline=\"tail\"} 1") {

@@ -31,7 +31,7 @@ fn append(table: &str, ids: std::ops::Range<i64>) {
 fn scrape(addr: &str) -> Option<String> {
     use std::io::Read as _;
     let mut conn = std::net::TcpStream::connect(addr).ok()?;
-    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").ok()?;
     let mut text = String::new();
     conn.read_to_string(&mut text).ok()?;
     Some(text)

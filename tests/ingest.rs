@@ -258,7 +258,7 @@ fn hex(s: &str) -> String {
 async fn http_get(addr: &str, path: &str) -> Option<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes()).await.ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).await.ok()?;
     Some(out)
