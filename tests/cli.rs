@@ -366,7 +366,16 @@ fn a_broker_that_is_down_is_reported_once_per_state_change() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
-        .args(["ingest", "orders", table.to_str().unwrap(), "--brokers", "127.0.0.1:1", "--app-id", "orders", "--create"])
+        .args([
+            "ingest",
+            "orders",
+            table.to_str().unwrap(),
+            "--brokers",
+            "127.0.0.1:1",
+            "--app-id",
+            "orders",
+            "--create",
+        ])
         .env_remove("DELTABUS_LOG")
         .env_remove("RUST_LOG")
         .stdout(std::process::Stdio::null())
