@@ -159,7 +159,7 @@ fn kill_dash_nine_and_restart_is_exactly_once() {
     wait_for_rows(&table, TOTAL, &log);
     let (status, out) = terminate(last);
     assert!(status.success(), "graceful exit: {status}\n{}", std::fs::read_to_string(&log).unwrap_or_default());
-    assert!(out.contains("\"pipeline\":\"ingest\""), "{out}");
+    assert!(out.contains("\"pipeline\":\"eo\""), "the pipeline is named by its app id: {out}");
     assert_exactly_once(&table);
     drop(cluster);
 }

@@ -1,6 +1,7 @@
 //! The one integration-test binary. Fixtures are catalogued in `tests/README.md`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
 
+mod avro;
 mod changes;
 mod chaos;
 mod cli;

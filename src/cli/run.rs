@@ -53,6 +53,13 @@ pub struct IngestArgs {
     /// cooperative-sticky, range or roundrobin.
     #[arg(long, default_value = "cooperative-sticky")]
     pub assignment: String,
+    /// Payload format: json, or avro (Confluent wire format; needs --schema-registry).
+    #[arg(long, default_value = "json", value_parser = ["json", "avro"])]
+    pub format: String,
+    /// Schema registry URL (Confluent REST API) for --format avro. Credentials come from the
+    /// environment: DELTABUS_SCHEMA_REGISTRY_USERNAME/_PASSWORD or _TOKEN.
+    #[arg(long, value_name = "URL")]
+    pub schema_registry: Option<String>,
     /// Delta table for undecodable records.
     #[arg(long)]
     pub dead_letter_table: Option<String>,
@@ -89,6 +96,17 @@ impl IngestArgs {
         config.kafka.group_id = self.group_id.clone();
         config.kafka.start = self.start.clone();
         config.kafka.assignment = self.assignment.clone();
+        config.kafka.format = self.format.clone();
+        if let Some(url) = &self.schema_registry {
+            let var = |k: &str| std::env::var(format!("DELTABUS_SCHEMA_REGISTRY_{k}")).ok();
+            config.schema_registry = Some(crate::source::registry::RegistryConfig {
+                url: url.clone(),
+                username: var("USERNAME"),
+                password: var("PASSWORD"),
+                token: var("TOKEN"),
+                ..Default::default()
+            });
+        }
         config.kafka.properties = properties;
         config.flush.max_latency = self.flush_interval;
         config.flush.max_rows = self.max_rows;
@@ -117,6 +135,8 @@ fn in_flag_words(message: &str, name: &str) -> String {
     let flag = match key {
         "kafka.start" => "--start",
         "kafka.assignment" => "--assignment",
+        "kafka.format" => "--format",
+        "schema_registry.url" => "--schema-registry",
         "kafka.properties" => "--kafka-property",
         "kafka" => "--brokers / <TOPIC>",
         "app_id" => "--app-id",

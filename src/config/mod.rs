@@ -23,7 +23,8 @@ mod resolved;
 pub mod sources;
 
 pub use pipeline::{
-    PipelineConfig, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, StartPosition, UpsertConfig,
+    PayloadFormat, PipelineConfig, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, StartPosition,
+    UpsertConfig,
 };
 
 /// The embedded defaults file.

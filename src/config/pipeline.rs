@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::units::{ByteSize, HumanDuration};
 
-pub use super::resolved::{PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, StartPosition};
+pub use super::resolved::{
+    PayloadFormat, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, StartPosition,
+};
 pub use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig};
 
 /// One pipeline.
@@ -49,6 +51,9 @@ pub struct PipelineConfig {
     /// Keyed ingestion: records upsert or delete rows by key (Kafka sources only).
     #[serde(default)]
     pub upsert: Option<UpsertConfig>,
+    /// The schema registry of `kafka.format = "avro"` topics.
+    #[serde(default)]
+    pub schema_registry: Option<crate::source::registry::RegistryConfig>,
     #[serde(default)]
     pub flush: FlushConfig,
     #[serde(default)]
@@ -74,6 +79,7 @@ impl PipelineConfig {
             kafka: KafkaConfig { brokers: brokers.into(), topic: topic.into(), ..KafkaConfig::default() },
             delta: None,
             upsert: None,
+            schema_registry: None,
             flush: FlushConfig::default(),
             columns: RecordColumns::default(),
             dead_letter: DeadLetterConfig::default(),
@@ -122,6 +128,9 @@ pub struct KafkaConfig {
     /// `cooperative-sticky` (incremental rebalances), `range` or `roundrobin` (eager).
     #[serde(default = "default_assignment")]
     pub assignment: String,
+    /// Payload format: `json`, or `avro` (Confluent wire format with `[schema_registry]`).
+    #[serde(default = "default_format")]
+    pub format: String,
     /// Records above this size go to the dead-letter destination.
     #[serde(default = "default_max_record")]
     pub max_record_bytes: ByteSize,
@@ -147,6 +156,7 @@ impl Default for KafkaConfig {
             group_id: None,
             start: default_start(),
             assignment: default_assignment(),
+            format: default_format(),
             max_record_bytes: default_max_record(),
             fail_on_data_loss: true,
             properties: BTreeMap::new(),
@@ -162,6 +172,7 @@ impl std::fmt::Debug for KafkaConfig {
             .field("group_id", &self.group_id)
             .field("start", &self.start)
             .field("assignment", &self.assignment)
+            .field("format", &self.format)
             .field("max_record_bytes", &self.max_record_bytes)
             .field("fail_on_data_loss", &self.fail_on_data_loss)
             .field("properties", &self.properties.keys().map(|k| (k, "<redacted>")).collect::<BTreeMap<_, _>>())
@@ -239,6 +250,9 @@ pub struct DeadLetterConfig {
 
 fn default_start() -> String {
     "earliest".into()
+}
+fn default_format() -> String {
+    "json".into()
 }
 fn default_assignment() -> String {
     "cooperative-sticky".into()

@@ -97,6 +97,7 @@ pub struct ResolvedKafka {
     pub group_id: String,
     pub start: StartPosition,
     pub assignment: String,
+    pub format: PayloadFormat,
     pub max_record_bytes: usize,
     pub fail_on_data_loss: bool,
     /// librdkafka properties (values redacted in `Debug`).
@@ -111,11 +112,20 @@ impl std::fmt::Debug for ResolvedKafka {
             .field("group_id", &self.group_id)
             .field("start", &self.start)
             .field("assignment", &self.assignment)
+            .field("format", &self.format)
             .field("max_record_bytes", &self.max_record_bytes)
             .field("fail_on_data_loss", &self.fail_on_data_loss)
             .field("properties", &self.properties.keys().collect::<Vec<_>>())
             .finish()
     }
+}
+
+/// How Kafka payloads are encoded.
+#[derive(Debug, Clone)]
+pub enum PayloadFormat {
+    Json,
+    /// Confluent wire format, writer schemas from the registry.
+    Avro(crate::source::registry::RegistryConfig),
 }
 
 /// The background compactor's settings, checked.
@@ -211,6 +221,14 @@ impl PipelineConfig {
             target_file_size: c.target_file_size.map(|s| s.get()),
             interval: c.interval.get(),
         });
+        let format = match (self.kafka.format.as_str(), &self.schema_registry) {
+            ("json", _) => PayloadFormat::Json,
+            ("avro", Some(r)) if !r.url.trim().is_empty() => PayloadFormat::Avro(r.clone()),
+            ("avro", _) => {
+                return Err(bad("schema_registry.url", "kafka.format = \"avro\" needs the registry's URL".into()))
+            }
+            (other, _) => return Err(bad("kafka.format", format!("{other:?}: json or avro"))),
+        };
         let source = match delta {
             Some(d) => PipelineSource::Delta(d),
             None => PipelineSource::Kafka(ResolvedKafka {
@@ -219,6 +237,7 @@ impl PipelineConfig {
                 group_id: self.kafka.group_id.clone().unwrap_or_else(|| app_id.clone()),
                 start,
                 assignment: self.kafka.assignment.clone(),
+                format,
                 max_record_bytes: usize::try_from(self.kafka.max_record_bytes.get()).unwrap_or(usize::MAX),
                 fail_on_data_loss: self.kafka.fail_on_data_loss,
                 properties: self.kafka.properties.clone(),

@@ -131,3 +131,65 @@ pub fn arrow_schema_strict(schema: &StructType) -> Schema {
     }
     Schema::new(schema.fields.iter().map(field).collect::<Vec<_>>())
 }
+
+/// The Delta type that holds an Arrow type faithfully (a decoded Avro or Protobuf schema
+/// becoming a table): 32-bit integers stay `integer`, timestamps with a zone are `timestamp`
+/// and without one `timestamp_ntz`, dictionaries (Avro enums) are `string`, fixed-size binary
+/// is `binary`, times of day are `long` (microseconds: Delta has no time type).
+///
+/// # Errors
+/// [`crate::Error::InvalidArgument`] for types Delta cannot hold (unsigned 64-bit, intervals…).
+pub fn delta_type_of(t: &ArrowType) -> crate::Result<DataType> {
+    use super::schema::{ArrayType, MapType, PrimitiveType as P, StructField, StructType};
+    let p = |t| Ok(DataType::Primitive(t));
+    match t {
+        ArrowType::Boolean => p(P::Boolean),
+        ArrowType::Int8 => p(P::Byte),
+        ArrowType::Int16 | ArrowType::UInt8 => p(P::Short),
+        ArrowType::Int32 | ArrowType::UInt16 => p(P::Integer),
+        ArrowType::Int64 | ArrowType::UInt32 | ArrowType::Time32(_) | ArrowType::Time64(_) => p(P::Long),
+        ArrowType::Float16 | ArrowType::Float32 => p(P::Float),
+        ArrowType::Float64 => p(P::Double),
+        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View | ArrowType::Null => p(P::String),
+        ArrowType::Dictionary(_, v) if matches!(v.as_ref(), ArrowType::Utf8 | ArrowType::LargeUtf8) => p(P::String),
+        ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView | ArrowType::FixedSizeBinary(_) => {
+            p(P::Binary)
+        }
+        ArrowType::Date32 | ArrowType::Date64 => p(P::Date),
+        ArrowType::Timestamp(_, Some(_)) => p(P::Timestamp),
+        ArrowType::Timestamp(_, None) => p(P::TimestampNtz),
+        ArrowType::Decimal128(precision, scale)
+        | ArrowType::Decimal64(precision, scale)
+        | ArrowType::Decimal32(precision, scale)
+            if *precision <= 38 =>
+        {
+            p(P::Decimal { precision: *precision, scale: *scale })
+        }
+        ArrowType::List(f) | ArrowType::LargeList(f) | ArrowType::FixedSizeList(f, _) => {
+            Ok(DataType::Array(Box::new(ArrayType {
+                element_type: delta_type_of(f.data_type())?,
+                contains_null: f.is_nullable(),
+            })))
+        }
+        ArrowType::Map(entries, _) => {
+            let ArrowType::Struct(kv) = entries.data_type() else {
+                return Err(crate::Error::InvalidArgument(format!("map type {t} has no key/value struct")));
+            };
+            let (Some(k), Some(v)) = (kv.first(), kv.get(1)) else {
+                return Err(crate::Error::InvalidArgument(format!("map type {t} lacks its key or value")));
+            };
+            Ok(DataType::Map(Box::new(MapType {
+                key_type: delta_type_of(k.data_type())?,
+                value_type: delta_type_of(v.data_type())?,
+                value_contains_null: v.is_nullable(),
+            })))
+        }
+        ArrowType::Struct(fields) => Ok(DataType::Struct(Box::new(StructType::new(
+            fields
+                .iter()
+                .map(|f| Ok(StructField::new(f.name(), delta_type_of(f.data_type())?, f.is_nullable())))
+                .collect::<crate::Result<Vec<_>>>()?,
+        )))),
+        other => Err(crate::Error::InvalidArgument(format!("Delta has no type for {other}"))),
+    }
+}

@@ -13,6 +13,7 @@
 //! - [`upsert`]: the keyed flush: deletion vectors for replaced and deleted keys, new rows.
 //! - [`dead_letter`]: the dead-letter destinations (Delta table, Kafka topic).
 //! - [`flushing`]: the flush slot: one flush at a time in the background.
+//! - [`projection`] [sync]: rows of a writer schema (Avro) onto the table's columns.
 //! - [`positions`]: where assigned partitions resume, checked against the broker's watermarks.
 //! - [`runner`]: the pipeline task (group events, seeking, polling, applying flush results).
 //! - [`delta_source`]: a pipeline that follows another Delta table.
@@ -28,6 +29,7 @@ pub mod delta_source;
 mod flushing;
 pub mod keyed;
 pub mod positions;
+pub mod projection;
 pub mod runner;
 pub mod schema;
 pub mod service;

@@ -8,20 +8,30 @@
 //!   fields add those fields (nullable) in a metadata commit, and are decoded again.
 //! - The decoder follows the snapshot: whenever a refresh shows another schema (another
 //!   worker evolved it), the decoder is rebuilt.
+//! - Avro topics (`kafka.format = "avro"`): a new table takes the first writer schema's
+//!   columns and types; rows decoded with each writer schema are projected onto the table by
+//!   name ([`super::projection`]); writer fields the table lacks are added (nullable) with
+//!   `evolve_schema`, otherwise their records are dead letters naming the fields.
 
 use std::sync::Arc;
 
+use crate::config::PayloadFormat;
 use crate::config::ResolvedPipeline;
 use crate::delta::actions::{Action, Metadata};
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema_strict;
+use crate::delta::arrow_schema::delta_type_of;
 use crate::delta::create::{infer_schema, merge_schema, new_table};
-use crate::delta::schema::{ColumnMappingMode, StructType};
+use crate::delta::schema::{ColumnMappingMode, StructField, StructType};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
-use crate::source::kafka::payload::{Decoded, PayloadDecoder, RawRecord};
+use crate::source::kafka::avro::AvroDecoder;
+use crate::source::kafka::payload::{DeadLetter, Decoded, PayloadDecoder, RawRecord};
+use crate::source::registry::RegistryClient;
 use crate::storage::{RetryPolicy, StagedCommit, Table};
+
+use super::projection::{project, Mismatch};
 
 /// Schema changes tried per decoded chunk before its remaining records become dead letters.
 const EVOLVE_ATTEMPTS: u32 = 5;
@@ -30,6 +40,8 @@ const EVOLVE_ATTEMPTS: u32 = 5;
 pub struct TableSchema {
     pub snapshot: Option<Snapshot>,
     decoder: Option<(String, PayloadDecoder)>,
+    /// Set for Avro topics.
+    avro: Option<AvroDecoder>,
     record_columns: Vec<String>,
     max_record_bytes: usize,
 }
@@ -54,9 +66,16 @@ impl TableSchema {
         if let Some(s) = &snapshot {
             crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
         }
+        let avro = match cfg.kafka().map(|k| &k.format) {
+            Ok(PayloadFormat::Avro(registry)) => {
+                Some(AvroDecoder::new(Arc::new(RegistryClient::new(registry.clone())?)))
+            }
+            _ => None,
+        };
         let mut me = TableSchema {
             snapshot,
             decoder: None,
+            avro,
             record_columns: cfg.columns.names().into_iter().map(String::from).collect(),
             max_record_bytes: cfg.kafka().map_or(usize::MAX, |k| k.max_record_bytes),
         };
@@ -110,6 +129,9 @@ impl TableSchema {
     /// # Errors
     /// Storage and commit errors of a creation or schema change.
     pub async fn decode(&mut self, table: &Table, cfg: &ResolvedPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
+        if self.avro.is_some() {
+            return self.decode_avro(table, cfg, raw).await;
+        }
         if self.snapshot.is_none() {
             match self.inferred(raw)? {
                 Some(schema) => self.create(table, cfg, schema).await?,
@@ -156,21 +178,7 @@ impl TableSchema {
                 .filter(|f| current.schema.field(&f.name).is_none())
                 .map(|f| f.name.clone())
                 .collect();
-            let metadata = Metadata { schema_string: merged.to_json(), ..current.metadata.clone() };
-            let txn = Transaction::new("ADD COLUMNS", vec![Action::Metadata(metadata)])
-                .with_parameter("columns", serde_json::to_string(&added).unwrap_or_default());
-            match StagedCommit::new(table).commit(Some(current), &txn, &RetryPolicy::default()).await {
-                Ok(CommitOutcome::Committed { version }) => {
-                    tracing::info!(pipeline = %cfg.name, version, columns = ?added, "schema evolved");
-                }
-                // Someone else changed the table meanwhile: take theirs and decode against it.
-                Ok(other) => tracing::info!(pipeline = %cfg.name, ?other, "schema change lost a race; re-reading"),
-                Err(e) if e.is_retryable() => {
-                    tracing::warn!(pipeline = %cfg.name, error = %e, "schema change failed on a store fault; re-reading");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-                Err(e) => return Err(e),
-            }
+            add_columns(table, cfg, current, merged, added).await?;
             self.refresh(table).await?;
             decoded = self.decoder()?.decode(raw);
             if decoded.dead_letters.is_empty() {
@@ -178,6 +186,99 @@ impl TableSchema {
             }
         }
         Ok(decoded)
+    }
+
+    /// The Avro path of [`TableSchema::decode`]: the table from the first writer schema, rows
+    /// projected onto it, new writer fields added when evolution is on.
+    async fn decode_avro(&mut self, table: &Table, cfg: &ResolvedPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
+        let Some(avro) = self.avro.as_mut() else { return Err(Error::Internal("no Avro decoder".into())) };
+        let decoded = avro.decode(raw).await;
+        if self.snapshot.is_none() {
+            let first = decoded.runs.first().map(|r| r.batch.schema());
+            let Some(arrow) = first else {
+                return Ok(Decoded { batch: None, rows_from: Vec::new(), dead_letters: decoded.dead_letters });
+            };
+            let schema = self.without_record_columns(delta_struct_of(&arrow)?);
+            self.create(table, cfg, schema).await?;
+            self.sync_decoder();
+        }
+        let mut letters = decoded.dead_letters;
+        let mut batches = Vec::new();
+        let mut rows_from = Vec::new();
+        for run in decoded.runs {
+            let mut attempts = 0;
+            loop {
+                let target = self.payload_arrow_schema()?;
+                match project(&run.batch, &target) {
+                    Ok(b) => {
+                        batches.push(b);
+                        rows_from.extend(run.rows_from.iter().copied());
+                        break;
+                    }
+                    Err(Mismatch::Extra(fields)) if cfg.evolve_schema && attempts < EVOLVE_ATTEMPTS => {
+                        attempts += 1;
+                        let Some(current) = self.snapshot.as_ref() else { break };
+                        let writer = delta_struct_of(&run.batch.schema())?;
+                        let incoming = StructType::new(
+                            writer
+                                .fields
+                                .into_iter()
+                                .filter(|f| fields.contains(&f.name))
+                                .map(|mut f| {
+                                    f.nullable = true;
+                                    f
+                                })
+                                .collect(),
+                        );
+                        if let Some(merged) = merge_schema(&current.schema, &incoming)? {
+                            if current.column_mapping() != ColumnMappingMode::None {
+                                return Err(Error::unsupported("schema evolution on a column-mapped table"));
+                            }
+                            add_columns(table, cfg, current, merged, fields).await?;
+                        }
+                        self.refresh(table).await?;
+                    }
+                    Err(mismatch) => {
+                        let why = match mismatch {
+                            Mismatch::Extra(f) => format!(
+                                "schema id {}: fields {f:?} are not in the table (set evolve_schema = true to add them)",
+                                run.schema_id
+                            ),
+                            Mismatch::Refused(r) => format!("schema id {}: {r}", run.schema_id),
+                        };
+                        letters.extend(run.rows_from.iter().map(|i| DeadLetter::of(&raw[*i], why.clone())));
+                        break;
+                    }
+                }
+            }
+        }
+        // Runs projected before a later run evolved the table get its new columns (null).
+        if batches.len() > 1 {
+            let target = self.payload_arrow_schema()?;
+            batches = batches
+                .iter()
+                .map(|b| project(b, &target))
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|m| Error::Internal(format!("re-projecting after a schema change: {m:?}")))?;
+        }
+        // Runs follow the input order; after refusals, rows_from stays ascending.
+        let batch = match batches.len() {
+            0 => None,
+            1 => batches.pop(),
+            _ => Some(
+                arrow::compute::concat_batches(&batches[0].schema(), &batches)
+                    .map_err(|e| Error::Internal(format!("joining Avro batches: {e}")))?,
+            ),
+        };
+        letters.sort_by_key(|l| l.offset);
+        Ok(Decoded { batch, rows_from, dead_letters: letters })
+    }
+
+    /// The Arrow form of the table's payload columns (record columns excluded).
+    fn payload_arrow_schema(&self) -> Result<arrow::datatypes::SchemaRef> {
+        let s = self.snapshot.as_ref().ok_or_else(|| Error::Internal("no table yet".into()))?;
+        let fields = s.schema.fields.iter().filter(|f| !self.record_columns.contains(&f.name)).cloned().collect();
+        Ok(Arc::new(arrow_schema_strict(&StructType::new(fields))))
     }
 
     fn decoder(&self) -> Result<&PayloadDecoder> {
@@ -229,6 +330,43 @@ impl TableSchema {
         self.snapshot = Some(table.snapshot(None).await?);
         Ok(())
     }
+}
+
+/// A Delta schema holding an Arrow schema faithfully (a writer schema becoming a table).
+fn delta_struct_of(arrow: &arrow::datatypes::Schema) -> Result<StructType> {
+    arrow
+        .fields()
+        .iter()
+        .map(|f| Ok(StructField::new(f.name(), delta_type_of(f.data_type())?, f.is_nullable())))
+        .collect::<Result<Vec<_>>>()
+        .map(StructType::new)
+}
+
+/// Commits `merged` (the table's schema plus the `added` columns), riding out races and store
+/// faults; the caller re-reads the table either way.
+async fn add_columns(
+    table: &Table,
+    cfg: &ResolvedPipeline,
+    current: &Snapshot,
+    merged: StructType,
+    added: Vec<String>,
+) -> Result<()> {
+    let metadata = Metadata { schema_string: merged.to_json(), ..current.metadata.clone() };
+    let txn = Transaction::new("ADD COLUMNS", vec![Action::Metadata(metadata)])
+        .with_parameter("columns", serde_json::to_string(&added).unwrap_or_default());
+    match StagedCommit::new(table).commit(Some(current), &txn, &RetryPolicy::default()).await {
+        Ok(CommitOutcome::Committed { version }) => {
+            tracing::info!(pipeline = %cfg.name, version, columns = ?added, "schema evolved");
+        }
+        // Someone else changed the table meanwhile: take theirs and decode against it.
+        Ok(_) => tracing::info!(pipeline = %cfg.name, "schema change lost a race; re-reading"),
+        Err(e) if e.is_retryable() => {
+            tracing::warn!(pipeline = %cfg.name, error = %e, "schema change failed on a store fault; re-reading");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(())
 }
 
 /// Catches `snapshot` up with the table (incrementally; reads it when there was none yet).

@@ -1,5 +1,6 @@
 //! The Kafka source.
 //!
+//! - [`avro`]: Confluent-framed Avro payloads into Arrow, writer schemas from the registry.
 //! - [`payload`] [sync]: raw message bytes into Arrow batches, bad records into dead letters.
 //! - [`columns`] [sync]: the optional record columns (key, headers, topic, partition, offset,
 //!   timestamp).
@@ -7,6 +8,7 @@
 //! - [`consumer`]: the consumer-group client whose callbacks only send events.
 //! - [`dead_letter_topic`]: the producer of a dead-letter topic.
 
+pub mod avro;
 pub mod columns;
 pub mod consumer;
 pub mod dead_letter_topic;

@@ -1,0 +1,94 @@
+//! Rows decoded with a writer schema (Avro) projected onto the table's Arrow schema: columns
+//! are matched by name and cast to the table's types; a column the writer lacks is null when
+//! the table allows it. Pure: it sees batches, never the table.
+
+use std::sync::Arc;
+
+use arrow::array::{new_null_array, ArrayRef, RecordBatch};
+use arrow::compute::{cast_with_options, CastOptions};
+use arrow::datatypes::SchemaRef;
+
+/// Why a batch does not fit the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mismatch {
+    /// Writer fields the table does not have (evolution can add them).
+    Extra(Vec<String>),
+    /// Anything else: a required column missing, a type that does not convert.
+    Refused(String),
+}
+
+/// `batch` in `target`'s columns and types.
+///
+/// # Errors
+/// A [`Mismatch`] naming the fields.
+pub fn project(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch, Mismatch> {
+    let extra: Vec<String> = batch
+        .schema()
+        .fields()
+        .iter()
+        .filter(|f| target.field_with_name(f.name()).is_err())
+        .map(|f| f.name().clone())
+        .collect();
+    if !extra.is_empty() {
+        return Err(Mismatch::Extra(extra));
+    }
+    // Safe casts only: a value that does not fit is an error, never a silent null.
+    let options = CastOptions { safe: false, ..CastOptions::default() };
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(target.fields().len());
+    for field in target.fields() {
+        let column = match batch.column_by_name(field.name()) {
+            Some(c) if c.data_type() == field.data_type() => c.clone(),
+            Some(c) => cast_with_options(c, field.data_type(), &options).map_err(|e| {
+                Mismatch::Refused(format!(
+                    "field {:?}: {} does not convert to {}: {e}",
+                    field.name(),
+                    c.data_type(),
+                    field.data_type()
+                ))
+            })?,
+            None if field.is_nullable() => new_null_array(field.data_type(), batch.num_rows()),
+            None => return Err(Mismatch::Refused(format!("required field {:?} is missing", field.name()))),
+        };
+        if !field.is_nullable() && column.null_count() > 0 {
+            return Err(Mismatch::Refused(format!("field {:?} is null but required by the table", field.name())));
+        }
+        columns.push(column);
+    }
+    RecordBatch::try_new(Arc::new(target.as_ref().clone()), columns)
+        .map_err(|e| Mismatch::Refused(format!("rows do not fit the table: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    fn batch() -> RecordBatch {
+        let s = Schema::new(vec![Field::new("id", DataType::Int32, false), Field::new("name", DataType::Utf8, true)]);
+        RecordBatch::try_new(
+            Arc::new(s),
+            vec![Arc::new(Int32Array::from(vec![1, 2])), Arc::new(StringArray::from(vec![Some("a"), None]))],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn widens_fills_and_refuses_by_name() {
+        let target = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, true),
+            Field::new("email", DataType::Utf8, true),
+        ]));
+        let out = project(&batch(), &target).unwrap();
+        assert_eq!(out.schema(), target);
+        assert_eq!(out.column(2).null_count(), 2);
+        let narrow = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+        assert_eq!(project(&batch(), &narrow), Err(Mismatch::Extra(vec!["name".into()])));
+        let required = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, false),
+        ]));
+        assert!(matches!(project(&batch(), &required), Err(Mismatch::Refused(m)) if m.contains("required")));
+    }
+}

@@ -1,0 +1,193 @@
+//! Avro topics in the Confluent wire format: records encoded by an independent Avro library
+//! (Python `fastavro`), writer schemas served by a registry speaking the Confluent REST API
+//! (a small server here: no Java registry can be installed from the reachable package
+//! registries), ingested into a table created from the first writer schema, a second writer
+//! schema evolving it, bad records as dead letters with their reason.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::get;
+use axum::Router;
+
+const V1: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[
+  {"name":"id","type":"long"},
+  {"name":"customer","type":"string"},
+  {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
+  {"name":"day","type":{"type":"int","logicalType":"date"}},
+  {"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},
+  {"name":"tags","type":{"type":"array","items":"string"}},
+  {"name":"kind","type":{"type":"enum","name":"Kind","symbols":["NEW","PAID"]}},
+  {"name":"note","type":["null","string"],"default":null}]}"#;
+
+fn v2() -> String {
+    V1.replace(
+        r#"{"name":"note","type":["null","string"],"default":null}]}"#,
+        r#"{"name":"note","type":["null","string"],"default":null},{"name":"email","type":["null","string"],"default":null}]}"#,
+    )
+}
+
+type RegistryState = (Arc<HashMap<u32, String>>, Arc<AtomicUsize>);
+
+/// A registry answering `GET /schemas/ids/{id}` with basic authentication, counting requests.
+async fn registry(schemas: HashMap<u32, String>) -> (String, Arc<AtomicUsize>) {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let state = (Arc::new(schemas), hits.clone());
+    async fn by_id(
+        State((schemas, hits)): State<RegistryState>,
+        Path(id): Path<u32>,
+        headers: HeaderMap,
+    ) -> (StatusCode, String) {
+        hits.fetch_add(1, Relaxed);
+        // "svc:secret" in base64.
+        if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some("Basic c3ZjOnNlY3JldA==") {
+            return (StatusCode::UNAUTHORIZED, "{}".into());
+        }
+        match schemas.get(&id) {
+            Some(s) => (StatusCode::OK, serde_json::json!({ "schema": s }).to_string()),
+            None => (StatusCode::NOT_FOUND, r#"{"error_code":40403,"message":"Schema not found"}"#.into()),
+        }
+    }
+    let app = Router::new().route("/schemas/ids/{id}", get(by_id)).with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, hits)
+}
+
+/// Confluent-framed records from fastavro: 60 with schema 1, 40 with schema 2.
+fn encoded(py: &str) -> Vec<Vec<u8>> {
+    let script = format!(
+        r#"
+import io, json, struct, datetime, decimal
+from fastavro import schemaless_writer, parse_schema
+v1 = parse_schema(json.loads('''{V1}'''))
+v2 = parse_schema(json.loads('''{v2}'''))
+for i in range(100):
+    s, sid = (v1, 1) if i < 60 else (v2, 2)
+    rec = {{"id": i, "customer": "ünïcode-" + str(i % 7), "amount": decimal.Decimal(i) / 4,
+           "day": datetime.date(2026, 11, 1 + i % 28),
+           "ts": datetime.datetime(2026, 11, 30, 12, 0, i % 60, tzinfo=datetime.timezone.utc),
+           "tags": ["a", str(i)], "kind": "PAID" if i % 2 else "NEW", "note": None if i % 3 else "n"}}
+    if sid == 2:
+        rec["email"] = "u%d@example.com" % i
+    buf = io.BytesIO()
+    buf.write(b"\x00" + struct.pack(">I", sid))
+    schemaless_writer(buf, s, rec)
+    print(buf.getvalue().hex())
+"#,
+        v2 = v2()
+    );
+    let out = std::process::Command::new(py).arg("-c").arg(script).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| (0..l.len()).step_by(2).map(|i| u8::from_str_radix(&l[i..i + 2], 16).unwrap()).collect())
+        .collect()
+}
+
+#[test]
+fn confluent_avro_lands_with_its_types_and_evolves() {
+    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
+        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders").to_string_lossy().into_owned();
+    let guard = crate::common::native_clients_lock();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let hits = rt.block_on(ingest_avro(&py, &table));
+    assert_eq!(hits, 3, "each schema id asked once (1, 2 and the unknown 99)");
+    drop(rt);
+    // librdkafka's threads end before the reference reader starts (see `native_clients_lock`).
+    drop(guard);
+    check_table(&py, &table);
+}
+
+/// Produces the records and ingests them; returns the registry's request count.
+async fn ingest_avro(py: &str, table: &str) -> usize {
+    let mut records = encoded(py);
+    assert_eq!(records.len(), 100);
+    // Three bad records: an id the registry lacks, a JSON payload, a truncated body.
+    records.push([vec![0, 0, 0, 0, 99], records[0][5..].to_vec()].concat());
+    records.push(br#"{"id":1}"#.to_vec());
+    let mut cut = records[1].clone();
+    cut.truncate(12);
+    records.push(cut);
+    let (url, hits) = registry(HashMap::from([(1, V1.to_string()), (2, v2())])).await;
+    let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
+    cluster.create_topic("orders", 1, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let producer: rdkafka::producer::FutureProducer =
+        rdkafka::config::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+    for r in &records {
+        let rec = rdkafka::producer::FutureRecord::<(), [u8]>::to("orders").payload(r.as_slice());
+        producer.send(rec, std::time::Duration::from_secs(10)).await.unwrap();
+    }
+    let mut p = crate::ingest::pipeline(&brokers, "orders", table);
+    p.kafka.format = "avro".into();
+    p.kafka.max_record_bytes = "1MiB".parse().unwrap();
+    p.evolve_schema = true;
+    p.dead_letter.table = Some(format!("{table}_dead"));
+    p.schema_registry = Some(deltabus::source::registry::RegistryConfig {
+        url,
+        username: Some("svc".into()),
+        password: Some("secret".into()),
+        ..Default::default()
+    });
+    let reports = crate::ingest::run_until(vec![p], None, |m| {
+        let p = m.pipeline("p0");
+        p.rows_committed.get() + p.dead_letters.get() >= 103
+    })
+    .await;
+    assert_eq!((reports["p0"].rows_committed, reports["p0"].dead_letters), (100, 3), "{reports:?}");
+    drop(producer);
+    drop(cluster);
+    hits.load(Relaxed)
+}
+
+fn check_table(py: &str, table: &str) {
+    // The table: Avro's types, the second schema's column added.
+    let describe = crate::common::run_json(&["describe", table]);
+    let fields: HashMap<String, serde_json::Value> = describe["schema"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap().to_string(), f["type"].clone()))
+        .collect();
+    assert_eq!(fields["id"], "long");
+    assert_eq!(fields["amount"], "decimal(10,2)");
+    assert_eq!(fields["day"], "date");
+    assert_eq!(fields["ts"], "timestamp");
+    assert_eq!(fields["kind"], "string");
+    assert_eq!(fields["tags"]["elementType"], "string");
+    assert_eq!(fields["email"], "string", "added by evolution: {fields:?}");
+    let out = crate::common::deltabus(&["cat", table]);
+    let rows: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 100);
+    let r7 = rows.iter().find(|r| r["id"] == 7).unwrap();
+    assert_eq!(r7["customer"], "ünïcode-0");
+    assert_eq!(r7["amount"], serde_json::json!(1.75));
+    assert_eq!(r7["kind"], "PAID");
+    assert!(r7["email"].is_null() && r7["ts"].as_str().unwrap().starts_with("2026-11-30T12:00:07"), "{r7}");
+    let r77 = rows.iter().find(|r| r["id"] == 77).unwrap();
+    assert_eq!(r77["email"], "u77@example.com");
+    // Dead letters say why.
+    let out = crate::common::deltabus(&["cat", &format!("{table}_dead")]);
+    let reasons = String::from_utf8_lossy(&out.stdout).to_string();
+    for why in ["schema id 99 is not in the registry", "not in the Confluent wire format", "Avro body"] {
+        assert!(reasons.contains(why), "{why}: {reasons}");
+    }
+    // The reference reader agrees on the rows and types.
+    let script = "import sys\nfrom deltalake import DeltaTable\nt = DeltaTable(sys.argv[1]).to_pyarrow_table()\n\
+                  print(t.num_rows, t.schema.field('amount').type, t.schema.field('day').type, t.schema.field('ts').type)";
+    let out = crate::common::run_python(py, script, &[std::ffi::OsStr::new(table)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert!(seen.starts_with("100 decimal128(10, 2) date32[day] timestamp[us, tz=UTC]"), "{seen}");
+}
