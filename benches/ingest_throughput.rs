@@ -142,6 +142,64 @@ fn in_memory(n: usize, size: usize) -> (f64, f64, f64) {
     (ours, baseline, ours + ceiling)
 }
 
+/// Avro decode (Confluent-framed, `AvroDecoder`) against the JSON decoder on the same records:
+/// (records, Avro s, JSON s, Avro bytes, JSON bytes).
+fn avro_against_json(n: usize, size: usize, rt: &tokio::runtime::Runtime) -> (usize, f64, f64, usize, usize) {
+    use arrow_avro::schema::{AvroSchema, FingerprintStrategy};
+    use arrow_avro::writer::format::AvroSoeFormat;
+    use arrow_avro::writer::WriterBuilder;
+    use deltabus::source::kafka::avro::AvroDecoder;
+    use deltabus::source::registry::{RegisteredSchema, RegistryClient, RegistryConfig, SchemaType};
+    let n = n.min(200_000);
+    let schema = arrow_schema();
+    let avro = AvroSchema::try_from(schema.as_ref()).unwrap();
+    let config = RegistryConfig { url: "http://127.0.0.1:1".into(), ..Default::default() };
+    let known = RegisteredSchema { id: 1, schema_type: SchemaType::Avro, schema: avro.json_string.clone() };
+    let mut decoder = AvroDecoder::new(Arc::new(RegistryClient::preloaded(config, vec![known]).unwrap()));
+    let json = PayloadDecoder::new(schema.clone(), 1 << 20);
+    let (mut avro_s, mut json_s, mut avro_bytes, mut json_bytes) = (0.0, 0.0, 0, 0);
+    for start in (0..n).step_by(POLL) {
+        let chunk: Vec<String> = (start..(start + POLL).min(n)).map(|i| payload(i, size)).collect();
+        let t = Instant::now();
+        let batch = json.decode(&raw(&chunk)).batch.unwrap();
+        json_s += t.elapsed().as_secs_f64();
+        json_bytes += chunk.iter().map(String::len).sum::<usize>();
+        // The same rows as Confluent-framed Avro datums, one per record (not timed).
+        let frames: Vec<Vec<u8>> = (0..batch.num_rows())
+            .map(|r| {
+                let mut w = WriterBuilder::new(schema.as_ref().clone())
+                    .with_fingerprint_strategy(FingerprintStrategy::Id(1))
+                    .build::<_, AvroSoeFormat>(Vec::new())
+                    .unwrap();
+                w.write(&batch.slice(r, 1)).unwrap();
+                w.finish().unwrap();
+                w.into_inner()
+            })
+            .collect();
+        avro_bytes += frames.iter().map(Vec::len).sum::<usize>();
+        let records: Vec<RawRecord<'_>> = frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| RawRecord {
+                topic: "t",
+                partition: 0,
+                offset: i as i64,
+                timestamp_ms: None,
+                key: None,
+                payload: Some(f),
+            })
+            .collect();
+        let t = Instant::now();
+        let decoded = rt.block_on(decoder.decode(&records));
+        avro_s += t.elapsed().as_secs_f64();
+        assert!(
+            decoded.dead_letters.is_empty()
+                && decoded.runs.iter().map(|r| r.batch.num_rows()).sum::<usize>() == chunk.len()
+        );
+    }
+    (n, avro_s, json_s, avro_bytes, json_bytes)
+}
+
 /// What a pipeline run measured.
 struct Ingested {
     seconds: f64,
@@ -473,6 +531,16 @@ fn main() {
         let (ours, baseline, ceiling) = in_memory(n, size);
         let rate = |s: f64| n as f64 / s;
         println!("decode   deltabus: {ours:.2} s, {:.0} records/s | serde_json::Value path: {baseline:.2} s, {:.0} records/s | ratio {:.2}x the time", rate(ours), rate(baseline), ours / baseline);
+        let (an, avro_s, json_s, avro_b, json_b) = avro_against_json(n, size, &rt);
+        println!(
+            "avro     decode of {an} Confluent-framed records: {avro_s:.2} s, {:.0} records/s, {:.0} MB/s ({:.0} MB) | JSON of the same rows: {json_s:.2} s, {:.0} records/s ({:.0} MB) | ratio {:.2}x the time",
+            an as f64 / avro_s,
+            avro_b as f64 / 1e6 / avro_s,
+            avro_b as f64 / 1e6,
+            an as f64 / json_s,
+            json_b as f64 / 1e6,
+            avro_s / json_s
+        );
         println!(
             "ceiling  decode + Parquet zstd(1) encode in memory: {ceiling:.2} s, {:.0} records/s, {:.0} MB/s",
             rate(ceiling),

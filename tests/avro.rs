@@ -2,7 +2,8 @@
 //! (Python `fastavro`), writer schemas served by a registry speaking the Confluent REST API
 //! (a small server here: no Java registry can be installed from the reachable package
 //! registries), ingested into a table created from the first writer schema, a second writer
-//! schema evolving it, bad records as dead letters with their reason.
+//! schema evolving it, bad records as dead letters with their reason, a registry outage waited
+//! out without losing or dead-lettering anything.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -32,7 +33,11 @@ fn v2() -> String {
 
 type RegistryState = (Arc<HashMap<u32, String>>, Arc<AtomicUsize>);
 
-/// A registry answering `GET /schemas/ids/{id}` with basic authentication, counting requests.
+/// Requests the registry answers with 503 before it works (an outage at start).
+const OUTAGE: usize = 2;
+
+/// A registry answering `GET /schemas/ids/{id}` with basic authentication, counting requests;
+/// the first [`OUTAGE`] requests get 503.
 async fn registry(schemas: HashMap<u32, String>) -> (String, Arc<AtomicUsize>) {
     let hits = Arc::new(AtomicUsize::new(0));
     let state = (Arc::new(schemas), hits.clone());
@@ -41,7 +46,9 @@ async fn registry(schemas: HashMap<u32, String>) -> (String, Arc<AtomicUsize>) {
         Path(id): Path<u32>,
         headers: HeaderMap,
     ) -> (StatusCode, String) {
-        hits.fetch_add(1, Relaxed);
+        if hits.fetch_add(1, Relaxed) < OUTAGE {
+            return (StatusCode::SERVICE_UNAVAILABLE, "{}".into());
+        }
         // "svc:secret" in base64.
         if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some("Basic c3ZjOnNlY3JldA==") {
             return (StatusCode::UNAUTHORIZED, "{}".into());
@@ -101,7 +108,9 @@ fn confluent_avro_lands_with_its_types_and_evolves() {
     let guard = crate::common::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let hits = rt.block_on(ingest_avro(&py, &table));
-    assert_eq!(hits, 3, "each schema id asked once (1, 2 and the unknown 99)");
+    // The outage was waited out (no record became a dead letter for it); then each schema id
+    // was asked once (1, 2 and the unknown 99).
+    assert_eq!(hits, OUTAGE + 3);
     drop(rt);
     // librdkafka's threads end before the reference reader starts (see `native_clients_lock`).
     drop(guard);

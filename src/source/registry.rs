@@ -125,6 +125,21 @@ impl RegistryClient {
         })
     }
 
+    /// A client whose cache already holds `schemas` (benchmarks; registries answering slowly).
+    ///
+    /// # Errors
+    /// As [`RegistryClient::new`].
+    pub fn preloaded(config: RegistryConfig, schemas: Vec<RegisteredSchema>) -> Result<RegistryClient> {
+        let client = RegistryClient::new(config)?;
+        {
+            let mut cache = client.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for s in schemas {
+                cache.insert(s.id, Arc::new(s));
+            }
+        }
+        Ok(client)
+    }
+
     /// The schema registered under `id`, from the cache or the registry (waiting out outages).
     ///
     /// # Errors
