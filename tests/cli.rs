@@ -394,3 +394,27 @@ fn a_broker_that_is_down_is_reported_once_per_state_change() {
     assert!(warnings > 0, "the outage is reported: {err}");
     assert!(warnings <= 20, "{warnings} warning lines in 6 s (about 38 a second before): {err}");
 }
+
+/// A `[kafka]` section gives every Kafka pipeline its brokers and client properties (a
+/// pipeline's own keys win), with secrets still hidden by `config check`.
+#[test]
+fn kafka_defaults_are_written_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("c.toml");
+    std::fs::write(
+        &conf,
+        "[kafka]\nbrokers = \"shared:9092\"\nproperties = { \"security.protocol\" = \"SASL_SSL\", \"sasl.password\" = \"hunter2\" }\n\
+         [pipelines.a]\ntable = \"/tmp/a\"\n[pipelines.a.kafka]\ntopic = \"ta\"\n\
+         [pipelines.b]\ntable = \"/tmp/b\"\n[pipelines.b.kafka]\ntopic = \"tb\"\nbrokers = \"own:9092\"\n",
+    )
+    .unwrap();
+    let out = deltabus(&["--config", conf.to_str().unwrap(), "config", "check"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let checked: toml::Value = toml::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let a = &checked["pipelines"]["a"]["kafka"];
+    assert_eq!(a["brokers"].as_str(), Some("shared:9092"));
+    assert_eq!(a["properties"]["security.protocol"].as_str(), Some("SASL_SSL"));
+    assert_eq!(a["properties"]["sasl.password"].as_str(), Some("<redacted>"));
+    assert_eq!(checked["pipelines"]["b"]["kafka"]["brokers"].as_str(), Some("own:9092"));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("hunter2"));
+}

@@ -462,3 +462,43 @@ fn background_compaction_runs_beside_ingest_without_changing_rows() {
     let inserts = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("\"insert\"")).count();
     assert_eq!(inserts, 1000);
 }
+
+/// `stop_at_end`: the pipeline ingests what the partitions held when assigned, commits and
+/// stops by itself — `run` returns without a shutdown signal; records produced later wait for
+/// the next run.
+#[tokio::test(flavor = "multi_thread")]
+async fn stop_at_end_ingests_the_backlog_and_returns() {
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic("backlog", 2, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let records: Vec<_> =
+        (0..500)
+            .map(|i| (i % 2, None, Some(format!("{{\"id\":{i}}}"))))
+            .collect::<Vec<(i32, Option<String>, Option<String>)>>();
+    produce(&brokers, "backlog", &records).await;
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t").to_string_lossy().into_owned();
+    let mut p = pipeline(&brokers, "backlog", &table);
+    p.kafka.stop_at_end = true;
+    let opts = ServiceOptions {
+        pipelines: vec![p.validate("p0").unwrap()],
+        storage: StorageOptions::default(),
+        metrics_addr: None,
+        shutdown_timeout: Duration::from_secs(30),
+    };
+    let (_never, stop_rx) = tokio::sync::watch::channel(false);
+    let reports = tokio::time::timeout(Duration::from_secs(90), run(opts, Arc::new(Metrics::default()), stop_rx))
+        .await
+        .expect("stopped by itself at the end")
+        .unwrap();
+    assert_eq!(reports["p0"].rows_committed, 500, "{reports:?}");
+    let snapshot = Table::open(&table, StorageOptions::default()).unwrap().snapshot(None).await.unwrap();
+    let rows: i64 = snapshot
+        .files()
+        .iter()
+        .filter_map(|f| f.stats.as_deref())
+        .filter_map(|s| serde_json::from_str::<Value>(s).ok())
+        .filter_map(|v| v["numRecords"].as_i64())
+        .sum();
+    assert_eq!(rows, 500);
+}

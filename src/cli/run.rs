@@ -53,6 +53,9 @@ pub struct IngestArgs {
     /// cooperative-sticky, range or roundrobin.
     #[arg(long, default_value = "cooperative-sticky")]
     pub assignment: String,
+    /// Ingest up to the partitions' current ends, commit and exit 0 (backfills, batch jobs).
+    #[arg(long)]
+    pub until_end: bool,
     /// Payload format: json, or avro (Confluent wire format; needs --schema-registry).
     #[arg(long, default_value = "json", value_parser = ["json", "avro"])]
     pub format: String,
@@ -97,6 +100,7 @@ impl IngestArgs {
         config.kafka.start = self.start.clone();
         config.kafka.assignment = self.assignment.clone();
         config.kafka.format = self.format.clone();
+        config.kafka.stop_at_end = self.until_end;
         if let Some(url) = &self.schema_registry {
             let var = |k: &str| std::env::var(format!("DELTABUS_SCHEMA_REGISTRY_{k}")).ok();
             config.schema_registry = Some(crate::source::registry::RegistryConfig {

@@ -115,6 +115,30 @@ pub fn env_overrides(vars: &[(String, String)], existing: &Value) -> Result<Valu
     Ok(Value::Table(tree))
 }
 
+/// Copies the `[kafka]` defaults (brokers, properties) into every pipeline with a Kafka source
+/// and `[schema_registry]` into every pipeline without its own; a pipeline's own keys win.
+pub fn apply_defaults(tree: &mut Value) {
+    let kafka = tree.get("kafka").cloned();
+    let registry = tree.get("schema_registry").cloned();
+    let Some(pipelines) = tree.get_mut("pipelines").and_then(Value::as_table_mut) else { return };
+    for (_, p) in pipelines.iter_mut() {
+        let Some(p) = p.as_table_mut() else { continue };
+        if p.contains_key("delta") {
+            continue;
+        }
+        if let Some(Value::Table(defaults)) = &kafka {
+            let mut own = Value::Table(defaults.clone());
+            if let Some(mine) = p.remove("kafka") {
+                merge(&mut own, mine);
+            }
+            p.insert("kafka".into(), own);
+        }
+        if let Some(r) = &registry {
+            p.entry("schema_registry").or_insert_with(|| r.clone());
+        }
+    }
+}
+
 /// Merges `over` into `base` (tables recursively; anything else replaced).
 pub fn merge(base: &mut Value, over: Value) {
     match (base, over) {
@@ -160,6 +184,22 @@ mod tests {
         let mut missing: Value = toml::from_str("[a.b]\nk = \"${NOPE}\"\n").unwrap();
         let e = interpolate(&mut missing, "", &env).unwrap_err().to_string();
         assert!(e.contains("a.b.k") && e.contains("NOPE is not set"), "{e}");
+    }
+
+    #[test]
+    fn kafka_defaults_reach_every_kafka_pipeline() {
+        let mut tree: Value = toml::from_str(
+            "[kafka]\nbrokers = \"b:9092\"\nproperties = { \"security.protocol\" = \"SSL\", \"x\" = \"1\" }\n\
+             [pipelines.a.kafka]\ntopic = \"t\"\nproperties = { \"x\" = \"2\" }\n\
+             [pipelines.b.delta]\nsource = \"/s\"\n",
+        )
+        .unwrap();
+        apply_defaults(&mut tree);
+        let a = &tree["pipelines"]["a"]["kafka"];
+        assert_eq!(a["brokers"].as_str(), Some("b:9092"));
+        assert_eq!(a["properties"]["security.protocol"].as_str(), Some("SSL"));
+        assert_eq!(a["properties"]["x"].as_str(), Some("2"), "the pipeline's own key wins");
+        assert!(tree["pipelines"]["b"].get("kafka").is_none(), "Delta sources take no Kafka defaults");
     }
 
     #[test]

@@ -41,6 +41,23 @@ pub struct Config {
     /// `deltabus run`'s pipelines by name (lowercase, so environment overrides can name them).
     #[serde(default)]
     pub pipelines: std::collections::BTreeMap<String, PipelineConfig>,
+    /// `[kafka]`: brokers and client properties every Kafka pipeline starts from (its own
+    /// `[pipelines.<name>.kafka]` keys win), so credentials are written once.
+    #[serde(default)]
+    pub kafka: Option<KafkaDefaults>,
+    /// `[schema_registry]`: the registry of every Avro pipeline without its own.
+    #[serde(default)]
+    pub schema_registry: Option<crate::source::registry::RegistryConfig>,
+}
+
+/// `[kafka]`
+#[derive(Debug, Clone, Deserialize, Serialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaDefaults {
+    #[serde(default)]
+    pub brokers: Option<String>,
+    #[serde(default)]
+    pub properties: std::collections::BTreeMap<String, String>,
 }
 
 /// `[run]`
@@ -126,6 +143,7 @@ impl Config {
         }
         let overrides = layers::env_overrides(&env, &tree)?;
         layers::merge(&mut tree, overrides);
+        layers::apply_defaults(&mut tree);
         // Typed through the `config` crate, which reads numbers and booleans from text values.
         let merged = toml::to_string(&tree).map_err(|e| Error::Internal(format!("configuration tree: {e}")))?;
         let bad = |e: config::ConfigError| {
@@ -171,6 +189,17 @@ impl Config {
         shown.storage.options.iter_mut().for_each(|(k, v)| hide(k, v));
         for p in shown.pipelines.values_mut() {
             p.kafka.properties.iter_mut().for_each(|(k, v)| hide(k, v));
+            if let Some(r) = p.schema_registry.as_mut() {
+                r.password = r.password.as_ref().map(|_| "<redacted>".into());
+                r.token = r.token.as_ref().map(|_| "<redacted>".into());
+            }
+        }
+        if let Some(k) = shown.kafka.as_mut() {
+            k.properties.iter_mut().for_each(|(k, v)| hide(k, v));
+        }
+        if let Some(r) = shown.schema_registry.as_mut() {
+            r.password = r.password.as_ref().map(|_| "<redacted>".into());
+            r.token = r.token.as_ref().map(|_| "<redacted>".into());
         }
         let mut value = toml::Value::try_from(&shown).unwrap_or(toml::Value::String("<unprintable>".into()));
         redact::redact_tree(&mut value);

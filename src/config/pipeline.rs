@@ -139,6 +139,10 @@ pub struct KafkaConfig {
     /// `false` skips to the broker's earliest offset and counts the lost offsets.
     #[serde(default = "default_true")]
     pub fail_on_data_loss: bool,
+    /// Ingest up to the partitions' ends as seen when they are assigned, commit, and stop
+    /// (backfills and batch jobs): `deltabus run` exits 0 once every pipeline has.
+    #[serde(default)]
+    pub stop_at_end: bool,
     /// librdkafka properties passed through (security.protocol, sasl.*, ssl.*, ...).
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
@@ -159,6 +163,7 @@ impl Default for KafkaConfig {
             format: default_format(),
             max_record_bytes: default_max_record(),
             fail_on_data_loss: true,
+            stop_at_end: false,
             properties: BTreeMap::new(),
         }
     }

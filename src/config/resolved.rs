@@ -100,6 +100,7 @@ pub struct ResolvedKafka {
     pub format: PayloadFormat,
     pub max_record_bytes: usize,
     pub fail_on_data_loss: bool,
+    pub stop_at_end: bool,
     /// librdkafka properties (values redacted in `Debug`).
     pub properties: BTreeMap<String, String>,
 }
@@ -240,6 +241,7 @@ impl PipelineConfig {
                 format,
                 max_record_bytes: usize::try_from(self.kafka.max_record_bytes.get()).unwrap_or(usize::MAX),
                 fail_on_data_loss: self.kafka.fail_on_data_loss,
+                stop_at_end: self.kafka.stop_at_end,
                 properties: self.kafka.properties.clone(),
             }),
         };

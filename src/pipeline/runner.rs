@@ -74,6 +74,8 @@ pub struct Runner {
     slot: FlushSlot,
     records_limit: Option<DefaultDirectRateLimiter>,
     bytes_limit: Option<DefaultDirectRateLimiter>,
+    /// `stop_at_end`: each owned partition's end offset when it was assigned.
+    ends: Option<BTreeMap<i32, i64>>,
 }
 
 impl Runner {
@@ -100,6 +102,7 @@ impl Runner {
             key_columns: cfg.upsert.as_ref().map(|u| u.key_columns.clone()),
             snapshot: schema.snapshot.clone(),
         };
+        let ends = kafka.stop_at_end.then(BTreeMap::new);
         Ok(Runner {
             slot: FlushSlot::new(flusher),
             records_limit: limiter(cfg.records_per_second),
@@ -110,6 +113,7 @@ impl Runner {
             schema,
             owned: BTreeMap::new(),
             buffer: Buffer::default(),
+            ends,
         })
     }
 
@@ -188,6 +192,10 @@ impl Runner {
             if let Some(reason) = self.cfg.policy.decide(&self.buffer.state(), self.table.clock().now_ms()) {
                 self.start_flush(source, reason).await?;
             }
+            if self.reached_the_end() {
+                tracing::info!("stop_at_end: every assigned partition consumed to its end; committing and stopping");
+                break;
+            }
         }
         // Apply revocations that arrived with the shutdown before the final flush.
         while let Ok(ev) = events.try_recv() {
@@ -221,6 +229,14 @@ impl Runner {
         Ok(())
     }
 
+    /// `stop_at_end`: whether every owned partition has been consumed up to the end it had
+    /// when assigned (the final flush then commits it).
+    fn reached_the_end(&self) -> bool {
+        let Some(ends) = &self.ends else { return false };
+        !self.owned.is_empty()
+            && self.owned.iter().all(|(p, o)| o.seek.is_none() && ends.get(p).is_some_and(|end| o.accept_from >= *end))
+    }
+
     fn drop_partitions(&mut self, parts: &[i32]) {
         for p in parts {
             let dropped = self.buffer.drop_partition(*p);
@@ -236,8 +252,21 @@ impl Runner {
         self.schema.refresh(&self.table).await?;
         let positions =
             positions::resolve(source, &self.table, &mut self.schema, &self.cfg, &self.metrics, &parts).await?;
+        let marks = match self.ends {
+            Some(_) => source.watermarks(&parts).await?,
+            None => BTreeMap::new(),
+        };
+        if let Some(ends) = self.ends.as_mut() {
+            ends.extend(marks.iter().map(|(p, (_, high))| (*p, *high)));
+        }
         for (p, o) in &positions {
-            let accept_from = if let StartOffset::At(n) = o { *n } else { 0 };
+            // (Without stop_at_end there are no watermarks here: starts at the beginning or
+            // the end accept whatever arrives.)
+            let accept_from = match o {
+                StartOffset::At(n) => *n,
+                StartOffset::End => marks.get(p).map_or(0, |m| m.1),
+                StartOffset::Beginning => marks.get(p).map_or(0, |m| m.0),
+            };
             self.owned.insert(*p, Owned { seek: None, accept_from });
         }
         source.assign(&positions)?;
