@@ -31,16 +31,16 @@ fn v2() -> String {
     )
 }
 
-type RegistryState = (Arc<HashMap<u32, String>>, Arc<AtomicUsize>);
+type RegistryState = (Arc<HashMap<u32, serde_json::Value>>, Arc<AtomicUsize>);
 
 /// Requests the registry answers with 503 before it works (an outage at start).
 const OUTAGE: usize = 2;
 
 /// A registry answering `GET /schemas/ids/{id}` with basic authentication, counting requests;
 /// the first [`OUTAGE`] requests get 503.
-async fn registry(schemas: HashMap<u32, String>) -> (String, Arc<AtomicUsize>) {
+async fn registry(answers: HashMap<u32, serde_json::Value>) -> (String, Arc<AtomicUsize>) {
     let hits = Arc::new(AtomicUsize::new(0));
-    let state = (Arc::new(schemas), hits.clone());
+    let state = (Arc::new(answers), hits.clone());
     async fn by_id(
         State((schemas, hits)): State<RegistryState>,
         Path(id): Path<u32>,
@@ -54,7 +54,7 @@ async fn registry(schemas: HashMap<u32, String>) -> (String, Arc<AtomicUsize>) {
             return (StatusCode::UNAUTHORIZED, "{}".into());
         }
         match schemas.get(&id) {
-            Some(s) => (StatusCode::OK, serde_json::json!({ "schema": s }).to_string()),
+            Some(answer) => (StatusCode::OK, answer.to_string()),
             None => (StatusCode::NOT_FOUND, r#"{"error_code":40403,"message":"Schema not found"}"#.into()),
         }
     }
@@ -127,7 +127,8 @@ async fn ingest_avro(py: &str, table: &str) -> usize {
     let mut cut = records[1].clone();
     cut.truncate(12);
     records.push(cut);
-    let (url, hits) = registry(HashMap::from([(1, V1.to_string()), (2, v2())])).await;
+    let answers = HashMap::from([(1, serde_json::json!({ "schema": V1 })), (2, serde_json::json!({ "schema": v2() }))]);
+    let (url, hits) = registry(answers).await;
     let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
     cluster.create_topic("orders", 1, 1).unwrap();
     let brokers = cluster.bootstrap_servers();
@@ -199,4 +200,83 @@ fn check_table(py: &str, table: &str) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let seen = String::from_utf8_lossy(&out.stdout);
     assert!(seen.starts_with("100 decimal128(10, 2) date32[day] timestamp[us, tz=UTC]"), "{seen}");
+}
+
+const ORDER_JSON_SCHEMA: &str = r#"{"$schema":"http://json-schema.org/draft-07/schema#","title":"Order","type":"object",
+  "required":["id"],
+  "properties":{"id":{"type":"integer"},"customer":{"type":["null","string"]},
+    "at":{"type":"string","format":"date-time"},"day":{"type":"string","format":"date"},
+    "tags":{"type":"array","items":{"type":"string"}},"amount":{"type":"number"}}}"#;
+
+/// `kafka.format = "json-schema"`: Confluent-framed JSON; the table takes the registry's JSON
+/// Schema (types and required columns), not a sample; unframed payloads, unknown ids and
+/// records the schema refuses are dead letters carrying their original bytes.
+#[test]
+fn confluent_json_schema_creates_the_table_from_the_registry_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders").to_string_lossy().into_owned();
+    let _guard = crate::common::native_clients_lock();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let answer = serde_json::json!({ "schema": ORDER_JSON_SCHEMA, "schemaType": "JSON" });
+        let (url, _hits) = registry(HashMap::from([(7, answer)])).await;
+        let frame = |id: u32, json: &str| [vec![0], id.to_be_bytes().to_vec(), json.as_bytes().to_vec()].concat();
+        let mut records: Vec<Vec<u8>> = (0..50)
+            .map(|i| {
+                frame(
+                    7,
+                    &format!(
+                        r#"{{"id":{i},"customer":"c{i}","at":"2026-11-30T10:00:{:02}Z","day":"2026-11-{:02}","tags":["x"],"amount":{i}.5}}"#,
+                        i % 60,
+                        1 + i % 28
+                    ),
+                )
+            })
+            .collect();
+        records.push(br#"{"id":99}"#.to_vec()); // unframed
+        records.push(frame(8, r#"{"id":98}"#)); // unknown id
+        records.push(frame(7, r#"{"customer":"no id"}"#)); // id is required
+        let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
+        cluster.create_topic("orders", 1, 1).unwrap();
+        let brokers = cluster.bootstrap_servers();
+        let producer: rdkafka::producer::FutureProducer =
+            rdkafka::config::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+        for r in &records {
+            let rec = rdkafka::producer::FutureRecord::<(), [u8]>::to("orders").payload(r.as_slice());
+            producer.send(rec, std::time::Duration::from_secs(10)).await.unwrap();
+        }
+        let mut p = crate::ingest::pipeline(&brokers, "orders", &table);
+        p.kafka.format = "json-schema".into();
+        p.dead_letter.table = Some(format!("{table}_dead"));
+        p.schema_registry = Some(deltabus::source::registry::RegistryConfig {
+            url,
+            username: Some("svc".into()),
+            password: Some("secret".into()),
+            ..Default::default()
+        });
+        let reports = crate::ingest::run_until(vec![p], None, |m| {
+            let p = m.pipeline("p0");
+            p.rows_committed.get() + p.dead_letters.get() >= 53
+        })
+        .await;
+        assert_eq!((reports["p0"].rows_committed, reports["p0"].dead_letters), (50, 3), "{reports:?}");
+    });
+    drop(rt);
+    let describe = crate::common::run_json(&["describe", &table]);
+    let fields: HashMap<String, (serde_json::Value, bool)> = describe["schema"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap().to_string(), (f["type"].clone(), f["nullable"].as_bool().unwrap())))
+        .collect();
+    assert_eq!(fields["id"], (serde_json::json!("long"), false), "required in the JSON Schema");
+    assert_eq!(fields["at"].0, "timestamp");
+    assert_eq!(fields["day"].0, "date");
+    assert_eq!(fields["amount"].0, "double");
+    let out = crate::common::deltabus(&["cat", &format!("{table}_dead")]);
+    let reasons = String::from_utf8_lossy(&out.stdout).to_string();
+    for why in ["not in the Confluent wire format", "schema id 8 is not in the registry"] {
+        assert!(reasons.contains(why), "{why}: {reasons}");
+    }
+    assert_eq!(reasons.lines().count(), 3, "{reasons}");
 }

@@ -127,6 +127,8 @@ pub enum PayloadFormat {
     Json,
     /// Confluent wire format, writer schemas from the registry.
     Avro(crate::source::registry::RegistryConfig),
+    /// JSON in the Confluent wire format, JSON Schemas from the registry.
+    JsonSchema(crate::source::registry::RegistryConfig),
 }
 
 /// The background compactor's settings, checked.
@@ -225,10 +227,11 @@ impl PipelineConfig {
         let format = match (self.kafka.format.as_str(), &self.schema_registry) {
             ("json", _) => PayloadFormat::Json,
             ("avro", Some(r)) if !r.url.trim().is_empty() => PayloadFormat::Avro(r.clone()),
-            ("avro", _) => {
-                return Err(bad("schema_registry.url", "kafka.format = \"avro\" needs the registry's URL".into()))
+            ("json-schema", Some(r)) if !r.url.trim().is_empty() => PayloadFormat::JsonSchema(r.clone()),
+            (f @ ("avro" | "json-schema"), _) => {
+                return Err(bad("schema_registry.url", format!("kafka.format = {f:?} needs the registry's URL")))
             }
-            (other, _) => return Err(bad("kafka.format", format!("{other:?}: json or avro"))),
+            (other, _) => return Err(bad("kafka.format", format!("{other:?}: json, avro or json-schema"))),
         };
         let source = match delta {
             Some(d) => PipelineSource::Delta(d),

@@ -7,6 +7,7 @@
 //! - [`app_id`]: the typed `txn` appIds of deltabus's positions (Kafka partitions, tables).
 //! - [`schema`], [`arrow_schema`]: the schema language and its Arrow mapping.
 //! - [`properties`]: typed table properties with Spark's defaults.
+//! - [`json_schema`]: a registry's JSON Schema as a Delta schema.
 //! - [`create`]: new-table metadata and protocol, schema inference from JSON, schema merging.
 //! - [`features`]: protocol validation and the reader-feature check.
 //! - [`log_segment`]: `_delta_log` names and the files a version needs.
@@ -33,6 +34,7 @@ pub mod create;
 pub mod dv;
 pub mod features;
 pub mod followers;
+pub mod json_schema;
 pub mod last_checkpoint;
 pub mod log_segment;
 pub mod parquet_footer;

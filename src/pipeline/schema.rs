@@ -42,6 +42,8 @@ pub struct TableSchema {
     decoder: Option<(String, PayloadDecoder)>,
     /// Set for Avro topics.
     avro: Option<AvroDecoder>,
+    /// Set for JSON Schema topics (Confluent-framed JSON).
+    json_registry: Option<Arc<RegistryClient>>,
     record_columns: Vec<String>,
     max_record_bytes: usize,
 }
@@ -66,16 +68,18 @@ impl TableSchema {
         if let Some(s) = &snapshot {
             crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
         }
-        let avro = match cfg.kafka().map(|k| &k.format) {
+        let (avro, json_registry) = match cfg.kafka().map(|k| &k.format) {
             Ok(PayloadFormat::Avro(registry)) => {
-                Some(AvroDecoder::new(Arc::new(RegistryClient::new(registry.clone())?)))
+                (Some(AvroDecoder::new(Arc::new(RegistryClient::new(registry.clone())?))), None)
             }
-            _ => None,
+            Ok(PayloadFormat::JsonSchema(registry)) => (None, Some(Arc::new(RegistryClient::new(registry.clone())?))),
+            _ => (None, None),
         };
         let mut me = TableSchema {
             snapshot,
             decoder: None,
             avro,
+            json_registry,
             record_columns: cfg.columns.names().into_iter().map(String::from).collect(),
             max_record_bytes: cfg.kafka().map_or(usize::MAX, |k| k.max_record_bytes),
         };
@@ -132,6 +136,76 @@ impl TableSchema {
         if self.avro.is_some() {
             return self.decode_avro(table, cfg, raw).await;
         }
+        if let Some(registry) = self.json_registry.clone() {
+            return self.decode_json_schema(&registry, table, cfg, raw).await;
+        }
+        self.decode_json(table, cfg, raw).await
+    }
+
+    /// Confluent-framed JSON: the frame checked against the registry (a JSON Schema under that
+    /// id), the table created from the first record's JSON Schema, the JSON decoded as usual;
+    /// rows and dead letters refer to the original records (with their original bytes).
+    async fn decode_json_schema(
+        &mut self,
+        registry: &RegistryClient,
+        table: &Table,
+        cfg: &ResolvedPipeline,
+        raw: &[RawRecord<'_>],
+    ) -> Result<Decoded> {
+        use crate::source::registry::{SchemaType, Unavailable};
+        let mut letters = Vec::new();
+        let mut kept: Vec<usize> = Vec::with_capacity(raw.len());
+        let mut inner: Vec<RawRecord<'_>> = Vec::with_capacity(raw.len());
+        let mut first_schema = None;
+        for (i, r) in raw.iter().enumerate() {
+            let framed = r.payload.and_then(|p| crate::source::kafka::avro::confluent_id(p).map(|id| (id, &p[5..])));
+            let Some((id, body)) = framed else {
+                letters.push(DeadLetter::of(
+                    r,
+                    "not in the Confluent wire format (magic byte 0, then a 4-byte schema id)",
+                ));
+                continue;
+            };
+            match registry.schema(id).await {
+                Ok(s) if s.schema_type == SchemaType::Json => {
+                    first_schema.get_or_insert(s);
+                    kept.push(i);
+                    inner.push(RawRecord { payload: Some(body), ..*r });
+                }
+                Ok(s) => {
+                    letters.push(DeadLetter::of(r, format!("schema id {id} is {:?}, not a JSON Schema", s.schema_type)))
+                }
+                Err(Unavailable::Unknown(why)) => letters.push(DeadLetter::of(r, why)),
+            }
+        }
+        if self.snapshot.is_none() {
+            if let Some(s) = &first_schema {
+                match crate::delta::json_schema::delta_schema(&s.schema) {
+                    Ok(schema) => {
+                        self.create(table, cfg, self.without_record_columns(schema)).await?;
+                        self.sync_decoder();
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the registry's JSON Schema has no Delta form; inferring the table from the records")
+                    }
+                }
+            }
+        }
+        let mut decoded = self.decode_json(table, cfg, &inner).await?;
+        decoded.rows_from = decoded.rows_from.iter().map(|i| kept[*i]).collect();
+        for l in &mut decoded.dead_letters {
+            // The letter keeps the record's bytes as they were in Kafka, frame included.
+            if let Some(r) = raw.iter().find(|r| r.offset == l.offset && r.partition == l.partition) {
+                l.payload = r.payload.map(<[u8]>::to_vec);
+            }
+        }
+        letters.append(&mut decoded.dead_letters);
+        letters.sort_by_key(|l| l.offset);
+        decoded.dead_letters = letters;
+        Ok(decoded)
+    }
+
+    async fn decode_json(&mut self, table: &Table, cfg: &ResolvedPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
         if self.snapshot.is_none() {
             match self.inferred(raw)? {
                 Some(schema) => self.create(table, cfg, schema).await?,
