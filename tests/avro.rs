@@ -280,3 +280,45 @@ fn confluent_json_schema_creates_the_table_from_the_registry_schema() {
     }
     assert_eq!(reasons.lines().count(), 3, "{reasons}");
 }
+
+/// Topics without a registry: `kafka.avro_schema` names the one writer schema, and every
+/// payload is a plain Avro datum of it (fastavro's schemaless encoding).
+#[test]
+fn plain_avro_datums_with_a_configured_schema() {
+    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
+        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders").to_string_lossy().into_owned();
+    // The first 60 records are schema 1: without their 5-byte frame they are plain datums.
+    let mut records: Vec<Vec<u8>> = encoded(&py).into_iter().take(60).map(|r| r[5..].to_vec()).collect();
+    records.push(vec![0x02]); // a datum cut short
+    let _guard = crate::common::native_clients_lock();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
+        cluster.create_topic("orders", 1, 1).unwrap();
+        let brokers = cluster.bootstrap_servers();
+        let producer: rdkafka::producer::FutureProducer =
+            rdkafka::config::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+        for r in &records {
+            let rec = rdkafka::producer::FutureRecord::<(), [u8]>::to("orders").payload(r.as_slice());
+            producer.send(rec, std::time::Duration::from_secs(10)).await.unwrap();
+        }
+        let mut p = crate::ingest::pipeline(&brokers, "orders", &table);
+        p.kafka.format = "avro".into();
+        p.kafka.avro_schema = Some(V1.to_string());
+        let reports = crate::ingest::run_until(vec![p], None, |m| {
+            let p = m.pipeline("p0");
+            p.rows_committed.get() + p.dead_letters.get() >= 61
+        })
+        .await;
+        assert_eq!((reports["p0"].rows_committed, reports["p0"].dead_letters), (60, 1), "{reports:?}");
+    });
+    drop(rt);
+    let describe = crate::common::run_json(&["describe", &table]);
+    let types: Vec<String> =
+        describe["schema"]["fields"].as_array().unwrap().iter().map(|f| f["type"].to_string()).collect();
+    assert!(types.contains(&"\"decimal(10,2)\"".to_string()) && types.contains(&"\"date\"".to_string()), "{types:?}");
+}

@@ -131,6 +131,9 @@ pub struct KafkaConfig {
     /// Payload format: `json`, or `avro` (Confluent wire format with `[schema_registry]`).
     #[serde(default = "default_format")]
     pub format: String,
+    /// `format = "avro"` without a registry: every payload is a plain datum of this schema.
+    #[serde(default)]
+    pub avro_schema: Option<String>,
     /// Records above this size go to the dead-letter destination.
     #[serde(default = "default_max_record")]
     pub max_record_bytes: ByteSize,
@@ -161,6 +164,7 @@ impl Default for KafkaConfig {
             start: default_start(),
             assignment: default_assignment(),
             format: default_format(),
+            avro_schema: None,
             max_record_bytes: default_max_record(),
             fail_on_data_loss: true,
             stop_at_end: false,

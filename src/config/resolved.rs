@@ -129,6 +129,8 @@ pub enum PayloadFormat {
     Avro(crate::source::registry::RegistryConfig),
     /// JSON in the Confluent wire format, JSON Schemas from the registry.
     JsonSchema(crate::source::registry::RegistryConfig),
+    /// Plain Avro datums of one schema (no registry).
+    AvroPlain(String),
 }
 
 /// The background compactor's settings, checked.
@@ -226,6 +228,12 @@ impl PipelineConfig {
         });
         let format = match (self.kafka.format.as_str(), &self.schema_registry) {
             ("json", _) => PayloadFormat::Json,
+            ("avro", None) if self.kafka.avro_schema.is_some() => {
+                PayloadFormat::AvroPlain(self.kafka.avro_schema.clone().unwrap_or_default())
+            }
+            ("avro", Some(_)) if self.kafka.avro_schema.is_some() => {
+                return Err(bad("kafka.avro_schema", "give a schema registry or an Avro schema, not both".into()))
+            }
             ("avro", Some(r)) if !r.url.trim().is_empty() => PayloadFormat::Avro(r.clone()),
             ("json-schema", Some(r)) if !r.url.trim().is_empty() => PayloadFormat::JsonSchema(r.clone()),
             (f @ ("avro" | "json-schema"), _) => {

@@ -26,7 +26,7 @@ use crate::delta::schema::{ColumnMappingMode, StructField, StructType};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
-use crate::source::kafka::avro::AvroDecoder;
+use crate::source::kafka::avro::{writer_name, AvroDecoder};
 use crate::source::kafka::payload::{DeadLetter, Decoded, PayloadDecoder, RawRecord};
 use crate::source::registry::RegistryClient;
 use crate::storage::{RetryPolicy, StagedCommit, Table};
@@ -73,6 +73,13 @@ impl TableSchema {
                 (Some(AvroDecoder::new(Arc::new(RegistryClient::new(registry.clone())?))), None)
             }
             Ok(PayloadFormat::JsonSchema(registry)) => (None, Some(Arc::new(RegistryClient::new(registry.clone())?))),
+            Ok(PayloadFormat::AvroPlain(schema)) => (
+                Some(
+                    AvroDecoder::plain(schema)
+                        .map_err(|e| Error::InvalidArgument(format!("pipeline {}: {e}", cfg.name)))?,
+                ),
+                None,
+            ),
             _ => (None, None),
         };
         let mut me = TableSchema {
@@ -315,10 +322,10 @@ impl TableSchema {
                     Err(mismatch) => {
                         let why = match mismatch {
                             Mismatch::Extra(f) => format!(
-                                "schema id {}: fields {f:?} are not in the table (set evolve_schema = true to add them)",
-                                run.schema_id
+                                "{}: fields {f:?} are not in the table (set evolve_schema = true to add them)",
+                                writer_name(run.schema_id)
                             ),
-                            Mismatch::Refused(r) => format!("schema id {}: {r}", run.schema_id),
+                            Mismatch::Refused(r) => format!("{}: {r}", writer_name(run.schema_id)),
                         };
                         letters.extend(run.rows_from.iter().map(|i| DeadLetter::of(&raw[*i], why.clone())));
                         break;

@@ -2,6 +2,8 @@
 //! id, the Avro binary datum), decoded straight into Arrow by `arrow-avro` with the writer
 //! schema the registry has under that id.
 //!
+//! - Topics without a registry carry plain Avro datums of one schema given in the
+//!   configuration ([`AvroDecoder::plain`]): every record is one unframed datum.
 //! - Records are decoded in runs of the same schema id, one Arrow batch per run, in the
 //!   writer schema's Arrow form (projection onto the table is the pipeline's business).
 //! - A record that is not framed, whose id the registry does not know, whose schema is not
@@ -13,7 +15,7 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use arrow_avro::reader::{Decoder, ReaderBuilder};
+use arrow_avro::reader::{Decoder, DecoderMode, ReaderBuilder};
 use arrow_avro::schema::{AvroSchema, Fingerprint, FingerprintAlgorithm, SchemaStore};
 
 use super::payload::{DeadLetter, RawRecord};
@@ -46,21 +48,33 @@ pub fn confluent_id(payload: &[u8]) -> Option<u32> {
 /// Decodes Confluent-framed Avro with writer schemas from a registry.
 #[derive(Debug)]
 pub struct AvroDecoder {
-    registry: Arc<RegistryClient>,
+    /// `None` for plain datums of the one schema in `schemas[&PLAIN_ID]`.
+    registry: Option<Arc<RegistryClient>>,
     /// Writer schemas by id, as `arrow-avro` takes them (or why an id cannot be used).
     schemas: HashMap<u32, Result<AvroSchema, String>>,
 }
 
 impl AvroDecoder {
     pub fn new(registry: Arc<RegistryClient>) -> AvroDecoder {
-        AvroDecoder { registry, schemas: HashMap::new() }
+        AvroDecoder { registry: Some(registry), schemas: HashMap::new() }
+    }
+
+    /// A decoder of plain (unframed) datums of one writer schema.
+    ///
+    /// # Errors
+    /// A schema `arrow-avro` cannot use.
+    pub fn plain(schema_json: &str) -> Result<AvroDecoder, String> {
+        let schema = AvroSchema::new(schema_json.to_string());
+        plain_decoder(&schema, 1).map_err(|e| format!("kafka.avro_schema: {e}"))?;
+        Ok(AvroDecoder { registry: None, schemas: HashMap::from([(PLAIN_ID, Ok(schema))]) })
     }
 
     async fn writer(&mut self, id: u32) -> Result<AvroSchema, String> {
         if let Some(s) = self.schemas.get(&id) {
             return s.clone();
         }
-        let got = match self.registry.schema(id).await {
+        let Some(registry) = &self.registry else { return Err(format!("schema id {id} is unknown")) };
+        let got = match registry.schema(id).await {
             Err(Unavailable::Unknown(why)) => Err(why),
             Ok(s) if s.schema_type != SchemaType::Avro => {
                 Err(format!("schema id {id} is {:?}, not Avro (see the pipeline's format)", s.schema_type))
@@ -80,6 +94,10 @@ impl AvroDecoder {
 
     /// The Arrow schema of the first usable writer schema among `raw` (a new table's schema).
     pub async fn first_arrow_schema(&mut self, raw: &[RawRecord<'_>]) -> Option<SchemaRef> {
+        if self.registry.is_none() {
+            let schema = self.schemas.get(&PLAIN_ID)?.clone().ok()?;
+            return plain_decoder(&schema, 1).ok().map(|d| d.schema());
+        }
         for r in raw {
             let Some(id) = r.payload.and_then(confluent_id) else { continue };
             if let Ok(schema) = self.writer(id).await {
@@ -100,12 +118,18 @@ impl AvroDecoder {
                 out.dead_letters.push(DeadLetter::of(r, "null payload"));
                 continue;
             };
-            let Some(id) = confluent_id(payload) else {
-                out.dead_letters.push(DeadLetter::of(
-                    r,
-                    "not in the Confluent wire format (magic byte 0, then a 4-byte schema id)",
-                ));
-                continue;
+            let framed = self.registry.is_some();
+            let id = if framed {
+                let Some(id) = confluent_id(payload) else {
+                    out.dead_letters.push(DeadLetter::of(
+                        r,
+                        "not in the Confluent wire format (magic byte 0, then a 4-byte schema id)",
+                    ));
+                    continue;
+                };
+                id
+            } else {
+                PLAIN_ID
             };
             let schema = match self.writer(id).await {
                 Ok(s) => s,
@@ -118,7 +142,9 @@ impl AvroDecoder {
                 finish(run.take(), raw, &mut out);
             }
             if run.is_none() {
-                match decoder_for(id, &schema, raw.len()) {
+                let built =
+                    if framed { decoder_for(id, &schema, raw.len()) } else { plain_decoder(&schema, raw.len()) };
+                match built {
                     Ok(d) => run = Some((id, d, Vec::new())),
                     Err(e) => {
                         out.dead_letters.push(DeadLetter::of(r, format!("schema id {id}: {e}")));
@@ -131,8 +157,8 @@ impl AvroDecoder {
                 Ok(n) if n == payload.len() => rows.push(i),
                 outcome => {
                     let why = match outcome {
-                        Err(e) => format!("the Avro body does not match schema id {id}: {e}"),
-                        Ok(_) => format!("the Avro body is shorter than schema id {id} needs"),
+                        Err(e) => format!("the Avro body does not match {}: {e}", writer_name(id)),
+                        Ok(_) => format!("the Avro body is shorter than {} needs", writer_name(id)),
                     };
                     out.dead_letters.push(DeadLetter::of(r, why));
                     // The decoder may hold half a row: keep what it finished, start afresh.
@@ -144,6 +170,30 @@ impl AvroDecoder {
         out.dead_letters.sort_by_key(|l| l.offset);
         out
     }
+}
+
+/// The run id of plain datums (no registry).
+pub const PLAIN_ID: u32 = u32::MAX;
+
+/// How a writer schema is named in reasons: its registry id, or the configured schema.
+pub fn writer_name(id: u32) -> String {
+    if id == PLAIN_ID {
+        "kafka.avro_schema".into()
+    } else {
+        format!("schema id {id}")
+    }
+}
+
+fn plain_decoder(schema: &AvroSchema, batch_size: usize) -> Result<Decoder, String> {
+    let mut store = SchemaStore::new();
+    let fp = store.register(schema.clone()).map_err(|e| e.to_string())?;
+    ReaderBuilder::new()
+        .with_writer_schema_store(store)
+        .with_active_fingerprint(fp)
+        .with_decoder_mode(DecoderMode::UnframedDatum)
+        .with_batch_size(batch_size.max(1))
+        .build_decoder()
+        .map_err(|e| e.to_string())
 }
 
 fn decoder_for(id: u32, schema: &AvroSchema, batch_size: usize) -> Result<Decoder, String> {
