@@ -56,9 +56,9 @@ pub struct IngestArgs {
     /// Ingest up to the partitions' current ends, commit and exit 0 (backfills, batch jobs).
     #[arg(long)]
     pub until_end: bool,
-    /// Payload format: json, or avro / json-schema (Confluent wire format; needs
+    /// Payload format: json, or avro / protobuf / json-schema (Confluent wire format; needs
     /// --schema-registry).
-    #[arg(long, default_value = "json", value_parser = ["json", "avro", "json-schema"])]
+    #[arg(long, default_value = "json", value_parser = ["json", "avro", "protobuf", "json-schema"])]
     pub format: String,
     /// Schema registry URL (Confluent REST API) for --format avro. Credentials come from the
     /// environment: DELTABUS_SCHEMA_REGISTRY_USERNAME/_PASSWORD or _TOKEN.

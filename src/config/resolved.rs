@@ -131,6 +131,8 @@ pub enum PayloadFormat {
     JsonSchema(crate::source::registry::RegistryConfig),
     /// Plain Avro datums of one schema (no registry).
     AvroPlain(String),
+    /// Protobuf in the Confluent wire format, `.proto` schemas from the registry.
+    Protobuf(crate::source::registry::RegistryConfig),
 }
 
 /// The background compactor's settings, checked.
@@ -236,10 +238,11 @@ impl PipelineConfig {
             }
             ("avro", Some(r)) if !r.url.trim().is_empty() => PayloadFormat::Avro(r.clone()),
             ("json-schema", Some(r)) if !r.url.trim().is_empty() => PayloadFormat::JsonSchema(r.clone()),
-            (f @ ("avro" | "json-schema"), _) => {
+            ("protobuf", Some(r)) if !r.url.trim().is_empty() => PayloadFormat::Protobuf(r.clone()),
+            (f @ ("avro" | "json-schema" | "protobuf"), _) => {
                 return Err(bad("schema_registry.url", format!("kafka.format = {f:?} needs the registry's URL")))
             }
-            (other, _) => return Err(bad("kafka.format", format!("{other:?}: json, avro or json-schema"))),
+            (other, _) => return Err(bad("kafka.format", format!("{other:?}: json, avro, protobuf or json-schema"))),
         };
         let source = match delta {
             Some(d) => PipelineSource::Delta(d),

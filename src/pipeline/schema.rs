@@ -28,6 +28,7 @@ use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
 use crate::source::kafka::avro::{writer_name, AvroDecoder};
 use crate::source::kafka::payload::{DeadLetter, Decoded, PayloadDecoder, RawRecord};
+use crate::source::kafka::protobuf::ProtoDecoder;
 use crate::source::registry::RegistryClient;
 use crate::storage::{RetryPolicy, StagedCommit, Table};
 
@@ -44,6 +45,8 @@ pub struct TableSchema {
     avro: Option<AvroDecoder>,
     /// Set for JSON Schema topics (Confluent-framed JSON).
     json_registry: Option<Arc<RegistryClient>>,
+    /// Set for Protobuf topics.
+    proto: Option<ProtoDecoder>,
     record_columns: Vec<String>,
     max_record_bytes: usize,
 }
@@ -68,6 +71,12 @@ impl TableSchema {
         if let Some(s) = &snapshot {
             crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
         }
+        let proto = match cfg.kafka().map(|k| &k.format) {
+            Ok(PayloadFormat::Protobuf(registry)) => {
+                Some(ProtoDecoder::new(Arc::new(RegistryClient::new(registry.clone())?)))
+            }
+            _ => None,
+        };
         let (avro, json_registry) = match cfg.kafka().map(|k| &k.format) {
             Ok(PayloadFormat::Avro(registry)) => {
                 (Some(AvroDecoder::new(Arc::new(RegistryClient::new(registry.clone())?))), None)
@@ -87,6 +96,7 @@ impl TableSchema {
             decoder: None,
             avro,
             json_registry,
+            proto,
             record_columns: cfg.columns.names().into_iter().map(String::from).collect(),
             max_record_bytes: cfg.kafka().map_or(usize::MAX, |k| k.max_record_bytes),
         };
@@ -146,6 +156,9 @@ impl TableSchema {
         if let Some(registry) = self.json_registry.clone() {
             return self.decode_json_schema(&registry, table, cfg, raw).await;
         }
+        if self.proto.is_some() {
+            return self.decode_protobuf(table, cfg, raw).await;
+        }
         self.decode_json(table, cfg, raw).await
     }
 
@@ -198,18 +211,44 @@ impl TableSchema {
                 }
             }
         }
-        let mut decoded = self.decode_json(table, cfg, &inner).await?;
-        decoded.rows_from = decoded.rows_from.iter().map(|i| kept[*i]).collect();
-        for l in &mut decoded.dead_letters {
-            // The letter keeps the record's bytes as they were in Kafka, frame included.
-            if let Some(r) = raw.iter().find(|r| r.offset == l.offset && r.partition == l.partition) {
-                l.payload = r.payload.map(<[u8]>::to_vec);
+        let decoded = self.decode_json(table, cfg, &inner).await?;
+        Ok(back_to_records(decoded, &kept, raw, letters))
+    }
+
+    /// Confluent-framed Protobuf: messages decoded with the registry's `.proto` schema into
+    /// proto3 JSON, the table created from the first message's descriptor, the JSON decoded as
+    /// for JSON topics; rows and dead letters refer to the original records.
+    async fn decode_protobuf(
+        &mut self,
+        table: &Table,
+        cfg: &ResolvedPipeline,
+        raw: &[RawRecord<'_>],
+    ) -> Result<Decoded> {
+        let Some(mut proto) = self.proto.take() else { return Err(Error::Internal("no Protobuf decoder".into())) };
+        let payloads: Vec<Option<&[u8]>> = raw.iter().map(|r| r.payload).collect();
+        let first = if self.snapshot.is_none() { proto.first_schema(&payloads).await } else { None };
+        let outcomes = proto.decode(&payloads).await;
+        self.proto = Some(proto);
+        if let Some(schema) = first {
+            self.create(table, cfg, self.without_record_columns(schema)).await?;
+            self.sync_decoder();
+        }
+        let mut letters = Vec::new();
+        let mut kept = Vec::with_capacity(raw.len());
+        let mut bodies = Vec::with_capacity(raw.len());
+        for (i, o) in outcomes.into_iter().enumerate() {
+            match o {
+                Ok((_, json)) => {
+                    kept.push(i);
+                    bodies.push(json);
+                }
+                Err(why) => letters.push(DeadLetter::of(&raw[i], why)),
             }
         }
-        letters.append(&mut decoded.dead_letters);
-        letters.sort_by_key(|l| l.offset);
-        decoded.dead_letters = letters;
-        Ok(decoded)
+        let inner: Vec<RawRecord<'_>> =
+            kept.iter().zip(&bodies).map(|(i, b)| RawRecord { payload: Some(b.as_slice()), ..raw[*i] }).collect();
+        let decoded = self.decode_json(table, cfg, &inner).await?;
+        Ok(back_to_records(decoded, &kept, raw, letters))
     }
 
     async fn decode_json(&mut self, table: &Table, cfg: &ResolvedPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
@@ -411,6 +450,27 @@ impl TableSchema {
         self.snapshot = Some(table.snapshot(None).await?);
         Ok(())
     }
+}
+
+/// A decode of transformed records (`kept[i]` is the record behind row source `i`) in terms of
+/// the original records: row indexes mapped back, dead letters carrying the original bytes
+/// (frame included) and joined with `letters`.
+fn back_to_records(
+    mut decoded: Decoded,
+    kept: &[usize],
+    raw: &[RawRecord<'_>],
+    mut letters: Vec<DeadLetter>,
+) -> Decoded {
+    decoded.rows_from = decoded.rows_from.iter().map(|i| kept[*i]).collect();
+    for l in &mut decoded.dead_letters {
+        if let Some(r) = raw.iter().find(|r| r.offset == l.offset && r.partition == l.partition) {
+            l.payload = r.payload.map(<[u8]>::to_vec);
+        }
+    }
+    letters.append(&mut decoded.dead_letters);
+    letters.sort_by_key(|l| l.offset);
+    decoded.dead_letters = letters;
+    decoded
 }
 
 /// A Delta schema holding an Arrow schema faithfully (a writer schema becoming a table).

@@ -1,6 +1,7 @@
 //! The Kafka source.
 //!
 //! - [`avro`]: Confluent-framed Avro payloads into Arrow, writer schemas from the registry.
+//! - [`protobuf`]: Confluent-framed Protobuf payloads into proto3 JSON, schemas from the registry.
 //! - [`payload`] [sync]: raw message bytes into Arrow batches, bad records into dead letters.
 //! - [`columns`] [sync]: the optional record columns (key, headers, topic, partition, offset,
 //!   timestamp).
@@ -13,4 +14,5 @@ pub mod columns;
 pub mod consumer;
 pub mod dead_letter_topic;
 pub mod payload;
+pub mod protobuf;
 pub mod stage;

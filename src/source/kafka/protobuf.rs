@@ -1,0 +1,244 @@
+//! Protobuf payloads in the Confluent wire format: magic byte `0`, a 4-byte schema id, the
+//! message-index path (a zigzag varint count, then that many zigzag varints; a single `0`
+//! byte means the first message), then the message. The `.proto` text the registry holds
+//! under the id is compiled with `protox` (well-known types importable) and the message
+//! decoded with `prost-reflect`.
+//!
+//! Decoded messages are handed on as JSON in the proto3 mapping (field names as declared,
+//! 64-bit integers as numbers, enums as names, `Timestamp` as RFC 3339, wrappers as their
+//! value or null), which the pipeline's JSON decoder reads against the table schema; a new
+//! table takes the message descriptor's columns ([`delta_schema`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use prost_reflect::{DescriptorPool, DynamicMessage, FieldDescriptor, Kind, MessageDescriptor, SerializeOptions};
+
+use crate::delta::schema::{ArrayType, DataType, MapType, PrimitiveType, StructField, StructType};
+use crate::source::registry::{RegistryClient, SchemaType, Unavailable};
+
+/// A record decoded into JSON, or why it could not be.
+pub type Outcome = Result<(u32, Vec<u8>), String>;
+
+/// Decodes Confluent-framed Protobuf with schemas from a registry.
+#[derive(Debug)]
+pub struct ProtoDecoder {
+    registry: Arc<RegistryClient>,
+    pools: HashMap<u32, Result<DescriptorPool, String>>,
+}
+
+impl ProtoDecoder {
+    pub fn new(registry: Arc<RegistryClient>) -> ProtoDecoder {
+        ProtoDecoder { registry, pools: HashMap::new() }
+    }
+
+    async fn pool(&mut self, id: u32) -> Result<DescriptorPool, String> {
+        if let Some(p) = self.pools.get(&id) {
+            return p.clone();
+        }
+        let got = match self.registry.schema(id).await {
+            Err(Unavailable::Unknown(why)) => Err(why),
+            Ok(s) if s.schema_type != SchemaType::Protobuf => {
+                Err(format!("schema id {id} is {:?}, not Protobuf (see the pipeline's format)", s.schema_type))
+            }
+            Ok(s) => compile(&s.schema).map_err(|e| format!("schema id {id} does not compile: {e}")),
+        };
+        self.pools.insert(id, got.clone());
+        got
+    }
+
+    /// The message a framed payload holds: its descriptor and body.
+    async fn message<'p>(&mut self, payload: &'p [u8]) -> Result<(u32, MessageDescriptor, &'p [u8]), String> {
+        let id = crate::source::kafka::avro::confluent_id(payload)
+            .ok_or("not in the Confluent wire format (magic byte 0, then a 4-byte schema id)")?;
+        let pool = self.pool(id).await?;
+        let mut rest = &payload[5..];
+        let path = message_indexes(&mut rest).ok_or("the message-index path is damaged")?;
+        let file = pool.files().find(|f| f.name() == SCHEMA_FILE).ok_or("the schema holds no file")?;
+        let mut desc = file
+            .messages()
+            .nth(*path.first().unwrap_or(&0))
+            .ok_or_else(|| format!("schema id {id} has no message {path:?}"))?;
+        for i in path.iter().skip(1) {
+            let child = desc.child_messages().nth(*i);
+            desc = child.ok_or_else(|| format!("schema id {id} has no message {path:?}"))?;
+        }
+        Ok((id, desc, rest))
+    }
+
+    /// The Delta schema of the first decodable record's message (a new table's schema).
+    pub async fn first_schema(&mut self, payloads: &[Option<&[u8]>]) -> Option<StructType> {
+        for p in payloads.iter().flatten() {
+            if let Ok((_, desc, _)) = self.message(p).await {
+                return delta_schema(&desc).ok();
+            }
+        }
+        None
+    }
+
+    /// Each payload as proto3 JSON, or why not.
+    pub async fn decode(&mut self, payloads: &[Option<&[u8]>]) -> Vec<Outcome> {
+        let options = SerializeOptions::new().stringify_64_bit_integers(false).use_proto_field_name(true);
+        let mut out = Vec::with_capacity(payloads.len());
+        for p in payloads {
+            let Some(p) = p else {
+                out.push(Err("null payload".into()));
+                continue;
+            };
+            let decoded = match self.message(p).await {
+                Ok((id, desc, body)) => DynamicMessage::decode(desc, body)
+                    .map_err(|e| format!("the Protobuf body does not match schema id {id}: {e}"))
+                    .and_then(|m| {
+                        let mut ser = serde_json::Serializer::new(Vec::with_capacity(p.len() * 2));
+                        m.serialize_with_options(&mut ser, &options).map_err(|e| e.to_string())?;
+                        Ok((id, ser.into_inner()))
+                    }),
+                Err(e) => Err(e),
+            };
+            out.push(decoded);
+        }
+        out
+    }
+}
+
+const SCHEMA_FILE: &str = "registry.proto";
+
+/// Compiles the registry's `.proto` text (imports of Google's well-known types resolve).
+fn compile(source: &str) -> Result<DescriptorPool, String> {
+    struct One(String);
+    impl protox::file::FileResolver for One {
+        fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {
+            if name == SCHEMA_FILE {
+                protox::file::File::from_source(name, &self.0)
+            } else {
+                Err(protox::Error::file_not_found(name))
+            }
+        }
+    }
+    let mut resolver = protox::file::ChainFileResolver::new();
+    resolver.add(One(source.to_string()));
+    resolver.add(protox::file::GoogleFileResolver::new());
+    let mut compiler = protox::Compiler::with_file_resolver(resolver);
+    compiler.include_imports(true);
+    compiler.open_file(SCHEMA_FILE).map_err(|e| e.to_string())?;
+    Ok(compiler.descriptor_pool())
+}
+
+fn zigzag_varint(buf: &mut &[u8]) -> Option<i64> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&b, rest) = buf.split_first()?;
+        *buf = rest;
+        value |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some((value >> 1) as i64 ^ -((value & 1) as i64));
+        }
+    }
+    None
+}
+
+/// Confluent's message-index path.
+fn message_indexes(buf: &mut &[u8]) -> Option<Vec<usize>> {
+    let count = zigzag_varint(buf)?;
+    if count == 0 {
+        return Some(vec![0]);
+    }
+    (0..count.min(64)).map(|_| zigzag_varint(buf).and_then(|i| usize::try_from(i).ok())).collect()
+}
+
+/// The Delta schema of a message: proto3 fields are all nullable.
+///
+/// # Errors
+/// A field of no Delta type, or nesting deeper than 32 (a recursive message).
+pub fn delta_schema(desc: &MessageDescriptor) -> Result<StructType, String> {
+    struct_of(desc, 0)
+}
+
+fn struct_of(desc: &MessageDescriptor, depth: u32) -> Result<StructType, String> {
+    if depth > 32 {
+        return Err(format!("{} nests too deeply (a recursive message?)", desc.full_name()));
+    }
+    desc.fields()
+        .map(|f| Ok(StructField::new(f.name(), field_type(&f, depth)?, true)))
+        .collect::<Result<_, String>>()
+        .map(StructType::new)
+}
+
+fn field_type(f: &FieldDescriptor, depth: u32) -> Result<DataType, String> {
+    if f.is_map() {
+        let Kind::Message(entry) = f.kind() else { return Err(format!("map {} without an entry", f.name())) };
+        return Ok(DataType::Map(Box::new(MapType {
+            key_type: kind_type(&entry.map_entry_key_field().kind(), depth)?,
+            value_type: kind_type(&entry.map_entry_value_field().kind(), depth)?,
+            value_contains_null: true,
+        })));
+    }
+    let t = kind_type(&f.kind(), depth)?;
+    Ok(if f.is_list() { DataType::Array(Box::new(ArrayType { element_type: t, contains_null: true })) } else { t })
+}
+
+fn kind_type(kind: &Kind, depth: u32) -> Result<DataType, String> {
+    let p = |t| Ok(DataType::Primitive(t));
+    match kind {
+        Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => p(PrimitiveType::Integer),
+        Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 | Kind::Uint32 | Kind::Fixed32 | Kind::Uint64 | Kind::Fixed64 => {
+            p(PrimitiveType::Long)
+        }
+        Kind::Float => p(PrimitiveType::Float),
+        Kind::Double => p(PrimitiveType::Double),
+        Kind::Bool => p(PrimitiveType::Boolean),
+        // Bytes travel as base64 text in the JSON mapping.
+        Kind::String | Kind::Bytes | Kind::Enum(_) => p(PrimitiveType::String),
+        Kind::Message(m) => match m.full_name() {
+            "google.protobuf.Timestamp" => p(PrimitiveType::Timestamp),
+            "google.protobuf.Duration" | "google.protobuf.StringValue" | "google.protobuf.BytesValue" => {
+                p(PrimitiveType::String)
+            }
+            "google.protobuf.Int32Value" | "google.protobuf.UInt32Value" => p(PrimitiveType::Integer),
+            "google.protobuf.Int64Value" | "google.protobuf.UInt64Value" => p(PrimitiveType::Long),
+            "google.protobuf.FloatValue" => p(PrimitiveType::Float),
+            "google.protobuf.DoubleValue" => p(PrimitiveType::Double),
+            "google.protobuf.BoolValue" => p(PrimitiveType::Boolean),
+            _ => Ok(DataType::Struct(Box::new(struct_of(m, depth + 1)?))),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_index_paths() {
+        assert_eq!(message_indexes(&mut &[0u8][..]), Some(vec![0]));
+        // count 2 (zigzag 4), then 1 (2) and 0 (0)
+        assert_eq!(message_indexes(&mut &[4u8, 2, 0][..]), Some(vec![1, 0]));
+        assert_eq!(message_indexes(&mut &[][..]), None);
+    }
+
+    #[test]
+    fn proto_text_compiles_to_delta_types() {
+        let pool = compile(
+            r#"syntax = "proto3"; package shop; import "google/protobuf/timestamp.proto";
+               import "google/protobuf/wrappers.proto";
+               message Order { int64 id = 1; string customer = 2; repeated string tags = 3;
+                 map<string, int32> counts = 4; google.protobuf.Timestamp at = 5;
+                 google.protobuf.Int64Value maybe = 6; Kind kind = 7; Line line = 8;
+                 enum Kind { NEW = 0; PAID = 1; } message Line { double amount = 1; } }"#,
+        )
+        .unwrap();
+        let desc = pool.get_message_by_name("shop.Order").unwrap();
+        let json = delta_schema(&desc).unwrap().to_json();
+        for want in [
+            r#"{"name":"id","type":"long""#,
+            r#""name":"tags","type":{"type":"array","elementType":"string""#,
+            r#""name":"counts","type":{"type":"map","keyType":"string","valueType":"integer""#,
+            r#"{"name":"at","type":"timestamp""#,
+            r#"{"name":"maybe","type":"long""#,
+            r#"{"name":"kind","type":"string""#,
+            r#""name":"line","type":{"type":"struct","fields":[{"name":"amount","type":"double""#,
+        ] {
+            assert!(json.contains(want), "{want}: {json}");
+        }
+    }
+}
