@@ -161,8 +161,26 @@ impl AvroDecoder {
                         Ok(_) => format!("the Avro body is shorter than {} needs", writer_name(id)),
                     };
                     out.dead_letters.push(DeadLetter::of(r, why));
-                    // The decoder may hold half a row: keep what it finished, start afresh.
-                    finish(run.take(), raw, &mut out);
+                    // The decoder may hold half a row of the bad record: rebuild it from the
+                    // run's good records (decoded again, rarely) and go on with the run.
+                    let fresh =
+                        if framed { decoder_for(id, &schema, raw.len()) } else { plain_decoder(&schema, raw.len()) };
+                    let replayed = fresh.ok().and_then(|mut d| {
+                        let all = rows.iter().all(|j| {
+                            let p = raw[*j].payload.unwrap_or_default();
+                            d.decode(p).is_ok_and(|n| n == p.len())
+                        });
+                        all.then_some(d)
+                    });
+                    match replayed {
+                        Some(d) => *decoder = d,
+                        None => {
+                            // Never dropped: what cannot be decoded again is a dead letter.
+                            let why = format!("{}: good records did not decode again", writer_name(id));
+                            out.dead_letters.extend(rows.iter().map(|j| DeadLetter::of(&raw[*j], why.clone())));
+                            run = None;
+                        }
+                    }
                 }
             }
         }
@@ -224,5 +242,32 @@ fn finish(run: Option<(u32, Decoder, Vec<usize>)>, raw: &[RawRecord<'_>], out: &
             };
             out.dead_letters.extend(rows_from.iter().map(|i| DeadLetter::of(&raw[*i], why.clone())));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(payload: &[u8], offset: i64) -> RawRecord<'_> {
+        RawRecord { topic: "t", partition: 0, offset, timestamp_ms: None, key: None, payload: Some(payload) }
+    }
+
+    /// A bad record in the middle of a run costs only itself: the good ones around it land.
+    #[tokio::test]
+    async fn a_bad_datum_mid_run_is_a_dead_letter_and_the_rest_decode() {
+        let schema =
+            r#"{"type":"record","name":"R","fields":[{"name":"id","type":"long"},{"name":"s","type":"string"}]}"#;
+        let mut d = AvroDecoder::plain(schema).unwrap();
+        // id = 1, 2, 3 (zigzag) and s = "a"; the third payload stops after the id.
+        let (a, b, bad, c) = ([2u8, 2, 0x61], [4u8, 2, 0x61], [2u8], [6u8, 2, 0x61]);
+        let raw = [record(&a, 0), record(&b, 1), record(&bad, 2), record(&c, 3)];
+        let out = d.decode(&raw).await;
+        assert_eq!(out.dead_letters.iter().map(|l| l.offset).collect::<Vec<_>>(), vec![2]);
+        let rows: Vec<usize> = out.runs.iter().flat_map(|r| r.rows_from.clone()).collect();
+        assert_eq!(rows, vec![0, 1, 3]);
+        assert_eq!(out.runs.iter().map(|r| r.batch.num_rows()).sum::<usize>(), 3);
+        assert_eq!(confluent_id(&[0, 0, 0, 1, 2, 9]), Some(258));
+        assert_eq!(confluent_id(&[1, 0, 0, 0, 1]), None);
     }
 }
