@@ -427,6 +427,9 @@ for i in range(30):
     assert_eq!(rows.len(), 30);
     let r3 = rows.iter().find(|r| r["id"] == 3).unwrap();
     assert_eq!(r3["kind"], "PAID");
+    // proto3 leaves zeros and first enum values off the wire: they read as values, not nulls.
+    let r0 = rows.iter().find(|r| r["id"] == 0).expect("the message with id 0 (a default) has its id");
+    assert_eq!((&r0["kind"], &r0["line"]["qty"]), (&serde_json::json!("NEW"), &serde_json::json!(0)), "{r0}");
     assert_eq!(r3["line"]["qty"], 3);
     assert_eq!(r3["tags"], serde_json::json!(["x", "3"]));
     assert!(r3["at"].as_str().unwrap().starts_with("2026-11-30T"), "{r3}");

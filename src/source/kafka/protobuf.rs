@@ -78,7 +78,12 @@ impl ProtoDecoder {
 
     /// Each payload as proto3 JSON, or why not.
     pub async fn decode(&mut self, payloads: &[Option<&[u8]>]) -> Vec<Outcome> {
-        let options = SerializeOptions::new().stringify_64_bit_integers(false).use_proto_field_name(true);
+        // Defaults are written: proto3 omits a zero, an empty string or the first enum value
+        // otherwise, and the row would read null where the message says 0.
+        let options = SerializeOptions::new()
+            .stringify_64_bit_integers(false)
+            .use_proto_field_name(true)
+            .skip_default_fields(false);
         let mut out = Vec::with_capacity(payloads.len());
         for p in payloads {
             let Some(p) = p else {
