@@ -14,7 +14,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
-use arrow::datatypes::SchemaRef;
 use arrow_avro::reader::{Decoder, DecoderMode, ReaderBuilder};
 use arrow_avro::schema::{AvroSchema, Fingerprint, FingerprintAlgorithm, SchemaStore};
 
@@ -92,27 +91,11 @@ impl AvroDecoder {
         got
     }
 
-    /// The Arrow schema of the first usable writer schema among `raw` (a new table's schema).
-    pub async fn first_arrow_schema(&mut self, raw: &[RawRecord<'_>]) -> Option<SchemaRef> {
-        if self.registry.is_none() {
-            let schema = self.schemas.get(&PLAIN_ID)?.clone().ok()?;
-            return plain_decoder(&schema, 1).ok().map(|d| d.schema());
-        }
-        for r in raw {
-            let Some(id) = r.payload.and_then(confluent_id) else { continue };
-            if let Ok(schema) = self.writer(id).await {
-                if let Ok(d) = decoder_for(id, &schema, 1) {
-                    return Some(d.schema());
-                }
-            }
-        }
-        None
-    }
-
     /// Decodes `raw`; see the module contract.
     pub async fn decode(&mut self, raw: &[RawRecord<'_>]) -> AvroDecoded {
         let mut out = AvroDecoded::default();
-        let mut run: Option<(u32, Decoder, Vec<usize>)> = None;
+        // The current run: its schema id, decoder, rows (input indexes) and writer schema.
+        let mut run: Option<Run> = None;
         for (i, r) in raw.iter().enumerate() {
             let Some(payload) = r.payload else {
                 out.dead_letters.push(DeadLetter::of(r, "null payload"));
@@ -131,28 +114,27 @@ impl AvroDecoder {
             } else {
                 PLAIN_ID
             };
-            let schema = match self.writer(id).await {
-                Ok(s) => s,
-                Err(why) => {
-                    out.dead_letters.push(DeadLetter::of(r, why));
-                    continue;
-                }
-            };
-            if run.as_ref().is_some_and(|(rid, _, _)| *rid != id) {
+            // The writer schema is looked up when a run starts, not per record.
+            if run.as_ref().is_none_or(|(rid, ..)| *rid != id) {
+                let schema = match self.writer(id).await {
+                    Ok(s) => s,
+                    Err(why) => {
+                        out.dead_letters.push(DeadLetter::of(r, why));
+                        continue;
+                    }
+                };
                 finish(run.take(), raw, &mut out);
-            }
-            if run.is_none() {
                 let built =
                     if framed { decoder_for(id, &schema, raw.len()) } else { plain_decoder(&schema, raw.len()) };
                 match built {
-                    Ok(d) => run = Some((id, d, Vec::new())),
+                    Ok(d) => run = Some((id, d, Vec::new(), schema)),
                     Err(e) => {
-                        out.dead_letters.push(DeadLetter::of(r, format!("schema id {id}: {e}")));
+                        out.dead_letters.push(DeadLetter::of(r, format!("{}: {e}", writer_name(id))));
                         continue;
                     }
                 }
             }
-            let Some((_, decoder, rows)) = run.as_mut() else { continue };
+            let Some((_, decoder, rows, schema)) = run.as_mut() else { continue };
             match decoder.decode(payload) {
                 Ok(n) if n == payload.len() => rows.push(i),
                 outcome => {
@@ -164,7 +146,7 @@ impl AvroDecoder {
                     // The decoder may hold half a row of the bad record: rebuild it from the
                     // run's good records (decoded again, rarely) and go on with the run.
                     let fresh =
-                        if framed { decoder_for(id, &schema, raw.len()) } else { plain_decoder(&schema, raw.len()) };
+                        if framed { decoder_for(id, schema, raw.len()) } else { plain_decoder(schema, raw.len()) };
                     let replayed = fresh.ok().and_then(|mut d| {
                         let all = rows.iter().all(|j| {
                             let p = raw[*j].payload.unwrap_or_default();
@@ -226,8 +208,11 @@ fn decoder_for(id: u32, schema: &AvroSchema, batch_size: usize) -> Result<Decode
 
 /// Ends a run: its rows as a batch, or (should the decoder fail to deliver them) its records
 /// as dead letters: nothing is ever dropped.
-fn finish(run: Option<(u32, Decoder, Vec<usize>)>, raw: &[RawRecord<'_>], out: &mut AvroDecoded) {
-    let Some((schema_id, mut decoder, rows_from)) = run else { return };
+/// A run in progress: schema id, decoder, rows (input indexes), writer schema.
+type Run = (u32, Decoder, Vec<usize>, AvroSchema);
+
+fn finish(run: Option<Run>, raw: &[RawRecord<'_>], out: &mut AvroDecoded) {
+    let Some((schema_id, mut decoder, rows_from, _)) = run else { return };
     if rows_from.is_empty() {
         return;
     }
