@@ -13,6 +13,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use axum::Router;
+use deltabus::config::pipeline::PipelineConfig;
 
 const V1: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[
   {"name":"id","type":"long"},
@@ -63,6 +64,43 @@ async fn registry(answers: HashMap<u32, serde_json::Value>) -> (String, Arc<Atom
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (url, hits)
+}
+
+/// Produces `records` to a fresh topic of the mock cluster and runs a pipeline into `table`
+/// (dead letters into `<table>_dead`; `configure` sets the format and registry) until every
+/// record is a row or a dead letter; returns (rows committed, dead letters).
+async fn ingest(records: &[Vec<u8>], table: &str, configure: impl FnOnce(&mut PipelineConfig)) -> (u64, u64) {
+    let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
+    cluster.create_topic("orders", 1, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let producer: rdkafka::producer::FutureProducer =
+        rdkafka::config::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+    for r in records {
+        let rec = rdkafka::producer::FutureRecord::<(), [u8]>::to("orders").payload(r.as_slice());
+        producer.send(rec, std::time::Duration::from_secs(10)).await.unwrap();
+    }
+    let mut p = crate::ingest::pipeline(&brokers, "orders", table);
+    p.dead_letter.table = Some(format!("{table}_dead"));
+    configure(&mut p);
+    let total = records.len() as u64;
+    let reports = crate::ingest::run_until(vec![p], None, move |m| {
+        let p = m.pipeline("p0");
+        p.rows_committed.get() + p.dead_letters.get() >= total
+    })
+    .await;
+    drop(producer);
+    drop(cluster);
+    (reports["p0"].rows_committed, reports["p0"].dead_letters)
+}
+
+/// The test registry's address with its credentials.
+fn registry_at(url: String) -> deltabus::source::registry::RegistryConfig {
+    deltabus::source::registry::RegistryConfig {
+        url,
+        username: Some("svc".into()),
+        password: Some("secret".into()),
+        ..Default::default()
+    }
 }
 
 /// Confluent-framed records from fastavro: 60 with schema 1, 40 with schema 2.
@@ -129,34 +167,14 @@ async fn ingest_avro(py: &str, table: &str) -> usize {
     records.push(cut);
     let answers = HashMap::from([(1, serde_json::json!({ "schema": V1 })), (2, serde_json::json!({ "schema": v2() }))]);
     let (url, hits) = registry(answers).await;
-    let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
-    cluster.create_topic("orders", 1, 1).unwrap();
-    let brokers = cluster.bootstrap_servers();
-    let producer: rdkafka::producer::FutureProducer =
-        rdkafka::config::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
-    for r in &records {
-        let rec = rdkafka::producer::FutureRecord::<(), [u8]>::to("orders").payload(r.as_slice());
-        producer.send(rec, std::time::Duration::from_secs(10)).await.unwrap();
-    }
-    let mut p = crate::ingest::pipeline(&brokers, "orders", table);
-    p.kafka.format = "avro".into();
-    p.kafka.max_record_bytes = "1MiB".parse().unwrap();
-    p.evolve_schema = true;
-    p.dead_letter.table = Some(format!("{table}_dead"));
-    p.schema_registry = Some(deltabus::source::registry::RegistryConfig {
-        url,
-        username: Some("svc".into()),
-        password: Some("secret".into()),
-        ..Default::default()
-    });
-    let reports = crate::ingest::run_until(vec![p], None, |m| {
-        let p = m.pipeline("p0");
-        p.rows_committed.get() + p.dead_letters.get() >= 103
+    let landed = ingest(&records, table, |p| {
+        p.kafka.format = "avro".into();
+        p.kafka.max_record_bytes = "1MiB".parse().unwrap();
+        p.evolve_schema = true;
+        p.schema_registry = Some(registry_at(url));
     })
     .await;
-    assert_eq!((reports["p0"].rows_committed, reports["p0"].dead_letters), (100, 3), "{reports:?}");
-    drop(producer);
-    drop(cluster);
+    assert_eq!(landed, (100, 3));
     hits.load(Relaxed)
 }
 
@@ -236,30 +254,12 @@ fn confluent_json_schema_creates_the_table_from_the_registry_schema() {
         records.push(br#"{"id":99}"#.to_vec()); // unframed
         records.push(frame(8, r#"{"id":98}"#)); // unknown id
         records.push(frame(7, r#"{"customer":"no id"}"#)); // id is required
-        let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
-        cluster.create_topic("orders", 1, 1).unwrap();
-        let brokers = cluster.bootstrap_servers();
-        let producer: rdkafka::producer::FutureProducer =
-            rdkafka::config::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
-        for r in &records {
-            let rec = rdkafka::producer::FutureRecord::<(), [u8]>::to("orders").payload(r.as_slice());
-            producer.send(rec, std::time::Duration::from_secs(10)).await.unwrap();
-        }
-        let mut p = crate::ingest::pipeline(&brokers, "orders", &table);
-        p.kafka.format = "json-schema".into();
-        p.dead_letter.table = Some(format!("{table}_dead"));
-        p.schema_registry = Some(deltabus::source::registry::RegistryConfig {
-            url,
-            username: Some("svc".into()),
-            password: Some("secret".into()),
-            ..Default::default()
-        });
-        let reports = crate::ingest::run_until(vec![p], None, |m| {
-            let p = m.pipeline("p0");
-            p.rows_committed.get() + p.dead_letters.get() >= 53
+        let landed = ingest(&records, &table, |p| {
+            p.kafka.format = "json-schema".into();
+            p.schema_registry = Some(registry_at(url));
         })
         .await;
-        assert_eq!((reports["p0"].rows_committed, reports["p0"].dead_letters), (50, 3), "{reports:?}");
+        assert_eq!(landed, (50, 3));
     });
     drop(rt);
     let describe = crate::common::run_json(&["describe", &table]);
@@ -296,26 +296,11 @@ fn plain_avro_datums_with_a_configured_schema() {
     records.push(vec![0x02]); // a datum cut short
     let _guard = crate::common::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    rt.block_on(async {
-        let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
-        cluster.create_topic("orders", 1, 1).unwrap();
-        let brokers = cluster.bootstrap_servers();
-        let producer: rdkafka::producer::FutureProducer =
-            rdkafka::config::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
-        for r in &records {
-            let rec = rdkafka::producer::FutureRecord::<(), [u8]>::to("orders").payload(r.as_slice());
-            producer.send(rec, std::time::Duration::from_secs(10)).await.unwrap();
-        }
-        let mut p = crate::ingest::pipeline(&brokers, "orders", &table);
+    let landed = rt.block_on(ingest(&records, &table, |p| {
         p.kafka.format = "avro".into();
         p.kafka.avro_schema = Some(V1.to_string());
-        let reports = crate::ingest::run_until(vec![p], None, |m| {
-            let p = m.pipeline("p0");
-            p.rows_committed.get() + p.dead_letters.get() >= 61
-        })
-        .await;
-        assert_eq!((reports["p0"].rows_committed, reports["p0"].dead_letters), (60, 1), "{reports:?}");
-    });
+    }));
+    assert_eq!(landed, (60, 1));
     drop(rt);
     let describe = crate::common::run_json(&["describe", &table]);
     let types: Vec<String> =
@@ -384,30 +369,12 @@ for i in range(30):
     rt.block_on(async {
         let answer = serde_json::json!({ "schema": ORDER_PROTO, "schemaType": "PROTOBUF" });
         let (url, _hits) = registry(HashMap::from([(3, answer)])).await;
-        let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
-        cluster.create_topic("orders", 1, 1).unwrap();
-        let brokers = cluster.bootstrap_servers();
-        let producer: rdkafka::producer::FutureProducer =
-            rdkafka::config::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
-        for r in &records {
-            let rec = rdkafka::producer::FutureRecord::<(), [u8]>::to("orders").payload(r.as_slice());
-            producer.send(rec, std::time::Duration::from_secs(10)).await.unwrap();
-        }
-        let mut p = crate::ingest::pipeline(&brokers, "orders", &table);
-        p.kafka.format = "protobuf".into();
-        p.dead_letter.table = Some(format!("{table}_dead"));
-        p.schema_registry = Some(deltabus::source::registry::RegistryConfig {
-            url,
-            username: Some("svc".into()),
-            password: Some("secret".into()),
-            ..Default::default()
-        });
-        let reports = crate::ingest::run_until(vec![p], None, |m| {
-            let p = m.pipeline("p0");
-            p.rows_committed.get() + p.dead_letters.get() >= 32
+        let landed = ingest(&records, &table, |p| {
+            p.kafka.format = "protobuf".into();
+            p.schema_registry = Some(registry_at(url));
         })
         .await;
-        assert_eq!((reports["p0"].rows_committed, reports["p0"].dead_letters), (30, 2), "{reports:?}");
+        assert_eq!(landed, (30, 2));
     });
     drop(rt);
     let describe = crate::common::run_json(&["describe", &table]);
