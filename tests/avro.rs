@@ -93,6 +93,17 @@ async fn ingest(records: &[Vec<u8>], table: &str, configure: impl FnOnce(&mut Pi
     (reports["p0"].rows_committed, reports["p0"].dead_letters)
 }
 
+/// Each column's Delta type, as `describe` prints it.
+fn column_types(table: &str) -> HashMap<String, serde_json::Value> {
+    let describe = crate::common::run_json(&["describe", table]);
+    describe["schema"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap().to_string(), f["type"].clone()))
+        .collect()
+}
+
 /// The test registry's address with its credentials.
 fn registry_at(url: String) -> deltabus::source::registry::RegistryConfig {
     deltabus::source::registry::RegistryConfig {
@@ -180,13 +191,7 @@ async fn ingest_avro(py: &str, table: &str) -> usize {
 
 fn check_table(py: &str, table: &str) {
     // The table: Avro's types, the second schema's column added.
-    let describe = crate::common::run_json(&["describe", table]);
-    let fields: HashMap<String, serde_json::Value> = describe["schema"]["fields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| (f["name"].as_str().unwrap().to_string(), f["type"].clone()))
-        .collect();
+    let fields = column_types(table);
     assert_eq!(fields["id"], "long");
     assert_eq!(fields["amount"], "decimal(10,2)");
     assert_eq!(fields["day"], "date");
@@ -377,13 +382,7 @@ for i in range(30):
         assert_eq!(landed, (30, 2));
     });
     drop(rt);
-    let describe = crate::common::run_json(&["describe", &table]);
-    let fields: HashMap<String, serde_json::Value> = describe["schema"]["fields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| (f["name"].as_str().unwrap().to_string(), f["type"].clone()))
-        .collect();
+    let fields = column_types(&table);
     assert_eq!(fields["id"], "long");
     assert_eq!(fields["at"], "timestamp");
     assert_eq!(fields["kind"], "string");
