@@ -105,42 +105,27 @@ impl Families {
             source_lag_seconds: Family::default(),
         };
         let r = registry;
-        r.register("deltabus_records_in", "Records consumed (Delta sources: source rows)", f.records_in.clone());
-        r.register("deltabus_bytes_in", "Payload bytes consumed", f.bytes_in.clone());
-        r.register("deltabus_dead_letters", "Records sent to the dead-letter destination", f.dead_letters.clone());
-        r.register("deltabus_rows_committed", "Rows (keyed pipelines: changes) committed", f.rows_committed.clone());
-        r.register("deltabus_commits", "Delta commits", f.commits.clone());
-        r.register("deltabus_commit_conflicts", "Commits that lost to a concurrent writer", f.conflicts.clone());
-        r.register(
-            "deltabus_rows_dropped",
-            "Buffered rows dropped on revocation or a moved position",
-            f.rows_dropped.clone(),
-        );
-        r.register(
-            "deltabus_offsets_lost",
-            "Offsets the broker deleted before ingestion (skipped)",
-            f.offsets_lost.clone(),
-        );
-        r.register(
-            "deltabus_positions_past_end",
-            "Assignments whose recorded position was past the partition's end",
-            f.positions_past_end.clone(),
-        );
-        r.register(
-            "deltabus_kafka_errors",
-            "Kafka client and consume errors (librdkafka retries them)",
-            f.kafka_errors.clone(),
-        );
-        r.register(
-            "deltabus_compaction_commits",
-            "OPTIMIZE commits of the background compactor",
-            f.compaction_commits.clone(),
-        );
-        r.register(
-            "deltabus_compacted_files",
-            "Files rewritten by the background compactor",
-            f.compacted_files.clone(),
-        );
+        let counters: [(&str, &str, &Counters); 12] = [
+            ("deltabus_records_in", "Records consumed (Delta sources: source rows)", &f.records_in),
+            ("deltabus_bytes_in", "Payload bytes consumed", &f.bytes_in),
+            ("deltabus_dead_letters", "Records sent to the dead-letter destination", &f.dead_letters),
+            ("deltabus_rows_committed", "Rows (keyed pipelines: changes) committed", &f.rows_committed),
+            ("deltabus_commits", "Delta commits", &f.commits),
+            ("deltabus_commit_conflicts", "Commits that lost to a concurrent writer", &f.conflicts),
+            ("deltabus_rows_dropped", "Buffered rows dropped on revocation or a moved position", &f.rows_dropped),
+            ("deltabus_offsets_lost", "Offsets the broker deleted before ingestion (skipped)", &f.offsets_lost),
+            (
+                "deltabus_positions_past_end",
+                "Assignments whose recorded position was past the partition's end",
+                &f.positions_past_end,
+            ),
+            ("deltabus_kafka_errors", "Kafka client and consume errors (librdkafka retries them)", &f.kafka_errors),
+            ("deltabus_compaction_commits", "OPTIMIZE commits of the background compactor", &f.compaction_commits),
+            ("deltabus_compacted_files", "Files rewritten by the background compactor", &f.compacted_files),
+        ];
+        for (name, help, family) in counters {
+            r.register(name, help, family.clone());
+        }
         r.register("deltabus_flushes", "Flushes by reason", f.flushes.clone());
         r.register("deltabus_commit_seconds", "Time from a flush's start to its commit", f.commit_seconds.clone());
         r.register(
