@@ -236,6 +236,10 @@ mod tests {
         assert!(c.storage.allow_absolute_paths);
         assert_eq!(c.storage.options.get("aws_secret_access_key").map(String::as_str), Some("hunter2"));
         assert!(!format!("{c:?}").contains("hunter2"));
+        let mut p = PipelineConfig::new("/t", "user:pw@broker:9092", "t");
+        p.kafka.properties.insert("sasl.password".into(), "hunter2".into());
+        let shown = format!("{p:?}");
+        assert!(!shown.contains("pw@") && !shown.contains("hunter2") && shown.contains("broker:9092"), "{shown}");
         assert!(!c.to_redacted_toml().contains("hunter2"));
     }
 

@@ -176,7 +176,7 @@ impl Default for KafkaConfig {
 impl std::fmt::Debug for KafkaConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KafkaConfig")
-            .field("brokers", &self.brokers)
+            .field("brokers", &super::redact::without_userinfo(&self.brokers))
             .field("topic", &self.topic)
             .field("group_id", &self.group_id)
             .field("start", &self.start)
@@ -184,7 +184,8 @@ impl std::fmt::Debug for KafkaConfig {
             .field("format", &self.format)
             .field("max_record_bytes", &self.max_record_bytes)
             .field("fail_on_data_loss", &self.fail_on_data_loss)
-            .field("properties", &self.properties.keys().map(|k| (k, "<redacted>")).collect::<BTreeMap<_, _>>())
+            .field("stop_at_end", &self.stop_at_end)
+            .field("properties", &self.properties.keys().collect::<Vec<_>>())
             .finish()
     }
 }

@@ -116,6 +116,7 @@ impl std::fmt::Debug for ResolvedKafka {
             .field("format", &self.format)
             .field("max_record_bytes", &self.max_record_bytes)
             .field("fail_on_data_loss", &self.fail_on_data_loss)
+            .field("stop_at_end", &self.stop_at_end)
             .field("properties", &self.properties.keys().collect::<Vec<_>>())
             .finish()
     }
