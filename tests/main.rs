@@ -12,6 +12,7 @@ mod conformance;
 mod delete;
 mod faults;
 mod follow_live;
+mod generated;
 mod hostile;
 mod ingest;
 mod ingest_process;

@@ -202,7 +202,8 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct WriteArgs {
     pub table: String,
-    /// Partition columns of a new table, comma-separated.
+    /// Partition columns of a new table, comma-separated; `date(ts)`, `hour(ts)`, `year(ts)`,
+    /// `month(ts)`, `day(ts)` [as name] derive generated columns from a timestamp column.
     #[arg(long, value_delimiter = ',')]
     pub partition_by: Vec<String>,
     /// append (create the table when missing, as `ingest --create` does) or error-if-exists

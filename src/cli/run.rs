@@ -45,6 +45,8 @@ pub struct IngestArgs {
     /// Create the table on the first batch (schema inferred) when it is missing.
     #[arg(long)]
     pub create: bool,
+    /// Partition columns of a new table, comma-separated; `date(ts)`, `hour(ts)`, ... derive
+    /// generated columns from a timestamp column.
     #[arg(long, value_delimiter = ',')]
     pub partition_by: Vec<String>,
     /// earliest, latest, timestamp:<ms> or offsets:<p>=<o>,...

@@ -64,7 +64,9 @@ fn from_arrow(t: &A) -> Result<DataType> {
     })
 }
 
-/// Protocol and metadata for a new table.
+/// Protocol and metadata for a new table. A partition entry may derive its column
+/// (`date(ts)`, `hour(ts) as h`, ...): it becomes a generated column (writer feature
+/// `generatedColumns`) appended to the schema.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for unknown partition columns or partition columns of a type that
@@ -74,6 +76,27 @@ pub fn new_table(
     partition_columns: &[String],
     properties: &HashMap<String, String>,
 ) -> Result<(Protocol, Metadata)> {
+    // Derived partitions (`date(ts)`, ...) become generated columns appended to the schema.
+    let mut schema = schema;
+    let mut generated = 0;
+    let mut partition_columns = partition_columns.to_vec();
+    for spec in &mut partition_columns {
+        if let Some(g) = crate::delta::generated::parse_partition_spec(spec)? {
+            if schema.field(&g.column).is_some() {
+                return Err(Error::InvalidArgument(format!(
+                    "partition_by {spec:?}: the schema already has a column {:?} (name it with `as <name>`)",
+                    g.column
+                )));
+            }
+            schema.fields.push(g.field());
+            *spec = g.column;
+            generated += 1;
+        }
+    }
+    if generated > 0 {
+        crate::delta::generated::generated_columns(&schema)?;
+    }
+    let partition_columns = &partition_columns[..];
     for (i, p) in partition_columns.iter().enumerate() {
         if partition_columns[..i].contains(p) {
             return Err(Error::InvalidArgument(format!("partition column {p:?} is named twice")));
@@ -91,13 +114,18 @@ pub fn new_table(
     }
     let uses_ntz = schema.contains(&|t| *t == DataType::Primitive(PrimitiveType::TimestampNtz));
     crate::delta::properties::check_property_names(properties.keys())?;
-    let protocol = protocol_for_new_table(properties, uses_ntz)?;
+    let protocol = if generated > 0 {
+        let mut with_feature = properties.clone();
+        with_feature.insert("delta.feature.generatedColumns".into(), "supported".into());
+        protocol_for_new_table(&with_feature, uses_ntz)?
+    } else {
+        protocol_for_new_table(properties, uses_ntz)?
+    };
     let mut configuration: HashMap<String, String> = properties
         .iter()
         .filter(|(k, _)| !k.starts_with("delta.feature."))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let mut schema = schema;
     if properties.get("delta.columnMapping.mode").is_some_and(|m| m != "none") {
         let mut next = 0i64;
         assign_column_mapping(&mut schema.fields, &mut next);

@@ -88,10 +88,11 @@ pub const SUPPORTED_WRITER_FEATURES: &[&str] = &[
     "columnMapping",
     "vacuumProtocolCheck",
     "rowTracking",
+    // Computed for the date and time expressions of `generated`; others are refused.
+    "generatedColumns",
     // Supported only while unused: a write is refused when the schema or configuration uses them.
     "invariants",
     "checkConstraints",
-    "generatedColumns",
     "identityColumns",
     "allowColumnDefaults",
 ];
@@ -100,8 +101,9 @@ pub const SUPPORTED_WRITER_FEATURES: &[&str] = &[
 ///
 /// # Errors
 /// [`Error::Unsupported`] naming the writer version or feature, or the constraint in use
-/// (invariants, CHECK constraints, generated or identity columns, column defaults) that
-/// deltabus cannot enforce.
+/// (invariants, CHECK constraints, identity columns, column defaults, generated columns with
+/// an expression other than the date and time ones of [`super::generated`]) that deltabus
+/// cannot enforce.
 pub fn check_writable(p: &Protocol, metadata: &super::actions::Metadata) -> Result<()> {
     check_readable(p)?;
     if p.min_writer_version > 7 {
@@ -124,8 +126,11 @@ pub fn check_writable(p: &Protocol, metadata: &super::actions::Metadata) -> Resu
             "the table has a CHECK constraint ({k}), which deltabus cannot enforce"
         )));
     }
-    if in_use("delta.generationExpression") {
-        return Err(Error::unsupported("the table has generated columns, which deltabus cannot compute"));
+    if in_use(super::generated::GENERATION_EXPRESSION) {
+        // Generated columns are computed by the data writer; the ones it cannot compute are
+        // refused here.
+        let parsed = super::schema::StructType::parse(schema)?;
+        super::generated::generated_columns(&parsed)?;
     }
     if in_use("delta.identity.") {
         return Err(Error::unsupported("the table has identity columns, which deltabus cannot generate"));

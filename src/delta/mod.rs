@@ -34,6 +34,7 @@ pub mod create;
 pub mod dv;
 pub mod features;
 pub mod followers;
+pub mod generated;
 pub mod json_schema;
 pub mod last_checkpoint;
 pub mod log_segment;

@@ -5,7 +5,8 @@
 //! key; a Debezium envelope's `after` image replaces the payload (or its absence deletes); a
 //! key configured as a string column must be UTF-8; payloads decode against the table schema
 //! ([`TableSchema::decode`], evolving it when allowed); rows of a plain keyed payload whose
-//! op field says `d`/`delete` become deletes. Records that fail any of these are dead letters
+//! op field says `d`/`delete` become deletes; rows giving a generated column a value its
+//! expression disagrees with are refused. Records that fail any of these are dead letters
 //! with the reason.
 
 use arrow::array::{Array, BooleanArray, RecordBatch, StringArray};
@@ -94,7 +95,15 @@ pub(crate) async fn decode(
             row_offsets = decoded.rows_from.iter().map(|i| raw[*i].offset).collect();
         }
         match decoded.batch {
-            Some(b) => Some(columns::append(b, &cfg.columns, &raw, &headers, &decoded.rows_from)?),
+            Some(b) => {
+                let b = columns::append(b, &cfg.columns, &raw, &headers, &decoded.rows_from)?;
+                let generated = match &schema.snapshot {
+                    Some(s) => crate::delta::generated::generated_columns(&s.schema)?,
+                    None => Vec::new(),
+                };
+                let rows: Vec<&RawRecord<'_>> = decoded.rows_from.iter().map(|i| &raw[*i]).collect();
+                refuse_disagreeing(b, &generated, &rows, &mut row_offsets, &mut letters)?
+            }
             None => None,
         }
     };
@@ -119,6 +128,34 @@ pub(crate) async fn decode(
         row_offsets,
         deletes,
     })
+}
+
+/// Rows whose given generated-column values differ from their expressions become dead
+/// letters (the data writer computes the columns of the others).
+fn refuse_disagreeing(
+    batch: RecordBatch,
+    generated: &[crate::delta::generated::Generated],
+    rows: &[&RawRecord<'_>],
+    row_offsets: &mut Vec<i64>,
+    letters: &mut Vec<DeadLetter>,
+) -> Result<Option<RecordBatch>> {
+    let bad = crate::delta::generated::disagreeing_rows(&batch, generated)?;
+    if bad.is_empty() {
+        return Ok(Some(batch));
+    }
+    let mut keep = vec![true; batch.num_rows()];
+    for (row, why) in bad {
+        keep[row] = false;
+        if let Some(r) = rows.get(row) {
+            letters.push(DeadLetter::of(r, format!("generated column: {why}")));
+        }
+    }
+    if !row_offsets.is_empty() {
+        *row_offsets = row_offsets.iter().zip(&keep).filter(|(_, k)| **k).map(|(o, _)| *o).collect();
+    }
+    let kept = arrow::compute::filter_record_batch(&batch, &BooleanArray::from(keep))
+        .map_err(|e| Error::Internal(format!("dropping rows: {e}")))?;
+    Ok((kept.num_rows() > 0).then_some(kept))
 }
 
 /// Plain keyed payloads with an op field: rows whose op is `d` or `delete` become deletes of

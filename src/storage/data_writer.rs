@@ -4,7 +4,9 @@
 //! partition has one open file that rolls at the target size. Files use physical column names
 //! (and field ids under column mapping), never contain partition columns, are named
 //! `part-<n>-<uuid>-c000.<codec>.parquet`, and carry statistics computed from the batches as
-//! they are written. Nothing is committed here: the caller commits the adds.
+//! they are written. Generated columns (`delta.generationExpression`) are computed before the
+//! split, so derived partitions (`date(ts)`) are filled. Nothing is committed here: the caller
+//! commits the adds.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -82,13 +84,16 @@ pub struct DataWriter {
     counter: usize,
     /// Writing change-data files (`_change_data/`, with a `_change_type` column).
     change_data: bool,
+    /// The generated columns, computed (and checked) for every batch.
+    generated: Vec<crate::delta::generated::Generated>,
 }
 
 impl DataWriter {
     /// A writer for the snapshot's schema and partitioning.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an unknown codec.
+    /// [`Error::InvalidArgument`] for an unknown codec; [`Error::Unsupported`] for generated
+    /// columns deltabus cannot compute.
     pub fn new(table: &Table, snapshot: &Snapshot, config: WriterConfig) -> Result<Self> {
         let (compression, ext) = codec(&config.compression)?;
         let physical = Arc::new(physical_schema(
@@ -107,6 +112,7 @@ impl DataWriter {
             done: Vec::new(),
             counter: 0,
             change_data: false,
+            generated: crate::delta::generated::generated_columns(&snapshot.schema)?,
         })
     }
 
@@ -147,12 +153,15 @@ impl DataWriter {
             .collect())
     }
 
-    /// Writes a batch in the table's logical schema (partition columns included).
+    /// Writes a batch in the table's logical schema (partition columns included). Generated
+    /// columns are computed where null and checked where given.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the batch does not fit the schema (for example a null in
-    /// a non-nullable column); [`Error::Storage`] for I/O.
+    /// a non-nullable column, or a generated column's value that differs from its
+    /// expression's); [`Error::Storage`] for I/O.
     pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let batch = &crate::delta::generated::apply(batch, &self.generated)?;
         for (dir, values, part) in self.split(batch)? {
             let physical = self.to_physical(&part)?;
             if !self.open.contains_key(&dir) {
