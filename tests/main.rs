@@ -22,6 +22,7 @@ mod monitoring;
 mod paths;
 mod positions;
 mod robustness;
+mod routing;
 #[path = "../benches/support/s3.rs"]
 mod s3_emulator;
 mod schema_race;

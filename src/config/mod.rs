@@ -23,7 +23,7 @@ mod resolved;
 pub mod sources;
 
 pub use pipeline::{
-    PayloadFormat, PipelineConfig, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, StartPosition,
+    PayloadFormat, PipelineConfig, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, StartPosition, Topics,
     UpsertConfig,
 };
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::units::{ByteSize, HumanDuration};
 
 pub use super::resolved::{
-    PayloadFormat, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, StartPosition,
+    PayloadFormat, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, StartPosition, Topics,
 };
 pub use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig};
 
@@ -117,7 +117,19 @@ impl Default for CompactionConfig {
 #[serde(deny_unknown_fields)]
 pub struct KafkaConfig {
     pub brokers: String,
+    /// One topic; or several with `topics`, or every topic matching `topic_pattern`.
+    #[serde(default)]
     pub topic: String,
+    /// Several topics, each consumed by its own consumer of the group into `table` (where
+    /// `{topic}` names the topic).
+    #[serde(default)]
+    pub topics: Vec<String>,
+    /// Every topic whose whole name matches this regular expression, now and later.
+    #[serde(default)]
+    pub topic_pattern: Option<String>,
+    /// How often `topic_pattern` looks for new topics.
+    #[serde(default = "default_topic_refresh")]
+    pub topic_refresh: HumanDuration,
     /// Consumer group; default: the app id.
     #[serde(default)]
     pub group_id: Option<String>,
@@ -155,11 +167,18 @@ fn default_true() -> bool {
     true
 }
 
+fn default_topic_refresh() -> HumanDuration {
+    HumanDuration::from_secs(30)
+}
+
 impl Default for KafkaConfig {
     fn default() -> Self {
         KafkaConfig {
             brokers: String::new(),
             topic: String::new(),
+            topics: Vec::new(),
+            topic_pattern: None,
+            topic_refresh: default_topic_refresh(),
             group_id: None,
             start: default_start(),
             assignment: default_assignment(),
@@ -178,6 +197,8 @@ impl std::fmt::Debug for KafkaConfig {
         f.debug_struct("KafkaConfig")
             .field("brokers", &super::redact::without_userinfo(&self.brokers))
             .field("topic", &self.topic)
+            .field("topics", &self.topics)
+            .field("topic_pattern", &self.topic_pattern)
             .field("group_id", &self.group_id)
             .field("start", &self.start)
             .field("assignment", &self.assignment)

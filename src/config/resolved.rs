@@ -89,11 +89,25 @@ pub enum PipelineSource {
     Delta(ResolvedDeltaSource),
 }
 
+/// Which topics a Kafka pipeline consumes.
+#[derive(Debug, Clone)]
+pub enum Topics {
+    /// `kafka.topic` (or one topic of a list or pattern, in a pipeline made by
+    /// [`ResolvedPipeline::for_topic`]).
+    One,
+    /// `kafka.topics`.
+    List(Vec<String>),
+    /// `kafka.topic_pattern` (anchored at both ends), looked at every `refresh`.
+    Pattern { regex: regex::Regex, refresh: Duration },
+}
+
 /// A Kafka source, checked.
 #[derive(Clone)]
 pub struct ResolvedKafka {
     pub brokers: String,
+    /// The topic this pipeline consumes (empty for a list or pattern not yet expanded).
     pub topic: String,
+    pub topics: Topics,
     pub group_id: String,
     pub start: StartPosition,
     pub assignment: String,
@@ -110,6 +124,7 @@ impl std::fmt::Debug for ResolvedKafka {
         f.debug_struct("ResolvedKafka")
             .field("brokers", &super::redact::without_userinfo(&self.brokers))
             .field("topic", &self.topic)
+            .field("topics", &self.topics)
             .field("group_id", &self.group_id)
             .field("start", &self.start)
             .field("assignment", &self.assignment)
@@ -156,6 +171,37 @@ impl ResolvedPipeline {
             PipelineSource::Delta(_) => Err(Error::Internal(format!("pipeline {} has no Kafka source", self.name))),
         }
     }
+
+    /// The pipeline of one topic of a list or pattern: `{topic}` in the table and dead-letter
+    /// table replaced, named `<name>/<topic>` (its metrics and logs). The txn app ids carry
+    /// the topic, so several topics may share one table.
+    pub fn for_topic(&self, topic: &str) -> ResolvedPipeline {
+        let mut p = self.clone();
+        p.table = self.table.replace("{topic}", topic);
+        if let Some(t) = &mut p.dead_letter.table {
+            *t = t.replace("{topic}", topic);
+        }
+        if let PipelineSource::Kafka(k) = &mut p.source {
+            if !matches!(k.topics, Topics::One) {
+                p.name = format!("{}/{topic}", self.name);
+            }
+            k.topic = topic.to_string();
+            k.topics = Topics::One;
+        }
+        p
+    }
+
+    /// The pipelines to run now: itself, or one per listed topic. A pattern's are found by
+    /// the service ([`Topics::Pattern`]).
+    pub fn expand(&self) -> Vec<ResolvedPipeline> {
+        match &self.source {
+            PipelineSource::Kafka(ResolvedKafka { topics: Topics::List(list), .. }) => {
+                list.iter().map(|t| self.for_topic(t)).collect()
+            }
+            PipelineSource::Kafka(ResolvedKafka { topics: Topics::Pattern { .. }, .. }) => Vec::new(),
+            _ => vec![self.for_topic(self.kafka().map(|k| k.topic.clone()).unwrap_or_default().as_str())],
+        }
+    }
 }
 
 impl PipelineConfig {
@@ -171,13 +217,16 @@ impl PipelineConfig {
         let app_id = self.app_id.clone().unwrap_or_else(|| name.to_string());
         let delta = match &self.delta {
             Some(d) => {
-                if !self.kafka.brokers.is_empty() || !self.kafka.topic.is_empty() {
+                if !self.kafka.brokers.is_empty() || self.kafka_topics(&bad)?.is_some() {
                     return Err(bad("delta", "give a kafka or a delta source, not both".into()));
                 }
                 Some(self.resolve_delta(d, &app_id, &bad)?)
             }
-            None if self.kafka.brokers.trim().is_empty() || self.kafka.topic.trim().is_empty() => {
-                return Err(bad("kafka", "brokers and topic are required (or a [delta] source)".into()));
+            None if self.kafka.brokers.trim().is_empty() || self.kafka_topics(&bad)?.is_none() => {
+                return Err(bad(
+                    "kafka",
+                    "brokers and topic (or topics, or topic_pattern) are required (or a [delta] source)".into(),
+                ));
             }
             None => None,
         };
@@ -249,7 +298,8 @@ impl PipelineConfig {
             Some(d) => PipelineSource::Delta(d),
             None => PipelineSource::Kafka(ResolvedKafka {
                 brokers: self.kafka.brokers.clone(),
-                topic: self.kafka.topic.clone(),
+                topic: self.kafka.topic.trim().to_string(),
+                topics: self.kafka_topics(&bad)?.unwrap_or(Topics::One),
                 group_id: self.kafka.group_id.clone().unwrap_or_else(|| app_id.clone()),
                 start,
                 assignment: self.kafka.assignment.clone(),
@@ -278,6 +328,35 @@ impl PipelineConfig {
             dead_letter: self.dead_letter.clone(),
             upsert: self.resolve_upsert(&bad)?,
             compaction,
+        })
+    }
+
+    /// `kafka.topic`, `topics` or `topic_pattern` (`None` when none is given).
+    fn kafka_topics(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<Option<Topics>> {
+        let k = &self.kafka;
+        let given = [!k.topic.trim().is_empty(), !k.topics.is_empty(), k.topic_pattern.is_some()];
+        if given.iter().filter(|g| **g).count() > 1 {
+            return Err(bad("kafka", "give one of topic, topics and topic_pattern".into()));
+        }
+        if let Some(t) = k.topics.iter().find(|t| t.trim().is_empty() || t.contains(['{', '}', '/'])) {
+            return Err(bad("kafka.topics", format!("{t:?} is not a topic name")));
+        }
+        Ok(if given[0] {
+            Some(Topics::One)
+        } else if given[1] {
+            let mut list: Vec<String> = k.topics.iter().map(|t| t.trim().to_string()).collect();
+            list.sort();
+            list.dedup();
+            Some(Topics::List(list))
+        } else if let Some(p) = &k.topic_pattern {
+            let regex = regex::Regex::new(&format!("^(?:{p})$"))
+                .map_err(|e| bad("kafka.topic_pattern", format!("{p:?}: {}", e.to_string().lines().last().unwrap_or(""))))?;
+            if k.topic_refresh.get().is_zero() {
+                return Err(bad("kafka.topic_refresh", "must be positive".into()));
+            }
+            Some(Topics::Pattern { regex, refresh: k.topic_refresh.get() })
+        } else {
+            None
         })
     }
 

@@ -11,13 +11,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use super::dead_letter::DeadLetterSink;
 use super::runner::{RunReport, Runner};
-use crate::config::{PipelineSource, ResolvedPipeline};
+use crate::config::{PipelineSource, ResolvedKafka, ResolvedPipeline, Topics};
 use crate::error::{Error, Result};
 use crate::metrics::{serve, Metrics};
 use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
@@ -77,7 +78,12 @@ pub async fn run(
     for p in &opts.pipelines {
         let source = match &p.source {
             PipelineSource::Kafka(k) => {
-                format!("kafka topic {} on {}", k.topic, crate::config::redact::without_userinfo(&k.brokers))
+                let topics = match &k.topics {
+                    Topics::One => format!("topic {}", k.topic),
+                    Topics::List(list) => format!("topics {}", list.join(", ")),
+                    Topics::Pattern { regex, .. } => format!("topics matching {}", regex.as_str()),
+                };
+                format!("kafka {topics} on {}", crate::config::redact::without_userinfo(&k.brokers))
             }
             PipelineSource::Delta(d) => format!("delta table {}", crate::config::redact::without_userinfo(&d.source)),
         };
@@ -90,33 +96,40 @@ pub async fn run(
         );
     }
     let (stop_tx, stop_rx) = watch::channel(false);
+    let (found_tx, mut found) = unbounded_channel();
     let mut tasks = JoinSet::new();
     let mut compactors = JoinSet::new();
+    let mut launcher = Launcher { storage: opts.storage.clone(), metrics: metrics.clone(), stop: stop_rx.clone() };
     for p in opts.pipelines {
-        let table = Table::open_for_write(&p.table, opts.storage.clone())?;
-        let name = p.name.clone();
-        if p.compaction.is_some() {
-            compactors.spawn(super::auto_compact::run(table.clone(), p.clone(), metrics.pipeline(&name)));
-        }
-        if matches!(p.source, PipelineSource::Delta(_)) {
-            let (stop, storage, m) = (stop_rx.clone(), opts.storage.clone(), metrics.pipeline(&name));
-            let span = tracing::info_span!("pipeline", pipeline = %name, table = %table.url());
-            tasks.spawn(
-                async move { (name, super::delta_source::run(p, table, storage, m, stop).await) }.instrument(span),
-            );
+        if let PipelineSource::Kafka(ResolvedKafka { topics: Topics::Pattern { .. }, .. }) = &p.source {
+            let (name, stop, found) = (p.name.clone(), stop_rx.clone(), found_tx.clone());
+            let span = tracing::info_span!("pipeline", pipeline = %name);
+            tasks.spawn(async move { (name, watch_pattern(p, found, stop).await) }.instrument(span));
             continue;
         }
-        let dead = dead_letter_sink(&p, &opts.storage)?;
-        let span = tracing::info_span!("pipeline", pipeline = %name, table = %table.url());
-        let runner = Runner::new(p, table, dead, metrics.pipeline(&name)).instrument(span.clone()).await?;
-        let stop = stop_rx.clone();
-        tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
+        for one in p.expand() {
+            launcher.launch(one, &mut tasks, &mut compactors).await?;
+        }
     }
     let mut reports = BTreeMap::new();
     let mut first_error = None;
     let mut stopping = false;
     let mut deadline = None;
-    while !tasks.is_empty() {
+    loop {
+        // Topics a pattern found (sent before its watcher returns, so before it is joined).
+        while let Ok(p) = found.try_recv() {
+            if !stopping {
+                if let Err(e) = launcher.launch(p, &mut tasks, &mut compactors).await {
+                    first_error.get_or_insert(e);
+                    stopping = true;
+                    deadline = Some(tokio::time::Instant::now() + opts.shutdown_timeout);
+                    let _ = stop_tx.send(true);
+                }
+            }
+        }
+        if tasks.is_empty() {
+            break;
+        }
         let next = async {
             match deadline {
                 Some(d) => tokio::time::timeout_at(d, tasks.join_next()).await.ok(),
@@ -124,6 +137,14 @@ pub async fn run(
             }
         };
         tokio::select! {
+            Some(p) = found.recv(), if !stopping => {
+                if let Err(e) = launcher.launch(p, &mut tasks, &mut compactors).await {
+                    first_error.get_or_insert(e);
+                    stopping = true;
+                    deadline = Some(tokio::time::Instant::now() + opts.shutdown_timeout);
+                    let _ = stop_tx.send(true);
+                }
+            }
             _ = shutdown.changed(), if !stopping => {
                 stopping = true;
                 deadline = Some(tokio::time::Instant::now() + opts.shutdown_timeout);
@@ -165,5 +186,83 @@ pub async fn run(
     match first_error {
         Some(e) => Err(e),
         None => Ok(reports),
+    }
+}
+
+/// Starts pipelines (and their compactors) in the service's task sets.
+struct Launcher {
+    storage: StorageOptions,
+    metrics: Arc<Metrics>,
+    stop: watch::Receiver<bool>,
+}
+
+type Tasks = JoinSet<(String, Result<RunReport>)>;
+
+impl Launcher {
+    async fn launch(&mut self, p: ResolvedPipeline, tasks: &mut Tasks, compactors: &mut JoinSet<()>) -> Result<()> {
+        let table = Table::open_for_write(&p.table, self.storage.clone())?;
+        let name = p.name.clone();
+        let metrics = self.metrics.pipeline(&name);
+        if p.compaction.is_some() {
+            compactors.spawn(super::auto_compact::run(table.clone(), p.clone(), metrics.clone()));
+        }
+        let span = tracing::info_span!("pipeline", pipeline = %name, table = %table.url());
+        let stop = self.stop.clone();
+        if matches!(p.source, PipelineSource::Delta(_)) {
+            let storage = self.storage.clone();
+            tasks.spawn(
+                async move { (name, super::delta_source::run(p, table, storage, metrics, stop).await) }.instrument(span),
+            );
+            return Ok(());
+        }
+        let dead = dead_letter_sink(&p, &self.storage)?;
+        let runner = Runner::new(p, table, dead, metrics).instrument(span.clone()).await?;
+        tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
+        Ok(())
+    }
+}
+
+/// Looks for topics matching a pipeline's pattern at start and then every `refresh`, and
+/// sends a pipeline for each new one (`stop_at_end`: looks once). Returns when stopped.
+async fn watch_pattern(
+    p: ResolvedPipeline,
+    found: UnboundedSender<ResolvedPipeline>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<RunReport> {
+    let k = p.kafka()?.clone();
+    let Topics::Pattern { regex, refresh } = &k.topics else { return Ok(RunReport::default()) };
+    let mut seen = std::collections::BTreeSet::new();
+    let mut failures = 0u32;
+    loop {
+        match crate::source::kafka::topics::matching(&k.brokers, &k.properties, regex).await {
+            Ok(names) => {
+                failures = 0;
+                let new: Vec<String> = names.into_iter().filter(|n| !seen.contains(n)).collect();
+                if !new.is_empty() {
+                    tracing::info!(topics = %new.join(","), pattern = regex.as_str(), "topics matched");
+                }
+                for t in new {
+                    seen.insert(t.clone());
+                    let _ = found.send(p.for_topic(&t));
+                }
+                if seen.is_empty() {
+                    tracing::info!(pattern = regex.as_str(), "no topic matches the pattern yet");
+                }
+            }
+            // A broker that cannot answer now is asked again; the running topics go on.
+            Err(e) => {
+                failures += 1;
+                if failures == 1 || failures % 10 == 0 {
+                    tracing::warn!(error = %e, failures, "cannot list topics for the pattern");
+                }
+            }
+        }
+        if k.stop_at_end && failures == 0 {
+            return Ok(RunReport::default());
+        }
+        tokio::select! {
+            _ = stop.changed() => return Ok(RunReport::default()),
+            _ = tokio::time::sleep(*refresh) => {}
+        }
     }
 }

@@ -8,6 +8,7 @@
 //! - [`stage`]: the source as the pipeline sees it: assign, seek, poll plain records.
 //! - [`consumer`]: the consumer-group client whose callbacks only send events.
 //! - [`dead_letter_topic`]: the producer of a dead-letter topic.
+//! - [`topics`]: the topics a `topic_pattern` matches.
 
 pub mod avro;
 pub mod columns;
@@ -16,3 +17,4 @@ pub mod dead_letter_topic;
 pub mod payload;
 pub mod protobuf;
 pub mod stage;
+pub mod topics;

