@@ -83,7 +83,7 @@ pub fn start_producer_to(brokers: String, topic: String, seconds: u64) -> std::t
     })
 }
 
-fn table_rows(table: &str) -> i64 {
+pub fn table_rows(table: &str) -> i64 {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let Ok(t) = deltabus::storage::Table::open(table, Default::default()) else { return 0 };
@@ -97,7 +97,7 @@ fn table_rows(table: &str) -> i64 {
     })
 }
 
-fn wait_for_rows(table: &str, n: i64, log: &std::path::Path) {
+pub fn wait_for_rows(table: &str, n: i64, log: &std::path::Path) {
     let deadline = Instant::now() + Duration::from_secs(90);
     while table_rows(table) < n {
         assert!(
@@ -110,7 +110,7 @@ fn wait_for_rows(table: &str, n: i64, log: &std::path::Path) {
     }
 }
 
-fn assert_exactly_once(table: &str) {
+pub fn assert_exactly_once(table: &str) {
     let out = crate::common::deltabus(&["cat", table]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut ids: Vec<i64> = String::from_utf8_lossy(&out.stdout)

@@ -115,3 +115,79 @@ fn the_topic_settings_are_checked() {
     assert!(p.validate("p").unwrap_err().to_string().contains("topic_pattern"));
     let _ = Value::Null;
 }
+
+fn spawn_run(config: &std::path::Path, log: &std::path::Path) -> std::process::Child {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["run", "--config", config.to_str().unwrap()])
+        .env("DELTABUS_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .expect("spawn deltabus run")
+}
+
+#[test]
+fn a_topic_pattern_is_exactly_once_under_kill_dash_nine() {
+    use crate::ingest_process::{assert_exactly_once, start_producer_to, table_rows, terminate, wait_for_rows, TOTAL};
+    let _guard = crate::common::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = MockCluster::new(1).unwrap();
+    for t in ["orders.a", "orders.b", "other"] {
+        cluster.create_topic(t, 4, 1).unwrap();
+    }
+    let brokers = cluster.bootstrap_servers();
+    let config = dir.path().join("deltabus.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[pipelines.fan]
+table = "{dir}/{{topic}}"
+app_id = "fan"
+create = true
+[pipelines.fan.kafka]
+brokers = "{brokers}"
+topic_pattern = 'orders\.[a-z]'
+topic_refresh = "500ms"
+properties = {{ "session.timeout.ms" = "6000", "heartbeat.interval.ms" = "500" }}
+[pipelines.fan.flush]
+max_latency = "300ms"
+max_rows = 500
+"#,
+            dir = dir.path().display()
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("workers.log");
+    let producers = [
+        start_producer_to(brokers.clone(), "orders.a".into(), 15),
+        start_producer_to(brokers.clone(), "orders.b".into(), 15),
+    ];
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+    eprintln!("kill -9 seed {seed}");
+    let mut rnd = seed | 1;
+    for _round in 0..3 {
+        rnd ^= rnd << 13;
+        rnd ^= rnd >> 7;
+        rnd ^= rnd << 17;
+        let mut worker = spawn_run(&config, &log);
+        std::thread::sleep(Duration::from_millis(3500 + rnd % 2500));
+        worker.kill().unwrap();
+        worker.wait().unwrap();
+    }
+    let (a, b) = (format!("{}/orders.a", dir.path().display()), format!("{}/orders.b", dir.path().display()));
+    assert!(table_rows(&a) + table_rows(&b) > 0, "the killed workers committed something");
+    let last = spawn_run(&config, &log);
+    for p in producers {
+        p.join().unwrap();
+    }
+    wait_for_rows(&a, TOTAL, &log);
+    wait_for_rows(&b, TOTAL, &log);
+    let (status, _) = terminate(last);
+    assert!(status.success(), "graceful exit: {status}\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    assert_exactly_once(&a);
+    assert_exactly_once(&b);
+    assert!(!dir.path().join("other").exists());
+    drop(cluster);
+}
