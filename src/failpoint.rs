@@ -9,7 +9,8 @@
 //! PUT returned, its answer not yet used), `commit.before_checkpoint` (the commit landed, the
 //! checkpoint not written), `checkpoint.before_last_checkpoint` (checkpoint parts written,
 //! `_last_checkpoint` not), `follow.before_registration` (a follower delivered, its position
-//! not registered on the source).
+//! not registered on the source), `routed.between_tables` (a routed flush committed to one
+//! table, not yet to the next or to the route state).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -26,6 +27,7 @@ pub const POINTS: &[&str] = &[
     "commit.before_checkpoint",
     "checkpoint.before_last_checkpoint",
     "follow.before_registration",
+    "routed.between_tables",
 ];
 
 /// Arms one crash point: `name` (die at its first hit) or `name:n` (at its n-th hit).

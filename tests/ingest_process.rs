@@ -55,6 +55,18 @@ fn start_producer(brokers: String, seconds: u64) -> std::thread::JoinHandle<()> 
 }
 
 pub fn start_producer_to(brokers: String, topic: String, seconds: u64) -> std::thread::JoinHandle<()> {
+    start_producer_with(brokers, topic, seconds, |id| {
+        format!(r#"{{"id":{id},"payload":"{}"}}"#, "x".repeat((id % 50) as usize))
+    })
+}
+
+/// Produces ids 0..TOTAL over `seconds`, each as `payload(id)`.
+pub fn start_producer_with(
+    brokers: String,
+    topic: String,
+    seconds: u64,
+    payload: fn(i64) -> String,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
@@ -70,7 +82,7 @@ pub fn start_producer_to(brokers: String, topic: String, seconds: u64) -> std::t
                 let mut pending = Vec::new();
                 let end = if b == bursts - 1 { TOTAL } else { (b + 1) * per };
                 for id in b * per..end {
-                    let payload = format!(r#"{{"id":{id},"payload":"{}"}}"#, "x".repeat((id % 50) as usize));
+                    let payload = payload(id);
                     let key = format!("{}", id % 101);
                     pending.push(producer.send_result(FutureRecord::to(&topic).key(&key).payload(&payload)).unwrap());
                 }

@@ -7,10 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rdkafka::mocking::MockCluster;
-use serde_json::Value;
-
 use crate::ingest::{pipeline, produce, rows, run_until, runtime};
+use rdkafka::mocking::MockCluster;
 
 fn ids(table: &str) -> Vec<i64> {
     let mut v: Vec<i64> = rows(table).iter().map(|r| r["id"].as_i64().unwrap()).collect();
@@ -79,7 +77,7 @@ fn listed_topics_can_share_one_table() {
     let brokers = cluster.bootstrap_servers();
     rt.block_on(async {
         produce(&brokers, "a", &records(100, 2)).await;
-        let b: Vec<_> = (100..250).map(|i| ((i % 2) as i32, None, Some(format!("{{\"id\":{i}}}")))).collect();
+        let b: Vec<_> = (100..250).map(|i| (i % 2, None, Some(format!("{{\"id\":{i}}}")))).collect();
         produce(&brokers, "b-1", &b).await;
     });
     let mut p = pipeline(&brokers, "", &table);
@@ -113,7 +111,6 @@ fn the_topic_settings_are_checked() {
     assert!(e.contains("kafka.topic_pattern") && e.contains("unclosed"), "{e}");
     let p = pipeline("127.0.0.1:9092", "", "/tmp/x");
     assert!(p.validate("p").unwrap_err().to_string().contains("topic_pattern"));
-    let _ = Value::Null;
 }
 
 fn spawn_run(config: &std::path::Path, log: &std::path::Path) -> std::process::Child {
@@ -189,5 +186,168 @@ max_rows = 500
     assert_exactly_once(&a);
     assert_exactly_once(&b);
     assert!(!dir.path().join("other").exists());
+    drop(cluster);
+}
+
+fn region_of(i: i64) -> &'static str {
+    ["eu", "us", "apac"][(i % 3) as usize]
+}
+
+/// `route_by`: records fan out to a table per region, created on demand; records without the
+/// field, with a value that cannot name a table, or past `max_tables` are dead letters; a
+/// second run over the same records (positions from the route state) adds nothing.
+#[test]
+fn a_routing_field_fans_out_with_dead_letters_and_resumes_from_the_route_state() {
+    let _guard = crate::common::native_clients_lock();
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic("events", 3, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let mut recs: Vec<(i32, Option<String>, Option<String>)> = (0..300)
+        .map(|i| ((i % 3) as i32, None, Some(format!("{{\"id\":{i},\"geo\":{{\"region\":\"{}\"}}}}", region_of(i)))))
+        .collect();
+    recs.push((0, None, Some("{\"id\":1000}".into())));
+    recs.push((1, None, Some("{\"id\":1001,\"geo\":{\"region\":\"../../etc\"}}".into())));
+    recs.push((2, None, Some("{\"id\":1002,\"geo\":{\"region\":\"mars\"}}".into())));
+    rt.block_on(produce(&brokers, "events", &recs));
+    let template = format!("{}/events_{{geo.region}}", dir.path().display());
+    let dead = dir.path().join("dead").to_string_lossy().into_owned();
+    let mut p = pipeline(&brokers, "events", &template);
+    p.route_by = Some("geo.region".into());
+    p.max_tables = 3;
+    p.dead_letter.table = Some(dead.clone());
+    let run = |p: &deltabus::config::pipeline::PipelineConfig, want: u64| {
+        rt.block_on(run_until(vec![p.clone()], None, move |m| crate::ingest::committed(m, "p0") >= want))
+    };
+    let reports = run(&p, 303);
+    // Which region is the fourth (refused) depends on the order partitions are fetched in.
+    let table = |r: &str| format!("{}/events_{r}", dir.path().display());
+    let opened: Vec<&str> =
+        ["eu", "us", "apac", "mars"].into_iter().filter(|r| dir.path().join(format!("events_{r}")).exists()).collect();
+    assert_eq!(opened.len(), 3, "{opened:?}");
+    let refused = ["eu", "us", "apac", "mars"].into_iter().find(|r| !opened.contains(r)).unwrap();
+    let mut committed = 0;
+    for r in &opened {
+        let want: Vec<i64> = if *r == "mars" { vec![1002] } else { (0..300).filter(|i| region_of(*i) == *r).collect() };
+        assert_eq!(ids(&table(r)), want, "{r}");
+        committed += want.len() as u64;
+    }
+    let refused_rows = 301 - committed;
+    assert_eq!(
+        (reports["p0"].rows_committed, reports["p0"].dead_letters),
+        (committed, 2 + refused_rows),
+        "{refused} refused: {reports:?}"
+    );
+    assert!(!dir.path().parent().unwrap().join("etc").exists());
+    let letters = rows(&dead);
+    assert_eq!(letters.len() as u64, 2 + refused_rows);
+    let reasons: Vec<String> = letters.iter().map(|l| l["reason"].as_str().unwrap_or_default().to_string()).collect();
+    assert_eq!(reasons.iter().filter(|r| r.contains("no route field")).count(), 1, "{reasons:?}");
+    assert_eq!(reasons.iter().filter(|r| r.contains("cannot name a table")).count(), 1, "{reasons:?}");
+    assert_eq!(reasons.iter().filter(|r| r.contains("max_tables (3)")).count() as u64, refused_rows, "{reasons:?}");
+    // The route state holds a position per partition; a second run reads nothing again.
+    let state = crate::common::run_json(&["describe", &format!("{}/_deltabus_routes/ingest", dir.path().display())]);
+    assert_eq!(state["txns"].as_object().map(|t| t.len()), Some(3), "{state}");
+    let again = opened[0];
+    rt.block_on(produce(
+        &brokers,
+        "events",
+        &[(0, None, Some(format!("{{\"id\":2000,\"geo\":{{\"region\":\"{again}\"}}}}")))],
+    ));
+    let reports = run(&p, 1);
+    assert_eq!((reports["p0"].rows_committed, reports["p0"].records), (1, 1), "{reports:?}");
+    drop(cluster);
+    assert!(ids(&table(again)).contains(&2000));
+    let total: usize = opened.iter().map(|r| ids(&table(r)).len()).sum();
+    assert_eq!(total as u64, committed + 1);
+    assert_eq!(rows(&dead).len() as u64, 2 + refused_rows);
+}
+
+#[test]
+fn a_routing_field_is_exactly_once_under_kill_dash_nine() {
+    use crate::ingest_process::{start_producer_with, table_rows, terminate, TOTAL};
+    let _guard = crate::common::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic("orders", 4, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let config = dir.path().join("deltabus.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[pipelines.route]
+table = "{dir}/orders-{{region}}"
+app_id = "route"
+route_by = "region"
+[pipelines.route.kafka]
+brokers = "{brokers}"
+topic = "orders"
+properties = {{ "session.timeout.ms" = "6000", "heartbeat.interval.ms" = "500" }}
+[pipelines.route.flush]
+max_latency = "300ms"
+max_rows = 500
+"#,
+            dir = dir.path().display()
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("workers.log");
+    let producer = start_producer_with(brokers.clone(), "orders".into(), 15, |id| {
+        format!(r#"{{"id":{id},"region":"r{}","payload":"{}"}}"#, id % 3, "x".repeat((id % 40) as usize))
+    });
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+    eprintln!("kill -9 seed {seed}");
+    let mut rnd = seed | 1;
+    for _round in 0..3 {
+        rnd ^= rnd << 13;
+        rnd ^= rnd >> 7;
+        rnd ^= rnd << 17;
+        let mut worker = spawn_run(&config, &log);
+        std::thread::sleep(Duration::from_millis(3500 + rnd % 2500));
+        worker.kill().unwrap();
+        worker.wait().unwrap();
+    }
+    // One more, killed between two tables' commits of a flush.
+    let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["run", "--config", config.to_str().unwrap()])
+        .env("DELTABUS_CRASH_AT", "routed.between_tables:3")
+        .stderr(std::fs::OpenOptions::new().append(true).open(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while worker.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the crash point was never reached");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let tables: Vec<String> = (0..3).map(|r| format!("{}/orders-r{r}", dir.path().display())).collect();
+    assert!(tables.iter().map(|t| table_rows(t)).sum::<i64>() > 0, "the killed workers committed something");
+    let last = spawn_run(&config, &log);
+    producer.join().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while tables.iter().map(|t| table_rows(t)).sum::<i64>() < TOTAL {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {TOTAL} rows; log:\n{}",
+            tables.iter().map(|t| table_rows(t)).sum::<i64>(),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (status, _) = terminate(last);
+    assert!(status.success(), "graceful exit: {status}\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    // Exactly once across the three tables, each id in its region's table.
+    let mut all = Vec::new();
+    for (r, t) in tables.iter().enumerate() {
+        let got = ids(t);
+        assert!(got.iter().all(|id| id % 3 == r as i64), "{t} holds another region's ids");
+        all.extend(got);
+    }
+    all.sort_unstable();
+    let dups = all.windows(2).filter(|w| w[0] == w[1]).count();
+    all.dedup();
+    assert_eq!(dups, 0, "duplicated rows");
+    assert_eq!(all.len() as i64, TOTAL, "missing rows");
     drop(cluster);
 }

@@ -23,8 +23,8 @@ mod resolved;
 pub mod sources;
 
 pub use pipeline::{
-    PayloadFormat, PipelineConfig, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, StartPosition, Topics,
-    UpsertConfig,
+    PayloadFormat, PipelineConfig, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, Route,
+    StartPosition, Topics, UpsertConfig,
 };
 
 /// The embedded defaults file.

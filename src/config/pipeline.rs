@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::units::{ByteSize, HumanDuration};
 
 pub use super::resolved::{
-    PayloadFormat, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, StartPosition, Topics,
+    PayloadFormat, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, Route, StartPosition, Topics,
 };
 pub use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig};
 
@@ -62,6 +62,21 @@ pub struct PipelineConfig {
     pub dead_letter: DeadLetterConfig,
     #[serde(default)]
     pub compaction: CompactionConfig,
+    /// Content routing: each record goes to the table named by `table` with `{<field>}`
+    /// replaced by this (top-level or dotted) JSON field's value; tables are created on demand.
+    #[serde(default)]
+    pub route_by: Option<String>,
+    /// The most tables a routed pipeline writes; records for more are dead letters.
+    #[serde(default = "default_max_tables")]
+    pub max_tables: usize,
+    /// Where a routed pipeline records the positions all its tables hold (a Delta table of
+    /// `txn`s only); default `<directory of the table template>/_deltabus_routes/<app_id>`.
+    #[serde(default)]
+    pub route_state: Option<String>,
+}
+
+fn default_max_tables() -> usize {
+    100
 }
 
 impl PipelineConfig {
@@ -84,6 +99,9 @@ impl PipelineConfig {
             columns: RecordColumns::default(),
             dead_letter: DeadLetterConfig::default(),
             compaction: CompactionConfig::default(),
+            route_by: None,
+            max_tables: default_max_tables(),
+            route_state: None,
         }
     }
 }

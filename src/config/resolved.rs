@@ -80,6 +80,40 @@ pub struct ResolvedPipeline {
     pub upsert: Option<UpsertConfig>,
     /// Set when the background compactor runs beside the pipeline.
     pub compaction: Option<ResolvedCompaction>,
+    /// Set for content routing (`route_by`).
+    pub route: Option<Route>,
+}
+
+/// Content routing, checked.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// The JSON field (dotted for nested) whose value names the table.
+    pub field: String,
+    pub max_tables: usize,
+    /// The table positions of the routed tables are recorded in.
+    pub state: String,
+}
+
+impl Route {
+    /// The table of a route value, or why the value cannot name one.
+    ///
+    /// # Errors
+    /// A value that is empty, longer than 200 bytes, `.`/`..`, or not made of ASCII letters,
+    /// digits, `-`, `_`, `.` and `=`.
+    pub fn table_of(&self, template: &str, value: &str) -> std::result::Result<String, String> {
+        let ok = !value.is_empty()
+            && value.len() <= 200
+            && value != "."
+            && value != ".."
+            && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '='));
+        if !ok {
+            return Err(format!(
+                "{}: {value:?} cannot name a table (1 to 200 ASCII letters, digits, '-', '_', '.', '=')",
+                self.field
+            ));
+        }
+        Ok(template.replace(&format!("{{{}}}", self.field), value))
+    }
 }
 
 /// Where a pipeline's records come from.
@@ -180,6 +214,9 @@ impl ResolvedPipeline {
         p.table = self.table.replace("{topic}", topic);
         if let Some(t) = &mut p.dead_letter.table {
             *t = t.replace("{topic}", topic);
+        }
+        if let Some(r) = &mut p.route {
+            r.state = r.state.replace("{topic}", topic);
         }
         if let PipelineSource::Kafka(k) = &mut p.source {
             if !matches!(k.topics, Topics::One) {
@@ -310,6 +347,7 @@ impl PipelineConfig {
                 properties: self.kafka.properties.clone(),
             }),
         };
+        let route = self.resolve_route(&app_id, &bad)?;
         Ok(ResolvedPipeline {
             name: name.to_string(),
             app_id,
@@ -328,7 +366,43 @@ impl PipelineConfig {
             dead_letter: self.dead_letter.clone(),
             upsert: self.resolve_upsert(&bad)?,
             compaction,
+            route,
         })
+    }
+
+    fn resolve_route(&self, app_id: &str, bad: &dyn Fn(&str, String) -> Error) -> Result<Option<Route>> {
+        let Some(field) = &self.route_by else { return Ok(None) };
+        let field = field.trim();
+        if field.is_empty() || field.contains(['{', '}']) {
+            return Err(bad("route_by", format!("{field:?} is not a field name")));
+        }
+        let placeholder = format!("{{{field}}}");
+        let Some(at) = self.table.find(&placeholder) else {
+            return Err(bad("table", format!("route_by = {field:?} needs {placeholder} in the table template")));
+        };
+        if self.delta.is_some() || self.upsert.is_some() || self.kafka.format != "json" {
+            return Err(bad("route_by", "routes JSON payloads of a Kafka source without upsert".into()));
+        }
+        if self.kafka.stop_at_end || !self.kafka.topics.is_empty() || self.kafka.topic_pattern.is_some() {
+            return Err(bad("route_by", "routes one kafka.topic, without stop_at_end".into()));
+        }
+        if self.max_tables == 0 {
+            return Err(bad("max_tables", "must be at least 1".into()));
+        }
+        let state = match &self.route_state {
+            Some(s) if !s.trim().is_empty() => s.clone(),
+            _ => {
+                let dir = self.table[..at].rfind('/').map_or("", |i| &self.table[..=i]);
+                if dir.is_empty() || dir.contains('{') {
+                    return Err(bad(
+                        "route_state",
+                        "give a location (the table template has no fixed directory)".into(),
+                    ));
+                }
+                format!("{dir}_deltabus_routes/{app_id}")
+            }
+        };
+        Ok(Some(Route { field: field.to_string(), max_tables: self.max_tables, state }))
     }
 
     /// `kafka.topic`, `topics` or `topic_pattern` (`None` when none is given).
@@ -349,8 +423,9 @@ impl PipelineConfig {
             list.dedup();
             Some(Topics::List(list))
         } else if let Some(p) = &k.topic_pattern {
-            let regex = regex::Regex::new(&format!("^(?:{p})$"))
-                .map_err(|e| bad("kafka.topic_pattern", format!("{p:?}: {}", e.to_string().lines().last().unwrap_or(""))))?;
+            let regex = regex::Regex::new(&format!("^(?:{p})$")).map_err(|e| {
+                bad("kafka.topic_pattern", format!("{p:?}: {}", e.to_string().lines().last().unwrap_or("")))
+            })?;
             if k.topic_refresh.get().is_zero() {
                 return Err(bad("kafka.topic_refresh", "must be positive".into()));
             }

@@ -16,6 +16,8 @@
 //! - [`projection`] [sync]: rows of a writer schema (Avro) onto the table's columns.
 //! - [`positions`]: where assigned partitions resume, checked against the broker's watermarks.
 //! - [`runner`]: the pipeline task (group events, seeking, polling, applying flush results).
+//! - [`routed`]: a pipeline routing records to tables by a field (`route_by`), with its
+//!   route-state table.
 //! - [`delta_source`]: a pipeline that follows another Delta table.
 //! - [`auto_compact`]: the background compactor beside a pipeline.
 //! - [`service`]: several pipelines in one process, metrics endpoint, graceful shutdown.
@@ -30,6 +32,7 @@ mod flushing;
 pub mod keyed;
 pub mod positions;
 pub mod projection;
+pub mod routed;
 pub mod runner;
 pub mod schema;
 pub mod service;

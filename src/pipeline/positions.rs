@@ -148,6 +148,32 @@ pub async fn record_latest(
     topic: &str,
     ends: &BTreeMap<i32, i64>,
 ) -> Result<bool> {
+    record(table, snapshot, app, topic, ends, Some("latest")).await
+}
+
+/// Records `next` (partition → the next offset to read) as positions, in one commit of `txn`
+/// actions only (a routed pipeline's state). Returns whether the table existed.
+///
+/// # Errors
+/// Storage errors; a conflicting or undecidable commit.
+pub async fn record_positions(
+    table: &Table,
+    snapshot: Option<&crate::delta::snapshot::Snapshot>,
+    app: &str,
+    topic: &str,
+    next: &BTreeMap<i32, i64>,
+) -> Result<bool> {
+    record(table, snapshot, app, topic, next, None).await
+}
+
+async fn record(
+    table: &Table,
+    snapshot: Option<&crate::delta::snapshot::Snapshot>,
+    app: &str,
+    topic: &str,
+    ends: &BTreeMap<i32, i64>,
+    starting: Option<&str>,
+) -> Result<bool> {
     let Some(snapshot) = snapshot else { return Ok(false) };
     if ends.is_empty() {
         return Ok(true);
@@ -160,11 +186,13 @@ pub async fn record_latest(
             Action::Txn(Txn { app_id: id.to_string(), version: end - 1, last_updated: Some(now) })
         })
         .collect();
-    let txn = Transaction::new("STREAMING UPDATE", actions)
+    let mut txn = Transaction::new("STREAMING UPDATE", actions)
         .with_parameter("outputMode", "Append")
         .with_parameter("queryId", app)
-        .with_parameter("startingOffsets", "latest")
         .with_metric("numOutputRows", 0);
+    if let Some(s) = starting {
+        txn = txn.with_parameter("startingOffsets", s);
+    }
     match StagedCommit::new(table).commit(Some(snapshot), &txn, &RetryPolicy::default()).await? {
         // Already there: another owner recorded (or committed) a position first; the caller
         // re-reads the table and uses it.

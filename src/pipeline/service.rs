@@ -211,11 +211,19 @@ impl Launcher {
         if matches!(p.source, PipelineSource::Delta(_)) {
             let storage = self.storage.clone();
             tasks.spawn(
-                async move { (name, super::delta_source::run(p, table, storage, metrics, stop).await) }.instrument(span),
+                async move { (name, super::delta_source::run(p, table, storage, metrics, stop).await) }
+                    .instrument(span),
             );
             return Ok(());
         }
         let dead = dead_letter_sink(&p, &self.storage)?;
+        if p.route.is_some() {
+            let runner = super::routed::RoutedRunner::new(p, self.storage.clone(), dead, metrics)
+                .instrument(span.clone())
+                .await?;
+            tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
+            return Ok(());
+        }
         let runner = Runner::new(p, table, dead, metrics).instrument(span.clone()).await?;
         tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
         Ok(())
