@@ -223,6 +223,23 @@ fn check_table(py: &str, table: &str) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let seen = String::from_utf8_lossy(&out.stdout);
     assert!(seen.starts_with("100 decimal128(10, 2) date32[day] timestamp[us, tz=UTC]"), "{seen}");
+    kernel_reads_what_deltabus_reads(table);
+}
+
+/// kernel-oracle (delta-kernel-rs) reads the table's rows as `deltabus cat` does.
+fn kernel_reads_what_deltabus_reads(table: &str) {
+    let Some(oracle) = crate::common::kernel_oracle() else { return };
+    let out = std::process::Command::new(oracle).arg("rows").arg(table).output().unwrap();
+    assert!(out.status.success(), "kernel-oracle: {}", String::from_utf8_lossy(&out.stderr));
+    let ours = crate::common::deltabus(&["cat", table]);
+    assert!(ours.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        String::from_utf8_lossy(&ours.stdout).lines().count()
+    );
+    if let Err(e) = crate::write::compare_rows(&ours.stdout, &out.stdout) {
+        panic!("kernel-oracle reads {table} differently: {e}");
+    }
 }
 
 const ORDER_JSON_SCHEMA: &str = r#"{"$schema":"http://json-schema.org/draft-07/schema#","title":"Order","type":"object",
@@ -402,4 +419,5 @@ for i in range(30):
     let dead = crate::common::deltabus(&["cat", &format!("{table}_dead")]);
     let reasons = String::from_utf8_lossy(&dead.stdout).to_string();
     assert!(reasons.contains("schema id 4 is not in the registry") && reasons.contains("Protobuf body"), "{reasons}");
+    kernel_reads_what_deltabus_reads(&table);
 }

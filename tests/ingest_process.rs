@@ -142,6 +142,24 @@ fn cluster() -> MockCluster<'static, rdkafka::producer::DefaultProducerContext> 
     c
 }
 
+/// Starts a worker `rounds` times and kills it with -9 past the ~3.5 s group join, anywhere
+/// within the next 2.5 s. The moments vary from run to run (the seed is printed, to replay a
+/// failure).
+pub fn kill_at_random_moments(rounds: usize, spawn: impl Fn() -> Child) {
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+    eprintln!("kill -9 seed {seed}");
+    let mut rnd = seed | 1;
+    for _round in 0..rounds {
+        rnd ^= rnd << 13;
+        rnd ^= rnd >> 7;
+        rnd ^= rnd << 17;
+        let mut worker = spawn();
+        std::thread::sleep(Duration::from_millis(3500 + rnd % 2500));
+        worker.kill().unwrap(); // SIGKILL: no flush, no commit, no goodbye to the group
+        worker.wait().unwrap();
+    }
+}
+
 #[test]
 fn kill_dash_nine_and_restart_is_exactly_once() {
     let _guard = crate::common::native_clients_lock();
@@ -151,20 +169,7 @@ fn kill_dash_nine_and_restart_is_exactly_once() {
     let cluster = cluster();
     let brokers = cluster.bootstrap_servers();
     let producer = start_producer(brokers.clone(), 15);
-    // Kill moments vary from run to run (printed, to replay a failure).
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
-    eprintln!("kill -9 seed {seed}");
-    let mut rnd = seed | 1;
-    for _round in 0..3 {
-        rnd ^= rnd << 13;
-        rnd ^= rnd >> 7;
-        rnd ^= rnd << 17;
-        let mut worker = spawn_worker(&brokers, &table, "cooperative-sticky", &log);
-        // Past the ~3.5 s group join, then anywhere within the next 2.5 s.
-        std::thread::sleep(Duration::from_millis(3500 + rnd % 2500));
-        worker.kill().unwrap(); // SIGKILL: no flush, no commit, no goodbye to the group
-        worker.wait().unwrap();
-    }
+    kill_at_random_moments(3, || spawn_worker(&brokers, &table, "cooperative-sticky", &log));
     assert!(table_rows(&table) > 0, "the killed workers committed something");
     let last = spawn_worker(&brokers, &table, "cooperative-sticky", &log);
     producer.join().unwrap();

@@ -161,18 +161,7 @@ max_rows = 500
         start_producer_to(brokers.clone(), "orders.a".into(), 15),
         start_producer_to(brokers.clone(), "orders.b".into(), 15),
     ];
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
-    eprintln!("kill -9 seed {seed}");
-    let mut rnd = seed | 1;
-    for _round in 0..3 {
-        rnd ^= rnd << 13;
-        rnd ^= rnd >> 7;
-        rnd ^= rnd << 17;
-        let mut worker = spawn_run(&config, &log);
-        std::thread::sleep(Duration::from_millis(3500 + rnd % 2500));
-        worker.kill().unwrap();
-        worker.wait().unwrap();
-    }
+    crate::ingest_process::kill_at_random_moments(3, || spawn_run(&config, &log));
     let (a, b) = (format!("{}/orders.a", dir.path().display()), format!("{}/orders.b", dir.path().display()));
     assert!(table_rows(&a) + table_rows(&b) > 0, "the killed workers committed something");
     let last = spawn_run(&config, &log);
@@ -297,18 +286,7 @@ max_rows = 500
     let producer = start_producer_with(brokers.clone(), "orders".into(), 15, |id| {
         format!(r#"{{"id":{id},"region":"r{}","payload":"{}"}}"#, id % 3, "x".repeat((id % 40) as usize))
     });
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
-    eprintln!("kill -9 seed {seed}");
-    let mut rnd = seed | 1;
-    for _round in 0..3 {
-        rnd ^= rnd << 13;
-        rnd ^= rnd >> 7;
-        rnd ^= rnd << 17;
-        let mut worker = spawn_run(&config, &log);
-        std::thread::sleep(Duration::from_millis(3500 + rnd % 2500));
-        worker.kill().unwrap();
-        worker.wait().unwrap();
-    }
+    crate::ingest_process::kill_at_random_moments(3, || spawn_run(&config, &log));
     // One more, killed between two tables' commits of a flush.
     let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
         .args(["run", "--config", config.to_str().unwrap()])

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
 
 use super::buffer::{Buffer, PartitionBatch};
@@ -30,13 +30,13 @@ use super::commit::Flusher;
 use super::dead_letter::DeadLetterSink;
 use super::decode::decode;
 use super::positions;
-use super::runner::RunReport;
+use super::runner::{open_source, RunReport};
 use super::schema::TableSchema;
 use crate::common::flush::{BatchState, FlushReason};
 use crate::config::{ResolvedPipeline, Route};
 use crate::error::Result;
 use crate::metrics::PipelineMetrics;
-use crate::source::kafka::consumer::{prefetch_kbytes, ConsumerEvent, ConsumerSettings};
+use crate::source::kafka::consumer::ConsumerEvent;
 use crate::source::kafka::payload::DeadLetter;
 use crate::source::kafka::stage::{KafkaSource, Poll, SourceRecord, StartOffset};
 use crate::storage::{StorageOptions, Table};
@@ -123,30 +123,14 @@ impl RoutedRunner {
     /// # Errors
     /// Kafka, storage and protocol errors.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<RunReport> {
-        let (tx, mut events) = unbounded_channel();
-        let k = self.cfg.kafka()?;
-        let settings = ConsumerSettings {
-            brokers: &k.brokers,
-            topic: &k.topic,
-            group_id: &k.group_id,
-            assignment: &k.assignment,
-            properties: &k.properties,
-            prefetch_kbytes: prefetch_kbytes(self.cfg.policy.max_bytes),
-        };
-        let source = KafkaSource::open(&settings, tx)?;
-        tracing::info!(topic = %k.topic, route_by = %self.route.field, state = %self.state.url(), "routed pipeline started");
+        let (source, mut events) = open_source(&self.cfg)?;
+        tracing::info!(topic = %source.topic(), route_by = %self.route.field, state = %self.state.url(), "routed pipeline started");
         let mut result = self.consume(&source, &mut events, &mut shutdown).await;
         if result.is_ok() {
             result = self.flush(&source, FlushReason::Shutdown).await;
         }
         source.close().await;
-        let m = &self.metrics;
-        let report = RunReport {
-            records: m.records_in.get(),
-            rows_committed: m.rows_committed.get(),
-            dead_letters: m.dead_letters.get(),
-            commits: m.commits.get(),
-        };
+        let report = RunReport::of(&self.metrics);
         tracing::info!(
             records = report.records,
             rows_committed = report.rows_committed,
@@ -278,7 +262,13 @@ impl RoutedRunner {
                 let table = route_value(r.raw.payload, &self.route.field)
                     .and_then(|v| self.route.table_of(&self.cfg.table, &v));
                 match table {
-                    Ok(t) if self.tables.contains_key(&t) || self.tables.len() < self.route.max_tables => {
+                    // (Tables this poll opens count against the limit as well.)
+                    Ok(t)
+                        if self.tables.contains_key(&t)
+                            || groups.contains_key(&t)
+                            || self.tables.len() + groups.keys().filter(|g| !self.tables.contains_key(*g)).count()
+                                < self.route.max_tables =>
+                    {
                         groups.entry(t).or_default().push(r);
                     }
                     Ok(t) => self

@@ -63,6 +63,36 @@ pub struct RunReport {
     pub commits: u64,
 }
 
+impl RunReport {
+    /// The report of a pipeline's counters.
+    pub fn of(m: &PipelineMetrics) -> RunReport {
+        RunReport {
+            records: m.records_in.get(),
+            rows_committed: m.rows_committed.get(),
+            dead_letters: m.dead_letters.get(),
+            commits: m.commits.get(),
+        }
+    }
+}
+
+/// The Kafka source of a pipeline's topic, with its group events.
+///
+/// # Errors
+/// [`crate::error::Error::Kafka`] when librdkafka refuses the configuration.
+pub(crate) fn open_source(cfg: &ResolvedPipeline) -> Result<(KafkaSource, UnboundedReceiver<ConsumerEvent>)> {
+    let (tx, events) = unbounded_channel();
+    let k = cfg.kafka()?;
+    let settings = ConsumerSettings {
+        brokers: &k.brokers,
+        topic: &k.topic,
+        group_id: &k.group_id,
+        assignment: &k.assignment,
+        properties: &k.properties,
+        prefetch_kbytes: prefetch_kbytes(cfg.policy.max_bytes),
+    };
+    Ok((KafkaSource::open(&settings, tx)?, events))
+}
+
 /// A pipeline ready to run.
 pub struct Runner {
     cfg: ResolvedPipeline,
@@ -122,31 +152,15 @@ impl Runner {
     /// # Errors
     /// Kafka client creation, storage, protocol errors; a commit that keeps conflicting.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<RunReport> {
-        let (tx, mut events) = unbounded_channel();
-        let k = self.cfg.kafka()?;
-        let settings = ConsumerSettings {
-            brokers: &k.brokers,
-            topic: &k.topic,
-            group_id: &k.group_id,
-            assignment: &k.assignment,
-            properties: &k.properties,
-            prefetch_kbytes: prefetch_kbytes(self.cfg.policy.max_bytes),
-        };
-        let source = KafkaSource::open(&settings, tx)?;
-        tracing::info!(topic = %k.topic, table = %self.table.url(), "pipeline started");
+        let (source, mut events) = open_source(&self.cfg)?;
+        tracing::info!(topic = %source.topic(), table = %self.table.url(), "pipeline started");
         let result = self.consume(&source, &mut events, &mut shutdown).await;
         let result = match result {
             Ok(()) => self.flush_now(&source, FlushReason::Shutdown).await,
             Err(e) => Err(e),
         };
         source.close().await;
-        let m = &self.metrics;
-        let report = RunReport {
-            records: m.records_in.get(),
-            rows_committed: m.rows_committed.get(),
-            dead_letters: m.dead_letters.get(),
-            commits: m.commits.get(),
-        };
+        let report = RunReport::of(&self.metrics);
         tracing::info!(
             records = report.records,
             rows_committed = report.rows_committed,

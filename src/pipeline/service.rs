@@ -1,6 +1,11 @@
 //! `deltabus run`: every configured pipeline as its own task in one process, the metrics
 //! endpoint, and graceful shutdown.
 //!
+//! A pipeline of several topics (`kafka.topics`) runs as one pipeline per topic
+//! ([`ResolvedPipeline::for_topic`]); one of a `kafka.topic_pattern` has a watcher task that
+//! lists the cluster's topics at start and every `topic_refresh`, and launches a pipeline for
+//! each new match. A routed pipeline (`route_by`) runs as a [`super::routed::RoutedRunner`].
+//!
 //! Shutdown: when `shutdown` turns true (the CLI wires SIGTERM and SIGINT to it), every
 //! pipeline stops consuming, flushes and commits its open batch, and leaves its group. If that
 //! takes longer than the deadline, [`run`] returns an error (exit 3) without waiting further;
