@@ -97,9 +97,12 @@ pub(crate) async fn decode(
         match decoded.batch {
             Some(b) => {
                 let b = columns::append(b, &cfg.columns, &raw, &headers, &decoded.rows_from)?;
+                // (A substring test first: most tables have none, and this runs per poll.)
                 let generated = match &schema.snapshot {
-                    Some(s) => crate::delta::generated::generated_columns(&s.schema)?,
-                    None => Vec::new(),
+                    Some(s) if s.metadata.schema_string.contains(crate::delta::generated::GENERATION_EXPRESSION) => {
+                        crate::delta::generated::generated_columns(&s.schema)?
+                    }
+                    _ => Vec::new(),
                 };
                 let rows: Vec<&RawRecord<'_>> = decoded.rows_from.iter().map(|i| &raw[*i]).collect();
                 refuse_disagreeing(b, &generated, &rows, &mut row_offsets, &mut letters)?
