@@ -12,9 +12,10 @@
 use arrow::array::{Array, BooleanArray, RecordBatch, StringArray};
 
 use super::buffer::Consumed;
-use super::keyed::{debezium_change, key_of_kafka_key, keys_of_batch, RecordChange};
+use super::keyed::{debezium_change, keys_of_batch, RecordChange};
+use super::keyed_avro::tombstone_keys;
 use super::schema::TableSchema;
-use crate::config::{ResolvedPipeline, UpsertConfig};
+use crate::config::{PayloadFormat, ResolvedPipeline, UpsertConfig};
 use crate::error::{Error, Result};
 use crate::source::kafka::columns::{self, Headers};
 use crate::source::kafka::payload::{DeadLetter, RawRecord};
@@ -37,19 +38,29 @@ pub(crate) async fn decode(
     let headers_column = cfg.columns.headers.is_some();
     let mut letters = Vec::new();
     let mut deletes = Vec::new();
-    // Keyed ingestion: what each record does (Debezium `after` images replace payloads).
+    // Keyed ingestion: what each record does (Debezium `after` images replace payloads; Avro
+    // envelopes are unwrapped by the Avro decoder, Avro keys decoded here).
+    let avro = matches!(cfg.kafka().map(|k| &k.format), Ok(PayloadFormat::Avro(_) | PayloadFormat::AvroPlain(_)));
+    let mut tombstones = match &cfg.upsert {
+        Some(u) => {
+            let raws: Vec<RawRecord<'_>> = records.iter().map(|r| r.raw).collect();
+            tombstone_keys(schema.key_avro.as_mut(), &raws, &u.key_columns).await
+        }
+        None => Default::default(),
+    };
     let keyed: Vec<Option<RecordChange>> = match &cfg.upsert {
         None => Vec::new(),
         Some(u) => records
             .iter()
-            .map(|r| {
+            .enumerate()
+            .map(|(i, r)| {
                 let m = &r.raw;
                 let change = match (m.payload, u.format.as_str()) {
-                    (None, _) => m
-                        .key
-                        .and_then(|k| key_of_kafka_key(k, &u.key_columns))
-                        .map(RecordChange::Delete)
-                        .ok_or_else(|| "tombstone without a usable key".to_string()),
+                    (None, _) => tombstones
+                        .remove(&i)
+                        .unwrap_or_else(|| Err("tombstone without a usable key".into()))
+                        .map(RecordChange::Delete),
+                    (Some(_), _) if avro => Ok(RecordChange::UpsertAsIs),
                     (Some(p), "debezium") => debezium_change(p, m.key, &u.key_columns),
                     (Some(_), _) => Ok(RecordChange::UpsertAsIs),
                 };
@@ -91,6 +102,7 @@ pub(crate) async fn decode(
     } else {
         let mut decoded = schema.decode(table, cfg, &raw).await?;
         letters.append(&mut decoded.dead_letters);
+        deletes.extend(std::mem::take(&mut schema.deletes).into_iter().map(|(i, k)| (raw[i].offset, k)));
         if cfg.upsert.is_some() {
             row_offsets = decoded.rows_from.iter().map(|i| raw[*i].offset).collect();
         }

@@ -10,6 +10,7 @@
 //! - [`schema`]: the table as the pipeline sees it (snapshot, decoder, creation, evolution).
 //! - [`commit`]: one flush: dead letters, data files, one commit with a txn per partition.
 //! - [`keyed`] [sync]: keys, Debezium envelopes, the last change per key.
+//! - [`keyed_avro`]: Avro record keys and Debezium's Avro envelope.
 //! - [`upsert`]: the keyed flush: deletion vectors for replaced and deleted keys, new rows.
 //! - [`dead_letter`]: the dead-letter destinations (Delta table, Kafka topic).
 //! - [`flushing`]: the flush slot: one flush at a time in the background.
@@ -30,6 +31,7 @@ pub mod decode;
 pub mod delta_source;
 mod flushing;
 pub mod keyed;
+pub mod keyed_avro;
 pub mod positions;
 pub mod projection;
 pub mod routed;

@@ -47,6 +47,11 @@ pub struct TableSchema {
     json_registry: Option<Arc<RegistryClient>>,
     /// Set for Protobuf topics.
     proto: Option<ProtoDecoder>,
+    /// Keyed Avro topics: the decoder of Confluent-framed record keys.
+    pub key_avro: Option<AvroDecoder>,
+    /// Keyed Avro topics with Debezium envelopes: the deletes (input index, key) the last
+    /// [`TableSchema::decode`] found; the caller takes them.
+    pub deletes: Vec<(usize, String)>,
     record_columns: Vec<String>,
     max_record_bytes: usize,
 }
@@ -91,9 +96,17 @@ impl TableSchema {
             ),
             _ => (None, None),
         };
+        let key_avro = match (cfg.kafka().map(|k| &k.format), &cfg.upsert) {
+            (Ok(PayloadFormat::Avro(registry)), Some(_)) => {
+                Some(AvroDecoder::new(Arc::new(RegistryClient::new(registry.clone())?)))
+            }
+            _ => None,
+        };
         let mut me = TableSchema {
             snapshot,
             decoder: None,
+            key_avro,
+            deletes: Vec::new(),
             avro,
             json_registry,
             proto,
@@ -312,7 +325,18 @@ impl TableSchema {
     /// projected onto it, new writer fields added when evolution is on.
     async fn decode_avro(&mut self, table: &Table, cfg: &ResolvedPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
         let Some(avro) = self.avro.as_mut() else { return Err(Error::Internal("no Avro decoder".into())) };
-        let decoded = avro.decode(raw).await;
+        let mut decoded = avro.decode(raw).await;
+        if cfg.upsert.as_ref().is_some_and(|u| u.format == "debezium") {
+            let columns = cfg.upsert.as_ref().map(|u| u.key_columns.clone()).unwrap_or_default();
+            let mut runs = Vec::new();
+            for run in std::mem::take(&mut decoded.runs) {
+                let u = super::keyed_avro::unwrap_debezium(run, &columns);
+                runs.extend(u.rows);
+                self.deletes.extend(u.deletes);
+                decoded.dead_letters.extend(u.refused.into_iter().map(|(i, why)| DeadLetter::of(&raw[i], why)));
+            }
+            decoded.runs = runs;
+        }
         if self.snapshot.is_none() {
             let first = decoded.runs.first().map(|r| r.batch.schema());
             let Some(arrow) = first else {
