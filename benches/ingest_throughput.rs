@@ -154,7 +154,7 @@ fn avro_against_json(n: usize, size: usize, rt: &tokio::runtime::Runtime) -> (us
     let schema = arrow_schema();
     let avro = AvroSchema::try_from(schema.as_ref()).unwrap();
     let config = RegistryConfig { url: "http://127.0.0.1:1".into(), ..Default::default() };
-    let known = RegisteredSchema { id: 1, schema_type: SchemaType::Avro, schema: avro.json_string.clone() };
+    let known = RegisteredSchema::new(1, SchemaType::Avro, avro.json_string.clone());
     let mut decoder = AvroDecoder::new(Arc::new(RegistryClient::preloaded(config, vec![known]).unwrap()));
     let json = PayloadDecoder::new(schema.clone(), 1 << 20);
     let (mut avro_s, mut json_s, mut avro_bytes, mut json_bytes) = (0.0, 0.0, 0, 0);
@@ -211,7 +211,7 @@ fn protobuf_against_json(n: usize, size: usize, rt: &tokio::runtime::Runtime) ->
         double amount = 4; bool ok = 5; string note = 6; int64 ts = 7; }";
     let n = n.min(200_000);
     let config = RegistryConfig { url: "http://127.0.0.1:1".into(), ..Default::default() };
-    let known = RegisteredSchema { id: 1, schema_type: SchemaType::Protobuf, schema: PROTO.into() };
+    let known = RegisteredSchema::new(1, SchemaType::Protobuf, PROTO);
     let mut decoder = ProtoDecoder::new(Arc::new(RegistryClient::preloaded(config, vec![known]).unwrap()));
     let pool = {
         // The same schema as a descriptor, to encode the messages (not timed).

@@ -40,8 +40,29 @@ const OUTAGE: usize = 2;
 /// A registry answering `GET /schemas/ids/{id}` with basic authentication, counting requests;
 /// the first [`OUTAGE`] requests get 503.
 async fn registry(answers: HashMap<u32, serde_json::Value>) -> (String, Arc<AtomicUsize>) {
+    registry_with(answers, HashMap::new()).await
+}
+
+/// As [`registry`], also answering `GET /subjects/{subject}/versions/{version}` from
+/// `subjects` (keyed `"<subject>/<version>"`, `latest` included).
+async fn registry_with(
+    answers: HashMap<u32, serde_json::Value>,
+    subjects: HashMap<String, serde_json::Value>,
+) -> (String, Arc<AtomicUsize>) {
     let hits = Arc::new(AtomicUsize::new(0));
     let state = (Arc::new(answers), hits.clone());
+    let subjects = Arc::new(subjects);
+    async fn by_subject(
+        State(subjects): State<Arc<HashMap<String, serde_json::Value>>>,
+        Path((subject, version)): Path<(String, String)>,
+    ) -> (StatusCode, String) {
+        match subjects.get(&format!("{subject}/{version}")) {
+            Some(answer) => (StatusCode::OK, answer.to_string()),
+            None => (StatusCode::NOT_FOUND, r#"{"error_code":40401,"message":"Subject not found"}"#.into()),
+        }
+    }
+    let subject_routes =
+        Router::new().route("/subjects/{subject}/versions/{version}", get(by_subject)).with_state(subjects);
     async fn by_id(
         State((schemas, hits)): State<RegistryState>,
         Path(id): Path<u32>,
@@ -59,7 +80,7 @@ async fn registry(answers: HashMap<u32, serde_json::Value>) -> (String, Arc<Atom
             None => (StatusCode::NOT_FOUND, r#"{"error_code":40403,"message":"Schema not found"}"#.into()),
         }
     }
-    let app = Router::new().route("/schemas/ids/{id}", get(by_id)).with_state(state);
+    let app = Router::new().route("/schemas/ids/{id}", get(by_id)).with_state(state).merge(subject_routes);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -541,3 +562,74 @@ const DEBEZIUM_ENVELOPE: &str = r#"{"type":"record","name":"Envelope","namespace
   {"name":"after","type":["null","Value"],"default":null},
   {"name":"op","type":"string"},
   {"name":"ts_ms","type":["null","long"],"default":null}]}"#;
+
+const ADDRESS: &str = r#"{"type":"record","name":"Address","namespace":"com.acme","fields":[
+  {"name":"city","type":"string"},{"name":"zip","type":["null","string"],"default":null}]}"#;
+
+const ORDER_WITH_REFERENCE: &str = r#"{"type":"record","name":"Order","namespace":"com.acme","fields":[
+  {"name":"id","type":"long"},{"name":"ship","type":"Address"},{"name":"bill","type":["null","com.acme.Address"],"default":null}]}"#;
+
+/// A writer schema that references a type registered under another subject (Confluent
+/// `references`), and `schema_registry.subject`: the table is created at start from the
+/// subject's latest version, before any record, with the referenced record as a struct; then
+/// records encoded by `fastavro` against the same named types land.
+#[test]
+fn schema_references_and_a_subject_create_the_table_before_records() {
+    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
+        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
+        return;
+    };
+    let script = format!(
+        r#"
+import io, json, struct
+from fastavro import schemaless_writer, parse_schema
+named = {{}}
+parse_schema(json.loads('''{ADDRESS}'''), named_schemas=named)
+order = parse_schema(json.loads('''{ORDER_WITH_REFERENCE}'''), named_schemas=named)
+for i in range(20):
+    buf = io.BytesIO(); buf.write(b"\x00" + struct.pack(">I", 8))
+    rec = {{"id": i, "ship": {{"city": "Zürich-%d" % i, "zip": None}}, "bill": None if i % 2 else {{"city": "Köln", "zip": "50667"}}}}
+    schemaless_writer(buf, order, rec)
+    print(buf.getvalue().hex())
+"#
+    );
+    let out = std::process::Command::new(&py).arg("-c").arg(script).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let records: Vec<Vec<u8>> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| (0..l.len()).step_by(2).map(|i| u8::from_str_radix(&l[i..i + 2], 16).unwrap()).collect())
+        .collect();
+    let reference = serde_json::json!([{"name": "com.acme.Address", "subject": "com.acme.Address", "version": 1}]);
+    let by_id = serde_json::json!({ "schema": ORDER_WITH_REFERENCE, "references": reference });
+    let latest = serde_json::json!({ "subject": "orders-value", "version": 3, "id": 8, "schema": ORDER_WITH_REFERENCE, "references": reference });
+    let address = serde_json::json!({ "subject": "com.acme.Address", "version": 1, "id": 2, "schema": ADDRESS });
+    let subjects =
+        HashMap::from([("orders-value/latest".to_string(), latest), ("com.acme.Address/1".to_string(), address)]);
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders").to_string_lossy().into_owned();
+    let _guard = crate::common::native_clients_lock();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let (url, _hits) = registry_with(HashMap::from([(8, by_id)]), subjects).await;
+        let configure = |p: &mut PipelineConfig| {
+            p.kafka.format = "avro".into();
+            let mut r = registry_at(url.clone());
+            r.subject = Some("orders-value".into());
+            p.schema_registry = Some(r);
+        };
+        // No records yet: the table is there, from the subject.
+        assert_eq!(ingest(&[], &table, configure).await, (0, 0));
+        let fields = column_types(&table);
+        assert_eq!(fields["id"], "long");
+        assert_eq!(fields["ship"]["fields"][0]["name"], "city", "{fields:?}");
+        assert_eq!(fields["bill"]["fields"][1]["name"], "zip", "{fields:?}");
+        assert_eq!(ingest(&records, &table, configure).await, (20, 0));
+    });
+    drop(rt);
+    let out = crate::common::deltabus(&["cat", &table]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 20);
+    assert!(text.contains("Zürich-7") && text.contains("50667"), "{text}");
+    kernel_reads_what_deltabus_reads(&table);
+}

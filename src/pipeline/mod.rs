@@ -15,6 +15,7 @@
 //! - [`dead_letter`]: the dead-letter destinations (Delta table, Kafka topic).
 //! - [`flushing`]: the flush slot: one flush at a time in the background.
 //! - [`projection`] [sync]: rows of a writer schema (Avro) onto the table's columns.
+//! - [`registry_schema`]: a new table's schema from a registry subject's latest version.
 //! - [`positions`]: where assigned partitions resume, checked against the broker's watermarks.
 //! - [`runner`]: the pipeline task (group events, seeking, polling, applying flush results).
 //! - [`routed`]: a pipeline routing records to tables by a field (`route_by`), with its
@@ -34,6 +35,7 @@ pub mod keyed;
 pub mod keyed_avro;
 pub mod positions;
 pub mod projection;
+pub mod registry_schema;
 pub mod routed;
 pub mod runner;
 pub mod schema;

@@ -116,6 +116,9 @@ impl TableSchema {
         if me.snapshot.is_none() {
             if let Some(schema) = &cfg.schema {
                 me.create(table, cfg, schema.clone()).await?;
+            } else if let Some(schema) = super::registry_schema::subject_schema(cfg).await? {
+                let schema = me.without_record_columns(schema);
+                me.create(table, cfg, schema).await?;
             }
         }
         me.sync_decoder();
@@ -498,7 +501,7 @@ fn back_to_records(
 }
 
 /// A Delta schema holding an Arrow schema faithfully (a writer schema becoming a table).
-fn delta_struct_of(arrow: &arrow::datatypes::Schema) -> Result<StructType> {
+pub(crate) fn delta_struct_of(arrow: &arrow::datatypes::Schema) -> Result<StructType> {
     arrow
         .fields()
         .iter()

@@ -1,8 +1,12 @@
 //! A client of the Confluent Schema Registry REST API (also served by Apicurio's and
 //! Redpanda's compatibility endpoints): writer schemas by id, cached for the process.
 //!
-//! - `GET {url}/schemas/ids/{id}` → `{"schema": "...", "schemaType": "AVRO"|"PROTOBUF"|"JSON"}`
-//!   (a missing `schemaType` means Avro).
+//! - `GET {url}/schemas/ids/{id}` → `{"schema": "...", "schemaType": "AVRO"|"PROTOBUF"|"JSON",
+//!   "references": [{"name", "subject", "version"}]}` (a missing `schemaType` means Avro);
+//!   each reference is fetched with `GET {url}/subjects/{subject}/versions/{version}`,
+//!   recursively (at most 16 deep), and travels with the schema.
+//! - `GET {url}/subjects/{subject}/versions/latest`: a subject's latest schema (a new table's
+//!   schema before any record arrives).
 //! - Basic (`username`/`password`) or bearer (`token`) authentication; TLS for `https://`;
 //!   a timeout per request.
 //! - A registry that is down or slow is retried at a growing backoff (1 s to 30 s) for as
@@ -37,6 +41,10 @@ pub struct RegistryConfig {
     /// Per request.
     #[serde(default = "default_timeout")]
     pub timeout: HumanDuration,
+    /// With `create = true` and no `schema`: a missing table is created at start from this
+    /// subject's latest schema (e.g. `orders-value`), before any record arrives.
+    #[serde(default)]
+    pub subject: Option<String>,
 }
 
 fn default_timeout() -> HumanDuration {
@@ -45,7 +53,14 @@ fn default_timeout() -> HumanDuration {
 
 impl Default for RegistryConfig {
     fn default() -> Self {
-        RegistryConfig { url: String::new(), username: None, password: None, token: None, timeout: default_timeout() }
+        RegistryConfig {
+            url: String::new(),
+            username: None,
+            password: None,
+            token: None,
+            timeout: default_timeout(),
+            subject: None,
+        }
     }
 }
 
@@ -57,6 +72,7 @@ impl std::fmt::Debug for RegistryConfig {
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("timeout", &self.timeout)
+            .field("subject", &self.subject)
             .finish()
     }
 }
@@ -75,6 +91,32 @@ pub struct RegisteredSchema {
     pub id: u32,
     pub schema_type: SchemaType,
     pub schema: String,
+    /// The schemas it references (Avro named types, Protobuf imports), by reference name,
+    /// each with its own references.
+    pub references: Vec<(String, Arc<RegisteredSchema>)>,
+}
+
+impl RegisteredSchema {
+    /// A schema without references.
+    pub fn new(id: u32, schema_type: SchemaType, schema: impl Into<String>) -> RegisteredSchema {
+        RegisteredSchema { id, schema_type, schema: schema.into(), references: Vec::new() }
+    }
+
+    /// Every schema it references, directly or not, once each (by reference name), in the
+    /// order they are first met.
+    pub fn all_references(&self) -> Vec<(&str, &RegisteredSchema)> {
+        let mut out: Vec<(&str, &RegisteredSchema)> = Vec::new();
+        let mut stack: Vec<&RegisteredSchema> = vec![self];
+        while let Some(s) = stack.pop() {
+            for (name, r) in &s.references {
+                if !out.iter().any(|(n, _)| n == name) {
+                    out.push((name, r));
+                    stack.push(r);
+                }
+            }
+        }
+        out
+    }
 }
 
 #[derive(Deserialize)]
@@ -82,14 +124,34 @@ struct SchemaResponse {
     schema: String,
     #[serde(rename = "schemaType", default)]
     schema_type: Option<String>,
+    #[serde(default)]
+    references: Vec<Reference>,
+    /// Present in subject-version answers.
+    #[serde(default)]
+    id: Option<u32>,
 }
+
+#[derive(Deserialize)]
+struct Reference {
+    name: String,
+    subject: String,
+    version: i64,
+}
+
+/// How deep references may nest.
+const MAX_REFERENCE_DEPTH: usize = 16;
 
 /// Why a schema could not be had.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unavailable {
-    /// The registry does not know the id: the record is a dead letter.
+    /// The registry does not know the id (or a schema it references): the record is a dead
+    /// letter.
     Unknown(String),
 }
+
+/// One lookup's outcome: the schema, a permanent refusal (the reason), or a transient failure
+/// (retried).
+type Lookup = std::result::Result<std::result::Result<RegisteredSchema, String>, String>;
 
 /// A cached client of one registry.
 #[derive(Debug)]
@@ -140,26 +202,40 @@ impl RegistryClient {
         Ok(client)
     }
 
-    /// The schema registered under `id`, from the cache or the registry (waiting out outages).
+    /// The schema registered under `id` (with its references), from the cache or the
+    /// registry (waiting out outages).
     ///
     /// # Errors
-    /// [`Unavailable::Unknown`] when the registry answers that it has no such id.
+    /// [`Unavailable::Unknown`] when the registry answers that it has no such id, or no schema
+    /// the id's schema references.
     pub async fn schema(&self, id: u32) -> std::result::Result<Arc<RegisteredSchema>, Unavailable> {
         if let Some(s) = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&id) {
             return Ok(s.clone());
         }
+        let s = Arc::new(self.retried(&format!("/schemas/ids/{id}"), Some(id)).await?);
+        self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id, s.clone());
+        Ok(s)
+    }
+
+    /// The latest version registered under `subject` (with its references), waiting out
+    /// outages; not cached (a later call sees a newer version).
+    ///
+    /// # Errors
+    /// [`Unavailable::Unknown`] when the registry has no such subject.
+    pub async fn latest(&self, subject: &str) -> std::result::Result<Arc<RegisteredSchema>, Unavailable> {
+        Ok(Arc::new(self.retried(&format!("/subjects/{}/versions/latest", encode(subject)), None).await?))
+    }
+
+    async fn retried(&self, path: &str, id: Option<u32>) -> std::result::Result<RegisteredSchema, Unavailable> {
         let mut backoff = Duration::from_secs(1);
         loop {
-            match self.fetch(id).await {
-                Ok(Some(s)) => {
+            match self.lookup(path, id, 0).await {
+                Ok(found) => {
                     if self.throttle.recovered("registry") {
                         tracing::info!(url = %self.config.url, "schema_registry.reachable");
                     }
-                    let s = Arc::new(s);
-                    self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id, s.clone());
-                    return Ok(s);
+                    return found.map_err(Unavailable::Unknown);
                 }
-                Ok(None) => return Err(Unavailable::Unknown(format!("schema id {id} is not in the registry"))),
                 Err(e) => {
                     if let Some(held) = self.throttle.allow("registry") {
                         tracing::warn!(url = %crate::config::redact::without_userinfo(&self.config.url), error = %e, held,
@@ -172,9 +248,46 @@ impl RegistryClient {
         }
     }
 
+    /// One schema and, recursively, the schemas it references.
+    fn lookup<'a>(
+        &'a self,
+        path: &'a str,
+        id: Option<u32>,
+        depth: usize,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Lookup> + Send + 'a>> {
+        Box::pin(async move {
+            let what = match id {
+                Some(id) => format!("schema id {id}"),
+                None => format!("schema {}", path.trim_start_matches("/subjects/")),
+            };
+            let Some(parsed) = self.get(path).await? else {
+                return Ok(Err(format!("{what} is not in the registry")));
+            };
+            let schema_type = match parsed.schema_type.as_deref().unwrap_or("AVRO") {
+                "AVRO" => SchemaType::Avro,
+                "PROTOBUF" => SchemaType::Protobuf,
+                "JSON" => SchemaType::Json,
+                other => return Ok(Err(format!("{what} has the unknown type {other}"))),
+            };
+            let mut references = Vec::new();
+            for r in &parsed.references {
+                if depth >= MAX_REFERENCE_DEPTH {
+                    return Ok(Err(format!("{what}: references nest deeper than {MAX_REFERENCE_DEPTH}")));
+                }
+                let path = format!("/subjects/{}/versions/{}", encode(&r.subject), r.version);
+                match self.lookup(&path, None, depth + 1).await? {
+                    Ok(s) => references.push((r.name.clone(), Arc::new(s))),
+                    Err(why) => return Ok(Err(format!("{what} references {}: {why}", r.name))),
+                }
+            }
+            let id = id.or(parsed.id).unwrap_or(0);
+            Ok(Ok(RegisteredSchema { id, schema_type, schema: parsed.schema, references }))
+        })
+    }
+
     /// One request: `Ok(None)` for a 404.
-    async fn fetch(&self, id: u32) -> std::result::Result<Option<RegisteredSchema>, String> {
-        let mut request = self.http.get(format!("{}/schemas/ids/{id}", self.config.url));
+    async fn get(&self, path: &str) -> std::result::Result<Option<SchemaResponse>, String> {
+        let mut request = self.http.get(format!("{}{path}", self.config.url));
         if let Some(user) = &self.config.username {
             request = request.basic_auth(user, self.config.password.as_deref());
         } else if let Some(token) = &self.config.token {
@@ -189,14 +302,11 @@ impl RegistryClient {
             return Err(format!("HTTP {status}"));
         }
         let body = response.bytes().await.map_err(|e| e.to_string())?;
-        let parsed: SchemaResponse =
-            serde_json::from_slice(&body).map_err(|e| format!("unreadable answer for id {id}: {e}"))?;
-        let schema_type = match parsed.schema_type.as_deref().unwrap_or("AVRO") {
-            "AVRO" => SchemaType::Avro,
-            "PROTOBUF" => SchemaType::Protobuf,
-            "JSON" => SchemaType::Json,
-            other => return Err(format!("schema id {id} has the unknown type {other}")),
-        };
-        Ok(Some(RegisteredSchema { id, schema_type, schema: parsed.schema }))
+        serde_json::from_slice(&body).map(Some).map_err(|e| format!("unreadable answer for {path}: {e}"))
     }
+}
+
+/// A subject name as one URL path segment.
+fn encode(subject: &str) -> String {
+    percent_encoding::utf8_percent_encode(subject, percent_encoding::NON_ALPHANUMERIC).to_string()
 }

@@ -36,6 +36,17 @@ pub struct AvroDecoded {
     pub dead_letters: Vec<DeadLetter>,
 }
 
+/// The Arrow schema rows of a registered Avro schema decode into.
+///
+/// # Errors
+/// A schema that is not JSON or that `arrow-avro` cannot use.
+pub fn arrow_schema_of(
+    schema: &crate::source::registry::RegisteredSchema,
+) -> Result<arrow::datatypes::SchemaRef, String> {
+    let text = super::avro_refs::inline_references(schema)?;
+    Ok(decoder_for(schema.id, &AvroSchema::new(text), 1)?.schema())
+}
+
 /// The schema id of a Confluent-framed payload.
 pub fn confluent_id(payload: &[u8]) -> Option<u32> {
     match payload {
@@ -78,14 +89,17 @@ impl AvroDecoder {
             Ok(s) if s.schema_type != SchemaType::Avro => {
                 Err(format!("schema id {id} is {:?}, not Avro (see the pipeline's format)", s.schema_type))
             }
-            Ok(s) => {
-                let schema = AvroSchema::new(s.schema.clone());
-                // Parsed once here: a schema arrow-avro cannot use is the records' reason.
-                match decoder_for(id, &schema, 1) {
-                    Ok(_) => Ok(schema),
-                    Err(e) => Err(format!("schema id {id} cannot be decoded: {e}")),
+            Ok(s) => match super::avro_refs::inline_references(&s) {
+                Err(e) => Err(format!("schema id {id}: {e}")),
+                Ok(text) => {
+                    let schema = AvroSchema::new(text);
+                    // Parsed once here: a schema arrow-avro cannot use is the records' reason.
+                    match decoder_for(id, &schema, 1) {
+                        Ok(_) => Ok(schema),
+                        Err(e) => Err(format!("schema id {id} cannot be decoded: {e}")),
+                    }
                 }
-            }
+            },
         };
         self.schemas.insert(id, got.clone());
         got

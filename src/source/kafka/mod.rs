@@ -1,6 +1,7 @@
 //! The Kafka source.
 //!
 //! - [`avro`]: Confluent-framed Avro payloads into Arrow, writer schemas from the registry.
+//! - [`avro_refs`] [sync]: referenced Avro types inlined into a writer schema.
 //! - [`protobuf`]: Confluent-framed Protobuf payloads into proto3 JSON, schemas from the registry.
 //! - [`payload`] [sync]: raw message bytes into Arrow batches, bad records into dead letters.
 //! - [`columns`] [sync]: the optional record columns (key, headers, topic, partition, offset,
@@ -11,6 +12,7 @@
 //! - [`topics`]: the topics a `topic_pattern` matches.
 
 pub mod avro;
+pub mod avro_refs;
 pub mod columns;
 pub mod consumer;
 pub mod dead_letter_topic;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use prost_reflect::{DescriptorPool, DynamicMessage, FieldDescriptor, Kind, MessageDescriptor, SerializeOptions};
 
 use crate::delta::schema::{ArrayType, DataType, MapType, PrimitiveType, StructField, StructType};
-use crate::source::registry::{RegistryClient, SchemaType, Unavailable};
+use crate::source::registry::{RegisteredSchema, RegistryClient, SchemaType, Unavailable};
 
 /// A record decoded into JSON, or why it could not be.
 pub type Outcome = Result<(u32, Vec<u8>), String>;
@@ -41,7 +41,9 @@ impl ProtoDecoder {
             Ok(s) if s.schema_type != SchemaType::Protobuf => {
                 Err(format!("schema id {id} is {:?}, not Protobuf (see the pipeline's format)", s.schema_type))
             }
-            Ok(s) => compile(&s.schema).map_err(|e| format!("schema id {id} does not compile: {e}")),
+            Ok(s) => {
+                compile(&s.schema, &s.all_references()).map_err(|e| format!("schema id {id} does not compile: {e}"))
+            }
         };
         self.pools.insert(id, got.clone());
         got
@@ -108,20 +110,34 @@ impl ProtoDecoder {
 
 const SCHEMA_FILE: &str = "registry.proto";
 
-/// Compiles the registry's `.proto` text (imports of Google's well-known types resolve).
-fn compile(source: &str) -> Result<DescriptorPool, String> {
-    struct One(String);
-    impl protox::file::FileResolver for One {
+/// The Delta schema of the first message of a registered `.proto` (a subject's latest).
+///
+/// # Errors
+/// A schema that does not compile or holds no message.
+pub fn first_message_schema(schema: &RegisteredSchema) -> Result<StructType, String> {
+    let pool = compile(&schema.schema, &schema.all_references())?;
+    let file = pool.files().find(|f| f.name() == SCHEMA_FILE).ok_or("the schema holds no file")?;
+    let desc = file.messages().next().ok_or("the schema holds no message")?;
+    delta_schema(&desc)
+}
+
+/// Compiles the registry's `.proto` text; its imports resolve to the schemas it references
+/// (by reference name, e.g. `address.proto`) and to Google's well-known types.
+fn compile(source: &str, references: &[(&str, &RegisteredSchema)]) -> Result<DescriptorPool, String> {
+    struct Files(std::collections::HashMap<String, String>);
+    impl protox::file::FileResolver for Files {
         fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {
-            if name == SCHEMA_FILE {
-                protox::file::File::from_source(name, &self.0)
-            } else {
-                Err(protox::Error::file_not_found(name))
+            match self.0.get(name) {
+                Some(text) => protox::file::File::from_source(name, text),
+                None => Err(protox::Error::file_not_found(name)),
             }
         }
     }
+    let mut files: std::collections::HashMap<String, String> =
+        references.iter().map(|(name, r)| (name.to_string(), r.schema.clone())).collect();
+    files.insert(SCHEMA_FILE.to_string(), source.to_string());
     let mut resolver = protox::file::ChainFileResolver::new();
-    resolver.add(One(source.to_string()));
+    resolver.add(Files(files));
     resolver.add(protox::file::GoogleFileResolver::new());
     let mut compiler = protox::Compiler::with_file_resolver(resolver);
     compiler.include_imports(true);
@@ -222,6 +238,24 @@ mod tests {
     }
 
     #[test]
+    fn imports_resolve_to_referenced_schemas() {
+        let address = RegisteredSchema::new(
+            0,
+            SchemaType::Protobuf,
+            "syntax = \"proto3\"; package geo; message Address { string city = 1; }",
+        );
+        let pool = compile(
+            "syntax = \"proto3\"; package shop; import \"geo/address.proto\"; message Order { geo.Address ship = 1; }",
+            &[("geo/address.proto", &address)],
+        )
+        .unwrap();
+        let desc = pool.get_message_by_name("shop.Order").unwrap();
+        assert!(delta_schema(&desc).unwrap().to_json().contains("city"));
+        let e = compile("syntax = \"proto3\"; import \"missing.proto\"; message M { int32 a = 1; }", &[]).unwrap_err();
+        assert!(e.contains("missing.proto"), "{e}");
+    }
+
+    #[test]
     fn proto_text_compiles_to_delta_types() {
         let pool = compile(
             r#"syntax = "proto3"; package shop; import "google/protobuf/timestamp.proto";
@@ -230,6 +264,7 @@ mod tests {
                  map<string, int32> counts = 4; google.protobuf.Timestamp at = 5;
                  google.protobuf.Int64Value maybe = 6; Kind kind = 7; Line line = 8;
                  enum Kind { NEW = 0; PAID = 1; } message Line { double amount = 1; } }"#,
+            &[],
         )
         .unwrap();
         let desc = pool.get_message_by_name("shop.Order").unwrap();

@@ -1,0 +1,35 @@
+//! A new table's schema from the registry: `schema_registry.subject`'s latest version, read
+//! at start so a table exists (with the registry's types) before any record arrives.
+//!
+//! ```text
+//! [pipelines.orders.schema_registry]
+//! url = "http://registry:8081"
+//! subject = "orders-value"
+//! ```
+
+use super::schema::delta_struct_of;
+use crate::config::{PayloadFormat, ResolvedPipeline};
+use crate::delta::schema::StructType;
+use crate::error::{Error, Result};
+use crate::source::registry::{RegistryClient, SchemaType};
+
+/// With `schema_registry.subject`: the Delta schema of the subject's latest version.
+pub async fn subject_schema(cfg: &ResolvedPipeline) -> Result<Option<StructType>> {
+    let registry = match cfg.kafka().map(|k| &k.format) {
+        Ok(PayloadFormat::Avro(r) | PayloadFormat::Protobuf(r) | PayloadFormat::JsonSchema(r)) => r,
+        _ => return Ok(None),
+    };
+    let Some(subject) = &registry.subject else { return Ok(None) };
+    let bad =
+        |e: String| Error::InvalidArgument(format!("pipeline {}: schema_registry.subject {subject:?}: {e}", cfg.name));
+    let latest = RegistryClient::new(registry.clone())?.latest(subject).await.map_err(|u| match u {
+        crate::source::registry::Unavailable::Unknown(why) => bad(why),
+    })?;
+    let schema = match latest.schema_type {
+        SchemaType::Avro => delta_struct_of(&*crate::source::kafka::avro::arrow_schema_of(&latest).map_err(bad)?)?,
+        SchemaType::Protobuf => crate::source::kafka::protobuf::first_message_schema(&latest).map_err(bad)?,
+        SchemaType::Json => crate::delta::json_schema::delta_schema(&latest.schema)?,
+    };
+    tracing::info!(subject = %subject, id = latest.id, "table schema from the registry subject's latest version");
+    Ok(Some(schema))
+}
