@@ -633,3 +633,78 @@ for i in range(20):
     assert!(text.contains("Zürich-7") && text.contains("50667"), "{text}");
     kernel_reads_what_deltabus_reads(&table);
 }
+
+const KEY_PROTO: &str = "syntax = \"proto3\";\npackage shop;\nmessage OrderKey { int64 id = 1; }\n";
+
+/// Keyed ingestion of a Protobuf topic: values are `Order` messages (the row), keys are
+/// Confluent-framed `OrderKey` messages; tombstones delete by the Protobuf key (id 0, which
+/// proto3 leaves off the wire, included).
+#[test]
+fn protobuf_keys_delete_rows_of_a_keyed_protobuf_topic() {
+    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
+        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("order.proto"), ORDER_PROTO).unwrap();
+    std::fs::write(dir.path().join("orderkey.proto"), KEY_PROTO).unwrap();
+    let script = format!(
+        r#"
+import sys
+sys.path.insert(0, {dir:?})
+import os, grpc_tools
+from grpc_tools import protoc
+wkt = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+for f in ["order.proto", "orderkey.proto"]:
+    assert protoc.main(["protoc", "-I" + {dir:?}, "-I" + wkt, "--python_out=" + {dir:?}, {dir:?} + "/" + f]) == 0
+import order_pb2, orderkey_pb2
+def framed(sid, m): return (b"\x00" + sid.to_bytes(4, "big") + b"\x00" + m.SerializeToString()).hex()
+def upsert(i, customer): print(framed(4, orderkey_pb2.OrderKey(id=i)), framed(3, order_pb2.Order(id=i, customer=customer)))
+for i in range(30): upsert(i, "new")
+for i in range(0, 30, 2): upsert(i, "shipped")
+for i in range(0, 30, 5): print(framed(4, orderkey_pb2.OrderKey(id=i)), "-")
+"#,
+        dir = dir.path().display().to_string()
+    );
+    let out = std::process::Command::new(&py).arg("-c").arg(script).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let hex = |h: &str| (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect();
+    let records: Vec<Keyed> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once(' ').unwrap();
+            (Some(hex(k)), (v != "-").then(|| hex(v)))
+        })
+        .collect();
+    let table = dir.path().join("orders").to_string_lossy().into_owned();
+    let _guard = crate::common::native_clients_lock();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let order = serde_json::json!({ "schema": ORDER_PROTO, "schemaType": "PROTOBUF" });
+        let key = serde_json::json!({ "schema": KEY_PROTO, "schemaType": "PROTOBUF" });
+        let (url, _hits) = registry(HashMap::from([(3, order), (4, key)])).await;
+        let landed = ingest_keyed(&records, &table, |p| {
+            p.kafka.format = "protobuf".into();
+            p.schema_registry = Some(registry_at(url));
+            p.upsert = Some(deltabus::config::UpsertConfig {
+                key_columns: vec!["id".into()],
+                format: "plain".into(),
+                op_field: None,
+            });
+        })
+        .await;
+        assert_eq!(landed.1, 0, "{landed:?}");
+    });
+    drop(rt);
+    let out = crate::common::deltabus(&["cat", &table]);
+    let mut got: Vec<(i64, String)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|r| (r["id"].as_i64().unwrap(), r["customer"].as_str().unwrap().to_string()))
+        .collect();
+    got.sort();
+    let want: Vec<(i64, String)> =
+        (0..30).filter(|i| i % 5 != 0).map(|i| (i, if i % 2 == 0 { "shipped" } else { "new" }.to_string())).collect();
+    assert_eq!(got, want);
+}

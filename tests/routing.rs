@@ -100,7 +100,7 @@ fn listed_topics_can_share_one_table() {
 }
 
 #[test]
-fn the_topic_settings_are_checked() {
+fn topic_routing_and_envelope_settings_are_checked() {
     let mut p = pipeline("127.0.0.1:9092", "t", "/tmp/x");
     p.kafka.topics = vec!["u".into()];
     let e = p.validate("p").unwrap_err().to_string();
@@ -111,6 +111,23 @@ fn the_topic_settings_are_checked() {
     assert!(e.contains("kafka.topic_pattern") && e.contains("unclosed"), "{e}");
     let p = pipeline("127.0.0.1:9092", "", "/tmp/x");
     assert!(p.validate("p").unwrap_err().to_string().contains("topic_pattern"));
+    // Routing needs its placeholder in the table template.
+    let mut p = pipeline("127.0.0.1:9092", "t", "/tmp/x");
+    p.route_by = Some("region".into());
+    let e = p.validate("p").unwrap_err().to_string();
+    assert!(e.contains("{region}"), "{e}");
+    // Debezium envelopes come as JSON or Avro.
+    let mut p = pipeline("127.0.0.1:9092", "t", "/tmp/x");
+    p.kafka.format = "protobuf".into();
+    p.schema_registry =
+        Some(deltabus::source::registry::RegistryConfig { url: "http://127.0.0.1:1".into(), ..Default::default() });
+    p.upsert = Some(deltabus::config::UpsertConfig {
+        key_columns: vec!["id".into()],
+        format: "debezium".into(),
+        op_field: None,
+    });
+    let e = p.validate("p").unwrap_err().to_string();
+    assert!(e.contains("upsert.format") && e.contains("protobuf"), "{e}");
 }
 
 fn spawn_run(config: &std::path::Path, log: &std::path::Path) -> std::process::Child {

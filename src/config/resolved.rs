@@ -446,6 +446,12 @@ impl PipelineConfig {
         if !["plain", "debezium"].contains(&u.format.as_str()) {
             return Err(bad("upsert.format", format!("{:?}: plain or debezium", u.format)));
         }
+        if u.format == "debezium" && !["json", "avro"].contains(&self.kafka.format.as_str()) {
+            return Err(bad(
+                "upsert.format",
+                format!("Debezium envelopes are read from json or avro topics, not {:?}", self.kafka.format),
+            ));
+        }
         if u.op_field.is_some() && u.format != "plain" {
             return Err(bad("upsert.op_field", "only for plain payloads (Debezium carries its op)".into()));
         }

@@ -44,7 +44,7 @@ pub(crate) async fn decode(
     let mut tombstones = match &cfg.upsert {
         Some(u) => {
             let raws: Vec<RawRecord<'_>> = records.iter().map(|r| r.raw).collect();
-            tombstone_keys(schema.key_avro.as_mut(), &raws, &u.key_columns).await
+            tombstone_keys(schema.keys.as_mut(), &raws, &u.key_columns).await
         }
         None => Default::default(),
     };

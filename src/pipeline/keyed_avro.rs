@@ -1,9 +1,10 @@
-//! Keyed ingestion of Avro topics: Confluent-framed Avro record keys, and Debezium's Avro
-//! envelope unwrapped in Arrow (no per-record JSON).
+//! Keyed ingestion of registry topics: Confluent-framed record keys (Avro, Protobuf, JSON),
+//! and Debezium's Avro envelope unwrapped in Arrow (no per-record JSON).
 //!
-//! - A key in the Confluent wire format is decoded with its writer schema (a record whose
-//!   fields include the key columns, or a primitive for one key column) into the same
-//!   canonical key string rows get ([`keys_of_batch`]); other keys are read as JSON or text
+//! - A key in the Confluent wire format is decoded with its writer schema: an Avro key (a
+//!   record whose fields include the key columns, or a primitive for one key column) into the
+//!   same canonical key string rows get ([`keys_of_batch`]); a Protobuf key through its proto3
+//!   JSON; a framed JSON key as the JSON after the frame. Other keys are read as JSON or text
 //!   ([`key_of_kafka_key`]).
 //! - A Debezium envelope (`before`, `after`, `op`) decoded by `arrow-avro` becomes the rows of
 //!   its `after` records (ops `c`, `r`, `u`) and the deletes of its `before` keys (op `d`);
@@ -18,21 +19,34 @@ use arrow::datatypes::DataType;
 use super::keyed::{key_of_kafka_key, keys_of_batch};
 use crate::source::kafka::avro::{confluent_id, AvroDecoder, AvroRun};
 use crate::source::kafka::payload::RawRecord;
+use crate::source::kafka::protobuf::ProtoDecoder;
 
-/// The keys of `records` (by index) whose payload is null: decoded from Avro when framed.
-/// A key that cannot be read maps to the reason.
+/// How a registry format's record keys are read.
+#[derive(Debug)]
+pub enum KeyDecoder {
+    /// Confluent-framed Avro keys.
+    Avro(AvroDecoder),
+    /// Confluent-framed Protobuf keys (read through their proto3 JSON).
+    Protobuf(ProtoDecoder),
+    /// Confluent-framed JSON keys (`json-schema` topics): the JSON after the frame.
+    FramedJson,
+}
+
+/// The keys of `records` (by index) whose payload is null: decoded with `decoder` when
+/// framed, else read as JSON or text. A key that cannot be read maps to the reason.
 pub async fn tombstone_keys(
-    decoder: Option<&mut AvroDecoder>,
+    decoder: Option<&mut KeyDecoder>,
     records: &[RawRecord<'_>],
     columns: &[String],
 ) -> HashMap<usize, Result<String, String>> {
     let mut out = HashMap::new();
     let mut framed: Vec<(usize, RawRecord<'_>)> = Vec::new();
+    let unusable = || "tombstone without a usable key".to_string();
     for (i, r) in records.iter().enumerate().filter(|(_, r)| r.payload.is_none()) {
         match (r.key, &decoder) {
             (Some(k), Some(_)) if confluent_id(k).is_some() => framed.push((i, RawRecord { payload: Some(k), ..*r })),
             (Some(k), _) => {
-                out.insert(i, key_of_kafka_key(k, columns).ok_or_else(|| "tombstone without a usable key".into()));
+                out.insert(i, key_of_kafka_key(k, columns).ok_or_else(unusable));
             }
             (None, _) => {
                 out.insert(i, Err("tombstone without a key".into()));
@@ -43,18 +57,37 @@ pub async fn tombstone_keys(
     if framed.is_empty() {
         return out;
     }
-    let keys: Vec<RawRecord<'_>> = framed.iter().map(|(_, r)| *r).collect();
-    let decoded = decoder.decode(&keys).await;
-    for l in decoded.dead_letters {
-        if let Some((i, _)) = framed.iter().find(|(_, r)| r.offset == l.offset) {
-            out.insert(*i, Err(format!("record key: {}", l.reason)));
+    match decoder {
+        KeyDecoder::FramedJson => {
+            for (i, r) in &framed {
+                let body = r.payload.and_then(|k| k.get(5..)).unwrap_or_default();
+                out.insert(*i, key_of_kafka_key(body, columns).ok_or_else(unusable));
+            }
         }
-    }
-    for run in decoded.runs {
-        let batch = key_batch(&run.batch, columns);
-        for (row, key) in keys_of_batch(&batch, columns).into_iter().enumerate() {
-            if let Some((i, _)) = run.rows_from.get(row).and_then(|k| framed.get(*k)) {
-                out.insert(*i, key.ok_or_else(|| format!("record key lacks the key columns {columns:?}")));
+        KeyDecoder::Protobuf(proto) => {
+            let keys: Vec<Option<&[u8]>> = framed.iter().map(|(_, r)| r.payload).collect();
+            for ((i, _), decoded) in framed.iter().zip(proto.decode(&keys).await) {
+                let key = decoded
+                    .map_err(|why| format!("record key: {why}"))
+                    .and_then(|(_, json)| key_of_kafka_key(&json, columns).ok_or_else(unusable));
+                out.insert(*i, key);
+            }
+        }
+        KeyDecoder::Avro(avro) => {
+            let keys: Vec<RawRecord<'_>> = framed.iter().map(|(_, r)| *r).collect();
+            let decoded = avro.decode(&keys).await;
+            for l in decoded.dead_letters {
+                if let Some((i, _)) = framed.iter().find(|(_, r)| r.offset == l.offset) {
+                    out.insert(*i, Err(format!("record key: {}", l.reason)));
+                }
+            }
+            for run in decoded.runs {
+                let batch = key_batch(&run.batch, columns);
+                for (row, key) in keys_of_batch(&batch, columns).into_iter().enumerate() {
+                    if let Some((i, _)) = run.rows_from.get(row).and_then(|k| framed.get(*k)) {
+                        out.insert(*i, key.ok_or_else(|| format!("record key lacks the key columns {columns:?}")));
+                    }
+                }
             }
         }
     }

@@ -47,8 +47,8 @@ pub struct TableSchema {
     json_registry: Option<Arc<RegistryClient>>,
     /// Set for Protobuf topics.
     proto: Option<ProtoDecoder>,
-    /// Keyed Avro topics: the decoder of Confluent-framed record keys.
-    pub key_avro: Option<AvroDecoder>,
+    /// Keyed registry topics: the decoder of Confluent-framed record keys.
+    pub keys: Option<super::keyed_avro::KeyDecoder>,
     /// Keyed Avro topics with Debezium envelopes: the deletes (input index, key) the last
     /// [`TableSchema::decode`] found; the caller takes them.
     pub deletes: Vec<(usize, String)>,
@@ -96,16 +96,20 @@ impl TableSchema {
             ),
             _ => (None, None),
         };
-        let key_avro = match (cfg.kafka().map(|k| &k.format), &cfg.upsert) {
-            (Ok(PayloadFormat::Avro(registry)), Some(_)) => {
-                Some(AvroDecoder::new(Arc::new(RegistryClient::new(registry.clone())?)))
-            }
+        let keys = match (cfg.kafka().map(|k| &k.format), &cfg.upsert) {
+            (Ok(PayloadFormat::Avro(registry)), Some(_)) => Some(super::keyed_avro::KeyDecoder::Avro(
+                AvroDecoder::new(Arc::new(RegistryClient::new(registry.clone())?)),
+            )),
+            (Ok(PayloadFormat::Protobuf(registry)), Some(_)) => Some(super::keyed_avro::KeyDecoder::Protobuf(
+                ProtoDecoder::new(Arc::new(RegistryClient::new(registry.clone())?)),
+            )),
+            (Ok(PayloadFormat::JsonSchema(_)), Some(_)) => Some(super::keyed_avro::KeyDecoder::FramedJson),
             _ => None,
         };
         let mut me = TableSchema {
             snapshot,
             decoder: None,
-            key_avro,
+            keys,
             deletes: Vec::new(),
             avro,
             json_registry,
