@@ -708,3 +708,64 @@ for i in range(0, 30, 5): print(framed(4, orderkey_pb2.OrderKey(id=i)), "-")
         (0..30).filter(|i| i % 5 != 0).map(|i| (i, if i % 2 == 0 { "shipped" } else { "new" }.to_string())).collect();
     assert_eq!(got, want);
 }
+
+/// Apicurio's own serdes (`schema_registry.api = "apicurio"`): records framed with an 8-byte
+/// global id (here above 2^32), the schema served as text by
+/// `/apis/registry/v2/ids/globalIds/{id}` with its type in `X-Registry-ArtifactType`; a record
+/// with an unknown global id is a dead letter.
+#[test]
+fn apicurio_framing_with_eight_byte_global_ids() {
+    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
+        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
+        return;
+    };
+    const GLOBAL_ID: u64 = (1 << 33) + 5;
+    let script = format!(
+        r#"
+import io, json, struct
+from fastavro import schemaless_writer, parse_schema
+s = parse_schema(json.loads('''{ADDRESS}'''))
+for i in range(25):
+    buf = io.BytesIO(); buf.write(b"\x00" + struct.pack(">Q", {GLOBAL_ID} if i < 24 else 77))
+    schemaless_writer(buf, s, {{"city": "Genève-%d" % i, "zip": None}})
+    print(buf.getvalue().hex())
+"#
+    );
+    let out = std::process::Command::new(&py).arg("-c").arg(script).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let records: Vec<Vec<u8>> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| (0..l.len()).step_by(2).map(|i| u8::from_str_radix(&l[i..i + 2], 16).unwrap()).collect())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("addresses").to_string_lossy().into_owned();
+    let _guard = crate::common::native_clients_lock();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        async fn by_global_id(Path(id): Path<u64>) -> (StatusCode, HeaderMap, String) {
+            let mut headers = HeaderMap::new();
+            if id != GLOBAL_ID {
+                return (StatusCode::NOT_FOUND, headers, r#"{"error_code":40403}"#.into());
+            }
+            headers.insert("X-Registry-ArtifactType", "AVRO".parse().unwrap());
+            (StatusCode::OK, headers, ADDRESS.into())
+        }
+        let app = Router::new().route("/apis/registry/v2/ids/globalIds/{id}", get(by_global_id));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let landed = ingest(&records, &table, |p| {
+            p.kafka.format = "avro".into();
+            p.schema_registry =
+                Some(deltabus::source::registry::RegistryConfig { url, api: "apicurio".into(), ..Default::default() });
+        })
+        .await;
+        assert_eq!(landed, (24, 1));
+    });
+    drop(rt);
+    let out = crate::common::deltabus(&["cat", &table]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Genève-23"));
+    let dead = crate::common::deltabus(&["cat", &format!("{table}_dead")]);
+    assert!(String::from_utf8_lossy(&dead.stdout).contains("schema id 77 is not in the registry"));
+}

@@ -17,9 +17,10 @@ use arrow::compute::cast;
 use arrow::datatypes::DataType;
 
 use super::keyed::{key_of_kafka_key, keys_of_batch};
-use crate::source::kafka::avro::{confluent_id, AvroDecoder, AvroRun};
+use crate::source::kafka::avro::{AvroDecoder, AvroRun};
 use crate::source::kafka::payload::RawRecord;
 use crate::source::kafka::protobuf::ProtoDecoder;
+use crate::source::registry::Framing;
 
 /// How a registry format's record keys are read.
 #[derive(Debug)]
@@ -28,8 +29,8 @@ pub enum KeyDecoder {
     Avro(AvroDecoder),
     /// Confluent-framed Protobuf keys (read through their proto3 JSON).
     Protobuf(ProtoDecoder),
-    /// Confluent-framed JSON keys (`json-schema` topics): the JSON after the frame.
-    FramedJson,
+    /// Framed JSON keys (`json-schema` topics): the JSON after the frame.
+    FramedJson(Framing),
 }
 
 /// The keys of `records` (by index) whose payload is null: decoded with `decoder` when
@@ -44,7 +45,8 @@ pub async fn tombstone_keys(
     let unusable = || "tombstone without a usable key".to_string();
     for (i, r) in records.iter().enumerate().filter(|(_, r)| r.payload.is_none()) {
         match (r.key, &decoder) {
-            (Some(k), Some(_)) if confluent_id(k).is_some() => framed.push((i, RawRecord { payload: Some(k), ..*r })),
+            // (Framed: magic byte 0 and at least a 4-byte id; the decoder checks the rest.)
+            (Some(k), Some(_)) if k.len() >= 5 && k[0] == 0 => framed.push((i, RawRecord { payload: Some(k), ..*r })),
             (Some(k), _) => {
                 out.insert(i, key_of_kafka_key(k, columns).ok_or_else(unusable));
             }
@@ -58,9 +60,9 @@ pub async fn tombstone_keys(
         return out;
     }
     match decoder {
-        KeyDecoder::FramedJson => {
+        KeyDecoder::FramedJson(framing) => {
             for (i, r) in &framed {
-                let body = r.payload.and_then(|k| k.get(5..)).unwrap_or_default();
+                let body = r.payload.and_then(|k| framing.split(k)).map(|(_, b)| b).unwrap_or_default();
                 out.insert(*i, key_of_kafka_key(body, columns).ok_or_else(unusable));
             }
         }

@@ -103,7 +103,10 @@ impl TableSchema {
             (Ok(PayloadFormat::Protobuf(registry)), Some(_)) => Some(super::keyed_avro::KeyDecoder::Protobuf(
                 ProtoDecoder::new(Arc::new(RegistryClient::new(registry.clone())?)),
             )),
-            (Ok(PayloadFormat::JsonSchema(_)), Some(_)) => Some(super::keyed_avro::KeyDecoder::FramedJson),
+            (Ok(PayloadFormat::JsonSchema(registry)), Some(_)) => {
+                let framing = RegistryClient::new(registry.clone())?.framing();
+                Some(super::keyed_avro::KeyDecoder::FramedJson(framing))
+            }
             _ => None,
         };
         let mut me = TableSchema {
@@ -198,12 +201,9 @@ impl TableSchema {
         let mut inner: Vec<RawRecord<'_>> = Vec::with_capacity(raw.len());
         let mut first_schema = None;
         for (i, r) in raw.iter().enumerate() {
-            let framed = r.payload.and_then(|p| crate::source::kafka::avro::confluent_id(p).map(|id| (id, &p[5..])));
-            let Some((id, body)) = framed else {
-                letters.push(DeadLetter::of(
-                    r,
-                    "not in the Confluent wire format (magic byte 0, then a 4-byte schema id)",
-                ));
+            let framing = registry.framing();
+            let Some((id, body)) = r.payload.and_then(|p| framing.split(p)) else {
+                letters.push(DeadLetter::of(r, framing.unframed()));
                 continue;
             };
             match registry.schema(id).await {

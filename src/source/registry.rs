@@ -7,6 +7,9 @@
 //!   recursively (at most 16 deep), and travels with the schema.
 //! - `GET {url}/subjects/{subject}/versions/latest`: a subject's latest schema (a new table's
 //!   schema before any record arrives).
+//! - `api = "apicurio"`: Apicurio's own serdes — records framed with an 8-byte global id
+//!   ([`Framing::Apicurio`]), schemas from `GET {url}/apis/registry/v2/ids/globalIds/{id}`
+//!   (the schema text, its type in `X-Registry-ArtifactType`).
 //! - Basic (`username`/`password`) or bearer (`token`) authentication; TLS for `https://`;
 //!   a timeout per request.
 //! - A registry that is down or slow is retried at a growing backoff (1 s to 30 s) for as
@@ -45,6 +48,47 @@ pub struct RegistryConfig {
     /// subject's latest schema (e.g. `orders-value`), before any record arrives.
     #[serde(default)]
     pub subject: Option<String>,
+    /// `confluent` (ids of 4 bytes, `GET /schemas/ids/{id}`) or `apicurio` (Apicurio's own
+    /// serdes: global ids of 8 bytes, `GET /apis/registry/v2/ids/globalIds/{id}`).
+    #[serde(default = "default_api")]
+    pub api: String,
+}
+
+fn default_api() -> String {
+    "confluent".into()
+}
+
+/// How a framed record names its writer schema: magic byte `0`, then the id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// A 4-byte big-endian schema id (Confluent, Apicurio's Confluent-compatible mode).
+    Confluent,
+    /// An 8-byte big-endian global id (Apicurio's default serdes).
+    Apicurio,
+}
+
+impl Framing {
+    /// The id and the body of a framed payload; `None` when it is not framed so.
+    pub fn split(self, payload: &[u8]) -> Option<(u64, &[u8])> {
+        match (self, payload) {
+            (Framing::Confluent, [0, a, b, c, d, body @ ..]) => {
+                Some((u64::from(u32::from_be_bytes([*a, *b, *c, *d])), body))
+            }
+            (Framing::Apicurio, [0, id @ ..]) if id.len() >= 8 => {
+                let (id, body) = id.split_at(8);
+                Some((u64::from_be_bytes(id.try_into().ok()?), body))
+            }
+            _ => None,
+        }
+    }
+
+    /// The dead-letter reason of a payload that is not framed.
+    pub fn unframed(self) -> &'static str {
+        match self {
+            Framing::Confluent => "not in the Confluent wire format (magic byte 0, then a 4-byte schema id)",
+            Framing::Apicurio => "not in Apicurio's wire format (magic byte 0, then an 8-byte global id)",
+        }
+    }
 }
 
 fn default_timeout() -> HumanDuration {
@@ -60,6 +104,7 @@ impl Default for RegistryConfig {
             token: None,
             timeout: default_timeout(),
             subject: None,
+            api: default_api(),
         }
     }
 }
@@ -73,6 +118,7 @@ impl std::fmt::Debug for RegistryConfig {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("timeout", &self.timeout)
             .field("subject", &self.subject)
+            .field("api", &self.api)
             .finish()
     }
 }
@@ -88,7 +134,7 @@ pub enum SchemaType {
 /// A writer schema from the registry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegisteredSchema {
-    pub id: u32,
+    pub id: u64,
     pub schema_type: SchemaType,
     pub schema: String,
     /// The schemas it references (Avro named types, Protobuf imports), by reference name,
@@ -98,7 +144,7 @@ pub struct RegisteredSchema {
 
 impl RegisteredSchema {
     /// A schema without references.
-    pub fn new(id: u32, schema_type: SchemaType, schema: impl Into<String>) -> RegisteredSchema {
+    pub fn new(id: u64, schema_type: SchemaType, schema: impl Into<String>) -> RegisteredSchema {
         RegisteredSchema { id, schema_type, schema: schema.into(), references: Vec::new() }
     }
 
@@ -128,7 +174,7 @@ struct SchemaResponse {
     references: Vec<Reference>,
     /// Present in subject-version answers.
     #[serde(default)]
-    id: Option<u32>,
+    id: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -158,7 +204,8 @@ type Lookup = std::result::Result<std::result::Result<RegisteredSchema, String>,
 pub struct RegistryClient {
     config: RegistryConfig,
     http: reqwest::Client,
-    cache: Mutex<HashMap<u32, Arc<RegisteredSchema>>>,
+    cache: Mutex<HashMap<u64, Arc<RegisteredSchema>>>,
+    framing: Framing,
     throttle: LogThrottle,
 }
 
@@ -175,6 +222,18 @@ impl RegistryClient {
                 crate::config::redact::without_userinfo(&url)
             )));
         }
+        let framing = match config.api.as_str() {
+            "confluent" => Framing::Confluent,
+            "apicurio" => Framing::Apicurio,
+            other => {
+                return Err(Error::InvalidArgument(format!("schema_registry.api {other:?}: confluent or apicurio")))
+            }
+        };
+        if framing == Framing::Apicurio && config.subject.is_some() {
+            return Err(Error::InvalidArgument(
+                "schema_registry.subject: subject lookups use the Confluent API (api = \"confluent\")".into(),
+            ));
+        }
         let http = reqwest::Client::builder()
             .timeout(config.timeout.get())
             .build()
@@ -183,8 +242,14 @@ impl RegistryClient {
             config: RegistryConfig { url, ..config },
             http,
             cache: Mutex::new(HashMap::new()),
+            framing,
             throttle: LogThrottle::default(),
         })
+    }
+
+    /// How this registry's records are framed.
+    pub fn framing(&self) -> Framing {
+        self.framing
     }
 
     /// A client whose cache already holds `schemas` (benchmarks; registries answering slowly).
@@ -208,11 +273,15 @@ impl RegistryClient {
     /// # Errors
     /// [`Unavailable::Unknown`] when the registry answers that it has no such id, or no schema
     /// the id's schema references.
-    pub async fn schema(&self, id: u32) -> std::result::Result<Arc<RegisteredSchema>, Unavailable> {
+    pub async fn schema(&self, id: u64) -> std::result::Result<Arc<RegisteredSchema>, Unavailable> {
         if let Some(s) = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&id) {
             return Ok(s.clone());
         }
-        let s = Arc::new(self.retried(&format!("/schemas/ids/{id}"), Some(id)).await?);
+        let path = match self.framing {
+            Framing::Confluent => format!("/schemas/ids/{id}"),
+            Framing::Apicurio => format!("/apis/registry/v2/ids/globalIds/{id}"),
+        };
+        let s = Arc::new(self.retried(&path, Some(id)).await?);
         self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id, s.clone());
         Ok(s)
     }
@@ -226,7 +295,7 @@ impl RegistryClient {
         Ok(Arc::new(self.retried(&format!("/subjects/{}/versions/latest", encode(subject)), None).await?))
     }
 
-    async fn retried(&self, path: &str, id: Option<u32>) -> std::result::Result<RegisteredSchema, Unavailable> {
+    async fn retried(&self, path: &str, id: Option<u64>) -> std::result::Result<RegisteredSchema, Unavailable> {
         let mut backoff = Duration::from_secs(1);
         loop {
             match self.lookup(path, id, 0).await {
@@ -252,7 +321,7 @@ impl RegistryClient {
     fn lookup<'a>(
         &'a self,
         path: &'a str,
-        id: Option<u32>,
+        id: Option<u64>,
         depth: usize,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Lookup> + Send + 'a>> {
         Box::pin(async move {
@@ -301,8 +370,32 @@ impl RegistryClient {
         if !status.is_success() {
             return Err(format!("HTTP {status}"));
         }
+        if self.framing == Framing::Apicurio {
+            // Apicurio answers with the schema itself; its type is a header.
+            let kind = response
+                .headers()
+                .get("x-registry-artifacttype")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_ascii_uppercase);
+            let schema = response.text().await.map_err(|e| e.to_string())?;
+            let schema_type = kind.or_else(|| Some(guess_type(&schema).to_string()));
+            return Ok(Some(SchemaResponse { schema, schema_type, references: Vec::new(), id: None }));
+        }
         let body = response.bytes().await.map_err(|e| e.to_string())?;
         serde_json::from_slice(&body).map(Some).map_err(|e| format!("unreadable answer for {path}: {e}"))
+    }
+}
+
+/// The type of a schema Apicurio served without its type header: `.proto` text, a JSON
+/// Schema, or Avro.
+fn guess_type(schema: &str) -> &'static str {
+    let t = schema.trim_start();
+    if !t.starts_with('{') {
+        "PROTOBUF"
+    } else if t.contains("\"$schema\"") || t.contains("\"properties\"") {
+        "JSON"
+    } else {
+        "AVRO"
     }
 }
 

@@ -1,6 +1,6 @@
 //! Avro payloads in the Confluent wire format (magic byte `0`, a 4-byte big-endian schema
-//! id, the Avro binary datum), decoded straight into Arrow by `arrow-avro` with the writer
-//! schema the registry has under that id.
+//! id, the Avro binary datum) or Apicurio's (an 8-byte global id), decoded straight into Arrow
+//! by `arrow-avro` with the writer schema the registry has under that id.
 //!
 //! - Topics without a registry carry plain Avro datums of one schema given in the
 //!   configuration ([`AvroDecoder::plain`]): every record is one unframed datum.
@@ -18,12 +18,12 @@ use arrow_avro::reader::{Decoder, DecoderMode, ReaderBuilder};
 use arrow_avro::schema::{AvroSchema, Fingerprint, FingerprintAlgorithm, SchemaStore};
 
 use super::payload::{DeadLetter, RawRecord};
-use crate::source::registry::{RegistryClient, SchemaType, Unavailable};
+use crate::source::registry::{Framing, RegistryClient, SchemaType, Unavailable};
 
 /// One run of records decoded with one writer schema.
 #[derive(Debug)]
 pub struct AvroRun {
-    pub schema_id: u32,
+    pub schema_id: u64,
     pub batch: RecordBatch,
     /// For each row, the index of its record in the input.
     pub rows_from: Vec<usize>,
@@ -44,15 +44,8 @@ pub fn arrow_schema_of(
     schema: &crate::source::registry::RegisteredSchema,
 ) -> Result<arrow::datatypes::SchemaRef, String> {
     let text = super::avro_refs::inline_references(schema)?;
-    Ok(decoder_for(schema.id, &AvroSchema::new(text), 1)?.schema())
-}
-
-/// The schema id of a Confluent-framed payload.
-pub fn confluent_id(payload: &[u8]) -> Option<u32> {
-    match payload {
-        [0, a, b, c, d, ..] => Some(u32::from_be_bytes([*a, *b, *c, *d])),
-        _ => None,
-    }
+    // (Any id serves to build a decoder whose schema is wanted: 8 bytes fit every id.)
+    Ok(decoder_for(schema.id, Framing::Apicurio, &AvroSchema::new(text), 1)?.schema())
 }
 
 /// Decodes Confluent-framed Avro with writer schemas from a registry.
@@ -61,7 +54,7 @@ pub struct AvroDecoder {
     /// `None` for plain datums of the one schema in `schemas[&PLAIN_ID]`.
     registry: Option<Arc<RegistryClient>>,
     /// Writer schemas by id, as `arrow-avro` takes them (or why an id cannot be used).
-    schemas: HashMap<u32, Result<AvroSchema, String>>,
+    schemas: HashMap<u64, Result<AvroSchema, String>>,
 }
 
 impl AvroDecoder {
@@ -79,7 +72,7 @@ impl AvroDecoder {
         Ok(AvroDecoder { registry: None, schemas: HashMap::from([(PLAIN_ID, Ok(schema))]) })
     }
 
-    async fn writer(&mut self, id: u32) -> Result<AvroSchema, String> {
+    async fn writer(&mut self, id: u64) -> Result<AvroSchema, String> {
         if let Some(s) = self.schemas.get(&id) {
             return s.clone();
         }
@@ -94,7 +87,7 @@ impl AvroDecoder {
                 Ok(text) => {
                     let schema = AvroSchema::new(text);
                     // Parsed once here: a schema arrow-avro cannot use is the records' reason.
-                    match decoder_for(id, &schema, 1) {
+                    match decoder_for(id, registry.framing(), &schema, 1) {
                         Ok(_) => Ok(schema),
                         Err(e) => Err(format!("schema id {id} cannot be decoded: {e}")),
                     }
@@ -115,19 +108,19 @@ impl AvroDecoder {
                 out.dead_letters.push(DeadLetter::of(r, "null payload"));
                 continue;
             };
-            let framed = self.registry.is_some();
-            let id = if framed {
-                let Some(id) = confluent_id(payload) else {
-                    out.dead_letters.push(DeadLetter::of(
-                        r,
-                        "not in the Confluent wire format (magic byte 0, then a 4-byte schema id)",
-                    ));
-                    continue;
-                };
-                id
-            } else {
-                PLAIN_ID
+            let framing = self.registry.as_ref().map(|r| r.framing());
+            let framed = framing.is_some();
+            let id = match framing {
+                Some(f) => {
+                    let Some((id, _)) = f.split(payload) else {
+                        out.dead_letters.push(DeadLetter::of(r, f.unframed()));
+                        continue;
+                    };
+                    id
+                }
+                None => PLAIN_ID,
             };
+            let framing = framing.unwrap_or(Framing::Confluent);
             // The writer schema is looked up when a run starts, not per record.
             if run.as_ref().is_none_or(|(rid, ..)| *rid != id) {
                 let schema = match self.writer(id).await {
@@ -138,8 +131,11 @@ impl AvroDecoder {
                     }
                 };
                 finish(run.take(), raw, &mut out);
-                let built =
-                    if framed { decoder_for(id, &schema, raw.len()) } else { plain_decoder(&schema, raw.len()) };
+                let built = if framed {
+                    decoder_for(id, framing, &schema, raw.len())
+                } else {
+                    plain_decoder(&schema, raw.len())
+                };
                 match built {
                     Ok(d) => run = Some((id, d, Vec::new(), schema)),
                     Err(e) => {
@@ -159,8 +155,11 @@ impl AvroDecoder {
                     out.dead_letters.push(DeadLetter::of(r, why));
                     // The decoder may hold half a row of the bad record: rebuild it from the
                     // run's good records (decoded again, rarely) and go on with the run.
-                    let fresh =
-                        if framed { decoder_for(id, schema, raw.len()) } else { plain_decoder(schema, raw.len()) };
+                    let fresh = if framed {
+                        decoder_for(id, framing, schema, raw.len())
+                    } else {
+                        plain_decoder(schema, raw.len())
+                    };
                     let replayed = fresh.ok().and_then(|mut d| {
                         let all = rows.iter().all(|j| {
                             let p = raw[*j].payload.unwrap_or_default();
@@ -187,10 +186,10 @@ impl AvroDecoder {
 }
 
 /// The run id of plain datums (no registry).
-pub const PLAIN_ID: u32 = u32::MAX;
+pub const PLAIN_ID: u64 = u64::MAX;
 
 /// How a writer schema is named in reasons: its registry id, or the configured schema.
-pub fn writer_name(id: u32) -> String {
+pub fn writer_name(id: u64) -> String {
     if id == PLAIN_ID {
         "kafka.avro_schema".into()
     } else {
@@ -210,9 +209,22 @@ fn plain_decoder(schema: &AvroSchema, batch_size: usize) -> Result<Decoder, Stri
         .map_err(|e| e.to_string())
 }
 
-fn decoder_for(id: u32, schema: &AvroSchema, batch_size: usize) -> Result<Decoder, String> {
-    let mut store = SchemaStore::new_with_type(FingerprintAlgorithm::Id);
-    store.set(Fingerprint::Id(id), schema.clone()).map_err(|e| e.to_string())?;
+/// A decoder of framed datums of the writer schema `id`: a 4-byte id (Confluent) when it fits,
+/// else an 8-byte one (Apicurio's global ids; `framing` says which the records carry).
+fn decoder_for(id: u64, framing: Framing, schema: &AvroSchema, batch_size: usize) -> Result<Decoder, String> {
+    let store = match framing {
+        Framing::Confluent => {
+            let mut store = SchemaStore::new_with_type(FingerprintAlgorithm::Id);
+            let id = u32::try_from(id).map_err(|_| format!("schema id {id} does not fit 4 bytes"))?;
+            store.set(Fingerprint::Id(id), schema.clone()).map_err(|e| e.to_string())?;
+            store
+        }
+        Framing::Apicurio => {
+            let mut store = SchemaStore::new_with_type(FingerprintAlgorithm::Id64);
+            store.set(Fingerprint::Id64(id), schema.clone()).map_err(|e| e.to_string())?;
+            store
+        }
+    };
     ReaderBuilder::new()
         .with_writer_schema_store(store)
         .with_batch_size(batch_size.max(1))
@@ -223,7 +235,7 @@ fn decoder_for(id: u32, schema: &AvroSchema, batch_size: usize) -> Result<Decode
 /// Ends a run: its rows as a batch, or (should the decoder fail to deliver them) its records
 /// as dead letters: nothing is ever dropped.
 /// A run in progress: schema id, decoder, rows (input indexes), writer schema.
-type Run = (u32, Decoder, Vec<usize>, AvroSchema);
+type Run = (u64, Decoder, Vec<usize>, AvroSchema);
 
 fn finish(run: Option<Run>, raw: &[RawRecord<'_>], out: &mut AvroDecoded) {
     let Some((schema_id, mut decoder, rows_from, _)) = run else { return };
@@ -266,7 +278,9 @@ mod tests {
         let rows: Vec<usize> = out.runs.iter().flat_map(|r| r.rows_from.clone()).collect();
         assert_eq!(rows, vec![0, 1, 3]);
         assert_eq!(out.runs.iter().map(|r| r.batch.num_rows()).sum::<usize>(), 3);
-        assert_eq!(confluent_id(&[0, 0, 0, 1, 2, 9]), Some(258));
-        assert_eq!(confluent_id(&[1, 0, 0, 0, 1]), None);
+        assert_eq!(Framing::Confluent.split(&[0, 0, 0, 1, 2, 9]), Some((258, &[9u8][..])));
+        assert_eq!(Framing::Confluent.split(&[1, 0, 0, 0, 1]), None);
+        assert_eq!(Framing::Apicurio.split(&[0, 0, 0, 0, 0, 0, 0, 1, 2, 9]), Some((258, &[9u8][..])));
+        assert_eq!(Framing::Apicurio.split(&[0, 0, 0, 1, 2, 9]), None, "8-byte ids need 8 bytes");
     }
 }

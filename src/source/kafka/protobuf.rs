@@ -18,13 +18,13 @@ use crate::delta::schema::{ArrayType, DataType, MapType, PrimitiveType, StructFi
 use crate::source::registry::{RegisteredSchema, RegistryClient, SchemaType, Unavailable};
 
 /// A record decoded into JSON, or why it could not be.
-pub type Outcome = Result<(u32, Vec<u8>), String>;
+pub type Outcome = Result<(u64, Vec<u8>), String>;
 
 /// Decodes Confluent-framed Protobuf with schemas from a registry.
 #[derive(Debug)]
 pub struct ProtoDecoder {
     registry: Arc<RegistryClient>,
-    pools: HashMap<u32, Result<DescriptorPool, String>>,
+    pools: HashMap<u64, Result<DescriptorPool, String>>,
 }
 
 impl ProtoDecoder {
@@ -32,7 +32,7 @@ impl ProtoDecoder {
         ProtoDecoder { registry, pools: HashMap::new() }
     }
 
-    async fn pool(&mut self, id: u32) -> Result<DescriptorPool, String> {
+    async fn pool(&mut self, id: u64) -> Result<DescriptorPool, String> {
         if let Some(p) = self.pools.get(&id) {
             return p.clone();
         }
@@ -50,11 +50,10 @@ impl ProtoDecoder {
     }
 
     /// The message a framed payload holds: its descriptor and body.
-    async fn message<'p>(&mut self, payload: &'p [u8]) -> Result<(u32, MessageDescriptor, &'p [u8]), String> {
-        let id = crate::source::kafka::avro::confluent_id(payload)
-            .ok_or("not in the Confluent wire format (magic byte 0, then a 4-byte schema id)")?;
+    async fn message<'p>(&mut self, payload: &'p [u8]) -> Result<(u64, MessageDescriptor, &'p [u8]), String> {
+        let framing = self.registry.framing();
+        let (id, mut rest) = framing.split(payload).ok_or(framing.unframed())?;
         let pool = self.pool(id).await?;
-        let mut rest = &payload[5..];
         let path = message_indexes(&mut rest).ok_or("the message-index path is damaged")?;
         let file = pool.files().find(|f| f.name() == SCHEMA_FILE).ok_or("the schema holds no file")?;
         let mut desc = file
