@@ -247,12 +247,34 @@ impl TableSchema {
         let Some(mut proto) = self.proto.take() else { return Err(Error::Internal("no Protobuf decoder".into())) };
         let payloads: Vec<Option<&[u8]>> = raw.iter().map(|r| r.payload).collect();
         let first = if self.snapshot.is_none() { proto.first_schema(&payloads).await } else { None };
-        let outcomes = proto.decode(&payloads).await;
+        let messages = proto.messages(&payloads).await;
         self.proto = Some(proto);
         if let Some(schema) = first {
             self.create(table, cfg, self.without_record_columns(schema)).await?;
             self.sync_decoder();
         }
+        // Fast path: every message fits the table; straight into Arrow, no JSON text.
+        if let (Some((_, decoder)), true) = (&self.decoder, messages.iter().all(Result::is_ok)) {
+            let options = crate::source::kafka::protobuf::proto3_options();
+            let rows: Vec<_> =
+                messages.iter().flatten().map(|(_, m)| crate::source::kafka::protobuf::Proto3(m, &options)).collect();
+            if let Some(batch) = decoder.decode_serialized(&rows) {
+                return Ok(Decoded {
+                    batch: Some(batch),
+                    rows_from: (0..raw.len()).collect(),
+                    dead_letters: Vec::new(),
+                });
+            }
+        }
+        // Otherwise through proto3 JSON text: per-record errors, schema evolution.
+        let options = crate::source::kafka::protobuf::proto3_options();
+        let outcomes: Vec<Result<(u64, Vec<u8>), String>> = messages
+            .into_iter()
+            .map(|m| {
+                let (id, m) = m?;
+                Ok((id, crate::source::kafka::protobuf::to_json(&m, &options, 256)?))
+            })
+            .collect();
         let mut letters = Vec::new();
         let mut kept = Vec::with_capacity(raw.len());
         let mut bodies = Vec::with_capacity(raw.len());

@@ -113,6 +113,19 @@ impl PayloadDecoder {
         Decoded { batch, rows_from: kept, dead_letters: dead }
     }
 
+    /// Rows given as serializable values (decoded messages) straight into Arrow through
+    /// `arrow-json`'s serializer, with no JSON text in between; `None` when any row does not
+    /// fit the schema (the caller then takes the slow, per-record path).
+    pub fn decode_serialized<S: serde::Serialize>(&self, rows: &[S]) -> Option<RecordBatch> {
+        let mut decoder = arrow_json::ReaderBuilder::new(self.schema.clone())
+            .with_strict_mode(true)
+            .with_batch_size(rows.len().max(1) + 1)
+            .build_decoder()
+            .ok()?;
+        decoder.serialize(rows).ok()?;
+        decoder.flush().ok()?.filter(|b| b.num_rows() == rows.len())
+    }
+
     fn precheck<'a>(&self, r: &RawRecord<'a>) -> Result<&'a [u8], String> {
         let bytes = r.payload.ok_or("null payload (tombstone)")?;
         if bytes.len() > self.max_record_bytes {

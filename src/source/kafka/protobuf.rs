@@ -77,33 +77,63 @@ impl ProtoDecoder {
         None
     }
 
-    /// Each payload as proto3 JSON, or why not.
-    pub async fn decode(&mut self, payloads: &[Option<&[u8]>]) -> Vec<Outcome> {
-        // Defaults are written: proto3 omits a zero, an empty string or the first enum value
-        // otherwise, and the row would read null where the message says 0.
-        let options = SerializeOptions::new()
-            .stringify_64_bit_integers(false)
-            .use_proto_field_name(true)
-            .skip_default_fields(false);
+    /// Each payload's message, or why it has none.
+    pub async fn messages(&mut self, payloads: &[Option<&[u8]>]) -> Vec<Result<(u64, DynamicMessage), String>> {
         let mut out = Vec::with_capacity(payloads.len());
         for p in payloads {
             let Some(p) = p else {
                 out.push(Err("null payload".into()));
                 continue;
             };
-            let decoded = match self.message(p).await {
+            out.push(match self.message(p).await {
                 Ok((id, desc, body)) => DynamicMessage::decode(desc, body)
-                    .map_err(|e| format!("the Protobuf body does not match schema id {id}: {e}"))
-                    .and_then(|m| {
-                        let mut ser = serde_json::Serializer::new(Vec::with_capacity(p.len() * 2));
-                        m.serialize_with_options(&mut ser, &options).map_err(|e| e.to_string())?;
-                        Ok((id, ser.into_inner()))
-                    }),
+                    .map(|m| (id, m))
+                    .map_err(|e| format!("the Protobuf body does not match schema id {id}: {e}")),
                 Err(e) => Err(e),
-            };
-            out.push(decoded);
+            });
         }
         out
+    }
+
+    /// Each payload as proto3 JSON text, or why not.
+    pub async fn decode(&mut self, payloads: &[Option<&[u8]>]) -> Vec<Outcome> {
+        let options = proto3_options();
+        self.messages(payloads)
+            .await
+            .into_iter()
+            .zip(payloads)
+            .map(|(m, p)| {
+                let (id, m) = m?;
+                Ok((id, to_json(&m, &options, p.map_or(0, <[u8]>::len) * 2)?))
+            })
+            .collect()
+    }
+}
+
+/// A message as JSON text.
+///
+/// # Errors
+/// What the serializer reports.
+pub fn to_json(m: &DynamicMessage, options: &SerializeOptions, capacity: usize) -> Result<Vec<u8>, String> {
+    let mut ser = serde_json::Serializer::new(Vec::with_capacity(capacity));
+    m.serialize_with_options(&mut ser, options).map_err(|e| e.to_string())?;
+    Ok(ser.into_inner())
+}
+
+/// How messages are written as rows: proto3 JSON with field names as declared, 64-bit
+/// integers as numbers, and defaults written (proto3 omits a zero, an empty string or the
+/// first enum value otherwise, and the row would read null where the message says 0).
+pub fn proto3_options() -> SerializeOptions {
+    SerializeOptions::new().stringify_64_bit_integers(false).use_proto_field_name(true).skip_default_fields(false)
+}
+
+/// A message serialized as its proto3 JSON form ([`proto3_options`]), for serializers that
+/// build Arrow directly.
+pub struct Proto3<'a>(pub &'a DynamicMessage, pub &'a SerializeOptions);
+
+impl serde::Serialize for Proto3<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize_with_options(serializer, self.1)
     }
 }
 
@@ -279,5 +309,36 @@ mod tests {
         ] {
             assert!(json.contains(want), "{want}: {json}");
         }
+    }
+
+    #[test]
+    fn messages_serialize_straight_into_arrow() {
+        use arrow::array::AsArray;
+        let pool = compile(
+            r#"syntax = "proto3"; package shop; import "google/protobuf/timestamp.proto";
+               message Order { int64 id = 1; repeated string tags = 2; google.protobuf.Timestamp at = 3;
+                 Kind kind = 4; Line line = 5; map<string, int32> counts = 6;
+                 enum Kind { NEW = 0; PAID = 1; } message Line { double amount = 1; int32 qty = 2; } }"#,
+            &[],
+        )
+        .unwrap();
+        let desc = pool.get_message_by_name("shop.Order").unwrap();
+        let schema = delta_schema(&desc).unwrap();
+        let arrow = std::sync::Arc::new(crate::delta::arrow_schema::arrow_schema_strict(&schema));
+        let json = r#"{"id": 7, "tags": ["a"], "at": "2026-11-30T12:00:00Z", "kind": "PAID", "line": {"amount": 1.5}, "counts": {"x": 2}}"#;
+        let mut de = serde_json::Deserializer::from_str(json);
+        let full = DynamicMessage::deserialize(desc.clone(), &mut de).unwrap();
+        let zero = DynamicMessage::new(desc);
+        let options = proto3_options();
+        let rows = [Proto3(&full, &options), Proto3(&zero, &options)];
+        let decoder = super::super::payload::PayloadDecoder::new(arrow, 1 << 20);
+        let batch = decoder.decode_serialized(&rows).expect("messages fit the descriptor's table");
+        assert_eq!(batch.num_rows(), 2);
+        let ids = batch.column_by_name("id").unwrap().as_primitive::<arrow::datatypes::Int64Type>();
+        assert_eq!((ids.value(0), ids.value(1)), (7, 0), "a default id is 0, not null");
+        let kind = batch.column_by_name("kind").unwrap().as_string::<i32>();
+        assert_eq!((kind.value(0), kind.value(1)), ("PAID", "NEW"));
+        let at = batch.column_by_name("at").unwrap().as_primitive::<arrow::datatypes::TimestampMicrosecondType>();
+        assert_eq!(at.value(0), 1_796_040_000_000_000);
     }
 }
