@@ -769,3 +769,100 @@ for i in range(25):
     let dead = crate::common::deltabus(&["cat", &format!("{table}_dead")]);
     assert!(String::from_utf8_lossy(&dead.stdout).contains("schema id 77 is not in the registry"));
 }
+
+/// `route_by` on Avro topics: the route field (an enum, read by name) comes from the records
+/// decoded with their writer schemas; each table is created from the writer schema and evolves
+/// with the second schema id.
+#[test]
+fn avro_records_route_by_an_enum_field() {
+    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
+        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
+        return;
+    };
+    let records = encoded(&py);
+    let dir = tempfile::tempdir().unwrap();
+    let template = format!("{}/orders_{{kind}}", dir.path().display());
+    let _guard = crate::common::native_clients_lock();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let answers =
+            HashMap::from([(1, serde_json::json!({ "schema": V1 })), (2, serde_json::json!({ "schema": v2() }))]);
+        let (url, _hits) = registry(answers).await;
+        let landed = ingest(&records, &template, |p| {
+            p.kafka.format = "avro".into();
+            p.schema_registry = Some(registry_at(url));
+            p.route_by = Some("kind".into());
+            p.evolve_schema = true;
+            p.dead_letter.table = Some(format!("{}/dead", dir.path().display()));
+        })
+        .await;
+        assert_eq!(landed, (100, 0));
+    });
+    drop(rt);
+    for (kind, parity) in [("PAID", 1), ("NEW", 0)] {
+        let table = format!("{}/orders_{kind}", dir.path().display());
+        let out = crate::common::deltabus(&["cat", &table]);
+        let rows: Vec<serde_json::Value> =
+            String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(rows.len(), 50, "{kind}");
+        assert!(rows.iter().all(|r| r["kind"] == kind && r["id"].as_i64().unwrap() % 2 == parity), "{kind}");
+        assert_eq!(column_types(&table)["amount"], "decimal(10,2)");
+    }
+}
+
+/// `route_by` on Protobuf topics: the route field read from the decoded messages (an enum,
+/// by name; the default value included).
+#[test]
+fn protobuf_messages_route_by_an_enum_field() {
+    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
+        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("order.proto"), ORDER_PROTO).unwrap();
+    let script = format!(
+        r#"
+import sys
+sys.path.insert(0, {dir:?})
+import os, grpc_tools
+from grpc_tools import protoc
+wkt = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+assert protoc.main(["protoc", "-I" + {dir:?}, "-I" + wkt, "--python_out=" + {dir:?}, {dir:?} + "/order.proto"]) == 0
+import order_pb2
+for i in range(40):
+    m = order_pb2.Order(id=i, customer="c%d" % i, kind=i % 2)
+    print((b"\x00" + (3).to_bytes(4, "big") + b"\x00" + m.SerializeToString()).hex())
+"#,
+        dir = dir.path().display().to_string()
+    );
+    let out = std::process::Command::new(&py).arg("-c").arg(script).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let records: Vec<Vec<u8>> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| (0..l.len()).step_by(2).map(|i| u8::from_str_radix(&l[i..i + 2], 16).unwrap()).collect())
+        .collect();
+    let template = format!("{}/orders_{{kind}}", dir.path().display());
+    let _guard = crate::common::native_clients_lock();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let answer = serde_json::json!({ "schema": ORDER_PROTO, "schemaType": "PROTOBUF" });
+        let (url, _hits) = registry(HashMap::from([(3, answer)])).await;
+        let landed = ingest(&records, &template, |p| {
+            p.kafka.format = "protobuf".into();
+            p.schema_registry = Some(registry_at(url));
+            p.route_by = Some("kind".into());
+            p.dead_letter.table = Some(format!("{}/dead", dir.path().display()));
+        })
+        .await;
+        assert_eq!(landed, (40, 0));
+    });
+    drop(rt);
+    for (kind, parity) in [("PAID", 1), ("NEW", 0)] {
+        let out = crate::common::deltabus(&["cat", &format!("{}/orders_{kind}", dir.path().display())]);
+        let rows: Vec<serde_json::Value> =
+            String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(rows.len(), 20, "{kind}");
+        assert!(rows.iter().all(|r| r["kind"] == kind && r["id"].as_i64().unwrap() % 2 == parity), "{kind}");
+    }
+}

@@ -346,3 +346,41 @@ max_rows = 500
     assert_eq!(all.len() as i64, TOTAL, "missing rows");
     drop(cluster);
 }
+
+/// `route_by` with listed topics: `{topic}` and the field both name the table; one route
+/// state (default location) holds every topic's positions.
+#[test]
+fn routing_by_a_field_across_listed_topics() {
+    let _guard = crate::common::native_clients_lock();
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = MockCluster::new(1).unwrap();
+    for t in ["clicks", "views"] {
+        cluster.create_topic(t, 2, 1).unwrap();
+    }
+    let brokers = cluster.bootstrap_servers();
+    let recs = |n: i64| -> Vec<(i32, Option<String>, Option<String>)> {
+        (0..n)
+            .map(|i| ((i % 2) as i32, None, Some(format!("{{\"id\":{i},\"region\":\"{}\"}}", region_of(i)))))
+            .collect()
+    };
+    rt.block_on(async {
+        produce(&brokers, "clicks", &recs(90)).await;
+        produce(&brokers, "views", &recs(60)).await;
+    });
+    let mut p = pipeline(&brokers, "", &format!("{}/{{topic}}_{{region}}", dir.path().display()));
+    p.kafka.topics = vec!["clicks".into(), "views".into()];
+    p.route_by = Some("region".into());
+    let reports = rt.block_on(run_until(vec![p], None, |m| {
+        crate::ingest::committed(m, "p0/clicks") == 90 && crate::ingest::committed(m, "p0/views") == 60
+    }));
+    drop(cluster);
+    for (topic, n) in [("clicks", 90), ("views", 60)] {
+        for r in ["eu", "us", "apac"] {
+            let want: Vec<i64> = (0..n).filter(|i| region_of(*i) == r).collect();
+            assert_eq!(ids(&format!("{}/{topic}_{r}", dir.path().display())), want, "{topic}_{r}: {reports:?}");
+        }
+    }
+    let state = crate::common::run_json(&["describe", &format!("{}/_deltabus_routes/ingest", dir.path().display())]);
+    assert_eq!(state["txns"].as_object().map(|t| t.len()), Some(4), "{state}");
+}

@@ -380,11 +380,11 @@ impl PipelineConfig {
         let Some(at) = self.table.find(&placeholder) else {
             return Err(bad("table", format!("route_by = {field:?} needs {placeholder} in the table template")));
         };
-        if self.delta.is_some() || self.upsert.is_some() || self.kafka.format != "json" {
-            return Err(bad("route_by", "routes JSON payloads of a Kafka source without upsert".into()));
+        if self.delta.is_some() || self.upsert.is_some() {
+            return Err(bad("route_by", "routes the records of a Kafka source without upsert".into()));
         }
-        if self.kafka.stop_at_end || !self.kafka.topics.is_empty() || self.kafka.topic_pattern.is_some() {
-            return Err(bad("route_by", "routes one kafka.topic, without stop_at_end".into()));
+        if self.kafka.stop_at_end {
+            return Err(bad("route_by", "a routed pipeline runs without stop_at_end".into()));
         }
         if self.max_tables == 0 {
             return Err(bad("max_tables", "must be at least 1".into()));

@@ -19,7 +19,7 @@
 //! - [`positions`]: where assigned partitions resume, checked against the broker's watermarks.
 //! - [`runner`]: the pipeline task (group events, seeking, polling, applying flush results).
 //! - [`routed`]: a pipeline routing records to tables by a field (`route_by`), with its
-//!   route-state table.
+//!   route-state table; [`route_values`]: the field's value in every payload format.
 //! - [`delta_source`]: a pipeline that follows another Delta table.
 //! - [`auto_compact`]: the background compactor beside a pipeline.
 //! - [`service`]: several pipelines in one process, metrics endpoint, graceful shutdown.
@@ -36,6 +36,7 @@ pub mod keyed_avro;
 pub mod positions;
 pub mod projection;
 pub mod registry_schema;
+pub mod route_values;
 pub mod routed;
 pub mod runner;
 pub mod schema;

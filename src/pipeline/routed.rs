@@ -2,9 +2,9 @@
 //! exactly once per (table, topic, partition).
 //!
 //! Contract:
-//! - Each record's route field (a JSON field, dotted for nested) names its table through the
-//!   `{field}` template; tables are opened or created on demand with the pipeline's settings,
-//!   at most `max_tables` of them. A record without the field, with a value that cannot name a
+//! - Each record's route field (dotted for nested; any payload format, read by
+//!   [`super::route_values`]) names its table through the `{field}` template; tables are
+//!   opened or created on demand with the pipeline's settings, at most `max_tables` of them. A record without the field, with a value that cannot name a
 //!   table, or for a table past the limit is a dead letter with the reason.
 //! - A flush delivers every dead letter once, then commits to each table that received rows
 //!   (its adds and one `txn` per partition, as an unrouted flush), and last records in the
@@ -30,6 +30,7 @@ use super::commit::Flusher;
 use super::dead_letter::DeadLetterSink;
 use super::decode::decode;
 use super::positions;
+use super::route_values::RouteReader;
 use super::runner::{open_source, RunReport};
 use super::schema::TableSchema;
 use crate::common::flush::{BatchState, FlushReason};
@@ -67,22 +68,8 @@ pub struct RoutedRunner {
     /// Dead letters of records no table took.
     unroutable: BTreeMap<i32, Vec<DeadLetter>>,
     first_record_ms: Option<i64>,
-}
-
-/// The route value of a JSON payload: a string as is, a number or boolean as written.
-fn route_value(payload: Option<&[u8]>, field: &str) -> std::result::Result<String, String> {
-    let payload = payload.ok_or("no payload to route")?;
-    let v: serde_json::Value = serde_json::from_slice(payload).map_err(|e| format!("not JSON: {e}"))?;
-    let mut at = &v;
-    for part in field.split('.') {
-        at = at.get(part).ok_or_else(|| format!("no route field {field:?}"))?;
-    }
-    match at {
-        serde_json::Value::String(s) => Ok(s.clone()),
-        serde_json::Value::Number(n) => Ok(n.to_string()),
-        serde_json::Value::Bool(b) => Ok(b.to_string()),
-        _ => Err(format!("route field {field:?} is not a string, number or boolean")),
-    }
+    /// Reads route values in the pipeline's payload format.
+    reader: RouteReader,
 }
 
 impl RoutedRunner {
@@ -102,6 +89,7 @@ impl RoutedRunner {
         let mut state_cfg = cfg.clone();
         state_cfg.create = false;
         let state_schema = TableSchema::open(&state, &state_cfg).await?;
+        let reader = RouteReader::for_pipeline(&cfg)?;
         Ok(RoutedRunner {
             cfg,
             route,
@@ -115,6 +103,7 @@ impl RoutedRunner {
             consumed: BTreeMap::new(),
             unroutable: BTreeMap::new(),
             first_record_ms: None,
+            reader,
         })
     }
 
@@ -257,10 +246,11 @@ impl RoutedRunner {
             self.metrics.bytes_in.inc_by(recs.iter().map(|r| r.raw.payload.map_or(0, <[u8]>::len) as u64).sum());
             self.first_record_ms.get_or_insert(self.state.clock().now_ms());
             // Group by table, keeping offset order within each.
+            let raws: Vec<_> = recs.iter().map(|r| r.raw).collect();
+            let values = self.reader.values(&self.route.field, &raws).await;
             let mut groups: BTreeMap<String, Vec<SourceRecord<'_>>> = BTreeMap::new();
-            for r in recs {
-                let table = route_value(r.raw.payload, &self.route.field)
-                    .and_then(|v| self.route.table_of(&self.cfg.table, &v));
+            for (r, value) in recs.into_iter().zip(values) {
+                let table = value.and_then(|v| self.route.table_of(&self.cfg.table, &v));
                 match table {
                     // (Tables this poll opens count against the limit as well.)
                     Ok(t)

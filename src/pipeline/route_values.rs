@@ -1,0 +1,161 @@
+//! The route values of records (`route_by`), in every payload format: a JSON field (dotted
+//! for nested), the same field of framed JSON, of an Avro record (decoded with its writer
+//! schema into Arrow) or of a Protobuf message. Strings are taken as they are, numbers and
+//! booleans as written, enums by name; anything else (missing, null, nested, a record that
+//! does not decode) is the reason the record cannot be routed.
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use prost_reflect::{DynamicMessage, ReflectMessage, Value as Proto};
+
+use crate::config::{PayloadFormat, ResolvedPipeline};
+use crate::error::Result;
+use crate::source::kafka::avro::AvroDecoder;
+use crate::source::kafka::payload::RawRecord;
+use crate::source::kafka::protobuf::ProtoDecoder;
+use crate::source::registry::{Framing, RegistryClient};
+
+/// Reads route values in a pipeline's payload format.
+pub enum RouteReader {
+    Json,
+    FramedJson(Framing),
+    Avro(AvroDecoder),
+    Protobuf(ProtoDecoder),
+}
+
+type Value = std::result::Result<String, String>;
+
+impl RouteReader {
+    /// The reader for the pipeline's format.
+    ///
+    /// # Errors
+    /// An unusable registry URL or Avro schema.
+    pub fn for_pipeline(cfg: &ResolvedPipeline) -> Result<RouteReader> {
+        let client = |r| RegistryClient::new(r).map(std::sync::Arc::new);
+        Ok(match &cfg.kafka()?.format {
+            PayloadFormat::Json => RouteReader::Json,
+            PayloadFormat::JsonSchema(r) => RouteReader::FramedJson(client(r.clone())?.framing()),
+            PayloadFormat::Avro(r) => RouteReader::Avro(AvroDecoder::new(client(r.clone())?)),
+            PayloadFormat::AvroPlain(s) => RouteReader::Avro(
+                AvroDecoder::plain(s)
+                    .map_err(|e| crate::error::Error::InvalidArgument(format!("pipeline {}: {e}", cfg.name)))?,
+            ),
+            PayloadFormat::Protobuf(r) => RouteReader::Protobuf(ProtoDecoder::new(client(r.clone())?)),
+        })
+    }
+
+    /// Each record's route value, or why it has none.
+    pub async fn values(&mut self, field: &str, records: &[RawRecord<'_>]) -> Vec<Value> {
+        match self {
+            RouteReader::Json => records.iter().map(|r| json_value(r.payload, field)).collect(),
+            RouteReader::FramedJson(framing) => records
+                .iter()
+                .map(|r| match r.payload.map(|p| framing.split(p)) {
+                    Some(Some((_, body))) => json_value(Some(body), field),
+                    Some(None) => Err(framing.unframed().to_string()),
+                    None => Err("no payload to route".into()),
+                })
+                .collect(),
+            RouteReader::Avro(avro) => {
+                let mut out: Vec<Value> = vec![Err("no payload to route".into()); records.len()];
+                let decoded = avro.decode(records).await;
+                for l in decoded.dead_letters {
+                    if let Some(i) = records.iter().position(|r| r.offset == l.offset) {
+                        out[i] = Err(l.reason);
+                    }
+                }
+                for run in decoded.runs {
+                    for (row, i) in run.rows_from.iter().enumerate() {
+                        out[*i] = arrow_value(&run.batch, field, row);
+                    }
+                }
+                out
+            }
+            RouteReader::Protobuf(proto) => {
+                let payloads: Vec<Option<&[u8]>> = records.iter().map(|r| r.payload).collect();
+                proto
+                    .messages(&payloads)
+                    .await
+                    .into_iter()
+                    .map(|m| m.and_then(|(_, m)| proto_value(&m, field)))
+                    .collect()
+            }
+        }
+    }
+}
+
+fn missing(field: &str) -> String {
+    format!("no route field {field:?}")
+}
+
+fn unusable(field: &str) -> String {
+    format!("route field {field:?} is not a string, number or boolean")
+}
+
+/// The route value of a JSON payload.
+pub fn json_value(payload: Option<&[u8]>, field: &str) -> Value {
+    let payload = payload.ok_or("no payload to route")?;
+    let v: serde_json::Value = serde_json::from_slice(payload).map_err(|e| format!("not JSON: {e}"))?;
+    let mut at = &v;
+    for part in field.split('.') {
+        at = at.get(part).ok_or_else(|| missing(field))?;
+    }
+    match at {
+        serde_json::Value::String(s) => Ok(s.clone()),
+        serde_json::Value::Number(n) => Ok(n.to_string()),
+        serde_json::Value::Bool(b) => Ok(b.to_string()),
+        _ => Err(unusable(field)),
+    }
+}
+
+/// The route value in row `row` of a decoded batch (structs followed by the dotted path).
+fn arrow_value(batch: &RecordBatch, field: &str, row: usize) -> Value {
+    let mut parts = field.split('.');
+    let first = parts.next().unwrap_or_default();
+    let mut column = batch.column_by_name(first).ok_or_else(|| missing(field))?.clone();
+    for part in parts {
+        let s = column.as_struct_opt().ok_or_else(|| missing(field))?;
+        if s.is_null(row) {
+            return Err(missing(field));
+        }
+        column = s.column_by_name(part).ok_or_else(|| missing(field))?.clone();
+    }
+    if column.is_null(row) {
+        return Err(missing(field));
+    }
+    match column.data_type() {
+        t if t.is_nested() || matches!(t, arrow::datatypes::DataType::Binary) => Err(unusable(field)),
+        _ => arrow::util::display::array_value_to_string(&column, row).map_err(|_| unusable(field)),
+    }
+}
+
+/// The route value of a Protobuf message (nested messages followed by the dotted path).
+fn proto_value(message: &DynamicMessage, field: &str) -> Value {
+    let mut m = message.clone();
+    let parts: Vec<&str> = field.split('.').collect();
+    for (k, part) in parts.iter().enumerate() {
+        let desc = m.descriptor().get_field_by_name(part).ok_or_else(|| missing(field))?;
+        let v = m.get_field(&desc).into_owned();
+        if k + 1 < parts.len() {
+            match v {
+                Proto::Message(inner) if m.has_field(&desc) => m = inner,
+                _ => return Err(missing(field)),
+            }
+            continue;
+        }
+        return match v {
+            Proto::String(s) => Ok(s),
+            Proto::Bool(b) => Ok(b.to_string()),
+            Proto::I32(n) => Ok(n.to_string()),
+            Proto::I64(n) => Ok(n.to_string()),
+            Proto::U32(n) => Ok(n.to_string()),
+            Proto::U64(n) => Ok(n.to_string()),
+            Proto::EnumNumber(n) => Ok(desc
+                .kind()
+                .as_enum()
+                .and_then(|e| e.get_value(n))
+                .map_or_else(|| n.to_string(), |v| v.name().to_string())),
+            _ => Err(unusable(field)),
+        };
+    }
+    Err(missing(field))
+}
