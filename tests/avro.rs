@@ -866,3 +866,96 @@ for i in range(40):
         assert!(rows.iter().all(|r| r["kind"] == kind && r["id"].as_i64().unwrap() % 2 == parity), "{kind}");
     }
 }
+
+/// A TLS listener for axum: `rustls` over the TCP listener.
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((tcp, addr)) = self.tcp.accept().await else { continue };
+            if let Ok(tls) = self.acceptor.accept(tcp).await {
+                return (tls, addr);
+            }
+        }
+    }
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
+
+/// The registry over TLS with a private CA: records decode once `schema_registry.ca_file`
+/// names the CA; without it the certificate is refused and consumption waits (no record is
+/// lost or dead-lettered); a `ca_file` that holds no certificate is a one-line error.
+#[test]
+fn a_registry_behind_a_private_ca_is_reached_over_tls() {
+    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
+        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
+        return;
+    };
+    let records = encoded(&py);
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders").to_string_lossy().into_owned();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, cert.cert.pem()).unwrap();
+    let _guard = crate::common::native_clients_lock();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap();
+        let answers = Arc::new(HashMap::from([(1u32, V1.to_string()), (2, v2())]));
+        let app = Router::new().route(
+            "/schemas/ids/{id}",
+            get(move |Path(id): Path<u32>| {
+                let answers = answers.clone();
+                async move { serde_json::json!({ "schema": answers[&id] }).to_string() }
+            }),
+        );
+        let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://localhost:{}", tcp.local_addr().unwrap().port());
+        let listener = TlsListener { tcp, acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)) };
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        // Without the CA: refused, and no record is dead-lettered while it is.
+        let client = deltabus::source::registry::RegistryClient::new(deltabus::source::registry::RegistryConfig {
+            url: url.clone(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(tokio::time::timeout(std::time::Duration::from_secs(3), client.schema(1)).await.is_err(), "waits");
+        // A CA file without a certificate is named.
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let e = deltabus::source::registry::RegistryClient::new(deltabus::source::registry::RegistryConfig {
+            url: url.clone(),
+            ca_file: Some(empty.to_string_lossy().into_owned()),
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("schema_registry.ca_file") && e.contains("no PEM certificate"), "{e}");
+        // With it: every record lands.
+        let landed = ingest(&records, &table, |p| {
+            p.kafka.format = "avro".into();
+            p.evolve_schema = true;
+            p.schema_registry = Some(deltabus::source::registry::RegistryConfig {
+                url,
+                ca_file: Some(ca.to_string_lossy().into_owned()),
+                ..Default::default()
+            });
+        })
+        .await;
+        assert_eq!(landed, (100, 0));
+    });
+}

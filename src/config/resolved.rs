@@ -118,6 +118,7 @@ impl Route {
 
 /// Where a pipeline's records come from.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // one per pipeline, built once: size does not matter
 pub enum PipelineSource {
     Kafka(ResolvedKafka),
     Delta(ResolvedDeltaSource),

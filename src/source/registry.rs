@@ -10,8 +10,8 @@
 //! - `api = "apicurio"`: Apicurio's own serdes — records framed with an 8-byte global id
 //!   ([`Framing::Apicurio`]), schemas from `GET {url}/apis/registry/v2/ids/globalIds/{id}`
 //!   (the schema text, its type in `X-Registry-ArtifactType`).
-//! - Basic (`username`/`password`) or bearer (`token`) authentication; TLS for `https://`;
-//!   a timeout per request.
+//! - Basic (`username`/`password`) or bearer (`token`) authentication; TLS for `https://`
+//!   (the system's roots, plus `ca_file`'s); a timeout per request.
 //! - A registry that is down or slow is retried at a growing backoff (1 s to 30 s) for as
 //!   long as it takes: the pipeline waits and its records stay in Kafka. Only an id the
 //!   registry says it does not know (404) or a schema it cannot parse make records dead
@@ -52,6 +52,10 @@ pub struct RegistryConfig {
     /// serdes: global ids of 8 bytes, `GET /apis/registry/v2/ids/globalIds/{id}`).
     #[serde(default = "default_api")]
     pub api: String,
+    /// A PEM file of certificate authorities to trust besides the system's (a registry behind
+    /// a private CA).
+    #[serde(default)]
+    pub ca_file: Option<String>,
 }
 
 fn default_api() -> String {
@@ -105,6 +109,7 @@ impl Default for RegistryConfig {
             timeout: default_timeout(),
             subject: None,
             api: default_api(),
+            ca_file: None,
         }
     }
 }
@@ -119,6 +124,7 @@ impl std::fmt::Debug for RegistryConfig {
             .field("timeout", &self.timeout)
             .field("subject", &self.subject)
             .field("api", &self.api)
+            .field("ca_file", &self.ca_file)
             .finish()
     }
 }
@@ -234,10 +240,19 @@ impl RegistryClient {
                 "schema_registry.subject: subject lookups use the Confluent API (api = \"confluent\")".into(),
             ));
         }
-        let http = reqwest::Client::builder()
-            .timeout(config.timeout.get())
-            .build()
-            .map_err(|e| Error::InvalidArgument(format!("schema_registry: {e}")))?;
+        let mut builder = reqwest::Client::builder().timeout(config.timeout.get());
+        if let Some(path) = &config.ca_file {
+            let bad = |e: String| Error::InvalidArgument(format!("schema_registry.ca_file {path:?}: {e}"));
+            let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(e.to_string()))?;
+            if certs.is_empty() {
+                return Err(bad("no PEM certificate in it".into()));
+            }
+            for c in certs {
+                builder = builder.add_root_certificate(c);
+            }
+        }
+        let http = builder.build().map_err(|e| Error::InvalidArgument(format!("schema_registry: {e}")))?;
         Ok(RegistryClient {
             config: RegistryConfig { url, ..config },
             http,

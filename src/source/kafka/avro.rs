@@ -45,7 +45,20 @@ pub fn arrow_schema_of(
 ) -> Result<arrow::datatypes::SchemaRef, String> {
     let text = super::avro_refs::inline_references(schema)?;
     // (Any id serves to build a decoder whose schema is wanted: 8 bytes fit every id.)
-    Ok(decoder_for(schema.id, Framing::Apicurio, &AvroSchema::new(text), 1)?.schema())
+    let decoded = decoder_for(schema.id, Framing::Apicurio, &AvroSchema::new(text), 1)?.schema();
+    // As the rows will come: uuids as text.
+    let fields: Vec<arrow::datatypes::Field> = decoded
+        .fields()
+        .iter()
+        .map(|f| {
+            if is_uuid(f) {
+                arrow::datatypes::Field::new(f.name(), arrow::datatypes::DataType::Utf8, f.is_nullable())
+            } else {
+                f.as_ref().clone()
+            }
+        })
+        .collect();
+    Ok(Arc::new(arrow::datatypes::Schema::new(fields)))
 }
 
 /// Decodes Confluent-framed Avro with writer schemas from a registry.
@@ -244,7 +257,7 @@ fn finish(run: Option<Run>, raw: &[RawRecord<'_>], out: &mut AvroDecoded) {
     }
     match decoder.flush() {
         Ok(Some(batch)) if batch.num_rows() == rows_from.len() => {
-            out.runs.push(AvroRun { schema_id, batch, rows_from })
+            out.runs.push(AvroRun { schema_id, batch: uuids_as_text(batch), rows_from })
         }
         other => {
             let why = match other {
@@ -254,6 +267,45 @@ fn finish(run: Option<Run>, raw: &[RawRecord<'_>], out: &mut AvroDecoded) {
             out.dead_letters.extend(rows_from.iter().map(|i| DeadLetter::of(&raw[*i], why.clone())));
         }
     }
+}
+
+/// Whether a decoded column is an Avro `uuid` (16 bytes in Arrow).
+fn is_uuid(f: &arrow::datatypes::Field) -> bool {
+    *f.data_type() == arrow::datatypes::DataType::FixedSizeBinary(16)
+        && (f.metadata().get("ARROW:extension:name").is_some_and(|n| n == "arrow.uuid")
+            || f.metadata().get("logicalType").is_some_and(|n| n == "uuid"))
+}
+
+/// Top-level `uuid` columns (16 bytes in Arrow) as their text form, as Avro writes them and
+/// Spark reads them (a Delta string).
+fn uuids_as_text(batch: RecordBatch) -> RecordBatch {
+    use arrow::array::{Array, AsArray, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    let schema = batch.schema();
+    if !schema.fields().iter().any(|f| is_uuid(f)) {
+        return batch;
+    }
+    let mut fields = Vec::with_capacity(schema.fields().len());
+    let mut columns = Vec::with_capacity(schema.fields().len());
+    for (f, c) in schema.fields().iter().zip(batch.columns()) {
+        if is_uuid(f) {
+            let bytes = c.as_fixed_size_binary();
+            let text: StringArray = (0..bytes.len())
+                .map(|i| {
+                    bytes.is_valid(i).then(|| {
+                        uuid::Uuid::from_slice(bytes.value(i))
+                            .map_or_else(|_| hex::encode(bytes.value(i)), |u| u.to_string())
+                    })
+                })
+                .collect();
+            fields.push(Field::new(f.name(), DataType::Utf8, f.is_nullable()));
+            columns.push(std::sync::Arc::new(text) as arrow::array::ArrayRef);
+        } else {
+            fields.push(f.as_ref().clone());
+            columns.push(c.clone());
+        }
+    }
+    RecordBatch::try_new(std::sync::Arc::new(Schema::new(fields)), columns).unwrap_or(batch)
 }
 
 #[cfg(test)]
