@@ -150,6 +150,43 @@ fn registry_at(url: String) -> deltabus::source::registry::RegistryConfig {
     }
 }
 
+/// The Python with the test encoders (`fastavro`, `protobuf`, `grpcio-tools`), or `None` (with a
+/// note) when the suite's environment is not set up.
+fn python() -> Option<String> {
+    let py = std::env::var("DELTABUS_TEST_PYTHON").ok();
+    if py.is_none() {
+        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
+    }
+    py
+}
+
+/// Runs a Python script and returns what it printed.
+fn run_script(py: &str, script: &str) -> String {
+    let out = std::process::Command::new(py).arg("-c").arg(script).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Bytes from hex text.
+fn unhex(h: &str) -> Vec<u8> {
+    (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()
+}
+
+/// `<key hex> <payload hex or ->` as a keyed record.
+fn keyed_line(l: &str) -> Keyed {
+    let (k, v) = l.split_once(' ').unwrap();
+    (Some(unhex(k)), (v != "-").then(|| unhex(v)))
+}
+
+/// Python that makes the `.proto` files in the directory `dir` importable (classes generated
+/// by `protoc` from `grpcio-tools`), put first in a script.
+fn protoc_prelude(dir: &str) -> String {
+    format!(
+        "import sys\nsys.path.insert(0, {dir:?})\nimport os, grpc_tools\nfrom grpc_tools import protoc\n\
+         wkt = os.path.join(os.path.dirname(grpc_tools.__file__), \"_proto\")\n"
+    )
+}
+
 /// Confluent-framed records from fastavro: 60 with schema 1, 40 with schema 2.
 fn encoded(py: &str) -> Vec<Vec<u8>> {
     let script = format!(
@@ -173,21 +210,12 @@ for i in range(100):
 "#,
         v2 = v2()
     );
-    let out = std::process::Command::new(py).arg("-c").arg(script).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| (0..l.len()).step_by(2).map(|i| u8::from_str_radix(&l[i..i + 2], 16).unwrap()).collect())
-        .collect()
+    run_script(py, &script).lines().map(unhex).collect()
 }
 
 #[test]
 fn confluent_avro_lands_with_its_types_and_evolves() {
-    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
-        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
-        return;
-    };
+    let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
     let guard = crate::common::native_clients_lock();
@@ -343,10 +371,7 @@ fn confluent_json_schema_creates_the_table_from_the_registry_schema() {
 /// payload is a plain Avro datum of it (fastavro's schemaless encoding).
 #[test]
 fn plain_avro_datums_with_a_configured_schema() {
-    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
-        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
-        return;
-    };
+    let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
     // The first 60 records are schema 1: without their 5-byte frame they are plain datums.
@@ -387,20 +412,12 @@ message Order {
 /// array); an unknown id and a damaged body are dead letters.
 #[test]
 fn confluent_protobuf_lands_with_the_descriptor_types() {
-    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
-        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
-        return;
-    };
+    let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("order.proto"), ORDER_PROTO).unwrap();
     let script = format!(
         r#"
-import sys
-sys.path.insert(0, {dir:?})
-import os, grpc_tools
-from grpc_tools import protoc
-wkt = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
-assert protoc.main(["protoc", "-I" + {dir:?}, "-I" + wkt, "--python_out=" + {dir:?}, {dir:?} + "/order.proto"]) == 0
+{PROTOC}assert protoc.main(["protoc", "-I" + {dir:?}, "-I" + wkt, "--python_out=" + {dir:?}, {dir:?} + "/order.proto"]) == 0
 import order_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 for i in range(30):
@@ -410,15 +427,10 @@ for i in range(30):
     m.line.qty = i
     print((b"\x00" + (3).to_bytes(4, "big") + b"\x00" + m.SerializeToString()).hex())
 "#,
-        dir = dir.path().display().to_string()
+        dir = dir.path().display().to_string(),
+        PROTOC = protoc_prelude(&dir.path().display().to_string())
     );
-    let out = std::process::Command::new(&py).arg("-c").arg(script).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut records: Vec<Vec<u8>> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| (0..l.len()).step_by(2).map(|i| u8::from_str_radix(&l[i..i + 2], 16).unwrap()).collect())
-        .collect();
+    let mut records: Vec<Vec<u8>> = run_script(&py, &script).lines().map(unhex).collect();
     records.push([vec![0, 0, 0, 0, 4, 0], records[0][6..].to_vec()].concat()); // unknown id
     records.push(vec![0, 0, 0, 0, 3, 0, 0x0a, 0xff]); // damaged body
     let table = dir.path().join("orders").to_string_lossy().into_owned();
@@ -464,10 +476,7 @@ for i in range(30):
 /// each key ends at; kernel-oracle reads the same rows.
 #[test]
 fn debezium_avro_envelopes_with_avro_keys_upsert_by_key() {
-    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
-        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
-        return;
-    };
+    let Some(py) = python() else { return };
     let script = format!(
         r#"
 import io, json, struct, decimal
@@ -491,17 +500,7 @@ change(99, "x", None, image(99, "?"))
         envelope = DEBEZIUM_ENVELOPE,
         key = DEBEZIUM_KEY
     );
-    let out = std::process::Command::new(&py).arg("-c").arg(script).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let hex = |h: &str| (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect();
-    let records: Vec<Keyed> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (k, v) = l.split_once(' ').unwrap();
-            (Some(hex(k)), (v != "-").then(|| hex(v)))
-        })
-        .collect();
+    let records: Vec<Keyed> = run_script(&py, &script).lines().map(keyed_line).collect();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
     let _guard = crate::common::native_clients_lock();
@@ -575,10 +574,7 @@ const ORDER_WITH_REFERENCE: &str = r#"{"type":"record","name":"Order","namespace
 /// records encoded by `fastavro` against the same named types land.
 #[test]
 fn schema_references_and_a_subject_create_the_table_before_records() {
-    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
-        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
-        return;
-    };
+    let Some(py) = python() else { return };
     let script = format!(
         r#"
 import io, json, struct
@@ -593,13 +589,7 @@ for i in range(20):
     print(buf.getvalue().hex())
 "#
     );
-    let out = std::process::Command::new(&py).arg("-c").arg(script).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let records: Vec<Vec<u8>> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| (0..l.len()).step_by(2).map(|i| u8::from_str_radix(&l[i..i + 2], 16).unwrap()).collect())
-        .collect();
+    let records: Vec<Vec<u8>> = run_script(&py, &script).lines().map(unhex).collect();
     let reference = serde_json::json!([{"name": "com.acme.Address", "subject": "com.acme.Address", "version": 1}]);
     let by_id = serde_json::json!({ "schema": ORDER_WITH_REFERENCE, "references": reference });
     let latest = serde_json::json!({ "subject": "orders-value", "version": 3, "id": 8, "schema": ORDER_WITH_REFERENCE, "references": reference });
@@ -641,21 +631,13 @@ const KEY_PROTO: &str = "syntax = \"proto3\";\npackage shop;\nmessage OrderKey {
 /// proto3 leaves off the wire, included).
 #[test]
 fn protobuf_keys_delete_rows_of_a_keyed_protobuf_topic() {
-    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
-        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
-        return;
-    };
+    let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("order.proto"), ORDER_PROTO).unwrap();
     std::fs::write(dir.path().join("orderkey.proto"), KEY_PROTO).unwrap();
     let script = format!(
         r#"
-import sys
-sys.path.insert(0, {dir:?})
-import os, grpc_tools
-from grpc_tools import protoc
-wkt = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
-for f in ["order.proto", "orderkey.proto"]:
+{PROTOC}for f in ["order.proto", "orderkey.proto"]:
     assert protoc.main(["protoc", "-I" + {dir:?}, "-I" + wkt, "--python_out=" + {dir:?}, {dir:?} + "/" + f]) == 0
 import order_pb2, orderkey_pb2
 def framed(sid, m): return (b"\x00" + sid.to_bytes(4, "big") + b"\x00" + m.SerializeToString()).hex()
@@ -664,19 +646,10 @@ for i in range(30): upsert(i, "new")
 for i in range(0, 30, 2): upsert(i, "shipped")
 for i in range(0, 30, 5): print(framed(4, orderkey_pb2.OrderKey(id=i)), "-")
 "#,
-        dir = dir.path().display().to_string()
+        dir = dir.path().display().to_string(),
+        PROTOC = protoc_prelude(&dir.path().display().to_string())
     );
-    let out = std::process::Command::new(&py).arg("-c").arg(script).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let hex = |h: &str| (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect();
-    let records: Vec<Keyed> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (k, v) = l.split_once(' ').unwrap();
-            (Some(hex(k)), (v != "-").then(|| hex(v)))
-        })
-        .collect();
+    let records: Vec<Keyed> = run_script(&py, &script).lines().map(keyed_line).collect();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
     let _guard = crate::common::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -715,10 +688,7 @@ for i in range(0, 30, 5): print(framed(4, orderkey_pb2.OrderKey(id=i)), "-")
 /// with an unknown global id is a dead letter.
 #[test]
 fn apicurio_framing_with_eight_byte_global_ids() {
-    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
-        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
-        return;
-    };
+    let Some(py) = python() else { return };
     const GLOBAL_ID: u64 = (1 << 33) + 5;
     let script = format!(
         r#"
@@ -731,13 +701,7 @@ for i in range(25):
     print(buf.getvalue().hex())
 "#
     );
-    let out = std::process::Command::new(&py).arg("-c").arg(script).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let records: Vec<Vec<u8>> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| (0..l.len()).step_by(2).map(|i| u8::from_str_radix(&l[i..i + 2], 16).unwrap()).collect())
-        .collect();
+    let records: Vec<Vec<u8>> = run_script(&py, &script).lines().map(unhex).collect();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("addresses").to_string_lossy().into_owned();
     let _guard = crate::common::native_clients_lock();
@@ -775,10 +739,7 @@ for i in range(25):
 /// with the second schema id.
 #[test]
 fn avro_records_route_by_an_enum_field() {
-    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
-        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
-        return;
-    };
+    let Some(py) = python() else { return };
     let records = encoded(&py);
     let dir = tempfile::tempdir().unwrap();
     let template = format!("{}/orders_{{kind}}", dir.path().display());
@@ -814,34 +775,21 @@ fn avro_records_route_by_an_enum_field() {
 /// by name; the default value included).
 #[test]
 fn protobuf_messages_route_by_an_enum_field() {
-    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
-        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
-        return;
-    };
+    let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("order.proto"), ORDER_PROTO).unwrap();
     let script = format!(
         r#"
-import sys
-sys.path.insert(0, {dir:?})
-import os, grpc_tools
-from grpc_tools import protoc
-wkt = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
-assert protoc.main(["protoc", "-I" + {dir:?}, "-I" + wkt, "--python_out=" + {dir:?}, {dir:?} + "/order.proto"]) == 0
+{PROTOC}assert protoc.main(["protoc", "-I" + {dir:?}, "-I" + wkt, "--python_out=" + {dir:?}, {dir:?} + "/order.proto"]) == 0
 import order_pb2
 for i in range(40):
     m = order_pb2.Order(id=i, customer="c%d" % i, kind=i % 2)
     print((b"\x00" + (3).to_bytes(4, "big") + b"\x00" + m.SerializeToString()).hex())
 "#,
-        dir = dir.path().display().to_string()
+        dir = dir.path().display().to_string(),
+        PROTOC = protoc_prelude(&dir.path().display().to_string())
     );
-    let out = std::process::Command::new(&py).arg("-c").arg(script).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let records: Vec<Vec<u8>> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| (0..l.len()).step_by(2).map(|i| u8::from_str_radix(&l[i..i + 2], 16).unwrap()).collect())
-        .collect();
+    let records: Vec<Vec<u8>> = run_script(&py, &script).lines().map(unhex).collect();
     let template = format!("{}/orders_{{kind}}", dir.path().display());
     let _guard = crate::common::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -894,10 +842,7 @@ impl axum::serve::Listener for TlsListener {
 /// lost or dead-lettered); a `ca_file` that holds no certificate is a one-line error.
 #[test]
 fn a_registry_behind_a_private_ca_is_reached_over_tls() {
-    let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") else {
-        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
-        return;
-    };
+    let Some(py) = python() else { return };
     let records = encoded(&py);
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
