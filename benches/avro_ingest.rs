@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
-use arrow::datatypes::{DataType, Field, Schema};
 use deltabus::config::pipeline::PipelineConfig;
 use deltabus::metrics::Metrics;
 use deltabus::pipeline::service::{run, ServiceOptions};
@@ -40,25 +39,13 @@ fn payload(i: usize) -> String {
     )
 }
 
-fn schema() -> Arc<Schema> {
-    Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("user", DataType::Utf8, true),
-        Field::new("country", DataType::Utf8, true),
-        Field::new("amount", DataType::Float64, true),
-        Field::new("ok", DataType::Boolean, true),
-        Field::new("ts", DataType::Int64, true),
-        Field::new("note", DataType::Utf8, true),
-    ]))
-}
-
 /// The JSON payloads and the same rows as Confluent-framed Avro datums.
 fn records(n: usize) -> (Vec<String>, Vec<Vec<u8>>) {
     use arrow_avro::schema::FingerprintStrategy;
     use arrow_avro::writer::format::AvroSoeFormat;
     use arrow_avro::writer::WriterBuilder;
     let json: Vec<String> = (0..n).map(payload).collect();
-    let decoder = PayloadDecoder::new(schema(), 1 << 20);
+    let decoder = PayloadDecoder::new(support::record_schema(), 1 << 20);
     let mut avro = Vec::with_capacity(n);
     for chunk in json.chunks(10_000) {
         let raw: Vec<RawRecord<'_>> = chunk
@@ -74,7 +61,7 @@ fn records(n: usize) -> (Vec<String>, Vec<Vec<u8>>) {
             .collect();
         let batch: RecordBatch = decoder.decode(&raw).batch.unwrap();
         for r in 0..batch.num_rows() {
-            let mut w = WriterBuilder::new(schema().as_ref().clone())
+            let mut w = WriterBuilder::new(support::record_schema().as_ref().clone())
                 .with_fingerprint_strategy(FingerprintStrategy::Id(1))
                 .build::<_, AvroSoeFormat>(Vec::new())
                 .unwrap();
@@ -104,7 +91,7 @@ async fn produce(brokers: &str, topic: &str, payloads: &[&[u8]]) {
 /// A registry answering id 1 with the Avro form of [`schema`].
 async fn registry() -> String {
     use axum::routing::get;
-    let text = arrow_avro::schema::AvroSchema::try_from(schema().as_ref()).unwrap().json_string;
+    let text = arrow_avro::schema::AvroSchema::try_from(support::record_schema().as_ref()).unwrap().json_string;
     let answer = serde_json::json!({ "schema": text }).to_string();
     let app = axum::Router::new().route("/schemas/ids/{id}", get(move || async move { answer.clone() }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -39,7 +39,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::datatypes::{DataType, Field, Schema};
 use deltabus::common::units::HumanDuration;
 use deltabus::config::pipeline::PipelineConfig;
 use deltabus::delta::actions::Action;
@@ -87,18 +86,6 @@ fn payload(i: usize, size: usize) -> String {
     format!("{head}{note}\"}}")
 }
 
-fn arrow_schema() -> Arc<Schema> {
-    Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("user", DataType::Utf8, true),
-        Field::new("country", DataType::Utf8, true),
-        Field::new("amount", DataType::Float64, true),
-        Field::new("ok", DataType::Boolean, true),
-        Field::new("note", DataType::Utf8, true),
-        Field::new("ts", DataType::Int64, true),
-    ]))
-}
-
 fn raw(chunk: &[String]) -> Vec<RawRecord<'_>> {
     chunk
         .iter()
@@ -116,7 +103,7 @@ fn raw(chunk: &[String]) -> Vec<RawRecord<'_>> {
 
 /// (deltabus decode s, serde_json::Value decode s, decode + Parquet encode s) over `n` records.
 fn in_memory(n: usize, size: usize) -> (f64, f64, f64) {
-    let schema = arrow_schema();
+    let schema = support::record_schema();
     let decoder = PayloadDecoder::new(schema.clone(), 1 << 20);
     let (mut ours, mut baseline, mut ceiling) = (0.0, 0.0, 0.0);
     let props = WriterProperties::builder().set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap())).build();
@@ -151,7 +138,7 @@ fn avro_against_json(n: usize, size: usize, rt: &tokio::runtime::Runtime) -> (us
     use deltabus::source::kafka::avro::AvroDecoder;
     use deltabus::source::registry::{RegisteredSchema, RegistryClient, RegistryConfig, SchemaType};
     let n = n.min(200_000);
-    let schema = arrow_schema();
+    let schema = support::record_schema();
     let avro = AvroSchema::try_from(schema.as_ref()).unwrap();
     let config = RegistryConfig { url: "http://127.0.0.1:1".into(), ..Default::default() };
     let known = RegisteredSchema::new(1, SchemaType::Avro, avro.json_string.clone());
@@ -228,7 +215,7 @@ fn protobuf_against_json(n: usize, size: usize, rt: &tokio::runtime::Runtime) ->
         c.descriptor_pool()
     };
     let desc = pool.get_message_by_name("R").unwrap();
-    let json = PayloadDecoder::new(arrow_schema(), 1 << 20);
+    let json = PayloadDecoder::new(support::record_schema(), 1 << 20);
     let (mut proto_s, mut json_s, mut proto_bytes) = (0.0, 0.0, 0);
     for start in (0..n).step_by(POLL) {
         let chunk: Vec<String> = (start..(start + POLL).min(n)).map(|i| payload(i, size)).collect();

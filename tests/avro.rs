@@ -167,6 +167,11 @@ fn run_script(py: &str, script: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Keyed ingestion by the `id` column, in `format` (`plain` or `debezium`).
+fn upsert_by_id(format: &str) -> deltabus::config::UpsertConfig {
+    deltabus::config::UpsertConfig { key_columns: vec!["id".into()], format: format.into(), op_field: None }
+}
+
 /// Bytes from hex text.
 fn unhex(h: &str) -> Vec<u8> {
     (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()
@@ -512,11 +517,7 @@ change(99, "x", None, image(99, "?"))
         let landed = ingest_keyed(&records, &table, |p| {
             p.kafka.format = "avro".into();
             p.schema_registry = Some(registry_at(url));
-            p.upsert = Some(deltabus::config::UpsertConfig {
-                key_columns: vec!["id".into()],
-                format: "debezium".into(),
-                op_field: None,
-            });
+            p.upsert = Some(upsert_by_id("debezium"));
         })
         .await;
         assert_eq!(landed.1, 1, "the unknown op is the one dead letter: {landed:?}");
@@ -524,10 +525,8 @@ change(99, "x", None, image(99, "?"))
     drop(rt);
     let fields = column_types(&table);
     assert_eq!((fields["id"].as_str(), fields["amount"].as_str()), (Some("long"), Some("decimal(10,2)")), "{fields:?}");
-    let out = crate::common::deltabus(&["cat", &table]);
-    let mut got: Vec<(i64, String)> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    let mut got: Vec<(i64, String)> = crate::ingest::rows(&table)
+        .into_iter()
         .map(|r| (r["id"].as_i64().unwrap(), r["status"].as_str().unwrap().to_string()))
         .collect();
     got.sort();
@@ -660,20 +659,14 @@ for i in range(0, 30, 5): print(framed(4, orderkey_pb2.OrderKey(id=i)), "-")
         let landed = ingest_keyed(&records, &table, |p| {
             p.kafka.format = "protobuf".into();
             p.schema_registry = Some(registry_at(url));
-            p.upsert = Some(deltabus::config::UpsertConfig {
-                key_columns: vec!["id".into()],
-                format: "plain".into(),
-                op_field: None,
-            });
+            p.upsert = Some(upsert_by_id("plain"));
         })
         .await;
         assert_eq!(landed.1, 0, "{landed:?}");
     });
     drop(rt);
-    let out = crate::common::deltabus(&["cat", &table]);
-    let mut got: Vec<(i64, String)> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    let mut got: Vec<(i64, String)> = crate::ingest::rows(&table)
+        .into_iter()
         .map(|r| (r["id"].as_i64().unwrap(), r["customer"].as_str().unwrap().to_string()))
         .collect();
     got.sort();

@@ -14,6 +14,21 @@ use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
+/// The Arrow schema of the benchmark records (`id`, `user`, `country`, `amount`, `ok`, `note`,
+/// `ts`).
+pub fn record_schema() -> Arc<arrow::datatypes::Schema> {
+    use arrow::datatypes::{DataType, Field, Schema};
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("user", DataType::Utf8, true),
+        Field::new("country", DataType::Utf8, true),
+        Field::new("amount", DataType::Float64, true),
+        Field::new("ok", DataType::Boolean, true),
+        Field::new("note", DataType::Utf8, true),
+        Field::new("ts", DataType::Int64, true),
+    ]))
+}
+
 /// A producer with zstd level 1 batches of up to 10,000 records.
 pub fn producer(brokers: &str) -> FutureProducer {
     ClientConfig::new()
