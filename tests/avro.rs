@@ -100,18 +100,38 @@ type Keyed = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// As [`ingest`], for records with keys (and payloads that may be null).
 async fn ingest_keyed(records: &[Keyed], table: &str, configure: impl FnOnce(&mut PipelineConfig)) -> (u64, u64) {
+    let with: Vec<Headed> = records.iter().map(|r| (r.clone(), Vec::new())).collect();
+    ingest_with_headers(&with, table, configure).await
+}
+
+/// A keyed record with its headers.
+type Headed = (Keyed, Vec<(&'static str, Vec<u8>)>);
+
+/// As [`ingest_keyed`], each record with headers.
+async fn ingest_with_headers(
+    records: &[Headed],
+    table: &str,
+    configure: impl FnOnce(&mut PipelineConfig),
+) -> (u64, u64) {
     let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
     cluster.create_topic("orders", 1, 1).unwrap();
     let brokers = cluster.bootstrap_servers();
     let producer: rdkafka::producer::FutureProducer =
         rdkafka::config::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
-    for (key, payload) in records {
+    for ((key, payload), headers) in records {
         let mut rec = rdkafka::producer::FutureRecord::<[u8], [u8]>::to("orders");
         if let Some(k) = key {
             rec = rec.key(k.as_slice());
         }
         if let Some(p) = payload {
             rec = rec.payload(p.as_slice());
+        }
+        if !headers.is_empty() {
+            let mut h = rdkafka::message::OwnedHeaders::new();
+            for (name, value) in headers {
+                h = h.insert(rdkafka::message::Header { key: name, value: Some(value.as_slice()) });
+            }
+            rec = rec.headers(h);
         }
         producer.send(rec, std::time::Duration::from_secs(10)).await.unwrap();
     }
@@ -678,7 +698,8 @@ for i in range(0, 30, 5): print(framed(4, orderkey_pb2.OrderKey(id=i)), "-")
 /// Apicurio's own serdes (`schema_registry.api = "apicurio"`): records framed with an 8-byte
 /// global id (here above 2^32), the schema served as text by
 /// `/apis/registry/v2/ids/globalIds/{id}` with its type in `X-Registry-ArtifactType`; a record
-/// with an unknown global id is a dead letter.
+/// with an unknown global id is a dead letter; with Apicurio's `headers.enabled`, bare datums
+/// whose id is in the `apicurio.value.globalId` header.
 #[test]
 fn apicurio_framing_with_eight_byte_global_ids() {
     let Some(py) = python() else { return };
@@ -712,14 +733,26 @@ for i in range(25):
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        let landed = ingest(&records, &table, |p| {
+        let apicurio = |p: &mut PipelineConfig| {
             p.kafka.format = "avro".into();
-            p.schema_registry =
-                Some(deltabus::source::registry::RegistryConfig { url, api: "apicurio".into(), ..Default::default() });
-        })
-        .await;
+            p.schema_registry = Some(deltabus::source::registry::RegistryConfig {
+                url: url.clone(),
+                api: "apicurio".into(),
+                ..Default::default()
+            });
+        };
+        let landed = ingest(&records, &table, apicurio).await;
         assert_eq!(landed, (24, 1));
+        // `headers.enabled`: the bare datum, its global id in `apicurio.value.globalId`.
+        let headed: Vec<Headed> = records[..24]
+            .iter()
+            .map(|r| ((None, Some(r[9..].to_vec())), vec![("apicurio.value.globalId", r[1..9].to_vec())]))
+            .collect();
+        let landed = ingest_with_headers(&headed, &format!("{table}_headers"), apicurio).await;
+        assert_eq!(landed, (24, 0));
     });
+    let out = crate::common::deltabus(&["cat", &format!("{table}_headers")]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Genève-23"));
     drop(rt);
     let out = crate::common::deltabus(&["cat", &table]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("Genève-23"));

@@ -207,6 +207,18 @@ impl ResolvedPipeline {
         }
     }
 
+    /// Whether polls gather record headers: for a headers column, or for Apicurio's
+    /// header-carried schema ids.
+    pub fn reads_headers(&self) -> bool {
+        let apicurio = match self.kafka().map(|k| &k.format) {
+            Ok(PayloadFormat::Avro(r) | PayloadFormat::Protobuf(r) | PayloadFormat::JsonSchema(r)) => {
+                r.api == "apicurio"
+            }
+            _ => false,
+        };
+        self.columns.headers.is_some() || apicurio
+    }
+
     /// The pipeline of one topic of a list or pattern: `{topic}` in the table and dead-letter
     /// table replaced, named `<name>/<topic>` (its metrics and logs). The txn app ids carry
     /// the topic, so several topics may share one table.

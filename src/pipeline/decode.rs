@@ -33,6 +33,15 @@ pub(crate) async fn decode(
     partition: i32,
     records: &[SourceRecord<'_>],
 ) -> Result<Consumed> {
+    // Apicurio's header-carried ids framed in band, so every decoder sees one wire format.
+    let frames = crate::source::kafka::header_ids::reframe(records);
+    let reframed;
+    let records = if frames.is_empty() {
+        records
+    } else {
+        reframed = crate::source::kafka::header_ids::with_frames(records, &frames);
+        &reframed[..]
+    };
     let key_column = cfg.columns.key.is_some();
     // Headers are only gathered when a column wants them.
     let headers_column = cfg.columns.headers.is_some();

@@ -238,7 +238,7 @@ impl RoutedRunner {
         let owned = &self.owned;
         let topic = self.cfg.kafka()?.topic.clone();
         let accept = |p: i32, offset: i64| owned.get(&p).is_some_and(|from| offset >= *from);
-        let by_part = poll.records(&topic, self.cfg.columns.headers.is_some(), accept);
+        let by_part = poll.records(&topic, self.cfg.reads_headers(), accept);
         self.metrics.kafka_errors.inc_by(poll.errors() as u64);
         for (p, recs) in by_part {
             let Some(last) = recs.last().map(|r| r.raw.offset) else { continue };
@@ -246,7 +246,9 @@ impl RoutedRunner {
             self.metrics.bytes_in.inc_by(recs.iter().map(|r| r.raw.payload.map_or(0, <[u8]>::len) as u64).sum());
             self.first_record_ms.get_or_insert(self.state.clock().now_ms());
             // Group by table, keeping offset order within each.
-            let raws: Vec<_> = recs.iter().map(|r| r.raw).collect();
+            let frames = crate::source::kafka::header_ids::reframe(&recs);
+            let raws: Vec<_> =
+                crate::source::kafka::header_ids::with_frames(&recs, &frames).into_iter().map(|r| r.raw).collect();
             let values = self.reader.values(&self.route.field, &raws).await;
             let mut groups: BTreeMap<String, Vec<SourceRecord<'_>>> = BTreeMap::new();
             for (r, value) in recs.into_iter().zip(values) {

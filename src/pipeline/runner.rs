@@ -303,7 +303,7 @@ impl Runner {
     async fn on_poll(&mut self, source: &KafkaSource, poll: &Poll<'_>) -> Result<()> {
         let owned = &self.owned;
         let accept = |p: i32, offset: i64| owned.get(&p).is_some_and(|o| o.seek.is_none() && offset >= o.accept_from);
-        let by_part = poll.records(source.topic(), self.cfg.columns.headers.is_some(), accept);
+        let by_part = poll.records(source.topic(), self.cfg.reads_headers(), accept);
         let records: usize = by_part.values().map(Vec::len).sum();
         tracing::trace!(received = poll.len(), accepted = records, "poll");
         self.metrics.kafka_errors.inc_by(poll.errors() as u64);

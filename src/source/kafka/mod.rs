@@ -9,6 +9,7 @@
 //! - [`stage`]: the source as the pipeline sees it: assign, seek, poll plain records.
 //! - [`consumer`]: the consumer-group client whose callbacks only send events.
 //! - [`dead_letter_topic`]: the producer of a dead-letter topic.
+//! - [`header_ids`] [sync]: Apicurio's header-carried schema ids as in-band frames.
 //! - [`topics`]: the topics a `topic_pattern` matches.
 
 pub mod avro;
@@ -16,6 +17,7 @@ pub mod avro_refs;
 pub mod columns;
 pub mod consumer;
 pub mod dead_letter_topic;
+pub mod header_ids;
 pub mod payload;
 pub mod protobuf;
 pub mod stage;

@@ -44,6 +44,7 @@ impl StartOffset {
 }
 
 /// One record of a poll.
+#[derive(Debug, Clone)]
 pub struct SourceRecord<'a> {
     pub raw: RawRecord<'a>,
     /// Empty unless headers were asked for.
