@@ -130,10 +130,16 @@ fn topic_routing_and_envelope_settings_are_checked() {
     assert!(e.contains("upsert.format") && e.contains("protobuf"), "{e}");
 }
 
+/// `deltabus run` on `config`, its log appended to `log`; with `DELTABUS_FAULTS` when
+/// `config`'s directory holds a `faults` file (the spec).
 fn spawn_run(config: &std::path::Path, log: &std::path::Path) -> std::process::Child {
+    let faults = std::fs::read_to_string(config.with_file_name("faults")).unwrap_or_default();
     let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
-    std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
-        .args(["run", "--config", config.to_str().unwrap()])
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"));
+    if !faults.trim().is_empty() {
+        run.env("DELTABUS_FAULTS", faults.trim());
+    }
+    run.args(["run", "--config", config.to_str().unwrap()])
         .env("DELTABUS_LOG", "info")
         .stdout(std::process::Stdio::piped())
         .stderr(log)
@@ -270,6 +276,9 @@ fn a_routing_field_fans_out_with_dead_letters_and_resumes_from_the_route_state()
     assert_eq!(rows(&dead).len() as u64, 2 + refused_rows);
 }
 
+/// A routing field under kill -9 and a faulty store: workers killed at random moments and at
+/// the crash point between two tables' commits, every store call failing 5% of the time
+/// (before or after it took effect).
 #[test]
 fn a_routing_field_is_exactly_once_under_kill_dash_nine() {
     use crate::ingest_process::{start_producer_with, table_rows, terminate, TOTAL};
@@ -299,6 +308,8 @@ max_rows = 500
         ),
     )
     .unwrap();
+    // Every store call may fail, or fail after it succeeded (5%), in every worker.
+    std::fs::write(dir.path().join("faults"), "rate=0.05,seed=23").unwrap();
     let log = dir.path().join("workers.log");
     let producer = start_producer_with(brokers.clone(), "orders".into(), 15, |id| {
         format!(r#"{{"id":{id},"region":"r{}","payload":"{}"}}"#, id % 3, "x".repeat((id % 40) as usize))
@@ -307,6 +318,7 @@ max_rows = 500
     // One more, killed between two tables' commits of a flush.
     let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
         .args(["run", "--config", config.to_str().unwrap()])
+        .env("DELTABUS_FAULTS", "rate=0.05,seed=29")
         .env("DELTABUS_CRASH_AT", "routed.between_tables:3")
         .stderr(std::fs::OpenOptions::new().append(true).open(&log).unwrap())
         .spawn()

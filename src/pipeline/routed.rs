@@ -337,7 +337,16 @@ impl RoutedRunner {
         for l in letters.values_mut() {
             l.sort_by_key(|l| l.offset);
         }
-        self.dead.deliver(&topic, &letters).await?;
+        // Dead letters first, ridden through store faults (their table skips repeats).
+        let mut faults = 0u32;
+        while let Err(e) = self.dead.deliver(&topic, &letters).await {
+            if !e.is_retryable() || faults >= 20 {
+                return Err(e);
+            }
+            faults += 1;
+            tracing::warn!(error = %e, "dead-letter delivery failed; retrying");
+            tokio::time::sleep(Duration::from_millis((20u64 << faults.min(5)).min(1000))).await;
+        }
         let mut moved: BTreeMap<i32, i64> = BTreeMap::new();
         let no_abort = AtomicBool::new(false);
         for (url, mut parts) in batches {
