@@ -4,7 +4,8 @@
 //! (schema id 1, encoded by `arrow-avro`'s writer), each then ingested by a pipeline into a
 //! new table; the Avro pipeline fetches its writer schema from a registry served in the same
 //! process (Confluent's `GET /schemas/ids/{id}`). Prints records/s, MB/s of payload, and the
-//! Avro time as a ratio of the JSON time.
+//! Avro time as a ratio of the JSON time; then the JSON topic routed by `country` into four
+//! tables (`route_by`) against the unrouted JSON time.
 //!
 //! Run: `cargo bench --bench avro_ingest`.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
@@ -103,8 +104,24 @@ async fn registry() -> String {
 /// Ingests `topic` into a new table; (seconds from the first record to the last commit,
 /// commits).
 async fn ingest(brokers: &str, topic: &str, n: usize, registry: Option<&str>) -> (f64, u64) {
+    ingest_with(brokers, topic, n, registry, None).await
+}
+
+/// As [`ingest`]; with `route_by`, into a table per value of that field.
+async fn ingest_with(
+    brokers: &str,
+    topic: &str,
+    n: usize,
+    registry: Option<&str>,
+    route_by: Option<&str>,
+) -> (f64, u64) {
     let dir = tempfile::tempdir().unwrap();
-    let mut p = PipelineConfig::new(dir.path().join("t").to_string_lossy(), brokers, topic);
+    let table = match route_by {
+        Some(f) => format!("{}/t_{{{f}}}", dir.path().display()),
+        None => dir.path().join("t").to_string_lossy().into_owned(),
+    };
+    let mut p = PipelineConfig::new(table, brokers, topic);
+    p.route_by = route_by.map(str::to_string);
     p.create = true;
     p.flush.max_latency = "2s".parse().unwrap();
     p.flush.max_rows = 250_000;
@@ -144,6 +161,7 @@ fn main() {
         let url = registry().await;
         let (js, jc) = ingest(&brokers, "json", n, None).await;
         let (a, ac) = ingest(&brokers, "avro", n, Some(&url)).await;
+        let (r, rc) = ingest_with(&brokers, "json", n, None, Some("country")).await;
         println!(
             "end to end, {n} pre-produced records on the in-process mock ({PARTITIONS} partitions): JSON {js:.2} s = {:.0} records/s, {:.0} MB/s of payload ({json_mb:.0} MB), {jc} commits | Avro {a:.2} s = {:.0} records/s, {:.0} MB/s of payload ({avro_mb:.0} MB), {ac} commits | Avro takes {:.2}x the JSON time",
             n as f64 / js,
@@ -151,6 +169,11 @@ fn main() {
             n as f64 / a,
             avro_mb / a,
             a / js
+        );
+        println!(
+            "routed   the JSON topic by `country` into 4 tables: {r:.2} s = {:.0} records/s, {rc} commits | {:.2}x the unrouted JSON time",
+            n as f64 / r,
+            r / js
         );
     });
 }

@@ -91,19 +91,76 @@ fn unusable(field: &str) -> String {
     format!("route field {field:?} is not a string, number or boolean")
 }
 
-/// The route value of a JSON payload.
+/// The route value of a JSON payload, found without building the document: every other
+/// field is skipped as it is read.
 pub fn json_value(payload: Option<&[u8]>, field: &str) -> Value {
     let payload = payload.ok_or("no payload to route")?;
-    let v: serde_json::Value = serde_json::from_slice(payload).map_err(|e| format!("not JSON: {e}"))?;
-    let mut at = &v;
-    for part in field.split('.') {
-        at = at.get(part).ok_or_else(|| missing(field))?;
-    }
-    match at {
-        serde_json::Value::String(s) => Ok(s.clone()),
+    let path: Vec<&str> = field.split('.').collect();
+    let mut de = serde_json::Deserializer::from_slice(payload);
+    let found = serde::de::DeserializeSeed::deserialize(Find(&path), &mut de).map_err(|e| format!("not JSON: {e}"))?;
+    match found.ok_or_else(|| missing(field))? {
+        serde_json::Value::String(s) => Ok(s),
         serde_json::Value::Number(n) => Ok(n.to_string()),
         serde_json::Value::Bool(b) => Ok(b.to_string()),
         _ => Err(unusable(field)),
+    }
+}
+
+/// Looks for `path` in a JSON object, skipping whatever is not on it.
+struct Find<'p>(&'p [&'p str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Find<'_> {
+    type Value = Option<serde_json::Value>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        if self.0.is_empty() {
+            return serde::Deserialize::deserialize(d).map(Some);
+        }
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Find<'_> {
+    type Value = Option<serde_json::Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if found.is_none() && key == self.0[0] {
+                found = map.next_value_seed(Find(&self.0[1..]))?;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(None)
     }
 }
 
@@ -158,4 +215,24 @@ fn proto_value(message: &DynamicMessage, field: &str) -> Value {
         };
     }
     Err(missing(field))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_fields_are_found_without_the_rest() {
+        let p = br#"{"a":[1,{"region":"no"}],"geo":{"x":{"y":1},"region":"eu"},"n":7,"b":true,"s":"h\u00e9"}"#;
+        assert_eq!(json_value(Some(p), "geo.region"), Ok("eu".into()));
+        assert_eq!(json_value(Some(p), "n"), Ok("7".into()));
+        assert_eq!(json_value(Some(p), "b"), Ok("true".into()));
+        assert_eq!(json_value(Some(p), "s"), Ok("hé".into()));
+        assert!(json_value(Some(p), "region").unwrap_err().contains("no route field"));
+        assert!(json_value(Some(p), "geo").unwrap_err().contains("not a string"));
+        assert!(json_value(Some(p), "n.x").unwrap_err().contains("no route field"));
+        assert!(json_value(Some(br#"{"a":1"#), "a").unwrap_err().contains("not JSON"));
+        assert!(json_value(Some(b"[1]"), "a").unwrap_err().contains("no route field"));
+        assert!(json_value(None, "a").is_err());
+    }
 }
