@@ -203,12 +203,14 @@ fn keyed_line(l: &str) -> Keyed {
     (Some(unhex(k)), (v != "-").then(|| unhex(v)))
 }
 
-/// Python that makes the `.proto` files in the directory `dir` importable (classes generated
-/// by `protoc` from `grpcio-tools`), put first in a script.
-fn protoc_prelude(dir: &str) -> String {
+/// Python that compiles `files` (`.proto` files in the directory `dir`) with `protoc` from
+/// `grpcio-tools` and makes their classes importable; put first in a script.
+fn protoc_prelude(dir: &str, files: &[&str]) -> String {
     format!(
         "import sys\nsys.path.insert(0, {dir:?})\nimport os, grpc_tools\nfrom grpc_tools import protoc\n\
-         wkt = os.path.join(os.path.dirname(grpc_tools.__file__), \"_proto\")\n"
+         wkt = os.path.join(os.path.dirname(grpc_tools.__file__), \"_proto\")\n\
+         for f in {files:?}:\n    \
+         assert protoc.main([\"protoc\", \"-I\" + {dir:?}, \"-I\" + wkt, \"--python_out=\" + {dir:?}, {dir:?} + \"/\" + f]) == 0\n"
     )
 }
 
@@ -442,8 +444,7 @@ fn confluent_protobuf_lands_with_the_descriptor_types() {
     std::fs::write(dir.path().join("order.proto"), ORDER_PROTO).unwrap();
     let script = format!(
         r#"
-{PROTOC}assert protoc.main(["protoc", "-I" + {dir:?}, "-I" + wkt, "--python_out=" + {dir:?}, {dir:?} + "/order.proto"]) == 0
-import order_pb2
+{PROTOC}import order_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 for i in range(30):
     m = order_pb2.Order(id=i, customer="c%d" % i, tags=["x", str(i)], kind=i % 2)
@@ -452,8 +453,7 @@ for i in range(30):
     m.line.qty = i
     print((b"\x00" + (3).to_bytes(4, "big") + b"\x00" + m.SerializeToString()).hex())
 "#,
-        dir = dir.path().display().to_string(),
-        PROTOC = protoc_prelude(&dir.path().display().to_string())
+        PROTOC = protoc_prelude(&dir.path().display().to_string(), &["order.proto"])
     );
     let mut records: Vec<Vec<u8>> = run_script(&py, &script).lines().map(unhex).collect();
     records.push([vec![0, 0, 0, 0, 4, 0], records[0][6..].to_vec()].concat()); // unknown id
@@ -656,17 +656,14 @@ fn protobuf_keys_delete_rows_of_a_keyed_protobuf_topic() {
     std::fs::write(dir.path().join("orderkey.proto"), KEY_PROTO).unwrap();
     let script = format!(
         r#"
-{PROTOC}for f in ["order.proto", "orderkey.proto"]:
-    assert protoc.main(["protoc", "-I" + {dir:?}, "-I" + wkt, "--python_out=" + {dir:?}, {dir:?} + "/" + f]) == 0
-import order_pb2, orderkey_pb2
+{PROTOC}import order_pb2, orderkey_pb2
 def framed(sid, m): return (b"\x00" + sid.to_bytes(4, "big") + b"\x00" + m.SerializeToString()).hex()
 def upsert(i, customer): print(framed(4, orderkey_pb2.OrderKey(id=i)), framed(3, order_pb2.Order(id=i, customer=customer)))
 for i in range(30): upsert(i, "new")
 for i in range(0, 30, 2): upsert(i, "shipped")
 for i in range(0, 30, 5): print(framed(4, orderkey_pb2.OrderKey(id=i)), "-")
 "#,
-        dir = dir.path().display().to_string(),
-        PROTOC = protoc_prelude(&dir.path().display().to_string())
+        PROTOC = protoc_prelude(&dir.path().display().to_string(), &["order.proto", "orderkey.proto"])
     );
     let records: Vec<Keyed> = run_script(&py, &script).lines().map(keyed_line).collect();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
@@ -806,14 +803,12 @@ fn protobuf_messages_route_by_an_enum_field() {
     std::fs::write(dir.path().join("order.proto"), ORDER_PROTO).unwrap();
     let script = format!(
         r#"
-{PROTOC}assert protoc.main(["protoc", "-I" + {dir:?}, "-I" + wkt, "--python_out=" + {dir:?}, {dir:?} + "/order.proto"]) == 0
-import order_pb2
+{PROTOC}import order_pb2
 for i in range(40):
     m = order_pb2.Order(id=i, customer="c%d" % i, kind=i % 2)
     print((b"\x00" + (3).to_bytes(4, "big") + b"\x00" + m.SerializeToString()).hex())
 "#,
-        dir = dir.path().display().to_string(),
-        PROTOC = protoc_prelude(&dir.path().display().to_string())
+        PROTOC = protoc_prelude(&dir.path().display().to_string(), &["order.proto"])
     );
     let records: Vec<Vec<u8>> = run_script(&py, &script).lines().map(unhex).collect();
     let template = format!("{}/orders_{{kind}}", dir.path().display());
