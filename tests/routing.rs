@@ -130,6 +130,19 @@ fn topic_routing_and_envelope_settings_are_checked() {
     assert!(e.contains("upsert.format") && e.contains("protobuf"), "{e}");
 }
 
+/// A `deltabus run` configuration in `dir` of one pipeline `p`: `pipeline` and `kafka` are its
+/// own keys; the group timing and flush settings are the worker tests'.
+fn worker_config(dir: &std::path::Path, brokers: &str, pipeline: &str, kafka: &str) -> std::path::PathBuf {
+    let config = dir.join("deltabus.toml");
+    let text = format!(
+        "[pipelines.p]\n{pipeline}\n[pipelines.p.kafka]\nbrokers = \"{brokers}\"\n{kafka}\n\
+         properties = {{ \"session.timeout.ms\" = \"6000\", \"heartbeat.interval.ms\" = \"500\" }}\n\
+         [pipelines.p.flush]\nmax_latency = \"300ms\"\nmax_rows = 500\n"
+    );
+    std::fs::write(&config, text).unwrap();
+    config
+}
+
 /// `deltabus run` on `config`, its log appended to `log`; with `DELTABUS_FAULTS` when
 /// `config`'s directory holds a `faults` file (the spec).
 fn spawn_run(config: &std::path::Path, log: &std::path::Path) -> std::process::Child {
@@ -157,28 +170,12 @@ fn a_topic_pattern_is_exactly_once_under_kill_dash_nine() {
         cluster.create_topic(t, 4, 1).unwrap();
     }
     let brokers = cluster.bootstrap_servers();
-    let config = dir.path().join("deltabus.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-[pipelines.fan]
-table = "{dir}/{{topic}}"
-app_id = "fan"
-create = true
-[pipelines.fan.kafka]
-brokers = "{brokers}"
-topic_pattern = 'orders\.[a-z]'
-topic_refresh = "500ms"
-properties = {{ "session.timeout.ms" = "6000", "heartbeat.interval.ms" = "500" }}
-[pipelines.fan.flush]
-max_latency = "300ms"
-max_rows = 500
-"#,
-            dir = dir.path().display()
-        ),
-    )
-    .unwrap();
+    let config = worker_config(
+        dir.path(),
+        &brokers,
+        &format!("table = \"{}/{{topic}}\"\napp_id = \"fan\"\ncreate = true", dir.path().display()),
+        "topic_pattern = 'orders\\.[a-z]'\ntopic_refresh = \"500ms\"",
+    );
     let log = dir.path().join("workers.log");
     let producers = [
         start_producer_to(brokers.clone(), "orders.a".into(), 15),
@@ -287,27 +284,12 @@ fn a_routing_field_is_exactly_once_under_kill_dash_nine() {
     let cluster = MockCluster::new(1).unwrap();
     cluster.create_topic("orders", 4, 1).unwrap();
     let brokers = cluster.bootstrap_servers();
-    let config = dir.path().join("deltabus.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-[pipelines.route]
-table = "{dir}/orders-{{region}}"
-app_id = "route"
-route_by = "region"
-[pipelines.route.kafka]
-brokers = "{brokers}"
-topic = "orders"
-properties = {{ "session.timeout.ms" = "6000", "heartbeat.interval.ms" = "500" }}
-[pipelines.route.flush]
-max_latency = "300ms"
-max_rows = 500
-"#,
-            dir = dir.path().display()
-        ),
-    )
-    .unwrap();
+    let config = worker_config(
+        dir.path(),
+        &brokers,
+        &format!("table = \"{}/orders-{{region}}\"\napp_id = \"route\"\nroute_by = \"region\"", dir.path().display()),
+        "topic = \"orders\"",
+    );
     // Every store call may fail, or fail after it succeeded (5%), in every worker.
     std::fs::write(dir.path().join("faults"), "rate=0.05,seed=23").unwrap();
     let log = dir.path().join("workers.log");
