@@ -267,3 +267,46 @@ async fn a_pipeline_partitions_by_day_and_dead_letters_disagreeing_rows() {
         );
     }
 }
+
+/// Rows already in a table keep their generated values when deltabus rewrites them
+/// (compaction): a table whose `yr` values another engine computed differently (a session
+/// time zone, say) compacts without a complaint, while a new row that disagrees is still
+/// refused.
+#[test]
+fn compaction_keeps_stored_generated_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let schema = dir.path().join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},
+        {"name":"ts","type":"timestamp","nullable":true,"metadata":{}},
+        {"name":"yr","type":"integer","nullable":true,"metadata":{}}]}"#,
+    )
+    .unwrap();
+    // Two small files whose yr is not YEAR(ts) in UTC.
+    for id in [1, 2] {
+        let line = format!("{{\"id\":{id},\"ts\":\"2024-01-01T00:30:00Z\",\"yr\":2023}}\n");
+        let out = write_jsonl(&table, &["--schema", schema.to_str().unwrap()], &line);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    // Then the column becomes generated (as an engine evaluating in UTC-1 would have it).
+    let d = describe(&table);
+    let version = d["version"].as_i64().unwrap() + 1;
+    let mut fields: Vec<Value> = d["schema"]["fields"].as_array().unwrap().clone();
+    fields[2]["metadata"] = serde_json::json!({"delta.generationExpression": "YEAR(ts)"});
+    let metadata = serde_json::json!({"metaData": {
+        "id": d["id"].as_str().unwrap_or("5b1e0c5e-0000-4000-8000-000000000002"),
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": serde_json::json!({"type": "struct", "fields": fields}).to_string(),
+        "partitionColumns": [], "configuration": {}, "createdTime": 1700000000000i64}});
+    let protocol = serde_json::json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 4}});
+    std::fs::write(table.join(format!("_delta_log/{version:020}.json")), format!("{protocol}\n{metadata}\n")).unwrap();
+    let out = deltabus(&["compact", table.to_str().unwrap()]);
+    assert!(out.status.success(), "compact: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(files(&table).len(), 1, "compacted into one file");
+    let text = String::from_utf8_lossy(&deltabus(&["cat", table.to_str().unwrap()]).stdout).to_string();
+    assert_eq!(text.matches("\"yr\":2023").count(), 2, "{text}");
+    let out = write_jsonl(&table, &[], "{\"id\":3,\"ts\":\"2024-01-01T00:30:00Z\",\"yr\":2023}\n");
+    assert_clean_failure(&out, "a new row that disagrees");
+}

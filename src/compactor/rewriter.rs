@@ -152,7 +152,7 @@ async fn rewrite_bin(
     let plan = table.scan_plan(snapshot);
     let mut writer_cfg = WriterConfig::for_snapshot(snapshot);
     writer_cfg.target_file_size = cfg.target_size;
-    let mut writer = DataWriter::new(table, snapshot, writer_cfg)?;
+    let mut writer = DataWriter::new(table, snapshot, writer_cfg)?.rewriting();
     let mut rows = 0u64;
     for f in &bin.files {
         let read = match table.read_file(&plan, f).await {

@@ -112,7 +112,7 @@ pub(crate) async fn change_data_actions(
     actions: &mut Vec<Action>,
     written: &mut Vec<String>,
 ) -> Result<()> {
-    let mut writer = DataWriter::for_change_data(table, snapshot, WriterConfig::for_snapshot(snapshot))?;
+    let mut writer = DataWriter::for_change_data(table, snapshot, WriterConfig::for_snapshot(snapshot))?.rewriting();
     for (batch, types) in rows {
         let mut fields: Vec<arrow::datatypes::FieldRef> = batch.schema().fields().iter().cloned().collect();
         fields.push(std::sync::Arc::new(arrow::datatypes::Field::new(
@@ -217,7 +217,7 @@ pub(crate) async fn rewrite_actions(
         }
         let rows =
             table.read_rows(plan, &add.path, &add.partition_values, Some(add.size), RowFilter::Exclude(&gone)).await?;
-        let mut writer = DataWriter::new(table, snapshot, WriterConfig::for_snapshot(snapshot))?;
+        let mut writer = DataWriter::new(table, snapshot, WriterConfig::for_snapshot(snapshot))?.rewriting();
         for b in &rows.batches {
             writer.write(b).await?;
         }

@@ -116,6 +116,14 @@ impl DataWriter {
         })
     }
 
+    /// A writer of rows the table already holds (compaction, copy-on-write deletes, their
+    /// change data): generated columns keep their stored values, unchecked (rows another
+    /// engine wrote in another time zone stay rewritable).
+    pub fn rewriting(mut self) -> Self {
+        self.generated.clear();
+        self
+    }
+
     /// A writer of change-data files: batches carry the table's columns plus `_change_type`;
     /// files go under `_change_data/` (partitioned like the table). [`DataWriter::finish_cdc`]
     /// returns their `cdc` actions.
