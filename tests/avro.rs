@@ -203,6 +203,15 @@ fn keyed_line(l: &str) -> Keyed {
     (Some(unhex(k)), (v != "-").then(|| unhex(v)))
 }
 
+/// What `body` prints: Python that can `import order_pb2, orderkey_pb2` (`ORDER_PROTO`,
+/// `KEY_PROTO` compiled in `dir` first).
+fn protobuf_script(py: &str, dir: &std::path::Path, body: &str) -> String {
+    std::fs::write(dir.join("order.proto"), ORDER_PROTO).unwrap();
+    std::fs::write(dir.join("orderkey.proto"), KEY_PROTO).unwrap();
+    let prelude = protoc_prelude(&dir.display().to_string(), &["order.proto", "orderkey.proto"]);
+    run_script(py, &format!("{prelude}{body}"))
+}
+
 /// Python that compiles `files` (`.proto` files in the directory `dir`) with `protoc` from
 /// `grpcio-tools` and makes their classes importable; put first in a script.
 fn protoc_prelude(dir: &str, files: &[&str]) -> String {
@@ -441,10 +450,8 @@ message Order {
 fn confluent_protobuf_lands_with_the_descriptor_types() {
     let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("order.proto"), ORDER_PROTO).unwrap();
-    let script = format!(
-        r#"
-{PROTOC}import order_pb2
+    let script = r#"
+import order_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 for i in range(30):
     m = order_pb2.Order(id=i, customer="c%d" % i, tags=["x", str(i)], kind=i % 2)
@@ -452,10 +459,8 @@ for i in range(30):
     m.line.amount = i + 0.5
     m.line.qty = i
     print((b"\x00" + (3).to_bytes(4, "big") + b"\x00" + m.SerializeToString()).hex())
-"#,
-        PROTOC = protoc_prelude(&dir.path().display().to_string(), &["order.proto"])
-    );
-    let mut records: Vec<Vec<u8>> = run_script(&py, &script).lines().map(unhex).collect();
+"#;
+    let mut records: Vec<Vec<u8>> = protobuf_script(&py, dir.path(), script).lines().map(unhex).collect();
     records.push([vec![0, 0, 0, 0, 4, 0], records[0][6..].to_vec()].concat()); // unknown id
     records.push(vec![0, 0, 0, 0, 3, 0, 0x0a, 0xff]); // damaged body
     let table = dir.path().join("orders").to_string_lossy().into_owned();
@@ -652,20 +657,15 @@ const KEY_PROTO: &str = "syntax = \"proto3\";\npackage shop;\nmessage OrderKey {
 fn protobuf_keys_delete_rows_of_a_keyed_protobuf_topic() {
     let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("order.proto"), ORDER_PROTO).unwrap();
-    std::fs::write(dir.path().join("orderkey.proto"), KEY_PROTO).unwrap();
-    let script = format!(
-        r#"
-{PROTOC}import order_pb2, orderkey_pb2
+    let script = r#"
+import order_pb2, orderkey_pb2
 def framed(sid, m): return (b"\x00" + sid.to_bytes(4, "big") + b"\x00" + m.SerializeToString()).hex()
 def upsert(i, customer): print(framed(4, orderkey_pb2.OrderKey(id=i)), framed(3, order_pb2.Order(id=i, customer=customer)))
 for i in range(30): upsert(i, "new")
 for i in range(0, 30, 2): upsert(i, "shipped")
 for i in range(0, 30, 5): print(framed(4, orderkey_pb2.OrderKey(id=i)), "-")
-"#,
-        PROTOC = protoc_prelude(&dir.path().display().to_string(), &["order.proto", "orderkey.proto"])
-    );
-    let records: Vec<Keyed> = run_script(&py, &script).lines().map(keyed_line).collect();
+"#;
+    let records: Vec<Keyed> = protobuf_script(&py, dir.path(), script).lines().map(keyed_line).collect();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
     let _guard = crate::common::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -800,17 +800,13 @@ fn avro_records_route_by_an_enum_field() {
 fn protobuf_messages_route_by_an_enum_field() {
     let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("order.proto"), ORDER_PROTO).unwrap();
-    let script = format!(
-        r#"
-{PROTOC}import order_pb2
+    let script = r#"
+import order_pb2
 for i in range(40):
     m = order_pb2.Order(id=i, customer="c%d" % i, kind=i % 2)
     print((b"\x00" + (3).to_bytes(4, "big") + b"\x00" + m.SerializeToString()).hex())
-"#,
-        PROTOC = protoc_prelude(&dir.path().display().to_string(), &["order.proto"])
-    );
-    let records: Vec<Vec<u8>> = run_script(&py, &script).lines().map(unhex).collect();
+"#;
+    let records: Vec<Vec<u8>> = protobuf_script(&py, dir.path(), script).lines().map(unhex).collect();
     let template = format!("{}/orders_{{kind}}", dir.path().display());
     let _guard = crate::common::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
