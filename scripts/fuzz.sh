@@ -23,7 +23,7 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 mkdir -p fuzz/corpus
 # Seeds: real commit files, checkpoints and `_last_checkpoint` files of the conformance corpus.
-corpus_dir=${DELTABUS_CONFORMANCE_DIR:-../shared/conformance}/tables
+corpus_dir=${DELTABUS_CONFORMANCE_DIR:-tests/data/conformance}/tables
 seed() {
   local target=$1 pattern=$2
   mkdir -p "fuzz/corpus/$target"

@@ -1,43 +1,78 @@
 #!/usr/bin/env bash
-# Installs everything the tests and benchmarks need, idempotently:
-#   - .venv with the Python packages of scripts/requirements.txt (deltalake, pyarrow, moto)
-#   - .tools/node_modules with Azurite (Azure blob emulator)
-#   - .tools/kernel-oracle (reference reader) and .tools/tansu (Kafka-protocol broker)
+# Installs everything the tests and benchmarks need, idempotently, from the package registries
+# only (PyPI, npm, crates.io, Debian):
+#   - .venv: the Python packages of scripts/requirements.txt (deltalake, pyarrow, moto, ...)
+#   - .tools/node_modules: Azurite (Azure blob emulator)
+#   - .tools/bin/kernel-oracle: the reference reader, built from tools/kernel-oracle
+#   - .tools/bin/tansu: a Kafka-protocol broker from crates.io
 #   - promtool (Debian's prometheus package), when apt-get can run
-# Needs python3 and npm; reaches only PyPI, the npm registry, crates.io and Debian.
+#
+# The two Rust tools take most of a first run (about 10 and 15 minutes on two cores). They
+# are built once per version into a cache outside the clone, shared by every clone and CI
+# run on the machine: $DELTABUS_TOOLS_CACHE, else $XDG_CACHE_HOME/deltabus, else
+# ~/.cache/deltabus. .tools/bin holds links to them.
+#
+#   bash scripts/setup.sh            everything
+#   bash scripts/setup.sh tools      only the two Rust tools (scripts/test.sh runs this
+#                                    in the background while the project compiles)
+#   bash scripts/setup.sh env        everything but the two Rust tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
+what=${1:-all}
+cache=${DELTABUS_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/deltabus}
+mkdir -p .tools/bin "$cache"
 
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
-fi
-stamp=.venv/.requirements.sha
-want=$(sha256sum scripts/requirements.txt | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  .venv/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements.txt
-  echo "$want" > "$stamp"
-fi
+rust_tools() {
+  # One target directory for both tools, so crates they share are built once.
+  export CARGO_TARGET_DIR="$cache/target"
+  # kernel-oracle, keyed by the hash of its sources and lock file.
+  local key
+  key=$(cat tools/kernel-oracle/Cargo.toml tools/kernel-oracle/Cargo.lock tools/kernel-oracle/src/*.rs \
+    | sha256sum | cut -c1-16)
+  local oracle="$cache/kernel-oracle-$key/kernel-oracle"
+  if [ ! -x "$oracle" ]; then
+    echo "setup: building kernel-oracle $key (once per version; about ten minutes on two cores)"
+    cargo build --release --locked --quiet --manifest-path tools/kernel-oracle/Cargo.toml
+    mkdir -p "$(dirname "$oracle")"
+    cp "$CARGO_TARGET_DIR/release/kernel-oracle" "$oracle.tmp" && mv "$oracle.tmp" "$oracle"
+  fi
+  ln -sfn "$oracle" .tools/bin/kernel-oracle
+  # tansu, the real, separate broker of the end-to-end ingest test.
+  local tansu_version=0.6.0
+  local tansu="$cache/tansu-$tansu_version/bin/tansu"
+  if [ ! -x "$tansu" ]; then
+    echo "setup: building tansu $tansu_version (once; about fifteen minutes on two cores)"
+    cargo install --quiet --locked tansu --version "$tansu_version" --features dynostore \
+      --root "$cache/tansu-$tansu_version"
+  fi
+  ln -sfn "$tansu" .tools/bin/tansu
+}
 
-if [ ! -x .tools/node_modules/.bin/azurite-blob ]; then
-  mkdir -p .tools
-  (cd .tools && npm install --silent --no-audit --no-fund --prefix . azurite@3 >/dev/null)
-fi
-# The reference reader over delta_kernel (../shared/tools/kernel-oracle), built once into
-# .tools/kernel-oracle (about ten minutes on two cores); interop tests read tables with it.
-oracle_src=${DELTABUS_KERNEL_ORACLE_SRC:-../shared/tools/kernel-oracle}
-if [ ! -x .tools/kernel-oracle/release/kernel-oracle ] && [ -f "$oracle_src/Cargo.toml" ]; then
-  cargo build --release --locked --quiet --manifest-path "$oracle_src/Cargo.toml" --target-dir .tools/kernel-oracle
-fi
-# tansu, a Kafka-protocol broker from crates.io (about fifteen minutes to build once): the
-# real, separate broker of the end-to-end ingest test.
-if [ ! -x .tools/tansu/bin/tansu ]; then
-  cargo install --quiet --locked tansu --version 0.6.0 --features dynostore --root .tools/tansu
-fi
-# promtool (Debian's `prometheus` package) parses the shipped alert rules and dashboard
-# queries in tests/monitoring.rs; without apt (or root) those checks fall back to names only.
-if ! command -v promtool >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-  { apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 \
-    || { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1; }; } \
-    || echo "setup: promtool not installed (apt-get failed); PromQL checks will be skipped"
-fi
-echo "setup: python tools in .venv, azurite, kernel-oracle and tansu in .tools"
+environment() {
+  if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+  fi
+  local stamp=.venv/.requirements.sha want
+  want=$(sha256sum scripts/requirements.txt | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    .venv/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements.txt
+    echo "$want" > "$stamp"
+  fi
+  if [ ! -x .tools/node_modules/.bin/azurite-blob ]; then
+    (cd .tools && npm install --silent --no-audit --no-fund --prefix . azurite@3 >/dev/null)
+  fi
+  # promtool parses the shipped alert rules and dashboard queries in tests/monitoring.rs.
+  if ! command -v promtool >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    { apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 \
+      || { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1; }; } \
+      || echo "setup: promtool not installed (apt-get failed); PromQL checks will be skipped"
+  fi
+}
+
+case "$what" in
+  all) environment; rust_tools ;;
+  env) environment ;;
+  tools) rust_tools ;;
+  *) echo "usage: scripts/setup.sh [all|env|tools]" >&2; exit 2 ;;
+esac
+echo "setup: done ($what); Rust tools cached in $cache"

@@ -1,18 +1,53 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh machine: installs the test tools, starts the object-store
-# emulators on 127.0.0.1, checks formatting and lints, and runs every test.
+# The whole test suite, from a fresh clone: installs the test tools (building the two Rust
+# tools in the background while the project compiles), starts the object-store emulators and
+# the Kafka broker on 127.0.0.1, checks formatting and lints, and runs every test. Every tool
+# the suite needs must be there: a missing one fails the run and names the fix.
 # Used by `.ci/run`; the README gives the same command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
+phase() { echo "test.sh: $1 ($((SECONDS - started)) s)"; }
 
-bash scripts/setup.sh
-
-# Object-store emulators for the storage tests (S3: moto, Azure: Azurite), on loopback only.
 logs=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
+# The Rust tools build beside the project (cached across clones after the first run).
+bash scripts/setup.sh tools >"$logs/tools.log" 2>&1 &
+tools_pid=$!
+pids+=("$tools_pid")
+bash scripts/setup.sh env
+phase "python, node and Debian tools ready"
+
+cargo fmt --all -- --check
+cargo clippy --all-targets --quiet -- -D warnings
+phase "formatting and lints pass"
+cargo test --no-run --quiet --lib --bins --tests
+phase "tests built"
+
+if ! wait "$tools_pid"; then
+  cat "$logs/tools.log" >&2
+  echo "test.sh: building the Rust test tools failed (see above); fix it, then run scripts/setup.sh tools" >&2
+  exit 1
+fi
+cat "$logs/tools.log"
+phase "kernel-oracle and tansu ready"
+
+require() {
+  if [ ! -x "$1" ]; then
+    echo "test.sh: $1 is missing: run 'bash scripts/setup.sh' (it installs $2)" >&2
+    exit 1
+  fi
+}
+require .venv/bin/python "the Python packages"
+require .venv/bin/moto_server "moto, the S3 emulator"
+require .tools/node_modules/.bin/azurite-blob "Azurite, the Azure emulator"
+require .tools/bin/kernel-oracle "the reference reader"
+require .tools/bin/tansu "the Kafka-protocol broker"
+
+# Object-store emulators for the storage tests (S3: moto, Azure: Azurite), on loopback only.
 s3_port=${DELTABUS_TEST_S3_PORT:-5055}
 .venv/bin/moto_server -H 127.0.0.1 -p "$s3_port" >"$logs/moto.log" 2>&1 &
 pids+=($!)
@@ -20,27 +55,34 @@ az_port=${DELTABUS_TEST_AZURE_PORT:-10000}
 .tools/node_modules/.bin/azurite-blob --blobHost 127.0.0.1 --blobPort "$az_port" \
   --inMemoryPersistence --disableTelemetry --skipApiVersionCheck >"$logs/azurite.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 1 100); do
-  if curl -s -o /dev/null "http://127.0.0.1:$s3_port/" && curl -s -o /dev/null "http://127.0.0.1:$az_port/"; then break; fi
-  sleep 0.2
-done
-export DELTABUS_TEST_S3_ENDPOINT="http://127.0.0.1:$s3_port"
-export DELTABUS_TEST_AZURE_ENDPOINT="http://127.0.0.1:$az_port/devstoreaccount1"
 # A real Kafka-protocol broker (tansu, in memory) for the end-to-end ingest test.
 kafka_port=${DELTABUS_TEST_KAFKA_PORT:-19092}
-.tools/tansu/bin/tansu broker --listener-url "tcp://127.0.0.1:$kafka_port" \
+.tools/bin/tansu broker --listener-url "tcp://127.0.0.1:$kafka_port" \
   --advertised-listener-url "tcp://127.0.0.1:$kafka_port" --storage-engine memory://tansu/ \
   >"$logs/tansu.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 1 100); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$kafka_port") 2>/dev/null; then break; fi
+up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for _ in $(seq 1 150); do
+  if up "$s3_port" && up "$az_port" && up "$kafka_port"; then break; fi
   sleep 0.2
 done
+for service in "S3 emulator:$s3_port:moto" "Azure emulator:$az_port:azurite" "Kafka broker:$kafka_port:tansu"; do
+  IFS=: read -r name port log <<<"$service"
+  if ! up "$port"; then
+    cat "$logs/$log.log" >&2
+    echo "test.sh: the $name did not start on 127.0.0.1:$port (is the port taken?)" >&2
+    exit 1
+  fi
+done
+export DELTABUS_TEST_S3_ENDPOINT="http://127.0.0.1:$s3_port"
+export DELTABUS_TEST_AZURE_ENDPOINT="http://127.0.0.1:$az_port/devstoreaccount1"
 export DELTABUS_TEST_KAFKA_BROKERS="127.0.0.1:$kafka_port"
 export DELTABUS_TEST_PYTHON="$PWD/.venv/bin/python"
-# The storage tests fail (rather than skip) when an emulator is missing.
+export DELTABUS_KERNEL_ORACLE="$PWD/.tools/bin/kernel-oracle"
+# Tests that need an emulator, the broker or a reference reader fail (rather than skip)
+# when it is missing.
 export DELTABUS_REQUIRE_EMULATORS=1
+phase "services started"
 
-cargo fmt --all -- --check
-cargo clippy --all-targets --quiet -- -D warnings
 cargo test --lib --bins --tests
+phase "all tests passed"

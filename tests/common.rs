@@ -3,12 +3,13 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-/// The shared conformance corpus (`../shared/conformance`, or `DELTABUS_CONFORMANCE_DIR`).
+/// The conformance corpus: `tests/data/conformance` (`DELTABUS_CONFORMANCE_DIR` overrides),
+/// with `tables/` and the reference answers in `expected/`.
 pub fn conformance_dir() -> PathBuf {
     if let Ok(dir) = std::env::var("DELTABUS_CONFORMANCE_DIR") {
         return PathBuf::from(dir);
     }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/conformance")
 }
 
 /// Runs the deltabus binary.
@@ -86,9 +87,9 @@ pub fn copy_corpus_table(name: &str, into: &std::path::Path) -> PathBuf {
 /// The reference reader built by `scripts/setup.sh` (`DELTABUS_KERNEL_ORACLE` overrides);
 /// `None` (with a note) when it is not built, a failure when emulators are required.
 pub fn kernel_oracle() -> Option<PathBuf> {
-    let path = std::env::var("DELTABUS_KERNEL_ORACLE").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/kernel-oracle/release/kernel-oracle")
-    });
+    let path = std::env::var("DELTABUS_KERNEL_ORACLE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/bin/kernel-oracle"));
     if path.exists() {
         return Some(path);
     }
