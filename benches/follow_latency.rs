@@ -147,6 +147,10 @@ impl ChangeSink for TimingSink {
         self.arrived.lock().unwrap().insert(changes.version, Instant::now());
         Ok(())
     }
+    /// The benchmark times commits only: a start mark is not an arrival.
+    async fn mark(&mut self, _: &Snapshot, _: &CommitChanges) -> deltabus::error::Result<()> {
+        Ok(())
+    }
     fn name(&self) -> &'static str {
         "timing"
     }

@@ -117,7 +117,9 @@ impl Error {
                     | object_store::Error::NotImplemented { .. }
                     | object_store::Error::UnknownConfigurationKey { .. }
             ),
-            Error::Io(_) | Error::CommitConflict { .. } | Error::CommitUnknown { .. } => true,
+            // A closed pipe stays closed: the reader is gone, and the command ends quietly.
+            Error::Io(e) => e.kind() != std::io::ErrorKind::BrokenPipe,
+            Error::CommitConflict { .. } | Error::CommitUnknown { .. } => true,
             _ => false,
         }
     }
@@ -132,12 +134,32 @@ impl Error {
 
     pub(crate) fn storage(path: impl fmt::Display, source: object_store::Error) -> Self {
         let text = source.to_string();
-        // object_store's own words for two set-up mistakes, with the fix.
-        if text.contains("169.254.169.254") {
+        // object_store's own words for set-up mistakes, with each store's fix.
+        let azure = text.contains("MicrosoftAzure") || text.contains("Azure");
+        let gcs = text.contains("GCS") || text.contains("Google") || text.contains("metadata.google.internal");
+        if matches!(source, object_store::Error::UnknownConfigurationKey { .. }) {
             return Error::InvalidArgument(format!(
-                "{path}: no S3 credentials: give aws_access_key_id and aws_secret_access_key (storage options, \
-                 DELTABUS__STORAGE__OPTIONS__..., or the AWS_* environment variables) or run with an instance role"
+                "{path}: {text}: storage options are the object store's own keys (aws_*, azure_*, google_*; see the README's storage section)"
             ));
+        }
+        if text.contains("Account must be specified") {
+            return Error::InvalidArgument(format!(
+                "{path}: no Azure storage account: give azure_storage_account_name (storage option or the \
+                 AZURE_STORAGE_ACCOUNT_NAME variable) or a URL naming it (abfss://container@account.dfs.core.windows.net/...)"
+            ));
+        }
+        if text.contains("169.254.169.254") || text.contains("metadata.google.internal") {
+            let fix = if azure {
+                "no Azure credentials: give azure_storage_account_key, azure_storage_sas_key or azure_client_id / \
+                 azure_client_secret / azure_tenant_id (storage options or the AZURE_* variables), or run with a managed identity"
+            } else if gcs {
+                "no Google Cloud credentials: give google_service_account (a key file path) or google_service_account_key \
+                 (storage options, or GOOGLE_APPLICATION_CREDENTIALS), or run on a GCP machine with a service account"
+            } else {
+                "no S3 credentials: give aws_access_key_id and aws_secret_access_key (storage options, \
+                 DELTABUS__STORAGE__OPTIONS__..., or the AWS_* environment variables) or run with an instance role"
+            };
+            return Error::InvalidArgument(format!("{path}: {fix}"));
         }
         if text.contains("builder error") {
             return Error::InvalidArgument(format!(

@@ -58,7 +58,7 @@ pub fn arm(spec: &str) -> Result<()> {
 pub fn hit(name: &str) {
     if let Some((armed, n)) = ARMED.get() {
         if armed == name && HITS.fetch_add(1, Ordering::SeqCst) + 1 == *n {
-            eprintln!("deltabus: crash point {name} reached; aborting");
+            crate::common::say(&format!("deltabus: crash point {name} reached; aborting"));
             std::process::abort();
         }
     }

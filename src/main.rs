@@ -14,28 +14,32 @@ use deltabus::ErrorKind;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// One line to stderr; a closed stderr (`cmd 2>&1 | head`) is ignored, never a panic.
+macro_rules! say {
+    ($($arg:tt)*) => { deltabus::common::say(&format!($($arg)*)) };
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind as Clap;
-            if matches!(
-                e.kind(),
-                Clap::DisplayHelp | Clap::DisplayVersion | Clap::DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
+            if matches!(e.kind(), Clap::DisplayHelp | Clap::DisplayVersion) {
                 e.exit();
             }
-            // One line, as every other error: clap's first line, without its usage block.
-            let text = e.render().to_string();
-            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
-            eprintln!("error: {} (see --help)", first.trim_start_matches("error: ").trim());
+            if e.kind() == Clap::DisplayHelpOnMissingArgumentOrSubcommand {
+                // Bare `deltabus`: the help, and the exit code of every other usage error.
+                let _ = e.print();
+                return ExitCode::from(1);
+            }
+            say!("error: {} (see --help)", one_line(&e));
             return ExitCode::from(1);
         }
     };
     let config = match Config::load(cli.global.config.as_deref()) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            say!("error: {e}");
             return ExitCode::from(1);
         }
     };
@@ -47,7 +51,7 @@ fn main() -> ExitCode {
     // Test hooks: crash points and store faults, for the exactly-once process tests.
     if let Ok(spec) = std::env::var("DELTABUS_CRASH_AT") {
         if let Err(e) = deltabus::failpoint::arm(&spec) {
-            eprintln!("error: DELTABUS_CRASH_AT: {e}");
+            say!("error: DELTABUS_CRASH_AT: {e}");
             return ExitCode::from(1);
         }
     }
@@ -55,7 +59,7 @@ fn main() -> ExitCode {
         match deltabus::storage::faulty::FaultConfig::parse(&spec) {
             Ok(c) => deltabus::storage::faulty::inject_everywhere(c),
             Err(e) => {
-                eprintln!("error: DELTABUS_FAULTS: {e}");
+                say!("error: DELTABUS_FAULTS: {e}");
                 return ExitCode::from(1);
             }
         }
@@ -63,29 +67,36 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            say!("error: cannot start the async runtime: {e}");
             return ExitCode::from(3);
         }
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     let result = runtime.block_on(run(cli, &config, &mut out));
+    // A read of stdin still blocked in its thread (an interrupted `write` whose producer keeps
+    // the pipe open) must not hold the exit: dropping the runtime would wait for it for ever.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     let flushed = out.flush();
     if let Some(counts) = deltabus::storage::faulty::everywhere_counts() {
-        eprintln!("deltabus: injected faults: {counts}");
+        say!("deltabus: injected faults: {counts}");
     }
     match result {
         Ok(()) => match flushed {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("error: writing output: {e}");
+                say!("error: writing output: {e}");
                 ExitCode::from(3)
             }
         },
         Err(deltabus::Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(deltabus::Error::Io(e)) if e.kind() == std::io::ErrorKind::Interrupted => {
+            say!("error: {e}");
+            ExitCode::from(130)
+        }
         Err(e) => {
-            eprintln!("error: {e}");
+            say!("error: {e}");
             match e.kind() {
                 ErrorKind::User => ExitCode::from(1),
                 ErrorKind::External => ExitCode::from(3),
@@ -93,6 +104,27 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// A clap error as one line: its first line, with what the following lines name (the
+/// missing arguments), and negative numbers called what they are.
+fn one_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind as Clap};
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("invalid arguments").trim_start_matches("error: ").to_string();
+    if e.kind() == Clap::MissingRequiredArgument {
+        let missing: Vec<&str> = lines.take_while(|l| !l.starts_with("Usage:")).collect();
+        return format!("{} {}", first.trim_end_matches(':'), missing.join(", "));
+    }
+    if e.kind() == Clap::UnknownArgument {
+        if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
+            if arg.len() > 1 && arg[1..].chars().all(|c| c.is_ascii_digit() || c == '.') && arg.starts_with('-') {
+                return format!("{arg}: a negative number is not accepted here");
+            }
+        }
+    }
+    first
 }
 
 /// Logs go to stderr. The filter comes from `DELTABUS_LOG`, else `RUST_LOG`, else `info` for

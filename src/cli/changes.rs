@@ -184,14 +184,23 @@ pub async fn changes(
     out: &mut (dyn Write + Send),
 ) -> Result<()> {
     let latest = table.latest_version().await?;
+    if to.is_none() && from > latest {
+        return Err(Error::InvalidArgument(format!("--from {from} is past the latest version, {latest}")));
+    }
+    let given_to = to;
     let to = to.unwrap_or(latest);
     if to > latest {
-        return Err(Error::MissingVersion { version: to, reason: format!("the latest version is {latest}") });
+        return Err(Error::InvalidArgument(format!("--to {to} is past the latest version, {latest}")));
     }
-    if from > to {
+    if from > to && given_to.is_some() {
         return Err(Error::InvalidArgument(format!("--from {from} is after --to {to}")));
     }
-    let mut cursor = ChangeCursor::open(table, from).await?.with_filter(parse_filter(filter)?);
+    let filter = parse_filter(filter)?;
+    if let Some(f) = &filter {
+        let schema = table.snapshot(Some(to)).await?.schema;
+        f.check_types(&schema).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?;
+    }
+    let mut cursor = ChangeCursor::open(table, from).await?.with_filter(filter);
     // Progress only when the rows go elsewhere than the terminal the bar would draw on.
     let progress = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         crate::common::progress::Progress::hidden()
@@ -261,12 +270,20 @@ pub async fn follow(
 ) -> Result<serde_json::Value> {
     let opts = args.follower.options(&args.from, Some(args.follower_id.clone()))?;
     let source_id = source.snapshot(None).await?.metadata.id;
+    if source.url() == target.url() {
+        return Err(Error::InvalidArgument(format!(
+            "follow: {} is both the source and the target (--into must name another table)",
+            source.url()
+        )));
+    }
     let mut sink = TableSink::open(target, &args.follower_id, &source_id).await?;
     let (m, _server) = args.follower.metrics(&args.follower_id).await?;
     let report = run_follower(source, &mut sink, &opts, m.as_deref(), stop).await?;
     let mut out = report.to_json();
     out["appId"] = sink.app_id().into();
     out["targetCommits"] = sink.commits.into();
+    // The rows this run committed (a commit another run had already landed is not counted).
+    out["rows"] = sink.rows.into();
     Ok(out)
 }
 

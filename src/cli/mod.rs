@@ -17,7 +17,6 @@ use std::io::Write;
 use arrow::array::Array;
 
 use clap::{Args, Parser, Subcommand};
-use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
 mod changes;
@@ -89,7 +88,8 @@ pub enum Command {
     /// Print the row-level changes of versions FROM..=TO (default: the latest) as JSON lines.
     Changes {
         table: String,
-        /// A version, or `latest` (the newest commit only), as `tail --from` takes it.
+        /// A version, `latest` (the newest commit only) or `timestamp:<RFC 3339 | ms>` (the first
+        /// commit at or after it).
         #[arg(long, default_value = "0")]
         from: String,
         #[arg(long)]
@@ -143,8 +143,13 @@ pub enum Command {
     /// Delete files no version within the retention references (and orphans of failed writes).
     Vacuum {
         table: String,
-        /// Retention in hours (default: delta.deletedFileRetentionDuration, 7 days).
-        #[arg(long)]
+        /// Keep files removed less than this long ago, e.g. 12h, 7days [default: the table's
+        /// delta.deletedFileRetentionDuration, 7 days]. Below the table's retention needs
+        /// --force (not with --dry-run).
+        #[arg(long, value_name = "DURATION", conflicts_with = "retention_hours")]
+        retention: Option<crate::common::units::HumanDuration>,
+        /// The retention in whole hours (the same as --retention <N>h).
+        #[arg(long, value_name = "HOURS")]
         retention_hours: Option<u64>,
         /// List what would be deleted without deleting.
         #[arg(long)]
@@ -276,13 +281,9 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
     let storage = cli.global.storage(config)?;
     match cli.command {
         Command::Config(ConfigCommand::Check) => {
-            // librdkafka knows which client properties exist: ask it before anything runs.
-            for p in config.resolved_pipelines()? {
-                if let crate::config::PipelineSource::Kafka(k) = &p.source {
-                    crate::source::kafka::consumer::check_properties(&k.properties)
-                        .map_err(|e| Error::InvalidArgument(format!("pipelines.{}.kafka.properties: {e}", p.name)))?;
-                }
-            }
+            // librdkafka and the object store know which properties and options exist: ask
+            // them before anything runs.
+            run::check_pipelines(&config.resolved_pipelines()?, &storage)?;
             out.write_all(config.to_redacted_toml().as_bytes())?;
             Ok(())
         }
@@ -322,11 +323,27 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
         }
         Command::Changes { table, from, to, predicate } => {
             let table = Table::open(&table, storage)?;
-            let from = match from.as_str() {
-                "latest" => table.latest_version().await?,
-                v => v.parse().map_err(|_| {
-                    Error::InvalidArgument(format!("--from {v:?}: expected a version number or `latest`"))
-                })?,
+            let from = match from.parse::<crate::common::follow::StartAt>() {
+                Ok(crate::common::follow::StartAt::Version(v)) => v,
+                // `changes` prints a range of existing commits: `latest` is the newest one.
+                Ok(crate::common::follow::StartAt::Latest) => table.latest_version().await?,
+                Ok(crate::common::follow::StartAt::Timestamp(ms)) => {
+                    let history = table.history(None).await?;
+                    match history.iter().filter(|c| c.timestamp >= ms).map(|c| c.version).min() {
+                        Some(v) => v,
+                        None => return Ok(()), // nothing was committed since
+                    }
+                }
+                Ok(crate::common::follow::StartAt::Snapshot) => {
+                    return Err(Error::InvalidArgument(
+                        "--from snapshot: `changes` prints commits; the table's rows as inserts are `tail --from snapshot` (or `cat`)".into(),
+                    ))
+                }
+                Err(_) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "--from {from:?}: expected a version, `latest` (the newest commit) or `timestamp:<RFC 3339 | ms>`"
+                    )))
+                }
             };
             changes::changes(&table, from, to, predicate.as_deref(), out).await
         }
@@ -363,9 +380,18 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             let report = crate::ops::delete::delete(&Table::open(&table, storage)?, &predicate, &opts).await?;
             writeln_json(out, &report.to_json())
         }
-        Command::Vacuum { table, retention_hours, dry_run, force, lite, ignore_followers } => {
+        Command::Vacuum { table, retention, retention_hours, dry_run, force, lite, ignore_followers } => {
             use crate::ops::maintenance::{vacuum, VacuumOptions};
             let retention = match retention_hours {
+                None if retention
+                    .is_some_and(|r| r.get().as_secs() / 3600 > crate::delta::retention::MAX_RETENTION_HOURS) =>
+                {
+                    return Err(crate::Error::InvalidArgument(format!(
+                        "--retention is out of range (at most {}h)",
+                        crate::delta::retention::MAX_RETENTION_HOURS
+                    )))
+                }
+                None => retention.map(crate::common::units::HumanDuration::get),
                 Some(h) if h > crate::delta::retention::MAX_RETENTION_HOURS => {
                     return Err(crate::Error::InvalidArgument(format!(
                         "--retention-hours {h} is out of range (at most {})",
@@ -373,7 +399,6 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
                     )))
                 }
                 Some(h) => Some(std::time::Duration::from_secs(h * 3600)),
-                None => None,
             };
             let opts = VacuumOptions { retention, dry_run, force, lite, ignore_followers, progress: true };
             let report = vacuum(&Table::open(&table, storage)?, &opts).await?;
@@ -397,23 +422,22 @@ async fn cat(table: &Table, version: Option<u64>, limit: Option<usize>, out: &mu
     let snapshot = table.snapshot(version).await?;
     let plan = table.scan_plan(&snapshot);
     let mut remaining = limit.unwrap_or(usize::MAX);
-    let files = snapshot.files();
-    let mut reads = futures::stream::iter(files.into_iter().map(|add| table.read_file(&plan, add))).buffered(4);
-    while let Some(rows) = reads.next().await {
+    // File by file, batch by batch: memory stays at one decoded batch, and a limit stops the
+    // decoding as soon as it is reached.
+    for add in snapshot.files() {
         if remaining == 0 {
             break;
         }
-        for batch in rows?.batches {
+        let mut print = |batch: arrow::array::RecordBatch| -> Result<bool> {
             let as_struct = arrow::array::StructArray::from(batch);
             for i in 0..as_struct.len().min(remaining) {
                 serde_json::to_writer(&mut *out, &value_at(&as_struct, i)).map_err(|e| Error::Io(e.into()))?;
                 out.write_all(b"\n")?;
             }
             remaining = remaining.saturating_sub(as_struct.len());
-            if remaining == 0 {
-                break;
-            }
-        }
+            Ok(remaining > 0)
+        };
+        table.visit_file(&plan, add, &mut print).await?;
     }
     Ok(())
 }
@@ -496,7 +520,7 @@ async fn history(table: &Table, limit: Option<usize>, out: &mut (dyn Write + Sen
 }
 
 async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &mut (dyn Write + Send)) -> Result<()> {
-    use crate::ops::write::{write_json_lines, WriteMode, WriteOptions};
+    use crate::ops::write::{write_json_lines_until, WriteMode, WriteOptions};
     let table = Table::open_for_write(&args.table, storage)?;
     let properties = key_value::to_map(&args.properties);
     let schema = match &args.schema {
@@ -524,7 +548,7 @@ async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &m
         ..WriteOptions::default()
     };
     let stdin = tokio::io::BufReader::with_capacity(1 << 20, tokio::io::stdin());
-    let report = write_json_lines(&table, stdin, &opts).await?;
+    let report = write_json_lines_until(&table, stdin, &opts, run::stop_signal()).await?;
     if let Some(crate::delta::transaction::CommitOutcome::Conflict { version, reason }) = &report.outcome {
         return Err(Error::CommitConflict { version: *version, reason: reason.clone() });
     }

@@ -49,7 +49,8 @@ pub struct IngestArgs {
     /// generated columns from a timestamp column.
     #[arg(long, value_delimiter = ',')]
     pub partition_by: Vec<String>,
-    /// earliest, latest, timestamp:<ms> or offsets:<p>=<o>,...
+    /// Where a partition without a recorded position starts: earliest, latest,
+    /// timestamp:<RFC 3339 or ms> or offsets:<p>=<o>,...
     #[arg(long, default_value = "earliest")]
     pub start: String,
     /// cooperative-sticky, range or roundrobin.
@@ -58,6 +59,14 @@ pub struct IngestArgs {
     /// Ingest up to the partitions' current ends, commit and exit 0 (backfills, batch jobs).
     #[arg(long)]
     pub until_end: bool,
+    /// With --until-end: fail when no record arrives and no partition is assigned for this
+    /// long (an unreachable broker, a missing topic).
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub until_end_timeout: crate::common::units::HumanDuration,
+    /// Add new top-level fields of the records as nullable columns (as `write --evolve-schema`
+    /// and a pipeline's `evolve_schema`) instead of sending those records to dead letters.
+    #[arg(long)]
+    pub evolve_schema: bool,
     /// Payload format: json, or avro / protobuf / json-schema (Confluent wire format; needs
     /// --schema-registry).
     #[arg(long, default_value = "json", value_parser = ["json", "avro", "protobuf", "json-schema"])]
@@ -104,6 +113,8 @@ impl IngestArgs {
         config.kafka.assignment = self.assignment.clone();
         config.kafka.format = self.format.clone();
         config.kafka.stop_at_end = self.until_end;
+        config.kafka.stall_timeout = self.until_end_timeout;
+        config.evolve_schema = self.evolve_schema;
         if let Some(url) = &self.schema_registry {
             let var = |k: &str| std::env::var(format!("DELTABUS_SCHEMA_REGISTRY_{k}")).ok();
             config.schema_registry = Some(crate::source::registry::RegistryConfig {
@@ -216,6 +227,7 @@ pub async fn run_pipelines(
     metrics_addr: Option<String>,
     out: &mut (dyn Write + Send),
 ) -> Result<()> {
+    check_pipelines(&pipelines, &storage)?;
     let opts = ServiceOptions {
         pipelines,
         storage,
@@ -224,6 +236,27 @@ pub async fn run_pipelines(
     };
     let reports = run(opts, Arc::new(Metrics::default()), shutdown_on_signals()).await?;
     print_reports(&reports, out)
+}
+
+/// What can be checked before anything connects, for `run`, `ingest` and `config check`:
+/// librdkafka's verdict on every client property (named, its value never shown) and the
+/// object store's on every storage option of each remote table.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the pipeline and the property or option.
+pub(super) fn check_pipelines(pipelines: &[ResolvedPipeline], storage: &StorageOptions) -> Result<()> {
+    for p in pipelines {
+        if let crate::config::PipelineSource::Kafka(k) = &p.source {
+            crate::source::kafka::consumer::check_properties(&k.properties)
+                .map_err(|e| Error::InvalidArgument(format!("pipelines.{}.kafka.properties: {e}", p.name)))?;
+        }
+        let remote = p.table.contains("://") && !p.table.starts_with("file://") && !p.table.starts_with("memory://");
+        if remote && !p.table.contains('{') {
+            crate::storage::Table::open(&p.table, storage.clone())
+                .map_err(|e| Error::InvalidArgument(format!("pipelines.{}: {e}", p.name)))?;
+        }
+    }
+    Ok(())
 }
 
 /// `deltabus demo`: librdkafka's in-process mock cluster, sample events (a few malformed),
@@ -246,9 +279,9 @@ pub async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Se
     const PARTITIONS: i32 = 4;
     cluster.create_topic("events", PARTITIONS, 1).map_err(|e| Error::Kafka(format!("mock topic: {e}")))?;
     let brokers = cluster.bootstrap_servers();
-    let producer: FutureProducer = rdkafka::config::ClientConfig::new()
+    let producer: FutureProducer<crate::common::kafka_log::LoggedContext> = rdkafka::config::ClientConfig::new()
         .set("bootstrap.servers", &brokers)
-        .create()
+        .create_with_context(crate::common::kafka_log::LoggedContext)
         .map_err(|e| Error::Kafka(format!("producer: {e}")))?;
     writeln!(
         out,

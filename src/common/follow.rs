@@ -19,6 +19,13 @@ pub enum StartAt {
     Timestamp(i64),
 }
 
+/// A point in time as positions spell it: RFC 3339 (`2024-05-01T12:00:00Z`) or milliseconds
+/// since the epoch; `None` for anything else.
+pub fn parse_timestamp(t: &str) -> Option<i64> {
+    let t = t.trim();
+    t.parse::<i64>().ok().or_else(|| chrono::DateTime::parse_from_rfc3339(t).ok().map(|d| d.timestamp_millis()))
+}
+
 impl std::str::FromStr for StartAt {
     type Err = Error;
     fn from_str(s: &str) -> Result<StartAt> {
@@ -26,12 +33,7 @@ impl std::str::FromStr for StartAt {
             "latest" => Ok(StartAt::Latest),
             "snapshot" => Ok(StartAt::Snapshot),
             t if t.starts_with("timestamp:") => {
-                let t = &t["timestamp:".len()..];
-                let ms = t
-                    .parse::<i64>()
-                    .ok()
-                    .or_else(|| chrono::DateTime::parse_from_rfc3339(t).ok().map(|d| d.timestamp_millis()));
-                ms.map(StartAt::Timestamp).ok_or_else(|| {
+                parse_timestamp(&t["timestamp:".len()..]).map(StartAt::Timestamp).ok_or_else(|| {
                     Error::InvalidArgument(format!("start {s:?}: expected timestamp:<RFC 3339> or timestamp:<ms>"))
                 })
             }

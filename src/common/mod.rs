@@ -4,6 +4,7 @@
 //! - [`clock`]: the one clock (system, tokio-paused in tests, manual).
 //! - [`flush`] [sync]: the flush policy, a pure function of the batch state and `now`.
 //! - [`follow`]: follower settings and start positions.
+//! - [`kafka_log`]: librdkafka's log lines and client errors, redacted, for every client.
 //! - [`units`]: the one spelling of durations and sizes.
 //! - [`progress`]: progress bars on terminals, periodic lines otherwise.
 //! - [`throttle`]: repeated log lines once per state change, then at a backoff.
@@ -11,6 +12,15 @@
 pub mod clock;
 pub mod flush;
 pub mod follow;
+pub mod kafka_log;
 pub mod progress;
 pub mod throttle;
 pub mod units;
+
+/// Writes one line to stderr, ignoring a failure (a closed stderr, as in `cmd 2>&1 | head`,
+/// must end nothing: `eprintln!` would panic).
+pub fn say(line: &str) {
+    use std::io::Write as _;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
+}

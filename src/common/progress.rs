@@ -34,11 +34,15 @@ impl Progress {
                 None => ProgressBar::new_spinner(),
             };
             let template = if total.is_some() {
-                "{msg} [{bar:30}] {pos}/{len} {prefix} ({per_sec}, {eta} left)"
+                "{msg} [{bar:30}] {pos}/{len} {prefix} ({rate}, {eta} left)"
             } else {
-                "{spinner} {msg}: {pos} {prefix} ({per_sec})"
+                "{spinner} {msg}: {pos} {prefix} ({rate})"
             };
             if let Ok(style) = ProgressStyle::with_template(template) {
+                // Whole units a second: indicatif's own {per_sec} prints four decimals.
+                let style = style.with_key("rate", |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0}/s", state.per_sec());
+                });
                 bar.set_style(style.progress_chars("=> "));
             }
             bar.set_message(what.to_string());
@@ -76,8 +80,9 @@ impl Progress {
         if last.elapsed() >= LINE_EVERY {
             *last = Instant::now();
             match self.total {
-                Some(t) => eprintln!("{}: {done}/{t} {}", self.what, self.unit),
-                None => eprintln!("{}: {done} {}", self.what, self.unit),
+                // A closed stderr must not end the command: write, and ignore a failure.
+                Some(t) => crate::common::say(&format!("{}: {done}/{t} {}", self.what, self.unit)),
+                None => crate::common::say(&format!("{}: {done} {}", self.what, self.unit)),
             }
         }
     }

@@ -45,7 +45,8 @@ impl Bin {
     }
 }
 
-fn num_records(a: &Add) -> Option<i64> {
+/// A file's `numRecords` statistic, when it has one.
+pub(crate) fn num_records(a: &Add) -> Option<i64> {
     serde_json::from_str::<Value>(a.stats.as_deref()?).ok()?.get("numRecords")?.as_i64()
 }
 

@@ -89,6 +89,15 @@ pub async fn compact(table: &Table, opts: &CompactOptions) -> Result<CompactRepo
             bin.files.iter().filter_map(|f| f.deletion_vector.as_ref()).map(|d| d.cardinality).sum::<i64>();
     }
     if opts.dry_run {
+        // The rows a run would rewrite, from the files' statistics (live rows: minus DVs).
+        report.rows = bins
+            .iter()
+            .flat_map(|b| &b.files)
+            .map(|f| {
+                let dv = f.deletion_vector.as_ref().map_or(0, |d| d.cardinality);
+                u64::try_from(super::planner::num_records(f).unwrap_or(0) - dv).unwrap_or(0)
+            })
+            .sum();
         return Ok(report);
     }
     // Bins are independent (disjoint inputs, one commit each): rewrite one per core at a time.

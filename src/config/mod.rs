@@ -147,7 +147,19 @@ impl Config {
         // Typed through the `config` crate, which reads numbers and booleans from text values.
         let merged = toml::to_string(&tree).map_err(|e| Error::Internal(format!("configuration tree: {e}")))?;
         let bad = |e: config::ConfigError| {
-            Error::InvalidArgument(format!("configuration: {}", redact::without_values(&e.to_string())))
+            let text = e.to_string();
+            // The `config` crate names an unknown enum value in Rust's words: say which key.
+            if text.contains("does not have variant constructor") {
+                let key = text.split("for key `").nth(1).and_then(|k| k.split('`').next()).unwrap_or("a setting");
+                let choices = match key {
+                    "log.format" => " (text or json)",
+                    _ => "",
+                };
+                return Error::InvalidArgument(format!(
+                    "configuration: `{key}` has a value it does not take{choices}; `deltabus config print-defaults` lists the settings"
+                ));
+            }
+            Error::InvalidArgument(format!("configuration: {}", redact::without_values(&text)))
         };
         let raw = config::Config::builder()
             .add_source(config::File::from_str(&merged, config::FileFormat::Toml))

@@ -152,7 +152,7 @@ pub struct KafkaConfig {
     #[serde(default)]
     pub group_id: Option<String>,
     /// Where partitions without a position in the table start: `earliest`, `latest`,
-    /// `timestamp:<ms since epoch>`, or `offsets:<partition>=<offset>,...` (others: earliest).
+    /// `timestamp:<RFC 3339 or ms since epoch>`, or `offsets:<partition>=<offset>,...` (others: earliest).
     #[serde(default = "default_start")]
     pub start: String,
     /// `cooperative-sticky` (incremental rebalances), `range` or `roundrobin` (eager).
@@ -176,6 +176,10 @@ pub struct KafkaConfig {
     /// (backfills and batch jobs): `deltabus run` exits 0 once every pipeline has.
     #[serde(default)]
     pub stop_at_end: bool,
+    /// With `stop_at_end`: fail when no record arrives and no partition is assigned for this
+    /// long (an unreachable broker, a missing topic) instead of waiting for ever.
+    #[serde(default = "default_stall_timeout")]
+    pub stall_timeout: HumanDuration,
     /// librdkafka properties passed through (security.protocol, sasl.*, ssl.*, ...).
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
@@ -183,6 +187,10 @@ pub struct KafkaConfig {
 
 fn default_true() -> bool {
     true
+}
+
+fn default_stall_timeout() -> HumanDuration {
+    HumanDuration::from_secs(60)
 }
 
 fn default_topic_refresh() -> HumanDuration {
@@ -205,6 +213,7 @@ impl Default for KafkaConfig {
             max_record_bytes: default_max_record(),
             fail_on_data_loss: true,
             stop_at_end: false,
+            stall_timeout: default_stall_timeout(),
             properties: BTreeMap::new(),
         }
     }
@@ -224,6 +233,7 @@ impl std::fmt::Debug for KafkaConfig {
             .field("max_record_bytes", &self.max_record_bytes)
             .field("fail_on_data_loss", &self.fail_on_data_loss)
             .field("stop_at_end", &self.stop_at_end)
+            .field("stall_timeout", &self.stall_timeout)
             .field("properties", &self.properties.keys().collect::<Vec<_>>())
             .finish()
     }

@@ -28,7 +28,7 @@ impl StartPosition {
     pub fn parse(s: &str) -> Result<Self> {
         let bad = || {
             Error::InvalidArgument(format!(
-                "start {s:?}: expected earliest, latest, timestamp:<ms> or offsets:<partition>=<offset>,..."
+                "start {s:?}: expected earliest, latest, timestamp:<RFC 3339 or ms> or offsets:<partition>=<offset>,..."
             ))
         };
         Ok(match s.trim() {
@@ -36,7 +36,7 @@ impl StartPosition {
             "latest" => StartPosition::Latest,
             t => {
                 if let Some(ms) = t.strip_prefix("timestamp:") {
-                    StartPosition::Timestamp(ms.trim().parse().map_err(|_| bad())?)
+                    StartPosition::Timestamp(crate::common::follow::parse_timestamp(ms).ok_or_else(bad)?)
                 } else if let Some(list) = t.strip_prefix("offsets:") {
                     let mut map = BTreeMap::new();
                     for pair in list.split(',').filter(|p| !p.trim().is_empty()) {
@@ -150,6 +150,8 @@ pub struct ResolvedKafka {
     pub max_record_bytes: usize,
     pub fail_on_data_loss: bool,
     pub stop_at_end: bool,
+    /// With `stop_at_end`: how long without records or assignment before failing.
+    pub stall_timeout: std::time::Duration,
     /// librdkafka properties (values redacted in `Debug`).
     pub properties: BTreeMap<String, String>,
 }
@@ -357,6 +359,7 @@ impl PipelineConfig {
                 max_record_bytes: usize::try_from(self.kafka.max_record_bytes.get()).unwrap_or(usize::MAX),
                 fail_on_data_loss: self.kafka.fail_on_data_loss,
                 stop_at_end: self.kafka.stop_at_end,
+                stall_timeout: self.kafka.stall_timeout.get(),
                 properties: self.kafka.properties.clone(),
             }),
         };

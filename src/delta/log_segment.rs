@@ -153,6 +153,17 @@ impl LogListing {
             .map(|f| Checkpoint { version, files: vec![f.clone()] })
     }
 
+    /// The oldest version whose state can be rebuilt from what is listed: 0 when every
+    /// commit from 0 is there, else the oldest complete checkpoint with every commit after it.
+    pub fn oldest_readable(&self) -> Option<u64> {
+        let latest = self.latest_version()?;
+        let contiguous_from = |start: u64| (start..=latest).all(|v| self.commits.contains_key(&v));
+        if contiguous_from(0) {
+            return Some(0);
+        }
+        self.checkpoints.keys().copied().find(|c| self.complete_checkpoint(*c).is_some() && contiguous_from(c + 1))
+    }
+
     /// Chooses the files for `target` (the latest version when `None`).
     ///
     /// `skip_checkpoints` excludes checkpoint versions known to be unreadable, so the caller
@@ -179,13 +190,23 @@ impl LogListing {
             match self.commits.get(&v) {
                 Some(f) => commits.push(f.clone()),
                 None => {
+                    let oldest = match self.oldest_readable() {
+                        Some(o) => format!("; the oldest version that can be read is {o}"),
+                        None => String::new(),
+                    };
                     return Err(Error::MissingVersion {
-                        version: v,
+                        version,
                         reason: match &checkpoint {
-                            Some(c) => format!("needed after the checkpoint at {}", c.version),
-                            None => "no checkpoint covers it and the commit file is absent".to_string(),
+                            Some(c) => format!(
+                                "it cannot be rebuilt: commit {v} is missing after the checkpoint at {}{oldest}",
+                                c.version
+                            ),
+                            None => format!(
+                                "it cannot be rebuilt: commit {v} is missing and no checkpoint at or before {version} \
+                                 covers it (removed by log cleanup?){oldest}"
+                            ),
                         },
-                    })
+                    });
                 }
             }
         }
@@ -250,7 +271,13 @@ mod tests {
     fn gaps_and_empty() {
         assert!(matches!(listing(&[]).segment(None, &[], "t"), Err(Error::NotATable { .. })));
         let l = listing(&["00000000000000000000.json", "00000000000000000002.json"]);
-        assert!(matches!(l.segment(None, &[], "t"), Err(Error::MissingVersion { version: 1, .. })));
+        // The error names the version asked for and the commit that is missing.
+        match l.segment(None, &[], "t") {
+            Err(Error::MissingVersion { version: 2, reason }) => {
+                assert!(reason.contains("commit 1 is missing"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(matches!(l.segment(Some(5), &[], "t"), Err(Error::MissingVersion { version: 5, .. })));
         let only_cp = listing(&["00000000000000000002.checkpoint.parquet"]);
         assert_eq!(only_cp.segment(None, &[], "t").unwrap().version, 2);

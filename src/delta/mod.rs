@@ -8,6 +8,7 @@
 //! - [`schema`], [`arrow_schema`]: the schema language and its Arrow mapping.
 //! - [`properties`]: typed table properties with Spark's defaults.
 //! - [`json_schema`]: a registry's JSON Schema as a Delta schema.
+//! - [`json_values`]: how a JSON value lands in a column (exactly, or refused by field).
 //! - [`create`]: new-table metadata and protocol, schema inference from JSON, schema merging.
 //! - [`features`]: protocol validation and the reader-feature check.
 //! - [`log_segment`]: `_delta_log` names and the files a version needs.
@@ -36,6 +37,7 @@ pub mod features;
 pub mod followers;
 pub mod generated;
 pub mod json_schema;
+pub mod json_values;
 pub mod last_checkpoint;
 pub mod log_segment;
 pub mod parquet_footer;

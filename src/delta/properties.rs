@@ -19,6 +19,7 @@ pub struct TableProperties {
     pub enable_deletion_vectors: bool,
     pub enable_in_commit_timestamps: bool,
     pub enable_row_tracking: bool,
+    pub row_tracking_suspended: bool,
     pub column_mapping_mode: ColumnMappingMode,
     pub checkpoint_interval: u64,
     pub checkpoint_policy_v2: bool,
@@ -48,6 +49,7 @@ impl TableProperties {
             enable_deletion_vectors: flag("delta.enableDeletionVectors"),
             enable_in_commit_timestamps: flag("delta.enableInCommitTimestamps"),
             enable_row_tracking: flag("delta.enableRowTracking"),
+            row_tracking_suspended: flag("delta.rowTrackingSuspended"),
             column_mapping_mode,
             checkpoint_interval: get("delta.checkpointInterval")
                 .and_then(|v| v.parse().ok())
@@ -143,6 +145,102 @@ pub fn check_property_names<'a>(keys: impl IntoIterator<Item = &'a String>) -> c
     Ok(())
 }
 
+/// What a known property's value must be.
+enum Kind {
+    Boolean,
+    /// An integer at least this.
+    AtLeast(i64),
+    Interval,
+    Size,
+    OneOf(&'static [&'static str]),
+}
+
+fn kind_of(key: &str) -> Option<Kind> {
+    let k = key.to_ascii_lowercase();
+    Some(match k.as_str() {
+        "delta.appendonly"
+        | "delta.autooptimize.autocompact"
+        | "delta.autooptimize.optimizewrite"
+        | "delta.checkpoint.writestatsasjson"
+        | "delta.checkpoint.writestatsasstruct"
+        | "delta.compatibility.symlinkformatmanifest.enabled"
+        | "delta.enablechangedatacapture"
+        | "delta.enablechangedatafeed"
+        | "delta.enabledeletionvectors"
+        | "delta.enableexpiredlogcleanup"
+        | "delta.enableicebergcompatv1"
+        | "delta.enableicebergcompatv2"
+        | "delta.enableincommittimestamps"
+        | "delta.enablerowtracking"
+        | "delta.enabletypewidening"
+        | "delta.enablevariantshredding"
+        | "delta.randomizefileprefixes"
+        | "delta.rowtrackingsuspended"
+        | "delta.tunefilesizesforrewrites" => Kind::Boolean,
+        "delta.checkpointinterval" | "delta.randomprefixlength" => Kind::AtLeast(1),
+        "delta.dataskippingnumindexedcols" => Kind::AtLeast(-1),
+        "delta.dataskippingstringprefixlength" | "delta.columnmapping.maxcolumnid" => Kind::AtLeast(0),
+        "delta.minreaderversion" | "delta.minwriterversion" => Kind::AtLeast(1),
+        "delta.logretentionduration"
+        | "delta.deletedfileretentionduration"
+        | "delta.settransactionretentionduration"
+        | "delta.checkpointretentionduration" => Kind::Interval,
+        "delta.targetfilesize" => Kind::Size,
+        "delta.columnmapping.mode" => Kind::OneOf(&["none", "name", "id"]),
+        "delta.checkpointpolicy" => Kind::OneOf(&["classic", "v2"]),
+        "delta.isolationlevel" => Kind::OneOf(&["Serializable", "WriteSerializable", "SnapshotIsolation"]),
+        "delta.parquet.compression.codec" => {
+            Kind::OneOf(&["zstd", "snappy", "gzip", "lz4", "lz4_raw", "brotli", "uncompressed", "none"])
+        }
+        _ => return None,
+    })
+}
+
+/// The properties of a new table or a property change, checked and spelled canonically:
+/// unknown `delta.*` keys are refused with the closest known key, and known keys must have a
+/// value of their kind (`true`/`false` in any case, written `true`/`false`; positive
+/// intervals; `none`/`name`/`id`; ...). Keys are written as Delta spells them.
+///
+/// # Errors
+/// [`crate::Error::InvalidArgument`] naming the key, the value and what it takes.
+pub fn checked_properties(properties: &HashMap<String, String>) -> crate::Result<HashMap<String, String>> {
+    check_property_names(properties.keys())?;
+    let mut out = HashMap::with_capacity(properties.len());
+    for (key, value) in properties {
+        let canonical_key = KNOWN_PROPERTIES.iter().find(|k| k.eq_ignore_ascii_case(key)).map_or(key.as_str(), |k| k);
+        let v = value.trim();
+        let bad = |what: &str| {
+            crate::Error::InvalidArgument(format!("table property {canonical_key}={value:?}: expected {what}"))
+        };
+        let canonical = match kind_of(key) {
+            None => value.clone(),
+            Some(Kind::Boolean) => match v.to_ascii_lowercase().as_str() {
+                "true" => "true".to_string(),
+                "false" => "false".to_string(),
+                _ => return Err(bad("true or false")),
+            },
+            Some(Kind::AtLeast(min)) => match v.parse::<i64>() {
+                Ok(n) if n >= min => n.to_string(),
+                _ => return Err(bad(&format!("an integer of at least {min}"))),
+            },
+            Some(Kind::Interval) => match parse_interval(v) {
+                Some(d) if !d.is_zero() => v.to_string(),
+                _ => return Err(bad("an interval such as 'interval 7 days' or '30 days'")),
+            },
+            Some(Kind::Size) => match parse_size(v) {
+                Some(n) if n > 0 => v.to_string(),
+                _ => return Err(bad("a size in bytes, or with kb, mb or gb")),
+            },
+            Some(Kind::OneOf(choices)) => match choices.iter().find(|c| c.eq_ignore_ascii_case(v)) {
+                Some(c) => c.to_string(),
+                None => return Err(bad(&format!("one of {}", choices.join(", ")))),
+            },
+        };
+        out.insert(canonical_key.to_string(), canonical);
+    }
+    Ok(out)
+}
+
 /// Parses Spark's interval strings: `interval 1 week`, `30 days`, `interval 2 hours 30 minutes`.
 pub fn parse_interval(s: &str) -> Option<Duration> {
     let s = s.trim().to_ascii_lowercase();
@@ -191,6 +289,31 @@ mod tests {
             .is_ok());
         let e = check_property_names(&keys(&["delta.enableDeletionVector"])).unwrap_err().to_string();
         assert!(e.contains("did you mean \"delta.enableDeletionVectors\""), "{e}");
+    }
+
+    #[test]
+    fn property_values_are_checked_and_spelled_canonically() {
+        let props = |kv: &[(&str, &str)]| kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        for (k, v) in [
+            ("delta.enableDeletionVectors", "maybe"),
+            ("delta.checkpointInterval", "0"),
+            ("delta.checkpointInterval", "-1"),
+            ("delta.deletedFileRetentionDuration", "garbage"),
+            ("delta.columnMapping.mode", "names"),
+            ("delta.targetFileSize", "big"),
+        ] {
+            let e = checked_properties(&props(&[(k, v)])).unwrap_err().to_string();
+            assert!(e.contains(k) && e.contains("expected"), "{k}={v}: {e}");
+        }
+        let ok = checked_properties(&props(&[
+            ("delta.enableInCommitTimestamps", "TRUE"),
+            ("delta.columnmapping.mode", "Name"),
+            ("owner", "Me"),
+        ]))
+        .unwrap();
+        assert_eq!(ok["delta.enableInCommitTimestamps"], "true");
+        assert_eq!(ok["delta.columnMapping.mode"], "name");
+        assert_eq!(ok["owner"], "Me");
     }
 
     #[test]

@@ -71,6 +71,29 @@ impl ChangeCursor {
         })
     }
 
+    /// A cursor whose first commit is `from`, or, when the state before `from` can no longer
+    /// be rebuilt (log cleanup removed it), one that starts after the oldest version that can,
+    /// with a warning naming the versions skipped.
+    ///
+    /// # Errors
+    /// As [`ChangeCursor::open`] when nothing after `from` can be rebuilt either.
+    pub async fn open_skipping_gaps(table: &Table, from: u64) -> Result<ChangeCursor> {
+        match ChangeCursor::open(table, from).await {
+            Err(Error::MissingVersion { version, reason }) => {
+                let listing = table.list_log(None).await?;
+                let Some(oldest) = listing.oldest_readable().filter(|o| *o + 1 > from) else {
+                    return Err(Error::MissingVersion { version, reason });
+                };
+                tracing::warn!(
+                    table = table.url(),
+                    "changes.gap_skipped: versions {from}..{oldest} are skipped (the log no longer holds them); their changes are lost to this follower"
+                );
+                Ok(ChangeCursor::open(table, oldest + 1).await?.skip_gaps(true))
+            }
+            other => other.map(|c| c.skip_gaps(true)),
+        }
+    }
+
     /// Skip over commits removed from the log (with a warning) instead of failing.
     pub fn skip_gaps(mut self, skip: bool) -> Self {
         self.skip_gaps = skip;

@@ -74,6 +74,10 @@ pub async fn run_follower<S: ChangeSink>(
     stop: impl Future<Output = ()> + Send,
 ) -> Result<FollowerReport> {
     tokio::pin!(stop);
+    if let Some(f) = &opts.filter {
+        let schema = source.snapshot(None).await?.schema;
+        f.check_types(&schema).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?;
+    }
     let progress = if opts.progress && opts.once {
         crate::common::progress::Progress::new("catching up", "commits", None)
     } else {
@@ -86,7 +90,15 @@ pub async fn run_follower<S: ChangeSink>(
         None => None,
     };
     let mut cursor = match (position, opts.start) {
+        (Some(p), _) if opts.skip_gaps => ChangeCursor::open_skipping_gaps(source, p + 1).await?,
         (Some(p), _) => ChangeCursor::open(source, p + 1).await?,
+        (None, StartAt::Version(v)) if v > source.latest_version().await? + 1 => {
+            let latest = source.latest_version().await?;
+            return Err(Error::InvalidArgument(format!(
+                "--from {v} is past the latest version, {latest} (use --from latest to wait for new commits)"
+            )));
+        }
+        (None, StartAt::Version(v)) if opts.skip_gaps => ChangeCursor::open_skipping_gaps(source, v).await?,
         (None, StartAt::Version(v)) => ChangeCursor::open(source, v).await?,
         (None, StartAt::Latest) => ChangeCursor::open(source, source.latest_version().await? + 1).await?,
         (None, StartAt::Timestamp(ms)) => {
@@ -100,13 +112,29 @@ pub async fn run_follower<S: ChangeSink>(
             let latest = source.latest_version().await?;
             let (changes, cursor) = ChangeCursor::snapshot_rows(source, latest, opts.filter.clone()).await?;
             let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
-            sink.deliver(snapshot, &changes).await?;
+            // An empty table's snapshot still records the position.
+            sink.mark(snapshot, &changes).await?;
             delivered(&mut report, &changes, metrics);
             progress.inc(1);
             cursor
         }
     };
     cursor = cursor.with_filter(opts.filter.clone()).skip_gaps(opts.skip_gaps);
+    // A follower without a position records the version before its resolved start first:
+    // a `latest` or timestamp start resolved again after a stop would skip what came between.
+    if report.position.is_none() && !matches!(opts.start, StartAt::Snapshot) {
+        if let (Some(before), Some(snapshot)) = (cursor.next_version().checked_sub(1), cursor.snapshot()) {
+            let start = CommitChanges {
+                version: before,
+                timestamp_ms: source.clock().now_ms(),
+                batches: Vec::new(),
+                schema_changed: false,
+                files: 0,
+            };
+            sink.mark(snapshot, &start).await?;
+            report.position = Some(before);
+        }
+    }
     if let Some(r) = &mut registrar {
         r.advance(cursor.next_version(), true).await;
     }

@@ -73,6 +73,7 @@ pub async fn delete(table: &Table, predicate: &str, opts: &DeleteOptions) -> Res
             return Err(Error::InvalidArgument(format!("--where: no column {c:?} in the table")));
         }
     }
+    expr.check_types(&snapshot.schema).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?;
     let use_dvs =
         snapshot.properties.enable_deletion_vectors && has_reader_feature(&snapshot.protocol, "deletionVectors");
     let plan = table.scan_plan(&snapshot);

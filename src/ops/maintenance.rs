@@ -51,13 +51,24 @@ pub struct MaintenanceReport {
     /// The followers whose needs were kept, and the oldest version they need.
     pub followers: Vec<String>,
     pub kept_from_version: Option<u64>,
+    /// VACUUM only: files no version names were kept unless older than this many hours.
+    pub uncommitted_floor_hours: Option<u64>,
 }
+
+/// Files that no version of the log names (a write in flight, or a failed one) are deleted
+/// only once older than this, whatever the retention (`--force` does not lower it): a running
+/// writer's staged files survive any VACUUM.
+pub const UNCOMMITTED_FLOOR: Duration = Duration::from_secs(24 * 3600);
 
 impl MaintenanceReport {
     /// The command output.
     pub fn to_json(&self) -> serde_json::Value {
-        json!({"dryRun": self.dry_run, "numFiles": self.files.len(), "bytes": self.bytes, "files": self.files,
-            "followers": self.followers, "keptFromVersion": self.kept_from_version})
+        let mut out = json!({"dryRun": self.dry_run, "numFiles": self.files.len(), "bytes": self.bytes, "files": self.files,
+            "followers": self.followers, "keptFromVersion": self.kept_from_version});
+        if let Some(hours) = self.uncommitted_floor_hours {
+            out["uncommittedFilesKeptUnderHours"] = hours.into();
+        }
+        out
     }
 }
 
@@ -85,11 +96,12 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
     check_writable(&snapshot.protocol, &snapshot.metadata)?;
     let table_retention = snapshot.properties.deleted_file_retention;
     let retention = opts.retention.unwrap_or(table_retention);
-    if retention < table_retention && !opts.force {
+    // A dry run deletes nothing: it may look below the retention without --force.
+    if retention < table_retention && !opts.force && !opts.dry_run {
         return Err(Error::InvalidArgument(format!(
-            "retention {}h is below the table's delta.deletedFileRetentionDuration ({}h); readers of older versions could lose files (use --force)",
-            retention.as_secs() / 3600,
-            table_retention.as_secs() / 3600
+            "retention {} is below the table's delta.deletedFileRetentionDuration ({}); readers of older versions could lose files (use --force)",
+            humantime::format_duration(retention),
+            humantime::format_duration(table_retention)
         )));
     }
     let now = table.clock().now_ms();
@@ -135,8 +147,17 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
     } else {
         let files: Vec<(String, u64, i64)> =
             table.list_files("").await?.into_iter().map(|f| (f.path, f.size, f.modified_ms)).collect();
+        // Paths some version named (removed since): the retention applies. Any other file may
+        // belong to a write in flight: the floor applies too.
+        let mut named: HashSet<String> = HashSet::new();
+        for r in tombstones.values() {
+            named.extend(rel(&r.path)?);
+            named.extend(dv_file(r.deletion_vector.as_ref(), table)?);
+        }
+        let floor = cutoff_ms(now, UNCOMMITTED_FLOOR).min(cutoff);
         vacuum_candidates(&files, &keep, cutoff)
             .into_iter()
+            .filter(|(p, _, modified)| named.contains(p) || *modified < floor)
             .filter(|(p, _, _)| !leaves_root_locally(table, p))
             .map(|(p, s, _)| (p.clone(), *s))
             .collect()
@@ -144,6 +165,9 @@ pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceRe
     let mut report = delete_all(table, candidates, opts.dry_run, opts.progress).await?;
     report.followers = followers;
     report.kept_from_version = kept_from;
+    if !opts.lite {
+        report.uncommitted_floor_hours = Some(UNCOMMITTED_FLOOR.as_secs() / 3600);
+    }
     Ok(report)
 }
 

@@ -17,6 +17,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use crate::delta::actions::{Action, Metadata, Txn};
 use crate::delta::arrow_schema::arrow_schema_strict;
 use crate::delta::create::{infer_schema, merge_schema, new_table};
+use crate::delta::json_values::{RecordRules, Verdict};
 use crate::delta::schema::StructType;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
@@ -82,6 +83,8 @@ pub struct WriteReport {
     pub rows: u64,
     pub files: usize,
     pub bytes: i64,
+    /// Table properties the write changed on an existing table.
+    pub properties_set: Vec<String>,
 }
 
 impl WriteReport {
@@ -89,6 +92,10 @@ impl WriteReport {
     pub fn to_json(&self) -> serde_json::Value {
         match &self.outcome {
             None => json!({"outcome": "nothing_to_commit", "rows": 0}),
+            Some(CommitOutcome::Committed { version }) if !self.properties_set.is_empty() => json!({
+                "outcome": "committed", "version": version, "rows": self.rows, "files": self.files,
+                "bytes": self.bytes, "propertiesSet": self.properties_set,
+            }),
             Some(CommitOutcome::Committed { version }) => {
                 json!({"outcome": "committed", "version": version, "rows": self.rows, "files": self.files, "bytes": self.bytes})
             }
@@ -110,8 +117,23 @@ impl WriteReport {
 /// storage errors as the committer reports them.
 pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
     table: &Table,
+    input: R,
+    opts: &WriteOptions,
+) -> Result<WriteReport> {
+    write_json_lines_until(table, input, opts, std::future::pending()).await
+}
+
+/// As [`write_json_lines`], giving up when `stop` resolves before the commit starts (SIGINT,
+/// SIGTERM): the files written so far are deleted and nothing is committed. Once the commit
+/// has started it is finished whatever `stop` says.
+///
+/// # Errors
+/// As [`write_json_lines`]; an [`Error::Io`] of kind `Interrupted` when stopped.
+pub async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
+    table: &Table,
     mut input: R,
     opts: &WriteOptions,
+    stop: impl std::future::Future<Output = ()>,
 ) -> Result<WriteReport> {
     let existing = match table.snapshot(None).await {
         Ok(s) => Some(s),
@@ -121,19 +143,21 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
     if let (Some(s), Some((app, v))) = (&existing, &opts.txn) {
         if let Some(current) = s.txn_version(app).filter(|c| c >= v) {
             let outcome = CommitOutcome::AlreadyApplied { app_id: app.clone(), version: current };
-            return Ok(WriteReport { outcome: Some(outcome), rows: 0, files: 0, bytes: 0 });
+            return Ok(WriteReport { outcome: Some(outcome), rows: 0, files: 0, bytes: 0, properties_set: Vec::new() });
         }
     }
     if existing.is_some() && opts.mode == WriteMode::Create {
         return Err(Error::InvalidArgument(format!("table {} already exists (use --mode append)", table.url())));
     }
+    let mut properties_set = Vec::new();
     if let Some(s) = &existing {
         crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
+        properties_set = existing_table_options(s, opts)?;
     }
 
     let mut reader = LineReader::default();
     let sample = reader.read_chunk(&mut input, SAMPLE_LINES).await?;
-    let sample_lines: Vec<&str> = sample.lines();
+    let sample_lines: Vec<&str> = sample.lines()?;
 
     // The schema to write with, and the protocol/metadata actions the commit carries.
     let mut schema_actions: Vec<Action> = Vec::new();
@@ -144,7 +168,7 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
                 Some(inc) => merge_schema(&s.schema, &inc)?,
                 None => None,
             };
-            match merged {
+            let snapshot = match merged {
                 Some(_) if !opts.merge_schema => {
                     let new: Vec<String> = merged
                         .iter()
@@ -153,7 +177,7 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
                         })
                         .collect();
                     return Err(Error::InvalidArgument(format!(
-                        "the records have columns not in the table schema: {} (use --merge-schema to add them)",
+                        "the records have columns not in the table schema: {} (use --evolve-schema to add them)",
                         new.join(", ")
                     )));
                 }
@@ -166,6 +190,16 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
                     with_metadata(&s, metadata)?
                 }
                 None => s,
+            };
+            if properties_set.is_empty() {
+                snapshot
+            } else {
+                let mut metadata = snapshot.metadata.clone();
+                let changes = crate::delta::properties::checked_properties(&opts.properties)?;
+                metadata.configuration.extend(changes);
+                schema_actions.retain(|a| !matches!(a, Action::Metadata(_)));
+                schema_actions.push(Action::Metadata(metadata.clone()));
+                with_metadata(&snapshot, metadata)?
             }
         }
         None => {
@@ -194,6 +228,7 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
         config.compression = c.clone();
     }
     let decode_schema: SchemaRef = Arc::new(arrow_schema_strict(&snapshot.schema));
+    let rules = Arc::new(RecordRules::new(&decode_schema));
     let mut writer = DataWriter::new(table, &snapshot, config)?;
     // Two stages on two cores: decoding (blocking threads) feeds Parquet encoding through a
     // small bounded channel, so memory stays at a few batches whatever the input size.
@@ -201,8 +236,8 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
     let producer = async move {
         let mut chunk = sample;
         while !chunk.is_empty() {
-            let schema = decode_schema.clone();
-            let batch = tokio::task::spawn_blocking(move || chunk.decode(&schema))
+            let (schema, rules) = (decode_schema.clone(), rules.clone());
+            let batch = tokio::task::spawn_blocking(move || chunk.decode(&schema, &rules))
                 .await
                 .map_err(|e| Error::Internal(format!("decoder task: {e}")))??;
             if tx.send(batch).await.is_err() {
@@ -229,13 +264,23 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
         }
         Ok(rows)
     };
-    let (produced, consumed) = tokio::join!(producer, consumer);
+    let joined = tokio::select! {
+        both = async { tokio::join!(producer, consumer) } => Some(both),
+        () = stop => None,
+    };
     shown.finish();
-    let rows = match (produced, consumed) {
-        (Ok(()), Ok(rows)) => rows,
-        (Err(e), _) | (_, Err(e)) => {
+    let rows = match joined {
+        Some((Ok(()), Ok(rows))) => rows,
+        Some((Err(e), _) | (_, Err(e))) => {
             writer.abort().await;
             return Err(e);
+        }
+        None => {
+            writer.abort().await;
+            return Err(Error::Io(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "interrupted before the commit: nothing was committed and the files written were removed",
+            )));
         }
     };
     let adds = writer.finish().await?;
@@ -244,7 +289,7 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
         let mut staged = StagedCommit::new(table);
         staged.stage(adds.iter().map(|a| a.path.clone()));
         staged.discard().await;
-        return Ok(WriteReport { outcome: None, rows: 0, files: 0, bytes: 0 });
+        return Ok(WriteReport { outcome: None, rows: 0, files: 0, bytes: 0, properties_set: Vec::new() });
     }
     let files = adds.len();
     let bytes: i64 = adds.iter().map(|a| a.size).sum();
@@ -260,15 +305,101 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
     let partition_by = serde_json::to_string(&snapshot.metadata.partition_columns).unwrap_or_default();
     let txn = Transaction::new(if creating { "CREATE TABLE" } else { "WRITE" }, actions)
         .with_parameter("mode", if creating { "ErrorIfExists" } else { "Append" })
-        .with_parameter("partitionBy", partition_by)
+        .with_parameter("partitionBy", partition_by.clone())
         .with_metric("numFiles", files)
         .with_metric("numOutputRows", rows)
         .with_metric("numOutputBytes", bytes);
-    let base = if creating { None } else { Some(&snapshot) };
     let mut staged = StagedCommit::new(table);
     staged.stage_adds(&txn.actions);
-    let outcome = staged.commit(base, &txn, &opts.retry).await?;
-    Ok(WriteReport { outcome: Some(outcome), rows, files, bytes })
+    if let Some(gone) = table.first_missing(staged.files()).await? {
+        staged.discard().await;
+        return Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{gone}, written by this write, is gone before the commit (deleted by a VACUUM or by hand?): nothing was committed"),
+        )));
+    }
+    let outcome = match (creating, opts.mode) {
+        // Parallel appends into a missing table: the losers of the creation race append.
+        (true, WriteMode::Append) => {
+            let ours = &snapshot;
+            let actions: Vec<Action> = txn
+                .actions
+                .iter()
+                .filter(|a| !matches!(a, Action::Protocol(_) | Action::Metadata(_)))
+                .cloned()
+                .collect();
+            let append = |winner: &Snapshot| {
+                let fits = winner.schema == ours.schema
+                    && winner.metadata.partition_columns == ours.metadata.partition_columns
+                    && crate::delta::features::check_writable(&winner.protocol, &winner.metadata).is_ok();
+                fits.then(|| {
+                    Transaction::new("WRITE", actions)
+                        .with_parameter("mode", "Append")
+                        .with_parameter("partitionBy", partition_by.clone())
+                        .with_metric("numFiles", files)
+                        .with_metric("numOutputRows", rows)
+                        .with_metric("numOutputBytes", bytes)
+                })
+            };
+            staged.create_or_append(&txn, &opts.retry, append).await?
+        }
+        (true, _) => staged.commit(None, &txn, &opts.retry).await?,
+        (false, _) => staged.commit(Some(&snapshot), &txn, &opts.retry).await?,
+    };
+    Ok(WriteReport { outcome: Some(outcome), rows, files, bytes, properties_set })
+}
+
+/// Properties a write may change on an existing table: those that need no protocol change.
+fn changeable(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    !(k.starts_with("delta.feature.")
+        || k.starts_with("delta.enable")
+        || k.starts_with("delta.columnmapping.")
+        || k.starts_with("delta.minreaderversion")
+        || k.starts_with("delta.minwriterversion")
+        || k.starts_with("delta.universalformat.")
+        || k == "delta.appendonly"
+        || k == "delta.checkpointpolicy"
+        || k.starts_with("delta.incommittimestamp")
+        || k == "delta.rowtrackingsuspended")
+}
+
+/// Checks the options that shape a new table against an existing one: a different
+/// `--partition-by` or `--schema` is refused; `--property` values the table already has are
+/// fine, others are set when they need no protocol change and refused otherwise. Returns the
+/// keys to set.
+fn existing_table_options(s: &Snapshot, opts: &WriteOptions) -> Result<Vec<String>> {
+    if !opts.partition_by.is_empty() && opts.partition_by != s.metadata.partition_columns {
+        return Err(Error::InvalidArgument(format!(
+            "--partition-by {} cannot apply: the table exists and is partitioned by [{}] (partitioning is set when a table is created)",
+            opts.partition_by.join(","),
+            s.metadata.partition_columns.join(",")
+        )));
+    }
+    if opts.schema.as_ref().is_some_and(|schema| *schema != s.schema) {
+        return Err(Error::InvalidArgument(
+            "--schema cannot apply: the table exists with another schema (use --evolve-schema to add columns from the records)"
+                .into(),
+        ));
+    }
+    let wanted = crate::delta::properties::checked_properties(&opts.properties)?;
+    let mut set = Vec::new();
+    let mut keys: Vec<&String> = wanted.keys().collect();
+    keys.sort();
+    for key in keys {
+        let value = &wanted[key];
+        let current = s.metadata.configuration.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v);
+        if current.is_some_and(|c| c.eq_ignore_ascii_case(value)) {
+            continue;
+        }
+        if !changeable(key) {
+            return Err(Error::InvalidArgument(format!(
+                "--property {key}={value} cannot apply to the existing table: it changes the table's protocol features (set it when the table is created)"
+            )));
+        }
+        set.push(format!("{key}={value}"));
+    }
+    Ok(set)
 }
 
 fn with_metadata(s: &Snapshot, metadata: Metadata) -> Result<Snapshot> {
@@ -317,12 +448,54 @@ impl Chunk {
         self.lines.is_empty()
     }
 
-    fn lines(&self) -> Vec<&str> {
-        self.lines.iter().filter_map(|(s, e, _)| std::str::from_utf8(&self.bytes[*s..*e]).ok()).map(str::trim).collect()
+    fn lines(&self) -> Result<Vec<&str>> {
+        self.lines
+            .iter()
+            .map(|(s, e, line)| {
+                std::str::from_utf8(&self.bytes[*s..*e])
+                    .map(str::trim)
+                    .map_err(|_| Error::InvalidArgument(format!("line {line}: not valid UTF-8")))
+            })
+            .collect()
+    }
+
+    /// Checks every line against the column rules, respelling where a rule says so; the
+    /// first value a column cannot hold exactly is an error naming its line and field.
+    fn conform(&mut self, rules: &RecordRules) -> Result<()> {
+        let mut respelled: Vec<(usize, Vec<u8>)> = Vec::new();
+        for (i, (s, e, line)) in self.lines.iter().enumerate() {
+            match rules.check(&self.bytes[*s..*e]) {
+                Ok(Verdict::AsIs) => {}
+                Ok(Verdict::Rewritten(bytes)) => respelled.push((i, bytes)),
+                Err(why) => return Err(Error::InvalidArgument(format!("line {line}: {why}"))),
+            }
+        }
+        if respelled.is_empty() {
+            return Ok(());
+        }
+        let mut bytes = Vec::with_capacity(self.bytes.len());
+        let mut lines = Vec::with_capacity(self.lines.len());
+        let mut next = respelled.into_iter().peekable();
+        for (i, (s, e, line)) in self.lines.iter().enumerate() {
+            let start = bytes.len();
+            match next.peek() {
+                Some((j, _)) if *j == i => {
+                    let (_, spelled) = next.next().unwrap_or_default();
+                    bytes.extend_from_slice(&spelled);
+                    bytes.push(b'\n');
+                }
+                _ => bytes.extend_from_slice(&self.bytes[*s..*e]),
+            }
+            lines.push((start, bytes.len(), *line));
+        }
+        self.bytes = bytes;
+        self.lines = lines;
+        Ok(())
     }
 
     /// Decodes the chunk; on failure, finds the first bad line for the message.
-    fn decode(&self, schema: &SchemaRef) -> Result<arrow::array::RecordBatch> {
+    fn decode(mut self, schema: &SchemaRef, rules: &RecordRules) -> Result<arrow::array::RecordBatch> {
+        self.conform(rules)?;
         match decode_bytes(schema, &self.bytes) {
             Ok(Some(b)) => Ok(b),
             Ok(None) => Ok(arrow::array::RecordBatch::new_empty(schema.clone())),

@@ -39,7 +39,7 @@ use super::positions;
 use super::schema::TableSchema;
 use crate::common::flush::FlushReason;
 use crate::config::ResolvedPipeline;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::consumer::{prefetch_kbytes, ConsumerEvent, ConsumerSettings};
 use crate::source::kafka::stage::{KafkaSource, Poll, StartOffset};
@@ -106,6 +106,9 @@ pub struct Runner {
     bytes_limit: Option<DefaultDirectRateLimiter>,
     /// `stop_at_end`: each owned partition's end offset when it was assigned.
     ends: Option<BTreeMap<i32, i64>>,
+    /// When records last arrived or partitions were last assigned (`stop_at_end` fails after
+    /// `kafka.stall_timeout` without either).
+    progressed: tokio::time::Instant,
 }
 
 impl Runner {
@@ -144,6 +147,7 @@ impl Runner {
             owned: BTreeMap::new(),
             buffer: Buffer::default(),
             ends,
+            progressed: tokio::time::Instant::now(),
         })
     }
 
@@ -210,6 +214,7 @@ impl Runner {
                 tracing::info!("stop_at_end: every assigned partition consumed to its end; committing and stopping");
                 break;
             }
+            self.check_stalled()?;
         }
         // Apply revocations that arrived with the shutdown before the final flush.
         while let Ok(ev) = events.try_recv() {
@@ -243,6 +248,24 @@ impl Runner {
         Ok(())
     }
 
+    /// `stop_at_end`: a run that neither receives records nor gets partitions for
+    /// `kafka.stall_timeout` fails (an unreachable broker, a missing topic) rather than
+    /// waiting for ever.
+    fn check_stalled(&self) -> Result<()> {
+        let Some(k) = self.cfg.kafka().ok().filter(|k| k.stop_at_end) else { return Ok(()) };
+        if self.progressed.elapsed() <= k.stall_timeout {
+            return Ok(());
+        }
+        let what = if self.owned.is_empty() { "no partition was assigned" } else { "no record arrived" };
+        Err(Error::Kafka(format!(
+            "stop_at_end: {what} for {} (is the broker {} reachable, and does topic {:?} exist?); \
+             the wait is kafka.stall_timeout (--until-end-timeout)",
+            humantime::format_duration(k.stall_timeout),
+            crate::config::redact::without_userinfo(&k.brokers),
+            k.topic
+        )))
+    }
+
     /// `stop_at_end`: whether every owned partition has been consumed up to the end it had
     /// when assigned (the final flush then commits it).
     fn reached_the_end(&self) -> bool {
@@ -261,6 +284,7 @@ impl Runner {
     }
 
     async fn on_assigned(&mut self, source: &KafkaSource, parts: Vec<i32>) -> Result<()> {
+        self.progressed = tokio::time::Instant::now();
         // Positions are read once the running flush has committed (or not).
         self.finish_flush(source).await?;
         self.schema.refresh(&self.table).await?;
@@ -310,6 +334,7 @@ impl Runner {
         if records == 0 {
             return Ok(());
         }
+        self.progressed = tokio::time::Instant::now();
         source.note_healthy();
         let bytes: u64 = by_part.values().flatten().map(|r| r.raw.payload.map_or(0, <[u8]>::len) as u64).sum();
         let records = u32::try_from(records).unwrap_or(u32::MAX);

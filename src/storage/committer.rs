@@ -18,6 +18,7 @@ use super::location::Table;
 use crate::delta::actions::{Action, CommitInfo};
 use crate::delta::conflict::{check, Verdict};
 use crate::delta::features::{check_writable, has_writer_feature};
+use crate::delta::properties::TableProperties;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{
     assign_row_tracking, row_id_high_water_mark, CommitOutcome, Transaction, ROW_TRACKING_DOMAIN,
@@ -105,15 +106,14 @@ impl Table {
         }
         let read_version = snapshot.map(|s| s.version);
         let ict_enabled = snapshot.is_some_and(|s| s.properties.enable_in_commit_timestamps)
-            || txn.actions.iter().any(|a| matches!(a, Action::Metadata(m) if m.configuration.get("delta.enableInCommitTimestamps").is_some_and(|v| v == "true")));
+            || txn.actions.iter().any(|a| matches!(a, Action::Metadata(m) if TableProperties::from_config(&m.configuration).enable_in_commit_timestamps));
         // Row tracking applies per the protocol and metadata the commit will have: the
         // transaction's own (when it creates or upgrades the table), else the snapshot's.
         let protocol = txn.actions.iter().find_map(|a| if let Action::Protocol(p) = a { Some(p) } else { None });
         let metadata = txn.actions.iter().find_map(|a| if let Action::Metadata(m) = a { Some(m) } else { None });
         let suspended = metadata
             .or(snapshot.map(|s| &s.metadata))
-            .and_then(|m| m.configuration.get("delta.rowTrackingSuspended"))
-            .is_some_and(|v| v == "true");
+            .is_some_and(|m| TableProperties::from_config(&m.configuration).row_tracking_suspended);
         let row_tracking = !suspended
             && protocol.or(snapshot.map(|s| &s.protocol)).is_some_and(|p| has_writer_feature(p, "rowTracking"));
         let mut high_water_mark = snapshot

@@ -71,6 +71,26 @@ impl Table {
         size: Option<i64>,
         filter: RowFilter<'_>,
     ) -> Result<FileRows> {
+        let mut batches = Vec::new();
+        let mut rows = self
+            .read_rows_with(plan, raw_path, partition_values, size, filter, &mut |b| {
+                batches.push(b);
+                Ok(true)
+            })
+            .await?;
+        rows.batches = batches;
+        Ok(rows)
+    }
+
+    async fn read_rows_with(
+        &self,
+        plan: &ScanPlan,
+        raw_path: &str,
+        partition_values: &PartitionValues,
+        size: Option<i64>,
+        filter: RowFilter<'_>,
+        visit: &mut (dyn FnMut(RecordBatch) -> Result<bool> + Send),
+    ) -> Result<FileRows> {
         let (path, rel) = self.data_path(raw_path)?;
         // The log's size saves a request; a file without one is asked for its size.
         let len = match size.and_then(|s| u64::try_from(s).ok()).filter(|s| *s > 0) {
@@ -101,7 +121,7 @@ impl Table {
             }
         }
         let mut stream = builder.with_batch_size(8192).build().map_err(|e| Error::data_file(&rel, e))?;
-        let mut batches = Vec::new();
+        let batches = Vec::new();
         let mut first_row = 0u64;
         loop {
             let next = crate::panic_guard::guard_poll(stream.next())
@@ -112,11 +132,35 @@ impl Table {
             let n = batch.num_rows() as u64;
             let out = plan.to_logical_filtered(&batch, partition_values, &filter, first_row, &rel)?;
             first_row += n;
-            if out.num_rows() > 0 {
-                batches.push(out);
+            if out.num_rows() > 0 && !visit(out)? {
+                return Ok(FileRows { path: rel, batches, physical_rows: first_row });
             }
         }
         Ok(FileRows { path: rel, batches, physical_rows: first_row })
+    }
+
+    /// Reads one live file's rows batch by batch (at most 8,192 rows decoded at a time),
+    /// handing each to `visit` until it answers `false`: memory stays at one batch whatever
+    /// the file's size.
+    ///
+    /// # Errors
+    /// As [`Table::read_file`], and `visit`'s errors.
+    pub async fn visit_file(
+        &self,
+        plan: &ScanPlan,
+        add: &Add,
+        visit: &mut (dyn FnMut(RecordBatch) -> Result<bool> + Send),
+    ) -> Result<()> {
+        let dv = match &add.deletion_vector {
+            Some(d) => Some(self.load_dv(d).await?),
+            None => None,
+        };
+        let filter = match &dv {
+            Some(b) => RowFilter::Exclude(b),
+            None => RowFilter::All,
+        };
+        self.read_rows_with(plan, &add.path, &add.partition_values, Some(add.size), filter, visit).await?;
+        Ok(())
     }
 
     /// Loads and decodes a deletion vector.

@@ -106,7 +106,12 @@ impl Table {
         let looks_local = !location.contains("://") || location.starts_with("file://");
         if looks_local {
             let path = location.strip_prefix("file://").unwrap_or(location);
-            std::fs::create_dir_all(path)?;
+            if std::path::Path::new(path).exists() && !std::path::Path::new(path).is_dir() {
+                return Err(Error::InvalidArgument(format!("{path} is a file, not a table directory")));
+            }
+            std::fs::create_dir_all(path).map_err(|e| {
+                Error::Io(std::io::Error::new(e.kind(), format!("cannot create the table directory {path}: {e}")))
+            })?;
         }
         Table::open(location, options)
     }
@@ -139,6 +144,24 @@ impl Table {
                 let _ = self.store.delete(&path).await;
             }
         }
+    }
+
+    /// The first of `log_paths` (add paths as the log spells them) that no longer exists:
+    /// a commit must never name files that are gone.
+    ///
+    /// # Errors
+    /// Storage errors other than not-found; paths outside the root.
+    pub async fn first_missing(&self, log_paths: &[String]) -> Result<Option<String>> {
+        use object_store::ObjectStoreExt;
+        for raw in log_paths {
+            let (path, rel) = self.data_path(raw.as_str())?;
+            match self.store.head(&path).await {
+                Ok(_) => {}
+                Err(object_store::Error::NotFound { .. }) => return Ok(Some(rel)),
+                Err(e) => return Err(Error::storage(rel, e)),
+            }
+        }
+        Ok(None)
     }
 
     /// The table root inside [`Table::object_store`].

@@ -54,6 +54,35 @@ impl<'a> StagedCommit<'a> {
         self.table.delete_uncommitted(&self.files).await;
     }
 
+    /// Creates the table with `txn`; when another writer created it first, `append` is asked
+    /// for an append of the same files against the winner's snapshot (`None`: they do not
+    /// fit it) and that is committed instead. Cleans up as [`StagedCommit::commit`].
+    ///
+    /// # Errors
+    /// As [`StagedCommit::commit`].
+    pub async fn create_or_append(
+        self,
+        txn: &Transaction,
+        policy: &RetryPolicy,
+        append: impl FnOnce(&Snapshot) -> Option<Transaction>,
+    ) -> Result<CommitOutcome> {
+        let first = self.table.commit(None, txn, policy).await;
+        if !matches!(first, Ok(CommitOutcome::Conflict { version: 0, .. })) {
+            return self.finish(txn, first).await;
+        }
+        let winner = match self.table.snapshot(None).await {
+            Ok(w) => w,
+            Err(e) => return self.finish(txn, Err(e)).await,
+        };
+        let Some(retry) = append(&winner) else { return self.finish(txn, first).await };
+        tracing::info!(
+            table = self.table.url(),
+            "write.created_concurrently: appending to the table another writer created"
+        );
+        let result = self.table.commit(Some(&winner), &retry, policy).await;
+        self.finish(&retry, result).await
+    }
+
     /// Commits `txn` (planned against `snapshot`; `None` creates the table) and cleans up.
     ///
     /// # Errors
@@ -65,6 +94,10 @@ impl<'a> StagedCommit<'a> {
         policy: &RetryPolicy,
     ) -> Result<CommitOutcome> {
         let result = self.table.commit(snapshot, txn, policy).await;
+        self.finish(txn, result).await
+    }
+
+    async fn finish(self, txn: &Transaction, result: Result<CommitOutcome>) -> Result<CommitOutcome> {
         match &result {
             Ok(CommitOutcome::Committed { .. }) => {}
             Ok(_) => self.discard().await,

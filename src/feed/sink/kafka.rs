@@ -25,6 +25,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+
+use crate::common::kafka_log::LoggedContext;
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::{json, Value};
 
@@ -72,7 +74,7 @@ impl KafkaSinkConfig {
 /// The transactional Kafka sink.
 pub struct KafkaSink {
     cfg: KafkaSinkConfig,
-    producer: FutureProducer,
+    producer: FutureProducer<LoggedContext>,
     /// Transactions committed and rows produced.
     pub transactions: u64,
     pub rows: u64,
@@ -86,31 +88,74 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
     tokio::task::spawn_blocking(f).await.map_err(|e| Error::Internal(format!("blocking Kafka call: {e}")))?
 }
 
+/// The progress topic exists, or is created (one partition, compacted; the broker's default
+/// replication) where the cluster allows it.
+///
+/// # Errors
+/// [`Error::Kafka`] naming the topic and how to create it when it is missing and cannot be
+/// created.
+fn ensure_progress_topic(cfg: &KafkaSinkConfig) -> Result<()> {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let topic = cfg.progress_topic.as_str();
+    let lookup: BaseConsumer<LoggedContext> =
+        cfg.client().create_with_context(LoggedContext).map_err(kafka("progress topic lookup"))?;
+    let md = lookup.fetch_metadata(Some(topic), TXN_TIMEOUT).map_err(kafka("progress topic lookup"))?;
+    if md.topics().iter().any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty()) {
+        return Ok(());
+    }
+    let how = format!(
+        "create it with one partition and cleanup.policy=compact (e.g. kafka-topics.sh --create --topic {topic} \
+         --partitions 1 --config cleanup.policy=compact), or name another with --progress-topic"
+    );
+    let admin: AdminClient<LoggedContext> =
+        cfg.client().create_with_context(LoggedContext).map_err(kafka("progress topic creation"))?;
+    let new = NewTopic::new(topic, 1, TopicReplication::Fixed(-1)).set("cleanup.policy", "compact");
+    let opts = AdminOptions::new().operation_timeout(Some(TXN_TIMEOUT));
+    let results = futures::executor::block_on(admin.create_topics([&new], &opts)).map_err(|e| {
+        Error::Kafka(format!("the progress topic {topic} does not exist and could not be created ({e}): {how}"))
+    })?;
+    for r in results {
+        match r {
+            Ok(_) | Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((_, code)) => {
+                return Err(Error::Kafka(format!(
+                    "the progress topic {topic} does not exist and could not be created ({code}): {how}"
+                )))
+            }
+        }
+    }
+    tracing::info!(topic, "tail.progress_topic_created: one partition, compacted");
+    Ok(())
+}
+
 impl KafkaSink {
     /// Creates the producer and fences older instances of this follower.
     ///
     /// # Errors
     /// [`Error::Kafka`] when the producer cannot be created or initialised.
     pub async fn open(cfg: KafkaSinkConfig) -> Result<KafkaSink> {
+        let for_topic = cfg.clone();
+        blocking(move || ensure_progress_topic(&for_topic)).await?;
         let mut client = cfg.client();
         client
             .set("transactional.id", format!("deltabus.{}.{}", cfg.follower_id, cfg.source_table_id))
             .set("enable.idempotence", "true")
             .set("transaction.timeout.ms", TXN_TIMEOUT.as_millis().to_string());
-        let producer: FutureProducer = client.create().map_err(kafka("change producer"))?;
+        let producer: FutureProducer<LoggedContext> =
+            client.create_with_context(LoggedContext).map_err(kafka("change producer"))?;
         let p = producer.clone();
         blocking(move || p.init_transactions(TXN_TIMEOUT).map_err(kafka("init transactions"))).await?;
         Ok(KafkaSink { cfg, producer, transactions: 0, rows: 0 })
     }
 
     fn read_position(cfg: &KafkaSinkConfig) -> Result<Option<u64>> {
-        let consumer: BaseConsumer = cfg
+        let consumer: BaseConsumer<LoggedContext> = cfg
             .client()
             .set("group.id", format!("deltabus.progress.{}", cfg.follower_id))
             .set("isolation.level", "read_committed")
             .set("enable.partition.eof", "true")
             .set("enable.auto.commit", "false")
-            .create()
+            .create_with_context(LoggedContext)
             .map_err(kafka("progress reader"))?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&cfg.progress_topic, 0, Offset::Beginning).map_err(kafka("progress reader"))?;
@@ -229,10 +274,15 @@ impl ChangeSink for KafkaSink {
         blocking(move || KafkaSink::read_position(&cfg)).await
     }
 
-    async fn deliver(&mut self, _source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+    async fn deliver(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
         if changes.rows() == 0 {
             return Ok(());
         }
+        self.mark(source, changes).await
+    }
+
+    /// One transaction with the rows (none for a mark) and the progress record.
+    async fn mark(&mut self, _source: &Snapshot, changes: &CommitChanges) -> Result<()> {
         self.producer.begin_transaction().map_err(kafka("begin transaction"))?;
         let produced = self.produce(changes).await;
         let p = self.producer.clone();

@@ -59,7 +59,12 @@ impl<'a> LinesSink<'a> {
     /// # Errors
     /// File I/O and an unreadable or foreign state file.
     pub fn file(path: &std::path::Path, table: &str, state_file: Option<PathBuf>) -> Result<LinesSink<'a>> {
-        let mut file = OpenOptions::new().create(true).write(true).truncate(false).open(path)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::Io(std::io::Error::new(e.kind(), format!("--output {}: {e}", path.display()))))?;
         let current = file.metadata()?.len();
         let len = match &state_file {
             Some(p) => match load_state(p, table)? {
@@ -140,6 +145,10 @@ impl ChangeSink for LinesSink<'_> {
             save_state(path, &LinesState { table: self.table.clone(), version: Some(changes.version), output_len })?;
         }
         Ok(())
+    }
+
+    async fn mark(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+        self.deliver(source, changes).await
     }
 
     fn name(&self) -> &'static str {

@@ -31,6 +31,11 @@ pub trait ChangeSink: Send {
     /// too (a sink may skip them; its position is then implied by the next one).
     fn deliver(&mut self, snapshot: &Snapshot, changes: &CommitChanges) -> impl Future<Output = Result<()>> + Send;
 
+    /// Records `changes.version` as the position even when the commit brings no rows. A
+    /// follower without a position records the version before its resolved start this way
+    /// before anything else, so that a restart resumes there (not at a newer `latest`).
+    fn mark(&mut self, snapshot: &Snapshot, changes: &CommitChanges) -> impl Future<Output = Result<()>> + Send;
+
     /// A short name for logs and reports.
     fn name(&self) -> &'static str;
 }

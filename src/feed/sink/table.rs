@@ -85,6 +85,11 @@ impl ChangeSink for TableSink {
         if changes.rows() == 0 {
             return Ok(());
         }
+        self.mark(source, changes).await
+    }
+
+    /// A commit of the rows (none for a mark) and the position's `txn`.
+    async fn mark(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
         let schema = change_schema(&source.schema);
         let outcome = apply(&self.target, self.snapshot.as_ref(), &schema, changes, &self.app_id).await;
         if matches!(outcome, Ok(CommitOutcome::Committed { .. })) {

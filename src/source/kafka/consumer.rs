@@ -61,21 +61,16 @@ impl ClientContext for EventContext {
     /// and warnings repeat while a broker is down: once per kind, then at a backoff.
     fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
         use rdkafka::config::RDKafkaLogLevel as L;
-        let held = || self.throttle.allow(&format!("librdkafka {fac}"));
-        match level {
-            L::Emerg | L::Alert | L::Critical | L::Error => {
-                if let Some(held) = held() {
-                    tracing::error!(target: "librdkafka", fac, held, "{message}");
+        let held = match level {
+            L::Emerg | L::Alert | L::Critical | L::Error | L::Warning => {
+                match self.throttle.allow(&format!("librdkafka {fac}")) {
+                    Some(held) => Some(held),
+                    None => return,
                 }
             }
-            L::Warning => {
-                if let Some(held) = held() {
-                    tracing::warn!(target: "librdkafka", fac, held, "{message}");
-                }
-            }
-            L::Notice | L::Info => tracing::info!(target: "librdkafka", fac, "{message}"),
-            L::Debug => tracing::debug!(target: "librdkafka", fac, "{message}"),
-        }
+            _ => None,
+        };
+        crate::common::kafka_log::log_line(level, fac, message, held);
     }
 
     fn stats(&self, statistics: Statistics) {
@@ -86,6 +81,10 @@ impl ClientContext for EventContext {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
+        if crate::common::kafka_log::is_end_of_partition(&error) {
+            return;
+        }
+        let reason = &crate::common::kafka_log::redact(reason);
         // librdkafka has usually logged the same failure already: logged here only when its
         // kind is new or its backoff passed; always counted (by the pipeline).
         let kind = error.rdkafka_error_code().map_or_else(|| "client".to_string(), |c| format!("{c:?}"));
@@ -143,12 +142,10 @@ pub fn check_properties(properties: &BTreeMap<String, String>) -> std::result::R
     for (k, v) in properties {
         cfg.set(k, v);
     }
-    use crate::config::redact::{is_secret_key, without_values};
+    use crate::config::redact::without_values;
+    // Values are never shown, secret or not: a misplaced secret may sit under any key.
     cfg.create_native_config().map(|_| ()).map_err(|e| match e {
-        KafkaError::ClientConfig(_, description, key, _) if is_secret_key(&key) => {
-            format!("{key}: {}", without_values(&description))
-        }
-        KafkaError::ClientConfig(_, description, key, _) => format!("{key}: {description}"),
+        KafkaError::ClientConfig(_, description, key, _) => format!("{key}: {}", without_values(&description)),
         other => without_values(&other.to_string()),
     })
 }

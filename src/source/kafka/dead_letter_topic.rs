@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 
 /// An idempotent producer to one dead-letter topic.
 pub struct DeadLetterTopic {
-    producer: FutureProducer,
+    producer: FutureProducer<crate::common::kafka_log::LoggedContext>,
     topic: String,
 }
 
@@ -33,7 +33,9 @@ impl DeadLetterTopic {
                 cfg.set(k, v);
             }
         }
-        let producer = cfg.create().map_err(|e| Error::Kafka(format!("dead-letter producer: {e}")))?;
+        let producer = cfg
+            .create_with_context(crate::common::kafka_log::LoggedContext)
+            .map_err(|e| Error::Kafka(format!("dead-letter producer: {e}")))?;
         Ok(DeadLetterTopic { producer, topic: topic.to_string() })
     }
 

@@ -6,8 +6,12 @@
 //! [`DeadLetter`] carrying its reason and everything needed to find or replay it, and the rest
 //! of the batch proceeds.
 
+use std::borrow::Cow;
+
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
+
+use crate::delta::json_values::{RecordRules, Verdict};
 
 /// One consumed record, borrowed from the consumer's message.
 #[derive(Debug, Clone, Copy)]
@@ -51,6 +55,7 @@ impl DeadLetter {
 #[derive(Debug, Clone)]
 pub struct PayloadDecoder {
     schema: SchemaRef,
+    rules: RecordRules,
     max_record_bytes: usize,
 }
 
@@ -67,13 +72,14 @@ pub struct Decoded {
 impl PayloadDecoder {
     /// A decoder for the Arrow form of the table schema (with its nullability).
     pub fn new(schema: SchemaRef, max_record_bytes: usize) -> Self {
-        PayloadDecoder { schema, max_record_bytes }
+        PayloadDecoder { rules: RecordRules::new(&schema), schema, max_record_bytes }
     }
 
     /// Decodes the records; never fails as a whole: bad records become dead letters.
     pub fn decode(&self, records: &[RawRecord<'_>]) -> Decoded {
         let mut dead = Vec::new();
         let mut good = Vec::with_capacity(records.len());
+        let mut prepared: Vec<Cow<'_, [u8]>> = Vec::with_capacity(records.len());
         // Sized once: growing by doubling copied the poll's payloads several times over.
         let size: usize = records.iter().map(|r| r.payload.map_or(0, <[u8]>::len) + 1).sum();
         let mut buf = Vec::with_capacity(size);
@@ -81,9 +87,10 @@ impl PayloadDecoder {
             match self.precheck(r) {
                 Err(reason) => dead.push(DeadLetter::of(r, reason)),
                 Ok(bytes) => {
-                    buf.extend_from_slice(bytes);
+                    buf.extend_from_slice(&bytes);
                     buf.push(b'\n');
                     good.push(i);
+                    prepared.push(bytes);
                 }
             }
         }
@@ -96,16 +103,14 @@ impl PayloadDecoder {
         // Slow path: find the bad records one by one, then decode the rest together.
         let mut kept = Vec::with_capacity(good.len());
         buf.clear();
-        for i in good {
-            let r = &records[i];
-            let bytes = r.payload.unwrap_or_default();
+        for (i, bytes) in good.into_iter().zip(&prepared) {
             match self.decode_bytes(bytes, 1) {
                 Ok(_) => {
                     buf.extend_from_slice(bytes);
                     buf.push(b'\n');
                     kept.push(i);
                 }
-                Err(e) => dead.push(DeadLetter::of(r, e)),
+                Err(e) => dead.push(DeadLetter::of(&records[i], e)),
             }
         }
         dead.sort_by_key(|d| d.offset);
@@ -126,7 +131,7 @@ impl PayloadDecoder {
         decoder.flush().ok()?.filter(|b| b.num_rows() == rows.len())
     }
 
-    fn precheck<'a>(&self, r: &RawRecord<'a>) -> Result<&'a [u8], String> {
+    fn precheck<'a>(&self, r: &RawRecord<'a>) -> Result<Cow<'a, [u8]>, String> {
         let bytes = r.payload.ok_or("null payload (tombstone)")?;
         if bytes.len() > self.max_record_bytes {
             return Err(format!("payload of {} bytes is over the limit of {}", bytes.len(), self.max_record_bytes));
@@ -137,7 +142,10 @@ impl PayloadDecoder {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Err("empty payload".into());
         }
-        Ok(bytes)
+        match self.rules.check(bytes)? {
+            Verdict::AsIs => Ok(Cow::Borrowed(bytes)),
+            Verdict::Rewritten(spelled) => Ok(Cow::Owned(spelled)),
+        }
     }
 
     fn decode_bytes(&self, bytes: &[u8], rows: usize) -> Result<Option<RecordBatch>, String> {

@@ -25,8 +25,9 @@ pub async fn matching(
     }
     let pattern = pattern.clone();
     tokio::task::spawn_blocking(move || {
-        let client: BaseConsumer =
-            cfg.create().map_err(|e| Error::Kafka(format!("cannot create the metadata client: {e}")))?;
+        let client: BaseConsumer<crate::common::kafka_log::LoggedContext> = cfg
+            .create_with_context(crate::common::kafka_log::LoggedContext)
+            .map_err(|e| Error::Kafka(format!("cannot create the metadata client: {e}")))?;
         let md = client
             .fetch_metadata(None, Duration::from_secs(10))
             .map_err(|e| Error::Kafka(format!("listing topics: {e}")))?;

@@ -1,0 +1,526 @@
+//! How a JSON value lands in a column: the one set of rules for `write`, Kafka ingest and
+//! every other JSON decoder, checked before Arrow's decoder sees the record, so that no value
+//! is ever altered silently.
+//!
+//! - Integer columns (`byte`, `short`, `integer`, `long`) take integers in their range, also
+//!   written `2.0`, `1e3` or as a string `"5"`; a fraction (`2.9`), a value out of range, or a
+//!   value the column cannot hold (`true`, an object) is an error naming the field.
+//! - `float` and `double` take any number (or a numeric string); `float` refuses values past
+//!   its range.
+//! - `decimal(p,s)` takes numbers with at most `s` fraction digits and `p - s` integer digits.
+//! - `timestamp` and `timestamp_ntz` take ISO-8601 strings, or numbers read as **seconds**
+//!   since the epoch (as Spark's JSON reader does), with up to six fraction digits.
+//! - `date` takes `YYYY-MM-DD` strings; a number is refused (no unit to guess).
+//! - `string` takes any JSON value: strings as they are, other values as their JSON text
+//!   (as Spark's JSON reader does), so a field of mixed types can land in a string column.
+//! - `boolean` takes `true`/`false` only.
+//!
+//! [`RecordRules::check`] walks one record (without building a tree) and answers whether it
+//! can be decoded as is, must be rewritten first (numbers for timestamps, non-strings for
+//! strings: rare, so done through `serde_json::Value`), or is refused with the reason.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+
+use arrow::datatypes::{DataType as A, Schema};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+/// What a column takes.
+#[derive(Debug, Clone)]
+enum Slot {
+    Integer {
+        name: &'static str,
+        min: i64,
+        max: i64,
+    },
+    Float32,
+    Float64,
+    Decimal {
+        precision: u8,
+        scale: i8,
+    },
+    Timestamp,
+    Date,
+    Text,
+    Boolean,
+    Struct(HashMap<String, Slot>),
+    List(Box<Slot>),
+    Map(Box<Slot>),
+    /// Left to Arrow's decoder (binary and types no JSON rule covers).
+    Any,
+}
+
+impl Slot {
+    fn of(t: &A) -> Slot {
+        let int = |name, min, max| Slot::Integer { name, min, max };
+        match t {
+            A::Int8 => int("byte", i8::MIN.into(), i8::MAX.into()),
+            A::Int16 => int("short", i16::MIN.into(), i16::MAX.into()),
+            A::Int32 => int("integer", i32::MIN.into(), i32::MAX.into()),
+            A::Int64 => int("long", i64::MIN, i64::MAX),
+            A::Float16 | A::Float32 => Slot::Float32,
+            A::Float64 => Slot::Float64,
+            A::Decimal128(p, s) | A::Decimal64(p, s) | A::Decimal32(p, s) => Slot::Decimal { precision: *p, scale: *s },
+            A::Timestamp(_, _) => Slot::Timestamp,
+            A::Date32 | A::Date64 => Slot::Date,
+            A::Utf8 | A::LargeUtf8 | A::Utf8View => Slot::Text,
+            A::Boolean => Slot::Boolean,
+            A::Struct(fields) => {
+                Slot::Struct(fields.iter().map(|f| (f.name().clone(), Slot::of(f.data_type()))).collect())
+            }
+            A::List(f) | A::LargeList(f) => Slot::List(Box::new(Slot::of(f.data_type()))),
+            A::Map(entries, _) => match entries.data_type() {
+                A::Struct(kv) if kv.len() == 2 => Slot::Map(Box::new(Slot::of(kv[1].data_type()))),
+                _ => Slot::Any,
+            },
+            _ => Slot::Any,
+        }
+    }
+
+    fn needs_walk(&self) -> bool {
+        !matches!(self, Slot::Any)
+    }
+}
+
+/// The rules for records of one table schema.
+#[derive(Debug, Clone)]
+pub struct RecordRules {
+    root: Slot,
+}
+
+/// What [`RecordRules::check`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Decode the record as it is.
+    AsIs,
+    /// Decode these bytes instead (same record, values spelled as the columns take them).
+    Rewritten(Vec<u8>),
+}
+
+impl RecordRules {
+    pub fn new(schema: &Schema) -> RecordRules {
+        RecordRules {
+            root: Slot::Struct(schema.fields().iter().map(|f| (f.name().clone(), Slot::of(f.data_type()))).collect()),
+        }
+    }
+
+    /// Checks one record (one JSON object). Syntax errors are left to the decoder, which
+    /// names them its own way.
+    ///
+    /// # Errors
+    /// `field "a.b": <why>` for a value its column cannot hold exactly.
+    pub fn check(&self, record: &[u8]) -> Result<Verdict, String> {
+        let ctx = Walk { path: RefCell::new(Vec::new()), problem: RefCell::new(None) };
+        let mut de = serde_json::Deserializer::from_slice(record);
+        let rewrite = match (Check { slot: &self.root, ctx: &ctx }).deserialize(&mut de) {
+            Ok(rewrite) => rewrite,
+            Err(e) => {
+                return match ctx.problem.into_inner() {
+                    Some(problem) => Err(problem),
+                    None if e.is_syntax() || e.is_eof() || e.is_data() => Ok(Verdict::AsIs),
+                    None => Err(e.to_string()),
+                };
+            }
+        };
+        if !rewrite {
+            return Ok(Verdict::AsIs);
+        }
+        let mut value: Value = serde_json::from_slice(record).map_err(|e| e.to_string())?;
+        spell(&self.root, &mut value, &mut Vec::new())?;
+        Ok(Verdict::Rewritten(serde_json::to_vec(&value).map_err(|e| e.to_string())?))
+    }
+}
+
+struct Walk {
+    path: RefCell<Vec<String>>,
+    problem: RefCell<Option<String>>,
+}
+
+impl Walk {
+    fn refuse<E: serde::de::Error>(&self, why: String) -> E {
+        let path = self.path.borrow().join(".");
+        *self.problem.borrow_mut() = Some(if path.is_empty() {
+            format!("the record is not an object: {why}")
+        } else {
+            format!("field {path:?}: {why}")
+        });
+        E::custom("refused")
+    }
+}
+
+/// One value against its slot; `Ok(true)` when the record must be rewritten.
+struct Check<'a> {
+    slot: &'a Slot,
+    ctx: &'a Walk,
+}
+
+/// The shortest text that reads back as `x` (what the producer most likely wrote).
+fn float_text(x: f64) -> String {
+    format!("{x}")
+}
+
+/// Integer and fraction digits of a plain decimal text (`-12.340` → ("12", "34")).
+fn digits(text: &str) -> (String, String) {
+    let t = text.trim_start_matches(['-', '+']);
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    (int.trim_start_matches('0').to_string(), frac.trim_end_matches('0').to_string())
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl Slot {
+    /// Whether the number (its shortest text) fits; `Ok(true)` when it must be respelled.
+    fn number(&self, text: &str, integral: Option<i128>) -> Result<bool, String> {
+        match self {
+            Slot::Integer { name, min, max } => {
+                let value = match integral {
+                    Some(i) => i,
+                    None => {
+                        let x: f64 = text.parse().map_err(|_| format!("{text} is not a number"))?;
+                        if x.fract() != 0.0 {
+                            return Err(format!("{text} has a fraction; the column is {name}"));
+                        }
+                        if x.abs() >= 9.223_372_036_854_776e18 {
+                            return Err(format!("a number of about {x:e} is out of range for {name} ({min}..={max})"));
+                        }
+                        if x.abs() >= 9_007_199_254_740_992.0 {
+                            return Err(format!("{text} is not exact as an integer; the column is {name}"));
+                        }
+                        x as i128
+                    }
+                };
+                if value < i128::from(*min) || value > i128::from(*max) {
+                    return Err(format!("{value} is out of range for {name} ({min}..={max})"));
+                }
+                Ok(false)
+            }
+            Slot::Float32 => match text.parse::<f64>() {
+                Ok(x) if x.is_finite() && x.abs() > f64::from(f32::MAX) => {
+                    Err(format!("{text} is out of range for float"))
+                }
+                _ => Ok(false),
+            },
+            Slot::Float64 | Slot::Any => Ok(false),
+            Slot::Decimal { precision, scale } => {
+                let plain = match integral {
+                    Some(i) => i.to_string(),
+                    None => text.parse::<f64>().map(|x| format!("{x}")).unwrap_or_else(|_| text.to_string()),
+                };
+                let (int, frac) = digits(&plain);
+                let int_room = i64::from(*precision) - i64::from(*scale);
+                if frac.len() as i64 > i64::from(*scale) {
+                    return Err(format!(
+                        "{text} has more than {scale} fraction digits; the column is decimal({precision},{scale})"
+                    ));
+                }
+                if int.len() as i64 > int_room {
+                    return Err(format!(
+                        "{text} has more than {int_room} integer digits; the column is decimal({precision},{scale})"
+                    ));
+                }
+                Ok(false)
+            }
+            Slot::Timestamp => {
+                seconds_to_micros(text)?;
+                Ok(true)
+            }
+            Slot::Date => Err(format!("{text} is a number; a date column takes 'YYYY-MM-DD' strings")),
+            Slot::Text => Ok(true),
+            Slot::Boolean => Err(format!("{text} is a number; the column is boolean")),
+            Slot::Struct(_) | Slot::List(_) | Slot::Map(_) => {
+                Err(format!("{text} is a number; the column is {}", self.shape()))
+            }
+        }
+    }
+
+    fn shape(&self) -> &'static str {
+        match self {
+            Slot::Integer { name, .. } => name,
+            Slot::Float32 => "float",
+            Slot::Float64 => "double",
+            Slot::Decimal { .. } => "decimal",
+            Slot::Timestamp => "timestamp",
+            Slot::Date => "date",
+            Slot::Text => "string",
+            Slot::Boolean => "boolean",
+            Slot::Struct(_) => "a struct",
+            Slot::List(_) => "an array",
+            Slot::Map(_) => "a map",
+            Slot::Any => "any",
+        }
+    }
+}
+
+/// Seconds since the epoch (the number's text) as microseconds, exactly.
+fn seconds_to_micros(text: &str) -> Result<i64, String> {
+    let plain = if text.contains(['e', 'E']) {
+        text.parse::<f64>().map(|x| format!("{x}")).map_err(|_| format!("{text} is not a number"))?
+    } else {
+        text.to_string()
+    };
+    let negative = plain.starts_with('-');
+    let (int, frac) = digits(&plain);
+    if frac.len() > 6 {
+        return Err(format!("{text} seconds is finer than a microsecond; timestamps keep microseconds"));
+    }
+    let whole: i64 =
+        if int.is_empty() { 0 } else { int.parse().map_err(|_| format!("{text} seconds is out of range"))? };
+    let micros: i64 = format!("{frac:0<6}").parse().unwrap_or(0);
+    let total = whole
+        .checked_mul(1_000_000)
+        .and_then(|w| w.checked_add(micros))
+        .ok_or_else(|| format!("{text} seconds is out of range"))?;
+    Ok(if negative { -total } else { total })
+}
+
+impl<'de> DeserializeSeed<'de> for Check<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        if !self.slot.needs_walk() {
+            d.deserialize_ignored_any(IgnoredAny)?;
+            return Ok(false);
+        }
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Check<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a JSON value")
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<bool, E> {
+        Ok(false) // nullability is the decoder's to check
+    }
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<bool, E> {
+        match self.slot {
+            Slot::Boolean | Slot::Any => Ok(false),
+            Slot::Text => Ok(true),
+            other => Err(self.ctx.refuse(format!("{v} is a boolean; the column is {}", other.shape()))),
+        }
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<bool, E> {
+        self.slot.number(&v.to_string(), Some(v.into())).map_err(|why| self.ctx.refuse(why))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<bool, E> {
+        self.slot.number(&v.to_string(), Some(v.into())).map_err(|why| self.ctx.refuse(why))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<bool, E> {
+        self.slot.number(&float_text(v), None).map_err(|why| self.ctx.refuse(why))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<bool, E> {
+        let refuse = |why: String| Err(self.ctx.refuse(why));
+        match self.slot {
+            Slot::Integer { .. } | Slot::Decimal { .. } => match v.trim().parse::<i128>() {
+                Ok(i) => self.slot.number(v, Some(i)).map_err(|why| self.ctx.refuse(why)),
+                Err(_) if matches!(self.slot, Slot::Decimal { .. }) && v.trim().parse::<f64>().is_ok() => {
+                    self.slot.number(v.trim(), None).map_err(|why| self.ctx.refuse(why))
+                }
+                Err(_) => refuse(format!("{v:?} is not a number; the column is {}", self.slot.shape())),
+            },
+            Slot::Float32 | Slot::Float64 => match v.trim().parse::<f64>() {
+                Ok(_) => self.slot.number(v.trim(), None).map_err(|why| self.ctx.refuse(why)),
+                Err(_) => refuse(format!("{v:?} is not a number; the column is {}", self.slot.shape())),
+            },
+            Slot::Boolean => refuse(format!("{v:?} is a string; the column is boolean")),
+            Slot::Struct(_) | Slot::List(_) | Slot::Map(_) => {
+                refuse(format!("{v:?} is a string; the column is {}", self.slot.shape()))
+            }
+            Slot::Timestamp | Slot::Date | Slot::Text | Slot::Any => Ok(false),
+        }
+    }
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<bool, S::Error> {
+        let element = match self.slot {
+            Slot::List(element) => element.as_ref(),
+            Slot::Text => {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                return Ok(true);
+            }
+            other => return Err(self.ctx.refuse(format!("an array; the column is {}", other.shape()))),
+        };
+        let mut rewrite = false;
+        let mut index = 0usize;
+        loop {
+            self.ctx.path.borrow_mut().push(format!("[{index}]"));
+            let next = seq.next_element_seed(Check { slot: element, ctx: self.ctx })?;
+            self.ctx.path.borrow_mut().pop();
+            match next {
+                Some(r) => rewrite |= r,
+                None => return Ok(rewrite),
+            }
+            index += 1;
+        }
+    }
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<bool, M::Error> {
+        let mut rewrite = false;
+        match self.slot {
+            Slot::Struct(fields) => {
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match fields.get(key.as_ref()) {
+                        Some(slot) => {
+                            self.ctx.path.borrow_mut().push(key.into_owned());
+                            rewrite |= map.next_value_seed(Check { slot, ctx: self.ctx })?;
+                            self.ctx.path.borrow_mut().pop();
+                        }
+                        // Unknown fields are the decoder's (strict mode) to refuse.
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+            }
+            Slot::Map(values) => {
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    self.ctx.path.borrow_mut().push(key.into_owned());
+                    rewrite |= map.next_value_seed(Check { slot: values, ctx: self.ctx })?;
+                    self.ctx.path.borrow_mut().pop();
+                }
+            }
+            Slot::Text => {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                rewrite = true;
+            }
+            other => return Err(self.ctx.refuse(format!("an object; the column is {}", other.shape()))),
+        }
+        Ok(rewrite)
+    }
+}
+
+/// Rewrites the values the decoder cannot take as written: numbers for timestamps become
+/// RFC 3339 text, non-strings for strings their JSON text.
+fn spell(slot: &Slot, value: &mut Value, path: &mut Vec<String>) -> Result<(), String> {
+    match (slot, &mut *value) {
+        (_, Value::Null) => {}
+        (Slot::Timestamp, Value::Number(n)) => {
+            let text = n.as_i64().map(|i| i.to_string()).or_else(|| n.as_u64().map(|u| u.to_string()));
+            let text = text.unwrap_or_else(|| n.as_f64().map(float_text).unwrap_or_default());
+            let micros = seconds_to_micros(&text).map_err(|why| format!("field {:?}: {why}", path.join(".")))?;
+            let at = chrono::DateTime::from_timestamp_micros(micros)
+                .ok_or_else(|| format!("field {:?}: {text} seconds is out of range", path.join(".")))?;
+            *value = Value::String(at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string());
+        }
+        (Slot::Text, Value::String(_)) => {}
+        (Slot::Text, other) => {
+            let text = other.to_string();
+            *value = Value::String(text);
+        }
+        (Slot::Struct(fields), Value::Object(members)) => {
+            for (name, member) in members.iter_mut() {
+                if let Some(slot) = fields.get(name) {
+                    path.push(name.clone());
+                    spell(slot, member, path)?;
+                    path.pop();
+                }
+            }
+        }
+        (Slot::Map(slot), Value::Object(members)) => {
+            for (name, member) in members.iter_mut() {
+                path.push(name.clone());
+                spell(slot, member, path)?;
+                path.pop();
+            }
+        }
+        (Slot::List(slot), Value::Array(items)) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                path.push(format!("[{i}]"));
+                spell(slot, item, path)?;
+                path.pop();
+            }
+        }
+        (slot, other) if matches!(slot, Slot::Struct(_) | Slot::List(_) | Slot::Map(_)) => {
+            return Err(format!("field {:?}: {}; the column is {}", path.join("."), kind(other), slot.shape()));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::datatypes::{Field, TimeUnit};
+    use std::sync::Arc;
+
+    fn rules() -> RecordRules {
+        let inner = A::Struct(vec![Field::new("n", A::Int32, true)].into());
+        RecordRules::new(&Schema::new(vec![
+            Field::new("x", A::Int64, true),
+            Field::new("b", A::Int8, true),
+            Field::new("d", A::Decimal128(5, 2), true),
+            Field::new("ts", A::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+            Field::new("day", A::Date32, true),
+            Field::new("s", A::Utf8, true),
+            Field::new("f", A::Float64, true),
+            Field::new("inner", inner, true),
+            Field::new("xs", A::List(Arc::new(Field::new("element", A::Int64, true))), true),
+        ]))
+    }
+
+    fn refused(json: &str) -> String {
+        rules().check(json.as_bytes()).expect_err(json)
+    }
+
+    fn rewritten(json: &str) -> Value {
+        match rules().check(json.as_bytes()).unwrap() {
+            Verdict::Rewritten(bytes) => serde_json::from_slice(&bytes).unwrap(),
+            Verdict::AsIs => panic!("{json} was not rewritten"),
+        }
+    }
+
+    #[test]
+    fn exact_values_pass_as_they_are() {
+        for ok in [
+            r#"{"x": 2, "b": -128, "d": 123.45, "f": 2.9, "s": "a", "day": "2024-01-02"}"#,
+            r#"{"x": 2.0, "d": "-999.99", "ts": "2024-01-02T03:04:05Z", "inner": {"n": 7}, "xs": [1, 2]}"#,
+            r#"{"x": "5", "d": 1e2, "x2": 5}"#,
+            r#"{"x": 9223372036854775807}"#,
+            "{not json",
+        ] {
+            assert_eq!(rules().check(ok.as_bytes()), Ok(Verdict::AsIs), "{ok}");
+        }
+    }
+
+    #[test]
+    fn values_that_would_change_are_refused_by_field() {
+        assert!(refused(r#"{"x": 2.9}"#).contains(r#"field "x": 2.9 has a fraction"#));
+        assert!(refused(r#"{"x": -0.5}"#).contains("fraction"));
+        assert!(refused(r#"{"x": 99999999999999999999999}"#).contains("field \"x\""));
+        assert!(refused(r#"{"x": 9223372036854775808}"#).contains("out of range for long"));
+        assert!(refused(r#"{"b": 128}"#).contains("out of range for byte"));
+        assert!(refused(r#"{"x": true}"#).contains("boolean"));
+        assert!(refused(r#"{"x": "2.5"}"#).contains("not a number"));
+        assert!(refused(r#"{"x": {"a": 1}}"#).contains("an object"));
+        assert!(refused(r#"{"d": 1.234}"#).contains("more than 2 fraction digits"));
+        assert!(refused(r#"{"d": 1234.5}"#).contains("more than 3 integer digits"));
+        assert!(refused(r#"{"day": 19000}"#).contains("date"));
+        assert!(refused(r#"{"inner": {"n": 1.5}}"#).contains(r#"field "inner.n""#));
+        assert!(refused(r#"{"xs": [1, 2.5]}"#).contains(r#"field "xs.[1]""#));
+        assert!(refused(r#"{"ts": 1.0000001}"#).contains("microsecond"));
+    }
+
+    #[test]
+    fn timestamps_as_numbers_are_seconds() {
+        assert_eq!(rewritten(r#"{"ts": 1700000000}"#)["ts"], "2023-11-14T22:13:20.000000Z");
+        assert_eq!(rewritten(r#"{"ts": 1700000000.25, "x": 1}"#)["ts"], "2023-11-14T22:13:20.250000Z");
+        assert_eq!(rewritten(r#"{"ts": -1.5}"#)["ts"], "1969-12-31T23:59:58.500000Z");
+    }
+
+    #[test]
+    fn strings_take_any_value_as_its_json_text() {
+        let v = rewritten(r#"{"s": 5, "x": 1}"#);
+        assert_eq!((v["s"].as_str(), v["x"].as_i64()), (Some("5"), Some(1)));
+        assert_eq!(rewritten(r#"{"s": {"a": [1, true]}}"#)["s"], r#"{"a":[1,true]}"#);
+        assert_eq!(rewritten(r#"{"s": false}"#)["s"], "false");
+    }
+}
