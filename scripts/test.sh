@@ -9,6 +9,12 @@ cd "$(dirname "$0")/.."
 started=$SECONDS
 phase() { echo "test.sh: $1 ($((SECONDS - started)) s)"; }
 
+# Compiled dependencies are shared with earlier runs on this machine (another clone, a CI
+# run): one target directory in the tools cache, unless CARGO_TARGET_DIR says otherwise.
+cache=${DELTABUS_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/deltabus}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/target-deltabus}
+mkdir -p "$CARGO_TARGET_DIR"
+
 logs=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }

@@ -395,3 +395,111 @@ fn cat_stops_at_its_limit() {
     let out = deltabus(&["cat", &t, "--limit", "0"]);
     assert!(out.status.success() && out.stdout.is_empty());
 }
+
+#[test]
+fn errors_name_what_is_wrong_and_flags_speak_one_language() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = new_long_table(dir.path());
+    // Missing arguments are named; negative numbers called so; bare `deltabus` is a usage error.
+    let out = deltabus(&["cat"]);
+    assert!(stderr(&out).contains("<TABLE>") && out.status.code() == Some(1), "{}", stderr(&out));
+    let out = deltabus(&["cat", &t, "--limit", "-1"]);
+    assert!(stderr(&out).contains("-1") && stderr(&out).contains("negative"), "{}", stderr(&out));
+    assert_eq!(deltabus(&[]).status.code(), Some(1));
+    // An enum setting names its key.
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[log]\nformat = \"xml\"\n").unwrap();
+    let out = deltabus(&["config", "check", "--config", cfg.to_str().unwrap()]);
+    assert_clean_failure(&out, "enum value");
+    assert!(stderr(&out).contains("`log.format`") && !stderr(&out).contains("variant"), "{}", stderr(&out));
+    // A client property's value is never echoed, even an unknown protocol.
+    std::fs::write(
+        &cfg,
+        "[pipelines.x]\ntable = \"/tmp/t\"\n[pipelines.x.kafka]\nbrokers = \"b:9092\"\ntopic = \"t\"\nproperties = { \"security.protocol\" = \"hunter2\" }\n",
+    )
+    .unwrap();
+    let out = deltabus(&["config", "check", "--config", cfg.to_str().unwrap()]);
+    assert_clean_failure(&out, "bad protocol");
+    assert!(stderr(&out).contains("security.protocol") && !stderr(&out).contains("hunter2"), "{}", stderr(&out));
+    // Paths and tables are named.
+    let out = deltabus(&["tail", &t, "--once", "--from", "0", "--output", "/nonexistent/dir/x"]);
+    assert!(stderr(&out).contains("/nonexistent/dir/x"), "{}", stderr(&out));
+    let out = deltabus(&["follow", &t, "--into", &t, "--follower-id", "f", "--once"]);
+    assert!(stderr(&out).contains("both the source and the target"), "{}", stderr(&out));
+    let out = deltabus(&["changes", &t, "--from", "5"]);
+    assert!(stderr(&out).contains("--from 5 is past the latest version, 0"), "{}", stderr(&out));
+    let out = deltabus(&["changes", &t, "--from", "snapshot"]);
+    assert!(stderr(&out).contains("tail --from snapshot"), "{}", stderr(&out));
+    let out = deltabus(&["changes", &t, "--from", "timestamp:2000-01-01T00:00:00Z"]);
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("\"x\":1"), "{}", stderr(&out));
+    // Durations for VACUUM; a dry run may look below the retention without --force.
+    let v = run_json(&["vacuum", &t, "--retention", "12h", "--dry-run"]);
+    assert_eq!(v["dryRun"], true);
+    assert_clean_failure(&deltabus(&["vacuum", &t, "--retention", "12h"]), "below the retention");
+    // Each store its own hint.
+    let out = deltabus(&["cat", "az://container/table"]);
+    assert!(stderr(&out).contains("azure_storage_account_name"), "{}", stderr(&out));
+    let out = deltabus(&["cat", "s3://bucket/table", "--storage-option", "aws_no_such_option=1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("aws_no_such_option"), "{}", stderr(&out));
+    // compact --dry-run counts the rows it would rewrite.
+    assert!(write_jsonl(t.as_ref(), &[], "{\"x\":2}\n").status.success());
+    let c = run_json(&["compact", &t, "--dry-run"]);
+    assert_eq!(c["rows"], 2, "{c}");
+    // The demo refuses a table from an earlier run instead of waiting for offsets.
+    let out = deltabus(&["demo", "--table", &t]);
+    assert_clean_failure(&out, "demo on an existing table");
+    assert!(stderr(&out).contains("already holds a table"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_backfill_against_an_unreachable_broker_fails_in_bounded_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t").to_string_lossy().into_owned();
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["ingest", "events", &t, "--brokers", "alice:hunter2@127.0.0.1:9", "--app-id", "a", "--create"])
+        .args(["--until-end", "--until-end-timeout", "3s"])
+        .env("DELTABUS_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{e}");
+    assert!(e.lines().last().is_some_and(|l| l.starts_with("error: ")) && !e.contains("panicked"), "{e}");
+    assert!(e.contains("stall_timeout") && e.contains("--until-end-timeout"), "{e}");
+    assert!(!e.contains("hunter2"), "every line is redacted: {e}");
+}
+
+#[test]
+fn tail_into_kafka_creates_a_missing_progress_topic_or_says_how() {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let dir = tempfile::tempdir().unwrap();
+    let t = new_long_table(dir.path());
+    let tail = |brokers: &str, progress: &str| {
+        let args = ["tail", t.as_str(), "--once", "--from", "0", "--to-topic", "changes", "--brokers", brokers];
+        deltabus(&[&args[..], &["--follower-id", "f", "--progress-topic", progress]].concat())
+    };
+    {
+        // librdkafka's mock cluster takes no CreateTopics: a bounded, one-line error saying how.
+        let _guard = crate::common::native_clients_lock();
+        let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock cluster");
+        cluster.create_topic("changes", 1, 1).expect("topic");
+        let started = Instant::now();
+        let out = tail(&cluster.bootstrap_servers(), "feed-progress");
+        assert!(started.elapsed() < Duration::from_secs(45), "took {:?}", started.elapsed());
+        assert_clean_failure(&out, "no progress topic");
+        let e = stderr(&out);
+        assert!(e.contains("feed-progress") && e.contains("cleanup.policy=compact") && e.lines().count() == 1, "{e}");
+    }
+    // A real broker creates it: one partition, compacted.
+    let Some(brokers) = crate::storage::emulator("DELTABUS_TEST_KAFKA_BROKERS") else { return };
+    let _guard = crate::common::native_clients_lock();
+    let progress = format!("feed-progress-{}", std::process::id());
+    let out = tail(&brokers, &progress);
+    let lookup: BaseConsumer =
+        rdkafka::config::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+    let md = lookup.fetch_metadata(Some(&progress), Duration::from_secs(10)).unwrap();
+    let topic = md.topics().iter().find(|t| t.name() == progress).expect("progress topic");
+    assert_eq!(topic.partitions().len(), 1, "one partition: {}", stderr(&out));
+}

@@ -35,6 +35,9 @@ fn vacuum_deletes_only_unreferenced_files() {
     run(&["compact", t]);
     let before = rows(&table);
     std::fs::write(table.join("orphan-from-a-failed-write.parquet"), b"x").unwrap();
+    age(&table.join("orphan-from-a-failed-write.parquet"), 2);
+    // A file no version names yet and younger than a day: a write in flight, always kept.
+    std::fs::write(table.join("staged-by-a-running-write.parquet"), b"x").unwrap();
     std::fs::write(table.join(".hidden.crc"), b"x").unwrap();
     // Default retention (7 days): everything is too recent.
     assert_eq!(run(&["vacuum", t])["numFiles"], 0);
@@ -43,13 +46,15 @@ fn vacuum_deletes_only_unreferenced_files() {
     // Lite: only the four compacted-away files the log names.
     let lite = run(&["vacuum", t, "--retention-hours", "0", "--force", "--lite", "--dry-run"]);
     assert_eq!(lite["numFiles"], 4, "{lite}");
-    // Full listing: those plus the orphan; never the live file, the log or hidden files.
+    // Full listing: those plus the day-old orphan; never the live file, the log, hidden files
+    // or the fresh staged file.
     let dry = run(&["vacuum", t, "--retention-hours", "0", "--force", "--dry-run"]);
     assert_eq!(dry["numFiles"], 5, "{dry}");
     assert!(table.join("orphan-from-a-failed-write.parquet").exists(), "dry run deletes nothing");
     let done = run(&["vacuum", t, "--retention-hours", "0", "--force"]);
     assert_eq!(done["numFiles"], 5);
     assert!(!table.join("orphan-from-a-failed-write.parquet").exists());
+    assert!(table.join("staged-by-a-running-write.parquet").exists());
     assert!(table.join(".hidden.crc").exists() && table.join("_delta_log/00000000000000000000.json").exists());
     assert_eq!(rows(&table), before, "live rows survive vacuum");
 }

@@ -83,6 +83,7 @@ impl Drop for ServerGuard {
 /// `deltabus tail` arguments.
 #[derive(Debug, Args)]
 pub struct TailArgs {
+    /// The table to follow: a local path or a URL.
     pub table: String,
     /// First version to emit, `latest` (the next commit to land), `snapshot` (the latest
     /// version's rows as inserts, then new commits) or `timestamp:<RFC 3339 | ms>`; ignored
@@ -102,6 +103,7 @@ pub struct TailArgs {
     /// Produce the rows to this Kafka topic in transactions instead of printing them.
     #[arg(long, value_name = "TOPIC", requires_all = ["brokers", "follower_id"])]
     pub to_topic: Option<String>,
+    /// Kafka bootstrap servers for --to-topic, host:port[,host:port...].
     #[arg(long)]
     pub brokers: Option<String>,
     /// The compacted topic holding the follower's position (written in the same transaction).
@@ -120,6 +122,7 @@ pub struct TailArgs {
 /// `deltabus follow` arguments.
 #[derive(Debug, Args)]
 pub struct FollowArgs {
+    /// The table to follow: a local path or a URL.
     pub source: String,
     /// The target table (created on the first write).
     #[arg(long = "into")]

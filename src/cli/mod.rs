@@ -61,32 +61,39 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Print the live rows of a table as JSON lines.
     Cat {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
         #[arg(long)]
         version: Option<u64>,
+        /// At most this many (default: all).
         #[arg(long)]
         limit: Option<usize>,
     },
     /// Print the live files of a table as one JSON object.
     Files {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
         #[arg(long)]
         version: Option<u64>,
     },
     /// Print version, protocol, schema, properties, txn versions and sizes as one JSON object.
     Describe {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
         #[arg(long)]
         version: Option<u64>,
     },
     /// Print commit information per version, newest first, as JSON lines.
     History {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
+        /// At most this many (default: all).
         #[arg(long)]
         limit: Option<usize>,
     },
     /// Print the row-level changes of versions FROM..=TO (default: the latest) as JSON lines.
     Changes {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
         /// A version, `latest` (the newest commit only) or `timestamp:<RFC 3339 | ms>` (the first
         /// commit at or after it).
@@ -106,7 +113,9 @@ pub enum Command {
     Follow(changes::FollowArgs),
     /// List the followers registered on a table (what maintenance keeps for them), or remove one.
     Followers {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
+        /// Forget this follower's registration instead of listing.
         #[arg(long, value_name = "ID")]
         remove: Option<String>,
     },
@@ -115,6 +124,7 @@ pub enum Command {
     /// Delete the rows matching a predicate in one commit (deletion vectors when the table
     /// enables them, else copy-on-write); prints files scanned/skipped and rows deleted.
     Delete {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
         /// e.g. "id < 100 AND country IN ('DE', 'FR')"
         #[arg(long = "where", value_name = "PREDICATE")]
@@ -125,6 +135,7 @@ pub enum Command {
     },
     /// Rewrite small files and files with many deleted rows into large ones (dataChange=false).
     Compact {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
         /// Only partitions matching `col = value [AND col = value ...]`.
         #[arg(long = "where", value_name = "PARTITION PREDICATE")]
@@ -142,6 +153,7 @@ pub enum Command {
     },
     /// Delete files no version within the retention references (and orphans of failed writes).
     Vacuum {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
         /// Keep files removed less than this long ago, e.g. 12h, 7days [default: the table's
         /// delta.deletedFileRetentionDuration, 7 days]. Below the table's retention needs
@@ -166,7 +178,9 @@ pub enum Command {
     },
     /// Delete log files older than delta.logRetentionDuration that no retained checkpoint needs.
     CleanupLog {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
+        /// List what would be deleted without deleting.
         #[arg(long)]
         dry_run: bool,
         /// Also delete commits that registered followers still need.
@@ -206,6 +220,7 @@ pub enum Command {
 /// `deltabus write` arguments.
 #[derive(Debug, Args)]
 pub struct WriteArgs {
+    /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
     pub table: String,
     /// Partition columns of a new table, comma-separated; `date(ts)`, `hour(ts)`, `year(ts)`,
     /// `month(ts)`, `day(ts)` [as name] derive generated columns from a timestamp column.

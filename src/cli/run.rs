@@ -27,8 +27,11 @@ use crate::storage::StorageOptions;
 /// `deltabus ingest` arguments.
 #[derive(Debug, Args)]
 pub struct IngestArgs {
+    /// The Kafka topic to consume.
     pub topic: String,
+    /// The table: a local path or a URL (s3://, az://, abfss://, gs://, ...).
     pub table: String,
+    /// Kafka bootstrap servers, host:port[,host:port...].
     #[arg(long)]
     pub brokers: String,
     /// Names the positions in the table (`txn` appId `<app-id>-<topic>-<partition>`).
@@ -78,6 +81,7 @@ pub struct IngestArgs {
     /// Delta table for undecodable records.
     #[arg(long)]
     pub dead_letter_table: Option<String>,
+    /// Serve Prometheus metrics, /health and /ready here (HOST:PORT) [default: none].
     #[arg(long)]
     pub metrics_addr: Option<String>,
     /// Compact partitions in the background once they hold 50 small files.
@@ -275,6 +279,13 @@ pub async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Se
             .to_string_lossy()
             .into_owned(),
     };
+    // The demo's Kafka is new every run: a table holding an earlier run's positions would
+    // wait for offsets this cluster never reaches.
+    if std::path::Path::new(&dir).join("_delta_log").is_dir() {
+        return Err(Error::InvalidArgument(format!(
+            "--table {dir} already holds a table: the demo writes a new one (remove it or name another directory)"
+        )));
+    }
     let cluster = MockCluster::new(1).map_err(|e| Error::Kafka(format!("mock cluster: {e}")))?;
     const PARTITIONS: i32 = 4;
     cluster.create_topic("events", PARTITIONS, 1).map_err(|e| Error::Kafka(format!("mock topic: {e}")))?;

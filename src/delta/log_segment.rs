@@ -194,19 +194,23 @@ impl LogListing {
                         Some(o) => format!("; the oldest version that can be read is {o}"),
                         None => String::new(),
                     };
-                    return Err(Error::MissingVersion {
-                        version,
-                        reason: match &checkpoint {
-                            Some(c) => format!(
-                                "it cannot be rebuilt: commit {v} is missing after the checkpoint at {}{oldest}",
-                                c.version
-                            ),
-                            None => format!(
-                                "it cannot be rebuilt: commit {v} is missing and no checkpoint at or before {version} \
-                                 covers it (removed by log cleanup?){oldest}"
-                            ),
-                        },
-                    });
+                    let after = match &checkpoint {
+                        Some(c) => format!("it is needed after the checkpoint at {}", c.version),
+                        None => format!("no checkpoint at or before {version} covers it"),
+                    };
+                    // Name the version asked for when its own commit is gone, else the
+                    // missing commit that stops the replay.
+                    let (named, reason) = if v == version {
+                        (v, format!("its commit file is absent and {after}{oldest}"))
+                    } else if self.commits.contains_key(&version) {
+                        (v, format!("version {version} cannot be rebuilt without it: {after} (removed by log cleanup?){oldest}"))
+                    } else {
+                        (
+                            version,
+                            format!("commits {v} to {version} are gone and {after} (removed by log cleanup?){oldest}"),
+                        )
+                    };
+                    return Err(Error::MissingVersion { version: named, reason });
                 }
             }
         }

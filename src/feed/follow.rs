@@ -121,8 +121,9 @@ pub async fn run_follower<S: ChangeSink>(
     };
     cursor = cursor.with_filter(opts.filter.clone()).skip_gaps(opts.skip_gaps);
     // A follower without a position records the version before its resolved start first:
-    // a `latest` or timestamp start resolved again after a stop would skip what came between.
-    if report.position.is_none() && !matches!(opts.start, StartAt::Snapshot) {
+    // a `latest` start resolved again after a stop would skip what came between (a version
+    // or a timestamp resolves to the same commit again).
+    if report.position.is_none() && matches!(opts.start, StartAt::Latest) {
         if let (Some(before), Some(snapshot)) = (cursor.next_version().checked_sub(1), cursor.snapshot()) {
             let start = CommitChanges {
                 version: before,

@@ -94,6 +94,10 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 /// # Errors
 /// [`Error::Kafka`] naming the topic and how to create it when it is missing and cannot be
 /// created.
+/// How long creating the progress topic may take (a cluster that does not answer admin
+/// requests fails in this time, with the way to create the topic by hand).
+const CREATE_TIMEOUT: Duration = Duration::from_secs(10);
+
 fn ensure_progress_topic(cfg: &KafkaSinkConfig) -> Result<()> {
     use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
     let topic = cfg.progress_topic.as_str();
@@ -109,19 +113,27 @@ fn ensure_progress_topic(cfg: &KafkaSinkConfig) -> Result<()> {
     );
     let admin: AdminClient<LoggedContext> =
         cfg.client().create_with_context(LoggedContext).map_err(kafka("progress topic creation"))?;
-    let new = NewTopic::new(topic, 1, TopicReplication::Fixed(-1)).set("cleanup.policy", "compact");
-    let opts = AdminOptions::new().operation_timeout(Some(TXN_TIMEOUT));
-    let results = futures::executor::block_on(admin.create_topics([&new], &opts)).map_err(|e| {
-        Error::Kafka(format!("the progress topic {topic} does not exist and could not be created ({e}): {how}"))
-    })?;
-    for r in results {
-        match r {
-            Ok(_) | Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((_, code)) => {
-                return Err(Error::Kafka(format!(
-                    "the progress topic {topic} does not exist and could not be created ({code}): {how}"
-                )))
-            }
+    let opts = AdminOptions::new().operation_timeout(Some(CREATE_TIMEOUT)).request_timeout(Some(CREATE_TIMEOUT));
+    let refused = |why: String| {
+        Error::Kafka(format!("the progress topic {topic} does not exist and could not be created ({why}): {how}"))
+    };
+    // The broker's default replication first; a cluster that cannot take "default" gets one.
+    for replication in [-1, 1] {
+        let new = NewTopic::new(topic, 1, TopicReplication::Fixed(replication)).set("cleanup.policy", "compact");
+        let results =
+            futures::executor::block_on(admin.create_topics([&new], &opts)).map_err(|e| refused(e.to_string()))?;
+        match results.into_iter().next() {
+            Some(Ok(_)) | Some(Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists))) => break,
+            Some(Err((_, code)))
+                if replication == -1
+                    && matches!(
+                        code,
+                        rdkafka::types::RDKafkaErrorCode::InvalidReplicationFactor
+                            | rdkafka::types::RDKafkaErrorCode::InvalidRequest
+                            | rdkafka::types::RDKafkaErrorCode::UnsupportedVersion
+                    ) => {}
+            Some(Err((_, code))) => return Err(refused(code.to_string())),
+            None => return Err(refused("no answer".into())),
         }
     }
     tracing::info!(topic, "tail.progress_topic_created: one partition, compacted");
