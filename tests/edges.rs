@@ -439,9 +439,23 @@ fn errors_name_what_is_wrong_and_flags_speak_one_language() {
     // Each store its own hint.
     let out = deltabus(&["cat", "az://container/table"]);
     assert!(stderr(&out).contains("azure_storage_account_name"), "{}", stderr(&out));
+    let out = deltabus(&["cat", "abfss://c@account.dfs.core.windows.net/table"]);
+    assert!(stderr(&out).contains("no Azure credentials"), "{}", stderr(&out));
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["cat", "gs://bucket/table"])
+        .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
+        .output()
+        .unwrap();
+    assert!(stderr(&out).contains("no Google Cloud credentials"), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(5), "at once, not after the metadata server's retries");
     let out = deltabus(&["cat", "s3://bucket/table", "--storage-option", "aws_no_such_option=1"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("aws_no_such_option"), "{}", stderr(&out));
+    // A pipeline's table-shaping settings must match an existing table.
+    let out = deltabus(&["ingest", "events", &t, "--brokers", "127.0.0.1:9", "--app-id", "a", "--partition-by", "x"]);
+    assert!(stderr(&out).contains("partition_by [x] cannot apply"), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1));
     // compact --dry-run counts the rows it would rewrite.
     assert!(write_jsonl(t.as_ref(), &[], "{\"x\":2}\n").status.success());
     let c = run_json(&["compact", &t, "--dry-run"]);

@@ -75,6 +75,7 @@ impl TableSchema {
         };
         if let Some(s) = &snapshot {
             crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
+            shapes_agree(s, cfg)?;
         }
         let proto = match cfg.kafka().map(|k| &k.format) {
             Ok(PayloadFormat::Protobuf(registry)) => {
@@ -598,4 +599,44 @@ fn all_dead(raw: &[RawRecord<'_>]) -> Decoded {
             })
             .collect(),
     }
+}
+
+/// A pipeline's `partition_by` and `properties` shape the table it creates; on an existing
+/// table they must say what the table already is, or the pipeline refuses to start (they are
+/// never ignored silently).
+fn shapes_agree(s: &Snapshot, cfg: &ResolvedPipeline) -> Result<()> {
+    if !cfg.partition_by.is_empty() {
+        let mut wanted = Vec::with_capacity(cfg.partition_by.len());
+        for spec in &cfg.partition_by {
+            match crate::delta::generated::parse_partition_spec(spec)? {
+                Some(g) => wanted.push(g.column),
+                None => wanted.push(spec.clone()),
+            }
+        }
+        if wanted != s.metadata.partition_columns {
+            return Err(Error::InvalidArgument(format!(
+                "pipeline {}: partition_by [{}] cannot apply: the table exists and is partitioned by [{}] (partitioning is set when a table is created)",
+                cfg.name,
+                wanted.join(", "),
+                s.metadata.partition_columns.join(", ")
+            )));
+        }
+    }
+    let wanted = crate::delta::properties::checked_properties(&cfg.properties)?;
+    let mut differ: Vec<String> = wanted
+        .iter()
+        .filter(|(k, v)| {
+            !s.metadata.configuration.iter().any(|(tk, tv)| tk.eq_ignore_ascii_case(k) && tv.eq_ignore_ascii_case(v))
+        })
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if !differ.is_empty() {
+        differ.sort();
+        return Err(Error::InvalidArgument(format!(
+            "pipeline {}: properties {} cannot apply: the table exists without them (properties apply when a pipeline creates its table; set them with `deltabus write --property` or remove them from the pipeline)",
+            cfg.name,
+            differ.join(", ")
+        )));
+    }
+    Ok(())
 }

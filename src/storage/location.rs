@@ -83,6 +83,15 @@ impl Table {
                 (Arc::new(b.build().map_err(|e| Error::storage(location, e))?), path_from_url(&url))
             }
             "gs" => {
+                if !gcs_credentials_given(&options) && !on_google_cloud() {
+                    // Without credentials the client asks the metadata server of a Google
+                    // Cloud machine, retrying for seconds; off Google Cloud that cannot work.
+                    return Err(Error::InvalidArgument(format!(
+                        "{location}: no Google Cloud credentials: give google_service_account (a key file path) or \
+                         google_service_account_key (storage options, or GOOGLE_APPLICATION_CREDENTIALS), or run on a \
+                         GCP machine with a service account"
+                    )));
+                }
                 let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
                 for (k, v) in &options.options {
                     b = b.with_config(k.parse().map_err(|e| Error::storage(location, e))?, v);
@@ -208,6 +217,36 @@ impl Table {
             Err(_) => p.join(PathPart::from(seg)),
         })
     }
+}
+
+/// Whether GCS credentials (or an anonymous client) are configured through storage options
+/// or the variables the client reads.
+fn gcs_credentials_given(options: &StorageOptions) -> bool {
+    let keys = [
+        "google_service_account",
+        "google_service_account_path",
+        "google_service_account_key",
+        "google_application_credentials",
+        "google_skip_signature",
+        "service_account",
+        "service_account_key",
+    ];
+    options.options.keys().any(|k| keys.contains(&k.to_ascii_lowercase().as_str()))
+        || [
+            "GOOGLE_SERVICE_ACCOUNT",
+            "GOOGLE_SERVICE_ACCOUNT_PATH",
+            "GOOGLE_SERVICE_ACCOUNT_KEY",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "GOOGLE_SKIP_SIGNATURE",
+        ]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}
+
+/// Whether this is a Google Cloud machine (whose metadata server can lend credentials).
+fn on_google_cloud() -> bool {
+    std::env::var_os("GCE_METADATA_HOST").is_some()
+        || std::fs::read_to_string("/sys/class/dmi/id/product_name").is_ok_and(|n| n.contains("Google"))
 }
 
 fn parse_location(location: &str) -> Result<Url> {

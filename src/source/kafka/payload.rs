@@ -218,5 +218,12 @@ mod tests {
         assert_eq!((letter.topic.as_str(), letter.partition, letter.key.as_deref()), ("t", 0, Some(&b"k"[..])));
         assert_eq!(letter.payload.as_deref(), Some(&b"{not json"[..]), "raw bytes kept for replay");
         assert!(out.dead_letters.iter().all(|l| !l.reason.is_empty()));
+        // A value its column cannot hold exactly is a dead letter naming the field.
+        let out = d.decode(&[rec(20, Some(br#"{"id":2.5}"#)), rec(21, Some(br#"{"id":3}"#))]);
+        assert_eq!(out.rows_from, vec![1]);
+        assert!(out.dead_letters[0].reason.contains(r#"field "id": 2.5 has a fraction"#), "{:?}", out.dead_letters);
+        // Values a string column takes as their JSON text land.
+        let out = d.decode(&[rec(22, Some(br#"{"id":4,"name":7}"#))]);
+        assert_eq!(out.batch.map(|b| b.num_rows()), Some(1), "{:?}", out.dead_letters);
     }
 }
