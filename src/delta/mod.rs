@@ -19,6 +19,7 @@
 //! - [`retention`], [`followers`]: what maintenance may delete, and what followers need.
 //! - [`paths`]: path containment for paths read from a log.
 //! - [`scan`]: data-file batches to logical rows.
+//! - [`predicate`], [`predicate_types`]: row predicates, and their literals checked against the schema.
 //! - [`arrow_value`]: Arrow values as JSON.
 //! - [`parquet_footer`], [`parquet_pages`]: Parquet footers and page headers checked before
 //!   the Parquet decoder trusts them.
@@ -45,6 +46,7 @@ pub mod parquet_pages;
 pub mod partition;
 pub mod paths;
 pub mod predicate;
+pub mod predicate_types;
 pub mod properties;
 pub mod replay;
 pub mod retention;
