@@ -118,7 +118,16 @@ impl RecordRules {
             Ok(rewrite) => rewrite,
             Err(e) => {
                 return match ctx.problem.into_inner() {
-                    Some(problem) => Err(problem),
+                    Some(why) => {
+                        // The path was collected innermost first while the error unwound.
+                        let mut path = ctx.path.into_inner();
+                        path.reverse();
+                        Err(if path.is_empty() {
+                            format!("the record is not an object: {why}")
+                        } else {
+                            format!("field {:?}: {why}", path.join("."))
+                        })
+                    }
                     None if e.is_syntax() || e.is_eof() || e.is_data() => Ok(Verdict::AsIs),
                     None => Err(e.to_string()),
                 };
@@ -133,6 +142,8 @@ impl RecordRules {
     }
 }
 
+/// What a walk found: the reason a value was refused, and the path to it, collected (from the
+/// value outwards) only while the refusal unwinds, so that good records allocate nothing.
 struct Walk {
     path: RefCell<Vec<String>>,
     problem: RefCell<Option<String>>,
@@ -140,13 +151,16 @@ struct Walk {
 
 impl Walk {
     fn refuse<E: serde::de::Error>(&self, why: String) -> E {
-        let path = self.path.borrow().join(".");
-        *self.problem.borrow_mut() = Some(if path.is_empty() {
-            format!("the record is not an object: {why}")
-        } else {
-            format!("field {path:?}: {why}")
-        });
+        *self.problem.borrow_mut() = Some(why);
         E::custom("refused")
+    }
+
+    /// Notes `segment` on the way out of a refused value.
+    fn through<E>(&self, segment: impl FnOnce() -> String, e: E) -> E {
+        if self.problem.borrow().is_some() {
+            self.path.borrow_mut().push(segment());
+        }
+        e
     }
 }
 
@@ -154,6 +168,34 @@ impl Walk {
 struct Check<'a> {
     slot: &'a Slot,
     ctx: &'a Walk,
+}
+
+/// A number as the walk met it; its text is made only when a rule needs it (a refusal, a
+/// decimal's digits, a timestamp), so that plain integers and doubles allocate nothing.
+#[derive(Debug, Clone, Copy)]
+enum Num<'a> {
+    Int(i128),
+    Float(f64),
+    /// A number written as a JSON string.
+    Text(&'a str),
+}
+
+impl Num<'_> {
+    fn text(self) -> String {
+        match self {
+            Num::Int(i) => i.to_string(),
+            Num::Float(x) => float_text(x),
+            Num::Text(t) => t.to_string(),
+        }
+    }
+
+    fn as_f64(self) -> Option<f64> {
+        match self {
+            Num::Int(i) => Some(i as f64),
+            Num::Float(x) => Some(x),
+            Num::Text(t) => t.parse().ok(),
+        }
+    }
 }
 
 /// The shortest text that reads back as `x` (what the producer most likely wrote).
@@ -181,21 +223,21 @@ fn kind(v: &Value) -> &'static str {
 
 impl Slot {
     /// Whether the number (its shortest text) fits; `Ok(true)` when it must be respelled.
-    fn number(&self, text: &str, integral: Option<i128>) -> Result<bool, String> {
+    fn number(&self, n: Num<'_>) -> Result<bool, String> {
         match self {
             Slot::Integer { name, min, max } => {
-                let value = match integral {
-                    Some(i) => i,
-                    None => {
-                        let x: f64 = text.parse().map_err(|_| format!("{text} is not a number"))?;
+                let value = match n {
+                    Num::Int(i) => i,
+                    _ => {
+                        let x = n.as_f64().ok_or_else(|| format!("{} is not a number", n.text()))?;
                         if x.fract() != 0.0 {
-                            return Err(format!("{text} has a fraction; the column is {name}"));
+                            return Err(format!("{} has a fraction; the column is {name}", n.text()));
                         }
                         if x.abs() >= 9.223_372_036_854_776e18 {
                             return Err(format!("a number of about {x:e} is out of range for {name} ({min}..={max})"));
                         }
                         if x.abs() >= 9_007_199_254_740_992.0 {
-                            return Err(format!("{text} is not exact as an integer; the column is {name}"));
+                            return Err(format!("{} is not exact as an integer; the column is {name}", n.text()));
                         }
                         x as i128
                     }
@@ -205,41 +247,43 @@ impl Slot {
                 }
                 Ok(false)
             }
-            Slot::Float32 => match text.parse::<f64>() {
-                Ok(x) if x.is_finite() && x.abs() > f64::from(f32::MAX) => {
-                    Err(format!("{text} is out of range for float"))
+            Slot::Float32 => match n.as_f64() {
+                Some(x) if x.is_finite() && x.abs() > f64::from(f32::MAX) => {
+                    Err(format!("{} is out of range for float", n.text()))
                 }
                 _ => Ok(false),
             },
             Slot::Float64 | Slot::Any => Ok(false),
             Slot::Decimal { precision, scale } => {
-                let plain = match integral {
-                    Some(i) => i.to_string(),
-                    None => text.parse::<f64>().map(|x| format!("{x}")).unwrap_or_else(|_| text.to_string()),
+                let plain = match n {
+                    Num::Text(t) => t.parse::<f64>().map(float_text).unwrap_or_else(|_| t.to_string()),
+                    _ => n.text(),
                 };
                 let (int, frac) = digits(&plain);
                 let int_room = i64::from(*precision) - i64::from(*scale);
                 if frac.len() as i64 > i64::from(*scale) {
                     return Err(format!(
-                        "{text} has more than {scale} fraction digits; the column is decimal({precision},{scale})"
+                        "{} has more than {scale} fraction digits; the column is decimal({precision},{scale})",
+                        n.text()
                     ));
                 }
                 if int.len() as i64 > int_room {
                     return Err(format!(
-                        "{text} has more than {int_room} integer digits; the column is decimal({precision},{scale})"
+                        "{} has more than {int_room} integer digits; the column is decimal({precision},{scale})",
+                        n.text()
                     ));
                 }
                 Ok(false)
             }
             Slot::Timestamp => {
-                seconds_to_micros(text)?;
+                seconds_to_micros(&n.text())?;
                 Ok(true)
             }
-            Slot::Date => Err(format!("{text} is a number; a date column takes 'YYYY-MM-DD' strings")),
+            Slot::Date => Err(format!("{} is a number; a date column takes 'YYYY-MM-DD' strings", n.text())),
             Slot::Text => Ok(true),
-            Slot::Boolean => Err(format!("{text} is a number; the column is boolean")),
+            Slot::Boolean => Err(format!("{} is a number; the column is boolean", n.text())),
             Slot::Struct(_) | Slot::List(_) | Slot::Map(_) => {
-                Err(format!("{text} is a number; the column is {}", self.shape()))
+                Err(format!("{} is a number; the column is {}", n.text(), self.shape()))
             }
         }
     }
@@ -311,26 +355,26 @@ impl<'de> Visitor<'de> for Check<'_> {
         }
     }
     fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<bool, E> {
-        self.slot.number(&v.to_string(), Some(v.into())).map_err(|why| self.ctx.refuse(why))
+        self.slot.number(Num::Int(v.into())).map_err(|why| self.ctx.refuse(why))
     }
     fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<bool, E> {
-        self.slot.number(&v.to_string(), Some(v.into())).map_err(|why| self.ctx.refuse(why))
+        self.slot.number(Num::Int(v.into())).map_err(|why| self.ctx.refuse(why))
     }
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<bool, E> {
-        self.slot.number(&float_text(v), None).map_err(|why| self.ctx.refuse(why))
+        self.slot.number(Num::Float(v)).map_err(|why| self.ctx.refuse(why))
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<bool, E> {
         let refuse = |why: String| Err(self.ctx.refuse(why));
         match self.slot {
             Slot::Integer { .. } | Slot::Decimal { .. } => match v.trim().parse::<i128>() {
-                Ok(i) => self.slot.number(v, Some(i)).map_err(|why| self.ctx.refuse(why)),
+                Ok(i) => self.slot.number(Num::Int(i)).map_err(|why| self.ctx.refuse(why)),
                 Err(_) if matches!(self.slot, Slot::Decimal { .. }) && v.trim().parse::<f64>().is_ok() => {
-                    self.slot.number(v.trim(), None).map_err(|why| self.ctx.refuse(why))
+                    self.slot.number(Num::Text(v.trim())).map_err(|why| self.ctx.refuse(why))
                 }
                 Err(_) => refuse(format!("{v:?} is not a number; the column is {}", self.slot.shape())),
             },
             Slot::Float32 | Slot::Float64 => match v.trim().parse::<f64>() {
-                Ok(_) => self.slot.number(v.trim(), None).map_err(|why| self.ctx.refuse(why)),
+                Ok(_) => self.slot.number(Num::Text(v.trim())).map_err(|why| self.ctx.refuse(why)),
                 Err(_) => refuse(format!("{v:?} is not a number; the column is {}", self.slot.shape())),
             },
             Slot::Boolean => refuse(format!("{v:?} is a string; the column is boolean")),
@@ -352,12 +396,10 @@ impl<'de> Visitor<'de> for Check<'_> {
         let mut rewrite = false;
         let mut index = 0usize;
         loop {
-            self.ctx.path.borrow_mut().push(format!("[{index}]"));
-            let next = seq.next_element_seed(Check { slot: element, ctx: self.ctx })?;
-            self.ctx.path.borrow_mut().pop();
-            match next {
-                Some(r) => rewrite |= r,
-                None => return Ok(rewrite),
+            match seq.next_element_seed(Check { slot: element, ctx: self.ctx }) {
+                Ok(Some(r)) => rewrite |= r,
+                Ok(None) => return Ok(rewrite),
+                Err(e) => return Err(self.ctx.through(|| format!("[{index}]"), e)),
             }
             index += 1;
         }
@@ -368,11 +410,10 @@ impl<'de> Visitor<'de> for Check<'_> {
             Slot::Struct(fields) => {
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
                     match fields.get(key.as_ref()) {
-                        Some(slot) => {
-                            self.ctx.path.borrow_mut().push(key.into_owned());
-                            rewrite |= map.next_value_seed(Check { slot, ctx: self.ctx })?;
-                            self.ctx.path.borrow_mut().pop();
-                        }
+                        Some(slot) => match map.next_value_seed(Check { slot, ctx: self.ctx }) {
+                            Ok(r) => rewrite |= r,
+                            Err(e) => return Err(self.ctx.through(|| key.into_owned(), e)),
+                        },
                         // Unknown fields are the decoder's (strict mode) to refuse.
                         None => {
                             map.next_value::<IgnoredAny>()?;
@@ -382,9 +423,10 @@ impl<'de> Visitor<'de> for Check<'_> {
             }
             Slot::Map(values) => {
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    self.ctx.path.borrow_mut().push(key.into_owned());
-                    rewrite |= map.next_value_seed(Check { slot: values, ctx: self.ctx })?;
-                    self.ctx.path.borrow_mut().pop();
+                    match map.next_value_seed(Check { slot: values, ctx: self.ctx }) {
+                        Ok(r) => rewrite |= r,
+                        Err(e) => return Err(self.ctx.through(|| key.into_owned(), e)),
+                    }
                 }
             }
             Slot::Text => {
