@@ -338,11 +338,11 @@ impl Runner {
         source.note_healthy();
         let bytes: u64 = by_part.values().flatten().map(|r| r.raw.payload.map_or(0, <[u8]>::len) as u64).sum();
         let records = u32::try_from(records).unwrap_or(u32::MAX);
-        if let (Some(l), Some(n)) = (&self.records_limit, NonZeroU32::new(records)) {
-            let _ = l.until_n_ready(n).await;
+        if let Some(l) = &self.records_limit {
+            take_quota(l, u64::from(records), self.cfg.records_per_second).await;
         }
-        if let (Some(l), Some(n)) = (&self.bytes_limit, NonZeroU32::new(u32::try_from(bytes).unwrap_or(u32::MAX))) {
-            let _ = l.until_n_ready(n).await;
+        if let Some(l) = &self.bytes_limit {
+            take_quota(l, bytes, self.cfg.bytes_per_second).await;
         }
         self.metrics.records_in.inc_by(u64::from(records));
         self.metrics.bytes_in.inc_by(bytes);
@@ -445,5 +445,50 @@ impl Runner {
         );
         self.retry_seeks(source);
         Ok(())
+    }
+}
+
+/// Waits until the limiter grants `n` units. A poll may bring more than one second's quota
+/// (the limiter's burst), which the limiter refuses as one request: it is taken in
+/// burst-sized parts, so a backlog is ingested at the configured rate, never past it.
+async fn take_quota(limiter: &DefaultDirectRateLimiter, n: u64, per_second: u32) {
+    for part in quota_parts(n, per_second) {
+        // Each part is at most the burst, which the limiter always grants in time.
+        let _ = limiter.until_n_ready(part).await;
+    }
+}
+
+/// `n` split into parts of at most `burst` (`burst` 0: no parts, no limit).
+fn quota_parts(n: u64, burst: u32) -> impl Iterator<Item = NonZeroU32> {
+    let burst = u64::from(burst);
+    let mut left = if burst == 0 { 0 } else { n };
+    std::iter::from_fn(move || {
+        let part = left.min(burst);
+        left -= part;
+        NonZeroU32::new(u32::try_from(part).unwrap_or(u32::MAX))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_poll_larger_than_the_burst_is_taken_in_parts() {
+        let parts: Vec<u32> = quota_parts(12_000, 2_000).map(NonZeroU32::get).collect();
+        assert_eq!(parts, vec![2_000; 6]);
+        let parts: Vec<u32> = quota_parts(2_500, 2_000).map(NonZeroU32::get).collect();
+        assert_eq!(parts, vec![2_000, 500]);
+        assert_eq!(quota_parts(0, 10).count(), 0);
+        assert_eq!(quota_parts(5, 0).count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_backlog_waits_for_its_quota() {
+        // 3 units a second, 7 asked at once: the limiter must hold back at least 1.3 s.
+        let limiter = RateLimiter::direct(Quota::per_second(NonZeroU32::new(3).unwrap()));
+        let started = std::time::Instant::now();
+        take_quota(&limiter, 7, 3).await;
+        assert!(started.elapsed() >= Duration::from_millis(1_300), "{:?}", started.elapsed());
     }
 }
