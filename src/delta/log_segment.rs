@@ -275,13 +275,28 @@ mod tests {
     fn gaps_and_empty() {
         assert!(matches!(listing(&[]).segment(None, &[], "t"), Err(Error::NotATable { .. })));
         let l = listing(&["00000000000000000000.json", "00000000000000000002.json"]);
-        // The error names the version asked for and the commit that is missing.
+        // The missing commit is named, with the version it stops.
         match l.segment(None, &[], "t") {
-            Err(Error::MissingVersion { version: 2, reason }) => {
-                assert!(reason.contains("commit 1 is missing"), "{reason}")
+            Err(Error::MissingVersion { version: 1, reason }) => {
+                assert!(reason.contains("version 2 cannot be rebuilt"), "{reason}")
             }
             other => panic!("{other:?}"),
         }
+        // Commits cleaned up below a checkpoint: the version asked for is named, with the
+        // oldest one that can still be read.
+        let cleaned = listing(&[
+            "00000000000000000003.json",
+            "00000000000000000004.checkpoint.parquet",
+            "00000000000000000004.json",
+            "00000000000000000005.json",
+        ]);
+        match cleaned.segment(Some(2), &[], "t") {
+            Err(Error::MissingVersion { version: 2, reason }) => {
+                assert!(reason.contains("commits 0 to 2 are gone") && reason.contains("can be read is 4"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(cleaned.oldest_readable(), Some(4));
         assert!(matches!(l.segment(Some(5), &[], "t"), Err(Error::MissingVersion { version: 5, .. })));
         let only_cp = listing(&["00000000000000000002.checkpoint.parquet"]);
         assert_eq!(only_cp.segment(None, &[], "t").unwrap().version, 2);
