@@ -149,11 +149,13 @@ pub async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
     if existing.is_some() && opts.mode == WriteMode::Create {
         return Err(Error::InvalidArgument(format!("table {} already exists (use --mode append)", table.url())));
     }
-    let mut properties_set = Vec::new();
+    let mut to_set = HashMap::new();
     if let Some(s) = &existing {
         crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
-        properties_set = existing_table_options(s, opts)?;
+        to_set = existing_table_options(s, opts)?;
     }
+    let mut properties_set: Vec<String> = to_set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    properties_set.sort();
 
     let mut reader = LineReader::default();
     let sample = reader.read_chunk(&mut input, SAMPLE_LINES).await?;
@@ -191,12 +193,11 @@ pub async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
                 }
                 None => s,
             };
-            if properties_set.is_empty() {
+            if to_set.is_empty() {
                 snapshot
             } else {
                 let mut metadata = snapshot.metadata.clone();
-                let changes = crate::delta::properties::checked_properties(&opts.properties)?;
-                metadata.configuration.extend(changes);
+                metadata.configuration.extend(to_set);
                 schema_actions.retain(|a| !matches!(a, Action::Metadata(_)));
                 schema_actions.push(Action::Metadata(metadata.clone()));
                 with_metadata(&snapshot, metadata)?
@@ -367,8 +368,8 @@ fn changeable(key: &str) -> bool {
 /// Checks the options that shape a new table against an existing one: a different
 /// `--partition-by` or `--schema` is refused; `--property` values the table already has are
 /// fine, others are set when they need no protocol change and refused otherwise. Returns the
-/// keys to set.
-fn existing_table_options(s: &Snapshot, opts: &WriteOptions) -> Result<Vec<String>> {
+/// properties to set (canonical keys and values).
+fn existing_table_options(s: &Snapshot, opts: &WriteOptions) -> Result<HashMap<String, String>> {
     if !opts.partition_by.is_empty() && opts.partition_by != s.metadata.partition_columns {
         return Err(Error::InvalidArgument(format!(
             "--partition-by {} cannot apply: the table exists and is partitioned by [{}] (partitioning is set when a table is created)",
@@ -383,11 +384,8 @@ fn existing_table_options(s: &Snapshot, opts: &WriteOptions) -> Result<Vec<Strin
         ));
     }
     let wanted = crate::delta::properties::checked_properties(&opts.properties)?;
-    let mut set = Vec::new();
-    let mut keys: Vec<&String> = wanted.keys().collect();
-    keys.sort();
-    for key in keys {
-        let value = &wanted[key];
+    let mut set = HashMap::new();
+    for (key, value) in &wanted {
         let current = s.metadata.configuration.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v);
         if current.is_some_and(|c| c.eq_ignore_ascii_case(value)) {
             continue;
@@ -397,7 +395,7 @@ fn existing_table_options(s: &Snapshot, opts: &WriteOptions) -> Result<Vec<Strin
                 "--property {key}={value} cannot apply to the existing table: it changes the table's protocol features (set it when the table is created)"
             )));
         }
-        set.push(format!("{key}={value}"));
+        set.insert(key.clone(), value.clone());
     }
     Ok(set)
 }
