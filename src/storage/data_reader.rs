@@ -39,23 +39,14 @@ impl Table {
     /// [`Error::PathRefused`] for paths outside the table; [`Error::DataFile`] and
     /// [`Error::DeletionVector`] for unreadable content; [`Error::Storage`] for I/O.
     pub async fn read_file(&self, plan: &ScanPlan, add: &Add) -> Result<FileRows> {
-        let dv = match &add.deletion_vector {
-            Some(d) => Some(self.load_dv(d).await?),
-            None => None,
-        };
-        let filter = match &dv {
-            Some(b) => RowFilter::Exclude(b),
-            None => RowFilter::All,
-        };
-        let rows = self.read_rows(plan, &add.path, &add.partition_values, Some(add.size), filter).await?;
-        if let Some(max) = dv.as_ref().and_then(|b| b.max()) {
-            if max >= rows.physical_rows {
-                return Err(Error::dv(
-                    &rows.path,
-                    format!("deletes row {max} of a file with {} rows", rows.physical_rows),
-                ));
-            }
-        }
+        let mut batches = Vec::new();
+        let mut rows = self
+            .visit_file(plan, add, &mut |b| {
+                batches.push(b);
+                Ok(true)
+            })
+            .await?;
+        rows.batches = batches;
         Ok(rows)
     }
 
@@ -150,7 +141,7 @@ impl Table {
         plan: &ScanPlan,
         add: &Add,
         visit: &mut (dyn FnMut(RecordBatch) -> Result<bool> + Send),
-    ) -> Result<()> {
+    ) -> Result<FileRows> {
         let dv = match &add.deletion_vector {
             Some(d) => Some(self.load_dv(d).await?),
             None => None,
@@ -159,8 +150,25 @@ impl Table {
             Some(b) => RowFilter::Exclude(b),
             None => RowFilter::All,
         };
-        self.read_rows_with(plan, &add.path, &add.partition_values, Some(add.size), filter, visit).await?;
-        Ok(())
+        let mut stopped = false;
+        let mut visit_until = |b: RecordBatch| {
+            let more = visit(b)?;
+            stopped |= !more;
+            Ok(more)
+        };
+        let rows = self
+            .read_rows_with(plan, &add.path, &add.partition_values, Some(add.size), filter, &mut visit_until)
+            .await?;
+        // A file read to its end must hold every row its deletion vector deletes.
+        if let Some(max) = dv.as_ref().and_then(|b| b.max()).filter(|_| !stopped) {
+            if max >= rows.physical_rows {
+                return Err(Error::dv(
+                    &rows.path,
+                    format!("deletes row {max} of a file with {} rows", rows.physical_rows),
+                ));
+            }
+        }
+        Ok(rows)
     }
 
     /// Loads and decodes a deletion vector.
