@@ -312,7 +312,15 @@ pub async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
         .with_metric("numOutputBytes", bytes);
     let mut staged = StagedCommit::new(table);
     staged.stage_adds(&txn.actions);
-    if let Some(gone) = table.first_missing(staged.files()).await? {
+    // A store that fails this check leaves nothing behind either: the write gives up whole.
+    let missing = match table.first_missing(staged.files()).await {
+        Ok(missing) => missing,
+        Err(e) => {
+            staged.discard().await;
+            return Err(e);
+        }
+    };
+    if let Some(gone) = missing {
         staged.discard().await;
         return Err(Error::Io(std::io::Error::new(
             std::io::ErrorKind::NotFound,
