@@ -529,3 +529,113 @@ async fn a_follower_beyond_the_retention_is_refused_by_the_clock() {
     assert!(err.contains("deletedFileRetentionDuration"), "{err}");
     assert_eq!(follow(true).await.unwrap(), 1, "--allow-stale follows anyway");
 }
+
+/// A follower into a table skips commits without rows (compaction, say); when nothing but those
+/// arrive for long, it still saves its position, so a restart after the retention passed is
+/// not refused as stale.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follower_seeing_only_commits_without_rows_keeps_its_position_fresh() {
+    use deltabus::common::clock::Clock;
+    use deltabus::common::follow::{FollowerOptions, StartAt};
+    use deltabus::delta::actions::{Action, Txn};
+    use deltabus::delta::create::{infer_schema, new_table};
+    use deltabus::delta::transaction::Transaction;
+    use deltabus::feed::follow::run_follower;
+    use deltabus::feed::sink::table::TableSink;
+    use deltabus::storage::{RetryPolicy, StorageOptions, Table};
+
+    let clock = Clock::manual(chrono::Utc::now().timestamp_millis());
+    let root = uuid::Uuid::new_v4().simple().to_string();
+    let options = StorageOptions { clock: clock.clone(), ..StorageOptions::default() };
+    let source = Table::open(&format!("memory://{root}/source"), options.clone()).unwrap();
+    let target = Table::open(&format!("memory://{root}/target"), options).unwrap();
+    let (p, m) = new_table(infer_schema(&[r#"{"id":1}"#]).unwrap(), &[], &Default::default()).unwrap();
+    let source_id = m.id.clone();
+    let create = Transaction::new("CREATE TABLE", vec![Action::Protocol(p), Action::Metadata(m)]);
+    source.commit(None, &create, &RetryPolicy::default()).await.unwrap();
+    let out = deltabus::ops::write::write_json_lines(&source, "{\"id\":1}\n".as_bytes(), &Default::default()).await;
+    out.unwrap();
+    let follow = |allow_stale: bool| {
+        let (source, target, source_id) = (source.clone(), target.clone(), source_id.clone());
+        async move {
+            let mut sink = TableSink::open(&target, "f", &source_id).await.unwrap();
+            let mut opts = FollowerOptions::new(StartAt::Version(0));
+            opts.once = true;
+            opts.allow_stale = allow_stale;
+            run_follower(&source, &mut sink, &opts, None, std::future::pending()).await.map(|r| r.position)
+        }
+    };
+    assert_eq!(follow(false).await.unwrap(), Some(1));
+    // A commit without rows (another application's position), read two days later.
+    let other = |v: i64| {
+        Transaction::new(
+            "STREAMING UPDATE",
+            vec![Action::Txn(Txn { app_id: "other".into(), version: v, last_updated: None })],
+        )
+    };
+    let s = source.snapshot(None).await.unwrap();
+    source.commit(Some(&s), &other(1), &RetryPolicy::default()).await.unwrap();
+    clock.advance(2 * 24 * 3600 * 1000);
+    assert_eq!(follow(false).await.unwrap(), Some(2));
+    // Eight days after that commit: the follower's saved position is the commit itself, so
+    // nothing it still needs is past the retention.
+    clock.advance(6 * 24 * 3600 * 1000);
+    assert_eq!(follow(false).await.unwrap(), Some(2), "refused as stale after commits without rows");
+    let target_txn = target
+        .snapshot(None)
+        .await
+        .unwrap()
+        .txn_version_kept(TableSink::open(&target, "f", &source_id).await.unwrap().app_id());
+    assert_eq!(target_txn, Some(2));
+}
+
+/// A follower batching commits (`max_files`) rides out a store fault on a commit it reads for
+/// the batch, as it does on any other poll.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batching_follower_rides_out_store_faults() {
+    use std::sync::Arc;
+
+    use deltabus::common::follow::{FollowerOptions, StartAt};
+    use deltabus::feed::follow::run_follower;
+    use deltabus::feed::sink::lines::LinesSink;
+    use deltabus::storage::faulty::{FaultConfig, FaultyStore};
+    use deltabus::storage::{StorageOptions, Table};
+    use object_store::ObjectStore;
+
+    let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
+    let clean = Table::open(&url, StorageOptions::default()).unwrap();
+    for i in 0..8 {
+        let line = format!("{{\"id\":{i}}}\n");
+        deltabus::ops::write::write_json_lines(&clean, line.as_bytes(), &Default::default()).await.unwrap();
+    }
+    // Reads of commit 3 fail half of the time, below any retry layer: seeds until one failed.
+    let mut faulted = 0;
+    for seed in 1..=20 {
+        let only = Some("00000000000000000003.json".to_string());
+        let faults = FaultConfig { seed, rate: 0.5, only, lose: vec![] };
+        let faulty = Arc::new(FaultyStore::new(clean.object_store(), faults));
+        let counts = faulty.counts();
+        let table = clean.clone().map_store(|_| faulty.clone() as Arc<dyn ObjectStore>);
+        let mut out = Vec::new();
+        let mut sink = LinesSink::stream(&mut out, table.url(), None);
+        let mut opts = FollowerOptions::new(StartAt::Version(0));
+        opts.once = true;
+        opts.max_files = Some(100);
+        let report = run_follower(&table, &mut sink, &opts, None, std::future::pending()).await;
+        drop(sink);
+        let report = report.unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert_eq!((report.rows, report.position), (8, Some(7)), "seed {seed}");
+        let ids: Vec<i64> = String::from_utf8_lossy(&out)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(ids, (0..8).collect::<Vec<_>>(), "seed {seed}");
+        if counts.failures() > 0 {
+            faulted += 1;
+            if faulted == 3 {
+                return;
+            }
+        }
+    }
+    panic!("only {faulted} runs met a fault");
+}

@@ -378,3 +378,83 @@ fn routing_by_a_field_across_listed_topics() {
     let state = crate::common::run_json(&["describe", &format!("{}/_deltabus_routes/ingest", dir.path().display())]);
     assert_eq!(state["txns"].as_object().map(|t| t.len()), Some(4), "{state}");
 }
+
+/// A routed pipeline runs the same consume loop as a plain one: its rate limit holds, it
+/// exports partition lag, `stop_at_end` ends it with everything committed, its tables are
+/// compacted in the background, and its table template is never opened as a table.
+#[test]
+fn a_routed_pipeline_offers_what_a_plain_one_does() {
+    let _guard = crate::common::native_clients_lock();
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic("events", 2, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let batch = |from: i64| -> Vec<(i32, Option<String>, Option<String>)> {
+        (from..from + 2000)
+            .map(|i| {
+                (
+                    (i % 2) as i32,
+                    None,
+                    Some(format!("{{\"id\":{i},\"kind\":\"{}\"}}", ["a", "b"][(i % 4 / 2) as usize])),
+                )
+            })
+            .collect()
+    };
+    rt.block_on(produce(&brokers, "events", &batch(0)));
+    let template = format!("{}/ev_{{kind}}", dir.path().display());
+    let mut p = pipeline(&brokers, "events", &template);
+    p.route_by = Some("kind".into());
+    p.flush.records_per_second = 1000;
+    p.flush.max_rows = 300;
+    p.kafka.stop_at_end = true;
+    let started = Instant::now();
+    let reports = rt.block_on(run_until(vec![p.clone()], None, |_| false));
+    let took = started.elapsed();
+    assert_eq!(reports["p0"].rows_committed, 2000, "stop_at_end commits everything: {reports:?}");
+    // 2,000 records at 1,000 a second: the first second's quota at once, the rest waited for.
+    assert!(took >= Duration::from_millis(900), "the rate limit held back nothing: {took:?}");
+    let table = |k: &str| format!("{}/ev_{k}", dir.path().display());
+    assert_eq!(ids(&table("a")).len() + ids(&table("b")).len(), 2000);
+    assert!(!dir.path().join("ev_{kind}").exists(), "the template was opened as a table");
+
+    // Again with the background compactor: each routed table gets its own.
+    rt.block_on(produce(&brokers, "events", &batch(2000)));
+    p.kafka.stop_at_end = false;
+    p.flush.records_per_second = 0;
+    p.compaction.enabled = true;
+    p.compaction.min_files = 2;
+    p.compaction.interval = "200ms".parse().unwrap();
+    let optimized = |t: &str| {
+        std::fs::read_dir(std::path::Path::new(t).join("_delta_log"))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                    .any(|e| std::fs::read_to_string(e.path()).unwrap_or_default().contains("\"OPTIMIZE\""))
+            })
+            .unwrap_or(false)
+    };
+    let (a, b) = (table("a"), table("b"));
+    let scraped = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let seen = scraped.clone();
+    let lag =
+        |text: &str| text.lines().any(|l| l.starts_with("deltabus_lag_records{") && l.contains("pipeline=\"p0\""));
+    let reports = rt.block_on(run_until(vec![p], None, move |m| {
+        let text = m.render();
+        if lag(&text) {
+            *seen.lock().unwrap() = text;
+        }
+        crate::ingest::committed(m, "p0") >= 2000 && optimized(&a) && optimized(&b) && !seen.lock().unwrap().is_empty()
+    }));
+    drop(cluster);
+    assert_eq!(reports["p0"].rows_committed, 2000, "{reports:?}");
+    assert!(lag(&scraped.lock().unwrap()), "no lag metric for the routed pipeline");
+    for k in ["a", "b"] {
+        let log = std::fs::read_dir(dir.path().join(format!("ev_{k}/_delta_log"))).unwrap();
+        let compacted =
+            log.flatten().any(|e| std::fs::read_to_string(e.path()).unwrap_or_default().contains("\"OPTIMIZE\""));
+        assert!(compacted, "routed table {k} was never compacted");
+        assert_eq!(ids(&table(k)).len(), 2000, "{k}");
+    }
+    assert!(!dir.path().join("ev_{kind}").exists(), "the template was opened as a table");
+}

@@ -1,6 +1,7 @@
 //! Types shared by several floors — the configuration, the command line, the pipeline and the
 //! change feed — kept below all of them so that none imports upwards.
 //!
+//! - [`backoff`]: the one backoff between attempts.
 //! - [`clock`]: the one clock (system, tokio-paused in tests, manual).
 //! - [`flush`] [sync]: the flush policy, a pure function of the batch state and `now`.
 //! - [`follow`]: follower settings and start positions.
@@ -9,6 +10,7 @@
 //! - [`progress`]: progress bars on terminals, periodic lines otherwise.
 //! - [`throttle`]: repeated log lines once per state change, then at a backoff.
 
+pub mod backoff;
 pub mod clock;
 pub mod flush;
 pub mod follow;

@@ -399,9 +399,6 @@ impl PipelineConfig {
         if self.delta.is_some() || self.upsert.is_some() {
             return Err(bad("route_by", "routes the records of a Kafka source without upsert".into()));
         }
-        if self.kafka.stop_at_end {
-            return Err(bad("route_by", "a routed pipeline runs without stop_at_end".into()));
-        }
         if self.max_tables == 0 {
             return Err(bad("max_tables", "must be at least 1".into()));
         }

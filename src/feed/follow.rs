@@ -144,6 +144,9 @@ pub async fn run_follower<S: ChangeSink>(
     let max_idle = opts.poll.saturating_mul(10);
     let mut latest_seen: Option<(Instant, u64)> = None;
     let mut pending: Option<CommitChanges> = None;
+    // Commits without rows delivered since the sink last saved its position: when the
+    // oldest was written, and the last.
+    let mut unsaved: Option<(i64, CommitChanges)> = None;
     loop {
         if (&mut stop).now_or_never().is_some() {
             break;
@@ -156,7 +159,14 @@ pub async fn run_follower<S: ChangeSink>(
             if let Some(m) = metrics {
                 m.source_lag(cursor.next_version().checked_sub(1), 0, 0.0);
             }
-            // Caught up: register the position (throttled like the busy path).
+            // Caught up: save a position the sink skipped for long, and register it
+            // (throttled like the busy path).
+            if let (Some((since, last)), Some(snapshot)) = (&unsaved, cursor.snapshot()) {
+                if source.clock().now_ms() - since >= keep_position_every(&snapshot.properties) {
+                    deliver_riding_faults(sink, snapshot, last, true).await?;
+                    unsaved = None;
+                }
+            }
             if let Some(r) = &mut registrar {
                 r.advance(cursor.next_version(), false).await;
             }
@@ -180,7 +190,7 @@ pub async fn run_follower<S: ChangeSink>(
         // Batching: more commits that are already there, within the limits.
         if opts.max_files.is_some() || opts.max_bytes.is_some() {
             while fits(&changes, opts) {
-                match cursor.poll().await? {
+                match poll_riding_faults(&mut cursor).await? {
                     Some(c) if c.schema_changed => {
                         pending = Some(c);
                         break;
@@ -205,7 +215,13 @@ pub async fn run_follower<S: ChangeSink>(
             report.schema_changes += 1;
             tracing::warn!(table = source.url(), version = changes.version, "source.schema_changed");
         }
-        deliver_riding_faults(sink, snapshot, &changes).await?;
+        // A sink may skip a commit without rows (compaction, say) and keep its older position:
+        // after a while of nothing but those, the position is saved anyway, or a restart would
+        // find it older than the retention and refuse it as stale.
+        let since = unsaved.as_ref().map_or(changes.timestamp_ms, |(since, _)| *since);
+        let save = changes.rows() == 0 && source.clock().now_ms() - since >= keep_position_every(&snapshot.properties);
+        deliver_riding_faults(sink, snapshot, &changes, save).await?;
+        unsaved = (changes.rows() == 0 && !save).then(|| (since, without_rows(&changes)));
         delivered(&mut report, &changes, metrics);
         progress.inc(1);
         crate::failpoint::hit("follow.before_registration");
@@ -237,7 +253,25 @@ pub async fn run_follower<S: ChangeSink>(
 const FAULT_RETRIES: u32 = 20;
 
 fn fault_backoff(n: u32) -> Duration {
-    Duration::from_millis((20u64 << n.min(5)).min(1000))
+    crate::common::backoff::FAULTS.delay(n)
+}
+
+/// A commit's position without its rows (what a sink records to save it).
+fn without_rows(changes: &CommitChanges) -> CommitChanges {
+    CommitChanges {
+        version: changes.version,
+        timestamp_ms: changes.timestamp_ms,
+        batches: Vec::new(),
+        schema_changed: false,
+        files: changes.files,
+    }
+}
+
+/// How long a follower may go with commits its sink skipped before it saves its position
+/// anyway: a quarter of what the table keeps, so the saved position never nears staleness.
+fn keep_position_every(props: &crate::delta::properties::TableProperties) -> i64 {
+    let kept = props.deleted_file_retention.min(props.log_retention);
+    i64::try_from(kept.as_millis() / 4).unwrap_or(i64::MAX)
 }
 
 /// The next commit, retrying transient store errors (the cursor does not advance on one).
@@ -262,10 +296,13 @@ async fn deliver_riding_faults<S: ChangeSink>(
     sink: &mut S,
     snapshot: &Snapshot,
     changes: &CommitChanges,
+    save_position: bool,
 ) -> Result<()> {
     let mut n = 0;
     loop {
-        match sink.deliver(snapshot, changes).await {
+        let attempt =
+            if save_position { sink.mark(snapshot, changes).await } else { sink.deliver(snapshot, changes).await };
+        match attempt {
             Err(e) if e.is_retryable() && n < FAULT_RETRIES => {
                 n += 1;
                 tracing::warn!(error = %e, version = changes.version, "follow.delivery_failed: retrying");

@@ -72,7 +72,7 @@ enum Attempt {
 }
 
 fn backoff(fault: u32) -> std::time::Duration {
-    std::time::Duration::from_millis((20u64 << fault.min(5)).min(1000))
+    crate::common::backoff::FAULTS.delay(fault)
 }
 
 impl Flusher {

@@ -17,9 +17,12 @@
 //! - [`projection`] [sync]: rows of a writer schema (Avro) onto the table's columns.
 //! - [`registry_schema`]: a new table's schema from a registry subject's latest version.
 //! - [`positions`]: where assigned partitions resume, checked against the broker's watermarks.
-//! - [`runner`]: the pipeline task (group events, seeking, polling, applying flush results).
-//! - [`routed`]: a pipeline routing records to tables by a field (`route_by`), with its
-//!   route-state table; [`route_values`]: the field's value in every payload format.
+//! - [`runner`]: the one consume loop of every Kafka pipeline (group events, seeking, polling,
+//!   rate limits, metrics, applying flush outcomes), generic over where rows go.
+//! - `ownership` [sync]: the partitions owned and the offsets each accepts.
+//! - [`one_table`]: rows into one table (buffer and background flush slot).
+//! - [`routed`]: rows routed to tables by a field (`route_by`), with the route-state table;
+//!   [`route_values`]: the field's value in every payload format.
 //! - [`delta_source`]: a pipeline that follows another Delta table.
 //! - [`auto_compact`]: the background compactor beside a pipeline.
 //! - [`service`]: several pipelines in one process, metrics endpoint, graceful shutdown.
@@ -33,6 +36,8 @@ pub mod delta_source;
 mod flushing;
 pub mod keyed;
 pub mod keyed_avro;
+pub mod one_table;
+mod ownership;
 pub mod positions;
 pub mod projection;
 pub mod registry_schema;

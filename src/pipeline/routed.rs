@@ -1,11 +1,13 @@
-//! A routed pipeline (`route_by`): one topic's records into the tables their field names,
-//! exactly once per (table, topic, partition).
+//! Rows routed by a field (`route_by`): one topic's records into the tables their field names,
+//! exactly once per (table, topic, partition). The consume loop is the one every Kafka
+//! pipeline runs ([`super::runner`]); this is where its rows go.
 //!
 //! Contract:
 //! - Each record's route field (dotted for nested; any payload format, read by
 //!   [`super::route_values`]) names its table through the `{field}` template; tables are
-//!   opened or created on demand with the pipeline's settings, at most `max_tables` of them. A record without the field, with a value that cannot name a
-//!   table, or for a table past the limit is a dead letter with the reason.
+//!   opened or created on demand with the pipeline's settings, at most `max_tables` of them.
+//!   A record without the field, with a value that cannot name a table, or for a table past
+//!   the limit is a dead letter with the reason.
 //! - A flush delivers every dead letter once, then commits to each table that received rows
 //!   (its adds and one `txn` per partition, as an unrouted flush), and last records in the
 //!   route-state table one `txn` per partition: the last offset consumed. Every routed table
@@ -14,16 +16,15 @@
 //!   two commits therefore repeats nothing and loses nothing.
 //! - Flushes run in the pipeline's task (consumption pauses while one commits). When another
 //!   worker moved a partition in some table, its data is dropped from every table not yet
-//!   committed and the partition resumes from the state's position.
+//!   committed and the partition restarts at the state's position.
+//! - With `[compaction]`, every routed table gets its own background compactor (started when
+//!   the table is first opened, stopped with the pipeline); the template is never a table.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
-use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::watch;
+use tokio::task::JoinSet;
 
 use super::buffer::{Buffer, PartitionBatch};
 use super::commit::Flusher;
@@ -31,15 +32,14 @@ use super::dead_letter::DeadLetterSink;
 use super::decode::decode;
 use super::positions;
 use super::route_values::RouteReader;
-use super::runner::{open_source, RunReport};
+use super::runner::{Outcome, Rows};
 use super::schema::TableSchema;
 use crate::common::flush::{BatchState, FlushReason};
 use crate::config::{ResolvedPipeline, Route};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
-use crate::source::kafka::consumer::ConsumerEvent;
 use crate::source::kafka::payload::DeadLetter;
-use crate::source::kafka::stage::{KafkaSource, Poll, SourceRecord, StartOffset};
+use crate::source::kafka::stage::{KafkaSource, SourceRecord, StartOffset};
 use crate::storage::{StorageOptions, Table};
 
 /// One routed table and its open batch.
@@ -51,9 +51,19 @@ struct Destination {
     flusher: Flusher,
 }
 
-/// A routed pipeline ready to run.
-pub struct RoutedRunner {
+/// Since the last flush, per partition: the first and last offsets consumed and the last
+/// record's timestamp.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    first: i64,
+    last: i64,
+    timestamp_ms: Option<i64>,
+}
+
+/// The tables of a routed pipeline, with the route state.
+pub struct Router {
     cfg: ResolvedPipeline,
+    topic: String,
     route: Route,
     storage: StorageOptions,
     metrics: Arc<PipelineMetrics>,
@@ -61,36 +71,37 @@ pub struct RoutedRunner {
     state: Table,
     state_schema: TableSchema,
     tables: BTreeMap<String, Destination>,
-    /// Owned partitions: the next offset accepted.
-    owned: BTreeMap<i32, i64>,
-    /// Last offset consumed per partition since the last flush.
-    consumed: BTreeMap<i32, i64>,
+    consumed: BTreeMap<i32, Span>,
     /// Dead letters of records no table took.
     unroutable: BTreeMap<i32, Vec<DeadLetter>>,
     first_record_ms: Option<i64>,
     /// Reads route values in the pipeline's payload format.
     reader: RouteReader,
+    /// The routed tables' background compactors (aborted when the router is dropped).
+    compactors: JoinSet<()>,
 }
 
-impl RoutedRunner {
+impl Router {
     /// Opens (or creates) the route-state table.
     ///
     /// # Errors
     /// Storage and protocol errors.
-    pub async fn new(
+    pub async fn open(
         cfg: ResolvedPipeline,
         storage: StorageOptions,
         dead: DeadLetterSink,
         metrics: Arc<PipelineMetrics>,
-    ) -> Result<RoutedRunner> {
-        let route = cfg.route.clone().ok_or_else(|| crate::error::Error::Internal("not a routed pipeline".into()))?;
+    ) -> Result<Router> {
+        let route = cfg.route.clone().ok_or_else(|| Error::Internal("not a routed pipeline".into()))?;
         let state = Table::open_for_write(&route.state, storage.clone())?;
         create_state_table(&state).await?;
         let mut state_cfg = cfg.clone();
         state_cfg.create = false;
         let state_schema = TableSchema::open(&state, &state_cfg).await?;
         let reader = RouteReader::for_pipeline(&cfg)?;
-        Ok(RoutedRunner {
+        tracing::info!(route_by = %route.field, state = %state.url(), "routed pipeline opened");
+        Ok(Router {
+            topic: cfg.kafka()?.topic.clone(),
             cfg,
             route,
             storage,
@@ -99,192 +110,17 @@ impl RoutedRunner {
             state,
             state_schema,
             tables: BTreeMap::new(),
-            owned: BTreeMap::new(),
             consumed: BTreeMap::new(),
             unroutable: BTreeMap::new(),
             first_record_ms: None,
             reader,
+            compactors: JoinSet::new(),
         })
     }
 
-    /// Runs until `shutdown` (then flushes) or an error.
-    ///
-    /// # Errors
-    /// Kafka, storage and protocol errors.
-    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<RunReport> {
-        let (source, mut events) = open_source(&self.cfg)?;
-        tracing::info!(topic = %source.topic(), route_by = %self.route.field, state = %self.state.url(), "routed pipeline started");
-        let mut result = self.consume(&source, &mut events, &mut shutdown).await;
-        if result.is_ok() {
-            result = self.flush(&source, FlushReason::Shutdown).await;
-        }
-        source.close().await;
-        let report = RunReport::of(&self.metrics);
-        tracing::info!(
-            records = report.records,
-            rows_committed = report.rows_committed,
-            tables = self.tables.len(),
-            ok = result.is_ok(),
-            "routed pipeline stopped"
-        );
-        result.map(|()| report)
-    }
-
-    async fn consume(
-        &mut self,
-        source: &KafkaSource,
-        events: &mut UnboundedReceiver<ConsumerEvent>,
-        shutdown: &mut watch::Receiver<bool>,
-    ) -> Result<()> {
-        let mut polls = std::pin::pin!(source.polls());
-        while !*shutdown.borrow() {
-            let now = self.state.clock().now_ms();
-            let due = self.cfg.policy.deadline_ms(&self.batch_state()).unwrap_or(now + 1000);
-            let wake = tokio::time::Instant::now() + Duration::from_millis((due - now).clamp(0, 1000) as u64);
-            tokio::select! {
-                biased;
-                _ = shutdown.changed() => break,
-                Some(ev) = events.recv() => self.on_event(source, ev).await?,
-                Some(poll) = polls.next() => {
-                    while let Ok(ev) = events.try_recv() {
-                        self.on_event(source, ev).await?;
-                    }
-                    self.on_poll(&poll).await?;
-                }
-                _ = tokio::time::sleep_until(wake) => {}
-            }
-            while let Ok(ev) = events.try_recv() {
-                self.on_event(source, ev).await?;
-            }
-            if let Some(reason) = self.cfg.policy.decide(&self.batch_state(), self.state.clock().now_ms()) {
-                self.flush(source, reason).await?;
-            }
-        }
-        while let Ok(ev) = events.try_recv() {
-            if matches!(ev, ConsumerEvent::Revoked(_)) {
-                self.on_event(source, ev).await?;
-            }
-        }
-        Ok(())
-    }
-
-    fn batch_state(&self) -> BatchState {
-        let mut s = BatchState { first_record_ms: self.first_record_ms, ..BatchState::default() };
-        s.rows = self.unroutable.values().map(|l| l.len() as u64).sum();
-        for d in self.tables.values() {
-            let b = d.buffer.state();
-            s.rows += b.rows;
-            s.bytes += b.bytes;
-            s.largest_file_bytes = s.largest_file_bytes.max(b.largest_file_bytes);
-        }
-        if s.rows == 0 && s.bytes == 0 && self.consumed.is_empty() {
-            s.first_record_ms = None;
-        }
-        s
-    }
-
-    async fn on_event(&mut self, source: &KafkaSource, ev: ConsumerEvent) -> Result<()> {
-        match ev {
-            ConsumerEvent::Assigned(parts) => self.on_assigned(source, parts).await?,
-            ConsumerEvent::Revoked(parts) => self.drop_partitions(&parts),
-            ConsumerEvent::RebalanceFailed(_) => {
-                let all: Vec<i32> = self.owned.keys().copied().collect();
-                self.drop_partitions(&all);
-            }
-            ConsumerEvent::HighWatermarks(marks) => self.metrics.high_watermarks(&marks),
-            ConsumerEvent::ClientError(_) => {
-                self.metrics.kafka_errors.inc_by(1);
-            }
-        }
-        Ok(())
-    }
-
-    fn drop_partitions(&mut self, parts: &[i32]) {
-        for p in parts {
-            self.owned.remove(p);
-            self.consumed.remove(p);
-            self.unroutable.remove(p);
-            for d in self.tables.values_mut() {
-                let dropped = d.buffer.drop_partition(*p);
-                self.metrics.rows_dropped.inc_by(dropped);
-            }
-        }
-        self.metrics.forget(parts);
-    }
-
-    async fn on_assigned(&mut self, source: &KafkaSource, parts: Vec<i32>) -> Result<()> {
-        let positions = self.resume(source, &parts).await?;
-        source.assign(&positions)?;
-        self.metrics.ready.store(true, Relaxed);
-        tracing::info!(?positions, "partitions assigned");
-        Ok(())
-    }
-
-    /// Where `parts` resume: the route state's positions (tables re-read for their own).
-    async fn resume(&mut self, source: &KafkaSource, parts: &[i32]) -> Result<BTreeMap<i32, StartOffset>> {
-        self.state_schema.refresh(&self.state).await?;
-        for d in self.tables.values_mut() {
-            d.schema.refresh(&d.table).await?;
-        }
-        let positions =
-            positions::resolve(source, &self.state, &mut self.state_schema, &self.cfg, &self.metrics, parts).await?;
-        for (p, o) in &positions {
-            self.owned.insert(*p, if let StartOffset::At(n) = o { *n } else { 0 });
-        }
-        Ok(positions)
-    }
-
-    async fn on_poll(&mut self, poll: &Poll<'_>) -> Result<()> {
-        let owned = &self.owned;
-        let topic = self.cfg.kafka()?.topic.clone();
-        let accept = |p: i32, offset: i64| owned.get(&p).is_some_and(|from| offset >= *from);
-        let by_part = poll.records(&topic, self.cfg.reads_headers(), accept);
-        self.metrics.kafka_errors.inc_by(poll.errors() as u64);
-        for (p, recs) in by_part {
-            let Some(last) = recs.last().map(|r| r.raw.offset) else { continue };
-            self.metrics.records_in.inc_by(recs.len() as u64);
-            self.metrics.bytes_in.inc_by(recs.iter().map(|r| r.raw.payload.map_or(0, <[u8]>::len) as u64).sum());
-            self.first_record_ms.get_or_insert(self.state.clock().now_ms());
-            // Group by table, keeping offset order within each.
-            let frames = crate::source::kafka::header_ids::reframe(&recs);
-            let raws: Vec<_> =
-                crate::source::kafka::header_ids::with_frames(&recs, &frames).into_iter().map(|r| r.raw).collect();
-            let values = self.reader.values(&self.route.field, &raws).await;
-            let mut groups: BTreeMap<String, Vec<SourceRecord<'_>>> = BTreeMap::new();
-            for (r, value) in recs.into_iter().zip(values) {
-                let table = value.and_then(|v| self.route.table_of(&self.cfg.table, &v));
-                match table {
-                    // (Tables this poll opens count against the limit as well.)
-                    Ok(t)
-                        if self.tables.contains_key(&t)
-                            || groups.contains_key(&t)
-                            || self.tables.len() + groups.keys().filter(|g| !self.tables.contains_key(*g)).count()
-                                < self.route.max_tables =>
-                    {
-                        groups.entry(t).or_default().push(r);
-                    }
-                    Ok(t) => self
-                        .letter(&r, format!("max_tables ({}) reached: no table opened for {t}", self.route.max_tables)),
-                    Err(why) => self.letter(&r, why),
-                }
-            }
-            for (t, recs) in groups {
-                let metrics = self.metrics.clone();
-                let d = self.destination(&t).await?;
-                // Records the table already holds (re-read after a restart) are skipped.
-                let held = d.schema.position(&d.cfg.app_id, &topic, p).unwrap_or(-1);
-                let fresh: Vec<SourceRecord<'_>> = recs.into_iter().filter(|r| r.raw.offset > held).collect();
-                if fresh.is_empty() {
-                    continue;
-                }
-                let consumed = decode(&mut d.schema, &d.table, &d.cfg, p, &fresh).await?;
-                metrics.dead_letters.inc_by(consumed.dead_letters.len() as u64);
-                d.buffer.add(consumed, d.table.clock().now_ms());
-            }
-            self.consumed.insert(p, last);
-            self.owned.insert(p, last + 1);
-        }
-        Ok(())
+    /// The route state's clock (every table shares the storage options' clock).
+    pub fn clock(&self) -> crate::common::clock::Clock {
+        self.state.clock().clone()
     }
 
     fn letter(&mut self, r: &SourceRecord<'_>, reason: String) {
@@ -303,25 +139,28 @@ impl RoutedRunner {
             let flusher = Flusher {
                 table: table.clone(),
                 app_id: cfg.app_id.clone(),
-                topic: cfg.kafka()?.topic.clone(),
+                topic: self.topic.clone(),
                 dead: Arc::new(DeadLetterSink::Discard),
                 target_file_size: cfg.target_file_size,
                 key_columns: None,
                 snapshot: schema.snapshot.clone(),
             };
+            if cfg.compaction.is_some() {
+                self.compactors.spawn(super::auto_compact::run(table.clone(), cfg.clone(), self.metrics.clone()));
+            }
             tracing::info!(table = %url, tables = self.tables.len() + 1, "routed table opened");
             self.tables.insert(url.to_string(), Destination { cfg, table, schema, buffer: Buffer::default(), flusher });
         }
-        self.tables.get_mut(url).ok_or_else(|| crate::error::Error::Internal("destination vanished".into()))
+        self.tables.get_mut(url).ok_or_else(|| Error::Internal("destination vanished".into()))
     }
 
     /// Dead letters, then every table with rows, then the route state.
-    async fn flush(&mut self, source: &KafkaSource, reason: FlushReason) -> Result<()> {
+    async fn flush_all(&mut self, reason: FlushReason) -> Result<Option<Outcome>> {
         if self.consumed.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let started = std::time::Instant::now();
-        let topic = self.cfg.kafka()?.topic.clone();
+        let topic = self.topic.clone();
         let mut letters = std::mem::take(&mut self.unroutable);
         let mut batches: Vec<(String, BTreeMap<i32, PartitionBatch>)> = Vec::new();
         for (url, d) in &mut self.tables {
@@ -345,7 +184,7 @@ impl RoutedRunner {
             }
             faults += 1;
             tracing::warn!(error = %e, "dead-letter delivery failed; retrying");
-            tokio::time::sleep(Duration::from_millis((20u64 << faults.min(5)).min(1000))).await;
+            tokio::time::sleep(crate::common::backoff::FAULTS.delay(faults)).await;
         }
         let mut moved: BTreeMap<i32, i64> = BTreeMap::new();
         let no_abort = AtomicBool::new(false);
@@ -375,7 +214,7 @@ impl RoutedRunner {
         let consumed = std::mem::take(&mut self.consumed);
         self.first_record_ms = None;
         let positions: BTreeMap<i32, i64> =
-            consumed.iter().filter(|(p, _)| !moved.contains_key(p)).map(|(p, last)| (*p, last + 1)).collect();
+            consumed.iter().filter(|(p, _)| !moved.contains_key(p)).map(|(p, s)| (*p, s.last + 1)).collect();
         self.state_schema.refresh(&self.state).await?;
         positions::record_positions(
             &self.state,
@@ -385,20 +224,20 @@ impl RoutedRunner {
             &positions,
         )
         .await?;
-        source.commit_courtesy(&positions);
+        let mut restart = BTreeMap::new();
         if !moved.is_empty() {
-            // Another worker holds these partitions in some table: start them again from the
-            // state (the tables skip what they hold).
+            // Another worker holds these partitions in some table: they start again at the
+            // state's position (the tables skip what they hold), else where this batch began.
             let parts: Vec<i32> = moved.keys().copied().collect();
             tracing::warn!(partitions = ?parts, "partitions moved by another worker; resuming them from the route state");
-            self.drop_partitions(&parts);
-            let positions = self.resume(source, &parts).await?;
-            for (p, o) in positions {
-                let StartOffset::At(n) = o else { continue };
-                if let Err(e) = source.seek(p, n) {
-                    // Not fetched from here on: the partition waits for the next rebalance.
-                    tracing::warn!(partition = p, error = %e, "cannot seek; leaving the partition until the next rebalance");
-                    self.owned.remove(&p);
+            let dropped = self.drop_partitions(&parts);
+            self.metrics.rows_dropped.inc_by(dropped);
+            self.state_schema.refresh(&self.state).await?;
+            for p in parts {
+                let held = self.state_schema.position(&self.cfg.app_id, &topic, p).map(|v| v + 1);
+                let first = consumed.get(&p).map(|s| s.first);
+                if let Some(next) = held.or(first) {
+                    restart.insert(p, next);
                 }
             }
         }
@@ -409,7 +248,116 @@ impl RoutedRunner {
             ms = started.elapsed().as_millis() as u64,
             "routed flush"
         );
+        let committed = consumed
+            .iter()
+            .filter(|(p, _)| !moved.contains_key(p))
+            .map(|(p, s)| (*p, (s.last, s.timestamp_ms)))
+            .collect();
+        Ok(Some(Outcome { committed, restart }))
+    }
+}
+
+impl Rows for Router {
+    async fn resume(&mut self, source: &KafkaSource, parts: &[i32]) -> Result<BTreeMap<i32, StartOffset>> {
+        self.state_schema.refresh(&self.state).await?;
+        for d in self.tables.values_mut() {
+            d.schema.refresh(&d.table).await?;
+        }
+        positions::resolve(source, &self.state, &mut self.state_schema, &self.cfg, &self.metrics, parts).await
+    }
+
+    async fn take(&mut self, p: i32, recs: Vec<SourceRecord<'_>>) -> Result<()> {
+        let (Some(first), Some(last)) = (recs.first().map(|r| r.raw), recs.last().map(|r| r.raw)) else {
+            return Ok(());
+        };
+        self.first_record_ms.get_or_insert(self.state.clock().now_ms());
+        // Group by table, keeping offset order within each.
+        let frames = crate::source::kafka::header_ids::reframe(&recs);
+        let raws: Vec<_> =
+            crate::source::kafka::header_ids::with_frames(&recs, &frames).into_iter().map(|r| r.raw).collect();
+        let values = self.reader.values(&self.route.field, &raws).await;
+        let mut groups: BTreeMap<String, Vec<SourceRecord<'_>>> = BTreeMap::new();
+        for (r, value) in recs.into_iter().zip(values) {
+            let table = value.and_then(|v| self.route.table_of(&self.cfg.table, &v));
+            match table {
+                // (Tables this poll opens count against the limit as well.)
+                Ok(t)
+                    if self.tables.contains_key(&t)
+                        || groups.contains_key(&t)
+                        || self.tables.len() + groups.keys().filter(|g| !self.tables.contains_key(*g)).count()
+                            < self.route.max_tables =>
+                {
+                    groups.entry(t).or_default().push(r);
+                }
+                Ok(t) => {
+                    self.letter(&r, format!("max_tables ({}) reached: no table opened for {t}", self.route.max_tables))
+                }
+                Err(why) => self.letter(&r, why),
+            }
+        }
+        for (t, recs) in groups {
+            let metrics = self.metrics.clone();
+            let topic = self.topic.clone();
+            let d = self.destination(&t).await?;
+            // Records the table already holds (re-read after a restart) are skipped.
+            let held = d.schema.position(&d.cfg.app_id, &topic, p).unwrap_or(-1);
+            let fresh: Vec<SourceRecord<'_>> = recs.into_iter().filter(|r| r.raw.offset > held).collect();
+            if fresh.is_empty() {
+                continue;
+            }
+            let consumed = decode(&mut d.schema, &d.table, &d.cfg, p, &fresh).await?;
+            metrics.dead_letters.inc_by(consumed.dead_letters.len() as u64);
+            d.buffer.add(consumed, d.table.clock().now_ms());
+        }
+        let span =
+            self.consumed.entry(p).or_insert(Span { first: first.offset, last: last.offset, timestamp_ms: None });
+        span.last = last.offset;
+        span.timestamp_ms = last.timestamp_ms.or(span.timestamp_ms);
         Ok(())
+    }
+
+    fn state(&self) -> BatchState {
+        let mut s = BatchState { first_record_ms: self.first_record_ms, ..BatchState::default() };
+        s.rows = self.unroutable.values().map(|l| l.len() as u64).sum();
+        for d in self.tables.values() {
+            let b = d.buffer.state();
+            s.rows += b.rows;
+            s.bytes += b.bytes;
+            s.largest_file_bytes = s.largest_file_bytes.max(b.largest_file_bytes);
+        }
+        if s.rows == 0 && s.bytes == 0 && self.consumed.is_empty() {
+            s.first_record_ms = None;
+        }
+        s
+    }
+
+    fn held_bytes(&self) -> u64 {
+        self.tables.values().map(|d| d.buffer.state().bytes).sum()
+    }
+
+    fn drop_partitions(&mut self, parts: &[i32]) -> u64 {
+        let mut dropped = 0;
+        for p in parts {
+            self.consumed.remove(p);
+            self.unroutable.remove(p);
+            for d in self.tables.values_mut() {
+                dropped += d.buffer.drop_partition(*p);
+            }
+        }
+        dropped
+    }
+
+    async fn flush(&mut self, reason: FlushReason) -> Result<Option<Outcome>> {
+        self.flush_all(reason).await
+    }
+
+    async fn finished(&mut self) -> Result<Outcome> {
+        // Flushes run inline: none ever finishes in the background.
+        std::future::pending().await
+    }
+
+    async fn finish(&mut self) -> Result<Option<Outcome>> {
+        Ok(None)
     }
 }
 

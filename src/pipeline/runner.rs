@@ -1,24 +1,28 @@
-//! One pipeline's task: consume, decode, buffer, flush, commit — exactly once per partition.
+//! The one consume loop of every Kafka pipeline: ownership, polling, rate limits, health,
+//! metrics and spans, generic over where the rows go ([`Rows`]: one table behind the flush
+//! slot, [`super::one_table`], or a router over many tables, [`super::routed`]).
 //!
 //! Contract:
-//! - On assignment the table is re-read and each partition is assigned at its `txn` version
-//!   plus one (or the configured start when the table has none); the group's committed
-//!   offsets are never used. Records below that are skipped as a second line of defence.
+//! - On assignment the running flush ends first, then the destination says where each
+//!   partition resumes (its table's `txn` version plus one, or the configured start); the
+//!   group's committed offsets are never used. Records below that are skipped as a second
+//!   line of defence ([`Ownership`]).
 //! - On revocation the partitions' in-flight data is dropped; nothing is ever committed for a
 //!   partition after its revocation has been processed.
-//! - A flush writes every buffered partition's rows, then commits the adds plus one `txn`
-//!   per partition (version = last offset consumed, dead letters included) in one
-//!   put-if-absent commit ([`super::commit`]). If another worker moved a partition's txn, that
-//!   partition's data is dropped and it seeks to the table's position.
-//! - Flushes run in the background, one at a time, while consumption goes on (the runner
-//!   holds a [`FlushSlot`]); consumption waits when the next batch is due before the running
-//!   flush ended, which with `flush.max_bytes` bounds memory to two batches.
+//! - A flush's [`Outcome`] is applied before anything else: partitions another worker moved,
+//!   or whose flush was aborted, seek back to the table's position; committed ones advance
+//!   (their offsets are committed to the group as a courtesy).
+//! - `records_per_second` / `bytes_per_second` hold for polls of any size: a poll larger than
+//!   one second's quota waits for it in parts.
+//! - `stop_at_end`: the run ends when every owned partition is consumed to the end it had when
+//!   assigned, and fails after `kafka.stall_timeout` without records or partitions.
 //!
-//! One record walks down: the [`KafkaSource`] polls it as a plain record → [`decode`] makes
-//! it rows, a delete or a dead letter → the [`Buffer`] holds it per partition → the flush
-//! policy calls for a flush → the [`FlushSlot`] writes and commits it ([`super::commit`]).
+//! One record walks down: the [`KafkaSource`] polls it as a plain record → the loop takes it
+//! if [`Ownership`] accepts it → [`Rows::take`] decodes and buffers it → the flush policy
+//! calls for a flush → [`Rows::flush`] writes and commits it.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::num::NonZeroU32;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -30,29 +34,13 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use super::buffer::Buffer;
-use super::commit::Flusher;
-use super::dead_letter::DeadLetterSink;
-use super::decode::decode;
-use super::flushing::{Finished, FlushSlot};
-use super::positions;
-use super::schema::TableSchema;
-use crate::common::flush::FlushReason;
-use crate::config::ResolvedPipeline;
+use super::ownership::Ownership;
+use crate::common::flush::{BatchState, FlushReason};
+use crate::config::{ResolvedKafka, ResolvedPipeline};
 use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::consumer::{prefetch_kbytes, ConsumerEvent, ConsumerSettings};
-use crate::source::kafka::stage::{KafkaSource, Poll, StartOffset};
-use crate::storage::Table;
-
-/// A partition this member owns.
-#[derive(Debug, Clone)]
-struct Owned {
-    /// A seek not yet accepted by librdkafka.
-    seek: Option<i64>,
-    /// Offsets below this are already in the table.
-    accept_from: i64,
-}
+use crate::source::kafka::stage::{KafkaSource, Poll, SourceRecord, StartOffset};
 
 /// What a pipeline did, reported when it stops.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -75,78 +63,107 @@ impl RunReport {
     }
 }
 
+/// What a finished flush means for the partitions.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Committed partitions: last offset and its record's timestamp.
+    pub committed: BTreeMap<i32, (i64, Option<i64>)>,
+    /// Partitions to start again at an offset (another worker committed them, or the flush
+    /// was aborted); their buffered data is already dropped.
+    pub restart: BTreeMap<i32, i64>,
+}
+
+/// Where a pipeline's rows go: decoding, buffering, flushing and committing, for one table or
+/// many. The consume loop calls it; it never sees the Kafka client but through `source`.
+pub trait Rows: Send {
+    /// Where `parts` (just assigned) resume, after the destination re-read its tables.
+    fn resume(
+        &mut self,
+        source: &KafkaSource,
+        parts: &[i32],
+    ) -> impl Future<Output = Result<BTreeMap<i32, StartOffset>>> + Send;
+
+    /// Decodes and buffers one partition's accepted records (offset order, at least one).
+    fn take(&mut self, partition: i32, records: Vec<SourceRecord<'_>>) -> impl Future<Output = Result<()>> + Send;
+
+    /// The open batch, for the flush policy.
+    fn state(&self) -> BatchState;
+
+    /// Bytes held: the open batch's and a running flush's.
+    fn held_bytes(&self) -> u64;
+
+    /// Drops what is buffered (or flushing) for `parts` (revoked); returns the rows dropped.
+    fn drop_partitions(&mut self, parts: &[i32]) -> u64;
+
+    /// Flushes the open batch (in the background, or before returning); the outcome of any
+    /// flush that ended meanwhile is returned.
+    fn flush(&mut self, reason: FlushReason) -> impl Future<Output = Result<Option<Outcome>>> + Send;
+
+    /// A background flush's end; pending for ever while none runs.
+    fn finished(&mut self) -> impl Future<Output = Result<Outcome>> + Send;
+
+    /// Waits for the running flush, if any.
+    fn finish(&mut self) -> impl Future<Output = Result<Option<Outcome>>> + Send;
+}
+
 /// The Kafka source of a pipeline's topic, with its group events.
 ///
 /// # Errors
 /// [`crate::error::Error::Kafka`] when librdkafka refuses the configuration.
-pub(crate) fn open_source(cfg: &ResolvedPipeline) -> Result<(KafkaSource, UnboundedReceiver<ConsumerEvent>)> {
+pub(crate) fn open_source(
+    k: &ResolvedKafka,
+    max_bytes: u64,
+) -> Result<(KafkaSource, UnboundedReceiver<ConsumerEvent>)> {
     let (tx, events) = unbounded_channel();
-    let k = cfg.kafka()?;
     let settings = ConsumerSettings {
         brokers: &k.brokers,
         topic: &k.topic,
         group_id: &k.group_id,
         assignment: &k.assignment,
         properties: &k.properties,
-        prefetch_kbytes: prefetch_kbytes(cfg.policy.max_bytes),
+        prefetch_kbytes: prefetch_kbytes(max_bytes),
     };
     Ok((KafkaSource::open(&settings, tx)?, events))
 }
 
-/// A pipeline ready to run.
-pub struct Runner {
+/// A Kafka pipeline ready to run, its rows going to `R`.
+pub struct Runner<R> {
+    rows: R,
+    kafka: ResolvedKafka,
     cfg: ResolvedPipeline,
-    table: Table,
+    clock: crate::common::clock::Clock,
     metrics: Arc<PipelineMetrics>,
-    schema: TableSchema,
-    owned: BTreeMap<i32, Owned>,
-    buffer: Buffer,
-    slot: FlushSlot,
+    owned: Ownership,
     records_limit: Option<DefaultDirectRateLimiter>,
     bytes_limit: Option<DefaultDirectRateLimiter>,
-    /// `stop_at_end`: each owned partition's end offset when it was assigned.
-    ends: Option<BTreeMap<i32, i64>>,
     /// When records last arrived or partitions were last assigned (`stop_at_end` fails after
     /// `kafka.stall_timeout` without either).
     progressed: tokio::time::Instant,
 }
 
-impl Runner {
-    /// Opens the table (creating it when configured with a schema) and the dead-letter sink.
+impl<R: Rows> Runner<R> {
+    /// A loop over `cfg`'s Kafka topic into `rows`.
     ///
     /// # Errors
-    /// A missing table without `create`, storage and protocol errors.
-    pub async fn new(
+    /// [`Error::Internal`] for a pipeline without a Kafka source.
+    pub(crate) fn new(
         cfg: ResolvedPipeline,
-        table: Table,
-        dead: DeadLetterSink,
+        rows: R,
+        clock: crate::common::clock::Clock,
         metrics: Arc<PipelineMetrics>,
-    ) -> Result<Runner> {
-        let schema = TableSchema::open(&table, &cfg).await?;
-        let kafka = cfg.kafka()?;
+    ) -> Result<Runner<R>> {
+        let kafka = cfg.kafka()?.clone();
         let limiter = |n: u32| NonZeroU32::new(n).map(|n| RateLimiter::direct(Quota::per_second(n)));
         metrics.buffer_limit.store(cfg.policy.max_bytes, Relaxed);
-        let flusher = Flusher {
-            table: table.clone(),
-            app_id: cfg.app_id.clone(),
-            topic: kafka.topic.clone(),
-            dead: Arc::new(dead),
-            target_file_size: cfg.target_file_size,
-            key_columns: cfg.upsert.as_ref().map(|u| u.key_columns.clone()),
-            snapshot: schema.snapshot.clone(),
-        };
-        let ends = kafka.stop_at_end.then(BTreeMap::new);
         Ok(Runner {
-            slot: FlushSlot::new(flusher),
+            rows,
+            owned: Ownership::new(kafka.stop_at_end),
+            kafka,
             records_limit: limiter(cfg.records_per_second),
             bytes_limit: limiter(cfg.bytes_per_second),
             cfg,
-            table,
+            clock,
             metrics,
-            schema,
-            owned: BTreeMap::new(),
-            buffer: Buffer::default(),
-            ends,
             progressed: tokio::time::Instant::now(),
         })
     }
@@ -156,8 +173,8 @@ impl Runner {
     /// # Errors
     /// Kafka client creation, storage, protocol errors; a commit that keeps conflicting.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<RunReport> {
-        let (source, mut events) = open_source(&self.cfg)?;
-        tracing::info!(topic = %source.topic(), table = %self.table.url(), "pipeline started");
+        let (source, mut events) = open_source(&self.kafka, self.cfg.policy.max_bytes)?;
+        tracing::info!(topic = %source.topic(), "pipeline started");
         let result = self.consume(&source, &mut events, &mut shutdown).await;
         let result = match result {
             Ok(()) => self.flush_now(&source, FlushReason::Shutdown).await,
@@ -184,14 +201,14 @@ impl Runner {
     ) -> Result<()> {
         let mut polls = std::pin::pin!(source.polls());
         while !*shutdown.borrow() {
-            let now = self.table.clock().now_ms();
-            let due = self.cfg.policy.deadline_ms(&self.buffer.state()).unwrap_or(now + 1000);
-            let tick = if self.owned.values().any(|o| o.seek.is_some()) { 50 } else { 1000 };
+            let now = self.clock.now_ms();
+            let due = self.cfg.policy.deadline_ms(&self.rows.state()).unwrap_or(now + 1000);
+            let tick = if self.owned.seeks_pending() { 50 } else { 1000 };
             let wake = tokio::time::Instant::now() + Duration::from_millis((due - now).clamp(0, tick) as u64);
             tokio::select! {
                 biased;
                 _ = shutdown.changed() => break,
-                finished = self.slot.finished() => self.apply(source, finished).await?,
+                finished = self.rows.finished() => self.apply(source, finished?),
                 Some(ev) = events.recv() => self.on_event(source, ev).await?,
                 Some(poll) = polls.next() => {
                     // Events the poll produced (a revocation, say) apply before its messages.
@@ -206,11 +223,11 @@ impl Runner {
             while let Ok(ev) = events.try_recv() {
                 self.on_event(source, ev).await?;
             }
-            self.retry_seeks(source);
-            if let Some(reason) = self.cfg.policy.decide(&self.buffer.state(), self.table.clock().now_ms()) {
-                self.start_flush(source, reason).await?;
+            self.owned.retry_seeks(|p, n| source.seek(p, n));
+            if let Some(reason) = self.cfg.policy.decide(&self.rows.state(), self.clock.now_ms()) {
+                self.flush(source, reason).await?;
             }
-            if self.reached_the_end() {
+            if self.owned.reached_the_end() {
                 tracing::info!("stop_at_end: every assigned partition consumed to its end; committing and stopping");
                 break;
             }
@@ -229,13 +246,11 @@ impl Runner {
         match ev {
             ConsumerEvent::Assigned(parts) => self.on_assigned(source, parts).await?,
             ConsumerEvent::Revoked(parts) => {
-                self.slot.abort_if_holds(&parts);
                 self.drop_partitions(&parts);
                 tracing::info!(partitions = ?parts, "partitions revoked");
             }
             ConsumerEvent::RebalanceFailed(e) => {
-                let all: Vec<i32> = self.owned.keys().copied().collect();
-                self.slot.abort_if_holds(&all);
+                let all = self.owned.partitions();
                 self.drop_partitions(&all);
                 tracing::warn!(error = %e, "rebalance failed; assignment dropped");
             }
@@ -252,8 +267,8 @@ impl Runner {
     /// `kafka.stall_timeout` fails (an unreachable broker, a missing topic) rather than
     /// waiting for ever.
     fn check_stalled(&self) -> Result<()> {
-        let Some(k) = self.cfg.kafka().ok().filter(|k| k.stop_at_end) else { return Ok(()) };
-        if self.progressed.elapsed() <= k.stall_timeout {
+        let k = &self.kafka;
+        if !k.stop_at_end || self.progressed.elapsed() <= k.stall_timeout {
             return Ok(());
         }
         let what = if self.owned.is_empty() { "no partition was assigned" } else { "no record arrived" };
@@ -266,68 +281,34 @@ impl Runner {
         )))
     }
 
-    /// `stop_at_end`: whether every owned partition has been consumed up to the end it had
-    /// when assigned (the final flush then commits it).
-    fn reached_the_end(&self) -> bool {
-        let Some(ends) = &self.ends else { return false };
-        !self.owned.is_empty()
-            && self.owned.iter().all(|(p, o)| o.seek.is_none() && ends.get(p).is_some_and(|end| o.accept_from >= *end))
-    }
-
     fn drop_partitions(&mut self, parts: &[i32]) {
-        for p in parts {
-            let dropped = self.buffer.drop_partition(*p);
-            self.metrics.rows_dropped.inc_by(dropped);
-            self.owned.remove(p);
-        }
+        let dropped = self.rows.drop_partitions(parts);
+        self.metrics.rows_dropped.inc_by(dropped);
+        self.owned.revoke(parts);
         self.metrics.forget(parts);
+        self.metrics.buffer_bytes.store(self.rows.held_bytes(), Relaxed);
     }
 
     async fn on_assigned(&mut self, source: &KafkaSource, parts: Vec<i32>) -> Result<()> {
         self.progressed = tokio::time::Instant::now();
         // Positions are read once the running flush has committed (or not).
-        self.finish_flush(source).await?;
-        self.schema.refresh(&self.table).await?;
-        let positions =
-            positions::resolve(source, &self.table, &mut self.schema, &self.cfg, &self.metrics, &parts).await?;
-        let marks = match self.ends {
-            Some(_) => source.watermarks(&parts).await?,
-            None => BTreeMap::new(),
-        };
-        if let Some(ends) = self.ends.as_mut() {
-            ends.extend(marks.iter().map(|(p, (_, high))| (*p, *high)));
+        if let Some(o) = self.rows.finish().await? {
+            self.apply(source, o);
         }
-        for (p, o) in &positions {
-            // (Without stop_at_end there are no watermarks here: starts at the beginning or
-            // the end accept whatever arrives.)
-            let accept_from = match o {
-                StartOffset::At(n) => *n,
-                StartOffset::End => marks.get(p).map_or(0, |m| m.1),
-                StartOffset::Beginning => marks.get(p).map_or(0, |m| m.0),
-            };
-            self.owned.insert(*p, Owned { seek: None, accept_from });
-        }
+        let positions = self.rows.resume(source, &parts).await?;
+        // (Without stop_at_end there are no watermarks here: starts at the beginning or the
+        // end accept whatever arrives.)
+        let marks = if self.owned.stops_at_end() { source.watermarks(&parts).await? } else { BTreeMap::new() };
+        self.owned.assign(&positions, &marks);
         source.assign(&positions)?;
         self.metrics.ready.store(true, Relaxed);
         tracing::info!(?positions, "partitions assigned");
         Ok(())
     }
 
-    fn retry_seeks(&mut self, source: &KafkaSource) {
-        for (p, o) in self.owned.iter_mut() {
-            if let Some(target) = o.seek {
-                match source.seek(*p, target) {
-                    Ok(()) => o.seek = None,
-                    Err(e) => tracing::debug!(partition = p, error = %e, "seek not accepted yet"),
-                }
-            }
-        }
-    }
-
     async fn on_poll(&mut self, source: &KafkaSource, poll: &Poll<'_>) -> Result<()> {
         let owned = &self.owned;
-        let accept = |p: i32, offset: i64| owned.get(&p).is_some_and(|o| o.seek.is_none() && offset >= o.accept_from);
-        let by_part = poll.records(source.topic(), self.cfg.reads_headers(), accept);
+        let by_part = poll.records(source.topic(), self.cfg.reads_headers(), |p, o| owned.accepts(p, o));
         let records: usize = by_part.values().map(Vec::len).sum();
         tracing::trace!(received = poll.len(), accepted = records, "poll");
         self.metrics.kafka_errors.inc_by(poll.errors() as u64);
@@ -337,114 +318,57 @@ impl Runner {
         self.progressed = tokio::time::Instant::now();
         source.note_healthy();
         let bytes: u64 = by_part.values().flatten().map(|r| r.raw.payload.map_or(0, <[u8]>::len) as u64).sum();
-        let records = u32::try_from(records).unwrap_or(u32::MAX);
         if let Some(l) = &self.records_limit {
-            take_quota(l, u64::from(records), self.cfg.records_per_second).await;
+            take_quota(l, records as u64, self.cfg.records_per_second).await;
         }
         if let Some(l) = &self.bytes_limit {
             take_quota(l, bytes, self.cfg.bytes_per_second).await;
         }
-        self.metrics.records_in.inc_by(u64::from(records));
+        self.metrics.records_in.inc_by(records as u64);
         self.metrics.bytes_in.inc_by(bytes);
         for (p, recs) in by_part {
+            let Some(last) = recs.last().map(|r| r.raw.offset) else { continue };
             let span = tracing::debug_span!("decode", partition = p);
-            let consumed = decode(&mut self.schema, &self.table, &self.cfg, p, &recs).instrument(span).await?;
-            if let Some(o) = self.owned.get_mut(&p) {
-                o.accept_from = consumed.last_offset + 1;
-            }
-            self.metrics.dead_letters.inc_by(consumed.dead_letters.len() as u64);
-            self.buffer.add(consumed, self.table.clock().now_ms());
+            self.rows.take(p, recs).instrument(span).await?;
+            self.owned.consumed(p, last);
         }
-        self.metrics.buffer_bytes.store(self.buffered_bytes(), Relaxed);
+        self.metrics.buffer_bytes.store(self.rows.held_bytes(), Relaxed);
         Ok(())
     }
 
-    /// Bytes held: the buffer's and the running flush's.
-    fn buffered_bytes(&self) -> u64 {
-        self.buffer.state().bytes + self.slot.bytes()
-    }
-
-    /// Starts flushing the buffer in the background (waiting for a running flush first).
-    async fn start_flush(&mut self, source: &KafkaSource, reason: FlushReason) -> Result<()> {
-        self.finish_flush(source).await?;
-        // (Checked after the running flush ended: its result may have dropped partitions.)
-        if self.buffer.is_empty() {
-            return Ok(());
+    /// Flushes the open batch (applying the outcome of a flush that ended meanwhile).
+    async fn flush(&mut self, source: &KafkaSource, reason: FlushReason) -> Result<()> {
+        if let Some(o) = self.rows.flush(reason).await? {
+            self.apply(source, o);
         }
-        let bytes = self.buffer.state().bytes;
-        let parts = self.buffer.take();
-        self.slot.start(parts, bytes, reason)?;
-        self.metrics.buffer_bytes.store(self.buffered_bytes(), Relaxed);
+        self.metrics.buffer_bytes.store(self.rows.held_bytes(), Relaxed);
         Ok(())
     }
 
-    /// Flushes the buffer and waits until it is committed (shutdown).
+    /// Flushes the open batch and waits until it is committed (shutdown, `stop_at_end`).
     async fn flush_now(&mut self, source: &KafkaSource, reason: FlushReason) -> Result<()> {
-        self.start_flush(source, reason).await?;
-        self.finish_flush(source).await
+        self.flush(source, reason).await?;
+        if let Some(o) = self.rows.finish().await? {
+            self.apply(source, o);
+        }
+        Ok(())
     }
 
-    /// Waits for the running flush, if any, and applies its result.
-    async fn finish_flush(&mut self, source: &KafkaSource) -> Result<()> {
-        match self.slot.wait().await {
-            Some(finished) => self.apply(source, finished).await,
-            None => Ok(()),
+    /// Applies a finished flush: restarts, positions, the courtesy commit.
+    fn apply(&mut self, source: &KafkaSource, o: Outcome) {
+        for (p, next) in &o.restart {
+            self.owned.restart(*p, *next);
         }
-    }
-
-    /// Applies a finished flush's result.
-    async fn apply(&mut self, source: &KafkaSource, finished: Finished) -> Result<()> {
-        let stale = self.schema.differs_from(self.slot.snapshot());
-        self.metrics.buffer_bytes.store(self.buffered_bytes(), Relaxed);
-        let result = finished.result?;
-        if stale {
-            // Another worker changed the schema: decode against it from now on.
-            self.schema.refresh(&self.table).await?;
-        }
-        // Partitions to start again from the table: moved by another worker, or aborted.
-        let mut reseek: BTreeMap<i32, i64> = result.moved.iter().map(|(p, v)| (*p, v + 1)).collect();
-        if result.aborted {
-            for (p, first) in &finished.first_offsets {
-                reseek.entry(*p).or_insert(*first);
-            }
-        }
-        for (p, next) in &reseek {
-            if let Some(o) = self.owned.get_mut(p) {
-                let dropped = self.buffer.drop_partition(*p);
-                self.metrics.rows_dropped.inc_by(dropped);
-                o.seek = Some(*next);
-                o.accept_from = *next;
-            }
-        }
-        let skip: HashSet<i32> = reseek.keys().copied().collect();
         let mut next = BTreeMap::new();
-        for (p, (last, ts)) in &result.committed {
-            if self.owned.contains_key(p) && !skip.contains(p) {
+        for (p, (last, ts)) in &o.committed {
+            if self.owned.owns(*p) && !o.restart.contains_key(p) {
                 next.insert(*p, last + 1);
                 self.metrics.position(*p, last + 1, *ts);
             }
         }
         source.commit_courtesy(&next);
-        self.buffer.observe_ratio(result.arrow_bytes, result.parquet_bytes);
-        let m = &self.metrics;
-        m.rows_dropped.inc_by(result.rows_dropped);
-        m.conflicts.inc_by(result.conflicts);
-        if result.version.is_some() {
-            m.commits.inc_by(1);
-            m.rows_committed.inc_by(result.rows);
-        }
-        m.flushed(finished.reason, finished.seconds);
-        tracing::info!(
-            reason = finished.reason.as_str(),
-            version = result.version.map_or(-1, |v| v as i64),
-            rows = result.rows,
-            files = result.files,
-            aborted = result.aborted,
-            ms = (finished.seconds * 1000.0) as u64,
-            "flushed"
-        );
-        self.retry_seeks(source);
-        Ok(())
+        self.metrics.buffer_bytes.store(self.rows.held_bytes(), Relaxed);
+        self.owned.retry_seeks(|p, n| source.seek(p, n));
     }
 }
 

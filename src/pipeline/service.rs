@@ -4,7 +4,8 @@
 //! A pipeline of several topics (`kafka.topics`) runs as one pipeline per topic
 //! ([`ResolvedPipeline::for_topic`]); one of a `kafka.topic_pattern` has a watcher task that
 //! lists the cluster's topics at start and every `topic_refresh`, and launches a pipeline for
-//! each new match. A routed pipeline (`route_by`) runs as a [`super::routed::RoutedRunner`].
+//! each new match. Every Kafka pipeline runs the one consume loop ([`Runner`]), into one table
+//! ([`OneTable`]) or, routed (`route_by`), into the tables its records name ([`Router`]).
 //!
 //! Shutdown: when `shutdown` turns true (the CLI wires SIGTERM and SIGINT to it), every
 //! pipeline stops consuming, flushes and commits its open batch, and leaves its group. If that
@@ -22,6 +23,8 @@ use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use super::dead_letter::DeadLetterSink;
+use super::one_table::OneTable;
+use super::routed::Router;
 use super::runner::{RunReport, Runner};
 use crate::config::{PipelineSource, ResolvedKafka, ResolvedPipeline, Topics};
 use crate::error::{Error, Result};
@@ -178,8 +181,15 @@ pub async fn run(
                     }
                 }
                 Some(Some(Err(join))) => {
+                    // A panicked pipeline stops the others under the same deadline as a
+                    // failed one.
+                    tracing::error!(error = %join, "pipeline task panicked; stopping the others");
                     first_error.get_or_insert(Error::Internal(format!("pipeline task: {join}")));
-                    let _ = stop_tx.send(true);
+                    if !stopping {
+                        stopping = true;
+                        deadline = Some(tokio::time::Instant::now() + opts.shutdown_timeout);
+                        let _ = stop_tx.send(true);
+                    }
                 }
             }
         }
@@ -205,14 +215,26 @@ type Tasks = JoinSet<(String, Result<RunReport>)>;
 
 impl Launcher {
     async fn launch(&mut self, p: ResolvedPipeline, tasks: &mut Tasks, compactors: &mut JoinSet<()>) -> Result<()> {
-        let table = Table::open_for_write(&p.table, self.storage.clone())?;
         let name = p.name.clone();
         let metrics = self.metrics.pipeline(&name);
+        let stop = self.stop.clone();
+        if p.route.is_some() {
+            // The table is a template here, never a table: the router opens (and compacts)
+            // the tables it names.
+            let span = tracing::info_span!("pipeline", pipeline = %name);
+            let dead = dead_letter_sink(&p, &self.storage)?;
+            let rows =
+                Router::open(p.clone(), self.storage.clone(), dead, metrics.clone()).instrument(span.clone()).await?;
+            let clock = rows.clock();
+            let runner = Runner::new(p, rows, clock, metrics)?;
+            tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
+            return Ok(());
+        }
+        let table = Table::open_for_write(&p.table, self.storage.clone())?;
         if p.compaction.is_some() {
             compactors.spawn(super::auto_compact::run(table.clone(), p.clone(), metrics.clone()));
         }
         let span = tracing::info_span!("pipeline", pipeline = %name, table = %table.url());
-        let stop = self.stop.clone();
         if matches!(p.source, PipelineSource::Delta(_)) {
             let storage = self.storage.clone();
             tasks.spawn(
@@ -222,14 +244,9 @@ impl Launcher {
             return Ok(());
         }
         let dead = dead_letter_sink(&p, &self.storage)?;
-        if p.route.is_some() {
-            let runner = super::routed::RoutedRunner::new(p, self.storage.clone(), dead, metrics)
-                .instrument(span.clone())
-                .await?;
-            tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
-            return Ok(());
-        }
-        let runner = Runner::new(p, table, dead, metrics).instrument(span.clone()).await?;
+        let clock = table.clock().clone();
+        let rows = OneTable::open(p.clone(), table, dead, metrics.clone()).instrument(span.clone()).await?;
+        let runner = Runner::new(p, rows, clock, metrics)?;
         tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
         Ok(())
     }

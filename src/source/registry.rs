@@ -19,7 +19,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -311,12 +310,12 @@ impl RegistryClient {
     }
 
     async fn retried(&self, path: &str, id: Option<u64>) -> std::result::Result<RegisteredSchema, Unavailable> {
-        let mut backoff = Duration::from_secs(1);
+        let mut failures = 0u32;
         loop {
             match self.lookup(path, id, 0).await {
                 Ok(found) => {
                     if self.throttle.recovered("registry") {
-                        tracing::info!(url = %self.config.url, "schema_registry.reachable");
+                        tracing::info!(url = %crate::config::redact::without_userinfo(&self.config.url), "schema_registry.reachable");
                     }
                     return found.map_err(Unavailable::Unknown);
                 }
@@ -325,8 +324,8 @@ impl RegistryClient {
                         tracing::warn!(url = %crate::config::redact::without_userinfo(&self.config.url), error = %e, held,
                             "schema_registry.unavailable: consumption waits; records stay in Kafka");
                     }
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                    tokio::time::sleep(crate::common::backoff::OUTAGES.delay(failures)).await;
+                    failures = failures.saturating_add(1);
                 }
             }
         }
@@ -377,7 +376,8 @@ impl RegistryClient {
         } else if let Some(token) = &self.config.token {
             request = request.bearer_auth(token);
         }
-        let response = request.send().await.map_err(|e| e.to_string())?;
+        // (Errors without the URL: it may carry credentials.)
+        let response = request.send().await.map_err(|e| e.without_url().to_string())?;
         let status = response.status();
         if status == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
@@ -392,11 +392,11 @@ impl RegistryClient {
                 .get("x-registry-artifacttype")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_ascii_uppercase);
-            let schema = response.text().await.map_err(|e| e.to_string())?;
+            let schema = response.text().await.map_err(|e| e.without_url().to_string())?;
             let schema_type = kind.or_else(|| Some(guess_type(&schema).to_string()));
             return Ok(Some(SchemaResponse { schema, schema_type, references: Vec::new(), id: None }));
         }
-        let body = response.bytes().await.map_err(|e| e.to_string())?;
+        let body = response.bytes().await.map_err(|e| e.without_url().to_string())?;
         serde_json::from_slice(&body).map(Some).map_err(|e| format!("unreadable answer for {path}: {e}"))
     }
 }

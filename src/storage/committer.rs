@@ -66,11 +66,7 @@ impl Default for RetryPolicy {
 
 impl RetryPolicy {
     fn backoff(&self, attempt: u32) -> Duration {
-        let exp = self.base_backoff.saturating_mul(1u32 << attempt.min(16)).min(self.max_backoff);
-        // Full jitter, from the commit's own randomness source (no extra dependency).
-        let nanos = exp.as_nanos() as u64;
-        let r = uuid::Uuid::new_v4().as_u128() as u64;
-        Duration::from_nanos(if nanos == 0 { 0 } else { r % nanos })
+        crate::common::backoff::Backoff { base: self.base_backoff, cap: self.max_backoff }.jittered(attempt)
     }
 }
 

@@ -33,7 +33,7 @@ pub fn is_transient(e: &object_store::Error) -> bool {
 }
 
 fn backoff(retry: u32) -> Duration {
-    Duration::from_millis(20u64 << retry.min(6))
+    crate::common::backoff::FAULTS.delay(retry)
 }
 
 /// The decorator.
