@@ -771,7 +771,7 @@ fn avro_records_route_by_an_enum_field() {
     rt.block_on(async {
         let answers =
             HashMap::from([(1, serde_json::json!({ "schema": V1 })), (2, serde_json::json!({ "schema": v2() }))]);
-        let (url, _hits) = registry(answers).await;
+        let (url, hits) = registry(answers).await;
         let landed = ingest(&records, &template, |p| {
             p.kafka.format = "avro".into();
             p.schema_registry = Some(registry_at(url));
@@ -781,6 +781,9 @@ fn avro_records_route_by_an_enum_field() {
         })
         .await;
         assert_eq!(landed, (100, 0));
+        // One registry client for the route field and both tables: each id is fetched once
+        // (after the outage's refused requests).
+        assert_eq!(hits.load(Relaxed), OUTAGE + 2, "schema ids fetched again");
     });
     drop(rt);
     for (kind, parity) in [("PAID", 1), ("NEW", 0)] {

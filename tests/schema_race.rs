@@ -109,7 +109,7 @@ fn a_lost_schema_race_evolves_again_instead_of_dead_lettering() {
         let table = Table::open(location, StorageOptions::default())
             .unwrap()
             .map_store(|inner| Arc::new(Racing { inner, raced: AtomicBool::new(false) }) as Arc<dyn ObjectStore>);
-        let mut schema = TableSchema::open(&table, &cfg).await.unwrap();
+        let mut schema = TableSchema::open(&table, &cfg, &Default::default()).await.unwrap();
         let payloads: Vec<String> = (1..4).map(|i| format!("{{\"id\":{i},\"x\":\"v{i}\"}}")).collect();
         let raw: Vec<RawRecord<'_>> = payloads
             .iter()

@@ -27,6 +27,7 @@ use crate::config::ResolvedPipeline;
 use crate::error::Result;
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::stage::{KafkaSource, SourceRecord, StartOffset};
+use crate::source::registry::Registries;
 use crate::storage::Table;
 
 /// One table's open batch and flush slot.
@@ -49,8 +50,9 @@ impl OneTable {
         table: Table,
         dead: DeadLetterSink,
         metrics: Arc<PipelineMetrics>,
+        registries: &Registries,
     ) -> Result<OneTable> {
-        let schema = TableSchema::open(&table, &cfg).await?;
+        let schema = TableSchema::open(&table, &cfg, registries).await?;
         let flusher = Flusher {
             table: table.clone(),
             app_id: cfg.app_id.clone(),

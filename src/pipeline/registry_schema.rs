@@ -11,10 +11,10 @@ use super::schema::delta_struct_of;
 use crate::config::{PayloadFormat, ResolvedPipeline};
 use crate::delta::schema::StructType;
 use crate::error::{Error, Result};
-use crate::source::registry::{RegistryClient, SchemaType};
+use crate::source::registry::{Registries, SchemaType};
 
 /// With `schema_registry.subject`: the Delta schema of the subject's latest version.
-pub async fn subject_schema(cfg: &ResolvedPipeline) -> Result<Option<StructType>> {
+pub async fn subject_schema(cfg: &ResolvedPipeline, registries: &Registries) -> Result<Option<StructType>> {
     let registry = match cfg.kafka().map(|k| &k.format) {
         Ok(PayloadFormat::Avro(r) | PayloadFormat::Protobuf(r) | PayloadFormat::JsonSchema(r)) => r,
         _ => return Ok(None),
@@ -22,7 +22,7 @@ pub async fn subject_schema(cfg: &ResolvedPipeline) -> Result<Option<StructType>
     let Some(subject) = &registry.subject else { return Ok(None) };
     let bad =
         |e: String| Error::InvalidArgument(format!("pipeline {}: schema_registry.subject {subject:?}: {e}", cfg.name));
-    let latest = RegistryClient::new(registry.clone())?.latest(subject).await.map_err(|u| match u {
+    let latest = registries.client(registry)?.latest(subject).await.map_err(|u| match u {
         crate::source::registry::Unavailable::Unknown(why) => bad(why),
     })?;
     let schema = match latest.schema_type {

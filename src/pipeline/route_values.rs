@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::source::kafka::avro::AvroDecoder;
 use crate::source::kafka::payload::RawRecord;
 use crate::source::kafka::protobuf::ProtoDecoder;
-use crate::source::registry::{Framing, RegistryClient};
+use crate::source::registry::{Framing, Registries, RegistryConfig};
 
 /// Reads route values in a pipeline's payload format.
 pub enum RouteReader {
@@ -29,17 +29,17 @@ impl RouteReader {
     ///
     /// # Errors
     /// An unusable registry URL or Avro schema.
-    pub fn for_pipeline(cfg: &ResolvedPipeline) -> Result<RouteReader> {
-        let client = |r| RegistryClient::new(r).map(std::sync::Arc::new);
+    pub fn for_pipeline(cfg: &ResolvedPipeline, registries: &Registries) -> Result<RouteReader> {
+        let client = |r: &RegistryConfig| registries.client(r);
         Ok(match &cfg.kafka()?.format {
             PayloadFormat::Json => RouteReader::Json,
-            PayloadFormat::JsonSchema(r) => RouteReader::FramedJson(client(r.clone())?.framing()),
-            PayloadFormat::Avro(r) => RouteReader::Avro(AvroDecoder::new(client(r.clone())?)),
+            PayloadFormat::JsonSchema(r) => RouteReader::FramedJson(client(r)?.framing()),
+            PayloadFormat::Avro(r) => RouteReader::Avro(AvroDecoder::new(client(r)?)),
             PayloadFormat::AvroPlain(s) => RouteReader::Avro(
                 AvroDecoder::plain(s)
                     .map_err(|e| crate::error::Error::InvalidArgument(format!("pipeline {}: {e}", cfg.name)))?,
             ),
-            PayloadFormat::Protobuf(r) => RouteReader::Protobuf(ProtoDecoder::new(client(r.clone())?)),
+            PayloadFormat::Protobuf(r) => RouteReader::Protobuf(ProtoDecoder::new(client(r)?)),
         })
     }
 

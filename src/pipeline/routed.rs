@@ -40,6 +40,7 @@ use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::payload::DeadLetter;
 use crate::source::kafka::stage::{KafkaSource, SourceRecord, StartOffset};
+use crate::source::registry::Registries;
 use crate::storage::{StorageOptions, Table};
 
 /// One routed table and its open batch.
@@ -79,6 +80,8 @@ pub struct Router {
     reader: RouteReader,
     /// The routed tables' background compactors (aborted when the router is dropped).
     compactors: JoinSet<()>,
+    /// The process's registry clients, shared by every routed table.
+    registries: Registries,
 }
 
 impl Router {
@@ -91,14 +94,15 @@ impl Router {
         storage: StorageOptions,
         dead: DeadLetterSink,
         metrics: Arc<PipelineMetrics>,
+        registries: Registries,
     ) -> Result<Router> {
         let route = cfg.route.clone().ok_or_else(|| Error::Internal("not a routed pipeline".into()))?;
         let state = Table::open_for_write(&route.state, storage.clone())?;
         create_state_table(&state).await?;
         let mut state_cfg = cfg.clone();
         state_cfg.create = false;
-        let state_schema = TableSchema::open(&state, &state_cfg).await?;
-        let reader = RouteReader::for_pipeline(&cfg)?;
+        let state_schema = TableSchema::open(&state, &state_cfg, &registries).await?;
+        let reader = RouteReader::for_pipeline(&cfg, &registries)?;
         tracing::info!(route_by = %route.field, state = %state.url(), "routed pipeline opened");
         Ok(Router {
             topic: cfg.kafka()?.topic.clone(),
@@ -115,6 +119,7 @@ impl Router {
             first_record_ms: None,
             reader,
             compactors: JoinSet::new(),
+            registries,
         })
     }
 
@@ -135,7 +140,7 @@ impl Router {
             cfg.table = url.to_string();
             cfg.create = true;
             let table = Table::open_for_write(url, self.storage.clone())?;
-            let schema = TableSchema::open(&table, &cfg).await?;
+            let schema = TableSchema::open(&table, &cfg, &self.registries).await?;
             let flusher = Flusher {
                 table: table.clone(),
                 app_id: cfg.app_id.clone(),

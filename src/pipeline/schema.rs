@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::source::kafka::avro::{writer_name, AvroDecoder};
 use crate::source::kafka::payload::{DeadLetter, Decoded, PayloadDecoder, RawRecord};
 use crate::source::kafka::protobuf::ProtoDecoder;
-use crate::source::registry::RegistryClient;
+use crate::source::registry::{Registries, RegistryClient};
 use crate::storage::{RetryPolicy, StagedCommit, Table};
 
 use super::projection::{project, Mismatch};
@@ -61,7 +61,7 @@ impl TableSchema {
     ///
     /// # Errors
     /// A missing table without `create`; storage and protocol errors.
-    pub async fn open(table: &Table, cfg: &ResolvedPipeline) -> Result<TableSchema> {
+    pub async fn open(table: &Table, cfg: &ResolvedPipeline, registries: &Registries) -> Result<TableSchema> {
         let snapshot = match table.snapshot(None).await {
             Ok(s) => Some(s),
             Err(Error::NotATable { .. }) if cfg.create => None,
@@ -78,16 +78,12 @@ impl TableSchema {
             shapes_agree(s, cfg)?;
         }
         let proto = match cfg.kafka().map(|k| &k.format) {
-            Ok(PayloadFormat::Protobuf(registry)) => {
-                Some(ProtoDecoder::new(Arc::new(RegistryClient::new(registry.clone())?)))
-            }
+            Ok(PayloadFormat::Protobuf(registry)) => Some(ProtoDecoder::new(registries.client(registry)?)),
             _ => None,
         };
         let (avro, json_registry) = match cfg.kafka().map(|k| &k.format) {
-            Ok(PayloadFormat::Avro(registry)) => {
-                (Some(AvroDecoder::new(Arc::new(RegistryClient::new(registry.clone())?))), None)
-            }
-            Ok(PayloadFormat::JsonSchema(registry)) => (None, Some(Arc::new(RegistryClient::new(registry.clone())?))),
+            Ok(PayloadFormat::Avro(registry)) => (Some(AvroDecoder::new(registries.client(registry)?)), None),
+            Ok(PayloadFormat::JsonSchema(registry)) => (None, Some(registries.client(registry)?)),
             Ok(PayloadFormat::AvroPlain(schema)) => (
                 Some(
                     AvroDecoder::plain(schema)
@@ -98,14 +94,14 @@ impl TableSchema {
             _ => (None, None),
         };
         let keys = match (cfg.kafka().map(|k| &k.format), &cfg.upsert) {
-            (Ok(PayloadFormat::Avro(registry)), Some(_)) => Some(super::keyed_avro::KeyDecoder::Avro(
-                AvroDecoder::new(Arc::new(RegistryClient::new(registry.clone())?)),
-            )),
-            (Ok(PayloadFormat::Protobuf(registry)), Some(_)) => Some(super::keyed_avro::KeyDecoder::Protobuf(
-                ProtoDecoder::new(Arc::new(RegistryClient::new(registry.clone())?)),
-            )),
+            (Ok(PayloadFormat::Avro(registry)), Some(_)) => {
+                Some(super::keyed_avro::KeyDecoder::Avro(AvroDecoder::new(registries.client(registry)?)))
+            }
+            (Ok(PayloadFormat::Protobuf(registry)), Some(_)) => {
+                Some(super::keyed_avro::KeyDecoder::Protobuf(ProtoDecoder::new(registries.client(registry)?)))
+            }
             (Ok(PayloadFormat::JsonSchema(registry)), Some(_)) => {
-                let framing = RegistryClient::new(registry.clone())?.framing();
+                let framing = registries.client(registry)?.framing();
                 Some(super::keyed_avro::KeyDecoder::FramedJson(framing))
             }
             _ => None,
@@ -124,7 +120,7 @@ impl TableSchema {
         if me.snapshot.is_none() {
             if let Some(schema) = &cfg.schema {
                 me.create(table, cfg, schema.clone()).await?;
-            } else if let Some(schema) = super::registry_schema::subject_schema(cfg).await? {
+            } else if let Some(schema) = super::registry_schema::subject_schema(cfg, registries).await? {
                 let schema = me.without_record_columns(schema);
                 me.create(table, cfg, schema).await?;
             }

@@ -30,6 +30,7 @@ use crate::config::{PipelineSource, ResolvedKafka, ResolvedPipeline, Topics};
 use crate::error::{Error, Result};
 use crate::metrics::{serve, Metrics};
 use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
+use crate::source::registry::Registries;
 use crate::storage::{StorageOptions, Table};
 
 /// What `run` needs.
@@ -107,7 +108,12 @@ pub async fn run(
     let (found_tx, mut found) = unbounded_channel();
     let mut tasks = JoinSet::new();
     let mut compactors = JoinSet::new();
-    let mut launcher = Launcher { storage: opts.storage.clone(), metrics: metrics.clone(), stop: stop_rx.clone() };
+    let mut launcher = Launcher {
+        storage: opts.storage.clone(),
+        registries: Registries::default(),
+        metrics: metrics.clone(),
+        stop: stop_rx.clone(),
+    };
     for p in opts.pipelines {
         if let PipelineSource::Kafka(ResolvedKafka { topics: Topics::Pattern { .. }, .. }) = &p.source {
             let (name, stop, found) = (p.name.clone(), stop_rx.clone(), found_tx.clone());
@@ -207,6 +213,8 @@ pub async fn run(
 /// Starts pipelines (and their compactors) in the service's task sets.
 struct Launcher {
     storage: StorageOptions,
+    /// One client per schema registry for every pipeline of the process.
+    registries: Registries,
     metrics: Arc<Metrics>,
     stop: watch::Receiver<bool>,
 }
@@ -223,8 +231,9 @@ impl Launcher {
             // the tables it names.
             let span = tracing::info_span!("pipeline", pipeline = %name);
             let dead = dead_letter_sink(&p, &self.storage)?;
-            let rows =
-                Router::open(p.clone(), self.storage.clone(), dead, metrics.clone()).instrument(span.clone()).await?;
+            let rows = Router::open(p.clone(), self.storage.clone(), dead, metrics.clone(), self.registries.clone())
+                .instrument(span.clone())
+                .await?;
             let clock = rows.clock();
             let runner = Runner::new(p, rows, clock, metrics)?;
             tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
@@ -245,7 +254,8 @@ impl Launcher {
         }
         let dead = dead_letter_sink(&p, &self.storage)?;
         let clock = table.clock().clone();
-        let rows = OneTable::open(p.clone(), table, dead, metrics.clone()).instrument(span.clone()).await?;
+        let rows =
+            OneTable::open(p.clone(), table, dead, metrics.clone(), &self.registries).instrument(span.clone()).await?;
         let runner = Runner::new(p, rows, clock, metrics)?;
         tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
         Ok(())

@@ -204,6 +204,37 @@ pub enum Unavailable {
 /// (retried).
 type Lookup = std::result::Result<std::result::Result<RegisteredSchema, String>, String>;
 
+/// The registry clients of a process: one per registry configuration, so that every pipeline
+/// and routed table shares one cache and fetches each schema id once.
+#[derive(Debug, Clone, Default)]
+pub struct Registries(Arc<Mutex<HashMap<String, Arc<RegistryClient>>>>);
+
+impl Registries {
+    /// The client of `config`, made on first use.
+    ///
+    /// # Errors
+    /// As [`RegistryClient::new`].
+    pub fn client(&self, config: &RegistryConfig) -> Result<Arc<RegistryClient>> {
+        let key = serde_json::to_string(config).map_err(|e| Error::Internal(format!("registry key: {e}")))?;
+        let mut clients = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(c) = clients.get(&key) {
+            return Ok(c.clone());
+        }
+        let client = Arc::new(RegistryClient::new(config.clone())?);
+        clients.insert(key, client.clone());
+        Ok(client)
+    }
+
+    /// How many clients were made.
+    pub fn len(&self) -> usize {
+        self.0.lock().map_or(0, |c| c.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// A cached client of one registry.
 #[derive(Debug)]
 pub struct RegistryClient {
