@@ -84,7 +84,11 @@ async fn ingest(table: &str, keyed: bool, n: u64) -> (f64, u64) {
         p.flush.max_latency = HumanDuration::from_millis(2000);
         p.flush.max_rows = 250_000;
         if keyed {
-            p.upsert = Some(UpsertConfig { key_columns: vec!["id".into()], format: "plain".into(), op_field: None });
+            p.upsert = Some(UpsertConfig {
+                key_columns: vec!["id".into()],
+                format: deltabus::config::UpsertFormat::Plain,
+                op_field: None,
+            });
         }
         p
     };

@@ -189,7 +189,7 @@ fn run_script(py: &str, script: &str) -> String {
 
 /// Keyed ingestion by the `id` column, in `format` (`plain` or `debezium`).
 fn upsert_by_id(format: &str) -> deltabus::config::UpsertConfig {
-    deltabus::config::UpsertConfig { key_columns: vec!["id".into()], format: format.into(), op_field: None }
+    deltabus::config::UpsertConfig { key_columns: vec!["id".into()], format: format.parse().unwrap(), op_field: None }
 }
 
 /// Bytes from hex text.
@@ -734,7 +734,7 @@ for i in range(25):
             p.kafka.format = "avro".into();
             p.schema_registry = Some(deltabus::source::registry::RegistryConfig {
                 url: url.clone(),
-                api: "apicurio".into(),
+                api: deltabus::source::registry::RegistryApi::Apicurio,
                 ..Default::default()
             });
         };

@@ -19,6 +19,7 @@ mod hostile;
 mod ingest;
 mod ingest_process;
 mod kafka;
+mod layout;
 mod maintenance;
 mod monitoring;
 mod paths;

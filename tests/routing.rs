@@ -123,7 +123,7 @@ fn topic_routing_and_envelope_settings_are_checked() {
         Some(deltabus::source::registry::RegistryConfig { url: "http://127.0.0.1:1".into(), ..Default::default() });
     p.upsert = Some(deltabus::config::UpsertConfig {
         key_columns: vec!["id".into()],
-        format: "debezium".into(),
+        format: deltabus::config::UpsertFormat::Debezium,
         op_field: None,
     });
     let e = p.validate("p").unwrap_err().to_string();

@@ -44,7 +44,7 @@ fn debezium_changes_and_tombstones_replace_rows_by_key() {
         p.dead_letter.table = Some(dlq.clone());
         p.upsert = Some(deltabus::config::UpsertConfig {
             key_columns: vec!["id".into()],
-            format: "debezium".into(),
+            format: deltabus::config::UpsertFormat::Debezium,
             op_field: None,
         });
         let rec = |id: i64, payload: Option<String>| ((id % 2) as i32, Some(format!("{{\"id\":{id}}}")), payload);
@@ -122,7 +122,7 @@ fn plain_payloads_with_an_op_field() {
         let mut p = pipeline(&brokers, "kv", &table);
         p.upsert = Some(deltabus::config::UpsertConfig {
             key_columns: vec!["id".into()],
-            format: "plain".into(),
+            format: deltabus::config::UpsertFormat::Plain,
             op_field: Some("op".into()),
         });
         let row =
@@ -278,7 +278,7 @@ fn keyed_changes_on_a_change_data_table_carry_update_images() {
         p.properties.insert("delta.enableChangeDataFeed".into(), "true".into());
         p.upsert = Some(deltabus::config::UpsertConfig {
             key_columns: vec!["id".into()],
-            format: "plain".into(),
+            format: deltabus::config::UpsertFormat::Plain,
             op_field: None,
         });
         let row = |id: i64, name: &str| (0, Some(id.to_string()), Some(format!(r#"{{"id":{id},"name":"{name}"}}"#)));

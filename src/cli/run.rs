@@ -137,7 +137,10 @@ impl IngestArgs {
         if !self.upsert_keys.is_empty() {
             config.upsert = Some(crate::config::UpsertConfig {
                 key_columns: self.upsert_keys.clone(),
-                format: self.upsert_format.clone(),
+                format: self
+                    .upsert_format
+                    .parse()
+                    .map_err(|e| Error::InvalidArgument(format!("--upsert-format {e}")))?,
                 op_field: self.upsert_op_field.clone(),
             });
         }

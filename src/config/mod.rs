@@ -19,12 +19,13 @@ use crate::storage::StorageOptions;
 mod layers;
 pub mod pipeline;
 pub mod redact;
+pub mod registry;
 mod resolved;
 pub mod sources;
 
 pub use pipeline::{
     PayloadFormat, PipelineConfig, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, Route,
-    StartPosition, Topics, UpsertConfig,
+    StartPosition, Topics, UpsertConfig, UpsertFormat,
 };
 
 /// The embedded defaults file.
@@ -47,7 +48,7 @@ pub struct Config {
     pub kafka: Option<KafkaDefaults>,
     /// `[schema_registry]`: the registry of every Avro pipeline without its own.
     #[serde(default)]
-    pub schema_registry: Option<crate::source::registry::RegistryConfig>,
+    pub schema_registry: Option<registry::RegistryConfig>,
 }
 
 /// `[kafka]`

@@ -15,7 +15,7 @@ use crate::common::units::{ByteSize, HumanDuration};
 pub use super::resolved::{
     PayloadFormat, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, Route, StartPosition, Topics,
 };
-pub use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig};
+pub use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig, UpsertFormat};
 
 /// One pipeline.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -53,7 +53,7 @@ pub struct PipelineConfig {
     pub upsert: Option<UpsertConfig>,
     /// The schema registry of `kafka.format = "avro"` topics.
     #[serde(default)]
-    pub schema_registry: Option<crate::source::registry::RegistryConfig>,
+    pub schema_registry: Option<crate::config::registry::RegistryConfig>,
     #[serde(default)]
     pub flush: FlushConfig,
     #[serde(default)]
@@ -379,11 +379,11 @@ mod tests {
     #[test]
     fn upsert_settings_are_checked() {
         let mut c = minimal();
-        c.upsert = Some(UpsertConfig { key_columns: vec!["id".into()], format: "debezium".into(), op_field: None });
+        c.upsert =
+            Some(UpsertConfig { key_columns: vec!["id".into()], format: UpsertFormat::Debezium, op_field: None });
         assert_eq!(c.validate("p").unwrap().upsert.unwrap().key_columns, vec!["id".to_string()]);
-        c.upsert.as_mut().unwrap().format = "avro".into();
-        assert!(c.validate("p").unwrap_err().to_string().contains("pipelines.p.upsert.format"));
-        c.upsert = Some(UpsertConfig { key_columns: vec![], format: "plain".into(), op_field: None });
+        assert_eq!("avro".parse::<UpsertFormat>().unwrap_err(), "\"avro\": plain or debezium");
+        c.upsert = Some(UpsertConfig { key_columns: vec![], format: UpsertFormat::Plain, op_field: None });
         assert!(c.validate("p").unwrap_err().to_string().contains("upsert.key_columns"));
     }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use super::pipeline::{DeadLetterConfig, PipelineConfig, RecordColumns};
-use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig};
+use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig, UpsertFormat};
 use crate::common::flush::FlushPolicy;
 use crate::delta::schema::StructType;
 use crate::error::{Error, Result};
@@ -179,13 +179,13 @@ impl std::fmt::Debug for ResolvedKafka {
 pub enum PayloadFormat {
     Json,
     /// Confluent wire format, writer schemas from the registry.
-    Avro(crate::source::registry::RegistryConfig),
+    Avro(crate::config::registry::RegistryConfig),
     /// JSON in the Confluent wire format, JSON Schemas from the registry.
-    JsonSchema(crate::source::registry::RegistryConfig),
+    JsonSchema(crate::config::registry::RegistryConfig),
     /// Plain Avro datums of one schema (no registry).
     AvroPlain(String),
     /// Protobuf in the Confluent wire format, `.proto` schemas from the registry.
-    Protobuf(crate::source::registry::RegistryConfig),
+    Protobuf(crate::config::registry::RegistryConfig),
 }
 
 /// The background compactor's settings, checked.
@@ -214,7 +214,7 @@ impl ResolvedPipeline {
     pub fn reads_headers(&self) -> bool {
         let apicurio = match self.kafka().map(|k| &k.format) {
             Ok(PayloadFormat::Avro(r) | PayloadFormat::Protobuf(r) | PayloadFormat::JsonSchema(r)) => {
-                r.api == "apicurio"
+                r.api == crate::config::registry::RegistryApi::Apicurio
             }
             _ => false,
         };
@@ -456,16 +456,13 @@ impl PipelineConfig {
         if u.key_columns.is_empty() || u.key_columns.iter().any(|c| c.trim().is_empty()) {
             return Err(bad("upsert.key_columns", "name at least one column".into()));
         }
-        if !["plain", "debezium"].contains(&u.format.as_str()) {
-            return Err(bad("upsert.format", format!("{:?}: plain or debezium", u.format)));
-        }
-        if u.format == "debezium" && !["json", "avro"].contains(&self.kafka.format.as_str()) {
+        if u.format == UpsertFormat::Debezium && !["json", "avro"].contains(&self.kafka.format.as_str()) {
             return Err(bad(
                 "upsert.format",
                 format!("Debezium envelopes are read from json or avro topics, not {:?}", self.kafka.format),
             ));
         }
-        if u.op_field.is_some() && u.format != "plain" {
+        if u.op_field.is_some() && u.format != UpsertFormat::Plain {
             return Err(bad("upsert.op_field", "only for plain payloads (Debezium carries its op)".into()));
         }
         Ok(Some(u.clone()))

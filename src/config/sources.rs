@@ -61,16 +61,35 @@ pub struct UpsertConfig {
     /// The key columns (integer or string columns of the table).
     pub key_columns: Vec<String>,
     /// `plain` (the payload is the row) or `debezium` (a change-event envelope).
-    #[serde(default = "default_upsert_format")]
-    pub format: String,
+    #[serde(default)]
+    pub format: UpsertFormat,
     /// Plain payloads: a column whose value `d` or `delete` makes the record a delete of its
     /// key (the column is part of the table like any other).
     #[serde(default)]
     pub op_field: Option<String>,
 }
 
-fn default_upsert_format() -> String {
-    "plain".into()
+/// What a keyed record's payload is (`upsert.format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UpsertFormat {
+    /// The payload is the row.
+    #[default]
+    Plain,
+    /// A Debezium change-event envelope (`before`, `after`, `op`).
+    Debezium,
+}
+
+impl std::str::FromStr for UpsertFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<UpsertFormat, String> {
+        match s {
+            "plain" => Ok(UpsertFormat::Plain),
+            "debezium" => Ok(UpsertFormat::Debezium),
+            other => Err(format!("{other:?}: plain or debezium")),
+        }
+    }
 }
 
 impl DeltaSourceConfig {

@@ -15,7 +15,7 @@ use super::buffer::Consumed;
 use super::keyed::{debezium_change, keys_of_batch, RecordChange};
 use super::keyed_avro::tombstone_keys;
 use super::schema::TableSchema;
-use crate::config::{PayloadFormat, ResolvedPipeline, UpsertConfig};
+use crate::config::{PayloadFormat, ResolvedPipeline, UpsertConfig, UpsertFormat};
 use crate::error::{Error, Result};
 use crate::source::kafka::columns::{self, Headers};
 use crate::source::kafka::payload::{DeadLetter, RawRecord};
@@ -64,13 +64,13 @@ pub(crate) async fn decode(
             .enumerate()
             .map(|(i, r)| {
                 let m = &r.raw;
-                let change = match (m.payload, u.format.as_str()) {
+                let change = match (m.payload, u.format) {
                     (None, _) => tombstones
                         .remove(&i)
                         .unwrap_or_else(|| Err("tombstone without a usable key".into()))
                         .map(RecordChange::Delete),
                     (Some(_), _) if avro => Ok(RecordChange::UpsertAsIs),
-                    (Some(p), "debezium") => debezium_change(p, m.key, &u.key_columns),
+                    (Some(p), UpsertFormat::Debezium) => debezium_change(p, m.key, &u.key_columns),
                     (Some(_), _) => Ok(RecordChange::UpsertAsIs),
                 };
                 match change {

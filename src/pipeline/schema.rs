@@ -352,7 +352,7 @@ impl TableSchema {
     async fn decode_avro(&mut self, table: &Table, cfg: &ResolvedPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
         let Some(avro) = self.avro.as_mut() else { return Err(Error::Internal("no Avro decoder".into())) };
         let mut decoded = avro.decode(raw).await;
-        if cfg.upsert.as_ref().is_some_and(|u| u.format == "debezium") {
+        if cfg.upsert.as_ref().is_some_and(|u| u.format == crate::config::UpsertFormat::Debezium) {
             let columns = cfg.upsert.as_ref().map(|u| u.key_columns.clone()).unwrap_or_default();
             let mut runs = Vec::new();
             for run in std::mem::take(&mut decoded.runs) {

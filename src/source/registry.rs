@@ -20,46 +20,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+
+pub use crate::config::registry::{RegistryApi, RegistryConfig};
 
 use crate::common::throttle::LogThrottle;
-use crate::common::units::HumanDuration;
 use crate::error::{Error, Result};
-
-/// `[pipelines.<name>.schema_registry]`
-#[derive(Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RegistryConfig {
-    /// Base URL, e.g. `http://registry:8081`.
-    pub url: String,
-    /// Basic authentication.
-    #[serde(default)]
-    pub username: Option<String>,
-    #[serde(default)]
-    pub password: Option<String>,
-    /// Bearer authentication.
-    #[serde(default)]
-    pub token: Option<String>,
-    /// Per request.
-    #[serde(default = "default_timeout")]
-    pub timeout: HumanDuration,
-    /// With `create = true` and no `schema`: a missing table is created at start from this
-    /// subject's latest schema (e.g. `orders-value`), before any record arrives.
-    #[serde(default)]
-    pub subject: Option<String>,
-    /// `confluent` (ids of 4 bytes, `GET /schemas/ids/{id}`) or `apicurio` (Apicurio's own
-    /// serdes: global ids of 8 bytes, `GET /apis/registry/v2/ids/globalIds/{id}`).
-    #[serde(default = "default_api")]
-    pub api: String,
-    /// A PEM file of certificate authorities to trust besides the system's (a registry behind
-    /// a private CA).
-    #[serde(default)]
-    pub ca_file: Option<String>,
-}
-
-fn default_api() -> String {
-    "confluent".into()
-}
 
 /// How a framed record names its writer schema: magic byte `0`, then the id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,40 +57,6 @@ impl Framing {
             Framing::Confluent => "not in the Confluent wire format (magic byte 0, then a 4-byte schema id)",
             Framing::Apicurio => "not in Apicurio's wire format (magic byte 0, then an 8-byte global id)",
         }
-    }
-}
-
-fn default_timeout() -> HumanDuration {
-    HumanDuration::from_secs(10)
-}
-
-impl Default for RegistryConfig {
-    fn default() -> Self {
-        RegistryConfig {
-            url: String::new(),
-            username: None,
-            password: None,
-            token: None,
-            timeout: default_timeout(),
-            subject: None,
-            api: default_api(),
-            ca_file: None,
-        }
-    }
-}
-
-impl std::fmt::Debug for RegistryConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RegistryConfig")
-            .field("url", &crate::config::redact::without_userinfo(&self.url))
-            .field("username", &self.username)
-            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
-            .field("timeout", &self.timeout)
-            .field("subject", &self.subject)
-            .field("api", &self.api)
-            .field("ca_file", &self.ca_file)
-            .finish()
     }
 }
 
@@ -258,12 +190,9 @@ impl RegistryClient {
                 crate::config::redact::without_userinfo(&url)
             )));
         }
-        let framing = match config.api.as_str() {
-            "confluent" => Framing::Confluent,
-            "apicurio" => Framing::Apicurio,
-            other => {
-                return Err(Error::InvalidArgument(format!("schema_registry.api {other:?}: confluent or apicurio")))
-            }
+        let framing = match config.api {
+            RegistryApi::Confluent => Framing::Confluent,
+            RegistryApi::Apicurio => Framing::Apicurio,
         };
         if framing == Framing::Apicurio && config.subject.is_some() {
             return Err(Error::InvalidArgument(
