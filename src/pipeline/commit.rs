@@ -61,6 +61,18 @@ pub struct FlushResult {
     pub aborted: bool,
 }
 
+impl FlushResult {
+    /// Adds what the flush did to the pipeline's counters.
+    pub fn count(&self, m: &crate::metrics::PipelineMetrics) {
+        m.rows_dropped.inc_by(self.rows_dropped);
+        m.conflicts.inc_by(self.conflicts);
+        if self.version.is_some() {
+            m.commits.inc_by(1);
+            m.rows_committed.inc_by(self.rows);
+        }
+    }
+}
+
 const ATTEMPTS: u32 = 10;
 /// Store faults a flush rides out (with backoff) before the pipeline fails.
 const STORE_RETRIES: u32 = 20;

@@ -85,14 +85,8 @@ impl OneTable {
             self.metrics.rows_dropped.inc_by(self.buffer.drop_partition(*p));
         }
         self.buffer.observe_ratio(result.arrow_bytes, result.parquet_bytes);
-        let m = &self.metrics;
-        m.rows_dropped.inc_by(result.rows_dropped);
-        m.conflicts.inc_by(result.conflicts);
-        if result.version.is_some() {
-            m.commits.inc_by(1);
-            m.rows_committed.inc_by(result.rows);
-        }
-        m.flushed(finished.reason, finished.seconds);
+        result.count(&self.metrics);
+        self.metrics.flushed(finished.reason, finished.seconds);
         tracing::info!(
             reason = finished.reason.as_str(),
             version = result.version.map_or(-1, |v| v as i64),

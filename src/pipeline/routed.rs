@@ -200,13 +200,7 @@ impl Router {
             }
             let Some(d) = self.tables.get_mut(&url) else { continue };
             let result = d.flusher.flush(parts, reason, &no_abort).await?;
-            let m = &self.metrics;
-            m.rows_dropped.inc_by(result.rows_dropped);
-            m.conflicts.inc_by(result.conflicts);
-            if result.version.is_some() {
-                m.commits.inc_by(1);
-                m.rows_committed.inc_by(result.rows);
-            }
+            result.count(&self.metrics);
             d.buffer.observe_ratio(result.arrow_bytes, result.parquet_bytes);
             if d.schema.differs_from(d.flusher.snapshot.as_ref()) {
                 d.schema.refresh(&d.table).await?;
