@@ -11,6 +11,8 @@
 //! - [`json_values`]: how a JSON value lands in a column (exactly, or refused by field).
 //! - [`create`]: new-table metadata and protocol, schema inference from JSON, schema merging.
 //! - [`features`]: protocol validation and the reader-feature check.
+//! - [`commit_plan`]: what a commit carries besides its actions (append-only, in-commit
+//!   timestamps, row ids), decided before it is written.
 //! - [`log_segment`]: `_delta_log` names and the files a version needs.
 //! - [`last_checkpoint`]: the `_last_checkpoint` hint and its checksum.
 //! - [`replay`], [`snapshot`]: reconciling actions into table state.
@@ -31,6 +33,7 @@ pub mod arrow_value;
 pub mod change_feed;
 pub mod checkpoint_read;
 pub mod checkpoint_write;
+pub mod commit_plan;
 pub mod conflict;
 pub mod create;
 pub mod dv;

@@ -16,13 +16,10 @@ use object_store::{PutMode, PutOptions, PutPayload};
 
 use super::location::Table;
 use crate::delta::actions::{Action, CommitInfo};
+use crate::delta::commit_plan::Planned;
 use crate::delta::conflict::{check, Verdict};
-use crate::delta::features::{check_writable, has_writer_feature};
-use crate::delta::properties::TableProperties;
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{
-    assign_row_tracking, row_id_high_water_mark, CommitOutcome, Transaction, ROW_TRACKING_DOMAIN,
-};
+use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
 
 /// An error after which the commit is known not to have been sent.
@@ -88,32 +85,13 @@ impl Table {
         txn: &Transaction,
         policy: &RetryPolicy,
     ) -> Result<CommitOutcome> {
-        txn.validate()?;
-        if let Some(s) = snapshot {
-            check_writable(&s.protocol, &s.metadata)?;
-            if s.properties.append_only && txn.actions.iter().any(|a| matches!(a, Action::Remove(r) if r.data_change)) {
-                return Err(Error::unsupported(
-                    "the table is append-only (delta.appendOnly=true): data cannot be removed",
-                ));
+        let mut plan = match crate::delta::commit_plan::plan(snapshot, txn)? {
+            Planned::Commit(p) => p,
+            Planned::AlreadyApplied { app_id, version } => {
+                return Ok(CommitOutcome::AlreadyApplied { app_id, version })
             }
-            if let Some((app_id, version)) = txn.already_applied_in(s) {
-                return Ok(CommitOutcome::AlreadyApplied { app_id, version });
-            }
-        }
-        let read_version = snapshot.map(|s| s.version);
-        let ict_enabled = snapshot.is_some_and(|s| s.properties.enable_in_commit_timestamps)
-            || txn.actions.iter().any(|a| matches!(a, Action::Metadata(m) if TableProperties::from_config(&m.configuration).enable_in_commit_timestamps));
-        // Row tracking applies per the protocol and metadata the commit will have: the
-        // transaction's own (when it creates or upgrades the table), else the snapshot's.
-        let protocol = txn.actions.iter().find_map(|a| if let Action::Protocol(p) = a { Some(p) } else { None });
-        let metadata = txn.actions.iter().find_map(|a| if let Action::Metadata(m) = a { Some(m) } else { None });
-        let suspended = metadata
-            .or(snapshot.map(|s| &s.metadata))
-            .is_some_and(|m| TableProperties::from_config(&m.configuration).row_tracking_suspended);
-        let row_tracking = !suspended
-            && protocol.or(snapshot.map(|s| &s.protocol)).is_some_and(|p| has_writer_feature(p, "rowTracking"));
-        let mut high_water_mark = snapshot
-            .and_then(|s| s.domains().get(ROW_TRACKING_DOMAIN).and_then(|d| row_id_high_water_mark(&d.configuration)));
+        };
+        let read_version = plan.read_version;
         let mut version = read_version.map_or(0, |v| v + 1);
         // The version our PUT may have landed at while its answer was lost (or the store said
         // it exists: object_store's own retry of a landed PUT says so). Until that version is
@@ -127,7 +105,7 @@ impl Table {
                 tokio::time::sleep(policy.backoff(attempt - 1)).await;
             }
             let now = self.clock().now_ms();
-            let ict = if ict_enabled {
+            let ict = if plan.in_commit_timestamps {
                 match self.next_ict(version, now).await {
                     Ok(t) => Some(t),
                     Err(e) if e.is_retryable() => {
@@ -139,15 +117,7 @@ impl Table {
             } else {
                 None
             };
-            let bytes = if row_tracking {
-                let attempt_txn = Transaction {
-                    actions: assign_row_tracking(&txn.actions, high_water_mark, version)?,
-                    ..txn.clone()
-                };
-                attempt_txn.commit_bytes(read_version, now, ict)?
-            } else {
-                txn.commit_bytes(read_version, now, ict)?
-            };
+            let bytes = plan.bytes(txn, version, now, ict)?;
             tracing::Span::current().record("version", version);
             let path = self.log_path(&format!("{version:020}.json"));
             let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
@@ -204,13 +174,7 @@ impl Table {
                         reason: "the table was created concurrently".into(),
                     });
                 }
-                for a in &winner {
-                    if let Action::DomainMetadata(d) = a {
-                        if d.domain == ROW_TRACKING_DOMAIN {
-                            high_water_mark = high_water_mark.max(row_id_high_water_mark(&d.configuration));
-                        }
-                    }
-                }
+                plan.observe(&winner);
                 match check(&txn.actions, &txn.read, txn.isolation, &winner, version) {
                     Verdict::Compatible => version += 1,
                     Verdict::AlreadyApplied { app_id, version } => {
