@@ -111,7 +111,7 @@ pub(crate) async fn decode(
     } else {
         let mut decoded = schema.decode(table, cfg, &raw).await?;
         letters.append(&mut decoded.dead_letters);
-        deletes.extend(std::mem::take(&mut schema.deletes).into_iter().map(|(i, k)| (raw[i].offset, k)));
+        deletes.extend(decoded.deletes.drain(..).map(|(i, k)| (raw[i].offset, k)));
         if cfg.upsert.is_some() {
             row_offsets = decoded.rows_from.iter().map(|i| raw[*i].offset).collect();
         }

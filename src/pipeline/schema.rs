@@ -49,9 +49,6 @@ pub struct TableSchema {
     proto: Option<ProtoDecoder>,
     /// Keyed registry topics: the decoder of Confluent-framed record keys.
     pub keys: Option<super::keyed_avro::KeyDecoder>,
-    /// Keyed Avro topics with Debezium envelopes: the deletes (input index, key) the last
-    /// [`TableSchema::decode`] found; the caller takes them.
-    pub deletes: Vec<(usize, String)>,
     record_columns: Vec<String>,
     max_record_bytes: usize,
 }
@@ -110,7 +107,6 @@ impl TableSchema {
             snapshot,
             decoder: None,
             keys,
-            deletes: Vec::new(),
             avro,
             json_registry,
             proto,
@@ -260,6 +256,7 @@ impl TableSchema {
                     batch: Some(batch),
                     rows_from: (0..raw.len()).collect(),
                     dead_letters: Vec::new(),
+                    deletes: Vec::new(),
                 });
             }
         }
@@ -352,13 +349,14 @@ impl TableSchema {
     async fn decode_avro(&mut self, table: &Table, cfg: &ResolvedPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
         let Some(avro) = self.avro.as_mut() else { return Err(Error::Internal("no Avro decoder".into())) };
         let mut decoded = avro.decode(raw).await;
+        let mut deletes = Vec::new();
         if cfg.upsert.as_ref().is_some_and(|u| u.format == crate::config::UpsertFormat::Debezium) {
             let columns = cfg.upsert.as_ref().map(|u| u.key_columns.clone()).unwrap_or_default();
             let mut runs = Vec::new();
             for run in std::mem::take(&mut decoded.runs) {
                 let u = super::keyed_avro::unwrap_debezium(run, &columns);
                 runs.extend(u.rows);
-                self.deletes.extend(u.deletes);
+                deletes.extend(u.deletes);
                 decoded.dead_letters.extend(u.refused.into_iter().map(|(i, why)| DeadLetter::of(&raw[i], why)));
             }
             decoded.runs = runs;
@@ -366,7 +364,7 @@ impl TableSchema {
         if self.snapshot.is_none() {
             let first = decoded.runs.first().map(|r| r.batch.schema());
             let Some(arrow) = first else {
-                return Ok(Decoded { batch: None, rows_from: Vec::new(), dead_letters: decoded.dead_letters });
+                return Ok(Decoded { batch: None, rows_from: Vec::new(), dead_letters: decoded.dead_letters, deletes });
             };
             let schema = self.without_record_columns(delta_struct_of(&arrow)?);
             self.create(table, cfg, schema).await?;
@@ -441,7 +439,7 @@ impl TableSchema {
             ),
         };
         letters.sort_by_key(|l| l.offset);
-        Ok(Decoded { batch, rows_from, dead_letters: letters })
+        Ok(Decoded { batch, rows_from, dead_letters: letters, deletes })
     }
 
     /// The Arrow form of the table's payload columns (record columns excluded).
@@ -585,6 +583,7 @@ fn all_dead(raw: &[RawRecord<'_>]) -> Decoded {
     Decoded {
         batch: None,
         rows_from: Vec::new(),
+        deletes: Vec::new(),
         dead_letters: raw
             .iter()
             .map(|r| {

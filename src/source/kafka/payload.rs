@@ -67,6 +67,8 @@ pub struct Decoded {
     /// Indexes (into the input) of the records in `batch`, in order.
     pub rows_from: Vec<usize>,
     pub dead_letters: Vec<DeadLetter>,
+    /// Keyed topics whose envelopes carry deletes: (input index, key) of each delete.
+    pub deletes: Vec<(usize, String)>,
 }
 
 impl PayloadDecoder {
@@ -95,10 +97,10 @@ impl PayloadDecoder {
             }
         }
         if good.is_empty() {
-            return Decoded { batch: None, rows_from: good, dead_letters: dead };
+            return Decoded { batch: None, rows_from: good, dead_letters: dead, deletes: Vec::new() };
         }
         if let Ok(batch) = self.decode_bytes(&buf, good.len()) {
-            return Decoded { batch, rows_from: good, dead_letters: dead };
+            return Decoded { batch, rows_from: good, dead_letters: dead, deletes: Vec::new() };
         }
         // Slow path: find the bad records one by one, then decode the rest together.
         let mut kept = Vec::with_capacity(good.len());
@@ -115,7 +117,7 @@ impl PayloadDecoder {
         }
         dead.sort_by_key(|d| d.offset);
         let batch = if kept.is_empty() { None } else { self.decode_bytes(&buf, kept.len()).unwrap_or(None) };
-        Decoded { batch, rows_from: kept, dead_letters: dead }
+        Decoded { batch, rows_from: kept, dead_letters: dead, deletes: Vec::new() }
     }
 
     /// Rows given as serializable values (decoded messages) straight into Arrow through
