@@ -271,15 +271,8 @@ async fn append_actions(
     config: WriterConfig,
     parts: &BTreeMap<i32, PartitionBatch>,
 ) -> Result<(Vec<Action>, u64)> {
-    let mut writer = DataWriter::new(table, snapshot, config)?;
-    let mut rows = 0u64;
-    for b in parts.values().flat_map(|p| p.batches.iter()) {
-        rows += b.num_rows() as u64;
-        if let Err(e) = writer.write(b).await {
-            writer.abort().await;
-            return Err(e);
-        }
-    }
-    let adds = writer.finish().await?;
+    let batches: Vec<&arrow::array::RecordBatch> = parts.values().flat_map(|p| p.batches.iter()).collect();
+    let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
+    let adds = DataWriter::new(table, snapshot, config)?.write_all(batches).await?;
     Ok((adds.into_iter().map(Action::Add).collect(), rows))
 }

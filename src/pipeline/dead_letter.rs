@@ -16,17 +16,16 @@ use arrow::array::{
     ArrayRef, BinaryArray, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 
-use crate::delta::actions::{Action, Txn};
+use crate::delta::actions::Txn;
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema;
 use crate::delta::create::new_table;
 use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
-use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::transaction::CommitOutcome;
 use crate::error::{Error, Result};
 use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
 use crate::source::kafka::payload::DeadLetter;
-use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
+use crate::storage::{append_rows, Table};
 
 /// Where a pipeline's dead letters go.
 pub enum DeadLetterSink {
@@ -104,36 +103,10 @@ async fn to_table(
         if rows.is_empty() {
             return Ok(());
         }
-        let mut actions = Vec::new();
-        let created;
-        let write_snapshot = match &snapshot {
-            Some(s) => s,
-            None => {
-                let (protocol, metadata) = new_table(dead_letter_schema(), &[], &Default::default())?;
-                actions.push(Action::Protocol(protocol.clone()));
-                actions.push(Action::Metadata(metadata.clone()));
-                created = Snapshot::for_new_table(protocol, metadata)?;
-                &created
-            }
-        };
         let batch = letters_batch(&rows, pipeline)?;
-        let mut writer = DataWriter::new(table, write_snapshot, WriterConfig::for_snapshot(write_snapshot))?;
-        if let Err(e) = writer.write(&batch).await {
-            writer.abort().await;
-            return Err(e);
-        }
-        let adds = writer.finish().await?;
-        actions.extend(adds.iter().cloned().map(Action::Add));
-        actions.extend(txns.into_iter().map(Action::Txn));
-        let op = if snapshot.is_none() { "CREATE TABLE" } else { "STREAMING UPDATE" };
-        let txn = Transaction::new(op, actions)
-            .with_parameter("outputMode", "Append")
-            .with_parameter("queryId", format!("{app_id}.dead_letters"))
-            .with_metric("numAddedFiles", adds.len())
-            .with_metric("numOutputRows", rows.len());
-        let mut staged = StagedCommit::new(table);
-        staged.stage_adds(&txn.actions);
-        let outcome = staged.commit(snapshot.as_ref(), &txn, &RetryPolicy::default()).await?;
+        let query = ("queryId", format!("{app_id}.dead_letters"));
+        let create = || new_table(dead_letter_schema(), &[], &Default::default());
+        let outcome = append_rows(table, snapshot.as_ref(), create, &[batch], txns, &[query]).await?;
         if matches!(outcome, CommitOutcome::Committed { .. }) {
             return Ok(());
         }

@@ -190,6 +190,21 @@ impl DataWriter {
         Ok(())
     }
 
+    /// Writes every batch and closes the files: the adds, or, on any error, nothing left
+    /// behind (the files written so far are deleted).
+    ///
+    /// # Errors
+    /// As [`DataWriter::write`] and [`DataWriter::finish`].
+    pub async fn write_all<'b>(mut self, batches: impl IntoIterator<Item = &'b RecordBatch>) -> Result<Vec<Add>> {
+        for b in batches {
+            if let Err(e) = self.write(b).await {
+                self.abort().await;
+                return Err(e);
+            }
+        }
+        self.finish().await
+    }
+
     /// Closes every open file and returns the adds, in the order files were closed.
     ///
     /// # Errors

@@ -5,6 +5,7 @@
 //! [`resolve_in_table`](crate::delta::paths::resolve_in_table) before it becomes an object
 //! path, so a damaged or hostile log cannot make deltabus read outside the table root.
 
+mod append;
 mod change_reader;
 mod checked_parquet;
 mod checkpoint_writer;
@@ -18,6 +19,7 @@ mod log_reader;
 pub mod retrying;
 mod staged;
 
+pub use append::append_rows;
 pub use change_reader::CHANGE_TYPE;
 pub use committer::RetryPolicy;
 pub use data_reader::FileRows;

@@ -10,14 +10,14 @@
 //! (compaction, metadata-only) write nothing; their position is implied by the next one.
 
 use super::ChangeSink;
-use crate::delta::actions::{Action, Txn};
+use crate::delta::actions::Txn;
 use crate::delta::create::new_table;
 use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::transaction::CommitOutcome;
 use crate::error::{Error, Result};
 use crate::feed::changes::CommitChanges;
-use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
+use crate::storage::{append_rows, Table};
 
 fn change_schema(source: &StructType) -> StructType {
     let mut fields = source.fields.clone();
@@ -117,49 +117,21 @@ async fn apply(
     changes: &CommitChanges,
     app_id: &str,
 ) -> Result<CommitOutcome> {
-    let mut actions = Vec::new();
-    let created;
-    let write_snapshot = match snapshot {
-        Some(s) => {
-            if s.schema.fields.iter().map(|f| &f.name).ne(schema.fields.iter().map(|f| &f.name)) {
-                return Err(Error::unsupported(format!(
-                    "the source schema changed at version {}; the target table {} has the old one",
-                    changes.version,
-                    target.url()
-                )));
-            }
-            s
-        }
-        None => {
-            let (protocol, metadata) = new_table(schema.clone(), &[], &Default::default())?;
-            actions.push(Action::Protocol(protocol.clone()));
-            actions.push(Action::Metadata(metadata.clone()));
-            created = Snapshot::for_new_table(protocol, metadata)?;
-            &created
-        }
-    };
-    let mut writer = DataWriter::new(target, write_snapshot, WriterConfig::for_snapshot(write_snapshot))?;
-    for b in &changes.batches {
-        if let Err(e) = writer.write(b).await {
-            writer.abort().await;
-            return Err(e);
+    if let Some(s) = snapshot {
+        if s.schema.fields.iter().map(|f| &f.name).ne(schema.fields.iter().map(|f| &f.name)) {
+            return Err(Error::unsupported(format!(
+                "the source schema changed at version {}; the target table {} has the old one",
+                changes.version,
+                target.url()
+            )));
         }
     }
-    let adds = writer.finish().await?;
-    let rows: usize = changes.batches.iter().map(|b| b.num_rows()).sum();
-    actions.extend(adds.iter().cloned().map(Action::Add));
-    actions.push(Action::Txn(Txn {
+    let txn = Txn {
         app_id: app_id.to_string(),
         version: changes.version as i64,
         last_updated: Some(target.clock().now_ms()),
-    }));
-    let txn = Transaction::new(if snapshot.is_none() { "CREATE TABLE" } else { "STREAMING UPDATE" }, actions)
-        .with_parameter("outputMode", "Append")
-        .with_parameter("queryId", app_id)
-        .with_parameter("epochId", changes.version.to_string())
-        .with_metric("numAddedFiles", adds.len())
-        .with_metric("numOutputRows", rows);
-    let mut staged = StagedCommit::new(target);
-    staged.stage_adds(&txn.actions);
-    staged.commit(snapshot, &txn, &RetryPolicy::default()).await
+    };
+    let parameters = [("queryId", app_id.to_string()), ("epochId", changes.version.to_string())];
+    let create = || new_table(schema.clone(), &[], &Default::default());
+    append_rows(target, snapshot, create, &changes.batches, vec![txn], &parameters).await
 }
