@@ -135,11 +135,11 @@ async fn ingest_with_headers(
         }
         producer.send(rec, std::time::Duration::from_secs(10)).await.unwrap();
     }
-    let mut p = crate::ingest::pipeline(&brokers, "orders", table);
+    let mut p = crate::support::pipeline(&brokers, "orders", table);
     p.dead_letter.table = Some(format!("{table}_dead"));
     configure(&mut p);
     let total = records.len() as u64;
-    let reports = crate::ingest::run_until(vec![p], None, move |m| {
+    let reports = crate::support::run_until(vec![p], None, move |m| {
         let p = m.pipeline("p0");
         p.rows_committed.get() + p.dead_letters.get() >= total
     })
@@ -151,7 +151,7 @@ async fn ingest_with_headers(
 
 /// Each column's Delta type, as `describe` prints it.
 fn column_types(table: &str) -> HashMap<String, serde_json::Value> {
-    let describe = crate::common::run_json(&["describe", table]);
+    let describe = crate::support::run_json(&["describe", table]);
     describe["schema"]["fields"]
         .as_array()
         .unwrap()
@@ -254,7 +254,7 @@ fn confluent_avro_lands_with_its_types_and_evolves() {
     let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
-    let guard = crate::common::native_clients_lock();
+    let guard = crate::support::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let hits = rt.block_on(ingest_avro(&py, &table));
     // The outage was waited out (no record became a dead letter for it); then each schema id
@@ -299,7 +299,7 @@ fn check_table(py: &str, table: &str) {
     assert_eq!(fields["kind"], "string");
     assert_eq!(fields["tags"]["elementType"], "string");
     assert_eq!(fields["email"], "string", "added by evolution: {fields:?}");
-    let out = crate::common::deltabus(&["cat", table]);
+    let out = crate::support::deltabus(&["cat", table]);
     let rows: Vec<serde_json::Value> =
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(rows.len(), 100);
@@ -311,7 +311,7 @@ fn check_table(py: &str, table: &str) {
     let r77 = rows.iter().find(|r| r["id"] == 77).unwrap();
     assert_eq!(r77["email"], "u77@example.com");
     // Dead letters say why.
-    let out = crate::common::deltabus(&["cat", &format!("{table}_dead")]);
+    let out = crate::support::deltabus(&["cat", &format!("{table}_dead")]);
     let reasons = String::from_utf8_lossy(&out.stdout).to_string();
     for why in ["schema id 99 is not in the registry", "not in the Confluent wire format", "Avro body"] {
         assert!(reasons.contains(why), "{why}: {reasons}");
@@ -319,7 +319,7 @@ fn check_table(py: &str, table: &str) {
     // The reference reader agrees on the rows and types.
     let script = "import sys\nfrom deltalake import DeltaTable\nt = DeltaTable(sys.argv[1]).to_pyarrow_table()\n\
                   print(t.num_rows, t.schema.field('amount').type, t.schema.field('day').type, t.schema.field('ts').type)";
-    let out = crate::common::run_python(py, script, &[std::ffi::OsStr::new(table)]);
+    let out = crate::support::run_python(py, script, &[std::ffi::OsStr::new(table)]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let seen = String::from_utf8_lossy(&out.stdout);
     assert!(seen.starts_with("100 decimal128(10, 2) date32[day] timestamp[us, tz=UTC]"), "{seen}");
@@ -328,16 +328,16 @@ fn check_table(py: &str, table: &str) {
 
 /// kernel-oracle (delta-kernel-rs) reads the table's rows as `deltabus cat` does.
 fn kernel_reads_what_deltabus_reads(table: &str) {
-    let Some(oracle) = crate::common::kernel_oracle() else { return };
+    let Some(oracle) = crate::support::kernel_oracle() else { return };
     let out = std::process::Command::new(oracle).arg("rows").arg(table).output().unwrap();
     assert!(out.status.success(), "kernel-oracle: {}", String::from_utf8_lossy(&out.stderr));
-    let ours = crate::common::deltabus(&["cat", table]);
+    let ours = crate::support::deltabus(&["cat", table]);
     assert!(ours.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).lines().count(),
         String::from_utf8_lossy(&ours.stdout).lines().count()
     );
-    if let Err(e) = crate::write::compare_rows(&ours.stdout, &out.stdout) {
+    if let Err(e) = crate::support::compare_rows(&ours.stdout, &out.stdout) {
         panic!("kernel-oracle reads {table} differently: {e}");
     }
 }
@@ -355,7 +355,7 @@ const ORDER_JSON_SCHEMA: &str = r#"{"$schema":"http://json-schema.org/draft-07/s
 fn confluent_json_schema_creates_the_table_from_the_registry_schema() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let answer = serde_json::json!({ "schema": ORDER_JSON_SCHEMA, "schemaType": "JSON" });
@@ -384,7 +384,7 @@ fn confluent_json_schema_creates_the_table_from_the_registry_schema() {
         assert_eq!(landed, (50, 3));
     });
     drop(rt);
-    let describe = crate::common::run_json(&["describe", &table]);
+    let describe = crate::support::run_json(&["describe", &table]);
     let fields: HashMap<String, (serde_json::Value, bool)> = describe["schema"]["fields"]
         .as_array()
         .unwrap()
@@ -395,7 +395,7 @@ fn confluent_json_schema_creates_the_table_from_the_registry_schema() {
     assert_eq!(fields["at"].0, "timestamp");
     assert_eq!(fields["day"].0, "date");
     assert_eq!(fields["amount"].0, "double");
-    let out = crate::common::deltabus(&["cat", &format!("{table}_dead")]);
+    let out = crate::support::deltabus(&["cat", &format!("{table}_dead")]);
     let reasons = String::from_utf8_lossy(&out.stdout).to_string();
     for why in ["not in the Confluent wire format", "schema id 8 is not in the registry"] {
         assert!(reasons.contains(why), "{why}: {reasons}");
@@ -413,7 +413,7 @@ fn plain_avro_datums_with_a_configured_schema() {
     // The first 60 records are schema 1: without their 5-byte frame they are plain datums.
     let mut records: Vec<Vec<u8>> = encoded(&py).into_iter().take(60).map(|r| r[5..].to_vec()).collect();
     records.push(vec![0x02]); // a datum cut short
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let landed = rt.block_on(ingest(&records, &table, |p| {
         p.kafka.format = "avro".into();
@@ -421,7 +421,7 @@ fn plain_avro_datums_with_a_configured_schema() {
     }));
     assert_eq!(landed, (60, 1));
     drop(rt);
-    let describe = crate::common::run_json(&["describe", &table]);
+    let describe = crate::support::run_json(&["describe", &table]);
     let types: Vec<String> =
         describe["schema"]["fields"].as_array().unwrap().iter().map(|f| f["type"].to_string()).collect();
     assert!(types.contains(&"\"decimal(10,2)\"".to_string()) && types.contains(&"\"date\"".to_string()), "{types:?}");
@@ -464,7 +464,7 @@ for i in range(30):
     records.push([vec![0, 0, 0, 0, 4, 0], records[0][6..].to_vec()].concat()); // unknown id
     records.push(vec![0, 0, 0, 0, 3, 0, 0x0a, 0xff]); // damaged body
     let table = dir.path().join("orders").to_string_lossy().into_owned();
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let answer = serde_json::json!({ "schema": ORDER_PROTO, "schemaType": "PROTOBUF" });
@@ -482,7 +482,7 @@ for i in range(30):
     assert_eq!(fields["at"], "timestamp");
     assert_eq!(fields["kind"], "string");
     assert_eq!(fields["line"]["fields"][0]["name"], "amount");
-    let out = crate::common::deltabus(&["cat", &table]);
+    let out = crate::support::deltabus(&["cat", &table]);
     let rows: Vec<serde_json::Value> =
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(rows.len(), 30);
@@ -494,7 +494,7 @@ for i in range(30):
     assert_eq!(r3["line"]["qty"], 3);
     assert_eq!(r3["tags"], serde_json::json!(["x", "3"]));
     assert!(r3["at"].as_str().unwrap().starts_with("2026-11-30T"), "{r3}");
-    let dead = crate::common::deltabus(&["cat", &format!("{table}_dead")]);
+    let dead = crate::support::deltabus(&["cat", &format!("{table}_dead")]);
     let reasons = String::from_utf8_lossy(&dead.stdout).to_string();
     assert!(reasons.contains("schema id 4 is not in the registry") && reasons.contains("Protobuf body"), "{reasons}");
     kernel_reads_what_deltabus_reads(&table);
@@ -533,7 +533,7 @@ change(99, "x", None, image(99, "?"))
     let records: Vec<Keyed> = run_script(&py, &script).lines().map(keyed_line).collect();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let envelope = serde_json::json!({ "schema": DEBEZIUM_ENVELOPE });
@@ -550,7 +550,7 @@ change(99, "x", None, image(99, "?"))
     drop(rt);
     let fields = column_types(&table);
     assert_eq!((fields["id"].as_str(), fields["amount"].as_str()), (Some("long"), Some("decimal(10,2)")), "{fields:?}");
-    let mut got: Vec<(i64, String)> = crate::ingest::rows(&table)
+    let mut got: Vec<(i64, String)> = crate::support::rows(&table)
         .into_iter()
         .map(|r| (r["id"].as_i64().unwrap(), r["status"].as_str().unwrap().to_string()))
         .collect();
@@ -622,7 +622,7 @@ for i in range(20):
         HashMap::from([("orders-value/latest".to_string(), latest), ("com.acme.Address/1".to_string(), address)]);
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let (url, _hits) = registry_with(HashMap::from([(8, by_id)]), subjects).await;
@@ -641,7 +641,7 @@ for i in range(20):
         assert_eq!(ingest(&records, &table, configure).await, (20, 0));
     });
     drop(rt);
-    let out = crate::common::deltabus(&["cat", &table]);
+    let out = crate::support::deltabus(&["cat", &table]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().count(), 20);
     assert!(text.contains("Zürich-7") && text.contains("50667"), "{text}");
@@ -667,7 +667,7 @@ for i in range(0, 30, 5): print(framed(4, orderkey_pb2.OrderKey(id=i)), "-")
 "#;
     let records: Vec<Keyed> = protobuf_script(&py, dir.path(), script).lines().map(keyed_line).collect();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let order = serde_json::json!({ "schema": ORDER_PROTO, "schemaType": "PROTOBUF" });
@@ -682,7 +682,7 @@ for i in range(0, 30, 5): print(framed(4, orderkey_pb2.OrderKey(id=i)), "-")
         assert_eq!(landed.1, 0, "{landed:?}");
     });
     drop(rt);
-    let mut got: Vec<(i64, String)> = crate::ingest::rows(&table)
+    let mut got: Vec<(i64, String)> = crate::support::rows(&table)
         .into_iter()
         .map(|r| (r["id"].as_i64().unwrap(), r["customer"].as_str().unwrap().to_string()))
         .collect();
@@ -715,7 +715,7 @@ for i in range(25):
     let records: Vec<Vec<u8>> = run_script(&py, &script).lines().map(unhex).collect();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("addresses").to_string_lossy().into_owned();
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         async fn by_global_id(Path(id): Path<u64>) -> (StatusCode, HeaderMap, String) {
@@ -748,12 +748,12 @@ for i in range(25):
         let landed = ingest_with_headers(&headed, &format!("{table}_headers"), apicurio).await;
         assert_eq!(landed, (24, 0));
     });
-    let out = crate::common::deltabus(&["cat", &format!("{table}_headers")]);
+    let out = crate::support::deltabus(&["cat", &format!("{table}_headers")]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("Genève-23"));
     drop(rt);
-    let out = crate::common::deltabus(&["cat", &table]);
+    let out = crate::support::deltabus(&["cat", &table]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("Genève-23"));
-    let dead = crate::common::deltabus(&["cat", &format!("{table}_dead")]);
+    let dead = crate::support::deltabus(&["cat", &format!("{table}_dead")]);
     assert!(String::from_utf8_lossy(&dead.stdout).contains("schema id 77 is not in the registry"));
 }
 
@@ -766,7 +766,7 @@ fn avro_records_route_by_an_enum_field() {
     let records = encoded(&py);
     let dir = tempfile::tempdir().unwrap();
     let template = format!("{}/orders_{{kind}}", dir.path().display());
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let answers =
@@ -788,7 +788,7 @@ fn avro_records_route_by_an_enum_field() {
     drop(rt);
     for (kind, parity) in [("PAID", 1), ("NEW", 0)] {
         let table = format!("{}/orders_{kind}", dir.path().display());
-        let out = crate::common::deltabus(&["cat", &table]);
+        let out = crate::support::deltabus(&["cat", &table]);
         let rows: Vec<serde_json::Value> =
             String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(rows.len(), 50, "{kind}");
@@ -811,7 +811,7 @@ for i in range(40):
 "#;
     let records: Vec<Vec<u8>> = protobuf_script(&py, dir.path(), script).lines().map(unhex).collect();
     let template = format!("{}/orders_{{kind}}", dir.path().display());
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let answer = serde_json::json!({ "schema": ORDER_PROTO, "schemaType": "PROTOBUF" });
@@ -827,7 +827,7 @@ for i in range(40):
     });
     drop(rt);
     for (kind, parity) in [("PAID", 1), ("NEW", 0)] {
-        let out = crate::common::deltabus(&["cat", &format!("{}/orders_{kind}", dir.path().display())]);
+        let out = crate::support::deltabus(&["cat", &format!("{}/orders_{kind}", dir.path().display())]);
         let rows: Vec<serde_json::Value> =
             String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(rows.len(), 20, "{kind}");
@@ -869,7 +869,7 @@ fn a_registry_behind_a_private_ca_is_reached_over_tls() {
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, cert.cert.pem()).unwrap();
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());

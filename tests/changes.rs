@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::common::{conformance_dir, deltabus};
+use crate::support::{conformance_dir, deltabus};
 
 fn lines(out: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(out).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
@@ -111,7 +111,7 @@ fn feed_equals_snapshot_differences_on_the_corpus() {
 }
 
 fn write(table: &std::path::Path, input: &str) {
-    let out = crate::common::write_jsonl(table, &[], input);
+    let out = crate::support::write_jsonl(table, &[], input);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -214,9 +214,9 @@ fn a_vacuumed_commit_is_an_error_not_a_gap() {
     std::fs::remove_file(table.join("_delta_log/00000000000000000001.json")).unwrap();
     let t = table.to_str().unwrap();
     let out = deltabus(&["changes", t, "--from", "1"]);
-    crate::common::assert_clean_failure(&out, "missing commit");
+    crate::support::assert_clean_failure(&out, "missing commit");
     let out = deltabus(&["tail", t, "--from", "0", "--once"]);
-    crate::common::assert_clean_failure(&out, "tail over a missing commit");
+    crate::support::assert_clean_failure(&out, "tail over a missing commit");
     assert!(String::from_utf8_lossy(&out.stderr).contains("commit 2 exists but 1 does not"));
 }
 
@@ -290,7 +290,7 @@ fn tail_into_kafka_is_exact_across_kill_9() {
     use rdkafka::consumer::{BaseConsumer, Consumer};
     use rdkafka::error::KafkaError;
     use rdkafka::Message;
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock cluster");
     cluster.create_topic("changes", 3, 1).expect("topic");
     cluster.create_topic("deltabus-progress", 1, 1).expect("progress topic");
@@ -406,7 +406,7 @@ fn row_filters_select_changes() {
     let table = dir.path().join("t");
     for k in 0..10 {
         let input: String = (k * 10..k * 10 + 10).map(|id| format!("{{\"id\":{id},\"p\":\"b{}\"}}\n", k % 2)).collect();
-        let out = crate::common::write_jsonl(
+        let out = crate::support::write_jsonl(
             &table,
             &["--partition-by", "p", "--property", "delta.enableDeletionVectors=true"],
             &input,
@@ -426,7 +426,7 @@ fn row_filters_select_changes() {
     expected.extend([(52, "delete".to_string()), (77, "insert".to_string()), (77, "delete".to_string())]);
     expected.sort();
     assert_eq!(got, expected);
-    crate::common::assert_clean_failure(&deltabus(&["changes", t, "--where", "id >"]), "bad filter");
+    crate::support::assert_clean_failure(&deltabus(&["changes", t, "--where", "id >"]), "bad filter");
 }
 
 #[test]
@@ -435,7 +435,7 @@ fn follower_options_shape_and_batch_the_feed() {
     let table = dir.path().join("t");
     let t = table.to_str().unwrap();
     for n in 0..6 {
-        let out = crate::common::write_jsonl(
+        let out = crate::support::write_jsonl(
             &table,
             &["--property", "delta.enableDeletionVectors=true"],
             &format!("{{\"id\":{n}}}\n{{\"id\":{}}}\n", n + 100),
@@ -470,7 +470,7 @@ fn follower_options_shape_and_batch_the_feed() {
     assert_eq!(from_time.len(), 8);
     let rfc3339 = chrono::DateTime::from_timestamp_millis(ts).unwrap().to_rfc3339();
     assert_eq!(tail(&["--from", &format!("timestamp:{rfc3339}")]), from_time);
-    crate::common::assert_clean_failure(&deltabus(&["tail", t, "--from", "timestamp:soon"]), "bad time");
+    crate::support::assert_clean_failure(&deltabus(&["tail", t, "--from", "timestamp:soon"]), "bad time");
     // ignore_deletes drops the two delete rows; skip_change_commits drops the delete commit.
     let no_deletes = tail(&["--from", "0", "--ignore-deletes"]);
     assert_eq!(no_deletes.len(), 12);
@@ -599,15 +599,11 @@ async fn a_batching_follower_rides_out_store_faults() {
     use deltabus::feed::follow::run_follower;
     use deltabus::feed::sink::lines::LinesSink;
     use deltabus::storage::faulty::{FaultConfig, FaultyStore};
-    use deltabus::storage::{StorageOptions, Table};
     use object_store::ObjectStore;
 
     let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
-    let clean = Table::open(&url, StorageOptions::default()).unwrap();
-    for i in 0..8 {
-        let line = format!("{{\"id\":{i}}}\n");
-        deltabus::ops::write::write_json_lines(&clean, line.as_bytes(), &Default::default()).await.unwrap();
-    }
+    let commits: Vec<String> = (0..8).map(|i| format!("{{\"id\":{i}}}\n")).collect();
+    let clean = crate::support::table_of_commits(&url, &commits.iter().map(String::as_str).collect::<Vec<_>>()).await;
     // Reads of commit 3 fail half of the time, below any retry layer: seeds until one failed.
     let mut faulted = 0;
     for seed in 1..=20 {

@@ -27,7 +27,7 @@ use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use serde_json::Value;
 
-use crate::common::{deltabus, Rng};
+use crate::support::{deltabus, Rng};
 
 const FEED_PARTITIONS: i32 = 12;
 
@@ -185,7 +185,7 @@ fn read_topic(brokers: &str, topic: &str, partitions: usize) -> Vec<Value> {
 
 #[test]
 fn chaos_soak_keeps_every_row_exactly_once() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let total = env_or("DELTABUS_CHAOS_RECORDS", 8_000) as i64;
     let seconds = env_or("DELTABUS_CHAOS_SECONDS", 20);
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;

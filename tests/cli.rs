@@ -1,6 +1,6 @@
 //! CLI behaviour on bad input: clear errors, no panics.
 
-use crate::common::{assert_clean_failure, deltabus};
+use crate::support::{assert_clean_failure, deltabus};
 
 #[test]
 fn missing_table_is_a_clean_error() {
@@ -163,13 +163,13 @@ fn secrets_from_the_environment_and_files_and_exact_overrides() {
 fn unknown_table_properties_and_unsupported_sql_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t");
-    let out = crate::common::write_jsonl(&t, &["--property", "delta.enableDeletionVector=true"], "{\"id\":1}\n");
+    let out = crate::support::write_jsonl(&t, &["--property", "delta.enableDeletionVector=true"], "{\"id\":1}\n");
     assert_clean_failure(&out, "misspelt property");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("did you mean \"delta.enableDeletionVectors\""), "{err}");
     assert!(!t.join("_delta_log").exists() || std::fs::read_dir(t.join("_delta_log")).unwrap().count() == 0);
     let out =
-        crate::common::write_jsonl(&t, &["--property", "delta.enableDeletionVectors=true"], "{\"name\":\"ab\"}\n");
+        crate::support::write_jsonl(&t, &["--property", "delta.enableDeletionVectors=true"], "{\"name\":\"ab\"}\n");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let out = deltabus(&["delete", t.to_str().unwrap(), "--where", "name LIKE 'a%'"]);
     assert_clean_failure(&out, "LIKE");
@@ -197,7 +197,7 @@ fn ingest_errors_name_flags_and_columns_keep_their_order() {
     assert!(err.contains("--start") && !err.contains("pipelines."), "{err}");
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t");
-    let out = crate::common::write_jsonl(&t, &[], "{\"zeta\":1,\"alpha\":2,\"mid\":{\"y\":1,\"b\":2}}\n");
+    let out = crate::support::write_jsonl(&t, &[], "{\"zeta\":1,\"alpha\":2,\"mid\":{\"y\":1,\"b\":2}}\n");
     assert!(out.status.success());
     let out = deltabus(&["cat", t.to_str().unwrap()]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{\"zeta\":1,\"alpha\":2,\"mid\":{\"y\":1,\"b\":2}}");
@@ -310,10 +310,10 @@ fn consistent_names_and_delete_dry_run() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t");
     let ts = t.to_str().unwrap();
-    assert!(crate::common::write_jsonl(&t, &[], "{\"id\":1}\n{\"id\":2}\n").status.success());
-    assert!(crate::common::write_jsonl(&t, &["--evolve-schema"], "{\"id\":3,\"x\":\"a\"}\n").status.success());
-    assert!(crate::common::write_jsonl(&t, &["--merge-schema"], "{\"id\":4,\"x\":\"b\"}\n").status.success());
-    let out = crate::common::write_jsonl(&t, &["--mode", "error-if-exists"], "{\"id\":5}\n");
+    assert!(crate::support::write_jsonl(&t, &[], "{\"id\":1}\n{\"id\":2}\n").status.success());
+    assert!(crate::support::write_jsonl(&t, &["--evolve-schema"], "{\"id\":3,\"x\":\"a\"}\n").status.success());
+    assert!(crate::support::write_jsonl(&t, &["--merge-schema"], "{\"id\":4,\"x\":\"b\"}\n").status.success());
+    let out = crate::support::write_jsonl(&t, &["--mode", "error-if-exists"], "{\"id\":5}\n");
     assert_clean_failure(&out, "exists");
     let out = deltabus(&["changes", ts, "--from", "latest"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -352,7 +352,7 @@ fn setup_mistakes_name_the_fix() {
         String::from_utf8_lossy(&out.stderr)
     );
     let dir = tempfile::tempdir().unwrap();
-    let out = crate::common::write_jsonl(&dir.path().join("t"), &[], "{\"id\":2}\n{\"id\":\"x\"\n");
+    let out = crate::support::write_jsonl(&dir.path().join("t"), &[], "{\"id\":2}\n{\"id\":\"x\"\n");
     assert_clean_failure(&out, "bad line");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 2, column 9: not JSON") && !err.contains("Json error"), "{err}");

@@ -3,30 +3,15 @@
 //! 0..=N, none lost), retry after losing a race, the already-applied path, and a conflict that
 //! must not be retried.
 
+use crate::support::*;
 use std::collections::BTreeSet;
 
-use deltabus::delta::actions::{Action, Add, Remove, Txn};
+use deltabus::delta::actions::{Action, Remove, Txn};
 use deltabus::delta::conflict::ReadSet;
 use deltabus::delta::create::{infer_schema, new_table};
 use deltabus::delta::replay::FileKey;
 use deltabus::delta::transaction::{CommitOutcome, Transaction};
 use deltabus::storage::{RetryPolicy, StorageOptions, Table};
-
-pub fn add(path: &str) -> Action {
-    Action::Add(Add {
-        path: path.into(),
-        partition_values: Default::default(),
-        size: 1,
-        modification_time: 1,
-        data_change: true,
-        stats: Some(r#"{"numRecords":1}"#.into()),
-        tags: None,
-        deletion_vector: None,
-        base_row_id: None,
-        default_row_commit_version: None,
-        clustering_provider: None,
-    })
-}
 
 fn txn(app: &str, version: i64) -> Action {
     Action::Txn(Txn { app_id: app.into(), version, last_updated: Some(1) })
@@ -155,23 +140,4 @@ async fn contract_s3() {
 async fn contract_azure() {
     let Some(table) = azure_table() else { return };
     contract(table).await;
-}
-
-/// A table location in a fresh bucket of the S3 emulator (None when it is not running).
-pub async fn s3_table() -> Option<Table> {
-    let endpoint = crate::storage::emulator("DELTABUS_TEST_S3_ENDPOINT")?;
-    let bucket = crate::s3_emulator::new_bucket(&endpoint, "commit");
-    let options = StorageOptions { options: crate::s3_emulator::s3_options(&endpoint), ..StorageOptions::default() };
-    Some(Table::open(&format!("s3://{bucket}/t"), options).unwrap())
-}
-
-/// A table location in a fresh container of the Azure emulator (None when it is not running).
-pub fn azure_table() -> Option<Table> {
-    crate::storage::emulator("DELTABUS_TEST_AZURE_ENDPOINT")?;
-    let container = crate::storage::azure_container();
-    let options = StorageOptions {
-        options: [("azure_storage_use_emulator".to_string(), "true".to_string())].into_iter().collect(),
-        ..StorageOptions::default()
-    };
-    Some(Table::open(&format!("az://{container}/t"), options).unwrap())
 }

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::common::{copy_corpus_table, deltabus, kernel_oracle};
+use crate::support::{copy_corpus_table, deltabus, kernel_oracle};
 
 fn sorted_rows(table: &Path) -> Vec<String> {
     let out = deltabus(&["cat", table.to_str().unwrap()]);
@@ -133,7 +133,7 @@ fn compacts_beside_concurrent_writers() {
     // The Python package reads the compacted table identically.
     if let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") {
         let script = "import sys, json\nfrom deltalake import DeltaTable\nprint(len(DeltaTable(sys.argv[1]).to_pyarrow_table()))";
-        let out = crate::common::run_python(&py, script, &[table.as_os_str()]);
+        let out = crate::support::run_python(&py, script, &[table.as_os_str()]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), expected.to_string());
     }
@@ -153,5 +153,5 @@ fn partition_predicate_limits_the_rewrite() {
     let in_p1 = f["files"].as_array().unwrap().iter().filter(|f| f["partitionValues"]["p"] == "p1").count();
     assert_eq!(in_p1, 4, "the other partition is untouched");
     let out = deltabus(&["compact", table.to_str().unwrap(), "--where", "n = 3"]);
-    crate::common::assert_clean_failure(&out, "non-partition predicate");
+    crate::support::assert_clean_failure(&out, "non-partition predicate");
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{assert_clean_failure, conformance_dir, deltabus};
+use crate::support::{assert_clean_failure, conformance_dir, deltabus};
 
 /// Tables whose rows are not compared, with the reason. Files and refusals still are.
 const ROW_EXCEPTIONS: &[(&str, &str)] = &[];

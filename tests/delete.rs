@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{assert_clean_failure, copy_corpus_table, deltabus, kernel_oracle, run_json, write_jsonl};
+use crate::support::{assert_clean_failure, copy_corpus_table, deltabus, kernel_oracle, run_json, write_jsonl};
 
 fn write(table: &Path, args: &[&str], input: &str) {
     let out = write_jsonl(table, args, input);
@@ -122,7 +122,7 @@ fn deletes_copy_on_write_without_deletion_vectors() {
     if let Ok(py) = std::env::var("DELTABUS_TEST_PYTHON") {
         let script =
             "import sys\nfrom deltalake import DeltaTable\nprint(len(DeltaTable(sys.argv[1]).to_pyarrow_table()))";
-        let out = crate::common::run_python(&py, script, &[table.as_os_str()]);
+        let out = crate::support::run_python(&py, script, &[table.as_os_str()]);
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), expected.len().to_string());
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{assert_clean_failure, deltabus, run_json, write_jsonl};
+use crate::support::{assert_clean_failure, deltabus, run_json, write_jsonl};
 
 fn rows(table: &str) -> Vec<Value> {
     let out = deltabus(&["cat", table]);
@@ -321,7 +321,7 @@ fn an_interrupted_write_removes_its_files_and_commits_nothing() {
     let mut stdin = child.stdin.take().unwrap();
     // Enough rows for several files (pads that do not compress away), then the input stays
     // open while the signal comes.
-    let mut rng = crate::common::Rng(7);
+    let mut rng = crate::support::Rng(7);
     for _ in 0..20_000 {
         let pad: String = (0..25).map(|_| format!("{:08x}", rng.next() as u32)).collect();
         stdin.write_all(format!("{{\"x\":1,\"pad\":\"{pad}\"}}\n").as_bytes()).unwrap();
@@ -496,7 +496,7 @@ fn tail_into_kafka_creates_a_missing_progress_topic_or_says_how() {
     };
     {
         // librdkafka's mock cluster takes no CreateTopics: a bounded, one-line error saying how.
-        let _guard = crate::common::native_clients_lock();
+        let _guard = crate::support::native_clients_lock();
         let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock cluster");
         cluster.create_topic("changes", 1, 1).expect("topic");
         let started = Instant::now();
@@ -507,8 +507,8 @@ fn tail_into_kafka_creates_a_missing_progress_topic_or_says_how() {
         assert!(e.contains("feed-progress") && e.contains("cleanup.policy=compact") && e.lines().count() == 1, "{e}");
     }
     // A real broker creates it: one partition, compacted.
-    let Some(brokers) = crate::storage::emulator("DELTABUS_TEST_KAFKA_BROKERS") else { return };
-    let _guard = crate::common::native_clients_lock();
+    let Some(brokers) = crate::support::emulator("DELTABUS_TEST_KAFKA_BROKERS") else { return };
+    let _guard = crate::support::native_clients_lock();
     let progress = format!("feed-progress-{}", std::process::id());
     let out = tail(&brokers, &progress);
     let lookup: BaseConsumer =

@@ -23,8 +23,8 @@ use deltabus::storage::retrying::RetryingStore;
 use deltabus::storage::{RetryPolicy, StorageOptions, Table};
 use object_store::ObjectStore;
 
-use crate::commit::add;
-use crate::common::{deltabus, run_json, write_jsonl};
+use crate::support::add;
+use crate::support::{deltabus, run_json, write_jsonl};
 
 fn cli_with_env(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> std::process::Output {
     use std::io::Write as _;
@@ -253,13 +253,13 @@ async fn contract_under_faults_memory() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn contract_under_faults_s3() {
-    let Some(table) = crate::commit::s3_table().await else { return };
+    let Some(table) = crate::support::s3_table().await else { return };
     contract_under_faults(table, 13).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn contract_under_faults_azure() {
-    let Some(table) = crate::commit::azure_table() else { return };
+    let Some(table) = crate::support::azure_table() else { return };
     contract_under_faults(table, 14).await;
 }
 
@@ -323,10 +323,10 @@ fn a_follower_killed_between_delivery_and_registration_delivers_exactly_once() {
 /// readable, one version per write.
 #[test]
 fn writers_through_a_lossy_s3_endpoint_are_exactly_once() {
-    let Some(endpoint) = crate::storage::emulator("DELTABUS_TEST_S3_ENDPOINT") else { return };
+    let Some(endpoint) = crate::support::emulator("DELTABUS_TEST_S3_ENDPOINT") else { return };
     let bucket = crate::s3_emulator::new_bucket(&endpoint, "lossy");
     let url = format!("s3://{bucket}/t");
-    let opts = crate::storage::s3_cli_options(&endpoint);
+    let opts = crate::s3_emulator::s3_cli_options(&endpoint);
     let run = |cmd: &[&str], v: u64, seed: u64, input: Option<&str>| {
         let faults = format!("rate=0.05,seed={seed},lose={}", commit_name(v));
         let mut args: Vec<&str> = cmd.to_vec();
@@ -372,9 +372,9 @@ fn writers_through_a_lossy_s3_endpoint_are_exactly_once() {
 /// -9 mid-stream and restarted: every produced id exactly once.
 #[test]
 fn kafka_ingest_through_a_lossy_s3_endpoint_is_exactly_once() {
-    use crate::ingest_process::{start_producer_to, terminate, TOTAL};
-    let Some(endpoint) = crate::storage::emulator("DELTABUS_TEST_S3_ENDPOINT") else { return };
-    let _guard = crate::common::native_clients_lock();
+    use crate::support::{start_producer_to, terminate, TOTAL};
+    let Some(endpoint) = crate::support::emulator("DELTABUS_TEST_S3_ENDPOINT") else { return };
+    let _guard = crate::support::native_clients_lock();
     let bucket = crate::s3_emulator::new_bucket(&endpoint, "ingest");
     let table = format!("s3://{bucket}/orders");
     let env = [

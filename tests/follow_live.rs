@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{deltabus, run_json};
+use crate::support::{deltabus, run_json};
 
 fn append(table: &str, ids: std::ops::Range<i64>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))

@@ -8,8 +8,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{assert_clean_failure, deltabus, kernel_oracle, write_jsonl};
-use crate::write::python;
+use crate::support::python;
+use crate::support::{assert_clean_failure, deltabus, kernel_oracle, write_jsonl};
 
 const SCHEMA: &str = r#"{"type":"struct","fields":[
  {"name":"id","type":"long","nullable":true,"metadata":{}},
@@ -110,7 +110,7 @@ fn date_and_hour_partitions_are_generated_columns_both_readers_read() {
         assert_eq!(pick(&rows), want, "kernel-oracle");
     }
     let Some(py) = python() else { return };
-    let rows = crate::write::deltalake_rows(&py, &table);
+    let rows = crate::support::deltalake_rows(&py, &table);
     let rows: Vec<Value> = String::from_utf8_lossy(&rows).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(pick(&rows), want, "deltalake");
 
@@ -129,7 +129,7 @@ t = pa.table({"id": pa.array([100], pa.int64()),
               "ts": pa.array([datetime.datetime(2025, 1, 2, 3, 4, tzinfo=datetime.timezone.utc)], pa.timestamp("us", "UTC"))})
 write_deltalake(sys.argv[1], t, mode="append")
 "#;
-    let out = crate::common::run_python(&py, script, &[daily.as_os_str()]);
+    let out = crate::support::run_python(&py, script, &[daily.as_os_str()]);
     assert!(out.status.success(), "deltalake append: {}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("generatedColumns"));
     let cat = deltabus(&["cat", daily.to_str().unwrap()]);
@@ -215,11 +215,11 @@ async fn a_pipeline_partitions_by_day_and_dead_letters_disagreeing_rows() {
         })
         .collect();
     records.push((0, None, Some("{\"id\":999,\"ts\":\"2024-03-01T10:00:00Z\",\"ts_date\":\"2024-03-02\"}".into())));
-    crate::ingest::produce(&brokers, "clicks", &records).await;
+    crate::support::produce(&brokers, "clicks", &records).await;
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("clicks");
     let dead = dir.path().join("dead");
-    let mut p = crate::ingest::pipeline(&brokers, "clicks", table.to_str().unwrap());
+    let mut p = crate::support::pipeline(&brokers, "clicks", table.to_str().unwrap());
     p.kafka.stop_at_end = true;
     p.schema = Some(SCHEMA.into());
     p.partition_by = vec!["date(ts)".into()];
@@ -240,7 +240,7 @@ async fn a_pipeline_partitions_by_day_and_dead_letters_disagreeing_rows() {
     .unwrap();
     assert_eq!((reports["daily"].rows_committed, reports["daily"].dead_letters), (200, 1), "{reports:?}");
     drop(cluster);
-    let _native = crate::common::native_clients_lock();
+    let _native = crate::support::native_clients_lock();
     let mut dirs: Vec<String> = files(&table)
         .iter()
         .map(|f| f["path"].as_str().unwrap_or_default().split('/').next().unwrap_or_default().to_string())

@@ -8,7 +8,7 @@ use arrow::array::{ArrayRef, Int64Array, RecordBatch};
 use deltabus::delta::dv::encode_file;
 use roaring::RoaringTreemap;
 
-use crate::common::{assert_clean_failure, deltabus};
+use crate::support::{assert_clean_failure, deltabus};
 
 const PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#;
 const DV_PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"]}}"#;
@@ -223,7 +223,7 @@ fn an_unreadable_hinted_checkpoint_falls_back_to_older_state() {
     let t = table.to_str().unwrap();
     for n in 0..12 {
         let args: &[&str] = if n == 0 { &["--property", "delta.checkpointInterval=5"] } else { &[] };
-        let out = crate::common::write_jsonl(&table, args, &format!("{{\"id\":{n}}}\n"));
+        let out = crate::support::write_jsonl(&table, args, &format!("{{\"id\":{n}}}\n"));
         assert!(out.status.success(), "{}", stderr(&out));
     }
     let log = table.join("_delta_log");
@@ -238,7 +238,7 @@ fn an_unreadable_hinted_checkpoint_falls_back_to_older_state() {
         let out = cat(&table);
         assert!(out.status.success(), "{garbage:?}: cat: {}", stderr(&out));
         assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 12, "{garbage:?}");
-        let out = crate::common::write_jsonl(&table, &[], "{\"id\":100}\n");
+        let out = crate::support::write_jsonl(&table, &[], "{\"id\":100}\n");
         assert!(out.status.success(), "{garbage:?}: write: {}", stderr(&out));
         let out = deltabus(&["delete", t, "--where", "id = 100"]);
         assert!(out.status.success(), "{garbage:?}: delete: {}", stderr(&out));
@@ -254,11 +254,11 @@ fn a_directory_named_like_a_commit_is_refused_quickly() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
     for n in 0..2 {
-        assert!(crate::common::write_jsonl(&table, &[], &format!("{{\"id\":{n}}}\n")).status.success());
+        assert!(crate::support::write_jsonl(&table, &[], &format!("{{\"id\":{n}}}\n")).status.success());
     }
     std::fs::create_dir(table.join("_delta_log/00000000000000000002.json")).unwrap();
     let started = std::time::Instant::now();
-    let out = crate::common::write_jsonl(&table, &[], "{\"id\":2}\n");
+    let out = crate::support::write_jsonl(&table, &[], "{\"id\":2}\n");
     assert_clean_failure(&out, "directory as commit");
     assert!(stderr(&out).contains("cannot be read as a commit file"), "{}", stderr(&out));
     assert!(started.elapsed() < std::time::Duration::from_secs(3), "took {:?}", started.elapsed());
@@ -319,7 +319,7 @@ fn every_command_refuses_hostile_tables_cleanly() {
                 assert_clean_failure(&out, &format!("{name}: {cmd:?}"));
             }
         }
-        let out = crate::common::write_jsonl(&table, &[], "{\"id\":9}\n");
+        let out = crate::support::write_jsonl(&table, &[], "{\"id\":9}\n");
         assert!(!stderr(&out).contains("panicked"), "{name}: write panicked");
         assert_eq!(std::fs::read(&outside).unwrap(), before, "{name}: the file outside the root was touched");
     }
@@ -331,7 +331,7 @@ fn every_command_refuses_hostile_tables_cleanly() {
 fn hostile_predicates_are_clean_errors_in_every_command() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
-    assert!(crate::common::write_jsonl(&table, &[], "{\"id\":1}\n{\"id\":2}\n").status.success());
+    assert!(crate::support::write_jsonl(&table, &[], "{\"id\":1}\n{\"id\":2}\n").status.success());
     let t = table.to_str().unwrap();
     let deep = format!("{}id = 1{}", "(".repeat(10_000), ")".repeat(10_000));
     let nots = format!("{}id = 1", "NOT ".repeat(30_000));
@@ -364,6 +364,6 @@ fn describe_never_reports_a_negative_size() {
         )
     };
     write_log(&table, &[vec![PROTOCOL.into(), METADATA.into(), big("a.parquet"), big("b.parquet"), big("c.parquet")]]);
-    let d = crate::common::run_json(&["describe", table.to_str().unwrap()]);
+    let d = crate::support::run_json(&["describe", table.to_str().unwrap()]);
     assert_eq!(d["sizeInBytes"].as_i64(), Some(i64::MAX), "{d}");
 }

@@ -3,106 +3,25 @@
 //! Kafka topic, positions in `txn`, resume without duplicates, the metrics endpoint, schema
 //! evolution, and a partition moved by another worker being dropped and re-read.
 
+use crate::support::*;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use deltabus::config::pipeline::{PipelineConfig, RecordColumns};
+use deltabus::config::pipeline::RecordColumns;
 use deltabus::metrics::Metrics;
-use deltabus::pipeline::runner::RunReport;
 use deltabus::pipeline::service::{run, ServiceOptions};
 use deltabus::storage::{StorageOptions, Table};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Headers;
 use rdkafka::mocking::MockCluster;
-use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::Message;
 use serde_json::Value;
 
-pub fn pipeline(brokers: &str, topic: &str, table: &str) -> PipelineConfig {
-    let mut p = PipelineConfig::new(table, brokers, topic);
-    p.app_id = Some("ingest".into());
-    p.create = true;
-    p.kafka.max_record_bytes = "1kb".parse().unwrap();
-    // The mock cluster makes a member joining right after another left wait for the leaver's
-    // session timeout (LeaveGroup is sent and answered; seen with librdkafka=debug): keep it
-    // short.
-    p.kafka.properties = BTreeMap::from([
-        ("session.timeout.ms".to_string(), "6000".to_string()),
-        ("heartbeat.interval.ms".to_string(), "500".to_string()),
-    ]);
-    p.flush.max_latency = "300ms".parse().unwrap();
-    p.flush.max_rows = 700;
-    p
-}
-
-pub async fn produce(brokers: &str, topic: &str, records: &[(i32, Option<String>, Option<String>)]) {
-    let producer: FutureProducer = ClientConfig::new().set("bootstrap.servers", brokers).create().expect("producer");
-    let mut pending = Vec::new();
-    for (p, key, payload) in records {
-        let mut r = FutureRecord::<String, String>::to(topic).partition(*p).headers(
-            rdkafka::message::OwnedHeaders::new()
-                .insert(rdkafka::message::Header { key: "source", value: Some("test") }),
-        );
-        if let Some(k) = key {
-            r = r.key(k);
-        }
-        if let Some(v) = payload {
-            r = r.payload(v);
-        }
-        pending.push(producer.send(r, Duration::from_secs(10)));
-    }
-    for d in futures::future::join_all(pending).await {
-        d.expect("delivered");
-    }
-}
-
-/// Runs the pipelines until `done(metrics)` holds (or 90 s), then shuts them down gracefully.
-pub async fn run_until(
-    pipelines: Vec<PipelineConfig>,
-    metrics_addr: Option<String>,
-    done: impl Fn(&Metrics) -> bool + Send + 'static,
-) -> BTreeMap<String, RunReport> {
-    let resolved = pipelines.iter().enumerate().map(|(i, p)| p.validate(&format!("p{i}")).unwrap()).collect();
-    let metrics = Arc::new(Metrics::default());
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let opts = ServiceOptions {
-        pipelines: resolved,
-        storage: StorageOptions::default(),
-        metrics_addr,
-        shutdown_timeout: Duration::from_secs(30),
-    };
-    let m = metrics.clone();
-    let watcher = tokio::spawn(async move {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
-        while !done(&m) && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let _ = stop_tx.send(true);
-    });
-    let started = std::time::Instant::now();
-    let reports = run(opts, metrics, stop_rx).await.expect("pipelines run");
-    watcher.abort();
-    eprintln!("run_until: {:?}, {reports:?}", started.elapsed());
-    reports
-}
-
-pub fn committed(m: &Metrics, name: &str) -> u64 {
-    let p = m.pipeline(name);
-    p.rows_committed.get() + p.dead_letters.get()
-}
-
-/// Live rows of a table through the `deltabus cat` command.
-pub fn rows(table: &str) -> Vec<Value> {
-    let out = crate::common::deltabus(&["cat", table]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 fn txn_versions(table: &str) -> BTreeMap<String, i64> {
-    let d = crate::common::run_json(&["describe", table]);
+    let d = crate::support::run_json(&["describe", table]);
     let mut out = BTreeMap::new();
     for (k, v) in d["txns"].as_object().cloned().unwrap_or_default() {
         out.insert(k, v.as_i64().or_else(|| v["version"].as_i64()).unwrap());
@@ -110,13 +29,9 @@ fn txn_versions(table: &str) -> BTreeMap<String, i64> {
     out
 }
 
-pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
-
 #[test]
 fn ingests_dead_letters_columns_positions_and_resumes() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("events").to_string_lossy().into_owned();
     let dlq = dir.path().join("dlq").to_string_lossy().into_owned();
@@ -219,7 +134,7 @@ fn ingests_dead_letters_columns_positions_and_resumes() {
         let txns = txn_versions(&table);
         assert_eq!(txns["ingest-events-0"], 499);
         assert_eq!(txns["ingest-events-2"], 499);
-        let history = crate::common::deltabus(&["history", &table]);
+        let history = crate::support::deltabus(&["history", &table]);
         let history = String::from_utf8_lossy(&history.stdout);
         assert!(history.contains("STREAMING UPDATE") && history.contains("deltabus/"), "{history}");
         // Dead letters with reason and raw bytes.
@@ -244,7 +159,7 @@ fn ingests_dead_letters_columns_positions_and_resumes() {
     ids.sort_unstable();
     let expected: Vec<i64> = (0..1800).filter(|i| *i >= 1500 || !matches!(i % 100, 13 | 27 | 41 | 51 | 77)).collect();
     assert_eq!(ids, expected, "every good record exactly once after the restart");
-    if let Some(oracle) = crate::common::kernel_oracle() {
+    if let Some(oracle) = crate::support::kernel_oracle() {
         let out = std::process::Command::new(oracle).arg("rows").arg(&table).output().unwrap();
         assert!(out.status.success(), "kernel-oracle: {}", String::from_utf8_lossy(&out.stderr));
         let mut seen: Vec<i64> = String::from_utf8_lossy(&out.stdout)
@@ -271,7 +186,7 @@ async fn http_get(addr: &str, path: &str) -> Option<String> {
 
 #[test]
 fn dead_letters_to_a_topic_and_schema_evolution() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
     runtime().block_on(async {
@@ -325,7 +240,7 @@ fn dead_letters_to_a_topic_and_schema_evolution() {
     assert_eq!(by_id[&3]["color"], "red");
     assert_eq!(by_id[&4]["size"], 2.5);
     assert!(by_id[&1]["color"].is_null());
-    let history = String::from_utf8_lossy(&crate::common::deltabus(&["history", &table]).stdout).into_owned();
+    let history = String::from_utf8_lossy(&crate::support::deltabus(&["history", &table]).stdout).into_owned();
     assert!(history.contains("ADD COLUMNS"), "{history}");
 }
 
@@ -339,7 +254,7 @@ fn a_moved_partition_is_dropped_not_duplicated_and_an_aborted_flush_commits_noth
     let dir = tempfile::tempdir().unwrap();
     let table_path = dir.path().join("t");
     // Another worker already committed partition 0 up to offset 120.
-    let other = crate::common::write_jsonl(
+    let other = crate::support::write_jsonl(
         &table_path,
         &["--app-id", "ingest-events-0", "--txn-version", "120"],
         "{\"id\":-1}\n",
@@ -392,7 +307,7 @@ fn a_moved_partition_is_dropped_not_duplicated_and_an_aborted_flush_commits_noth
 
 #[test]
 fn start_positions_apply_only_where_the_table_has_none() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
     runtime().block_on(async {
@@ -419,7 +334,7 @@ fn start_positions_apply_only_where_the_table_has_none() {
 
 #[test]
 fn background_compaction_runs_beside_ingest_without_changing_rows() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
     runtime().block_on(async {
@@ -452,13 +367,13 @@ fn background_compaction_runs_beside_ingest_without_changing_rows() {
     let mut ids: Vec<i64> = rows(&table).iter().map(|r| r["id"].as_i64().unwrap()).collect();
     ids.sort_unstable();
     assert_eq!(ids, (0..1000).collect::<Vec<_>>(), "compaction neither loses nor duplicates rows");
-    let history = String::from_utf8_lossy(&crate::common::deltabus(&["history", &table]).stdout).into_owned();
+    let history = String::from_utf8_lossy(&crate::support::deltabus(&["history", &table]).stdout).into_owned();
     assert!(history.contains("\"OPTIMIZE\""), "{history}");
-    let files = crate::common::run_json(&["files", &table]);
+    let files = crate::support::run_json(&["files", &table]);
     let commits = history.lines().filter(|l| l.contains("STREAMING UPDATE")).count();
     assert!(files["files"].as_array().unwrap().len() < commits, "fewer live files than appends");
     // The change feed skips the dataChange=false rewrites: each row is inserted exactly once.
-    let out = crate::common::deltabus(&["changes", &table, "--from", "0"]);
+    let out = crate::support::deltabus(&["changes", &table, "--from", "0"]);
     let inserts = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("\"insert\"")).count();
     assert_eq!(inserts, 1000);
 }

@@ -17,7 +17,7 @@ use rdkafka::Message;
 #[test]
 fn consumes_and_decodes_from_the_mock_cluster() {
     // Held until the runtime and the clients in `run` are gone (see `native_clients_lock`).
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.block_on(run());
 }

@@ -82,3 +82,26 @@ fn the_rule_sees_code_and_not_comments() {
     let found = crate_paths("use crate::delta::x; // crate::cli\n/// [`crate::feed`]\nlet a = crate::storage::f();");
     assert_eq!(found, vec![(1, "delta".to_string()), (3, "storage".to_string())]);
 }
+
+/// Test modules share helpers through `tests/support/` (and the comparator and the S3
+/// emulator, which are shared by design), never by importing from each other.
+#[test]
+fn test_modules_import_helpers_only_from_support() {
+    let shared = ["support", "compare", "s3_emulator"];
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut wrong = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "rs") {
+            continue;
+        }
+        let own = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let code = std::fs::read_to_string(&path).unwrap();
+        for (line, name) in crate_paths(&code) {
+            if name != own && !shared.contains(&name.as_str()) && own != "layout" {
+                wrong.push(format!("tests/{own}.rs:{line}: imports crate::{name}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "test modules importing from each other:\n{}", wrong.join("\n"));
+}

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{assert_clean_failure, copy_corpus_table, deltabus, run_json, write_jsonl};
+use crate::support::{assert_clean_failure, copy_corpus_table, deltabus, run_json, write_jsonl};
 
 fn write(table: &Path, input: &str) {
     let out = write_jsonl(table, &[], input);

@@ -8,8 +8,8 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::{deltabus, kernel_oracle, write_jsonl, Rng};
-use crate::write::{compare_rows, deltalake_rows, python};
+use crate::support::{compare_rows, deltalake_rows, python};
+use crate::support::{deltabus, kernel_oracle, write_jsonl, Rng};
 
 /// Awkward values that must survive as they are.
 const AWKWARD: &[&str] = &[

@@ -17,7 +17,7 @@ use deltabus::pipeline::service::{run, ServiceOptions};
 use deltabus::storage::StorageOptions;
 use rdkafka::mocking::MockCluster;
 
-use crate::ingest::{committed, pipeline, produce, rows, run_until, runtime};
+use crate::support::{committed, pipeline, produce, rows, run_until, runtime};
 
 fn records(ids: std::ops::Range<i64>) -> Vec<(i32, Option<String>, Option<String>)> {
     ids.map(|i| (0, None, Some(format!(r#"{{"id":{i}}}"#)))).collect()
@@ -62,7 +62,7 @@ async fn run_briefly(p: PipelineConfig, settle: Duration) -> (Result<(), String>
 
 #[test]
 fn start_latest_is_recorded_once_so_the_next_owner_misses_nothing() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
     runtime().block_on(async {
@@ -85,11 +85,11 @@ fn start_latest_is_recorded_once_so_the_next_owner_misses_nothing() {
 
 #[test]
 fn a_position_past_the_end_of_the_partition_is_reported() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
     // The table says offset 1000 of partition 0 is ingested; the topic has 3 records.
-    let out = crate::common::write_jsonl(
+    let out = crate::support::write_jsonl(
         std::path::Path::new(&table),
         &["--app-id", "ingest-s-0", "--txn-version", "1000"],
         "{\"id\":-1}\n",
@@ -113,7 +113,7 @@ fn a_position_past_the_end_of_the_partition_is_reported() {
 /// starting over from `kafka.start`.
 #[test]
 fn an_expired_position_is_still_the_position() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
     runtime().block_on(async {
@@ -127,7 +127,7 @@ fn an_expired_position_is_still_the_position() {
         assert_eq!(reports["p0"].rows_committed, 5);
         // Idle past the retention, and a checkpoint written meanwhile.
         tokio::time::sleep(Duration::from_millis(1500)).await;
-        let out = crate::common::deltabus(&["checkpoint", &table]);
+        let out = crate::support::deltabus(&["checkpoint", &table]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         produce(&brokers, "s", &records(5..8)).await;
         let reports = run_until(vec![p], None, |m| committed(m, "p0") >= 3).await;

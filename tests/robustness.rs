@@ -9,7 +9,7 @@ use deltabus::delta::dv::{decode_bitmap, decode_file_record};
 use deltabus::delta::last_checkpoint::LastCheckpoint;
 use deltabus::storage::{StorageOptions, Table};
 
-use crate::common::conformance_dir;
+use crate::support::conformance_dir;
 
 /// xorshift64*: a deterministic mutation source.
 struct Rng(u64);
@@ -141,14 +141,14 @@ fn damaged_parquet_is_refused(bytes: &[u8]) {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
     for n in 0..3 {
-        let out = crate::common::write_jsonl(&table, &[], &format!("{{\"id\":{n}}}\n"));
+        let out = crate::support::write_jsonl(&table, &[], &format!("{{\"id\":{n}}}\n"));
         assert!(out.status.success());
     }
     let log = table.join("_delta_log");
     std::fs::write(log.join("00000000000000000002.checkpoint.parquet"), bytes).unwrap();
     std::fs::write(log.join("_last_checkpoint"), r#"{"version":2,"size":10}"#).unwrap();
     let limit = std::time::Duration::from_secs(60);
-    let out = crate::common::deltabus_within(&["cat", table.to_str().unwrap()], limit);
+    let out = crate::support::deltabus_within(&["cat", table.to_str().unwrap()], limit);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
     // The same bytes as a data file.
@@ -177,6 +177,6 @@ fn damaged_parquet_is_refused(bytes: &[u8]) {
             .collect();
         std::fs::write(commit.path(), fixed.join("\n") + "\n").unwrap();
     }
-    let out = crate::common::deltabus_within(&["cat", table.to_str().unwrap()], limit);
-    crate::common::assert_clean_failure(&out, "damaged data file");
+    let out = crate::support::deltabus_within(&["cat", table.to_str().unwrap()], limit);
+    crate::support::assert_clean_failure(&out, "damaged data file");
 }

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::ingest::{pipeline, produce, rows, run_until, runtime};
+use crate::support::{pipeline, produce, rows, run_until, runtime};
 use rdkafka::mocking::MockCluster;
 
 fn ids(table: &str) -> Vec<i64> {
@@ -22,7 +22,7 @@ fn records(n: i64, partitions: i32) -> Vec<(i32, Option<String>, Option<String>)
 
 #[test]
 fn a_topic_pattern_fans_out_into_a_table_per_topic_and_picks_up_new_topics() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let template = format!("{}/{{topic}}", dir.path().display());
@@ -42,7 +42,7 @@ fn a_topic_pattern_fans_out_into_a_table_per_topic_and_picks_up_new_topics() {
     let table_eu = format!("{}/orders.eu", dir.path().display());
     let table_us = format!("{}/orders.us", dir.path().display());
     let running = rt.spawn(run_until(vec![p], None, |m| {
-        let n = |name: &str| crate::ingest::committed(m, name);
+        let n = |name: &str| crate::support::committed(m, name);
         n("p0/orders.eu") == 300 && n("p0/orders.us") == 200 && n("p0/orders.apac") == 120
     }));
     // A topic created while the pipeline runs, once the first two have landed.
@@ -67,7 +67,7 @@ fn a_topic_pattern_fans_out_into_a_table_per_topic_and_picks_up_new_topics() {
 
 #[test]
 fn listed_topics_can_share_one_table() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("all").to_string_lossy().into_owned();
@@ -84,7 +84,7 @@ fn listed_topics_can_share_one_table() {
     p.kafka.topics = vec!["a".into(), "b-1".into()];
     p.columns.topic = Some("topic".into());
     let reports = rt.block_on(run_until(vec![p], None, |m| {
-        crate::ingest::committed(m, "p0/a") == 100 && crate::ingest::committed(m, "p0/b-1") == 150
+        crate::support::committed(m, "p0/a") == 100 && crate::support::committed(m, "p0/b-1") == 150
     }));
     drop(cluster);
     assert_eq!(ids(&table), (0..250).collect::<Vec<_>>(), "{reports:?}");
@@ -94,7 +94,7 @@ fn listed_topics_can_share_one_table() {
     });
     assert_eq!(by_topic, BTreeMap::from([("a".to_string(), 100), ("b-1".to_string(), 150)]));
     // One position per (topic, partition) in the shared table.
-    let d = crate::common::run_json(&["describe", &table]);
+    let d = crate::support::run_json(&["describe", &table]);
     let txns: Vec<String> = d["txns"].as_object().unwrap().keys().cloned().collect();
     assert_eq!(txns, vec!["ingest-a-0", "ingest-a-1", "ingest-b-1-0", "ingest-b-1-1"], "{d}");
 }
@@ -162,8 +162,8 @@ fn spawn_run(config: &std::path::Path, log: &std::path::Path) -> std::process::C
 
 #[test]
 fn a_topic_pattern_is_exactly_once_under_kill_dash_nine() {
-    use crate::ingest_process::{assert_exactly_once, start_producer_to, table_rows, terminate, wait_for_rows, TOTAL};
-    let _guard = crate::common::native_clients_lock();
+    use crate::support::{assert_exactly_once, start_producer_to, table_rows, terminate, wait_for_rows, TOTAL};
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let cluster = MockCluster::new(1).unwrap();
     for t in ["orders.a", "orders.b", "other"] {
@@ -181,7 +181,7 @@ fn a_topic_pattern_is_exactly_once_under_kill_dash_nine() {
         start_producer_to(brokers.clone(), "orders.a".into(), 15),
         start_producer_to(brokers.clone(), "orders.b".into(), 15),
     ];
-    crate::ingest_process::kill_at_random_moments(3, || spawn_run(&config, &log));
+    crate::support::kill_at_random_moments(3, || spawn_run(&config, &log));
     let (a, b) = (format!("{}/orders.a", dir.path().display()), format!("{}/orders.b", dir.path().display()));
     assert!(table_rows(&a) + table_rows(&b) > 0, "the killed workers committed something");
     let last = spawn_run(&config, &log);
@@ -207,7 +207,7 @@ fn region_of(i: i64) -> &'static str {
 /// second run over the same records (positions from the route state) adds nothing.
 #[test]
 fn a_routing_field_fans_out_with_dead_letters_and_resumes_from_the_route_state() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let cluster = MockCluster::new(1).unwrap();
@@ -227,7 +227,7 @@ fn a_routing_field_fans_out_with_dead_letters_and_resumes_from_the_route_state()
     p.max_tables = 3;
     p.dead_letter.table = Some(dead.clone());
     let run = |p: &deltabus::config::pipeline::PipelineConfig, want: u64| {
-        rt.block_on(run_until(vec![p.clone()], None, move |m| crate::ingest::committed(m, "p0") >= want))
+        rt.block_on(run_until(vec![p.clone()], None, move |m| crate::support::committed(m, "p0") >= want))
     };
     let reports = run(&p, 303);
     // Which region is the fourth (refused) depends on the order partitions are fetched in.
@@ -256,7 +256,7 @@ fn a_routing_field_fans_out_with_dead_letters_and_resumes_from_the_route_state()
     assert_eq!(reasons.iter().filter(|r| r.contains("cannot name a table")).count(), 1, "{reasons:?}");
     assert_eq!(reasons.iter().filter(|r| r.contains("max_tables (3)")).count() as u64, refused_rows, "{reasons:?}");
     // The route state holds a position per partition; a second run reads nothing again.
-    let state = crate::common::run_json(&["describe", &format!("{}/_deltabus_routes/ingest", dir.path().display())]);
+    let state = crate::support::run_json(&["describe", &format!("{}/_deltabus_routes/ingest", dir.path().display())]);
     assert_eq!(state["txns"].as_object().map(|t| t.len()), Some(3), "{state}");
     let again = opened[0];
     rt.block_on(produce(
@@ -278,8 +278,8 @@ fn a_routing_field_fans_out_with_dead_letters_and_resumes_from_the_route_state()
 /// (before or after it took effect).
 #[test]
 fn a_routing_field_is_exactly_once_under_kill_dash_nine() {
-    use crate::ingest_process::{start_producer_with, table_rows, terminate, TOTAL};
-    let _guard = crate::common::native_clients_lock();
+    use crate::support::{start_producer_with, table_rows, terminate, TOTAL};
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let cluster = MockCluster::new(1).unwrap();
     cluster.create_topic("orders", 4, 1).unwrap();
@@ -296,7 +296,7 @@ fn a_routing_field_is_exactly_once_under_kill_dash_nine() {
     let producer = start_producer_with(brokers.clone(), "orders".into(), 15, |id| {
         format!(r#"{{"id":{id},"region":"r{}","payload":"{}"}}"#, id % 3, "x".repeat((id % 40) as usize))
     });
-    crate::ingest_process::kill_at_random_moments(3, || spawn_run(&config, &log));
+    crate::support::kill_at_random_moments(3, || spawn_run(&config, &log));
     // One more, killed between two tables' commits of a flush.
     let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
         .args(["run", "--config", config.to_str().unwrap()])
@@ -345,7 +345,7 @@ fn a_routing_field_is_exactly_once_under_kill_dash_nine() {
 /// state (default location) holds every topic's positions.
 #[test]
 fn routing_by_a_field_across_listed_topics() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let cluster = MockCluster::new(1).unwrap();
@@ -366,7 +366,7 @@ fn routing_by_a_field_across_listed_topics() {
     p.kafka.topics = vec!["clicks".into(), "views".into()];
     p.route_by = Some("region".into());
     let reports = rt.block_on(run_until(vec![p], None, |m| {
-        crate::ingest::committed(m, "p0/clicks") == 90 && crate::ingest::committed(m, "p0/views") == 60
+        crate::support::committed(m, "p0/clicks") == 90 && crate::support::committed(m, "p0/views") == 60
     }));
     drop(cluster);
     for (topic, n) in [("clicks", 90), ("views", 60)] {
@@ -375,7 +375,7 @@ fn routing_by_a_field_across_listed_topics() {
             assert_eq!(ids(&format!("{}/{topic}_{r}", dir.path().display())), want, "{topic}_{r}: {reports:?}");
         }
     }
-    let state = crate::common::run_json(&["describe", &format!("{}/_deltabus_routes/ingest", dir.path().display())]);
+    let state = crate::support::run_json(&["describe", &format!("{}/_deltabus_routes/ingest", dir.path().display())]);
     assert_eq!(state["txns"].as_object().map(|t| t.len()), Some(4), "{state}");
 }
 
@@ -384,7 +384,7 @@ fn routing_by_a_field_across_listed_topics() {
 /// compacted in the background, and its table template is never opened as a table.
 #[test]
 fn a_routed_pipeline_offers_what_a_plain_one_does() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let cluster = MockCluster::new(1).unwrap();
@@ -444,7 +444,7 @@ fn a_routed_pipeline_offers_what_a_plain_one_does() {
         if lag(&text) {
             *seen.lock().unwrap() = text;
         }
-        crate::ingest::committed(m, "p0") >= 2000 && optimized(&a) && optimized(&b) && !seen.lock().unwrap().is_empty()
+        crate::support::committed(m, "p0") >= 2000 && optimized(&a) && optimized(&b) && !seen.lock().unwrap().is_empty()
     }));
     drop(cluster);
     assert_eq!(reports["p0"].rows_committed, 2000, "{reports:?}");

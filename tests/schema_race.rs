@@ -98,7 +98,7 @@ impl ObjectStore for Racing {
 fn a_lost_schema_race_evolves_again_instead_of_dead_lettering() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t");
-    let out = crate::common::write_jsonl(&path, &[], "{\"id\":0}\n");
+    let out = crate::support::write_jsonl(&path, &[], "{\"id\":0}\n");
     assert!(out.status.success());
     let location = path.to_str().unwrap();
     let mut config = PipelineConfig::new(location, "127.0.0.1:9", "t");
@@ -127,7 +127,7 @@ fn a_lost_schema_race_evolves_again_instead_of_dead_lettering() {
         assert!(decoded.dead_letters.is_empty(), "good records became dead letters: {:?}", decoded.dead_letters);
         assert_eq!(decoded.batch.map(|b| b.num_rows()), Some(3));
     });
-    let d = crate::common::run_json(&["describe", location]);
+    let d = crate::support::run_json(&["describe", location]);
     let names: Vec<&str> =
         d["schema"]["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["id", "y", "x"], "both schema changes landed, the competitor's first");

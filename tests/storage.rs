@@ -6,16 +6,16 @@
 //! without them, these tests say they are skipped; with `DELTABUS_REQUIRE_EMULATORS=1` (as in
 //! CI) a missing emulator is a failure.
 
-pub use crate::s3_emulator::{new_bucket, s3_cli_options};
+use crate::s3_emulator::{new_bucket, s3_cli_options};
+use crate::support::*;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 use deltabus::storage::{StorageOptions, Table};
 use object_store::path::{Path as ObjectPath, PathPart};
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
-use crate::common::{conformance_dir, deltabus};
+use crate::support::{conformance_dir, deltabus};
 
 /// Corpus tables that exercise DV files, escaped partition directories, and each checkpoint kind.
 const TABLES: &[&str] = &[
@@ -25,19 +25,6 @@ const TABLES: &[&str] = &[
     "v2-checkpoint-parquet",
     "dv-partitioned-with-checkpoint",
 ];
-
-pub fn emulator(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) => Some(v),
-        Err(_) if std::env::var("DELTABUS_REQUIRE_EMULATORS").is_ok() => {
-            panic!("{var} is not set but emulators are required")
-        }
-        Err(_) => {
-            eprintln!("skipped: {var} is not set (scripts/test.sh starts the emulators)");
-            None
-        }
-    }
-}
 
 fn object_path(prefix: &str, rel: &str) -> ObjectPath {
     rel.split('/').fold(ObjectPath::from(prefix), |p, seg| match PathPart::parse(seg) {
@@ -121,22 +108,6 @@ async fn s3_reads_match_local() {
     let out = deltabus(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let desc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(desc["lastCheckpoint"], 1);
-}
-
-/// Creates a fresh container on Azurite (object_store cannot) and returns its name.
-pub fn azure_container() -> String {
-    let endpoint = emulator("DELTABUS_TEST_AZURE_ENDPOINT").expect("Azurite endpoint");
-    let python = emulator("DELTABUS_TEST_PYTHON").expect("python for container creation");
-    let container = format!("deltabus{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-    let conn = format!(
-        "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint={endpoint};"
-    );
-    let script = format!(
-        "from azure.storage.blob import BlobServiceClient\nBlobServiceClient.from_connection_string({conn:?}, api_version='2021-08-06').create_container({container:?})"
-    );
-    let out = Command::new(&python).arg("-c").arg(script).output().unwrap();
-    assert!(out.status.success(), "cannot create container: {}", String::from_utf8_lossy(&out.stderr));
-    container
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use rdkafka::mocking::MockCluster;
 use serde_json::{json, Value};
 
-use crate::ingest::{committed, pipeline, produce, rows, run_until, runtime};
+use crate::support::{committed, pipeline, produce, rows, run_until, runtime};
 
 fn debezium(op: &str, id: i64, name: &str) -> String {
     let image = json!({"id": id, "name": name});
@@ -30,7 +30,7 @@ fn live(table: &str) -> BTreeMap<i64, String> {
 
 #[test]
 fn debezium_changes_and_tombstones_replace_rows_by_key() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("customers").to_string_lossy().into_owned();
     let dlq = dir.path().join("dlq").to_string_lossy().into_owned();
@@ -51,7 +51,7 @@ fn debezium_changes_and_tombstones_replace_rows_by_key() {
         let creates: Vec<_> = (0..100).map(|id| rec(id, Some(debezium("c", id, "v1")))).collect();
         produce(&brokers, "cdc", &creates).await;
         run_until(vec![p.clone()], None, |m| committed(m, "p0") >= 100).await;
-        let first_version = crate::common::run_json(&["describe", &table])["version"].as_u64().unwrap();
+        let first_version = crate::support::run_json(&["describe", &table])["version"].as_u64().unwrap();
         let mut changes: Vec<_> = (0..50).map(|id| rec(id, Some(debezium("u", id, "v2")))).collect();
         changes.extend((50..60).map(|id| rec(id, Some(debezium("d", id, "v1")))));
         changes.extend((60..65).map(|id| rec(id, None))); // tombstones
@@ -79,15 +79,15 @@ fn debezium_changes_and_tombstones_replace_rows_by_key() {
     expected.insert(200, "new".into());
     assert_eq!(live(&table), expected);
     // Deletion vectors, not rewrites; the dead letters say why.
-    let described = crate::common::run_json(&["describe", &table]);
+    let described = crate::support::run_json(&["describe", &table]);
     assert!(described["protocol"].to_string().contains("deletionVectors"), "{described}");
-    let files = crate::common::run_json(&["files", &table]);
+    let files = crate::support::run_json(&["files", &table]);
     assert!(files["files"].as_array().unwrap().iter().any(|f| f["dv"] == true), "{files}");
     let letters: Vec<String> = rows(&dlq).iter().map(|r| r["reason"].as_str().unwrap().to_string()).collect();
     assert_eq!(letters.len(), 2, "{letters:?}");
     assert!(letters.iter().any(|r| r.contains("\"x\"")) && letters.iter().any(|r| r.contains("tombstone")));
     // The reference reader applies the deletion vectors the same way.
-    if let Some(oracle) = crate::common::kernel_oracle() {
+    if let Some(oracle) = crate::support::kernel_oracle() {
         let out = std::process::Command::new(oracle).arg("rows").arg(&table).output().unwrap();
         assert!(out.status.success(), "kernel-oracle: {}", String::from_utf8_lossy(&out.stderr));
         let seen: BTreeMap<i64, String> = String::from_utf8_lossy(&out.stdout)
@@ -99,20 +99,20 @@ fn debezium_changes_and_tombstones_replace_rows_by_key() {
     }
     // The change feed after the creates: the old rows of every changed key are deleted and
     // the winning rows inserted.
-    let out = crate::common::deltabus(&["changes", &table, "--from", &(first_version + 1).to_string()]);
+    let out = crate::support::deltabus(&["changes", &table, "--from", &(first_version + 1).to_string()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let feed: Vec<Value> =
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let count = |t: &str| feed.iter().filter(|r| r["_change_type"] == t).count();
     assert_eq!(count("delete"), 50 + 15 + 2, "updated, deleted and re-created keys lose their old rows");
     assert_eq!(count("insert"), 50 + 1 + 1 + 1, "updated, re-created and new keys get their rows");
-    let history = String::from_utf8_lossy(&crate::common::deltabus(&["history", &table]).stdout).into_owned();
+    let history = String::from_utf8_lossy(&crate::support::deltabus(&["history", &table]).stdout).into_owned();
     assert!(history.contains("\"MERGE\"") && history.contains("numTargetRowsUpdated"), "{history}");
 }
 
 #[test]
 fn plain_payloads_with_an_op_field() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
     runtime().block_on(async {
@@ -187,7 +187,7 @@ fn final_state() -> BTreeMap<i64, i64> {
 }
 
 fn live_versions(table: &str) -> Option<BTreeMap<i64, i64>> {
-    let out = crate::common::deltabus(&["cat", table]);
+    let out = crate::support::deltabus(&["cat", table]);
     if !out.status.success() {
         return None;
     }
@@ -204,7 +204,7 @@ fn live_versions(table: &str) -> Option<BTreeMap<i64, i64>> {
 fn keyed_workers_killed_with_sigkill_through_store_faults_apply_every_change_once() {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("keyed").to_string_lossy().into_owned();
     let log = dir.path().join("workers.log");
@@ -267,7 +267,7 @@ fn keyed_workers_killed_with_sigkill_through_store_faults_apply_every_change_onc
 
 #[test]
 fn keyed_changes_on_a_change_data_table_carry_update_images() {
-    let _guard = crate::common::native_clients_lock();
+    let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
     let first = runtime().block_on(async {
@@ -284,7 +284,7 @@ fn keyed_changes_on_a_change_data_table_carry_update_images() {
         let row = |id: i64, name: &str| (0, Some(id.to_string()), Some(format!(r#"{{"id":{id},"name":"{name}"}}"#)));
         produce(&brokers, "kv", &(0..10).map(|i| row(i, "a")).collect::<Vec<_>>()).await;
         run_until(vec![p.clone()], None, |m| committed(m, "p0") >= 10).await;
-        let first = crate::common::run_json(&["describe", &table])["version"].as_u64().unwrap() + 1;
+        let first = crate::support::run_json(&["describe", &table])["version"].as_u64().unwrap() + 1;
         let mut more: Vec<_> = (0..3).map(|i| row(i, "b")).collect();
         more.push((0, Some("5".into()), None)); // tombstone
         more.push(row(20, "c"));
@@ -311,9 +311,9 @@ fn keyed_changes_on_a_change_data_table_carry_update_images() {
     expected.push(("delete".into(), 5, "a".into()));
     expected.push(("insert".into(), 20, "c".into()));
     expected.sort();
-    let ours = feed(&crate::common::deltabus(&["changes", &table, "--from", &first.to_string()]));
+    let ours = feed(&crate::support::deltabus(&["changes", &table, "--from", &first.to_string()]));
     assert_eq!(ours, expected);
-    if let Some(oracle) = crate::common::kernel_oracle() {
+    if let Some(oracle) = crate::support::kernel_oracle() {
         let out = std::process::Command::new(oracle).args(["changes", &table, &first.to_string()]).output().unwrap();
         assert_eq!(feed(&out), expected, "the reference reader's change feed");
     }

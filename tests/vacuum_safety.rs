@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{assert_clean_failure, deltabus, run_json, write_jsonl};
+use crate::support::{assert_clean_failure, deltabus, run_json, write_jsonl};
 
 fn write(table: &Path, input: &str) {
     let out = write_jsonl(table, &[], input);

@@ -3,13 +3,14 @@
 //! idempotent writes; bad rows that commit nothing; schema evolution; concurrent writers;
 //! refusal of tables with features deltabus cannot honour.
 
+use crate::support::*;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::common::{assert_clean_failure, conformance_dir, deltabus, kernel_oracle, write_jsonl};
+use crate::support::{assert_clean_failure, conformance_dir, deltabus, kernel_oracle, write_jsonl};
 
 fn write(table: &Path, args: &[&str], input: &str) -> Output {
     write_jsonl(table, args, input)
@@ -24,39 +25,6 @@ fn cat(table: &Path) -> Vec<Value> {
     let out = deltabus(&["cat", table.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
-pub fn compare_rows(expected_jsonl: &[u8], actual_jsonl: &[u8]) -> Result<(), String> {
-    crate::compare::rows(expected_jsonl, actual_jsonl, &[]).map(|_| ())
-}
-
-pub fn python() -> Option<String> {
-    crate::storage::emulator("DELTABUS_TEST_PYTHON")
-}
-
-/// Rows as the Python `deltalake` package reads them, as JSON lines.
-pub fn deltalake_rows(python: &str, table: &Path) -> Vec<u8> {
-    let script = r#"
-import json, sys, datetime, decimal
-from deltalake import DeltaTable
-def norm(v):
-    if isinstance(v, list):
-        if v and all(isinstance(e, tuple) and len(e) == 2 for e in v):
-            return [{"key": norm(k), "value": norm(x)} for k, x in v]
-        return [norm(e) for e in v]
-    if isinstance(v, dict):
-        return {k: norm(x) for k, x in v.items()}
-    if isinstance(v, (bytes, bytearray)):
-        return v.hex()
-    if isinstance(v, (datetime.datetime, datetime.date, decimal.Decimal)):
-        return v.isoformat() if not isinstance(v, decimal.Decimal) else str(v)
-    return v
-for row in DeltaTable(sys.argv[1]).to_pyarrow_table().to_pylist():
-    print(json.dumps(norm(row)))
-"#;
-    let out = crate::common::run_python(python, script, &[table.as_os_str()]);
-    assert!(out.status.success(), "deltalake failed: {}", String::from_utf8_lossy(&out.stderr));
-    out.stdout
 }
 
 const SCHEMA: &str = r#"{"type":"struct","fields":[

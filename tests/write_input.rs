@@ -1,7 +1,7 @@
 //! `deltabus write` on awkward input: empty or blank input on an existing table commits no
 //! empty version; a partition column named twice is refused before anything is written.
 
-use crate::common::{assert_clean_failure, write_jsonl};
+use crate::support::{assert_clean_failure, write_jsonl};
 
 fn versions(table: &std::path::Path) -> usize {
     std::fs::read_dir(table.join("_delta_log"))

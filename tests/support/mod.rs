@@ -1,4 +1,21 @@
-//! Helpers shared by the integration tests.
+//! Everything the integration tests share, in one place (test modules never import from each
+//! other): the `deltabus` binary and its JSON answers, the conformance corpus, the reference
+//! reader and Python runners (here); Kafka pipelines and the mock cluster ([`kafka`]);
+//! `deltabus` processes and their exactly-once check ([`processes`]); the Python `deltalake`
+//! reader ([`python`]); object-store emulators ([`stores`]); tables and an in-process table
+//! builder ([`tables`]).
+
+pub mod kafka;
+pub mod processes;
+pub mod python;
+pub mod stores;
+pub mod tables;
+
+pub use kafka::*;
+pub use processes::*;
+pub use python::*;
+pub use stores::*;
+pub use tables::*;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -1,0 +1,38 @@
+//! Tables for the tests: their live rows through `deltabus cat`, add actions, and an
+//! in-process builder of tables from JSON-lines commits.
+
+use deltabus::delta::actions::{Action, Add};
+use serde_json::Value;
+
+/// Live rows of a table through the `deltabus cat` command.
+pub fn rows(table: &str) -> Vec<Value> {
+    let out = crate::support::deltabus(&["cat", table]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+pub fn add(path: &str) -> Action {
+    Action::Add(Add {
+        path: path.into(),
+        partition_values: Default::default(),
+        size: 1,
+        modification_time: 1,
+        data_change: true,
+        stats: Some(r#"{"numRecords":1}"#.into()),
+        tags: None,
+        deletion_vector: None,
+        base_row_id: None,
+        default_row_commit_version: None,
+        clustering_provider: None,
+    })
+}
+
+/// A table built in-process at `url` (`memory://…` for a fixture that never touches the disk)
+/// from JSON-lines commits: the first creates it (schema inferred), each further one appends.
+pub async fn table_of_commits(url: &str, commits: &[&str]) -> deltabus::storage::Table {
+    let table = deltabus::storage::Table::open(url, deltabus::storage::StorageOptions::default()).unwrap();
+    for lines in commits {
+        deltabus::ops::write::write_json_lines(&table, lines.as_bytes(), &Default::default()).await.unwrap();
+    }
+    table
+}
