@@ -103,7 +103,9 @@ fn a_lost_schema_race_evolves_again_instead_of_dead_lettering() {
     let location = path.to_str().unwrap();
     let mut config = PipelineConfig::new(location, "127.0.0.1:9", "t");
     config.evolve_schema = true;
-    let cfg = config.validate("p").unwrap();
+    let deltabus::config::Pipeline::Kafka(cfg) = config.validate("p").unwrap().kind() else {
+        panic!("a Kafka pipeline")
+    };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let table = Table::open(location, StorageOptions::default())

@@ -24,8 +24,8 @@ mod resolved;
 pub mod sources;
 
 pub use pipeline::{
-    PayloadFormat, PipelineConfig, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, Route,
-    StartPosition, Topics, UpsertConfig, UpsertFormat,
+    DeltaPipeline, KafkaPipeline, PayloadFormat, Pipeline, PipelineConfig, PipelineSource, ResolvedCompaction,
+    ResolvedKafka, ResolvedPipeline, Route, StartPosition, Topics, UpsertConfig, UpsertFormat,
 };
 
 /// The embedded defaults file.

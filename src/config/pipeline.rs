@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use crate::common::units::{ByteSize, HumanDuration};
 
 pub use super::resolved::{
-    PayloadFormat, PipelineSource, ResolvedCompaction, ResolvedKafka, ResolvedPipeline, Route, StartPosition, Topics,
+    DeltaPipeline, KafkaPipeline, PayloadFormat, Pipeline, PipelineSource, ResolvedCompaction, ResolvedKafka,
+    ResolvedPipeline, Route, StartPosition, Topics,
 };
 pub use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig, UpsertFormat};
 
@@ -346,7 +347,8 @@ mod tests {
     #[test]
     fn defaults_resolve() {
         let r = minimal().validate("orders").unwrap();
-        let k = r.kafka().unwrap();
+        let Pipeline::Kafka(kafka) = r.clone().kind() else { panic!("a Kafka pipeline") };
+        let k = &kafka.kafka;
         assert_eq!((r.app_id.as_str(), k.group_id.as_str()), ("orders", "orders"));
         assert_eq!(k.start, StartPosition::Earliest);
         assert_eq!(r.policy.max_bytes, 256 << 20);

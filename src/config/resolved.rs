@@ -197,28 +197,64 @@ pub struct ResolvedCompaction {
     pub interval: Duration,
 }
 
-impl ResolvedPipeline {
-    /// The Kafka source, for the stages that only run with one.
-    ///
-    /// # Errors
-    /// [`Error::Internal`] for a pipeline with another source.
-    pub fn kafka(&self) -> Result<&ResolvedKafka> {
-        match &self.source {
-            PipelineSource::Kafka(k) => Ok(k),
-            PipelineSource::Delta(_) => Err(Error::Internal(format!("pipeline {} has no Kafka source", self.name))),
-        }
-    }
+/// A pipeline reading a Kafka topic: its settings, with the Kafka ones at hand (the stages
+/// that only run with Kafka take this, never a pipeline that might have another source).
+#[derive(Debug, Clone)]
+pub struct KafkaPipeline {
+    pub pipeline: ResolvedPipeline,
+    pub kafka: ResolvedKafka,
+}
 
+/// A pipeline following another Delta table's change feed.
+#[derive(Debug, Clone)]
+pub struct DeltaPipeline {
+    pub pipeline: ResolvedPipeline,
+    pub delta: ResolvedDeltaSource,
+}
+
+/// A pipeline by its source, for the stage that runs it.
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // one per pipeline, built once: size does not matter
+pub enum Pipeline {
+    Kafka(KafkaPipeline),
+    Delta(DeltaPipeline),
+}
+
+impl std::ops::Deref for KafkaPipeline {
+    type Target = ResolvedPipeline;
+
+    fn deref(&self) -> &ResolvedPipeline {
+        &self.pipeline
+    }
+}
+
+impl std::ops::DerefMut for KafkaPipeline {
+    fn deref_mut(&mut self) -> &mut ResolvedPipeline {
+        &mut self.pipeline
+    }
+}
+
+impl KafkaPipeline {
     /// Whether polls gather record headers: for a headers column, or for Apicurio's
     /// header-carried schema ids.
     pub fn reads_headers(&self) -> bool {
-        let apicurio = match self.kafka().map(|k| &k.format) {
-            Ok(PayloadFormat::Avro(r) | PayloadFormat::Protobuf(r) | PayloadFormat::JsonSchema(r)) => {
+        let apicurio = match &self.kafka.format {
+            PayloadFormat::Avro(r) | PayloadFormat::Protobuf(r) | PayloadFormat::JsonSchema(r) => {
                 r.api == crate::config::registry::RegistryApi::Apicurio
             }
             _ => false,
         };
         self.columns.headers.is_some() || apicurio
+    }
+}
+
+impl ResolvedPipeline {
+    /// The pipeline by its source.
+    pub fn kind(self) -> Pipeline {
+        match self.source.clone() {
+            PipelineSource::Kafka(kafka) => Pipeline::Kafka(KafkaPipeline { pipeline: self, kafka }),
+            PipelineSource::Delta(delta) => Pipeline::Delta(DeltaPipeline { pipeline: self, delta }),
+        }
     }
 
     /// The pipeline of one topic of a list or pattern: `{topic}` in the table and dead-letter
@@ -251,7 +287,8 @@ impl ResolvedPipeline {
                 list.iter().map(|t| self.for_topic(t)).collect()
             }
             PipelineSource::Kafka(ResolvedKafka { topics: Topics::Pattern { .. }, .. }) => Vec::new(),
-            _ => vec![self.for_topic(self.kafka().map(|k| k.topic.clone()).unwrap_or_default().as_str())],
+            PipelineSource::Kafka(k) => vec![self.for_topic(&k.topic)],
+            PipelineSource::Delta(_) => vec![self.clone()],
         }
     }
 }

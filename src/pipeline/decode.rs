@@ -15,7 +15,7 @@ use super::buffer::Consumed;
 use super::keyed::{debezium_change, keys_of_batch, RecordChange};
 use super::keyed_avro::tombstone_keys;
 use super::schema::TableSchema;
-use crate::config::{PayloadFormat, ResolvedPipeline, UpsertConfig, UpsertFormat};
+use crate::config::{KafkaPipeline, PayloadFormat, UpsertConfig, UpsertFormat};
 use crate::error::{Error, Result};
 use crate::source::kafka::columns::{self, Headers};
 use crate::source::kafka::payload::{DeadLetter, RawRecord};
@@ -29,7 +29,7 @@ use crate::storage::Table;
 pub(crate) async fn decode(
     schema: &mut TableSchema,
     table: &Table,
-    cfg: &ResolvedPipeline,
+    cfg: &KafkaPipeline,
     partition: i32,
     records: &[SourceRecord<'_>],
 ) -> Result<Consumed> {
@@ -49,7 +49,7 @@ pub(crate) async fn decode(
     let mut deletes = Vec::new();
     // Keyed ingestion: what each record does (Debezium `after` images replace payloads; Avro
     // envelopes are unwrapped by the Avro decoder, Avro keys decoded here).
-    let avro = matches!(cfg.kafka().map(|k| &k.format), Ok(PayloadFormat::Avro(_) | PayloadFormat::AvroPlain(_)));
+    let avro = matches!(&cfg.kafka.format, PayloadFormat::Avro(_) | PayloadFormat::AvroPlain(_));
     let mut tombstones = match &cfg.upsert {
         Some(u) => {
             let raws: Vec<RawRecord<'_>> = records.iter().map(|r| r.raw).collect();

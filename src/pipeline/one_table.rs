@@ -23,7 +23,7 @@ use super::positions;
 use super::runner::{Outcome, Rows};
 use super::schema::TableSchema;
 use crate::common::flush::{BatchState, FlushReason};
-use crate::config::ResolvedPipeline;
+use crate::config::KafkaPipeline;
 use crate::error::Result;
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::stage::{KafkaSource, SourceRecord, StartOffset};
@@ -32,7 +32,7 @@ use crate::storage::Table;
 
 /// One table's open batch and flush slot.
 pub struct OneTable {
-    cfg: ResolvedPipeline,
+    cfg: KafkaPipeline,
     table: Table,
     metrics: Arc<PipelineMetrics>,
     schema: TableSchema,
@@ -46,7 +46,7 @@ impl OneTable {
     /// # Errors
     /// A missing table without `create`, storage and protocol errors.
     pub async fn open(
-        cfg: ResolvedPipeline,
+        cfg: KafkaPipeline,
         table: Table,
         dead: DeadLetterSink,
         metrics: Arc<PipelineMetrics>,
@@ -56,7 +56,7 @@ impl OneTable {
         let flusher = Flusher {
             table: table.clone(),
             app_id: cfg.app_id.clone(),
-            topic: cfg.kafka()?.topic.clone(),
+            topic: cfg.kafka.topic.clone(),
             dead: Arc::new(dead),
             target_file_size: cfg.target_file_size,
             key_columns: cfg.upsert.as_ref().map(|u| u.key_columns.clone()),

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use super::schema::TableSchema;
-use crate::config::{ResolvedPipeline, StartPosition};
+use crate::config::{KafkaPipeline, StartPosition};
 use crate::delta::actions::{Action, Txn};
 use crate::delta::app_id::TxnAppId;
 use crate::delta::transaction::{CommitOutcome, Transaction};
@@ -33,12 +33,12 @@ pub(crate) async fn resolve(
     source: &KafkaSource,
     table: &Table,
     schema: &mut TableSchema,
-    cfg: &ResolvedPipeline,
+    cfg: &KafkaPipeline,
     metrics: &PipelineMetrics,
     parts: &[i32],
 ) -> Result<BTreeMap<i32, StartOffset>> {
     let topic = source.topic();
-    let kafka = cfg.kafka()?;
+    let kafka = &cfg.kafka;
     let marks = source.watermarks(parts).await?;
     let recorded = |schema: &TableSchema| -> BTreeMap<i32, i64> {
         parts.iter().filter_map(|p| schema.position(&cfg.app_id, topic, *p).map(|v| (*p, v))).collect()

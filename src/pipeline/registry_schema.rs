@@ -8,15 +8,15 @@
 //! ```
 
 use super::schema::delta_struct_of;
-use crate::config::{PayloadFormat, ResolvedPipeline};
+use crate::config::{KafkaPipeline, PayloadFormat};
 use crate::delta::schema::StructType;
 use crate::error::{Error, Result};
 use crate::source::registry::{Registries, SchemaType};
 
 /// With `schema_registry.subject`: the Delta schema of the subject's latest version.
-pub async fn subject_schema(cfg: &ResolvedPipeline, registries: &Registries) -> Result<Option<StructType>> {
-    let registry = match cfg.kafka().map(|k| &k.format) {
-        Ok(PayloadFormat::Avro(r) | PayloadFormat::Protobuf(r) | PayloadFormat::JsonSchema(r)) => r,
+pub async fn subject_schema(cfg: &KafkaPipeline, registries: &Registries) -> Result<Option<StructType>> {
+    let registry = match &cfg.kafka.format {
+        PayloadFormat::Avro(r) | PayloadFormat::Protobuf(r) | PayloadFormat::JsonSchema(r) => r,
         _ => return Ok(None),
     };
     let Some(subject) = &registry.subject else { return Ok(None) };

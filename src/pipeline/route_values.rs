@@ -7,7 +7,7 @@
 use arrow::array::{Array, AsArray, RecordBatch};
 use prost_reflect::{DynamicMessage, ReflectMessage, Value as Proto};
 
-use crate::config::{PayloadFormat, ResolvedPipeline};
+use crate::config::{KafkaPipeline, PayloadFormat};
 use crate::error::Result;
 use crate::source::kafka::avro::AvroDecoder;
 use crate::source::kafka::payload::RawRecord;
@@ -29,9 +29,9 @@ impl RouteReader {
     ///
     /// # Errors
     /// An unusable registry URL or Avro schema.
-    pub fn for_pipeline(cfg: &ResolvedPipeline, registries: &Registries) -> Result<RouteReader> {
+    pub fn for_pipeline(cfg: &KafkaPipeline, registries: &Registries) -> Result<RouteReader> {
         let client = |r: &RegistryConfig| registries.client(r);
-        Ok(match &cfg.kafka()?.format {
+        Ok(match &cfg.kafka.format {
             PayloadFormat::Json => RouteReader::Json,
             PayloadFormat::JsonSchema(r) => RouteReader::FramedJson(client(r)?.framing()),
             PayloadFormat::Avro(r) => RouteReader::Avro(AvroDecoder::new(client(r)?)),

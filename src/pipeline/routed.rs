@@ -35,7 +35,7 @@ use super::route_values::RouteReader;
 use super::runner::{Outcome, Rows};
 use super::schema::TableSchema;
 use crate::common::flush::{BatchState, FlushReason};
-use crate::config::{ResolvedPipeline, Route};
+use crate::config::{KafkaPipeline, Route};
 use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::payload::DeadLetter;
@@ -45,7 +45,7 @@ use crate::storage::{StorageOptions, Table};
 
 /// One routed table and its open batch.
 struct Destination {
-    cfg: ResolvedPipeline,
+    cfg: KafkaPipeline,
     table: Table,
     schema: TableSchema,
     buffer: Buffer,
@@ -63,7 +63,7 @@ struct Span {
 
 /// The tables of a routed pipeline, with the route state.
 pub struct Router {
-    cfg: ResolvedPipeline,
+    cfg: KafkaPipeline,
     topic: String,
     route: Route,
     storage: StorageOptions,
@@ -90,7 +90,7 @@ impl Router {
     /// # Errors
     /// Storage and protocol errors.
     pub async fn open(
-        cfg: ResolvedPipeline,
+        cfg: KafkaPipeline,
         storage: StorageOptions,
         dead: DeadLetterSink,
         metrics: Arc<PipelineMetrics>,
@@ -105,7 +105,7 @@ impl Router {
         let reader = RouteReader::for_pipeline(&cfg, &registries)?;
         tracing::info!(route_by = %route.field, state = %state.url(), "routed pipeline opened");
         Ok(Router {
-            topic: cfg.kafka()?.topic.clone(),
+            topic: cfg.kafka.topic.clone(),
             cfg,
             route,
             storage,
@@ -151,7 +151,11 @@ impl Router {
                 snapshot: schema.snapshot.clone(),
             };
             if cfg.compaction.is_some() {
-                self.compactors.spawn(super::auto_compact::run(table.clone(), cfg.clone(), self.metrics.clone()));
+                self.compactors.spawn(super::auto_compact::run(
+                    table.clone(),
+                    cfg.pipeline.clone(),
+                    self.metrics.clone(),
+                ));
             }
             tracing::info!(table = %url, tables = self.tables.len() + 1, "routed table opened");
             self.tables.insert(url.to_string(), Destination { cfg, table, schema, buffer: Buffer::default(), flusher });

@@ -36,7 +36,7 @@ use tracing::Instrument;
 
 use super::ownership::Ownership;
 use crate::common::flush::{BatchState, FlushReason};
-use crate::config::{ResolvedKafka, ResolvedPipeline};
+use crate::config::{KafkaPipeline, ResolvedKafka};
 use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::consumer::{prefetch_kbytes, ConsumerEvent, ConsumerSettings};
@@ -129,8 +129,7 @@ pub(crate) fn open_source(
 /// A Kafka pipeline ready to run, its rows going to `R`.
 pub struct Runner<R> {
     rows: R,
-    kafka: ResolvedKafka,
-    cfg: ResolvedPipeline,
+    cfg: KafkaPipeline,
     clock: crate::common::clock::Clock,
     metrics: Arc<PipelineMetrics>,
     owned: Ownership,
@@ -143,29 +142,24 @@ pub struct Runner<R> {
 
 impl<R: Rows> Runner<R> {
     /// A loop over `cfg`'s Kafka topic into `rows`.
-    ///
-    /// # Errors
-    /// [`Error::Internal`] for a pipeline without a Kafka source.
     pub(crate) fn new(
-        cfg: ResolvedPipeline,
+        cfg: KafkaPipeline,
         rows: R,
         clock: crate::common::clock::Clock,
         metrics: Arc<PipelineMetrics>,
-    ) -> Result<Runner<R>> {
-        let kafka = cfg.kafka()?.clone();
+    ) -> Runner<R> {
         let limiter = |n: u32| NonZeroU32::new(n).map(|n| RateLimiter::direct(Quota::per_second(n)));
         metrics.buffer_limit.store(cfg.policy.max_bytes, Relaxed);
-        Ok(Runner {
+        Runner {
             rows,
-            owned: Ownership::new(kafka.stop_at_end),
-            kafka,
+            owned: Ownership::new(cfg.kafka.stop_at_end),
             records_limit: limiter(cfg.records_per_second),
             bytes_limit: limiter(cfg.bytes_per_second),
             cfg,
             clock,
             metrics,
             progressed: tokio::time::Instant::now(),
-        })
+        }
     }
 
     /// Runs until `shutdown` turns true (then flushes and commits) or an error.
@@ -173,7 +167,7 @@ impl<R: Rows> Runner<R> {
     /// # Errors
     /// Kafka client creation, storage, protocol errors; a commit that keeps conflicting.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<RunReport> {
-        let (source, mut events) = open_source(&self.kafka, self.cfg.policy.max_bytes)?;
+        let (source, mut events) = open_source(&self.cfg.kafka, self.cfg.policy.max_bytes)?;
         tracing::info!(topic = %source.topic(), "pipeline started");
         let result = self.consume(&source, &mut events, &mut shutdown).await;
         let result = match result {
@@ -267,7 +261,7 @@ impl<R: Rows> Runner<R> {
     /// `kafka.stall_timeout` fails (an unreachable broker, a missing topic) rather than
     /// waiting for ever.
     fn check_stalled(&self) -> Result<()> {
-        let k = &self.kafka;
+        let k = &self.cfg.kafka;
         if !k.stop_at_end || self.progressed.elapsed() <= k.stall_timeout {
             return Ok(());
         }

@@ -15,8 +15,8 @@
 
 use std::sync::Arc;
 
+use crate::config::KafkaPipeline;
 use crate::config::PayloadFormat;
-use crate::config::ResolvedPipeline;
 use crate::delta::actions::{Action, Metadata};
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema_strict;
@@ -58,7 +58,7 @@ impl TableSchema {
     ///
     /// # Errors
     /// A missing table without `create`; storage and protocol errors.
-    pub async fn open(table: &Table, cfg: &ResolvedPipeline, registries: &Registries) -> Result<TableSchema> {
+    pub async fn open(table: &Table, cfg: &KafkaPipeline, registries: &Registries) -> Result<TableSchema> {
         let snapshot = match table.snapshot(None).await {
             Ok(s) => Some(s),
             Err(Error::NotATable { .. }) if cfg.create => None,
@@ -74,14 +74,14 @@ impl TableSchema {
             crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
             shapes_agree(s, cfg)?;
         }
-        let proto = match cfg.kafka().map(|k| &k.format) {
-            Ok(PayloadFormat::Protobuf(registry)) => Some(ProtoDecoder::new(registries.client(registry)?)),
+        let proto = match &cfg.kafka.format {
+            PayloadFormat::Protobuf(registry) => Some(ProtoDecoder::new(registries.client(registry)?)),
             _ => None,
         };
-        let (avro, json_registry) = match cfg.kafka().map(|k| &k.format) {
-            Ok(PayloadFormat::Avro(registry)) => (Some(AvroDecoder::new(registries.client(registry)?)), None),
-            Ok(PayloadFormat::JsonSchema(registry)) => (None, Some(registries.client(registry)?)),
-            Ok(PayloadFormat::AvroPlain(schema)) => (
+        let (avro, json_registry) = match &cfg.kafka.format {
+            PayloadFormat::Avro(registry) => (Some(AvroDecoder::new(registries.client(registry)?)), None),
+            PayloadFormat::JsonSchema(registry) => (None, Some(registries.client(registry)?)),
+            PayloadFormat::AvroPlain(schema) => (
                 Some(
                     AvroDecoder::plain(schema)
                         .map_err(|e| Error::InvalidArgument(format!("pipeline {}: {e}", cfg.name)))?,
@@ -90,14 +90,14 @@ impl TableSchema {
             ),
             _ => (None, None),
         };
-        let keys = match (cfg.kafka().map(|k| &k.format), &cfg.upsert) {
-            (Ok(PayloadFormat::Avro(registry)), Some(_)) => {
+        let keys = match (&cfg.kafka.format, &cfg.upsert) {
+            (PayloadFormat::Avro(registry), Some(_)) => {
                 Some(super::keyed_avro::KeyDecoder::Avro(AvroDecoder::new(registries.client(registry)?)))
             }
-            (Ok(PayloadFormat::Protobuf(registry)), Some(_)) => {
+            (PayloadFormat::Protobuf(registry), Some(_)) => {
                 Some(super::keyed_avro::KeyDecoder::Protobuf(ProtoDecoder::new(registries.client(registry)?)))
             }
-            (Ok(PayloadFormat::JsonSchema(registry)), Some(_)) => {
+            (PayloadFormat::JsonSchema(registry), Some(_)) => {
                 let framing = registries.client(registry)?.framing();
                 Some(super::keyed_avro::KeyDecoder::FramedJson(framing))
             }
@@ -111,7 +111,7 @@ impl TableSchema {
             json_registry,
             proto,
             record_columns: cfg.columns.names().into_iter().map(String::from).collect(),
-            max_record_bytes: cfg.kafka().map_or(usize::MAX, |k| k.max_record_bytes),
+            max_record_bytes: cfg.kafka.max_record_bytes,
         };
         if me.snapshot.is_none() {
             if let Some(schema) = &cfg.schema {
@@ -165,7 +165,7 @@ impl TableSchema {
     ///
     /// # Errors
     /// Storage and commit errors of a creation or schema change.
-    pub async fn decode(&mut self, table: &Table, cfg: &ResolvedPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
+    pub async fn decode(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
         if self.avro.is_some() {
             return self.decode_avro(table, cfg, raw).await;
         }
@@ -185,7 +185,7 @@ impl TableSchema {
         &mut self,
         registry: &RegistryClient,
         table: &Table,
-        cfg: &ResolvedPipeline,
+        cfg: &KafkaPipeline,
         raw: &[RawRecord<'_>],
     ) -> Result<Decoded> {
         use crate::source::registry::{SchemaType, Unavailable};
@@ -231,12 +231,7 @@ impl TableSchema {
     /// Confluent-framed Protobuf: messages decoded with the registry's `.proto` schema into
     /// proto3 JSON, the table created from the first message's descriptor, the JSON decoded as
     /// for JSON topics; rows and dead letters refer to the original records.
-    async fn decode_protobuf(
-        &mut self,
-        table: &Table,
-        cfg: &ResolvedPipeline,
-        raw: &[RawRecord<'_>],
-    ) -> Result<Decoded> {
+    async fn decode_protobuf(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
         let Some(mut proto) = self.proto.take() else { return Err(Error::Internal("no Protobuf decoder".into())) };
         let payloads: Vec<Option<&[u8]>> = raw.iter().map(|r| r.payload).collect();
         let first = if self.snapshot.is_none() { proto.first_schema(&payloads).await } else { None };
@@ -287,7 +282,7 @@ impl TableSchema {
         Ok(back_to_records(decoded, &kept, raw, letters))
     }
 
-    async fn decode_json(&mut self, table: &Table, cfg: &ResolvedPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
+    async fn decode_json(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
         if self.snapshot.is_none() {
             match self.inferred(raw)? {
                 Some(schema) => self.create(table, cfg, schema).await?,
@@ -346,7 +341,7 @@ impl TableSchema {
 
     /// The Avro path of [`TableSchema::decode`]: the table from the first writer schema, rows
     /// projected onto it, new writer fields added when evolution is on.
-    async fn decode_avro(&mut self, table: &Table, cfg: &ResolvedPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
+    async fn decode_avro(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
         let Some(avro) = self.avro.as_mut() else { return Err(Error::Internal("no Avro decoder".into())) };
         let mut decoded = avro.decode(raw).await;
         let mut deletes = Vec::new();
@@ -470,7 +465,7 @@ impl TableSchema {
         Ok(Some(self.without_record_columns(infer_schema(&sample)?)))
     }
 
-    async fn create(&mut self, table: &Table, cfg: &ResolvedPipeline, schema: StructType) -> Result<()> {
+    async fn create(&mut self, table: &Table, cfg: &KafkaPipeline, schema: StructType) -> Result<()> {
         let mut fields = schema.fields;
         for f in cfg.columns.fields() {
             if !fields.iter().any(|x| x.name == f.name) {
@@ -535,7 +530,7 @@ pub(crate) fn delta_struct_of(arrow: &arrow::datatypes::Schema) -> Result<Struct
 /// faults; the caller re-reads the table either way.
 async fn add_columns(
     table: &Table,
-    cfg: &ResolvedPipeline,
+    cfg: &KafkaPipeline,
     current: &Snapshot,
     merged: StructType,
     added: Vec<String>,
@@ -599,7 +594,7 @@ fn all_dead(raw: &[RawRecord<'_>]) -> Decoded {
 /// A pipeline's `partition_by` and `properties` shape the table it creates; on an existing
 /// table they must say what the table already is, or the pipeline refuses to start (they are
 /// never ignored silently).
-fn shapes_agree(s: &Snapshot, cfg: &ResolvedPipeline) -> Result<()> {
+fn shapes_agree(s: &Snapshot, cfg: &KafkaPipeline) -> Result<()> {
     if !cfg.partition_by.is_empty() {
         let mut wanted = Vec::with_capacity(cfg.partition_by.len());
         for spec in &cfg.partition_by {

@@ -26,7 +26,7 @@ use super::dead_letter::DeadLetterSink;
 use super::one_table::OneTable;
 use super::routed::Router;
 use super::runner::{RunReport, Runner};
-use crate::config::{PipelineSource, ResolvedKafka, ResolvedPipeline, Topics};
+use crate::config::{KafkaPipeline, Pipeline, PipelineSource, ResolvedKafka, ResolvedPipeline, Topics};
 use crate::error::{Error, Result};
 use crate::metrics::{serve, Metrics};
 use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
@@ -42,7 +42,7 @@ pub struct ServiceOptions {
     pub shutdown_timeout: Duration,
 }
 
-fn dead_letter_sink(p: &ResolvedPipeline, storage: &StorageOptions) -> Result<DeadLetterSink> {
+fn dead_letter_sink(p: &KafkaPipeline, storage: &StorageOptions) -> Result<DeadLetterSink> {
     let d = &p.dead_letter;
     if let Some(t) = &d.table {
         return Ok(DeadLetterSink::Table {
@@ -52,7 +52,7 @@ fn dead_letter_sink(p: &ResolvedPipeline, storage: &StorageOptions) -> Result<De
         });
     }
     if let Some(topic) = &d.topic {
-        let k = p.kafka()?;
+        let k = &p.kafka;
         return Ok(DeadLetterSink::Topic(DeadLetterTopic::create(&k.brokers, &k.properties, topic)?));
     }
     Ok(DeadLetterSink::Discard)
@@ -226,6 +226,22 @@ impl Launcher {
         let name = p.name.clone();
         let metrics = self.metrics.pipeline(&name);
         let stop = self.stop.clone();
+        let p = match p.kind() {
+            Pipeline::Kafka(k) => k,
+            Pipeline::Delta(d) => {
+                let table = Table::open_for_write(&d.pipeline.table, self.storage.clone())?;
+                if d.pipeline.compaction.is_some() {
+                    compactors.spawn(super::auto_compact::run(table.clone(), d.pipeline.clone(), metrics.clone()));
+                }
+                let span = tracing::info_span!("pipeline", pipeline = %name, table = %table.url());
+                let storage = self.storage.clone();
+                tasks.spawn(
+                    async move { (name, super::delta_source::run(d.pipeline, table, storage, metrics, stop).await) }
+                        .instrument(span),
+                );
+                return Ok(());
+            }
+        };
         if p.route.is_some() {
             // The table is a template here, never a table: the router opens (and compacts)
             // the tables it names.
@@ -235,28 +251,20 @@ impl Launcher {
                 .instrument(span.clone())
                 .await?;
             let clock = rows.clock();
-            let runner = Runner::new(p, rows, clock, metrics)?;
+            let runner = Runner::new(p, rows, clock, metrics);
             tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
             return Ok(());
         }
         let table = Table::open_for_write(&p.table, self.storage.clone())?;
         if p.compaction.is_some() {
-            compactors.spawn(super::auto_compact::run(table.clone(), p.clone(), metrics.clone()));
+            compactors.spawn(super::auto_compact::run(table.clone(), p.pipeline.clone(), metrics.clone()));
         }
         let span = tracing::info_span!("pipeline", pipeline = %name, table = %table.url());
-        if matches!(p.source, PipelineSource::Delta(_)) {
-            let storage = self.storage.clone();
-            tasks.spawn(
-                async move { (name, super::delta_source::run(p, table, storage, metrics, stop).await) }
-                    .instrument(span),
-            );
-            return Ok(());
-        }
         let dead = dead_letter_sink(&p, &self.storage)?;
         let clock = table.clock().clone();
         let rows =
             OneTable::open(p.clone(), table, dead, metrics.clone(), &self.registries).instrument(span.clone()).await?;
-        let runner = Runner::new(p, rows, clock, metrics)?;
+        let runner = Runner::new(p, rows, clock, metrics);
         tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
         Ok(())
     }
@@ -269,7 +277,7 @@ async fn watch_pattern(
     found: UnboundedSender<ResolvedPipeline>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<RunReport> {
-    let k = p.kafka()?.clone();
+    let PipelineSource::Kafka(k) = p.source.clone() else { return Ok(RunReport::default()) };
     let Topics::Pattern { regex, refresh } = &k.topics else { return Ok(RunReport::default()) };
     let mut seen = std::collections::BTreeSet::new();
     let mut failures = 0u32;
