@@ -63,9 +63,12 @@ async fn generate(path: &Path) {
     // One file per batch of rows: ~1 MB each after zstd (the uuid-like strings resist it).
     let mut adds = Vec::new();
     for f in 0..FILES {
-        let mut writer =
-            DataWriter::new(&table, &snap, WriterConfig { target_file_size: u64::MAX, compression: "zstd".into() })
-                .unwrap();
+        let mut writer = DataWriter::new(
+            &table,
+            &snap,
+            WriterConfig { target_file_size: u64::MAX, compression: deltabus::delta::properties::Codec::Zstd },
+        )
+        .unwrap();
         let n = ROWS_PER_FILE as i64;
         let base = f as i64 * n;
         let ids = Int64Array::from_iter_values(base..base + n);

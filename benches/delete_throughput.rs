@@ -48,9 +48,12 @@ async fn generate(path: &Path, dvs: bool) {
     let snap = table.snapshot(None).await.unwrap();
     let mut actions = Vec::new();
     for f in 0..FILES {
-        let mut writer =
-            DataWriter::new(&table, &snap, WriterConfig { target_file_size: u64::MAX, compression: "zstd".into() })
-                .unwrap();
+        let mut writer = DataWriter::new(
+            &table,
+            &snap,
+            WriterConfig { target_file_size: u64::MAX, compression: deltabus::delta::properties::Codec::Zstd },
+        )
+        .unwrap();
         let ids: Vec<i64> = (f * ROWS_PER_FILE..(f + 1) * ROWS_PER_FILE).collect();
         let batch = RecordBatch::try_from_iter(vec![
             ("id", Arc::new(Int64Array::from(ids.clone())) as ArrayRef),

@@ -517,3 +517,34 @@ fn tail_into_kafka_creates_a_missing_progress_topic_or_says_how() {
     let topic = md.topics().iter().find(|t| t.name() == progress).expect("progress topic");
     assert_eq!(topic.partitions().len(), 1, "one partition: {}", stderr(&out));
 }
+
+/// Every codec the table property accepts is one the writer writes (`lz4_raw` included, in
+/// any case), and `--compression` is checked before anything is written.
+#[test]
+fn every_accepted_parquet_codec_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    for (spelling, ext) in [("lz4_raw", "lz4"), ("LZ4", "lz4"), ("Snappy", "snappy"), ("none", "uncompressed")] {
+        let table = dir.path().join(format!("t_{spelling}"));
+        let prop = format!("delta.parquet.compression.codec={spelling}");
+        let out = write_jsonl(&table, &["--property", &prop], "{\"a\":1}\n");
+        assert!(out.status.success(), "{spelling}: {}", stderr(&out));
+        let out = write_jsonl(&table, &[], "{\"a\":2}\n");
+        assert!(out.status.success(), "{spelling} again: {}", stderr(&out));
+        let files: Vec<String> = std::fs::read_dir(&table)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".parquet"))
+            .collect();
+        assert_eq!(files.len(), 2, "{spelling}: {files:?}");
+        assert!(files.iter().all(|f| f.contains(&format!(".{ext}."))), "{spelling}: {files:?}");
+        assert_eq!(rows(&table.to_string_lossy()).len(), 2);
+    }
+    let table = dir.path().join("flag");
+    let out = write_jsonl(&table, &["--compression", "gzip2"], "{\"a\":1}\n");
+    assert_clean_failure(&out, "--compression gzip2");
+    assert!(stderr(&out).contains("unknown Parquet codec"), "{}", stderr(&out));
+    assert!(!table.exists(), "nothing written for a bad flag");
+    let out = write_jsonl(&table, &["--compression", "GZIP"], "{\"a\":1}\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+}

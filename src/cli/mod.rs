@@ -252,8 +252,8 @@ pub struct WriteArgs {
     #[arg(long)]
     pub target_file_size: Option<ByteSize>,
     /// Parquet codec: zstd, snappy, gzip, lz4, brotli, uncompressed.
-    #[arg(long)]
-    pub compression: Option<String>,
+    #[arg(long, value_parser = |s: &str| s.parse::<crate::delta::properties::Codec>())]
+    pub compression: Option<crate::delta::properties::Codec>,
 }
 
 /// `deltabus config ...`

@@ -57,8 +57,8 @@ pub struct IngestArgs {
     #[arg(long, default_value = "earliest")]
     pub start: String,
     /// cooperative-sticky, range or roundrobin.
-    #[arg(long, default_value = "cooperative-sticky")]
-    pub assignment: String,
+    #[arg(long, default_value = "cooperative-sticky", value_parser = |s: &str| s.parse::<crate::config::pipeline::Assignment>())]
+    pub assignment: crate::config::pipeline::Assignment,
     /// Ingest up to the partitions' current ends, commit and exit 0 (backfills, batch jobs).
     #[arg(long)]
     pub until_end: bool,
@@ -114,7 +114,7 @@ impl IngestArgs {
         config.partition_by = self.partition_by.clone();
         config.kafka.group_id = self.group_id.clone();
         config.kafka.start = self.start.clone();
-        config.kafka.assignment = self.assignment.clone();
+        config.kafka.assignment = self.assignment;
         config.kafka.format = self.format.clone();
         config.kafka.stop_at_end = self.until_end;
         config.kafka.stall_timeout = self.until_end_timeout;

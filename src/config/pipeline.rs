@@ -157,8 +157,8 @@ pub struct KafkaConfig {
     #[serde(default = "default_start")]
     pub start: String,
     /// `cooperative-sticky` (incremental rebalances), `range` or `roundrobin` (eager).
-    #[serde(default = "default_assignment")]
-    pub assignment: String,
+    #[serde(default)]
+    pub assignment: Assignment,
     /// Payload format: `json`, or `avro` (Confluent wire format with `[schema_registry]`).
     #[serde(default = "default_format")]
     pub format: String,
@@ -208,7 +208,7 @@ impl Default for KafkaConfig {
             topic_refresh: default_topic_refresh(),
             group_id: None,
             start: default_start(),
-            assignment: default_assignment(),
+            assignment: Assignment::default(),
             format: default_format(),
             avro_schema: None,
             max_record_bytes: default_max_record(),
@@ -314,8 +314,43 @@ fn default_start() -> String {
 fn default_format() -> String {
     "json".into()
 }
-fn default_assignment() -> String {
-    "cooperative-sticky".into()
+/// How a consumer group spreads partitions (`kafka.assignment`, `--assignment`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Assignment {
+    /// Incremental rebalances: members keep what they own.
+    #[default]
+    #[serde(rename = "cooperative-sticky")]
+    CooperativeSticky,
+    /// Eager rebalances, ranges of partitions.
+    #[serde(rename = "range")]
+    Range,
+    /// Eager rebalances, partitions dealt in turn.
+    #[serde(rename = "roundrobin")]
+    RoundRobin,
+}
+
+impl Assignment {
+    /// librdkafka's `partition.assignment.strategy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Assignment::CooperativeSticky => "cooperative-sticky",
+            Assignment::Range => "range",
+            Assignment::RoundRobin => "roundrobin",
+        }
+    }
+}
+
+impl std::str::FromStr for Assignment {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Assignment, String> {
+        match s {
+            "cooperative-sticky" => Ok(Assignment::CooperativeSticky),
+            "range" => Ok(Assignment::Range),
+            "roundrobin" => Ok(Assignment::RoundRobin),
+            other => Err(format!("{other:?}: cooperative-sticky, range or roundrobin")),
+        }
+    }
 }
 fn default_max_record() -> ByteSize {
     ByteSize::mib(1)
@@ -354,7 +389,7 @@ mod tests {
         assert_eq!(r.policy.max_bytes, 256 << 20);
         assert_eq!(r.policy.max_latency, std::time::Duration::from_secs(10));
         assert_eq!(k.max_record_bytes, 1 << 20);
-        assert_eq!(k.assignment, "cooperative-sticky");
+        assert_eq!(k.assignment, Assignment::CooperativeSticky);
         assert!(r.compaction.is_none());
     }
 
@@ -406,9 +441,10 @@ mod tests {
 
     #[test]
     fn bad_values_name_their_key_and_secrets_stay_hidden() {
-        let mut c = minimal();
-        c.kafka.assignment = "sticky".into();
-        assert!(c.validate("p").unwrap_err().to_string().contains("pipelines.p.kafka.assignment"));
+        assert_eq!("sticky".parse::<Assignment>().unwrap_err(), "\"sticky\": cooperative-sticky, range or roundrobin");
+        let parsed = toml::from_str::<PipelineConfig>("table = \"/t\"\n[kafka]\nassignment = \"sticky\"\n");
+        let e = parsed.unwrap_err().to_string();
+        assert!(e.contains("assignment") && e.contains("cooperative-sticky"), "{e}");
         let parsed = toml::from_str::<PipelineConfig>("table = \"/t\"\n[flush]\nmax_bytes = \"lots\"\n");
         assert!(parsed.unwrap_err().to_string().contains("\"lots\" is not a size"));
         let mut c = minimal();

@@ -145,7 +145,7 @@ pub struct ResolvedKafka {
     pub topics: Topics,
     pub group_id: String,
     pub start: StartPosition,
-    pub assignment: String,
+    pub assignment: super::pipeline::Assignment,
     pub format: PayloadFormat,
     pub max_record_bytes: usize,
     pub fail_on_data_loss: bool,
@@ -319,12 +319,6 @@ impl PipelineConfig {
             }
             None => None,
         };
-        if !["cooperative-sticky", "range", "roundrobin"].contains(&self.kafka.assignment.as_str()) {
-            return Err(bad(
-                "kafka.assignment",
-                format!("{:?}: cooperative-sticky, range or roundrobin", self.kafka.assignment),
-            ));
-        }
         for k in self.kafka.properties.keys() {
             if ["bootstrap.servers", "group.id", "enable.auto.commit", "partition.assignment.strategy"]
                 .contains(&k.as_str())
@@ -391,7 +385,7 @@ impl PipelineConfig {
                 topics: self.kafka_topics(&bad)?.unwrap_or(Topics::One),
                 group_id: self.kafka.group_id.clone().unwrap_or_else(|| app_id.clone()),
                 start,
-                assignment: self.kafka.assignment.clone(),
+                assignment: self.kafka.assignment,
                 format,
                 max_record_bytes: usize::try_from(self.kafka.max_record_bytes.get()).unwrap_or(usize::MAX),
                 fail_on_data_loss: self.kafka.fail_on_data_loss,

@@ -30,7 +30,37 @@ pub struct TableProperties {
     pub deleted_file_retention: Duration,
     pub set_transaction_retention: Option<Duration>,
     pub target_file_size: Option<u64>,
-    pub compression_codec: Option<String>,
+    pub compression_codec: Option<Codec>,
+}
+
+/// A Parquet codec (`delta.parquet.compression.codec`, `--compression`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Codec {
+    #[default]
+    Zstd,
+    Snappy,
+    Gzip,
+    /// LZ4 as Parquet's `LZ4_RAW` (Spark's `lz4` and `lz4_raw` alike).
+    Lz4,
+    Brotli,
+    Uncompressed,
+}
+
+impl std::str::FromStr for Codec {
+    type Err = String;
+
+    /// Case-insensitive, as Spark reads the property.
+    fn from_str(s: &str) -> std::result::Result<Codec, String> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "zstd" => Codec::Zstd,
+            "snappy" => Codec::Snappy,
+            "gzip" => Codec::Gzip,
+            "lz4" | "lz4_raw" => Codec::Lz4,
+            "brotli" => Codec::Brotli,
+            "uncompressed" | "none" => Codec::Uncompressed,
+            _ => return Err(format!("unknown Parquet codec {s:?}: zstd, snappy, gzip, lz4, brotli or uncompressed")),
+        })
+    }
 }
 
 impl TableProperties {
@@ -73,7 +103,8 @@ impl TableProperties {
                 .unwrap_or(Duration::from_secs(7 * DAY)),
             set_transaction_retention: get("delta.setTransactionRetentionDuration").and_then(parse_interval),
             target_file_size: get("delta.targetFileSize").and_then(parse_size),
-            compression_codec: get("delta.parquet.compression.codec").map(str::to_ascii_lowercase),
+            // (A value no writer knows was refused when set; another engine's is written zstd.)
+            compression_codec: get("delta.parquet.compression.codec").and_then(|c| c.parse().ok()),
         }
     }
 }

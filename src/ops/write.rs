@@ -53,7 +53,7 @@ pub struct WriteOptions {
     pub retry: RetryPolicy,
     /// Overrides of the table's file size and codec.
     pub target_file_size: Option<u64>,
-    pub compression: Option<String>,
+    pub compression: Option<crate::delta::properties::Codec>,
     /// Show the rows written so far on stderr.
     pub progress: bool,
 }
@@ -225,8 +225,8 @@ pub async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
     if let Some(size) = opts.target_file_size {
         config.target_file_size = size;
     }
-    if let Some(c) = &opts.compression {
-        config.compression = c.clone();
+    if let Some(c) = opts.compression {
+        config.compression = c;
     }
     let decode_schema: SchemaRef = Arc::new(arrow_schema_strict(&snapshot.schema));
     let rules = Arc::new(RecordRules::new(&decode_schema));

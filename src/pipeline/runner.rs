@@ -119,7 +119,7 @@ pub(crate) fn open_source(
         brokers: &k.brokers,
         topic: &k.topic,
         group_id: &k.group_id,
-        assignment: &k.assignment,
+        assignment: k.assignment,
         properties: &k.properties,
         prefetch_kbytes: prefetch_kbytes(max_bytes),
     };

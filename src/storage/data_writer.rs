@@ -25,6 +25,7 @@ use super::location::Table;
 use crate::delta::actions::{Add, PartitionValues};
 use crate::delta::arrow_schema::physical_schema;
 use crate::delta::partition::{encode_add_path, partition_dir, serialize_value};
+use crate::delta::properties::Codec;
 
 /// The longest partition directory name written (bytes, escaped).
 const MAX_SEGMENT_BYTES: usize = 255;
@@ -37,8 +38,7 @@ use crate::error::{Error, Result};
 pub struct WriterConfig {
     /// Roll to a new file past this many bytes (default: `delta.targetFileSize` or 128 MiB).
     pub target_file_size: u64,
-    /// Codec name: zstd (default), snappy, gzip, lz4, brotli, uncompressed.
-    pub compression: String,
+    pub compression: Codec,
 }
 
 impl WriterConfig {
@@ -46,21 +46,21 @@ impl WriterConfig {
     pub fn for_snapshot(s: &Snapshot) -> Self {
         WriterConfig {
             target_file_size: s.properties.target_file_size.unwrap_or(128 << 20),
-            compression: s.properties.compression_codec.clone().unwrap_or_else(|| "zstd".into()),
+            compression: s.properties.compression_codec.unwrap_or_default(),
         }
     }
 }
 
-fn codec(name: &str) -> Result<(Compression, &'static str)> {
-    Ok(match name {
-        "zstd" => (Compression::ZSTD(ZstdLevel::default()), "zstd"),
-        "snappy" => (Compression::SNAPPY, "snappy"),
-        "gzip" => (Compression::GZIP(GzipLevel::default()), "gz"),
-        "lz4" => (Compression::LZ4_RAW, "lz4"),
-        "brotli" => (Compression::BROTLI(BrotliLevel::default()), "br"),
-        "uncompressed" | "none" => (Compression::UNCOMPRESSED, "uncompressed"),
-        other => return Err(Error::InvalidArgument(format!("unknown Parquet codec {other:?}"))),
-    })
+/// Parquet's compression for a codec, and the file-name part that names it.
+fn codec(c: Codec) -> (Compression, &'static str) {
+    match c {
+        Codec::Zstd => (Compression::ZSTD(ZstdLevel::default()), "zstd"),
+        Codec::Snappy => (Compression::SNAPPY, "snappy"),
+        Codec::Gzip => (Compression::GZIP(GzipLevel::default()), "gz"),
+        Codec::Lz4 => (Compression::LZ4_RAW, "lz4"),
+        Codec::Brotli => (Compression::BROTLI(BrotliLevel::default()), "br"),
+        Codec::Uncompressed => (Compression::UNCOMPRESSED, "uncompressed"),
+    }
 }
 
 struct OpenFile {
@@ -95,7 +95,7 @@ impl DataWriter {
     /// [`Error::InvalidArgument`] for an unknown codec; [`Error::Unsupported`] for generated
     /// columns deltabus cannot compute.
     pub fn new(table: &Table, snapshot: &Snapshot, config: WriterConfig) -> Result<Self> {
-        let (compression, ext) = codec(&config.compression)?;
+        let (compression, ext) = codec(config.compression);
         let physical = Arc::new(physical_schema(
             &snapshot.schema,
             &snapshot.metadata.partition_columns,

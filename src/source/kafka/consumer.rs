@@ -173,7 +173,7 @@ pub struct ConsumerSettings<'a> {
     pub topic: &'a str,
     pub group_id: &'a str,
     /// `cooperative-sticky`, `range` or `roundrobin`.
-    pub assignment: &'a str,
+    pub assignment: crate::config::pipeline::Assignment,
     /// Passed through to librdkafka (security settings and tuning).
     pub properties: &'a BTreeMap<String, String>,
     /// What librdkafka may prefetch (`queued.max.messages.kbytes`) unless `properties` say.
@@ -202,7 +202,7 @@ pub fn create_consumer(
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
-        .set("partition.assignment.strategy", s.assignment)
+        .set("partition.assignment.strategy", s.assignment.as_str())
         .set("statistics.interval.ms", "1000")
         // Bounds what librdkafka prefetches (at most 16 MB: at 64 MB the 10M-record benchmark
         // peaked at 1.1 GB instead of 0.7 GB, same speed).
@@ -310,7 +310,7 @@ mod tests {
             brokers: "127.0.0.1:1",
             topic: "t",
             group_id: "g",
-            assignment: "cooperative-sticky",
+            assignment: crate::config::pipeline::Assignment::CooperativeSticky,
             properties: &props,
             prefetch_kbytes: 16384,
         };
