@@ -228,11 +228,8 @@ pub struct WriteArgs {
     pub partition_by: Vec<String>,
     /// append (create the table when missing, as `ingest --create` does) or error-if-exists
     /// (create it; fail when it exists; `create` is an alias).
-    #[arg(long, value_parser = [
-        clap::builder::PossibleValue::new("append"),
-        clap::builder::PossibleValue::new("error-if-exists").alias("create"),
-    ], default_value = "append")]
-    pub mode: String,
+    #[arg(long, value_enum, default_value = "append")]
+    pub mode: ModeArg,
     /// Add new nullable columns found in the records to the table schema (the pipelines'
     /// `evolve_schema`; `--merge-schema` is an alias).
     #[arg(long = "evolve-schema", alias = "merge-schema")]
@@ -551,7 +548,10 @@ async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &m
     };
     let target_file_size = args.target_file_size.map(ByteSize::get);
     let opts = WriteOptions {
-        mode: if args.mode == "append" { WriteMode::Append } else { WriteMode::Create },
+        mode: match args.mode {
+            ModeArg::Append => WriteMode::Append,
+            ModeArg::ErrorIfExists => WriteMode::Create,
+        },
         partition_by: args.partition_by.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
         merge_schema: args.merge_schema,
         schema,
@@ -574,4 +574,12 @@ fn writeln_json(out: &mut (dyn Write + Send), v: &Value) -> Result<()> {
     serde_json::to_writer(&mut *out, v).map_err(|e| Error::Io(e.into()))?;
     out.write_all(b"\n")?;
     Ok(())
+}
+
+/// `write --mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeArg {
+    Append,
+    #[value(name = "error-if-exists", alias = "create")]
+    ErrorIfExists,
 }
