@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use arrow::array::RecordBatch;
 use deltabus::config::pipeline::PipelineConfig;
+use deltabus::decode::json::PayloadDecoder;
+use deltabus::decode::registry::RegistryConfig;
 use deltabus::metrics::Metrics;
 use deltabus::pipeline::service::{run, ServiceOptions};
-use deltabus::source::kafka::payload::{PayloadDecoder, RawRecord};
-use deltabus::source::registry::RegistryConfig;
+use deltabus::source::kafka::record::RawRecord;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::FutureRecord;
 

@@ -41,10 +41,11 @@ use std::time::{Duration, Instant};
 
 use deltabus::common::units::HumanDuration;
 use deltabus::config::pipeline::PipelineConfig;
+use deltabus::decode::json::PayloadDecoder;
 use deltabus::delta::actions::Action;
 use deltabus::metrics::Metrics;
 use deltabus::pipeline::service::{run, ServiceOptions};
-use deltabus::source::kafka::payload::{PayloadDecoder, RawRecord};
+use deltabus::source::kafka::record::RawRecord;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
@@ -135,8 +136,8 @@ fn avro_against_json(n: usize, size: usize, rt: &tokio::runtime::Runtime) -> (us
     use arrow_avro::schema::{AvroSchema, FingerprintStrategy};
     use arrow_avro::writer::format::AvroSoeFormat;
     use arrow_avro::writer::WriterBuilder;
-    use deltabus::source::kafka::avro::AvroDecoder;
-    use deltabus::source::registry::{RegisteredSchema, RegistryClient, RegistryConfig, SchemaType};
+    use deltabus::decode::avro::AvroDecoder;
+    use deltabus::decode::registry::{RegisteredSchema, RegistryClient, RegistryConfig, SchemaType};
     let n = n.min(200_000);
     let schema = support::record_schema();
     let avro = AvroSchema::try_from(schema.as_ref()).unwrap();
@@ -190,9 +191,9 @@ fn avro_against_json(n: usize, size: usize, rt: &tokio::runtime::Runtime) -> (us
 /// Protobuf decode (Confluent-framed, `ProtoDecoder`: messages serialized straight into Arrow) against
 /// the JSON decoder on the same records: (records, Protobuf s, JSON s, Protobuf bytes).
 fn protobuf_against_json(n: usize, size: usize, rt: &tokio::runtime::Runtime) -> (usize, f64, f64, usize) {
-    use deltabus::source::kafka::payload::Decoded;
-    use deltabus::source::kafka::protobuf::ProtoDecoder;
-    use deltabus::source::registry::{RegisteredSchema, RegistryClient, RegistryConfig, SchemaType};
+    use deltabus::decode::json::Decoded;
+    use deltabus::decode::protobuf::ProtoDecoder;
+    use deltabus::decode::registry::{RegisteredSchema, RegistryClient, RegistryConfig, SchemaType};
     use prost::Message as _;
     const PROTO: &str = "syntax = \"proto3\"; message R { int64 id = 1; string user = 2; string country = 3; \
         double amount = 4; bool ok = 5; string note = 6; int64 ts = 7; }";
@@ -236,11 +237,9 @@ fn protobuf_against_json(n: usize, size: usize, rt: &tokio::runtime::Runtime) ->
         // As the pipeline does: messages, then straight into Arrow (no JSON text).
         let t = Instant::now();
         let messages = rt.block_on(decoder.messages(&payloads));
-        let options = deltabus::source::kafka::protobuf::proto3_options();
-        let rows: Vec<_> = messages
-            .iter()
-            .map(|m| deltabus::source::kafka::protobuf::Proto3(&m.as_ref().unwrap().1, &options))
-            .collect();
+        let options = deltabus::decode::protobuf::proto3_options();
+        let rows: Vec<_> =
+            messages.iter().map(|m| deltabus::decode::protobuf::Proto3(&m.as_ref().unwrap().1, &options)).collect();
         let batch = json.decode_serialized(&rows);
         proto_s += t.elapsed().as_secs_f64();
         assert_eq!(batch.map(|b| b.num_rows()), Some(chunk.len()));

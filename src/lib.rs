@@ -31,6 +31,7 @@ pub mod cli;
 pub mod common;
 pub mod compactor;
 pub mod config;
+pub mod decode;
 pub mod delta;
 pub mod error;
 pub mod failpoint;

@@ -161,8 +161,8 @@ fn column_types(table: &str) -> HashMap<String, serde_json::Value> {
 }
 
 /// The test registry's address with its credentials.
-fn registry_at(url: String) -> deltabus::source::registry::RegistryConfig {
-    deltabus::source::registry::RegistryConfig {
+fn registry_at(url: String) -> deltabus::decode::registry::RegistryConfig {
+    deltabus::decode::registry::RegistryConfig {
         url,
         username: Some("svc".into()),
         password: Some("secret".into()),
@@ -732,9 +732,9 @@ for i in range(25):
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         let apicurio = |p: &mut PipelineConfig| {
             p.kafka.format = "avro".into();
-            p.schema_registry = Some(deltabus::source::registry::RegistryConfig {
+            p.schema_registry = Some(deltabus::decode::registry::RegistryConfig {
                 url: url.clone(),
-                api: deltabus::source::registry::RegistryApi::Apicurio,
+                api: deltabus::decode::registry::RegistryApi::Apicurio,
                 ..Default::default()
             });
         };
@@ -893,7 +893,7 @@ fn a_registry_behind_a_private_ca_is_reached_over_tls() {
         let listener = TlsListener { tcp, acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)) };
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         // Without the CA: refused, and no record is dead-lettered while it is.
-        let client = deltabus::source::registry::RegistryClient::new(deltabus::source::registry::RegistryConfig {
+        let client = deltabus::decode::registry::RegistryClient::new(deltabus::decode::registry::RegistryConfig {
             url: url.clone(),
             ..Default::default()
         })
@@ -902,7 +902,7 @@ fn a_registry_behind_a_private_ca_is_reached_over_tls() {
         // A CA file without a certificate is named.
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
-        let e = deltabus::source::registry::RegistryClient::new(deltabus::source::registry::RegistryConfig {
+        let e = deltabus::decode::registry::RegistryClient::new(deltabus::decode::registry::RegistryConfig {
             url: url.clone(),
             ca_file: Some(empty.to_string_lossy().into_owned()),
             ..Default::default()
@@ -914,7 +914,7 @@ fn a_registry_behind_a_private_ca_is_reached_over_tls() {
         let landed = ingest(&records, &table, |p| {
             p.kafka.format = "avro".into();
             p.evolve_schema = true;
-            p.schema_registry = Some(deltabus::source::registry::RegistryConfig {
+            p.schema_registry = Some(deltabus::decode::registry::RegistryConfig {
                 url,
                 ca_file: Some(ca.to_string_lossy().into_owned()),
                 ..Default::default()

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::datatypes::{DataType, Field, Schema};
-use deltabus::source::kafka::payload::{PayloadDecoder, RawRecord};
+use deltabus::decode::json::PayloadDecoder;
+use deltabus::source::kafka::record::RawRecord;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::mocking::MockCluster;

@@ -120,7 +120,7 @@ fn topic_routing_and_envelope_settings_are_checked() {
     let mut p = pipeline("127.0.0.1:9092", "t", "/tmp/x");
     p.kafka.format = "protobuf".into();
     p.schema_registry =
-        Some(deltabus::source::registry::RegistryConfig { url: "http://127.0.0.1:1".into(), ..Default::default() });
+        Some(deltabus::decode::registry::RegistryConfig { url: "http://127.0.0.1:1".into(), ..Default::default() });
     p.upsert = Some(deltabus::config::UpsertConfig {
         key_columns: vec!["id".into()],
         format: deltabus::config::UpsertFormat::Debezium,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use deltabus::config::pipeline::PipelineConfig;
 use deltabus::pipeline::schema::TableSchema;
-use deltabus::source::kafka::payload::RawRecord;
+use deltabus::source::kafka::record::RawRecord;
 use deltabus::storage::{StorageOptions, Table};
 use futures::stream::BoxStream;
 use object_store::path::Path;

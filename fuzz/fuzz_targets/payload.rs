@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-use deltabus::source::kafka::payload::{PayloadDecoder, RawRecord};
+use deltabus::decode::json::PayloadDecoder;
+use deltabus::source::kafka::record::RawRecord;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

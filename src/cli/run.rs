@@ -121,7 +121,7 @@ impl IngestArgs {
         config.evolve_schema = self.evolve_schema;
         if let Some(url) = &self.schema_registry {
             let var = |k: &str| std::env::var(format!("DELTABUS_SCHEMA_REGISTRY_{k}")).ok();
-            config.schema_registry = Some(crate::source::registry::RegistryConfig {
+            config.schema_registry = Some(crate::decode::registry::RegistryConfig {
                 url: url.clone(),
                 username: var("USERNAME"),
                 password: var("PASSWORD"),

@@ -1,5 +1,5 @@
 //! `[pipelines.<name>.schema_registry]`: where a pipeline's schema registry is and how to
-//! reach it. The client is [`crate::source::registry`].
+//! reach it. The client is [`crate::decode::registry`].
 
 use serde::{Deserialize, Serialize};
 

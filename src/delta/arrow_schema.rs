@@ -193,3 +193,15 @@ pub fn delta_type_of(t: &ArrowType) -> crate::Result<DataType> {
         other => Err(crate::Error::InvalidArgument(format!("Delta has no type for {other}"))),
     }
 }
+/// A Delta schema holding an Arrow schema faithfully (a writer schema becoming a table).
+///
+/// # Errors
+/// An Arrow type with no Delta counterpart.
+pub fn delta_struct_of(arrow: &arrow::datatypes::Schema) -> crate::Result<StructType> {
+    arrow
+        .fields()
+        .iter()
+        .map(|f| Ok(StructField::new(f.name(), delta_type_of(f.data_type())?, f.is_nullable())))
+        .collect::<crate::Result<Vec<_>>>()
+        .map(StructType::new)
+}

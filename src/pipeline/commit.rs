@@ -26,7 +26,7 @@ use crate::delta::conflict::{IsolationLevel, ReadSet};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
-use crate::source::kafka::payload::DeadLetter;
+use crate::source::kafka::record::DeadLetter;
 use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 
 /// What a flush needs besides the data; owned, so that a flush can run in its own task.

@@ -24,7 +24,7 @@ use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
 use crate::delta::transaction::CommitOutcome;
 use crate::error::{Error, Result};
 use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
-use crate::source::kafka::payload::DeadLetter;
+use crate::source::kafka::record::DeadLetter;
 use crate::storage::{append_rows, Table};
 
 /// Where a pipeline's dead letters go.

@@ -12,13 +12,14 @@
 use arrow::array::{Array, BooleanArray, RecordBatch, StringArray};
 
 use super::buffer::Consumed;
-use super::keyed::{debezium_change, keys_of_batch, RecordChange};
-use super::keyed_avro::tombstone_keys;
 use super::schema::TableSchema;
 use crate::config::{KafkaPipeline, PayloadFormat, UpsertConfig, UpsertFormat};
+use crate::decode::columns;
+use crate::decode::keyed::{debezium_change, keys_of_batch, RecordChange};
+use crate::decode::keyed_avro::tombstone_keys;
 use crate::error::{Error, Result};
-use crate::source::kafka::columns::{self, Headers};
-use crate::source::kafka::payload::{DeadLetter, RawRecord};
+use crate::source::kafka::record::Headers;
+use crate::source::kafka::record::{DeadLetter, RawRecord};
 use crate::source::kafka::stage::SourceRecord;
 use crate::storage::Table;
 
@@ -34,12 +35,12 @@ pub(crate) async fn decode(
     records: &[SourceRecord<'_>],
 ) -> Result<Consumed> {
     // Apicurio's header-carried ids framed in band, so every decoder sees one wire format.
-    let frames = crate::source::kafka::header_ids::reframe(records);
+    let frames = crate::decode::header_ids::reframe(records);
     let reframed;
     let records = if frames.is_empty() {
         records
     } else {
-        reframed = crate::source::kafka::header_ids::with_frames(records, &frames);
+        reframed = crate::decode::header_ids::with_frames(records, &frames);
         &reframed[..]
     };
     let key_column = cfg.columns.key.is_some();

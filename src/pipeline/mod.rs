@@ -5,24 +5,20 @@
 //! as a plain record → [`decode`] → [`buffer`] → the flush policy → [`flushing`] → [`commit`]
 //! → the storage shell's staged commit. Nothing here knows rdkafka.
 //!
-//! - [`decode`]: a partition's polled records into rows, key deletes and dead letters.
+//! - [`decode`]: a partition's polled records into rows, key deletes and dead letters, through
+//!   the decoding room ([`crate::decode`]).
 //! - [`buffer`] [sync]: the open micro-batch, per Kafka partition.
 //! - [`schema`]: the table as the pipeline sees it (snapshot, decoder, creation, evolution).
 //! - [`commit`]: one flush: dead letters, data files, one commit with a txn per partition.
-//! - [`keyed`] [sync]: keys, Debezium envelopes, the last change per key.
-//! - [`keyed_avro`]: Avro record keys and Debezium's Avro envelope.
 //! - [`upsert`]: the keyed flush: deletion vectors for replaced and deleted keys, new rows.
 //! - [`dead_letter`]: the dead-letter destinations (Delta table, Kafka topic).
 //! - [`flushing`]: the flush slot: one flush at a time in the background.
-//! - [`projection`] [sync]: rows of a writer schema (Avro) onto the table's columns.
-//! - [`registry_schema`]: a new table's schema from a registry subject's latest version.
 //! - [`positions`]: where assigned partitions resume, checked against the broker's watermarks.
 //! - [`runner`]: the one consume loop of every Kafka pipeline (group events, seeking, polling,
 //!   rate limits, metrics, applying flush outcomes), generic over where rows go.
 //! - `ownership` [sync]: the partitions owned and the offsets each accepts.
 //! - [`one_table`]: rows into one table (buffer and background flush slot).
-//! - [`routed`]: rows routed to tables by a field (`route_by`), with the route-state table;
-//!   [`route_values`]: the field's value in every payload format.
+//! - [`routed`]: rows routed to tables by a field (`route_by`), with the route-state table.
 //! - [`delta_source`]: a pipeline that follows another Delta table.
 //! - [`auto_compact`]: the background compactor beside a pipeline.
 //! - [`service`]: several pipelines in one process, metrics endpoint, graceful shutdown.
@@ -34,14 +30,9 @@ pub mod dead_letter;
 pub mod decode;
 pub mod delta_source;
 mod flushing;
-pub mod keyed;
-pub mod keyed_avro;
 pub mod one_table;
 mod ownership;
 pub mod positions;
-pub mod projection;
-pub mod registry_schema;
-pub mod route_values;
 pub mod routed;
 pub mod runner;
 pub mod schema;

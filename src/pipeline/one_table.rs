@@ -24,10 +24,10 @@ use super::runner::{Outcome, Rows};
 use super::schema::TableSchema;
 use crate::common::flush::{BatchState, FlushReason};
 use crate::config::KafkaPipeline;
+use crate::decode::registry::Registries;
 use crate::error::Result;
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::stage::{KafkaSource, SourceRecord, StartOffset};
-use crate::source::registry::Registries;
 use crate::storage::Table;
 
 /// One table's open batch and flush slot.

@@ -4,7 +4,7 @@
 //!
 //! Contract:
 //! - Each record's route field (dotted for nested; any payload format, read by
-//!   [`super::route_values`]) names its table through the `{field}` template; tables are
+//!   [`crate::decode::route_values`]) names its table through the `{field}` template; tables are
 //!   opened or created on demand with the pipeline's settings, at most `max_tables` of them.
 //!   A record without the field, with a value that cannot name a table, or for a table past
 //!   the limit is a dead letter with the reason.
@@ -31,16 +31,16 @@ use super::commit::Flusher;
 use super::dead_letter::DeadLetterSink;
 use super::decode::decode;
 use super::positions;
-use super::route_values::RouteReader;
 use super::runner::{Outcome, Rows};
 use super::schema::TableSchema;
 use crate::common::flush::{BatchState, FlushReason};
 use crate::config::{KafkaPipeline, Route};
+use crate::decode::registry::Registries;
+use crate::decode::route_values::RouteReader;
 use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
-use crate::source::kafka::payload::DeadLetter;
+use crate::source::kafka::record::DeadLetter;
 use crate::source::kafka::stage::{KafkaSource, SourceRecord, StartOffset};
-use crate::source::registry::Registries;
 use crate::storage::{StorageOptions, Table};
 
 /// One routed table and its open batch.
@@ -275,9 +275,8 @@ impl Rows for Router {
         };
         self.first_record_ms.get_or_insert(self.state.clock().now_ms());
         // Group by table, keeping offset order within each.
-        let frames = crate::source::kafka::header_ids::reframe(&recs);
-        let raws: Vec<_> =
-            crate::source::kafka::header_ids::with_frames(&recs, &frames).into_iter().map(|r| r.raw).collect();
+        let frames = crate::decode::header_ids::reframe(&recs);
+        let raws: Vec<_> = crate::decode::header_ids::with_frames(&recs, &frames).into_iter().map(|r| r.raw).collect();
         let values = self.reader.values(&self.route.field, &raws).await;
         let mut groups: BTreeMap<String, Vec<SourceRecord<'_>>> = BTreeMap::new();
         for (r, value) in recs.into_iter().zip(values) {

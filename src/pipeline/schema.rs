@@ -10,29 +10,30 @@
 //!   worker evolved it), the decoder is rebuilt.
 //! - Avro topics (`kafka.format = "avro"`): a new table takes the first writer schema's
 //!   columns and types; rows decoded with each writer schema are projected onto the table by
-//!   name ([`super::projection`]); writer fields the table lacks are added (nullable) with
+//!   name ([`crate::decode::projection`]); writer fields the table lacks are added (nullable) with
 //!   `evolve_schema`, otherwise their records are dead letters naming the fields.
 
 use std::sync::Arc;
 
 use crate::config::KafkaPipeline;
 use crate::config::PayloadFormat;
+use crate::decode::avro::{writer_name, AvroDecoder};
+use crate::decode::json::{Decoded, PayloadDecoder};
+use crate::decode::protobuf::ProtoDecoder;
+use crate::decode::registry::{Registries, RegistryClient};
 use crate::delta::actions::{Action, Metadata};
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema_strict;
-use crate::delta::arrow_schema::delta_type_of;
+use crate::delta::arrow_schema::delta_struct_of;
 use crate::delta::create::{infer_schema, merge_schema, new_table};
-use crate::delta::schema::{ColumnMappingMode, StructField, StructType};
+use crate::delta::schema::{ColumnMappingMode, StructType};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
-use crate::source::kafka::avro::{writer_name, AvroDecoder};
-use crate::source::kafka::payload::{DeadLetter, Decoded, PayloadDecoder, RawRecord};
-use crate::source::kafka::protobuf::ProtoDecoder;
-use crate::source::registry::{Registries, RegistryClient};
+use crate::source::kafka::record::{DeadLetter, RawRecord};
 use crate::storage::{RetryPolicy, StagedCommit, Table};
 
-use super::projection::{project, Mismatch};
+use crate::decode::projection::{project, Mismatch};
 
 /// Schema changes tried per decoded chunk before its remaining records become dead letters.
 const EVOLVE_ATTEMPTS: u32 = 5;
@@ -48,7 +49,7 @@ pub struct TableSchema {
     /// Set for Protobuf topics.
     proto: Option<ProtoDecoder>,
     /// Keyed registry topics: the decoder of Confluent-framed record keys.
-    pub keys: Option<super::keyed_avro::KeyDecoder>,
+    pub keys: Option<crate::decode::keyed_avro::KeyDecoder>,
     record_columns: Vec<String>,
     max_record_bytes: usize,
 }
@@ -92,14 +93,14 @@ impl TableSchema {
         };
         let keys = match (&cfg.kafka.format, &cfg.upsert) {
             (PayloadFormat::Avro(registry), Some(_)) => {
-                Some(super::keyed_avro::KeyDecoder::Avro(AvroDecoder::new(registries.client(registry)?)))
+                Some(crate::decode::keyed_avro::KeyDecoder::Avro(AvroDecoder::new(registries.client(registry)?)))
             }
             (PayloadFormat::Protobuf(registry), Some(_)) => {
-                Some(super::keyed_avro::KeyDecoder::Protobuf(ProtoDecoder::new(registries.client(registry)?)))
+                Some(crate::decode::keyed_avro::KeyDecoder::Protobuf(ProtoDecoder::new(registries.client(registry)?)))
             }
             (PayloadFormat::JsonSchema(registry), Some(_)) => {
                 let framing = registries.client(registry)?.framing();
-                Some(super::keyed_avro::KeyDecoder::FramedJson(framing))
+                Some(crate::decode::keyed_avro::KeyDecoder::FramedJson(framing))
             }
             _ => None,
         };
@@ -116,7 +117,7 @@ impl TableSchema {
         if me.snapshot.is_none() {
             if let Some(schema) = &cfg.schema {
                 me.create(table, cfg, schema.clone()).await?;
-            } else if let Some(schema) = super::registry_schema::subject_schema(cfg, registries).await? {
+            } else if let Some(schema) = crate::decode::registry_schema::subject_schema(cfg, registries).await? {
                 let schema = me.without_record_columns(schema);
                 me.create(table, cfg, schema).await?;
             }
@@ -188,7 +189,7 @@ impl TableSchema {
         cfg: &KafkaPipeline,
         raw: &[RawRecord<'_>],
     ) -> Result<Decoded> {
-        use crate::source::registry::{SchemaType, Unavailable};
+        use crate::decode::registry::{SchemaType, Unavailable};
         let mut letters = Vec::new();
         let mut kept: Vec<usize> = Vec::with_capacity(raw.len());
         let mut inner: Vec<RawRecord<'_>> = Vec::with_capacity(raw.len());
@@ -243,9 +244,9 @@ impl TableSchema {
         }
         // Fast path: every message fits the table; straight into Arrow, no JSON text.
         if let (Some((_, decoder)), true) = (&self.decoder, messages.iter().all(Result::is_ok)) {
-            let options = crate::source::kafka::protobuf::proto3_options();
+            let options = crate::decode::protobuf::proto3_options();
             let rows: Vec<_> =
-                messages.iter().flatten().map(|(_, m)| crate::source::kafka::protobuf::Proto3(m, &options)).collect();
+                messages.iter().flatten().map(|(_, m)| crate::decode::protobuf::Proto3(m, &options)).collect();
             if let Some(batch) = decoder.decode_serialized(&rows) {
                 return Ok(Decoded {
                     batch: Some(batch),
@@ -256,12 +257,12 @@ impl TableSchema {
             }
         }
         // Otherwise through proto3 JSON text: per-record errors, schema evolution.
-        let options = crate::source::kafka::protobuf::proto3_options();
+        let options = crate::decode::protobuf::proto3_options();
         let outcomes: Vec<Result<(u64, Vec<u8>), String>> = messages
             .into_iter()
             .map(|m| {
                 let (id, m) = m?;
-                Ok((id, crate::source::kafka::protobuf::to_json(&m, &options, 256)?))
+                Ok((id, crate::decode::protobuf::to_json(&m, &options, 256)?))
             })
             .collect();
         let mut letters = Vec::new();
@@ -349,7 +350,7 @@ impl TableSchema {
             let columns = cfg.upsert.as_ref().map(|u| u.key_columns.clone()).unwrap_or_default();
             let mut runs = Vec::new();
             for run in std::mem::take(&mut decoded.runs) {
-                let u = super::keyed_avro::unwrap_debezium(run, &columns);
+                let u = crate::decode::keyed_avro::unwrap_debezium(run, &columns);
                 runs.extend(u.rows);
                 deletes.extend(u.deletes);
                 decoded.dead_letters.extend(u.refused.into_iter().map(|(i, why)| DeadLetter::of(&raw[i], why)));
@@ -516,16 +517,6 @@ fn back_to_records(
     decoded
 }
 
-/// A Delta schema holding an Arrow schema faithfully (a writer schema becoming a table).
-pub(crate) fn delta_struct_of(arrow: &arrow::datatypes::Schema) -> Result<StructType> {
-    arrow
-        .fields()
-        .iter()
-        .map(|f| Ok(StructField::new(f.name(), delta_type_of(f.data_type())?, f.is_nullable())))
-        .collect::<Result<Vec<_>>>()
-        .map(StructType::new)
-}
-
 /// Commits `merged` (the table's schema plus the `added` columns), riding out races and store
 /// faults; the caller re-reads the table either way.
 async fn add_columns(
@@ -582,7 +573,7 @@ fn all_dead(raw: &[RawRecord<'_>]) -> Decoded {
         dead_letters: raw
             .iter()
             .map(|r| {
-                crate::source::kafka::payload::DeadLetter::of(
+                crate::source::kafka::record::DeadLetter::of(
                     r,
                     "not a JSON object (nothing to infer the new table's schema from)",
                 )

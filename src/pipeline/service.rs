@@ -27,10 +27,10 @@ use super::one_table::OneTable;
 use super::routed::Router;
 use super::runner::{RunReport, Runner};
 use crate::config::{KafkaPipeline, Pipeline, PipelineSource, ResolvedKafka, ResolvedPipeline, Topics};
+use crate::decode::registry::Registries;
 use crate::error::{Error, Result};
 use crate::metrics::{serve, Metrics};
 use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
-use crate::source::registry::Registries;
 use crate::storage::{StorageOptions, Table};
 
 /// What `run` needs.

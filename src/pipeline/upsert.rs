@@ -18,7 +18,7 @@ use arrow::array::RecordBatch;
 use serde_json::Value;
 
 use super::buffer::PartitionBatch;
-use super::keyed::{keys_of_batch, last_change_per_key, Change, KeySet};
+use crate::decode::keyed::{keys_of_batch, last_change_per_key, Change, KeySet};
 use crate::delta::actions::{Action, Add};
 use crate::delta::features::has_reader_feature;
 use crate::delta::replay::FileKey;

@@ -9,7 +9,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
-use super::payload::DeadLetter;
+use super::record::DeadLetter;
 use crate::error::{Error, Result};
 
 /// An idempotent producer to one dead-letter topic.

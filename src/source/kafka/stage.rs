@@ -16,9 +16,9 @@ use rdkafka::message::{BorrowedMessage, Headers as _};
 use rdkafka::{Message, Offset};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::columns::Headers;
 use super::consumer::{self, ConsumerEvent, ConsumerSettings, PipelineConsumer};
-use super::payload::RawRecord;
+use super::record::Headers;
+use super::record::RawRecord;
 use crate::common::throttle::LogThrottle;
 use crate::error::Result;
 

@@ -94,21 +94,21 @@ mod tests {
 
     #[test]
     fn avro_time_and_uuid_logical_types_land_as_delta_types() {
-        use crate::source::kafka::payload::RawRecord;
+        use crate::source::kafka::record::RawRecord;
         let schema = r#"{"type":"record","name":"R","fields":[
             {"name":"t_ms","type":{"type":"int","logicalType":"time-millis"}},
             {"name":"t_us","type":{"type":"long","logicalType":"time-micros"}},
             {"name":"u","type":{"type":"string","logicalType":"uuid"}}]}"#;
         let uuid = b"123e4567-e89b-12d3-a456-426614174000";
         let datum = [&[0xD0, 0x0F, 0x0A, 0x48][..], &uuid[..]].concat();
-        let mut decoder = crate::source::kafka::avro::AvroDecoder::plain(schema).unwrap();
+        let mut decoder = crate::decode::avro::AvroDecoder::plain(schema).unwrap();
         let raw =
             [RawRecord { topic: "t", partition: 0, offset: 0, timestamp_ms: None, key: None, payload: Some(&datum) }];
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let decoded = rt.block_on(decoder.decode(&raw));
         assert!(decoded.dead_letters.is_empty(), "{:?}", decoded.dead_letters);
         let batch = &decoded.runs[0].batch;
-        let delta = crate::pipeline::schema::delta_struct_of(&batch.schema()).unwrap();
+        let delta = crate::delta::arrow_schema::delta_struct_of(&batch.schema()).unwrap();
         let types: Vec<String> = delta.fields.iter().map(|f| serde_json::to_string(&f.data_type).unwrap()).collect();
         assert_eq!(
             types,

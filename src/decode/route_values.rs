@@ -8,11 +8,11 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use prost_reflect::{DynamicMessage, ReflectMessage, Value as Proto};
 
 use crate::config::{KafkaPipeline, PayloadFormat};
+use crate::decode::avro::AvroDecoder;
+use crate::decode::protobuf::ProtoDecoder;
+use crate::decode::registry::{Framing, Registries, RegistryConfig};
 use crate::error::Result;
-use crate::source::kafka::avro::AvroDecoder;
-use crate::source::kafka::payload::RawRecord;
-use crate::source::kafka::protobuf::ProtoDecoder;
-use crate::source::registry::{Framing, Registries, RegistryConfig};
+use crate::source::kafka::record::RawRecord;
 
 /// Reads route values in a pipeline's payload format.
 pub enum RouteReader {

@@ -12,13 +12,10 @@ use arrow::array::{
 };
 use arrow::datatypes::{Field, Schema};
 
-use super::payload::RawRecord;
 use crate::config::pipeline::RecordColumns;
 use crate::delta::schema::{DataType, MapType, PrimitiveType, StructField};
 use crate::error::{Error, Result};
-
-/// A record's headers, borrowed from the message.
-pub type Headers<'a> = Vec<(&'a str, Option<&'a [u8]>)>;
+use crate::source::kafka::record::{Headers, RawRecord};
 
 impl RecordColumns {
     /// The configured columns as Delta fields (all nullable).

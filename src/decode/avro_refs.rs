@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::source::registry::RegisteredSchema;
+use crate::decode::registry::RegisteredSchema;
 
 const PRIMITIVES: &[&str] = &["null", "boolean", "int", "long", "float", "double", "bytes", "string"];
 
@@ -106,7 +106,7 @@ fn inline(v: &mut Value, refs: &HashMap<String, Value>, defined: &mut HashSet<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::registry::SchemaType;
+    use crate::decode::registry::SchemaType;
     use std::sync::Arc;
 
     #[test]
@@ -136,6 +136,6 @@ mod tests {
         assert_eq!(out["fields"][0]["type"]["fields"][1]["type"]["symbols"][1], "FR", "references of references");
         assert_eq!(out["fields"][1]["type"][1], "com.acme.Address", "later uses stay names");
         // arrow-avro can use it.
-        assert!(crate::source::kafka::avro::AvroDecoder::plain(&out.to_string()).is_ok());
+        assert!(crate::decode::avro::AvroDecoder::plain(&out.to_string()).is_ok());
     }
 }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use prost_reflect::{DescriptorPool, DynamicMessage, FieldDescriptor, Kind, MessageDescriptor, SerializeOptions};
 
+use crate::decode::registry::{RegisteredSchema, RegistryClient, SchemaType, Unavailable};
 use crate::delta::schema::{ArrayType, DataType, MapType, PrimitiveType, StructField, StructType};
-use crate::source::registry::{RegisteredSchema, RegistryClient, SchemaType, Unavailable};
 
 /// A record decoded into JSON, or why it could not be.
 pub type Outcome = Result<(u64, Vec<u8>), String>;
@@ -331,7 +331,7 @@ mod tests {
         let zero = DynamicMessage::new(desc);
         let options = proto3_options();
         let rows = [Proto3(&full, &options), Proto3(&zero, &options)];
-        let decoder = super::super::payload::PayloadDecoder::new(arrow, 1 << 20);
+        let decoder = crate::decode::json::PayloadDecoder::new(arrow, 1 << 20);
         let batch = decoder.decode_serialized(&rows).expect("messages fit the descriptor's table");
         assert_eq!(batch.num_rows(), 2);
         let ids = batch.column_by_name("id").unwrap().as_primitive::<arrow::datatypes::Int64Type>();

@@ -4,7 +4,7 @@
 //! payload (or key) is given the in-band frame (magic byte `0`, the 8-byte id) so that the
 //! decoders see one wire format.
 
-use super::stage::SourceRecord;
+use crate::source::kafka::stage::SourceRecord;
 
 const VALUE_ID: &str = "apicurio.value.globalId";
 const KEY_ID: &str = "apicurio.key.globalId";
@@ -49,7 +49,7 @@ pub fn with_frames<'a>(records: &[SourceRecord<'a>], frames: &'a [Frames]) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::kafka::payload::RawRecord;
+    use crate::source::kafka::record::RawRecord;
 
     #[test]
     fn header_ids_become_frames() {

@@ -17,10 +17,10 @@ use arrow::compute::cast;
 use arrow::datatypes::DataType;
 
 use super::keyed::{key_of_kafka_key, keys_of_batch};
-use crate::source::kafka::avro::{AvroDecoder, AvroRun};
-use crate::source::kafka::payload::RawRecord;
-use crate::source::kafka::protobuf::ProtoDecoder;
-use crate::source::registry::Framing;
+use crate::decode::avro::{AvroDecoder, AvroRun};
+use crate::decode::protobuf::ProtoDecoder;
+use crate::decode::registry::Framing;
+use crate::source::kafka::record::RawRecord;
 
 /// How a registry format's record keys are read.
 #[derive(Debug)]

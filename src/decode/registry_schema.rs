@@ -7,11 +7,11 @@
 //! subject = "orders-value"
 //! ```
 
-use super::schema::delta_struct_of;
 use crate::config::{KafkaPipeline, PayloadFormat};
+use crate::decode::registry::{Registries, SchemaType};
+use crate::delta::arrow_schema::delta_struct_of;
 use crate::delta::schema::StructType;
 use crate::error::{Error, Result};
-use crate::source::registry::{Registries, SchemaType};
 
 /// With `schema_registry.subject`: the Delta schema of the subject's latest version.
 pub async fn subject_schema(cfg: &KafkaPipeline, registries: &Registries) -> Result<Option<StructType>> {
@@ -23,11 +23,11 @@ pub async fn subject_schema(cfg: &KafkaPipeline, registries: &Registries) -> Res
     let bad =
         |e: String| Error::InvalidArgument(format!("pipeline {}: schema_registry.subject {subject:?}: {e}", cfg.name));
     let latest = registries.client(registry)?.latest(subject).await.map_err(|u| match u {
-        crate::source::registry::Unavailable::Unknown(why) => bad(why),
+        crate::decode::registry::Unavailable::Unknown(why) => bad(why),
     })?;
     let schema = match latest.schema_type {
-        SchemaType::Avro => delta_struct_of(&*crate::source::kafka::avro::arrow_schema_of(&latest).map_err(bad)?)?,
-        SchemaType::Protobuf => crate::source::kafka::protobuf::first_message_schema(&latest).map_err(bad)?,
+        SchemaType::Avro => delta_struct_of(&*crate::decode::avro::arrow_schema_of(&latest).map_err(bad)?)?,
+        SchemaType::Protobuf => crate::decode::protobuf::first_message_schema(&latest).map_err(bad)?,
         SchemaType::Json => crate::delta::json_schema::delta_schema(&latest.schema)?,
     };
     tracing::info!(subject = %subject, id = latest.id, "table schema from the registry subject's latest version");

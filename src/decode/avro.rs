@@ -17,8 +17,8 @@ use arrow::array::RecordBatch;
 use arrow_avro::reader::{Decoder, DecoderMode, ReaderBuilder};
 use arrow_avro::schema::{AvroSchema, Fingerprint, FingerprintAlgorithm, SchemaStore};
 
-use super::payload::{DeadLetter, RawRecord};
-use crate::source::registry::{Framing, RegistryClient, SchemaType, Unavailable};
+use crate::decode::registry::{Framing, RegistryClient, SchemaType, Unavailable};
+use crate::source::kafka::record::{DeadLetter, RawRecord};
 
 /// One run of records decoded with one writer schema.
 #[derive(Debug)]
@@ -41,7 +41,7 @@ pub struct AvroDecoded {
 /// # Errors
 /// A schema that is not JSON or that `arrow-avro` cannot use.
 pub fn arrow_schema_of(
-    schema: &crate::source::registry::RegisteredSchema,
+    schema: &crate::decode::registry::RegisteredSchema,
 ) -> Result<arrow::datatypes::SchemaRef, String> {
     let text = super::avro_refs::inline_references(schema)?;
     // (Any id serves to build a decoder whose schema is wanted: 8 bytes fit every id.)

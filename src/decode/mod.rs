@@ -1,0 +1,34 @@
+//! The decoding room: what a record's bytes mean, in every format deltabus reads, with no I/O
+//! but the schema registry's.
+//!
+//! - [`json`] [sync]: JSON payloads straight into Arrow against the table schema; bad records
+//!   into dead letters.
+//! - [`avro`]: Confluent-framed (or plain) Avro payloads into Arrow, writer schemas from the
+//!   registry; [`avro_refs`] [sync]: referenced Avro types inlined into a writer schema.
+//! - [`protobuf`]: Confluent-framed Protobuf payloads into proto3 JSON or Arrow.
+//! - [`registry`]: the schema-registry client, and `Registries`, one per registry for the
+//!   whole process; [`registry_schema`]: a new table's schema from a subject.
+//! - [`header_ids`] [sync]: Apicurio's header-carried schema ids as in-band frames.
+//! - [`columns`] [sync]: the optional record columns (key, headers, topic, partition,
+//!   offset, timestamp).
+//! - [`keyed`] [sync]: keys, Debezium JSON envelopes, the last change per key;
+//!   [`keyed_avro`]: framed record keys and Debezium's Avro envelope.
+//! - [`projection`] [sync]: rows of a writer schema onto the table's columns by name.
+//! - [`route_values`]: a routed pipeline's field in every payload format.
+//!
+//! The pipeline's `decode` walks one partition's records through these (tombstones, envelopes,
+//! keys, payloads against the table schema, generated columns) and gets rows, deletes and dead
+//! letters back as values.
+
+pub mod avro;
+pub mod avro_refs;
+pub mod columns;
+pub mod header_ids;
+pub mod json;
+pub mod keyed;
+pub mod keyed_avro;
+pub mod projection;
+pub mod protobuf;
+pub mod registry;
+pub mod registry_schema;
+pub mod route_values;

@@ -1,0 +1,43 @@
+//! The plain values the Kafka source hands up: a consumed record borrowed from its message,
+//! its headers, and a record that could not be decoded (a dead letter) with why.
+
+/// One consumed record, borrowed from the consumer's message.
+#[derive(Debug, Clone, Copy)]
+pub struct RawRecord<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    pub offset: i64,
+    pub timestamp_ms: Option<i64>,
+    pub key: Option<&'a [u8]>,
+    pub payload: Option<&'a [u8]>,
+}
+
+/// A record that could not be decoded, with why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub reason: String,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub timestamp_ms: Option<i64>,
+    pub key: Option<Vec<u8>>,
+    pub payload: Option<Vec<u8>>,
+}
+
+impl DeadLetter {
+    /// A letter for `r` with `reason`.
+    pub fn of(r: &RawRecord<'_>, reason: impl Into<String>) -> Self {
+        DeadLetter {
+            reason: reason.into(),
+            topic: r.topic.to_string(),
+            partition: r.partition,
+            offset: r.offset,
+            timestamp_ms: r.timestamp_ms,
+            key: r.key.map(<[u8]>::to_vec),
+            payload: r.payload.map(<[u8]>::to_vec),
+        }
+    }
+}
+
+/// A record's headers, borrowed from the message.
+pub type Headers<'a> = Vec<(&'a str, Option<&'a [u8]>)>;
