@@ -1,6 +1,8 @@
 //! The decoding room: what a record's bytes mean, in every format deltabus reads, with no I/O
 //! but the schema registry's.
 //!
+//! - [`format`]: one type over the formats (JSON, JSON Schema, Avro, Protobuf), made once per
+//!   pipeline; its key decoder for keyed topics.
 //! - [`json`] [sync]: JSON payloads straight into Arrow against the table schema; bad records
 //!   into dead letters.
 //! - [`avro`]: Confluent-framed (or plain) Avro payloads into Arrow, writer schemas from the
@@ -14,7 +16,7 @@
 //! - [`keyed`] [sync]: keys, Debezium JSON envelopes, the last change per key;
 //!   [`keyed_avro`]: framed record keys and Debezium's Avro envelope.
 //! - [`projection`] [sync]: rows of a writer schema onto the table's columns by name.
-//! - [`route_values`]: a routed pipeline's field in every payload format.
+//! - [`route_values`]: a routed pipeline's field in every payload format (`Format::route_values`).
 //!
 //! The pipeline's `decode` walks one partition's records through these (tombstones, envelopes,
 //! keys, payloads against the table schema, generated columns) and gets rows, deletes and dead
@@ -23,6 +25,7 @@
 pub mod avro;
 pub mod avro_refs;
 pub mod columns;
+pub mod format;
 pub mod header_ids;
 pub mod json;
 pub mod keyed;

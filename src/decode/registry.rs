@@ -378,3 +378,71 @@ fn guess_type(schema: &str) -> &'static str {
 fn encode(subject: &str) -> String {
     percent_encoding::utf8_percent_encode(subject, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// Log lines written while a test runs.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A registry that answers 503 once, then the schema.
+    async fn flaky_registry() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        tokio::spawn(async move {
+            for answer in 0.. {
+                let Ok((mut s, _)) = listener.accept().await else { return };
+                let mut buf = vec![0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let (status, body) = if answer == 0 {
+                    ("503 Service Unavailable", "{}")
+                } else {
+                    ("200 OK", r#"{"schema":"\"string\""}"#)
+                };
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(reply.as_bytes()).await;
+            }
+        });
+        format!("http://svc:hunter2@{addr}")
+    }
+
+    #[test]
+    fn logs_never_show_the_registry_credentials() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+        tracing::subscriber::with_default(subscriber, || {
+            rt.block_on(async {
+                let url = flaky_registry().await;
+                let client = RegistryClient::new(RegistryConfig { url, ..RegistryConfig::default() })
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let schema = client.schema(7).await.unwrap_or_else(|_| panic!("schema 7"));
+                assert_eq!(schema.schema, "\"string\"");
+            });
+        });
+        let text =
+            String::from_utf8_lossy(&captured.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).into_owned();
+        assert!(text.contains("schema_registry.unavailable") && text.contains("schema_registry.reachable"), "{text}");
+        assert!(!text.contains("hunter2"), "credentials in the log:\n{text}");
+    }
+}

@@ -7,55 +7,28 @@
 use arrow::array::{Array, AsArray, RecordBatch};
 use prost_reflect::{DynamicMessage, ReflectMessage, Value as Proto};
 
-use crate::config::{KafkaPipeline, PayloadFormat};
-use crate::decode::avro::AvroDecoder;
-use crate::decode::protobuf::ProtoDecoder;
-use crate::decode::registry::{Framing, Registries, RegistryConfig};
-use crate::error::Result;
+use super::format::Format;
 use crate::source::kafka::record::RawRecord;
-
-/// Reads route values in a pipeline's payload format.
-pub enum RouteReader {
-    Json,
-    FramedJson(Framing),
-    Avro(AvroDecoder),
-    Protobuf(ProtoDecoder),
-}
 
 type Value = std::result::Result<String, String>;
 
-impl RouteReader {
-    /// The reader for the pipeline's format.
-    ///
-    /// # Errors
-    /// An unusable registry URL or Avro schema.
-    pub fn for_pipeline(cfg: &KafkaPipeline, registries: &Registries) -> Result<RouteReader> {
-        let client = |r: &RegistryConfig| registries.client(r);
-        Ok(match &cfg.kafka.format {
-            PayloadFormat::Json => RouteReader::Json,
-            PayloadFormat::JsonSchema(r) => RouteReader::FramedJson(client(r)?.framing()),
-            PayloadFormat::Avro(r) => RouteReader::Avro(AvroDecoder::new(client(r)?)),
-            PayloadFormat::AvroPlain(s) => RouteReader::Avro(
-                AvroDecoder::plain(s)
-                    .map_err(|e| crate::error::Error::InvalidArgument(format!("pipeline {}: {e}", cfg.name)))?,
-            ),
-            PayloadFormat::Protobuf(r) => RouteReader::Protobuf(ProtoDecoder::new(client(r)?)),
-        })
-    }
-
+impl Format {
     /// Each record's route value, or why it has none.
-    pub async fn values(&mut self, field: &str, records: &[RawRecord<'_>]) -> Vec<Value> {
+    pub async fn route_values(&mut self, field: &str, records: &[RawRecord<'_>]) -> Vec<Value> {
         match self {
-            RouteReader::Json => records.iter().map(|r| json_value(r.payload, field)).collect(),
-            RouteReader::FramedJson(framing) => records
-                .iter()
-                .map(|r| match r.payload.map(|p| framing.split(p)) {
-                    Some(Some((_, body))) => json_value(Some(body), field),
-                    Some(None) => Err(framing.unframed().to_string()),
-                    None => Err("no payload to route".into()),
-                })
-                .collect(),
-            RouteReader::Avro(avro) => {
+            Format::Json => records.iter().map(|r| json_value(r.payload, field)).collect(),
+            Format::JsonSchema(registry) => {
+                let framing = registry.framing();
+                records
+                    .iter()
+                    .map(|r| match r.payload.map(|p| framing.split(p)) {
+                        Some(Some((_, body))) => json_value(Some(body), field),
+                        Some(None) => Err(framing.unframed().to_string()),
+                        None => Err("no payload to route".into()),
+                    })
+                    .collect()
+            }
+            Format::Avro(avro) => {
                 let mut out: Vec<Value> = vec![Err("no payload to route".into()); records.len()];
                 let decoded = avro.decode(records).await;
                 for l in decoded.dead_letters {
@@ -70,7 +43,7 @@ impl RouteReader {
                 }
                 out
             }
-            RouteReader::Protobuf(proto) => {
+            Format::Protobuf(proto) => {
                 let payloads: Vec<Option<&[u8]>> = records.iter().map(|r| r.payload).collect();
                 proto
                     .messages(&payloads)

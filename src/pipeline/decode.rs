@@ -13,7 +13,7 @@ use arrow::array::{Array, BooleanArray, RecordBatch, StringArray};
 
 use super::buffer::Consumed;
 use super::schema::TableSchema;
-use crate::config::{KafkaPipeline, PayloadFormat, UpsertConfig, UpsertFormat};
+use crate::config::{KafkaPipeline, UpsertConfig, UpsertFormat};
 use crate::decode::columns;
 use crate::decode::keyed::{debezium_change, keys_of_batch, RecordChange};
 use crate::decode::keyed_avro::tombstone_keys;
@@ -50,7 +50,7 @@ pub(crate) async fn decode(
     let mut deletes = Vec::new();
     // Keyed ingestion: what each record does (Debezium `after` images replace payloads; Avro
     // envelopes are unwrapped by the Avro decoder, Avro keys decoded here).
-    let avro = matches!(&cfg.kafka.format, PayloadFormat::Avro(_) | PayloadFormat::AvroPlain(_));
+    let avro = schema.format().is_avro();
     let mut tombstones = match &cfg.upsert {
         Some(u) => {
             let raws: Vec<RawRecord<'_>> = records.iter().map(|r| r.raw).collect();

@@ -35,8 +35,8 @@ use super::runner::{Outcome, Rows};
 use super::schema::TableSchema;
 use crate::common::flush::{BatchState, FlushReason};
 use crate::config::{KafkaPipeline, Route};
+use crate::decode::format::Format;
 use crate::decode::registry::Registries;
-use crate::decode::route_values::RouteReader;
 use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::record::DeadLetter;
@@ -77,7 +77,7 @@ pub struct Router {
     unroutable: BTreeMap<i32, Vec<DeadLetter>>,
     first_record_ms: Option<i64>,
     /// Reads route values in the pipeline's payload format.
-    reader: RouteReader,
+    reader: Format,
     /// The routed tables' background compactors (aborted when the router is dropped).
     compactors: JoinSet<()>,
     /// The process's registry clients, shared by every routed table.
@@ -102,7 +102,7 @@ impl Router {
         let mut state_cfg = cfg.clone();
         state_cfg.create = false;
         let state_schema = TableSchema::open(&state, &state_cfg, &registries).await?;
-        let reader = RouteReader::for_pipeline(&cfg, &registries)?;
+        let reader = Format::of(&cfg, &registries)?;
         tracing::info!(route_by = %route.field, state = %state.url(), "routed pipeline opened");
         Ok(Router {
             topic: cfg.kafka.topic.clone(),
@@ -277,7 +277,7 @@ impl Rows for Router {
         // Group by table, keeping offset order within each.
         let frames = crate::decode::header_ids::reframe(&recs);
         let raws: Vec<_> = crate::decode::header_ids::with_frames(&recs, &frames).into_iter().map(|r| r.raw).collect();
-        let values = self.reader.values(&self.route.field, &raws).await;
+        let values = self.reader.route_values(&self.route.field, &raws).await;
         let mut groups: BTreeMap<String, Vec<SourceRecord<'_>>> = BTreeMap::new();
         for (r, value) in recs.into_iter().zip(values) {
             let table = value.and_then(|v| self.route.table_of(&self.cfg.table, &v));

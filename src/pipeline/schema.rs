@@ -16,10 +16,9 @@
 use std::sync::Arc;
 
 use crate::config::KafkaPipeline;
-use crate::config::PayloadFormat;
-use crate::decode::avro::{writer_name, AvroDecoder};
+use crate::decode::avro::writer_name;
+use crate::decode::format::Format;
 use crate::decode::json::{Decoded, PayloadDecoder};
-use crate::decode::protobuf::ProtoDecoder;
 use crate::decode::registry::{Registries, RegistryClient};
 use crate::delta::actions::{Action, Metadata};
 use crate::delta::app_id::TxnAppId;
@@ -41,14 +40,12 @@ const EVOLVE_ATTEMPTS: u32 = 5;
 /// The table as the pipeline last saw it.
 pub struct TableSchema {
     pub snapshot: Option<Snapshot>,
+    /// The JSON decoder of the snapshot's schema (every format ends in JSON or Arrow rows
+    /// checked against it), with the schema string it was made for.
     decoder: Option<(String, PayloadDecoder)>,
-    /// Set for Avro topics.
-    avro: Option<AvroDecoder>,
-    /// Set for JSON Schema topics (Confluent-framed JSON).
-    json_registry: Option<Arc<RegistryClient>>,
-    /// Set for Protobuf topics.
-    proto: Option<ProtoDecoder>,
-    /// Keyed registry topics: the decoder of Confluent-framed record keys.
+    /// The topic's payload format.
+    format: Format,
+    /// Keyed registry topics: the decoder of framed record keys.
     pub keys: Option<crate::decode::keyed_avro::KeyDecoder>,
     record_columns: Vec<String>,
     max_record_bytes: usize,
@@ -75,42 +72,11 @@ impl TableSchema {
             crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
             shapes_agree(s, cfg)?;
         }
-        let proto = match &cfg.kafka.format {
-            PayloadFormat::Protobuf(registry) => Some(ProtoDecoder::new(registries.client(registry)?)),
-            _ => None,
-        };
-        let (avro, json_registry) = match &cfg.kafka.format {
-            PayloadFormat::Avro(registry) => (Some(AvroDecoder::new(registries.client(registry)?)), None),
-            PayloadFormat::JsonSchema(registry) => (None, Some(registries.client(registry)?)),
-            PayloadFormat::AvroPlain(schema) => (
-                Some(
-                    AvroDecoder::plain(schema)
-                        .map_err(|e| Error::InvalidArgument(format!("pipeline {}: {e}", cfg.name)))?,
-                ),
-                None,
-            ),
-            _ => (None, None),
-        };
-        let keys = match (&cfg.kafka.format, &cfg.upsert) {
-            (PayloadFormat::Avro(registry), Some(_)) => {
-                Some(crate::decode::keyed_avro::KeyDecoder::Avro(AvroDecoder::new(registries.client(registry)?)))
-            }
-            (PayloadFormat::Protobuf(registry), Some(_)) => {
-                Some(crate::decode::keyed_avro::KeyDecoder::Protobuf(ProtoDecoder::new(registries.client(registry)?)))
-            }
-            (PayloadFormat::JsonSchema(registry), Some(_)) => {
-                let framing = registries.client(registry)?.framing();
-                Some(crate::decode::keyed_avro::KeyDecoder::FramedJson(framing))
-            }
-            _ => None,
-        };
         let mut me = TableSchema {
             snapshot,
             decoder: None,
-            keys,
-            avro,
-            json_registry,
-            proto,
+            keys: Format::keys(cfg, registries)?,
+            format: Format::of(cfg, registries)?,
             record_columns: cfg.columns.names().into_iter().map(String::from).collect(),
             max_record_bytes: cfg.kafka.max_record_bytes,
         };
@@ -124,6 +90,11 @@ impl TableSchema {
         }
         me.sync_decoder();
         Ok(me)
+    }
+
+    /// The topic's payload format.
+    pub fn format(&self) -> &Format {
+        &self.format
     }
 
     /// Catches up with the table (incrementally).
@@ -167,16 +138,15 @@ impl TableSchema {
     /// # Errors
     /// Storage and commit errors of a creation or schema change.
     pub async fn decode(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
-        if self.avro.is_some() {
-            return self.decode_avro(table, cfg, raw).await;
+        match &self.format {
+            Format::Avro(_) => self.decode_avro(table, cfg, raw).await,
+            Format::JsonSchema(registry) => {
+                let registry = registry.clone();
+                self.decode_json_schema(&registry, table, cfg, raw).await
+            }
+            Format::Protobuf(_) => self.decode_protobuf(table, cfg, raw).await,
+            Format::Json => self.decode_json(table, cfg, raw).await,
         }
-        if let Some(registry) = self.json_registry.clone() {
-            return self.decode_json_schema(&registry, table, cfg, raw).await;
-        }
-        if self.proto.is_some() {
-            return self.decode_protobuf(table, cfg, raw).await;
-        }
-        self.decode_json(table, cfg, raw).await
     }
 
     /// Confluent-framed JSON: the frame checked against the registry (a JSON Schema under that
@@ -233,11 +203,13 @@ impl TableSchema {
     /// proto3 JSON, the table created from the first message's descriptor, the JSON decoded as
     /// for JSON topics; rows and dead letters refer to the original records.
     async fn decode_protobuf(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
-        let Some(mut proto) = self.proto.take() else { return Err(Error::Internal("no Protobuf decoder".into())) };
+        let creating = self.snapshot.is_none();
+        let Format::Protobuf(proto) = &mut self.format else {
+            return Err(Error::Internal("no Protobuf decoder".into()));
+        };
         let payloads: Vec<Option<&[u8]>> = raw.iter().map(|r| r.payload).collect();
-        let first = if self.snapshot.is_none() { proto.first_schema(&payloads).await } else { None };
+        let first = if creating { proto.first_schema(&payloads).await } else { None };
         let messages = proto.messages(&payloads).await;
-        self.proto = Some(proto);
         if let Some(schema) = first {
             self.create(table, cfg, self.without_record_columns(schema)).await?;
             self.sync_decoder();
@@ -343,7 +315,7 @@ impl TableSchema {
     /// The Avro path of [`TableSchema::decode`]: the table from the first writer schema, rows
     /// projected onto it, new writer fields added when evolution is on.
     async fn decode_avro(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
-        let Some(avro) = self.avro.as_mut() else { return Err(Error::Internal("no Avro decoder".into())) };
+        let Format::Avro(avro) = &mut self.format else { return Err(Error::Internal("no Avro decoder".into())) };
         let mut decoded = avro.decode(raw).await;
         let mut deletes = Vec::new();
         if cfg.upsert.as_ref().is_some_and(|u| u.format == crate::config::UpsertFormat::Debezium) {

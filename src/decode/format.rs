@@ -1,0 +1,65 @@
+//! One type over the payload formats: what decoding a pipeline's records needs, made once from
+//! its configuration with the process's registry clients. The table's view of the pipeline
+//! decodes payloads through it, keyed topics get their key decoder from it, and routed
+//! pipelines read their route field with it ([`super::route_values`]).
+
+use std::sync::Arc;
+
+use super::avro::AvroDecoder;
+use super::keyed_avro::KeyDecoder;
+use super::protobuf::ProtoDecoder;
+use super::registry::{Registries, RegistryClient};
+use crate::config::{KafkaPipeline, PayloadFormat};
+use crate::error::{Error, Result};
+
+/// A pipeline's payload format, with its decoder.
+pub enum Format {
+    /// Plain JSON.
+    Json,
+    /// Confluent- or Apicurio-framed JSON, checked against the registry's JSON Schema.
+    JsonSchema(Arc<RegistryClient>),
+    /// Framed Avro with writer schemas from the registry, or plain Avro of a configured schema.
+    Avro(AvroDecoder),
+    /// Framed Protobuf with `.proto` schemas from the registry.
+    Protobuf(ProtoDecoder),
+}
+
+impl Format {
+    /// The format of `cfg`'s topic.
+    ///
+    /// # Errors
+    /// An unusable registry configuration or Avro schema.
+    pub fn of(cfg: &KafkaPipeline, registries: &Registries) -> Result<Format> {
+        Ok(match &cfg.kafka.format {
+            PayloadFormat::Json => Format::Json,
+            PayloadFormat::JsonSchema(r) => Format::JsonSchema(registries.client(r)?),
+            PayloadFormat::Avro(r) => Format::Avro(AvroDecoder::new(registries.client(r)?)),
+            PayloadFormat::AvroPlain(schema) => Format::Avro(
+                AvroDecoder::plain(schema)
+                    .map_err(|e| Error::InvalidArgument(format!("pipeline {}: {e}", cfg.name)))?,
+            ),
+            PayloadFormat::Protobuf(r) => Format::Protobuf(ProtoDecoder::new(registries.client(r)?)),
+        })
+    }
+
+    /// Keyed topics of a registry format: the decoder of their framed record keys.
+    ///
+    /// # Errors
+    /// An unusable registry configuration.
+    pub fn keys(cfg: &KafkaPipeline, registries: &Registries) -> Result<Option<KeyDecoder>> {
+        if cfg.upsert.is_none() {
+            return Ok(None);
+        }
+        Ok(match &cfg.kafka.format {
+            PayloadFormat::Avro(r) => Some(KeyDecoder::Avro(AvroDecoder::new(registries.client(r)?))),
+            PayloadFormat::Protobuf(r) => Some(KeyDecoder::Protobuf(ProtoDecoder::new(registries.client(r)?))),
+            PayloadFormat::JsonSchema(r) => Some(KeyDecoder::FramedJson(registries.client(r)?.framing())),
+            PayloadFormat::Json | PayloadFormat::AvroPlain(_) => None,
+        })
+    }
+
+    /// Whether payloads are Avro (Debezium's Avro envelopes are unwrapped by the decoder).
+    pub fn is_avro(&self) -> bool {
+        matches!(self, Format::Avro(_))
+    }
+}
