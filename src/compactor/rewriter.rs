@@ -14,7 +14,7 @@ use serde_json::json;
 use super::planner::{plan, Bin, PlanConfig};
 use crate::delta::actions::{Action, Remove};
 use crate::delta::conflict::ReadSet;
-use crate::delta::features::{check_writable, has_writer_feature};
+use crate::delta::features::{check_writable, has_writer_feature, Feature};
 use crate::delta::replay::FileKey;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
@@ -69,7 +69,7 @@ impl CompactReport {
 pub async fn compact(table: &Table, opts: &CompactOptions) -> Result<CompactReport> {
     let snapshot = table.snapshot(None).await?;
     check_writable(&snapshot.protocol, &snapshot.metadata)?;
-    if has_writer_feature(&snapshot.protocol, "rowTracking") {
+    if has_writer_feature(&snapshot.protocol, Feature::RowTracking) {
         return Err(Error::unsupported("compaction of row-tracking tables (rewritten rows must keep their row ids)"));
     }
     let wanted = physical_predicate(&snapshot, opts.partitions.as_deref())?;

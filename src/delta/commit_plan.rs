@@ -15,7 +15,7 @@
 //!   winner committed ([`CommitPlan::observe`]).
 
 use super::actions::Action;
-use super::features::{check_writable, has_writer_feature};
+use super::features::{check_writable, has_writer_feature, Feature};
 use super::properties::TableProperties;
 use super::snapshot::Snapshot;
 use super::transaction::{assign_row_tracking, row_id_high_water_mark, Transaction, ROW_TRACKING_DOMAIN};
@@ -69,8 +69,8 @@ pub fn plan(snapshot: Option<&Snapshot>, txn: &Transaction) -> Result<Planned> {
         (None, Some(s)) => s.properties.row_tracking_suspended,
         (None, None) => false,
     };
-    let row_tracking =
-        !suspended && protocol.or(snapshot.map(|s| &s.protocol)).is_some_and(|p| has_writer_feature(p, "rowTracking"));
+    let row_tracking = !suspended
+        && protocol.or(snapshot.map(|s| &s.protocol)).is_some_and(|p| has_writer_feature(p, Feature::RowTracking));
     let high_water_mark = snapshot
         .and_then(|s| s.domains().get(ROW_TRACKING_DOMAIN).and_then(|d| row_id_high_water_mark(&d.configuration)));
     Ok(Planned::Commit(CommitPlan {

@@ -7,6 +7,56 @@
 use super::actions::Protocol;
 use crate::error::{Error, Result};
 
+/// The table features deltabus decides on by name (a typo is a compile error, not a feature
+/// silently absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feature {
+    AppendOnly,
+    ChangeDataFeed,
+    CheckConstraints,
+    ColumnMapping,
+    DeletionVectors,
+    DomainMetadata,
+    GeneratedColumns,
+    IdentityColumns,
+    InCommitTimestamp,
+    Invariants,
+    RowTracking,
+    TimestampNtz,
+}
+
+impl Feature {
+    /// The feature's name in the protocol action.
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::AppendOnly => "appendOnly",
+            Feature::ChangeDataFeed => "changeDataFeed",
+            Feature::CheckConstraints => "checkConstraints",
+            Feature::ColumnMapping => "columnMapping",
+            Feature::DeletionVectors => "deletionVectors",
+            Feature::DomainMetadata => "domainMetadata",
+            Feature::GeneratedColumns => "generatedColumns",
+            Feature::IdentityColumns => "identityColumns",
+            Feature::InCommitTimestamp => "inCommitTimestamp",
+            Feature::Invariants => "invariants",
+            Feature::RowTracking => "rowTracking",
+            Feature::TimestampNtz => "timestampNtz",
+        }
+    }
+
+    /// The writer version that implies the feature on a protocol without feature lists.
+    fn legacy_writer_version(self) -> Option<i32> {
+        Some(match self {
+            Feature::AppendOnly | Feature::Invariants => 2,
+            Feature::CheckConstraints => 3,
+            Feature::ChangeDataFeed | Feature::GeneratedColumns => 4,
+            Feature::ColumnMapping => 5,
+            Feature::IdentityColumns => 6,
+            _ => return None,
+        })
+    }
+}
+
 /// Reader features deltabus implements.
 pub const SUPPORTED_READER_FEATURES: &[&str] = &[
     "columnMapping",
@@ -69,10 +119,10 @@ pub fn check_readable(p: &Protocol) -> Result<()> {
 
 /// Whether the protocol enables a feature (explicitly listed on v3/v7, or implied by legacy
 /// versions).
-pub fn has_reader_feature(p: &Protocol, feature: &str) -> bool {
+pub fn has_reader_feature(p: &Protocol, feature: Feature) -> bool {
     match &p.reader_features {
-        Some(list) => list.iter().any(|f| f == feature),
-        None => feature == "columnMapping" && p.min_reader_version >= 2,
+        Some(list) => list.iter().any(|f| f == feature.name()),
+        None => feature == Feature::ColumnMapping && p.min_reader_version >= 2,
     }
 }
 
@@ -143,20 +193,10 @@ pub fn check_writable(p: &Protocol, metadata: &super::actions::Metadata) -> Resu
 
 /// Whether a writer feature is supported by the protocol (explicitly, or through legacy
 /// writer versions).
-pub fn has_writer_feature(p: &Protocol, feature: &str) -> bool {
+pub fn has_writer_feature(p: &Protocol, feature: Feature) -> bool {
     match &p.writer_features {
-        Some(list) => list.iter().any(|f| f == feature),
-        None => {
-            let needed = match feature {
-                "appendOnly" | "invariants" => 2,
-                "checkConstraints" => 3,
-                "changeDataFeed" | "generatedColumns" => 4,
-                "columnMapping" => 5,
-                "identityColumns" => 6,
-                _ => return false,
-            };
-            p.min_writer_version >= needed
-        }
+        Some(list) => list.iter().any(|f| f == feature.name()),
+        None => feature.legacy_writer_version().is_some_and(|v| p.min_writer_version >= v),
     }
 }
 
@@ -179,26 +219,26 @@ pub fn protocol_for_new_table(
         w.push(f);
     };
     if on("delta.enableDeletionVectors") {
-        both("deletionVectors", &mut reader, &mut writer);
+        both(Feature::DeletionVectors.name(), &mut reader, &mut writer);
     }
     if uses_timestamp_ntz {
-        both("timestampNtz", &mut reader, &mut writer);
+        both(Feature::TimestampNtz.name(), &mut reader, &mut writer);
     }
     if config.get("delta.columnMapping.mode").is_some_and(|m| m != "none") {
-        both("columnMapping", &mut reader, &mut writer);
+        both(Feature::ColumnMapping.name(), &mut reader, &mut writer);
     }
     if on("delta.enableChangeDataFeed") {
-        writer.push("changeDataFeed");
+        writer.push(Feature::ChangeDataFeed.name());
     }
     if on("delta.enableInCommitTimestamps") {
-        writer.push("inCommitTimestamp");
+        writer.push(Feature::InCommitTimestamp.name());
     }
     if on("delta.enableRowTracking") {
-        writer.push("rowTracking");
-        writer.push("domainMetadata");
+        writer.push(Feature::RowTracking.name());
+        writer.push(Feature::DomainMetadata.name());
     }
     if on("delta.appendOnly") {
-        writer.push("appendOnly");
+        writer.push(Feature::AppendOnly.name());
     }
     for (k, v) in config {
         if let Some(name) = k.strip_prefix("delta.feature.") {
@@ -242,6 +282,26 @@ pub fn protocol_for_new_table(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn features_by_list_or_by_legacy_version() {
+        let listed = proto(3, 7, Some(&["deletionVectors"]), Some(&["rowTracking", "deletionVectors"]));
+        assert!(has_writer_feature(&listed, Feature::RowTracking));
+        assert!(!has_writer_feature(&listed, Feature::AppendOnly), "a list names every feature");
+        assert!(has_reader_feature(&listed, Feature::DeletionVectors));
+        let legacy = proto(2, 5, None, None);
+        assert!(
+            has_writer_feature(&legacy, Feature::ColumnMapping) && has_writer_feature(&legacy, Feature::AppendOnly)
+        );
+        assert!(
+            !has_writer_feature(&legacy, Feature::IdentityColumns)
+                && !has_writer_feature(&legacy, Feature::RowTracking)
+        );
+        assert!(has_reader_feature(&legacy, Feature::ColumnMapping));
+        for f in [Feature::RowTracking, Feature::DeletionVectors, Feature::AppendOnly] {
+            assert!(SUPPORTED_WRITER_FEATURES.contains(&f.name()), "{f:?}");
+        }
+    }
 
     fn proto(r: i32, w: i32, rf: Option<&[&str]>, wf: Option<&[&str]>) -> Protocol {
         let v = |l: Option<&[&str]>| l.map(|l| l.iter().map(|s| s.to_string()).collect());

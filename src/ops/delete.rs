@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::deletion::{change_data_actions, dv_actions, find_rows, rewrite_actions};
 use crate::delta::conflict::{IsolationLevel, ReadSet};
-use crate::delta::features::{check_writable, has_reader_feature};
+use crate::delta::features::{check_writable, has_reader_feature, Feature};
 use crate::delta::predicate::parse;
 use crate::delta::replay::FileKey;
 use crate::delta::transaction::{CommitOutcome, Transaction};
@@ -75,7 +75,7 @@ pub async fn delete(table: &Table, predicate: &str, opts: &DeleteOptions) -> Res
     }
     expr.check_types(&snapshot.schema).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?;
     let use_dvs =
-        snapshot.properties.enable_deletion_vectors && has_reader_feature(&snapshot.protocol, "deletionVectors");
+        snapshot.properties.enable_deletion_vectors && has_reader_feature(&snapshot.protocol, Feature::DeletionVectors);
     let plan = table.scan_plan(&snapshot);
     let mut report = DeleteReport { deletion_vectors: use_dvs, dry_run: opts.dry_run, ..DeleteReport::default() };
     let found = find_rows(

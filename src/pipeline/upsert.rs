@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::buffer::PartitionBatch;
 use crate::decode::keyed::{keys_of_batch, last_change_per_key, Change, KeySet};
 use crate::delta::actions::{Action, Add};
-use crate::delta::features::has_reader_feature;
+use crate::delta::features::{has_reader_feature, Feature};
 use crate::delta::replay::FileKey;
 use crate::delta::schema::{DataType, PrimitiveType};
 use crate::delta::snapshot::Snapshot;
@@ -166,8 +166,8 @@ pub async fn plan(
     // 3. Deletion vectors (or rewrites) for the old rows, new files for the winners' rows.
     let now = table.clock().now_ms();
     if !found.changes.is_empty() {
-        let use_dvs =
-            snapshot.properties.enable_deletion_vectors && has_reader_feature(&snapshot.protocol, "deletionVectors");
+        let use_dvs = snapshot.properties.enable_deletion_vectors
+            && has_reader_feature(&snapshot.protocol, Feature::DeletionVectors);
         let built = if use_dvs {
             dv_actions(table, &found.changes, now, &mut plan.actions, &mut plan.written).await
         } else {
