@@ -63,3 +63,46 @@ impl Format {
         matches!(self, Format::Avro(_))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::pipeline::PipelineConfig;
+    use crate::config::{Pipeline, UpsertConfig, UpsertFormat};
+    use crate::decode::registry::RegistryConfig;
+
+    fn kafka(format: &str, keyed: bool) -> KafkaPipeline {
+        let mut p = PipelineConfig::new("/tmp/t", "127.0.0.1:9092", "t");
+        p.kafka.format = format.into();
+        if format != "json" {
+            p.schema_registry = Some(RegistryConfig { url: "http://127.0.0.1:1".into(), ..RegistryConfig::default() });
+        }
+        if keyed {
+            p.upsert =
+                Some(UpsertConfig { key_columns: vec!["id".into()], format: UpsertFormat::Plain, op_field: None });
+        }
+        match p.validate("p").unwrap_or_else(|e| panic!("{format}: {e}")).kind() {
+            Pipeline::Kafka(k) => k,
+            Pipeline::Delta(_) => panic!("a Kafka pipeline"),
+        }
+    }
+
+    #[test]
+    fn each_configured_format_gets_its_decoder_and_keyed_topics_their_key_decoder() {
+        let registries = Registries::default();
+        let of = |f: &str, keyed: bool| {
+            let cfg = kafka(f, keyed);
+            (Format::of(&cfg, &registries).unwrap_or_else(|e| panic!("{e}")), Format::keys(&cfg, &registries))
+        };
+        let (json, keys) = of("json", true);
+        assert!(matches!(json, Format::Json) && matches!(keys, Ok(None)), "plain JSON keys are text");
+        let (avro, keys) = of("avro", true);
+        assert!(avro.is_avro() && matches!(keys, Ok(Some(KeyDecoder::Avro(_)))));
+        let (proto, keys) = of("protobuf", false);
+        assert!(matches!(proto, Format::Protobuf(_)) && matches!(keys, Ok(None)), "unkeyed: no key decoder");
+        let (framed, keys) = of("json-schema", true);
+        assert!(matches!(framed, Format::JsonSchema(_)) && matches!(keys, Ok(Some(KeyDecoder::FramedJson(_)))));
+        // One registry configuration, one client, whatever asked for it.
+        assert_eq!(registries.len(), 1);
+    }
+}

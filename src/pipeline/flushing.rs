@@ -154,3 +154,91 @@ impl FlushSlot {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Int64Array, RecordBatch};
+
+    use super::*;
+    use crate::pipeline::dead_letter::DeadLetterSink;
+    use crate::storage::{StorageOptions, Table};
+
+    async fn slot() -> (Table, FlushSlot) {
+        let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
+        let table = Table::open(&url, StorageOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        crate::ops::write::write_json_lines(&table, "{\"id\":0}\n".as_bytes(), &Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let snapshot = table.snapshot(None).await.unwrap_or_else(|e| panic!("{e}"));
+        let flusher = Flusher {
+            table: table.clone(),
+            app_id: "app".into(),
+            topic: "t".into(),
+            dead: Arc::new(DeadLetterSink::Discard),
+            target_file_size: None,
+            key_columns: None,
+            snapshot: Some(snapshot),
+        };
+        (table, FlushSlot::new(flusher))
+    }
+
+    fn batch(partition: i32, offsets: std::ops::Range<i64>) -> BTreeMap<i32, PartitionBatch> {
+        let ids: Vec<i64> = offsets.clone().collect();
+        let schema = Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new(
+            "id",
+            arrow::datatypes::DataType::Int64,
+            true,
+        )]));
+        let b = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(ids.clone()))])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let part = PartitionBatch {
+            batches: vec![b],
+            first_offset: offsets.start,
+            last_offset: offsets.end - 1,
+            rows: ids.len() as u64,
+            ..PartitionBatch::default()
+        };
+        BTreeMap::from([(partition, part)])
+    }
+
+    #[tokio::test]
+    async fn one_flush_at_a_time_in_the_background_then_the_flusher_comes_back() {
+        let (table, mut slot) = slot().await;
+        assert!(slot.wait().await.is_none(), "nothing runs yet");
+        slot.start(batch(0, 10..13), 300, FlushReason::Rows).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(slot.bytes(), 300, "the running flush holds its bytes");
+        assert!(slot.start(batch(1, 0..1), 10, FlushReason::Rows).is_err(), "a second flush waits its turn");
+        let done = slot.wait().await.unwrap_or_else(|| panic!("a running flush"));
+        let result = done.result.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((result.version, result.rows, result.aborted), (Some(1), 3, false));
+        assert_eq!(result.committed.get(&0).map(|c| c.0), Some(12));
+        assert_eq!(done.first_offsets, BTreeMap::from([(0, 10)]));
+        assert_eq!(slot.bytes(), 0);
+        assert_eq!(table.snapshot(None).await.unwrap_or_else(|e| panic!("{e}")).version, 1);
+        // The flusher is back (with the table as it read it before committing): the next
+        // flush starts, and commits after the first.
+        assert!(slot.snapshot().is_some());
+        slot.start(batch(0, 13..14), 10, FlushReason::Rows).unwrap_or_else(|e| panic!("{e}"));
+        let next = slot.wait().await.unwrap_or_else(|| panic!("a running flush")).result;
+        assert_eq!(next.unwrap_or_else(|e| panic!("{e}")).version, Some(2));
+    }
+
+    #[tokio::test]
+    async fn a_revocation_of_a_partition_it_holds_aborts_the_running_flush() {
+        let (table, mut slot) = slot().await;
+        slot.start(batch(0, 0..5), 100, FlushReason::Rows).unwrap_or_else(|e| panic!("{e}"));
+        slot.abort_if_holds(&[3]);
+        slot.abort_if_holds(&[0]);
+        let result = slot.wait().await.unwrap_or_else(|| panic!("a running flush")).result;
+        let result = result.unwrap_or_else(|e| panic!("{e}"));
+        assert!(result.aborted && result.version.is_none(), "{result:?}");
+        assert_eq!(table.snapshot(None).await.unwrap_or_else(|e| panic!("{e}")).version, 0, "nothing committed");
+        // Another partition's revocation leaves a flush alone.
+        slot.start(batch(1, 0..2), 100, FlushReason::Rows).unwrap_or_else(|e| panic!("{e}"));
+        slot.abort_if_holds(&[0]);
+        let result = slot.wait().await.unwrap_or_else(|| panic!("a running flush")).result;
+        assert_eq!(result.unwrap_or_else(|e| panic!("{e}")).version, Some(1));
+    }
+}

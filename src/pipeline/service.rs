@@ -126,24 +126,20 @@ pub async fn run(
         }
     }
     let mut reports = BTreeMap::new();
-    let mut first_error = None;
-    let mut stopping = false;
-    let mut deadline = None;
+    let mut stopping = Stopping { timeout: opts.shutdown_timeout, stop: stop_tx, deadline: None, first_error: None };
     loop {
         // Topics a pattern found (sent before its watcher returns, so before it is joined).
         while let Ok(p) = found.try_recv() {
-            if !stopping {
+            if !stopping.began() {
                 if let Err(e) = launcher.launch(p, &mut tasks, &mut compactors).await {
-                    first_error.get_or_insert(e);
-                    stopping = true;
-                    deadline = Some(tokio::time::Instant::now() + opts.shutdown_timeout);
-                    let _ = stop_tx.send(true);
+                    stopping.fail(e);
                 }
             }
         }
         if tasks.is_empty() {
             break;
         }
+        let deadline = stopping.deadline;
         let next = async {
             match deadline {
                 Some(d) => tokio::time::timeout_at(d, tasks.join_next()).await.ok(),
@@ -151,19 +147,14 @@ pub async fn run(
             }
         };
         tokio::select! {
-            Some(p) = found.recv(), if !stopping => {
+            Some(p) = found.recv(), if !stopping.began() => {
                 if let Err(e) = launcher.launch(p, &mut tasks, &mut compactors).await {
-                    first_error.get_or_insert(e);
-                    stopping = true;
-                    deadline = Some(tokio::time::Instant::now() + opts.shutdown_timeout);
-                    let _ = stop_tx.send(true);
+                    stopping.fail(e);
                 }
             }
-            _ = shutdown.changed(), if !stopping => {
-                stopping = true;
-                deadline = Some(tokio::time::Instant::now() + opts.shutdown_timeout);
+            _ = shutdown.changed(), if !stopping.began() => {
                 tracing::info!("shutting down: flushing and committing open batches");
-                let _ = stop_tx.send(true);
+                stopping.begin();
             }
             joined = next => match joined {
                 None => {
@@ -176,27 +167,7 @@ pub async fn run(
                     )));
                 }
                 Some(None) => break,
-                Some(Some(Ok((name, Ok(report))))) => { reports.insert(name, report); }
-                Some(Some(Ok((name, Err(e))))) => {
-                    tracing::error!(pipeline = %name, error = %e, "pipeline failed; stopping the others");
-                    first_error.get_or_insert(e);
-                    if !stopping {
-                        stopping = true;
-                        deadline = Some(tokio::time::Instant::now() + opts.shutdown_timeout);
-                        let _ = stop_tx.send(true);
-                    }
-                }
-                Some(Some(Err(join))) => {
-                    // A panicked pipeline stops the others under the same deadline as a
-                    // failed one.
-                    tracing::error!(error = %join, "pipeline task panicked; stopping the others");
-                    first_error.get_or_insert(Error::Internal(format!("pipeline task: {join}")));
-                    if !stopping {
-                        stopping = true;
-                        deadline = Some(tokio::time::Instant::now() + opts.shutdown_timeout);
-                        let _ = stop_tx.send(true);
-                    }
-                }
+                Some(Some(joined)) => stopping.joined(joined, &mut reports),
             }
         }
     }
@@ -204,9 +175,60 @@ pub async fn run(
     if let Some(s) = server {
         s.abort();
     }
-    match first_error {
+    match stopping.first_error {
         Some(e) => Err(e),
         None => Ok(reports),
+    }
+}
+
+/// The service's way down: once a shutdown signal, a failed or panicked pipeline, or a failed
+/// launch begins it, every pipeline is told to stop and all share one deadline; the first
+/// error is what `run` returns.
+struct Stopping {
+    timeout: Duration,
+    stop: watch::Sender<bool>,
+    deadline: Option<tokio::time::Instant>,
+    first_error: Option<Error>,
+}
+
+impl Stopping {
+    fn began(&self) -> bool {
+        self.deadline.is_some()
+    }
+
+    /// Tells every pipeline to stop (once), starting the deadline.
+    fn begin(&mut self) {
+        if self.deadline.is_none() {
+            self.deadline = Some(tokio::time::Instant::now() + self.timeout);
+            let _ = self.stop.send(true);
+        }
+    }
+
+    fn fail(&mut self, e: Error) {
+        self.first_error.get_or_insert(e);
+        self.begin();
+    }
+
+    /// A pipeline task ended: its report, or the failure (a panic included) that stops the
+    /// others.
+    fn joined(
+        &mut self,
+        joined: std::result::Result<(String, Result<RunReport>), tokio::task::JoinError>,
+        reports: &mut BTreeMap<String, RunReport>,
+    ) {
+        match joined {
+            Ok((name, Ok(report))) => {
+                reports.insert(name, report);
+            }
+            Ok((name, Err(e))) => {
+                tracing::error!(pipeline = %name, error = %e, "pipeline failed; stopping the others");
+                self.fail(e);
+            }
+            Err(join) => {
+                tracing::error!(error = %join, "pipeline task panicked; stopping the others");
+                self.fail(Error::Internal(format!("pipeline task: {join}")));
+            }
+        }
     }
 }
 
@@ -312,5 +334,32 @@ async fn watch_pattern(
             _ = stop.changed() => return Ok(RunReport::default()),
             _ = tokio::time::sleep(*refresh) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicked_pipeline_stops_the_others_under_the_deadline() {
+        let (stop, told) = watch::channel(false);
+        let mut stopping = Stopping { timeout: Duration::from_secs(5), stop, deadline: None, first_error: None };
+        let mut tasks: Tasks = JoinSet::new();
+        tasks.spawn(async { panic!("a pipeline bug") });
+        let mut reports = BTreeMap::new();
+        stopping.joined(tasks.join_next().await.unwrap(), &mut reports);
+        assert!(*told.borrow(), "the other pipelines are told to stop");
+        let deadline = stopping.deadline.expect("a deadline");
+        assert!(deadline <= tokio::time::Instant::now() + Duration::from_secs(5));
+        let e = stopping.first_error.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert!(e.contains("panicked"), "{e}");
+        // A later failure keeps the first error and the first deadline.
+        stopping.fail(Error::Internal("later".into()));
+        assert_eq!(stopping.deadline, Some(deadline));
+        assert!(!stopping.first_error.as_ref().map(ToString::to_string).unwrap_or_default().contains("later"));
+        // A pipeline that ended well reports.
+        stopping.joined(Ok(("p".into(), Ok(RunReport::default()))), &mut reports);
+        assert!(reports.contains_key("p"));
     }
 }
