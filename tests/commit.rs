@@ -141,3 +141,33 @@ async fn contract_azure() {
     let Some(table) = azure_table() else { return };
     contract(table).await;
 }
+
+/// Every commit PUT is counted, and so is every landed commit: a writer that loses a race
+/// to the next version shows as attempts above commits landed, in the process's metrics.
+#[tokio::test(flavor = "multi_thread")]
+async fn lost_races_show_as_attempts_above_landed() {
+    let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
+    let table = Table::open(&url, StorageOptions::default()).unwrap();
+    create(&table).await;
+    let stale = table.snapshot(None).await.unwrap();
+    let (attempts0, landed0) = deltabus::storage::commit_counts();
+    let winner = Transaction::new("WRITE", vec![add("a.parquet"), txn("a", 1)]);
+    table.commit(Some(&stale), &winner, &RetryPolicy::default()).await.unwrap();
+    // Planned on version 0: its first PUT (version 1) loses, the rebased one lands as 2.
+    let loser = Transaction::new("WRITE", vec![add("b.parquet"), txn("b", 1)]);
+    assert_eq!(
+        table.commit(Some(&stale), &loser, &RetryPolicy::default()).await.unwrap(),
+        CommitOutcome::Committed { version: 2 }
+    );
+    let (attempts, landed) = deltabus::storage::commit_counts();
+    // Other tests in this process only add to both counts, or to attempts alone.
+    assert!(landed - landed0 >= 2, "{landed0} -> {landed}");
+    assert!(
+        (attempts - attempts0) - (landed - landed0) >= 1,
+        "the lost race is an attempt that did not land: attempts {attempts0} -> {attempts}, landed {landed0} -> {landed}"
+    );
+    let text = deltabus::metrics::Metrics::default().render();
+    for name in ["deltabus_commit_attempts_total", "deltabus_commits_landed_total"] {
+        assert!(text.contains(name), "{name} missing from the metrics:\n{text}");
+    }
+}

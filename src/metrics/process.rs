@@ -1,7 +1,9 @@
 //! Process metrics (`process_cpu_seconds_total`, `process_resident_memory_bytes`,
 //! `process_virtual_memory_bytes`, `process_open_fds`, `process_threads`,
 //! `process_start_time_seconds`, as Prometheus's own clients name them; Linux `/proc`) and
-//! `deltabus_build_info{version}`, read at each scrape.
+//! `deltabus_build_info{version}`, read at each scrape; and the process's commit PUTs against
+//! the commits that landed (`deltabus_commit_attempts`, `deltabus_commits_landed`), whose
+//! ratio is what racing writers cost.
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -63,6 +65,18 @@ struct ProcessCollector;
 
 impl Collector for ProcessCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let (attempts, landed) = crate::storage::commit_counts();
+        for (name, help, value) in [
+            (
+                "deltabus_commit_attempts",
+                "Commit PUTs sent (every table; retries after a lost race included)",
+                attempts,
+            ),
+            ("deltabus_commits_landed", "Commits that landed (every table)", landed),
+        ] {
+            let c = ConstCounter::new(value);
+            c.encode(encoder.encode_descriptor(name, help, None, c.metric_type())?)?;
+        }
         let Some(s) = read() else { return Ok(()) };
         let cpu = ConstCounter::new(s.cpu_seconds);
         cpu.encode(encoder.encode_descriptor(

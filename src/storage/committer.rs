@@ -22,6 +22,18 @@ use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
 
+/// Commit PUTs sent and commits that landed, in this process (every table): their ratio is
+/// what concurrent writers cost, since the committer's own version races and retries show
+/// nowhere else.
+static ATTEMPTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static LANDED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// (commit PUTs sent, commits landed) by this process so far.
+pub fn commit_counts() -> (u64, u64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    (ATTEMPTS.load(Relaxed), LANDED.load(Relaxed))
+}
+
 /// An error after which the commit is known not to have been sent.
 fn never_sent(e: &object_store::Error) -> bool {
     matches!(
@@ -122,6 +134,7 @@ impl Table {
             let path = self.log_path(&format!("{version:020}.json"));
             let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
             crate::failpoint::hit("commit.before_put");
+            ATTEMPTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let put = self.store.put_opts(&path, PutPayload::from(bytes), opts).await;
             crate::failpoint::hit("commit.after_put");
             let mut exists = false;
@@ -216,6 +229,7 @@ impl Table {
         } else {
             tracing::debug!(version, attempt, operation = %txn.operation, "commit.landed");
         }
+        LANDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         crate::failpoint::hit("commit.before_checkpoint");
         self.maybe_checkpoint(snapshot, version).await;
         CommitOutcome::Committed { version }

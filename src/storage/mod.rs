@@ -21,7 +21,7 @@ mod staged;
 
 pub use append::append_rows;
 pub use change_reader::CHANGE_TYPE;
-pub use committer::RetryPolicy;
+pub use committer::{commit_counts, RetryPolicy};
 pub use data_reader::FileRows;
 pub use data_writer::{DataWriter, WriterConfig};
 pub use files::ListedFile;
