@@ -608,7 +608,7 @@ async fn a_batching_follower_rides_out_store_faults() {
     let mut faulted = 0;
     for seed in 1..=20 {
         let only = Some("00000000000000000003.json".to_string());
-        let faults = FaultConfig { seed, rate: 0.5, only, lose: vec![] };
+        let faults = FaultConfig { seed, rate: 0.5, only, lose: vec![], delay: None };
         let faulty = Arc::new(FaultyStore::new(clean.object_store(), faults));
         let counts = faulty.counts();
         let table = clean.clone().map_store(|_| faulty.clone() as Arc<dyn ObjectStore>);

@@ -167,7 +167,7 @@ async fn lost_races_show_as_attempts_above_landed() {
         "the lost race is an attempt that did not land: attempts {attempts0} -> {attempts}, landed {landed0} -> {landed}"
     );
     let text = deltabus::metrics::Metrics::default().render();
-    for name in ["deltabus_commit_attempts_total", "deltabus_commits_landed_total"] {
+    for name in ["deltabus_commit_attempts_total", "deltabus_commits_landed_total", "deltabus_store_requests_total"] {
         assert!(text.contains(name), "{name} missing from the metrics:\n{text}");
     }
 }

@@ -154,8 +154,10 @@ async fn contract_under_faults(clean: Table, seed: u64) {
         clean.commit(None, &create, &RetryPolicy::default()).await.unwrap(),
         CommitOutcome::Committed { version: 0 }
     );
-    let faulty =
-        Arc::new(FaultyStore::new(clean.object_store(), FaultConfig { seed, rate: 0.25, only: None, lose: vec![] }));
+    let faulty = Arc::new(FaultyStore::new(
+        clean.object_store(),
+        FaultConfig { seed, rate: 0.25, only: None, lose: vec![], delay: None },
+    ));
     let counts = faulty.counts();
     // Faults below the retry layer, as `DELTABUS_FAULTS` places them.
     let table = clean.clone().map_store(|_| Arc::new(RetryingStore::new(faulty.clone())) as Arc<dyn ObjectStore>);

@@ -285,6 +285,7 @@ fn a_moved_partition_is_dropped_not_duplicated_and_an_aborted_flush_commits_noth
             target_file_size: None,
             key_columns: None,
             snapshot: None,
+            coordinator: None,
         };
         // A flush whose partition was revoked before its commit commits nothing and leaves
         // no files behind.

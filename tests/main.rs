@@ -9,6 +9,7 @@ mod commit;
 mod compact;
 mod compare;
 mod conformance;
+mod coordinated;
 mod delete;
 mod edges;
 mod faults;

@@ -99,6 +99,16 @@ pub struct IngestArgs {
     /// Plain keyed payloads: the column whose value `d`/`delete` makes a record a delete.
     #[arg(long, requires = "upsert_keys")]
     pub upsert_op_field: Option<String>,
+    /// Who commits: worker (each process its own flushes) or coordinated (one committer per
+    /// table, chosen through Kafka, commits every worker's flushes; see docs/scaling.md).
+    #[arg(long, default_value = "worker", value_parser = |s: &str| s.parse::<crate::config::commit::CommitMode>())]
+    pub commit_mode: crate::config::commit::CommitMode,
+    /// Coordinated: the committer commits at most once per this interval.
+    #[arg(long, default_value = "1s")]
+    pub commit_interval: HumanDuration,
+    /// Coordinated: a worker with no answer for this long checks the table and sends again.
+    #[arg(long, default_value = "30s")]
+    pub commit_request_timeout: HumanDuration,
 }
 
 impl IngestArgs {
@@ -134,6 +144,9 @@ impl IngestArgs {
         config.flush.max_rows = self.max_rows;
         config.dead_letter.table = self.dead_letter_table.clone();
         config.compaction.enabled = self.auto_compact;
+        config.commit.mode = self.commit_mode;
+        config.commit.interval = self.commit_interval;
+        config.commit.request_timeout = self.commit_request_timeout;
         if !self.upsert_keys.is_empty() {
             config.upsert = Some(crate::config::UpsertConfig {
                 key_columns: self.upsert_keys.clone(),
@@ -172,6 +185,8 @@ fn in_flag_words(message: &str, name: &str) -> String {
         "upsert.op_field" => "--upsert-op-field",
         "dead_letter" => "--dead-letter-table",
         "partition_by" => "--partition-by",
+        "commit.mode" => "--commit-mode",
+        "commit" => "--commit-interval / --commit-request-timeout",
         other => return format!("{other}: {why}"),
     };
     format!("{flag}: {why}")

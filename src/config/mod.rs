@@ -6,6 +6,7 @@
 //!
 //! - [`pipeline`]: `[pipelines.<name>]` with its Kafka, flush, column, dead-letter and
 //!   compaction settings, and their validation.
+//! - [`commit`]: `[pipelines.<name>.commit]`, per-worker or coordinated commits.
 //! - [`sources`]: the `[delta]` source and `[upsert]` keyed-ingestion settings.
 
 use std::collections::HashMap;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::storage::StorageOptions;
 
+pub mod commit;
 mod layers;
 pub mod pipeline;
 pub mod redact;

@@ -63,6 +63,9 @@ pub struct PipelineConfig {
     pub dead_letter: DeadLetterConfig,
     #[serde(default)]
     pub compaction: CompactionConfig,
+    /// Who commits the flushes: each worker, or one committer per table.
+    #[serde(default)]
+    pub commit: super::commit::CommitConfig,
     /// Content routing: each record goes to the table named by `table` with `{<field>}`
     /// replaced by this (top-level or dotted) JSON field's value; tables are created on demand.
     #[serde(default)]
@@ -100,6 +103,7 @@ impl PipelineConfig {
             columns: RecordColumns::default(),
             dead_letter: DeadLetterConfig::default(),
             compaction: CompactionConfig::default(),
+            commit: super::commit::CommitConfig::default(),
             route_by: None,
             max_tables: default_max_tables(),
             route_state: None,

@@ -82,6 +82,8 @@ pub struct ResolvedPipeline {
     pub compaction: Option<ResolvedCompaction>,
     /// Set for content routing (`route_by`).
     pub route: Option<Route>,
+    /// Set when one committer per table commits every worker's flushes.
+    pub coordination: Option<super::commit::Coordination>,
 }
 
 /// Content routing, checked.
@@ -395,6 +397,7 @@ impl PipelineConfig {
             }),
         };
         let route = self.resolve_route(&app_id, &bad)?;
+        let coordination = self.resolve_commit(&bad)?;
         Ok(ResolvedPipeline {
             name: name.to_string(),
             app_id,
@@ -414,7 +417,45 @@ impl PipelineConfig {
             upsert: self.resolve_upsert(&bad)?,
             compaction,
             route,
+            coordination,
         })
+    }
+
+    fn resolve_commit(&self, bad: &dyn Fn(&str, String) -> Error) -> Result<Option<super::commit::Coordination>> {
+        use super::commit::{CommitMode, Coordination};
+        let c = &self.commit;
+        if c.mode == CommitMode::Worker {
+            return Ok(None);
+        }
+        let why = if self.delta.is_some() {
+            Some("a [delta] source commits its own batches")
+        } else if self.upsert.is_some() {
+            Some("keyed ingestion (upsert) commits from each worker")
+        } else if self.route_by.is_some() {
+            Some("a routed pipeline commits from each worker")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(bad("commit.mode", format!("\"coordinated\" is for plain Kafka pipelines: {why}")));
+        }
+        if c.interval.get().is_zero() || c.request_timeout.get() < std::time::Duration::from_secs(1) {
+            return Err(bad("commit", "interval must be positive and request_timeout at least 1s".into()));
+        }
+        if let Some(t) = &c.control_topic {
+            let plain = t.replace("{topic}", "x");
+            if plain.is_empty()
+                || plain.len() > 249
+                || !plain.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+            {
+                return Err(bad("commit.control_topic", format!("{t:?} is not a Kafka topic name")));
+            }
+        }
+        Ok(Some(Coordination {
+            control_topic: c.control_topic.clone(),
+            interval: c.interval.get(),
+            request_timeout: c.request_timeout.get(),
+        }))
     }
 
     fn resolve_route(&self, app_id: &str, bad: &dyn Fn(&str, String) -> Error) -> Result<Option<Route>> {

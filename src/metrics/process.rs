@@ -3,7 +3,8 @@
 //! `process_start_time_seconds`, as Prometheus's own clients name them; Linux `/proc`) and
 //! `deltabus_build_info{version}`, read at each scrape; and the process's commit PUTs against
 //! the commits that landed (`deltabus_commit_attempts`, `deltabus_commits_landed`), whose
-//! ratio is what racing writers cost.
+//! ratio is what racing writers cost, and the object-store requests sent
+//! (`deltabus_store_requests`).
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -73,6 +74,11 @@ impl Collector for ProcessCollector {
                 attempts,
             ),
             ("deltabus_commits_landed", "Commits that landed (every table)", landed),
+            (
+                "deltabus_store_requests",
+                "Object-store requests sent (every table; retries included, a listing once per attempt)",
+                crate::storage::store_requests(),
+            ),
         ] {
             let c = ConstCounter::new(value);
             c.encode(encoder.encode_descriptor(name, help, None, c.metric_type())?)?;

@@ -18,8 +18,14 @@ use crate::error::Error;
 use crate::metrics::PipelineMetrics;
 use crate::storage::Table;
 
-/// Runs until aborted.
-pub async fn run(table: Table, cfg: ResolvedPipeline, metrics: Arc<PipelineMetrics>) {
+/// Runs until aborted; with `only_while`, a round runs only while the flag is set (the
+/// process is its table's committer: one compactor per table across the group).
+pub async fn run(
+    table: Table,
+    cfg: ResolvedPipeline,
+    metrics: Arc<PipelineMetrics>,
+    only_while: Option<Arc<std::sync::atomic::AtomicBool>>,
+) {
     let Some(c) = &cfg.compaction else { return };
     let mut plan = PlanConfig { min_partition_candidates: c.min_files, ..PlanConfig::default() };
     if let Some(t) = c.target_file_size {
@@ -29,6 +35,9 @@ pub async fn run(table: Table, cfg: ResolvedPipeline, metrics: Arc<PipelineMetri
     let opts = CompactOptions { plan, ..CompactOptions::default() };
     loop {
         tokio::time::sleep(c.interval).await;
+        if only_while.as_ref().is_some_and(|f| !f.load(std::sync::atomic::Ordering::Acquire)) {
+            continue;
+        }
         match compact(&table, &opts).await {
             Ok(r) if r.bins > 0 => {
                 metrics.compaction_commits.inc_by(r.versions.len() as u64);

@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::buffer::PartitionBatch;
+use super::coordinated::client::{CommitClient, Decided};
+use super::coordinated::messages::{Batch, CommitRequest};
 use super::dead_letter::DeadLetterSink;
 use super::schema::refresh_snapshot;
 use crate::common::flush::FlushReason;
@@ -40,6 +42,8 @@ pub struct Flusher {
     pub key_columns: Option<Vec<String>>,
     /// The table as this flusher last read it (refreshed at the start of every attempt).
     pub snapshot: Option<Snapshot>,
+    /// Coordinated commits: the table's committer commits the flush.
+    pub coordinator: Option<Arc<CommitClient>>,
 }
 
 /// What a flush did.
@@ -66,7 +70,7 @@ impl FlushResult {
     pub fn count(&self, m: &crate::metrics::PipelineMetrics) {
         m.rows_dropped.inc_by(self.rows_dropped);
         m.conflicts.inc_by(self.conflicts);
-        if self.version.is_some() {
+        if !self.committed.is_empty() {
             m.commits.inc_by(1);
             m.rows_committed.inc_by(self.rows);
         }
@@ -188,6 +192,47 @@ impl Flusher {
             tracing::info!("a partition of the flush was revoked; nothing committed");
             staged.discard().await;
             result.aborted = true;
+            return Ok(Attempt::Done);
+        }
+        if let Some(client) = self.coordinator.clone() {
+            // Sent: from here on the files are the committer's (never deleted by us).
+            let request = CommitRequest {
+                id: uuid::Uuid::new_v4().simple().to_string(),
+                worker: client.worker.clone(),
+                table: self.table.url().to_string(),
+                app_id: self.app_id.clone(),
+                topic: self.topic.clone(),
+                partitions: parts
+                    .iter()
+                    .map(|(p, b)| (*p, Batch { base: app(*p).version_in(&snapshot), last: b.last_offset }))
+                    .collect(),
+                adds: txn
+                    .actions
+                    .iter()
+                    .filter_map(|a| if let Action::Add(a) = a { Some(a.clone()) } else { None })
+                    .collect(),
+                rows,
+                bytes,
+                dead_letters: letters as u64,
+            };
+            match client.submit(&request, &self.table).await? {
+                Decided::Committed { version } => {
+                    result.version = version;
+                    result.rows = rows;
+                    result.files = files;
+                    result.parquet_bytes = u64::try_from(bytes).unwrap_or(0);
+                    result.arrow_bytes = parts.values().map(|b| b.arrow_bytes).sum();
+                    result.committed = parts.iter().map(|(p, b)| (*p, (b.last_offset, b.last_timestamp_ms))).collect();
+                }
+                Decided::Refused(positions) => {
+                    tracing::info!(?positions, "the committer refused the batch; resuming from the table");
+                    result.rows_dropped += rows;
+                    for (p, b) in parts.iter() {
+                        let at = positions.get(p).copied().flatten().unwrap_or(b.first_offset - 1);
+                        result.moved.insert(*p, at);
+                    }
+                }
+            }
             return Ok(Attempt::Done);
         }
         match staged.commit(Some(&snapshot), &txn, &RetryPolicy::default()).await? {

@@ -180,6 +180,7 @@ mod tests {
             target_file_size: None,
             key_columns: None,
             snapshot: Some(snapshot),
+            coordinator: None,
         };
         (table, FlushSlot::new(flusher))
     }

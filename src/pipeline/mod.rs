@@ -26,6 +26,7 @@
 pub mod auto_compact;
 pub mod buffer;
 pub mod commit;
+pub mod coordinated;
 pub mod dead_letter;
 pub mod decode;
 pub mod delta_source;

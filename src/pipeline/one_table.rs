@@ -8,6 +8,8 @@
 //!   data is dropped and it restarts at the table's position.
 //! - The next flush waits for the running one, which with `flush.max_bytes` bounds memory to
 //!   two batches; a revocation touching the running flush aborts it.
+//! - With coordinated commits the flush sends its files to the table's committer instead of
+//!   committing them ([`super::coordinated`]); a refused batch restarts like a moved one.
 //! - After a flush that saw another schema (another worker evolved it), records decode against
 //!   the new one.
 
@@ -51,6 +53,7 @@ impl OneTable {
         dead: DeadLetterSink,
         metrics: Arc<PipelineMetrics>,
         registries: &Registries,
+        coordinator: Option<Arc<super::coordinated::client::CommitClient>>,
     ) -> Result<OneTable> {
         let schema = TableSchema::open(&table, &cfg, registries).await?;
         let flusher = Flusher {
@@ -61,6 +64,7 @@ impl OneTable {
             target_file_size: cfg.target_file_size,
             key_columns: cfg.upsert.as_ref().map(|u| u.key_columns.clone()),
             snapshot: schema.snapshot.clone(),
+            coordinator,
         };
         tracing::info!(table = %table.url(), "table opened");
         Ok(OneTable { slot: FlushSlot::new(flusher), cfg, table, metrics, schema, buffer: Buffer::default() })

@@ -149,12 +149,14 @@ impl Router {
                 target_file_size: cfg.target_file_size,
                 key_columns: None,
                 snapshot: schema.snapshot.clone(),
+                coordinator: None,
             };
             if cfg.compaction.is_some() {
                 self.compactors.spawn(super::auto_compact::run(
                     table.clone(),
                     cfg.pipeline.clone(),
                     self.metrics.clone(),
+                    None,
                 ));
             }
             tracing::info!(table = %url, tables = self.tables.len() + 1, "routed table opened");

@@ -7,6 +7,10 @@
 //! each new match. Every Kafka pipeline runs the one consume loop ([`Runner`]), into one table
 //! ([`OneTable`]) or, routed (`route_by`), into the tables its records name ([`Router`]).
 //!
+//! With `commit.mode = "coordinated"` each one-table pipeline also runs its committer
+//! candidate beside it (see [`super::coordinated`]); it stops after the pipelines, so the
+//! last flushes of a stopping process are still committed.
+//!
 //! Shutdown: when `shutdown` turns true (the CLI wires SIGTERM and SIGINT to it), every
 //! pipeline stops consuming, flushes and commits its open batch, and leaves its group. If that
 //! takes longer than the deadline, [`run`] returns an error (exit 3) without waiting further;
@@ -14,6 +18,7 @@
 //! shut down the same way and the first error is returned.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +27,8 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
+use super::coordinated::client::CommitClient;
+use super::coordinated::committer::{Committer, Decider};
 use super::dead_letter::DeadLetterSink;
 use super::one_table::OneTable;
 use super::routed::Router;
@@ -30,6 +37,7 @@ use crate::config::{KafkaPipeline, Pipeline, PipelineSource, ResolvedKafka, Reso
 use crate::decode::registry::Registries;
 use crate::error::{Error, Result};
 use crate::metrics::{serve, Metrics};
+use crate::source::kafka::control::{ControlGroup, ControlProducer};
 use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
 use crate::storage::{StorageOptions, Table};
 
@@ -253,7 +261,12 @@ impl Launcher {
             Pipeline::Delta(d) => {
                 let table = Table::open_for_write(&d.pipeline.table, self.storage.clone())?;
                 if d.pipeline.compaction.is_some() {
-                    compactors.spawn(super::auto_compact::run(table.clone(), d.pipeline.clone(), metrics.clone()));
+                    compactors.spawn(super::auto_compact::run(
+                        table.clone(),
+                        d.pipeline.clone(),
+                        metrics.clone(),
+                        None,
+                    ));
                 }
                 let span = tracing::info_span!("pipeline", pipeline = %name, table = %table.url());
                 let storage = self.storage.clone();
@@ -278,18 +291,59 @@ impl Launcher {
             return Ok(());
         }
         let table = Table::open_for_write(&p.table, self.storage.clone())?;
-        if p.compaction.is_some() {
-            compactors.spawn(super::auto_compact::run(table.clone(), p.pipeline.clone(), metrics.clone()));
-        }
         let span = tracing::info_span!("pipeline", pipeline = %name, table = %table.url());
+        let (coordinator, leading) = match &p.coordination {
+            Some(c) => {
+                let (client, leading) = coordinate(&p, c, &table, compactors).instrument(span.clone()).await?;
+                (Some(client), Some(leading))
+            }
+            None => (None, None),
+        };
+        if p.compaction.is_some() {
+            compactors.spawn(super::auto_compact::run(table.clone(), p.pipeline.clone(), metrics.clone(), leading));
+        }
         let dead = dead_letter_sink(&p, &self.storage)?;
         let clock = table.clock().clone();
-        let rows =
-            OneTable::open(p.clone(), table, dead, metrics.clone(), &self.registries).instrument(span.clone()).await?;
+        let rows = OneTable::open(p.clone(), table, dead, metrics.clone(), &self.registries, coordinator)
+            .instrument(span.clone())
+            .await?;
         let runner = Runner::new(p, rows, clock, metrics);
         tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
         Ok(())
     }
+}
+
+/// Coordinated commits: creates the control topic when missing, starts this process's
+/// committer candidate (in `helpers`, ended with them after the pipelines) and opens the
+/// worker's client. Returns the client and the flag that is set while this process commits.
+async fn coordinate(
+    p: &KafkaPipeline,
+    c: &crate::config::commit::Coordination,
+    table: &Table,
+    helpers: &mut JoinSet<()>,
+) -> Result<(Arc<CommitClient>, Arc<AtomicBool>)> {
+    let k = &p.kafka;
+    let topic = c.control_topic(&p.app_id, &k.topic);
+    crate::source::kafka::control::ensure_topic(&k.brokers, &k.properties, &topic).await?;
+    let member = format!("{}-{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let group = crate::config::commit::Coordination::committer_group(&k.group_id, &k.topic);
+    let leading = Arc::new(AtomicBool::new(false));
+    let committer = Committer {
+        decider: Decider {
+            table: table.clone(),
+            app_id: p.app_id.clone(),
+            topic: k.topic.clone(),
+            member: member.clone(),
+        },
+        group: ControlGroup::join(&k.brokers, &k.properties, &topic, &group)?,
+        producer: ControlProducer::create(&k.brokers, &k.properties, &topic)?,
+        interval: c.interval,
+        leading: leading.clone(),
+    };
+    helpers.spawn(committer.run().instrument(tracing::Span::current()));
+    let client = CommitClient::open(&k.brokers, &k.properties, &topic, member, c.request_timeout).await?;
+    tracing::info!(control_topic = %topic, committer_group = %group, "coordinated commits");
+    Ok((Arc::new(client), leading))
 }
 
 /// Looks for topics matching a pipeline's pattern at start and then every `refresh`, and

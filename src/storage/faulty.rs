@@ -42,15 +42,18 @@ pub struct FaultConfig {
     /// and its answer is lost (`true`: reported as `AlreadyExists`, as object_store's retry of
     /// a landed conditional PUT reports it; `false`: as a timeout).
     pub lose: Vec<(String, bool)>,
+    /// Added to every call (a remote store's round trip, for benchmarks), fault or not.
+    pub delay: Option<Duration>,
 }
 
 impl FaultConfig {
-    /// Parses `rate=0.05,seed=7[,only=_delta_log][,lose=<path text>][,lose-timeout=<path text>]`.
+    /// Parses `rate=0.05,seed=7[,only=_delta_log][,lose=<path text>][,lose-timeout=<path text>]
+    /// [,delay=50ms]`.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the bad part.
     pub fn parse(spec: &str) -> Result<FaultConfig> {
-        let mut cfg = FaultConfig { seed: 1, rate: 0.05, only: None, lose: Vec::new() };
+        let mut cfg = FaultConfig { seed: 1, rate: 0.05, only: None, lose: Vec::new(), delay: None };
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let bad = || {
                 Error::InvalidArgument(format!("fault spec {part:?}: expected rate=<0..1>, seed=<n> or only=<text>"))
@@ -62,6 +65,7 @@ impl FaultConfig {
                 "only" => cfg.only = Some(v.to_string()),
                 "lose" => cfg.lose.push((v.to_string(), true)),
                 "lose-timeout" => cfg.lose.push((v.to_string(), false)),
+                "delay" => cfg.delay = Some(v.parse::<crate::common::units::HumanDuration>().map_err(|_| bad())?.get()),
                 _ => return Err(bad()),
             }
         }
@@ -184,6 +188,9 @@ impl FaultyStore {
     }
 
     async fn before(&self, path: &Path) -> object_store::Result<Fault> {
+        if let Some(d) = self.dice.config.delay {
+            tokio::time::sleep(d).await;
+        }
         match self.dice.draw(path) {
             Fault::Unavailable => {
                 self.dice.counts.unavailable.fetch_add(1, Relaxed);
@@ -210,6 +217,12 @@ impl FaultyStore {
         stream: BoxStream<'static, object_store::Result<ObjectMeta>>,
     ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         let at = prefix.cloned().unwrap_or_default();
+        let stream = match self.dice.config.delay {
+            Some(d) => {
+                futures::stream::once(tokio::time::sleep(d)).filter_map(|()| async { None }).chain(stream).boxed()
+            }
+            None => stream,
+        };
         match self.dice.draw(&at) {
             Fault::None | Fault::Slow(_) => stream,
             _ => {
@@ -371,7 +384,8 @@ mod tests {
     #[test]
     fn specs_parse_and_bad_ones_are_refused() {
         let c = FaultConfig::parse("rate=0.2,seed=9,only=_delta_log").unwrap();
-        assert_eq!(c, FaultConfig { seed: 9, rate: 0.2, only: Some("_delta_log".into()), lose: vec![] });
+        assert_eq!(c, FaultConfig { seed: 9, rate: 0.2, only: Some("_delta_log".into()), lose: vec![], delay: None });
+        assert_eq!(FaultConfig::parse("rate=0,delay=50ms").unwrap().delay, Some(Duration::from_millis(50)));
         let c = FaultConfig::parse("rate=0,lose=01.json,lose-timeout=02.json").unwrap();
         assert_eq!(c.lose, vec![("01.json".to_string(), true), ("02.json".to_string(), false)]);
         assert!(FaultConfig::parse("rate=2").is_err());
@@ -383,7 +397,7 @@ mod tests {
         let store = |seed| {
             FaultyStore::new(
                 Arc::new(object_store::memory::InMemory::new()),
-                FaultConfig { seed, rate: 0.1, only: None, lose: vec![] },
+                FaultConfig { seed, rate: 0.1, only: None, lose: vec![], delay: None },
             )
         };
         let a = store(3);

@@ -27,6 +27,7 @@ pub use data_writer::{DataWriter, WriterConfig};
 pub use files::ListedFile;
 pub use location::{StorageOptions, Table};
 pub use log_reader::CommitRecord;
+pub use retrying::requests as store_requests;
 pub use staged::StagedCommit;
 
 #[cfg(test)]

@@ -27,6 +27,19 @@ use object_store::{
 /// Retries after the first attempt.
 const RETRIES: u32 = 4;
 
+/// Store requests sent by this process (every table, retries included; a listing counts once
+/// per attempt, not per page): what a deployment pays its object store for.
+static REQUESTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn sent() {
+    REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Store requests sent by this process so far.
+pub fn requests() -> u64 {
+    REQUESTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Whether `e` may go away on its own (anything the store did not answer definitively).
 pub fn is_transient(e: &object_store::Error) -> bool {
     matches!(e, object_store::Error::Generic { .. } | object_store::Error::JoinError { .. })
@@ -60,6 +73,7 @@ macro_rules! retrying {
     ($what:literal, $location:expr, $call:expr) => {{
         let mut retry = 0;
         loop {
+            sent();
             match $call {
                 Err(e) if is_transient(&e) && retry < RETRIES => {
                     tracing::debug!(op = $what, location = %$location, retry, error = %e, "store.retry");
@@ -81,6 +95,7 @@ impl ObjectStore for RetryingStore {
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
         if !matches!(opts.mode, PutMode::Overwrite) {
+            sent();
             return self.inner.put_opts(location, payload, opts).await;
         }
         retrying!("put", location, self.inner.put_opts(location, payload.clone(), opts.clone()).await)
@@ -91,6 +106,7 @@ impl ObjectStore for RetryingStore {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        sent();
         self.inner.put_multipart_opts(location, opts).await
     }
 
@@ -106,7 +122,7 @@ impl ObjectStore for RetryingStore {
         &self,
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
+        self.inner.delete_stream(locations.inspect(|_| sent()).boxed())
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
@@ -139,9 +155,12 @@ fn resumed(
 ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
     let open = {
         let (inner, prefix, offset) = (inner.clone(), prefix.clone(), offset.clone());
-        move || match &offset {
-            Some(o) => inner.list_with_offset(prefix.as_ref(), o),
-            None => inner.list(prefix.as_ref()),
+        move || {
+            sent();
+            match &offset {
+                Some(o) => inner.list_with_offset(prefix.as_ref(), o),
+                None => inner.list(prefix.as_ref()),
+            }
         }
     };
     let first = open();

@@ -94,49 +94,16 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 /// # Errors
 /// [`Error::Kafka`] naming the topic and how to create it when it is missing and cannot be
 /// created.
-/// How long creating the progress topic may take (a cluster that does not answer admin
-/// requests fails in this time, with the way to create the topic by hand).
-const CREATE_TIMEOUT: Duration = Duration::from_secs(10);
-
 fn ensure_progress_topic(cfg: &KafkaSinkConfig) -> Result<()> {
-    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
     let topic = cfg.progress_topic.as_str();
-    let lookup: BaseConsumer<LoggedContext> =
-        cfg.client().create_with_context(LoggedContext).map_err(kafka("progress topic lookup"))?;
-    let md = lookup.fetch_metadata(Some(topic), TXN_TIMEOUT).map_err(kafka("progress topic lookup"))?;
-    if md.topics().iter().any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty()) {
-        return Ok(());
-    }
     let how = format!(
         "create it with one partition and cleanup.policy=compact (e.g. kafka-topics.sh --create --topic {topic} \
          --partitions 1 --config cleanup.policy=compact), or name another with --progress-topic"
     );
-    let admin: AdminClient<LoggedContext> =
-        cfg.client().create_with_context(LoggedContext).map_err(kafka("progress topic creation"))?;
-    let opts = AdminOptions::new().operation_timeout(Some(CREATE_TIMEOUT)).request_timeout(Some(CREATE_TIMEOUT));
-    let refused = |why: String| {
-        Error::Kafka(format!("the progress topic {topic} does not exist and could not be created ({why}): {how}"))
-    };
-    // The broker's default replication first; a cluster that cannot take "default" gets one.
-    for replication in [-1, 1] {
-        let new = NewTopic::new(topic, 1, TopicReplication::Fixed(replication)).set("cleanup.policy", "compact");
-        let results =
-            futures::executor::block_on(admin.create_topics([&new], &opts)).map_err(|e| refused(e.to_string()))?;
-        match results.into_iter().next() {
-            Some(Ok(_)) | Some(Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists))) => break,
-            Some(Err((_, code)))
-                if replication == -1
-                    && matches!(
-                        code,
-                        rdkafka::types::RDKafkaErrorCode::InvalidReplicationFactor
-                            | rdkafka::types::RDKafkaErrorCode::InvalidRequest
-                            | rdkafka::types::RDKafkaErrorCode::UnsupportedVersion
-                    ) => {}
-            Some(Err((_, code))) => return Err(refused(code.to_string())),
-            None => return Err(refused("no answer".into())),
-        }
+    let compact = [("cleanup.policy", "compact")];
+    if crate::source::kafka::topics::ensure_one_partition(&cfg.client(), topic, &compact, &how)? {
+        tracing::info!(topic, "tail.progress_topic_created: one partition, compacted");
     }
-    tracing::info!(topic, "tail.progress_topic_created: one partition, compacted");
     Ok(())
 }
 

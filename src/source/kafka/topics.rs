@@ -1,5 +1,6 @@
 //! Finding the topics of a `topic_pattern`: the cluster's topic names from a metadata request,
-//! filtered by the pattern (internal `__` topics excluded).
+//! filtered by the pattern (internal `__` topics excluded); and creating the one-partition
+//! topics deltabus keeps its own records in ([`ensure_one_partition`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -42,4 +43,53 @@ pub async fn matching(
     })
     .await
     .map_err(|e| Error::Internal(format!("metadata task: {e}")))?
+}
+
+/// How long creating a topic may take (a cluster that does not answer admin requests fails in
+/// this time, with the way to create the topic by hand).
+const CREATE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Makes sure `topic` exists, creating it with one partition and `configs` when missing
+/// (blocking: call from a blocking task). `true` when it was created.
+///
+/// # Errors
+/// [`Error::Kafka`] naming the topic, why, and `how` to create it by hand.
+pub fn ensure_one_partition(client: &ClientConfig, topic: &str, configs: &[(&str, &str)], how: &str) -> Result<bool> {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    use rdkafka::types::RDKafkaErrorCode;
+    let ctx = || crate::common::kafka_log::LoggedContext;
+    let kafka = |what: &str, e: rdkafka::error::KafkaError| Error::Kafka(format!("{what} of {topic}: {e}"));
+    let lookup: BaseConsumer<_> = client.create_with_context(ctx()).map_err(|e| kafka("lookup", e))?;
+    let md = lookup.fetch_metadata(Some(topic), CREATE_TIMEOUT).map_err(|e| kafka("lookup", e))?;
+    if md.topics().iter().any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty()) {
+        return Ok(false);
+    }
+    let admin: AdminClient<_> = client.create_with_context(ctx()).map_err(|e| kafka("creation", e))?;
+    let opts = AdminOptions::new().operation_timeout(Some(CREATE_TIMEOUT)).request_timeout(Some(CREATE_TIMEOUT));
+    let refused =
+        |why: String| Error::Kafka(format!("the topic {topic} does not exist and could not be created ({why}): {how}"));
+    // The broker's default replication first; a cluster that cannot take "default" gets one.
+    for replication in [-1, 1] {
+        let mut new = NewTopic::new(topic, 1, TopicReplication::Fixed(replication));
+        for (k, v) in configs {
+            new = new.set(k, v);
+        }
+        let results =
+            futures::executor::block_on(admin.create_topics([&new], &opts)).map_err(|e| refused(e.to_string()))?;
+        match results.into_iter().next() {
+            Some(Ok(_)) => return Ok(true),
+            Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) => return Ok(false),
+            Some(Err((_, code)))
+                if replication == -1
+                    && matches!(
+                        code,
+                        RDKafkaErrorCode::InvalidReplicationFactor
+                            | RDKafkaErrorCode::InvalidRequest
+                            | RDKafkaErrorCode::UnsupportedVersion
+                    ) => {}
+            Some(Err((_, code))) => return Err(refused(code.to_string())),
+            None => return Err(refused("no answer".into())),
+        }
+    }
+    Err(refused("no replication factor was accepted".into()))
 }

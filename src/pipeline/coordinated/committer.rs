@@ -1,0 +1,212 @@
+//! The committer of coordinated commits: whichever member of the committer group owns the
+//! control partition commits every worker's requests.
+//!
+//! Contract:
+//! - Every process of the pipeline runs this loop as a member of the committer group; only
+//!   the owner of the control partition reads requests (from the group's committed offset, so a
+//!   new committer re-reads what its predecessor had not finished) and commits. Losing the
+//!   partition drops the unfinished requests at once: the next owner re-reads them.
+//! - At most once per `interval` the pending requests are decided against the table as it is
+//!   ([`select`]), the taken ones committed as one `STREAMING UPDATE` with one `txn` per
+//!   partition, and every request answered. A lost race, an already-applied `txn` or an
+//!   unknown outcome re-reads the table and decides again: what landed shows as positions at
+//!   the requests' last offsets, so nothing is committed twice.
+//! - Only after the answers are sent is the control offset committed (a courtesy: re-reading
+//!   a request only answers it again).
+//! - `leading` tells the pipeline's compactor whether to run: one compactor per table.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::messages::{select, Answer, Answers, CommitRequest, Control};
+use crate::delta::actions::{Action, Txn};
+use crate::delta::app_id::TxnAppId;
+use crate::delta::snapshot::Snapshot;
+use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::error::{Error, Result};
+use crate::source::kafka::control::{ControlGroup, ControlProducer};
+use crate::storage::{RetryPolicy, Table};
+
+/// Store faults and lost races a commit rides out before its requests wait for the next
+/// interval.
+const ATTEMPTS: u32 = 20;
+
+/// Decides requests against one table and commits them: what a committer does once it holds
+/// requests (no Kafka here, so it can be driven directly).
+pub struct Decider {
+    pub table: Table,
+    pub app_id: String,
+    pub topic: String,
+    /// The committing member's name (in `commitInfo.operationParameters.committer`, answers).
+    pub member: String,
+}
+
+/// One table's committer candidate.
+pub struct Committer {
+    pub decider: Decider,
+    pub group: ControlGroup,
+    pub producer: ControlProducer,
+    pub interval: Duration,
+    /// Set while this member is the committer.
+    pub leading: Arc<AtomicBool>,
+}
+
+impl Committer {
+    /// Runs until the task is aborted.
+    pub async fn run(self) {
+        let mut pending: Vec<CommitRequest> = Vec::new();
+        let mut next_offset: Option<i64> = None;
+        let mut last = Instant::now().checked_sub(self.interval).unwrap_or_else(Instant::now);
+        let mut snapshot: Option<Snapshot> = None;
+        loop {
+            let record = match self.group.next(Duration::from_millis(20)).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(error = %e, "committer: control topic read failed");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    None
+                }
+            };
+            let leads = self.group.leads();
+            if leads != self.leading.swap(leads, Ordering::AcqRel) {
+                tracing::info!(member = %self.decider.member, leads, "committer role changed");
+                if !leads {
+                    pending.clear();
+                    next_offset = None;
+                }
+            }
+            if let Some((offset, bytes)) = record {
+                next_offset = Some(offset + 1);
+                match serde_json::from_slice::<Control>(&bytes) {
+                    Ok(Control::Request(r)) if r.app_id == self.decider.app_id && r.topic == self.decider.topic => {
+                        if !pending.iter().any(|q| q.id == r.id) {
+                            pending.push(r);
+                        }
+                    }
+                    Ok(Control::Request(r)) => {
+                        tracing::warn!(app_id = %r.app_id, topic = %r.topic, "committer: another pipeline's request on this control topic; ignored")
+                    }
+                    Ok(Control::Answers(_)) => {}
+                    Err(e) => tracing::warn!(offset, error = %e, "committer: unreadable control record skipped"),
+                }
+            }
+            if !leads || pending.is_empty() || last.elapsed() < self.interval {
+                continue;
+            }
+            last = Instant::now();
+            match self.decider.commit(&pending, &mut snapshot).await {
+                Ok(answers) => {
+                    let n = answers.answers.len();
+                    match serde_json::to_vec(&Control::Answers(answers)) {
+                        Ok(bytes) => {
+                            if let Err(e) = self.producer.send(&bytes, Duration::from_secs(10)).await {
+                                tracing::warn!(error = %e, "committer: answers not sent; workers will check the table");
+                            }
+                        }
+                        Err(e) => tracing::error!(error = %e, "committer: answers not encodable"),
+                    }
+                    tracing::debug!(requests = n, "committer: requests answered");
+                    pending.clear();
+                    if let Some(o) = next_offset {
+                        self.group.commit(o);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, requests = pending.len(), "committer: commit failed; trying again next interval")
+                }
+            }
+        }
+    }
+}
+
+impl Decider {
+    fn app(&self, partition: i32) -> TxnAppId {
+        TxnAppId::KafkaPartition { app: self.app_id.clone(), topic: self.topic.clone(), partition }
+    }
+
+    /// Decides `requests` against the table, commits the ones taken, and answers all.
+    ///
+    /// # Errors
+    /// A store or protocol error that is not transient, or a table that keeps moving.
+    pub async fn commit(&self, requests: &[CommitRequest], snapshot: &mut Option<Snapshot>) -> Result<Answers> {
+        let mut faults = 0u32;
+        for _ in 0..ATTEMPTS {
+            if let Err(e) = crate::pipeline::schema::refresh_snapshot(&self.table, snapshot).await {
+                if !e.is_retryable() {
+                    return Err(e);
+                }
+                faults += 1;
+                tokio::time::sleep(crate::common::backoff::FAULTS.delay(faults)).await;
+                continue;
+            }
+            let Some(s) = snapshot.as_ref() else {
+                return Err(Error::NotATable { location: self.table.url().to_string() });
+            };
+            let sel = select(requests, |p| self.app(p).version_in(s));
+            if sel.taken.is_empty() {
+                return Ok(self.answers(requests, &sel, None));
+            }
+            let txn = self.transaction(requests, &sel, s);
+            match self.table.commit(Some(s), &txn, &RetryPolicy::default()).await {
+                Ok(CommitOutcome::Committed { version }) => {
+                    tracing::info!(version, requests = sel.taken.len(), of = requests.len(), "committer: committed");
+                    return Ok(self.answers(requests, &sel, Some(version)));
+                }
+                Ok(other) => tracing::info!(?other, "committer: the table moved meanwhile; deciding again"),
+                Err(e) if e.is_retryable() => {
+                    faults += 1;
+                    tracing::warn!(error = %e, "committer: commit failed on a store fault; deciding again from the table");
+                    tokio::time::sleep(crate::common::backoff::FAULTS.delay(faults)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::CommitConflict {
+            version: snapshot.as_ref().map_or(0, |s| s.version),
+            reason: format!("coordinated commit not decided after {ATTEMPTS} attempts"),
+        })
+    }
+
+    fn transaction(&self, requests: &[CommitRequest], sel: &super::messages::Selection, s: &Snapshot) -> Transaction {
+        let taken: Vec<&CommitRequest> = sel.taken.iter().map(|i| &requests[*i]).collect();
+        let mut actions: Vec<Action> = taken.iter().flat_map(|r| r.adds.iter().cloned().map(Action::Add)).collect();
+        let files = actions.len();
+        let now = self.table.clock().now_ms();
+        let partitions: std::collections::BTreeSet<i32> =
+            taken.iter().flat_map(|r| r.partitions.keys().copied()).collect();
+        for p in partitions {
+            if let Some(Some(version)) = sel.positions.get(&p) {
+                actions.push(Action::Txn(Txn {
+                    app_id: self.app(p).to_string(),
+                    version: *version,
+                    last_updated: Some(now),
+                }));
+            }
+        }
+        Transaction::new("STREAMING UPDATE", actions)
+            .with_parameter("outputMode", "Append")
+            .with_parameter("queryId", self.app_id.as_str())
+            .with_parameter("epochId", s.version.to_string())
+            .with_parameter("committer", self.member.as_str())
+            .with_metric("numAddedFiles", files)
+            .with_metric("numOutputRows", taken.iter().map(|r| r.rows).sum::<u64>())
+            .with_metric("numOutputBytes", taken.iter().map(|r| r.bytes).sum::<i64>())
+            .with_metric("numRemovedFiles", 0)
+            .with_metric("numDeadLetters", taken.iter().map(|r| r.dead_letters).sum::<u64>())
+            .with_metric("numCommitRequests", taken.len())
+    }
+
+    fn answers(&self, requests: &[CommitRequest], sel: &super::messages::Selection, version: Option<u64>) -> Answers {
+        let answers = requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Answer {
+                id: r.id.clone(),
+                committed: version.is_some() && sel.taken.contains(&i),
+                positions: r.partitions.keys().map(|p| (*p, sel.positions.get(p).copied().flatten())).collect(),
+            })
+            .collect();
+        Answers { committer: self.member.clone(), version, answers }
+    }
+}

@@ -1,0 +1,232 @@
+//! Coordinated commits (`commit.mode = "coordinated"`): the committer's decisions against a
+//! table behind the fault-injecting store, with a zombie committer deciding the same requests
+//! at the same time; and `deltabus ingest` workers on librdkafka's mock cluster whose
+//! committer is paused past its takeover (SIGSTOP, then SIGCONT: the zombie) and then killed
+//! with -9, with every produced id landing exactly once.
+
+use crate::support::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use deltabus::delta::actions::{Action, Add};
+use deltabus::delta::create::{infer_schema, new_table};
+use deltabus::delta::transaction::Transaction;
+use deltabus::pipeline::coordinated::committer::Decider;
+use deltabus::pipeline::coordinated::messages::{Batch, CommitRequest};
+use deltabus::storage::faulty::{FaultConfig, FaultyStore};
+use deltabus::storage::retrying::RetryingStore;
+use deltabus::storage::{RetryPolicy, StorageOptions, Table};
+use object_store::ObjectStore;
+
+fn request(id: &str, partition: i32, base: Option<i64>, last: i64) -> CommitRequest {
+    let Action::Add(add) = add(&format!("{id}.parquet")) else { unreachable!() };
+    CommitRequest {
+        id: id.into(),
+        worker: "w".into(),
+        table: "t".into(),
+        app_id: "eo".into(),
+        topic: "orders".into(),
+        partitions: BTreeMap::from([(partition, Batch { base, last })]),
+        adds: vec![Add { ..add }],
+        rows: 1,
+        bytes: 1,
+        dead_letters: 0,
+    }
+}
+
+/// Every `add` and `txn` of every commit in a local table's log, in version order.
+fn log_actions(dir: &std::path::Path) -> (Vec<String>, Vec<(String, i64)>) {
+    let mut files: Vec<_> = std::fs::read_dir(dir.join("_delta_log"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let (mut adds, mut txns) = (Vec::new(), Vec::new());
+    for f in files {
+        for line in std::fs::read_to_string(f).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(p) = v["add"]["path"].as_str() {
+                adds.push(p.to_string());
+            }
+            if let Some(app) = v["txn"]["appId"].as_str() {
+                txns.push((app.to_string(), v["txn"]["version"].as_i64().unwrap()));
+            }
+        }
+    }
+    (adds, txns)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_live_and_a_zombie_committer_through_store_faults_commit_every_batch_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean = Table::open(dir.path().to_str().unwrap(), StorageOptions::default()).unwrap();
+    let (p, m) = new_table(infer_schema(&[r#"{"id":1}"#]).unwrap(), &[], &Default::default()).unwrap();
+    let create = Transaction::new("CREATE TABLE", vec![Action::Protocol(p), Action::Metadata(m)]);
+    clean.commit(None, &create, &RetryPolicy::default()).await.unwrap();
+    // Three partitions, 12 batches each: batch k of partition p covers offsets 10k..10k+9.
+    let mut stream = Vec::new();
+    for k in 0..12i64 {
+        for p in 0..3 {
+            let base = (k > 0).then(|| 10 * k - 1);
+            stream.push(request(&format!("p{p}-b{k}"), p, base, 10 * k + 9));
+            if k % 3 == 1 {
+                // A worker from before a rebalance: the same range, other files.
+                stream.push(request(&format!("stale-p{p}-b{k}"), p, base, 10 * k + 9));
+            }
+            if k % 4 == 2 {
+                // Overlapping: continues an offset that never ends a batch.
+                stream.push(request(&format!("gap-p{p}-b{k}"), p, Some(10 * k + 5), 10 * k + 19));
+            }
+        }
+    }
+    let real: BTreeSet<String> =
+        stream.iter().filter(|r| r.id.starts_with('p')).map(|r| format!("{}.parquet", r.id)).collect();
+    let mut tasks = Vec::new();
+    for (member, seed, chunk) in [("live", 7u64, 5usize), ("zombie", 11, 3)] {
+        let faulty = Arc::new(FaultyStore::new(
+            clean.object_store(),
+            FaultConfig { seed, rate: 0.15, only: None, lose: vec![], delay: None },
+        ));
+        let table = clean.clone().map_store(|_| Arc::new(RetryingStore::new(faulty)) as Arc<dyn ObjectStore>);
+        let decider = Decider { table, app_id: "eo".into(), topic: "orders".into(), member: member.into() };
+        let stream = stream.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut snapshot = None;
+            let mut committed = BTreeSet::new();
+            // Each request offered twice (a worker sending again), in windows of `chunk`.
+            let offered: Vec<CommitRequest> = stream.iter().flat_map(|r| [r.clone(), r.clone()]).collect();
+            for window in offered.chunks(chunk) {
+                let mut tries = 0;
+                let answers = loop {
+                    match decider.commit(window, &mut snapshot).await {
+                        Ok(a) => break a,
+                        Err(e) => {
+                            tries += 1;
+                            assert!(tries < 20, "{member}: {e}");
+                        }
+                    }
+                };
+                for a in answers.answers.iter().filter(|a| a.committed) {
+                    committed.insert(format!("{}.parquet", a.id));
+                }
+            }
+            committed
+        }));
+    }
+    let mut said_committed = BTreeSet::new();
+    for t in tasks {
+        said_committed.extend(t.await.unwrap());
+    }
+    let (adds, txns) = log_actions(dir.path());
+    let mut seen = BTreeSet::new();
+    for a in &adds {
+        assert!(seen.insert(a.clone()), "{a} committed twice");
+    }
+    assert_eq!(seen, real, "every real batch exactly once, nothing stale or out of order");
+    assert!(said_committed.is_subset(&real), "no answer claims a refused batch");
+    let mut last: BTreeMap<String, i64> = BTreeMap::new();
+    for (app, v) in txns {
+        let before = last.insert(app.clone(), v);
+        assert!(before.is_none_or(|b| v > b), "txn {app} went from {before:?} to {v}");
+    }
+    assert_eq!(last.len(), 3);
+    assert!(last.values().all(|v| *v == 119), "{last:?}");
+}
+
+fn spawn_worker(brokers: &str, table: &str, log: &std::path::Path, seed: u64) -> Child {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["ingest", "orders", table, "--brokers", brokers, "--app-id", "eo", "--create"])
+        .args(["--flush-interval", "300ms", "--max-rows", "500"])
+        .args(["--commit-mode", "coordinated", "--commit-interval", "400ms", "--commit-request-timeout", "4s"])
+        .args(["--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=500"])
+        .env("DELTABUS_LOG", "info")
+        .env("DELTABUS_FAULTS", format!("rate=0.02,seed={seed}"))
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .expect("spawn deltabus ingest")
+}
+
+/// The `committer` of every coordinated commit so far, in version order.
+fn committers(table: &str) -> Vec<String> {
+    let dir = std::path::Path::new(table).join("_delta_log");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
+    let mut files: Vec<_> =
+        entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    files.sort();
+    files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|text| text.lines().map(str::to_string).collect::<Vec<_>>())
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(&l).ok())
+        .filter_map(|v| v["commitInfo"]["operationParameters"]["committer"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The worker among `workers` that made the latest coordinated commit.
+fn current_committer(table: &str, workers: &[Child], log: &std::path::Path) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(last) = committers(table).last() {
+            let pid: u32 = last.split('-').next().unwrap().parse().unwrap();
+            if let Some(i) = workers.iter().position(|w| w.id() == pid) {
+                return i;
+            }
+        }
+        if std::time::Instant::now() > deadline {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let tail: String = text.chars().rev().take(6000).collect::<Vec<_>>().into_iter().rev().collect();
+            panic!("no committer among the workers: {:?}\n{tail}", committers(table));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn signal(child: &Child, sig: &str) {
+    assert!(Command::new("kill").arg(sig).arg(child.id().to_string()).status().unwrap().success());
+}
+
+#[test]
+fn coordinated_workers_with_a_paused_then_killed_committer_are_exactly_once() {
+    let _guard = crate::support::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders").to_string_lossy().into_owned();
+    let log = dir.path().join("workers.log");
+    let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
+    cluster.create_topic("orders", 8, 1).unwrap();
+    // The mock cluster cannot create topics on request (a real broker can: deltabus creates it).
+    cluster.create_topic("deltabus-commits.eo.orders", 1, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let producer = start_producer_to(brokers.clone(), "orders".into(), 30);
+    let mut workers: Vec<Child> = (0..3).map(|i| spawn_worker(&brokers, &table, &log, 100 + i)).collect();
+    std::thread::sleep(Duration::from_secs(8));
+    // The zombie: the committer stops past its session timeout, another member takes over,
+    // then it resumes with whatever it held.
+    let paused = current_committer(&table, &workers, &log);
+    signal(&workers[paused], "-STOP");
+    std::thread::sleep(Duration::from_secs(12));
+    signal(&workers[paused], "-CONT");
+    std::thread::sleep(Duration::from_secs(2));
+    // Then the committer of the moment dies without a goodbye; a new worker joins.
+    let killed = current_committer(&table, &workers, &log);
+    let mut dead = workers.remove(killed);
+    dead.kill().unwrap();
+    dead.wait().unwrap();
+    workers.push(spawn_worker(&brokers, &table, &log, 200));
+    producer.join().unwrap();
+    wait_for_rows(&table, TOTAL, &log);
+    for w in workers {
+        let (status, _) = terminate(w);
+        assert!(status.success(), "worker exit: {status}\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    }
+    assert_exactly_once(&table);
+    let distinct: BTreeSet<String> = committers(&table).into_iter().collect();
+    assert!(distinct.len() >= 2, "the committer role moved: {distinct:?}");
+    let logs = std::fs::read_to_string(&log).unwrap();
+    assert!(logs.contains("committer role changed"), "{logs}");
+    drop(cluster);
+}
