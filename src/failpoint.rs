@@ -10,7 +10,10 @@
 //! checkpoint not written), `checkpoint.before_last_checkpoint` (checkpoint parts written,
 //! `_last_checkpoint` not), `follow.before_registration` (a follower delivered, its position
 //! not registered on the source), `routed.between_tables` (a routed flush committed to one
-//! table, not yet to the next or to the route state).
+//! table, not yet to the next or to the route state), `coordinated.request_sent` (a worker
+//! sent its commit request, no answer yet), `coordinated.committed` (the committer's commit
+//! landed, no answer sent), `coordinated.answered` (answers sent, the control offset not
+//! committed).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -28,6 +31,9 @@ pub const POINTS: &[&str] = &[
     "checkpoint.before_last_checkpoint",
     "follow.before_registration",
     "routed.between_tables",
+    "coordinated.request_sent",
+    "coordinated.committed",
+    "coordinated.answered",
 ];
 
 /// Arms one crash point: `name` (die at its first hit) or `name:n` (at its n-th hit).

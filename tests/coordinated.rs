@@ -137,18 +137,31 @@ async fn a_live_and_a_zombie_committer_through_store_faults_commit_every_batch_o
 }
 
 fn spawn_worker(brokers: &str, table: &str, log: &std::path::Path, seed: u64) -> Child {
+    spawn_worker_on(brokers, "orders", table, log, seed, None)
+}
+
+fn spawn_worker_on(
+    brokers: &str,
+    topic: &str,
+    table: &str,
+    log: &std::path::Path,
+    seed: u64,
+    crash_at: Option<&str>,
+) -> Child {
     let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_deltabus"))
-        .args(["ingest", "orders", table, "--brokers", brokers, "--app-id", "eo", "--create"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_deltabus"));
+    cmd.args(["ingest", topic, table, "--brokers", brokers, "--app-id", "eo", "--create"])
         .args(["--flush-interval", "300ms", "--max-rows", "500"])
         .args(["--commit-mode", "coordinated", "--commit-interval", "400ms", "--commit-request-timeout", "4s"])
         .args(["--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=500"])
         .env("DELTABUS_LOG", "info")
         .env("DELTABUS_FAULTS", format!("rate=0.02,seed={seed}"))
         .stdout(Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .expect("spawn deltabus ingest")
+        .stderr(log);
+    if let Some(point) = crash_at {
+        cmd.env("DELTABUS_CRASH_AT", point);
+    }
+    cmd.spawn().expect("spawn deltabus ingest")
 }
 
 /// The `committer` of every coordinated commit so far, in version order.
@@ -228,5 +241,59 @@ fn coordinated_workers_with_a_paused_then_killed_committer_are_exactly_once() {
     assert!(distinct.len() >= 2, "the committer role moved: {distinct:?}");
     let logs = std::fs::read_to_string(&log).unwrap();
     assert!(logs.contains("committer role changed"), "{logs}");
+    drop(cluster);
+}
+
+/// The first worker (the committer: it is alone in the committer group until its first commit,
+/// and the group's assignment is sticky) dies at a named crash point; a second worker takes the
+/// committer role over, the first restarts, and every id lands once.
+#[test]
+fn a_committer_or_worker_dying_at_each_named_crash_point_loses_and_repeats_nothing() {
+    let _guard = crate::support::native_clients_lock();
+    let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let points =
+        ["coordinated.request_sent:3", "coordinated.committed:3", "coordinated.answered:3", "commit.after_put:4"];
+    for (i, point) in points.iter().enumerate() {
+        let topic = format!("cp{i}");
+        cluster.create_topic(&topic, 8, 1).unwrap();
+        cluster.create_topic(&format!("deltabus-commits.eo.{topic}"), 1, 1).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join("t").to_string_lossy().into_owned();
+        let log = dir.path().join("workers.log");
+        let producer = start_producer_to(brokers.clone(), topic.clone(), 10);
+        let mut first = spawn_worker_on(&brokers, &topic, &table, &log, 300 + i as u64, Some(point));
+        // The second joins once the first has committed as the committer (or already died).
+        let deadline = std::time::Instant::now() + Duration::from_secs(40);
+        while committers(&table).is_empty() && first.try_wait().unwrap().is_none() {
+            assert!(std::time::Instant::now() < deadline, "{point}: no commit from the first worker");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let second = spawn_worker_on(&brokers, &topic, &table, &log, 400 + i as u64, None);
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = first.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{point}: the first worker never reached its crash point\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert!(!status.success(), "{point}: died at the crash point, not by exiting: {status}");
+        let again = spawn_worker_on(&brokers, &topic, &table, &log, 500 + i as u64, None);
+        producer.join().unwrap();
+        wait_for_rows(&table, TOTAL, &log);
+        for w in [second, again] {
+            let (status, _) = terminate(w);
+            assert!(status.success(), "{point}: worker exit {status}");
+        }
+        assert_exactly_once(&table);
+        let logs = std::fs::read_to_string(&log).unwrap();
+        let name = point.split(':').next().unwrap();
+        assert!(logs.contains(&format!("crash point {name} reached")), "{point}: {logs}");
+    }
     drop(cluster);
 }

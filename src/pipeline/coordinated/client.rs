@@ -112,6 +112,7 @@ impl CommitClient {
             if let Err(e) = self.producer.send(&bytes, self.timeout).await {
                 tracing::warn!(error = %e, "commit request not sent; trying again");
             }
+            crate::failpoint::hit("coordinated.request_sent");
             match tokio::time::timeout(self.timeout, answer).await {
                 Ok(Ok((version, a))) => return Ok(read_answer(request, version, &a)),
                 Ok(Err(_)) | Err(_) => self.forget(&request.id),

@@ -97,6 +97,9 @@ impl Committer {
             last = Instant::now();
             match self.decider.commit(&pending, &mut snapshot).await {
                 Ok(answers) => {
+                    if answers.version.is_some() {
+                        crate::failpoint::hit("coordinated.committed");
+                    }
                     let n = answers.answers.len();
                     match serde_json::to_vec(&Control::Answers(answers)) {
                         Ok(bytes) => {
@@ -106,6 +109,7 @@ impl Committer {
                         }
                         Err(e) => tracing::error!(error = %e, "committer: answers not encodable"),
                     }
+                    crate::failpoint::hit("coordinated.answered");
                     tracing::debug!(requests = n, "committer: requests answered");
                     pending.clear();
                     if let Some(o) = next_offset {

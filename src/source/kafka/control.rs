@@ -143,7 +143,9 @@ impl ControlGroup {
         group: &str,
     ) -> Result<ControlGroup> {
         let mut cfg = client(brokers, properties, true);
+        // Sticky: a member joining or leaving does not move the committer role.
         cfg.set("group.id", group)
+            .set("partition.assignment.strategy", "cooperative-sticky")
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", "earliest")
