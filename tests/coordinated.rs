@@ -297,3 +297,70 @@ fn a_committer_or_worker_dying_at_each_named_crash_point_loses_and_repeats_nothi
     }
     drop(cluster);
 }
+
+/// The background compactor of a coordinated pipeline runs only while its process is the
+/// table's committer: with the flag down nothing is rewritten, once it is up the small files
+/// are compacted.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_compactor_runs_only_while_its_process_commits() {
+    let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
+    let lines: Vec<String> = (0..4).map(|i| format!("{{\"id\":{i},\"name\":\"n{i}\"}}\n")).collect();
+    let commits: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let table = table_of_commits(&url, &commits).await;
+    let before = table.snapshot(None).await.unwrap();
+    let mut cfg = deltabus::config::PipelineConfig::new(&url, "127.0.0.1:9", "orders");
+    cfg.compaction.enabled = true;
+    cfg.compaction.min_files = 2;
+    cfg.compaction.interval = deltabus::common::units::HumanDuration::from_millis(50);
+    let cfg = cfg.validate("p").unwrap();
+    let metrics = deltabus::metrics::Metrics::default().pipeline("p");
+    let leading = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let task = tokio::spawn(deltabus::pipeline::auto_compact::run(table.clone(), cfg, metrics, Some(leading.clone())));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(table.snapshot(None).await.unwrap().version, before.version, "not the committer: no compaction");
+    leading.store(true, std::sync::atomic::Ordering::Release);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = table.snapshot(None).await.unwrap();
+        if now.version > before.version {
+            assert!(now.file_count() < before.file_count(), "{} -> {} files", before.file_count(), now.file_count());
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the committer's compactor did not run");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    task.abort();
+}
+
+/// Workers leaving (SIGTERM) and joining every few seconds while records flow: partitions and
+/// the committer role keep moving, and every id still lands once.
+#[test]
+fn coordinated_workers_through_a_rebalance_storm_are_exactly_once() {
+    let _guard = crate::support::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders").to_string_lossy().into_owned();
+    let log = dir.path().join("workers.log");
+    let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
+    cluster.create_topic("orders", 8, 1).unwrap();
+    cluster.create_topic("deltabus-commits.eo.orders", 1, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let producer = start_producer_to(brokers.clone(), "orders".into(), 24);
+    let mut workers: std::collections::VecDeque<Child> =
+        (0..3).map(|i| spawn_worker(&brokers, &table, &log, 600 + i)).collect();
+    for round in 0..6u64 {
+        std::thread::sleep(Duration::from_secs(3));
+        let (status, _) = terminate(workers.pop_front().unwrap());
+        assert!(status.success(), "a leaving worker exits cleanly: {status}");
+        workers.push_back(spawn_worker(&brokers, &table, &log, 700 + round));
+    }
+    producer.join().unwrap();
+    wait_for_rows(&table, TOTAL, &log);
+    for w in workers {
+        let (status, _) = terminate(w);
+        assert!(status.success(), "worker exit: {status}");
+    }
+    assert_exactly_once(&table);
+    let distinct: BTreeSet<String> = committers(&table).into_iter().collect();
+    assert!(distinct.len() >= 2, "the committer role moved when its member left: {distinct:?}");
+    drop(cluster);
+}
