@@ -1,8 +1,10 @@
 //! Coordinated commits (`commit.mode = "coordinated"`): the committer's decisions against a
 //! table behind the fault-injecting store, with a zombie committer deciding the same requests
-//! at the same time; and `deltabus ingest` workers on librdkafka's mock cluster whose
-//! committer is paused past its takeover (SIGSTOP, then SIGCONT: the zombie) and then killed
-//! with -9, with every produced id landing exactly once.
+//! at the same time; `deltabus ingest` workers on librdkafka's mock cluster (through store
+//! faults) whose committer is paused past its takeover (SIGSTOP, then SIGCONT: the zombie) and
+//! then killed with -9, whose committer or worker dies at each named crash point, and which
+//! leave and join through a rebalance storm, with every produced id landing exactly once; and
+//! the compactor running only in the committer.
 
 use crate::support::*;
 use std::collections::{BTreeMap, BTreeSet};
