@@ -13,7 +13,8 @@
 //! table, not yet to the next or to the route state), `coordinated.request_sent` (a worker
 //! sent its commit request, no answer yet), `coordinated.committed` (the committer's commit
 //! landed, no answer sent), `coordinated.answered` (answers sent, the control offset not
-//! committed).
+//! committed), `push.files_written` (a push group's files written, its commit not sent),
+//! `push.committed` (a push group's commit landed, no producer answered).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -34,6 +35,8 @@ pub const POINTS: &[&str] = &[
     "coordinated.request_sent",
     "coordinated.committed",
     "coordinated.answered",
+    "push.files_written",
+    "push.committed",
 ];
 
 /// Arms one crash point: `name` (die at its first hit) or `name:n` (at its n-th hit).

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! source (kafka | delta-log tail) ──► batcher ──► parquet writer ──► committer ──► table
+//! http producers ──► serve (group commit, one txn per producer) ─────────►│
 //!                                                                        ▲
 //! compactor (dataChange=false rewrites) ─────────────────────────────────┘
 //! change feed (tail _delta_log from a version) ──► sinks (stdout | kafka | delta table)
@@ -24,6 +25,7 @@
 //! - [`feed`]: the change feed: the changes cursor, the follower loop, follower
 //!   registrations, and its sinks (lines, a Kafka topic, a Delta table).
 //! - [`pipeline`]: the ingest pipeline (`deltabus run`): batching, commits, dead letters.
+//! - [`serve`]: push ingest over HTTP (`deltabus serve`), exactly once per producer.
 //! - [`metrics`]: Prometheus metrics and health probes.
 //! - [`source`]: record sources (the Kafka consumer and payload decoder).
 
@@ -40,6 +42,7 @@ pub mod metrics;
 pub mod ops;
 pub mod panic_guard;
 pub mod pipeline;
+pub mod serve;
 pub mod source;
 pub mod storage;
 

@@ -24,6 +24,7 @@ mod maintenance;
 mod monitoring;
 mod paths;
 mod positions;
+mod push;
 mod robustness;
 mod routing;
 #[path = "../benches/support/s3.rs"]

@@ -22,6 +22,7 @@ use serde_json::{json, Map, Value};
 mod changes;
 pub mod key_value;
 mod run;
+mod serve;
 
 use crate::config::Config;
 use crate::delta::actions::CommitInfo;
@@ -198,6 +199,10 @@ pub enum Command {
     },
     /// Ingest one Kafka topic into one table, from flags (the same pipeline `run` executes).
     Ingest(run::IngestArgs),
+    /// Push ingest over HTTP: producers POST JSON lines (or Arrow IPC streams) to
+    /// /v1/tables/NAME/records, exactly once per Producer-Id and Producer-Sequence, until
+    /// SIGTERM/SIGINT. Tables come from [server.tables] and --table.
+    Serve(serve::ServeArgs),
     /// Start an in-process Kafka (librdkafka's mock cluster), produce sample events, ingest
     /// them into a new local table and print what landed. No external services needed.
     Demo {
@@ -267,7 +272,7 @@ impl Command {
     /// Whether the command runs as a service (until stopped) rather than once.
     pub fn is_service(&self) -> bool {
         match self {
-            Command::Run { .. } | Command::Ingest(_) | Command::Demo { .. } => true,
+            Command::Run { .. } | Command::Ingest(_) | Command::Serve(_) | Command::Demo { .. } => true,
             Command::Tail(a) => !a.follower.once,
             Command::Follow(a) => !a.follower.once,
             _ => false,
@@ -296,6 +301,9 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             // librdkafka and the object store know which properties and options exist: ask
             // them before anything runs.
             run::check_pipelines(&config.resolved_pipelines()?, &storage)?;
+            if !config.server.tables.is_empty() {
+                config.server.resolve(&|name| std::env::var(name).ok())?;
+            }
             out.write_all(config.to_redacted_toml().as_bytes())?;
             Ok(())
         }
@@ -321,6 +329,7 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             let metrics_addr = args.metrics_addr.clone();
             run::run_pipelines(vec![args.pipeline()?], config, storage, metrics_addr, out).await
         }
+        Command::Serve(args) => serve::serve(args, config, storage, run::shutdown_on_signals(), out).await,
         Command::Demo { table, records } => run::demo(table, records, out).await,
         Command::Cat { table, version, limit } => cat(&Table::open(&table, storage)?, version, limit, out).await,
         Command::Files { table, version } => files(&Table::open(&table, storage)?, version, out).await,

@@ -201,7 +201,7 @@ pub(super) fn stop_signal() -> impl std::future::Future<Output = ()> + Send {
 }
 
 /// Sends `true` on SIGTERM or SIGINT.
-fn shutdown_on_signals() -> watch::Receiver<bool> {
+pub(super) fn shutdown_on_signals() -> watch::Receiver<bool> {
     let (tx, rx) = watch::channel(false);
     tokio::spawn(async move {
         #[cfg(unix)]
@@ -250,14 +250,50 @@ pub async fn run_pipelines(
     out: &mut (dyn Write + Send),
 ) -> Result<()> {
     check_pipelines(&pipelines, &storage)?;
-    let opts = ServiceOptions {
-        pipelines,
-        storage,
-        metrics_addr: metrics_addr.or_else(|| Some(config.metrics.addr.clone()).filter(|a| !a.is_empty())),
-        shutdown_timeout: config.run.shutdown_timeout.get(),
+    let stop = shutdown_on_signals();
+    let metrics = Arc::new(Metrics::default());
+    let deadline = config.run.shutdown_timeout.get();
+    if config.server.tables.is_empty() {
+        let opts = ServiceOptions {
+            pipelines,
+            storage,
+            metrics_addr: metrics_addr.or_else(|| Some(config.metrics.addr.clone()).filter(|a| !a.is_empty())),
+            shutdown_timeout: deadline,
+        };
+        let reports = run(opts, metrics, stop).await?;
+        return print_reports(&reports, out);
+    }
+    // Push ingest beside the pipelines: it stops on a signal, or when the pipelines end.
+    let (server_stop, server_stopping) = watch::channel(false);
+    let mut signals = stop.clone();
+    let forward = server_stop.clone();
+    tokio::spawn(async move {
+        let _ = signals.wait_for(|s| *s).await;
+        let _ = forward.send(true);
+    });
+    let resolved = config.server.resolve(&|name| std::env::var(name).ok())?;
+    let server = super::serve::start(resolved, storage.clone(), metrics.clone(), server_stopping, config, out).await?;
+    let reports = if pipelines.is_empty() {
+        let mut stop = stop;
+        let _ = stop.wait_for(|s| *s).await;
+        Ok(BTreeMap::new())
+    } else {
+        let opts = ServiceOptions {
+            pipelines,
+            storage,
+            metrics_addr: metrics_addr.or_else(|| Some(config.metrics.addr.clone()).filter(|a| !a.is_empty())),
+            shutdown_timeout: deadline,
+        };
+        run(opts, metrics, stop).await
     };
-    let reports = run(opts, Arc::new(Metrics::default()), shutdown_on_signals()).await?;
-    print_reports(&reports, out)
+    let _ = server_stop.send(true);
+    tokio::time::timeout(deadline * 2, server.stopped()).await.map_err(|_| {
+        Error::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "the push server did not stop within run.shutdown_timeout",
+        ))
+    })?;
+    print_reports(&reports?, out)
 }
 
 /// What can be checked before anything connects, for `run`, `ingest` and `config check`:

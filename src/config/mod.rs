@@ -8,6 +8,7 @@
 //!   compaction settings, and their validation.
 //! - [`commit`]: `[pipelines.<name>.commit]`, per-worker or coordinated commits.
 //! - [`sources`]: the `[delta]` source and `[upsert]` keyed-ingestion settings.
+//! - [`server`]: `[server]`, push ingest over HTTP and its tables.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -23,6 +24,7 @@ pub mod pipeline;
 pub mod redact;
 pub mod registry;
 mod resolved;
+pub mod server;
 pub mod sources;
 
 pub use pipeline::{
@@ -51,6 +53,9 @@ pub struct Config {
     /// `[schema_registry]`: the registry of every Avro pipeline without its own.
     #[serde(default)]
     pub schema_registry: Option<registry::RegistryConfig>,
+    /// `[server]`: push ingest over HTTP.
+    #[serde(default)]
+    pub server: server::ServerConfig,
 }
 
 /// `[kafka]`

@@ -5,11 +5,13 @@
 //! exposition has one `# HELP`/`# TYPE` per metric whatever the number of pipelines.
 //! Pipelines hold [`PipelineMetrics`], handles into the families (atomic counters: no lock on
 //! the record path); lag gauges are computed from the small per-partition table at scrape
-//! time. Process metrics (`process_*`) and `deltabus_build_info` come from [`process`].
+//! time. Process metrics (`process_*`) and `deltabus_build_info` come from [`process`]; push
+//! ingest's (`deltabus_push_*`, per table and producer) from [`push`].
 //! The HTTP endpoint is in [`server`]: `GET /metrics` (OpenMetrics text), `GET /health`,
 //! `GET /ready`.
 
 pub mod process;
+pub mod push;
 pub mod server;
 
 use std::collections::BTreeMap;
@@ -302,6 +304,7 @@ pub struct Metrics {
     registry: Registry,
     families: Arc<Families>,
     pipelines: Mutex<BTreeMap<String, Arc<PipelineMetrics>>>,
+    push: Arc<push::PushFamilies>,
     /// Reads "now" for lag and staleness gauges.
     pub clock: crate::common::clock::Clock,
 }
@@ -311,7 +314,8 @@ impl Default for Metrics {
         let mut registry = Registry::default();
         let families = Arc::new(Families::register(&mut registry));
         process::register(&mut registry);
-        Metrics { registry, families, pipelines: Mutex::new(BTreeMap::new()), clock: Default::default() }
+        let push = Arc::new(push::PushFamilies::register(&mut registry));
+        Metrics { registry, families, pipelines: Mutex::new(BTreeMap::new()), push, clock: Default::default() }
     }
 }
 
@@ -322,6 +326,11 @@ impl Metrics {
         map.entry(name.to_string())
             .or_insert_with(|| Arc::new(PipelineMetrics::new(name, self.families.clone())))
             .clone()
+    }
+
+    /// The push-ingest metrics of a server table.
+    pub fn push_table(&self, table: &str) -> Arc<push::PushMetrics> {
+        Arc::new(push::PushMetrics::new(table, self.push.clone()))
     }
 
     fn all(&self) -> Vec<Arc<PipelineMetrics>> {

@@ -115,7 +115,11 @@ async fn to_table(
     Err(Error::CommitConflict { version: 0, reason: format!("dead-letter table {} kept conflicting", table.url()) })
 }
 
-fn letters_batch(rows: &[&DeadLetter], pipeline: &str) -> Result<RecordBatch> {
+/// The rows of a dead-letter table for `rows`, with `pipeline` in its column.
+///
+/// # Errors
+/// An internal error when the columns do not make a batch.
+pub fn letters_batch(rows: &[&DeadLetter], pipeline: &str) -> Result<RecordBatch> {
     let columns: Vec<ArrayRef> = vec![
         Arc::new(rows.iter().map(|l| Some(l.reason.as_str())).collect::<StringArray>()),
         Arc::new(rows.iter().map(|_| Some(pipeline)).collect::<StringArray>()),

@@ -98,15 +98,27 @@ pub fn wait_for_rows(table: &str, n: i64, log: &std::path::Path) {
 pub fn assert_exactly_once(table: &str) {
     let out = crate::support::deltabus(&["cat", table]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut ids: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+    assert_ids_once(&out.stdout, "deltabus cat");
+    if let Some(oracle) = crate::support::kernel_oracle() {
+        let out = std::process::Command::new(oracle).arg("rows").arg(table).output().unwrap();
+        assert!(out.status.success(), "reference reader: {}", String::from_utf8_lossy(&out.stderr));
+        assert_ids_once(&out.stdout, "the reference reader");
+    }
+}
+
+/// Every id of 0..TOTAL exactly once among the JSON lines `rows`, as read by `reader`.
+fn assert_ids_once(rows: &[u8], reader: &str) {
+    let mut ids: Vec<i64> = String::from_utf8_lossy(rows)
         .lines()
+        .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_i64().unwrap())
         .collect();
     ids.sort_unstable();
     let dups = ids.windows(2).filter(|w| w[0] == w[1]).count();
     ids.dedup();
-    assert_eq!(dups, 0, "duplicated rows");
-    assert_eq!(ids.len() as i64, TOTAL, "missing rows");
+    assert_eq!(dups, 0, "duplicated rows read by {reader}");
+    assert_eq!(ids.len() as i64, TOTAL, "missing rows read by {reader}");
+    assert_eq!((ids[0], ids[ids.len() - 1]), (0, TOTAL - 1), "ids out of range read by {reader}");
 }
 
 /// Starts a worker `rounds` times and kills it with -9 past the ~3.5 s group join, anywhere

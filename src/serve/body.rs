@@ -1,0 +1,283 @@
+//! [sync] A request body into rows against the table: JSON lines (one object per line, blank
+//! lines skipped) or an Arrow IPC stream.
+//!
+//! JSON lines go through the decoding room's JSON decoder (strict: unknown fields are errors,
+//! values a column cannot hold exactly are refused by field). A line that does not fit is
+//! either the request's error, naming its line (nothing of the request is written), or, when
+//! the request asks for it and the table has a dead-letter table, a dead letter while the rest
+//! is written. New columns are added when the table evolves (`evolve_schema`); a table that
+//! does not exist yet gets the configured schema or one inferred from the request.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+
+use crate::config::server::ResolvedTable;
+use crate::decode::json::PayloadDecoder;
+use crate::decode::projection::{project, Mismatch};
+use crate::delta::arrow_schema::{arrow_schema_strict, delta_struct_of};
+use crate::delta::create::{infer_schema, merge_schema};
+use crate::delta::schema::StructType;
+use crate::source::kafka::record::{DeadLetter, RawRecord};
+
+/// Lines sampled to infer a new table's schema or new columns.
+const SAMPLE_LINES: usize = 1000;
+
+/// What to do with lines that do not fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadLines {
+    /// The request fails naming the first bad line; nothing is written.
+    Refuse,
+    /// Bad lines go to the dead-letter table; the rest is written.
+    DeadLetter,
+}
+
+/// A decoded request.
+#[derive(Debug)]
+pub struct Rows {
+    pub batches: Vec<RecordBatch>,
+    /// The schema the batches are in (the table's, evolved or inferred).
+    pub schema: Arc<StructType>,
+    pub bad: Vec<DeadLetter>,
+    pub count: u64,
+}
+
+/// Why a body is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// 400: a line (1-based) that does not fit, or a body that is not what it says.
+    Bad(String),
+    /// 413: a line over the limit.
+    TooLarge(String),
+    /// 404: the table does not exist and may not be created.
+    NoTable(String),
+}
+
+/// Decodes JSON lines against `current` (the table's schema; `None` when it does not exist).
+///
+/// # Errors
+/// A [`Refusal`] naming the line and field.
+pub fn json_lines(
+    body: &[u8],
+    table: &ResolvedTable,
+    current: Option<&StructType>,
+    max_line: usize,
+    bad_lines: BadLines,
+) -> Result<Rows, Refusal> {
+    let mut lines: Vec<(usize, &[u8])> = Vec::new();
+    for (i, raw) in body.split(|b| *b == b'\n').enumerate() {
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if line.len() > max_line {
+            return Err(Refusal::TooLarge(format!(
+                "line {}: {} bytes is over the line limit of {max_line} (server.max_line)",
+                i + 1,
+                line.len()
+            )));
+        }
+        lines.push((i + 1, line));
+    }
+    let creating = current.is_none();
+    let mut schema = match current {
+        Some(s) => s.clone(),
+        None if !table.settings.create => {
+            return Err(Refusal::NoTable(format!(
+                "table {:?} does not exist yet and is not created by the server (create = false)",
+                table.name
+            )))
+        }
+        None => match &table.schema {
+            Some(s) => s.clone(),
+            None => inferred(&lines).ok_or_else(|| first_unparsable(&lines))?,
+        },
+    };
+    let mut decoded = decode(&lines, &schema, &table.name);
+    if !decoded.bad.is_empty() && (table.settings.evolve_schema || (creating && table.schema.is_none())) {
+        if let Some(merged) = inferred(&lines).and_then(|inc| merge_schema(&schema, &inc).ok().flatten()) {
+            schema = merged;
+            decoded = decode(&lines, &schema, &table.name);
+        }
+    }
+    if let (BadLines::Refuse, Some(first)) = (bad_lines, decoded.bad.first()) {
+        return Err(Refusal::Bad(format!("line {}: {}", first.offset, first.reason)));
+    }
+    Ok(Rows { count: decoded.count, batches: decoded.batches, schema: Arc::new(schema), bad: decoded.bad })
+}
+
+/// Decodes an Arrow IPC stream, its columns matched to the table's by name and cast.
+///
+/// # Errors
+/// A [`Refusal`] when the stream does not read or its columns do not fit.
+pub fn arrow_stream(body: &[u8], table: &ResolvedTable, current: Option<&StructType>) -> Result<Rows, Refusal> {
+    let bad = |e: &dyn std::fmt::Display| Refusal::Bad(format!("Arrow IPC stream: {e}"));
+    let reader = arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(body), None).map_err(|e| bad(&e))?;
+    let incoming = delta_struct_of(reader.schema().as_ref()).map_err(|e| bad(&e))?;
+    let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().map_err(|e| bad(&e))?;
+    let schema = match current {
+        Some(s) => match merge_schema(s, &incoming).map_err(|e| bad(&e))? {
+            Some(merged) if table.settings.evolve_schema => merged,
+            Some(_) => {
+                let extra: Vec<&str> =
+                    incoming.fields.iter().filter(|f| s.field(&f.name).is_none()).map(|f| f.name.as_str()).collect();
+                return Err(Refusal::Bad(format!(
+                    "the stream has columns not in the table schema: {} (evolve_schema is off)",
+                    extra.join(", ")
+                )));
+            }
+            None => s.clone(),
+        },
+        None if !table.settings.create => {
+            return Err(Refusal::NoTable(format!("table {:?} does not exist yet and create = false", table.name)))
+        }
+        None => table.schema.clone().unwrap_or(incoming),
+    };
+    let target = Arc::new(arrow_schema_strict(&schema));
+    let mut out = Vec::with_capacity(batches.len());
+    let mut count = 0u64;
+    for b in batches.iter().filter(|b| b.num_rows() > 0) {
+        count += b.num_rows() as u64;
+        out.push(project(b, &target).map_err(|m| match m {
+            Mismatch::Extra(f) => Refusal::Bad(format!("columns not in the table schema: {}", f.join(", "))),
+            Mismatch::Refused(why) => Refusal::Bad(format!("Arrow IPC stream: {why}")),
+        })?);
+    }
+    Ok(Rows { batches: out, schema: Arc::new(schema), bad: Vec::new(), count })
+}
+
+struct Decoded {
+    batches: Vec<RecordBatch>,
+    bad: Vec<DeadLetter>,
+    count: u64,
+}
+
+fn decode(lines: &[(usize, &[u8])], schema: &StructType, name: &str) -> Decoded {
+    let arrow = Arc::new(arrow_schema_strict(schema));
+    let decoder = PayloadDecoder::new(arrow, usize::MAX);
+    let records: Vec<RawRecord<'_>> = lines
+        .iter()
+        .map(|(n, bytes)| RawRecord {
+            topic: name,
+            partition: 0,
+            offset: *n as i64,
+            timestamp_ms: None,
+            key: None,
+            payload: Some(bytes),
+        })
+        .collect();
+    let out = decoder.decode(&records);
+    let count = out.batch.as_ref().map_or(0, |b| b.num_rows() as u64);
+    Decoded { batches: out.batch.into_iter().collect(), bad: out.dead_letters, count }
+}
+
+/// The schema of the sampled lines that are JSON objects (`None` when none is).
+fn inferred(lines: &[(usize, &[u8])]) -> Option<StructType> {
+    let sample: Vec<&str> = lines
+        .iter()
+        .filter_map(|(_, l)| std::str::from_utf8(l).ok())
+        .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v.is_object()))
+        .take(SAMPLE_LINES)
+        .collect();
+    if sample.is_empty() {
+        return None;
+    }
+    infer_schema(&sample).ok()
+}
+
+fn first_unparsable(lines: &[(usize, &[u8])]) -> Refusal {
+    match lines.first() {
+        None => Refusal::Bad("no records: the body holds no JSON line".into()),
+        Some((n, _)) => Refusal::Bad(format!("line {n}: not a JSON object")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::server::ServerTable;
+
+    fn table(create: bool, evolve: bool) -> ResolvedTable {
+        ResolvedTable {
+            name: "events".into(),
+            settings: ServerTable { table: "/t".into(), create, evolve_schema: evolve, ..ServerTable::default() },
+            schema: None,
+            tokens: Vec::new(),
+        }
+    }
+
+    fn schema() -> StructType {
+        StructType::parse(r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},{"name":"name","type":"string","nullable":true,"metadata":{}}]}"#).unwrap()
+    }
+
+    #[test]
+    fn lines_decode_with_blank_lines_and_crlf_skipped() {
+        let body = b"{\"id\":1,\"name\":\"\xc3\xa9t\xc3\xa9 \xe2\x98\x83\"}\r\n\n  \n{\"id\":2}\n";
+        let rows = json_lines(body, &table(false, false), Some(&schema()), 1024, BadLines::Refuse).unwrap();
+        assert_eq!((rows.count, rows.batches.len()), (2, 1));
+        assert_eq!(*rows.schema, schema());
+    }
+
+    #[test]
+    fn a_bad_line_is_named_or_dead_lettered() {
+        let body = b"{\"id\":1}\n{\"id\":\"x\"}\n{not json\n{\"id\":4}\n";
+        let e = json_lines(body, &table(false, false), Some(&schema()), 1024, BadLines::Refuse).unwrap_err();
+        assert!(matches!(&e, Refusal::Bad(m) if m.starts_with("line 2:")), "{e:?}");
+        let rows = json_lines(body, &table(false, false), Some(&schema()), 1024, BadLines::DeadLetter).unwrap();
+        assert_eq!(rows.count, 2);
+        assert_eq!(rows.bad.iter().map(|l| l.offset).collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(rows.bad[1].payload.as_deref(), Some(&b"{not json"[..]));
+    }
+
+    #[test]
+    fn long_lines_are_too_large_and_name_their_line() {
+        let body = format!("{{\"id\":1}}\n{{\"id\":2,\"name\":\"{}\"}}\n", "x".repeat(100));
+        let e = json_lines(body.as_bytes(), &table(false, false), Some(&schema()), 64, BadLines::Refuse).unwrap_err();
+        assert!(matches!(&e, Refusal::TooLarge(m) if m.starts_with("line 2:")), "{e:?}");
+    }
+
+    #[test]
+    fn new_columns_need_evolution() {
+        let body = b"{\"id\":1,\"extra\":true}\n";
+        let e = json_lines(body, &table(false, false), Some(&schema()), 1024, BadLines::Refuse).unwrap_err();
+        assert!(matches!(&e, Refusal::Bad(m) if m.contains("line 1")), "{e:?}");
+        let rows = json_lines(body, &table(false, true), Some(&schema()), 1024, BadLines::Refuse).unwrap();
+        assert!(rows.schema.field("extra").is_some() && rows.count == 1);
+    }
+
+    #[test]
+    fn a_missing_table_is_inferred_when_created_and_refused_otherwise() {
+        let body = b"{\"id\":1,\"tags\":[\"a\"]}\n{\"id\":2,\"more\":1.5}\n";
+        let rows = json_lines(body, &table(true, false), None, 1024, BadLines::Refuse).unwrap();
+        assert_eq!(rows.count, 2);
+        assert!(rows.schema.field("more").is_some());
+        let e = json_lines(body, &table(false, false), None, 1024, BadLines::Refuse).unwrap_err();
+        assert!(matches!(e, Refusal::NoTable(_)));
+        let e = json_lines(b"\n \n", &table(true, false), None, 1024, BadLines::Refuse).unwrap_err();
+        assert!(matches!(&e, Refusal::Bad(m) if m.contains("no records")), "{e:?}");
+    }
+
+    #[test]
+    fn arrow_streams_are_matched_by_name_and_cast() {
+        use arrow::array::{Int32Array, StringArray};
+        use arrow::datatypes::{DataType, Field, Schema};
+        let s = Arc::new(Schema::new(vec![
+            Field::new("name", DataType::Utf8, true),
+            Field::new("id", DataType::Int32, false),
+        ]));
+        let b = RecordBatch::try_new(
+            s.clone(),
+            vec![Arc::new(StringArray::from(vec!["a", "b"])), Arc::new(Int32Array::from(vec![1, 2]))],
+        )
+        .unwrap();
+        let mut buf = Vec::new();
+        let mut w = arrow::ipc::writer::StreamWriter::try_new(&mut buf, &s).unwrap();
+        w.write(&b).unwrap();
+        w.finish().unwrap();
+        drop(w);
+        let rows = arrow_stream(&buf, &table(false, false), Some(&schema())).unwrap();
+        assert_eq!(rows.count, 2);
+        assert_eq!(rows.batches[0].schema().field(0).name(), "id");
+        assert!(matches!(arrow_stream(b"junk", &table(false, false), Some(&schema())), Err(Refusal::Bad(_))));
+    }
+}

@@ -1,0 +1,394 @@
+//! One table's group committer: the requests that arrive within the commit window of the
+//! first one (or until they hold `max_commit_bytes`) land in one commit, with one `txn` per
+//! producer, and every request is answered only after that commit: success means durable and
+//! visible.
+//!
+//! Each group is decided against the table as it is just before the commit ([`decide`]), and
+//! the commit itself is put-if-absent with the Delta conflict rules: a concurrent commit that
+//! moved one of our producers' `txn` (another server took a retry of the same sequence) makes
+//! ours conflict, and the group is decided again against the new table, so a sequence is
+//! written once whichever server or attempt gets there first. A commit whose outcome is
+//! unknown is answered as a failure to retry with the same sequence: the retry finds it
+//! committed or commits it. Files of a commit that did not land are deleted (or left to
+//! VACUUM when the outcome is unknown).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow::array::RecordBatch;
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
+
+use super::sequence::{decide, producer_app_id, Verdict, PRODUCER_PREFIX};
+use crate::config::server::ResolvedTable;
+use crate::decode::projection::{project, Mismatch};
+use crate::delta::actions::{Action, Txn};
+use crate::delta::arrow_schema::arrow_schema_strict;
+use crate::delta::create::{merge_schema, new_table};
+use crate::delta::schema::StructType;
+use crate::delta::snapshot::Snapshot;
+use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::error::{Error, Result};
+use crate::metrics::push::PushMetrics;
+use crate::source::kafka::record::DeadLetter;
+use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
+
+/// Attempts at one group when concurrent writers keep winning the version.
+const ATTEMPTS: usize = 8;
+
+/// A decoded request waiting for its commit.
+pub struct Pending {
+    /// The producer's id and this request's sequence; `None`: at-least-once.
+    pub producer: Option<(String, i64)>,
+    /// The rows, in the Arrow form of `schema`.
+    pub rows: Vec<RecordBatch>,
+    /// The schema the rows were decoded in: the table's, or an evolved or inferred one.
+    pub schema: Arc<StructType>,
+    /// Bad lines to write to the table's dead-letter table.
+    pub bad_lines: Vec<DeadLetter>,
+    /// Body bytes (the group's size bound counts them).
+    pub bytes: u64,
+    pub arrived: Instant,
+    pub reply: oneshot::Sender<Outcome>,
+}
+
+/// What a request's commit came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Committed {
+        version: u64,
+    },
+    /// The table holds this producer's sequence up to `committed` already.
+    Already {
+        committed: i64,
+    },
+    Gap {
+        expected: i64,
+    },
+    /// The rows do not fit the table as it now is (its schema changed under the request).
+    Refused(String),
+    /// Not committed (or not known to be): retry with the same sequence.
+    Failed(String),
+}
+
+/// What handlers need of the table as the committer last saw it: the schema to decode with
+/// and each push producer's committed sequence (to answer retries without a commit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableView {
+    pub version: u64,
+    pub schema: StructType,
+    pub producers: std::collections::HashMap<String, i64>,
+}
+
+impl TableView {
+    /// The view of `snapshot`.
+    pub fn of(snapshot: &Snapshot) -> TableView {
+        let producers = snapshot
+            .state()
+            .txns
+            .iter()
+            .filter_map(|(app, t)| app.strip_prefix(PRODUCER_PREFIX).map(|p| (p.to_string(), t.version)))
+            .collect();
+        TableView { version: snapshot.version, schema: snapshot.schema.clone(), producers }
+    }
+}
+
+/// The table as the server last saw it (`None`: it does not exist yet).
+pub type View = watch::Receiver<Option<Arc<TableView>>>;
+
+/// One table's committer task.
+pub struct GroupCommitter {
+    pub table: Table,
+    pub settings: ResolvedTable,
+    pub window: std::time::Duration,
+    pub max_bytes: u64,
+    pub metrics: Arc<PushMetrics>,
+    pub view: watch::Sender<Option<Arc<TableView>>>,
+    pub dead_letters: Option<Table>,
+}
+
+impl GroupCommitter {
+    /// Commits groups until the channel closes (every sender dropped) or `stop` turns true;
+    /// then commits what is queued and returns.
+    pub async fn run(
+        mut self,
+        mut snapshot: Option<Snapshot>,
+        mut requests: mpsc::UnboundedReceiver<Pending>,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        loop {
+            let first = tokio::select! {
+                r = requests.recv() => r,
+                () = super::stopped(&mut stop) => { requests.close(); requests.recv().await }
+            };
+            let Some(first) = first else { return };
+            let deadline = tokio::time::Instant::from_std(first.arrived + self.window);
+            let mut bytes = first.bytes;
+            let mut group = vec![first];
+            while bytes < self.max_bytes {
+                match tokio::time::timeout_at(deadline, requests.recv()).await {
+                    Ok(Some(p)) => {
+                        bytes += p.bytes;
+                        group.push(p);
+                    }
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            let span = tracing::info_span!("push.commit", table = %self.settings.name, requests = group.len());
+            self.commit_group(&mut snapshot, group).instrument(span).await;
+            self.publish(snapshot.as_ref());
+        }
+    }
+
+    async fn commit_group(&mut self, snapshot: &mut Option<Snapshot>, mut group: Vec<Pending>) {
+        for attempt in 0..ATTEMPTS {
+            if let Err(e) = self.refresh(snapshot).await {
+                return answer_all(group, Outcome::Failed(format!("reading the table: {e}")));
+            }
+            let producers: Vec<Option<(&str, i64)>> =
+                group.iter().map(|p| p.producer.as_ref().map(|(id, seq)| (id.as_str(), *seq))).collect();
+            let committed = |id: &str| snapshot.as_ref().and_then(|s| s.txn_version_kept(&producer_app_id(id)));
+            let (verdicts, txns) = decide(&producers, committed);
+            let txns: BTreeMap<String, i64> = txns.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            // Answer what is decided now; keep the requests to commit and their retries.
+            let mut taken: Vec<(usize, Pending)> = Vec::new();
+            let mut followers: Vec<(usize, Pending)> = Vec::new();
+            for (i, (p, verdict)) in group.into_iter().zip(verdicts).enumerate() {
+                match verdict {
+                    Verdict::Take => taken.push((i, p)),
+                    Verdict::SameAs(j) => followers.push((j, p)),
+                    Verdict::Already { committed } => reply(p, Outcome::Already { committed }),
+                    Verdict::Gap { expected } => reply(p, Outcome::Gap { expected }),
+                }
+            }
+            if taken.is_empty() {
+                return;
+            }
+            // Rows that do not fit the table as it now is are refused one request at a time;
+            // the rest is decided again (a producer's later sequences must not pass a refusal).
+            let (plan, refused) = self.plan(snapshot.as_ref(), &taken);
+            if !refused.is_empty() {
+                let mut rest = Vec::new();
+                for (i, p) in taken.into_iter().chain(followers) {
+                    match refused.iter().find(|(r, _)| *r == i) {
+                        Some((_, why)) => reply(p, Outcome::Refused(why.clone())),
+                        None => rest.push(p),
+                    }
+                }
+                group = rest;
+                continue;
+            }
+            let plan = match plan {
+                Ok(plan) => plan,
+                Err(e) => {
+                    return answer_all(
+                        taken.into_iter().chain(followers).map(|(_, p)| p).collect(),
+                        Outcome::Failed(e.to_string()),
+                    )
+                }
+            };
+            let requests: Vec<&Pending> = taken.iter().map(|(_, p)| p).collect();
+            let result = self.commit(snapshot.as_ref(), plan, &requests, &txns).await;
+            let everyone = taken.into_iter().chain(followers).map(|(_, p)| p).collect::<Vec<_>>();
+            match result {
+                Ok(CommitOutcome::Committed { version }) => {
+                    self.metrics.commits.inc();
+                    return answer_all(everyone, Outcome::Committed { version });
+                }
+                Ok(other) => {
+                    // A concurrent commit moved a producer's sequence or the table: decide again.
+                    tracing::info!(attempt, outcome = ?other, "push.commit_retried");
+                    self.metrics.conflicts.inc();
+                    group = everyone;
+                }
+                Err(e) => {
+                    *snapshot = None; // re-read from scratch: the store may be behind or ahead
+                    return answer_all(everyone, Outcome::Failed(e.to_string()));
+                }
+            }
+        }
+        answer_all(group, Outcome::Failed("concurrent writers kept winning the commit; retry".into()));
+    }
+
+    /// Publishes the table to the handlers when its version moved.
+    pub(super) fn publish(&self, snapshot: Option<&Snapshot>) {
+        // `None` after a failed read says nothing: a table never stops existing.
+        let Some(s) = snapshot else { return };
+        let seen = self.view.borrow().as_ref().map(|v| v.version);
+        if Some(s.version) != seen {
+            self.view.send_replace(Some(Arc::new(TableView::of(s))));
+        }
+    }
+
+    /// Brings the snapshot up to date; `None` while the table does not exist.
+    async fn refresh(&self, snapshot: &mut Option<Snapshot>) -> Result<()> {
+        match snapshot {
+            Some(s) => {
+                self.table.update_snapshot(s).await?;
+            }
+            None => match self.table.snapshot(None).await {
+                Ok(s) => *snapshot = Some(s),
+                Err(Error::NotATable { .. }) => {}
+                Err(e) => return Err(e),
+            },
+        }
+        if let Some(s) = snapshot.as_ref() {
+            crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
+        }
+        Ok(())
+    }
+
+    /// The commit's schema actions, table state and rows; and the requests (by index) whose
+    /// rows do not fit, with why. A table that does not exist yet is created with the
+    /// configured schema or the first request's; new columns are added only when the table
+    /// evolves.
+    fn plan(&self, snapshot: Option<&Snapshot>, taken: &[(usize, Pending)]) -> (Result<Plan>, Vec<(usize, String)>) {
+        let mut refused = Vec::new();
+        let (mut target, creating) = match snapshot {
+            Some(s) => (s.schema.clone(), false),
+            None if !self.settings.settings.create => {
+                let why = format!("table {:?} does not exist and create = false", self.settings.name);
+                return (
+                    Err(Error::InvalidArgument(why.clone())),
+                    taken.iter().map(|(i, _)| (*i, why.clone())).collect(),
+                );
+            }
+            None => (self.settings.schema.clone().unwrap_or_else(|| taken[0].1.schema.as_ref().clone()), true),
+        };
+        for (i, p) in taken {
+            if *p.schema == target {
+                continue;
+            }
+            match merge_schema(&target, &p.schema) {
+                Ok(None) => {}
+                Ok(Some(_)) if !creating && !self.settings.settings.evolve_schema => refused
+                    .push((*i, "the records have columns not in the table schema (evolve_schema is off)".to_string())),
+                Ok(Some(merged)) => target = merged,
+                Err(e) => refused.push((*i, format!("the records do not fit the table schema: {e}"))),
+            }
+        }
+        let arrow = Arc::new(arrow_schema_strict(&target));
+        let mut rows = Vec::new();
+        let not_merged: Vec<usize> = refused.iter().map(|(r, _)| *r).collect();
+        for (i, p) in taken.iter().filter(|(i, _)| !not_merged.contains(i)) {
+            for b in &p.rows {
+                match project(b, &arrow) {
+                    Ok(b) => rows.push(b),
+                    Err(m) => {
+                        let why = match m {
+                            Mismatch::Extra(fields) => {
+                                format!("columns not in the table schema: {}", fields.join(", "))
+                            }
+                            Mismatch::Refused(why) => why,
+                        };
+                        refused.push((*i, format!("the records do not fit the table schema: {why}")));
+                        break;
+                    }
+                }
+            }
+        }
+        if !refused.is_empty() {
+            return (Err(Error::InvalidArgument("refused requests".into())), refused);
+        }
+        (
+            self.plan_schema(snapshot, target).map(|(schema_actions, changed)| Plan {
+                schema_actions,
+                changed,
+                rows,
+                creating,
+            }),
+            refused,
+        )
+    }
+
+    /// The protocol and metadata actions for `target`, and the table state they make (`None`:
+    /// the snapshot as it is).
+    fn plan_schema(&self, snapshot: Option<&Snapshot>, target: StructType) -> Result<(Vec<Action>, Option<Snapshot>)> {
+        match snapshot {
+            None => {
+                let properties = self.settings.settings.properties.clone().into_iter().collect();
+                let (protocol, metadata) = new_table(target, &self.settings.settings.partition_by, &properties)?;
+                let actions = vec![Action::Protocol(protocol.clone()), Action::Metadata(metadata.clone())];
+                Ok((actions, Some(Snapshot::for_new_table(protocol, metadata)?)))
+            }
+            Some(s) if target != s.schema => {
+                if s.column_mapping() != crate::delta::schema::ColumnMappingMode::None {
+                    return Err(Error::unsupported("schema evolution on a column-mapped table"));
+                }
+                let metadata =
+                    crate::delta::actions::Metadata { schema_string: target.to_json(), ..s.metadata.clone() };
+                let mut state = s.state().clone();
+                state.metadata = Some(metadata.clone());
+                Ok((vec![Action::Metadata(metadata)], Some(Snapshot::new(state, s.checkpoint_version, 0)?)))
+            }
+            Some(_) => Ok((Vec::new(), None)),
+        }
+    }
+
+    async fn commit(
+        &self,
+        snapshot: Option<&Snapshot>,
+        plan: Plan,
+        taken: &[&Pending],
+        txns: &BTreeMap<String, i64>,
+    ) -> Result<CommitOutcome> {
+        if let Some(dl) = &self.dead_letters {
+            super::dead_letters::write(dl, &self.settings.name, taken).await?;
+        }
+        let Some(write_snapshot) = plan.changed.as_ref().or(snapshot) else {
+            return Err(Error::Internal("a commit to a table that does not exist plans its creation".into()));
+        };
+        let adds = DataWriter::new(&self.table, write_snapshot, WriterConfig::for_snapshot(write_snapshot))?
+            .write_all(&plan.rows)
+            .await?;
+        let rows: usize = plan.rows.iter().map(RecordBatch::num_rows).sum();
+        let files = adds.len();
+        let bytes: i64 = adds.iter().map(|a| a.size).sum();
+        let now = self.table.clock().now_ms();
+        let mut actions = plan.schema_actions;
+        actions.extend(adds.into_iter().map(Action::Add));
+        actions.extend(
+            txns.iter().map(|(id, seq)| {
+                Action::Txn(Txn { app_id: producer_app_id(id), version: *seq, last_updated: Some(now) })
+            }),
+        );
+        let txn = Transaction::new(if plan.creating { "CREATE TABLE" } else { "WRITE" }, actions)
+            .with_parameter("mode", if plan.creating { "ErrorIfExists" } else { "Append" })
+            .with_parameter(
+                "partitionBy",
+                serde_json::Value::from(write_snapshot.metadata.partition_columns.clone()).to_string(),
+            )
+            .with_parameter("source", "http")
+            .with_metric("numFiles", files)
+            .with_metric("numOutputRows", rows)
+            .with_metric("numOutputBytes", bytes)
+            .with_metric("numRequests", taken.len())
+            .with_metric("numProducers", txns.len());
+        let mut staged = StagedCommit::new(&self.table);
+        staged.stage_adds(&txn.actions);
+        crate::failpoint::hit("push.files_written");
+        let outcome = staged.commit(snapshot, &txn, &RetryPolicy::default()).await;
+        crate::failpoint::hit("push.committed");
+        outcome
+    }
+}
+
+struct Plan {
+    schema_actions: Vec<Action>,
+    /// The table state the commit makes when it changes the schema or creates the table.
+    changed: Option<Snapshot>,
+    rows: Vec<RecordBatch>,
+    creating: bool,
+}
+
+fn reply(p: Pending, outcome: Outcome) {
+    // The client may have gone: its retry finds the outcome in the table.
+    let _ = p.reply.send(outcome);
+}
+
+fn answer_all(group: Vec<Pending>, outcome: Outcome) {
+    for p in group {
+        reply(p, outcome.clone());
+    }
+}

@@ -1,0 +1,167 @@
+//! Push ingest over HTTP: producers write JSON lines (or Arrow IPC streams) into Delta
+//! tables, exactly once per producer, with no Kafka in between.
+//!
+//! - [`sequence`] [sync]: which requests of a group may land (producer id and sequence
+//!   against the table's `txn` versions).
+//! - [`body`] [sync]: a request body into rows against the table schema.
+//! - [`group`]: one task per table that commits the requests of each window together and
+//!   answers each after its commit; [`dead_letters`]: bad lines a request sends there.
+//! - [`routes`]: the endpoints; [`listener`]: HTTP/1.1 and HTTP/2, TLS, graceful stop.
+//!
+//! Exactly once: a request with `Producer-Id: P` and `Producer-Sequence: n` lands in the same
+//! commit as `txn(appId = "deltabus-push:P", version = n)`, and only when the table's version
+//! for P is n - 1 (or P is new and n is 0). The table is the only memory: a restarted server,
+//! or another server on the same table, answers a retry of n "already committed" and a jump
+//! past the next sequence 409. Success is answered only after the commit landed.
+
+pub mod body;
+pub mod dead_letters;
+pub mod group;
+pub mod listener;
+pub mod routes;
+pub mod sequence;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::task::JoinSet;
+
+use self::group::GroupCommitter;
+use self::routes::{AppState, TableHandle};
+use crate::config::server::ResolvedServer;
+use crate::delta::snapshot::Snapshot;
+use crate::error::{Error, Result};
+use crate::metrics::Metrics;
+use crate::storage::{StorageOptions, Table};
+
+/// A running server.
+pub struct Server {
+    /// Where it listens (the port chosen when `listen` said 0).
+    pub local_addr: SocketAddr,
+    listener: tokio::task::JoinHandle<()>,
+    committers: JoinSet<()>,
+    stop_committers: watch::Sender<bool>,
+}
+
+/// Opens the tables, binds the address and starts serving; stops when `stop` turns true
+/// (then [`Server::stopped`] returns once the last answer is sent).
+///
+/// # Errors
+/// A table URL that does not open, an address that cannot be bound, TLS files that do not
+/// read.
+pub async fn start(
+    config: ResolvedServer,
+    storage: StorageOptions,
+    metrics: Arc<Metrics>,
+    stop: watch::Receiver<bool>,
+    grace: Duration,
+) -> Result<Server> {
+    if config.tables.is_empty() {
+        return Err(Error::InvalidArgument(
+            "no tables to serve: add a [server.tables.<name>] section, or --table NAME=URL".into(),
+        ));
+    }
+    let tls = match &config.tls {
+        Some((cert, key)) => Some(listener::tls_acceptor(cert, key)?),
+        None => None,
+    };
+    let (stop_committers, committers_stop) = watch::channel(false);
+    let mut committers = JoinSet::new();
+    let mut tables = BTreeMap::new();
+    for (name, settings) in &config.tables {
+        let table = Table::open_for_write(&settings.settings.table, storage.clone())
+            .map_err(|e| Error::InvalidArgument(format!("server.tables.{name}: {e}")))?;
+        let dead_letters = match &settings.settings.dead_letters {
+            Some(url) => Some(
+                Table::open_for_write(url, storage.clone())
+                    .map_err(|e| Error::InvalidArgument(format!("server.tables.{name}.dead_letters: {e}")))?,
+            ),
+            None => None,
+        };
+        let (view_tx, view) = watch::channel(None);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let ready = Arc::new(AtomicBool::new(false));
+        let push = metrics.push_table(name);
+        let committer = GroupCommitter {
+            table,
+            settings: settings.clone(),
+            window: config.commit_window,
+            max_bytes: config.max_commit_bytes,
+            metrics: push.clone(),
+            view: view_tx,
+            dead_letters,
+        };
+        let (flag, stop) = (ready.clone(), committers_stop.clone());
+        let span = tracing::info_span!("push.table", table = %name);
+        committers.spawn(tracing::Instrument::instrument(
+            async move {
+                if let Some(snapshot) = committer.open(&flag, stop.clone()).await {
+                    committer.run(snapshot, rx, stop).await;
+                }
+            },
+            span,
+        ));
+        tables
+            .insert(name.clone(), TableHandle { settings: settings.clone(), view, ready, commits: tx, metrics: push });
+    }
+    let socket = listener::bind(config.listen).await?;
+    let local_addr = socket.local_addr()?;
+    let (read_timeout, max_buffered) = (config.read_timeout, config.max_buffered);
+    let permits = usize::try_from(max_buffered).unwrap_or(usize::MAX).min(Semaphore::MAX_PERMITS);
+    let state = Arc::new(AppState { config, tables, buffered: Arc::new(Semaphore::new(permits)), metrics });
+    tracing::info!(
+        addr = %local_addr,
+        tls = tls.is_some(),
+        tables = state.tables.len(),
+        auth = state.config.auth_required(),
+        "push.listening"
+    );
+    let listener = listener::spawn(socket, tls, routes::router(state), read_timeout, grace, stop);
+    Ok(Server { local_addr, listener, committers, stop_committers })
+}
+
+/// Resolves once `stop` is true (or its sender is gone).
+pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+impl Server {
+    /// Waits until the server has stopped: connections drained, then every table's queued
+    /// requests committed and answered.
+    pub async fn stopped(mut self) {
+        let _ = (&mut self.listener).await;
+        let _ = self.stop_committers.send(true);
+        while self.committers.join_next().await.is_some() {}
+    }
+}
+
+impl GroupCommitter {
+    /// Reads the table until it opens (retrying a failing store every second), publishes it
+    /// and marks the table ready; `None` when stopped first, `Some(None)` for a table that
+    /// does not exist yet.
+    async fn open(&self, ready: &AtomicBool, mut stop: watch::Receiver<bool>) -> Option<Option<Snapshot>> {
+        loop {
+            let opened = match self.table.snapshot(None).await {
+                Ok(s) => crate::delta::features::check_writable(&s.protocol, &s.metadata).map(|()| Some(s)),
+                Err(Error::NotATable { .. }) => Ok(None),
+                Err(e) => Err(e),
+            };
+            match opened {
+                Ok(s) => {
+                    self.publish(s.as_ref());
+                    ready.store(true, Ordering::Release);
+                    return Some(s);
+                }
+                Err(e) => tracing::warn!(error = %e, "push.table_not_open: retrying"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                () = stopped(&mut stop) => return None,
+            }
+        }
+    }
+}

@@ -1,0 +1,513 @@
+//! Push ingest over HTTP (`deltabus serve`): real HTTP clients (Python `requests`, reqwest)
+//! against the server, every answer of the API, HTTP/2 and TLS, overload and slow clients, and
+//! exactly once per producer through kill -9, a crash point and store faults.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use deltabus::config::server::{ResolvedServer, ServerConfig, ServerTable};
+use deltabus::metrics::Metrics;
+use serde_json::Value;
+
+use crate::support::processes::terminate;
+use crate::support::python::python;
+use crate::support::{deltabus, kernel_oracle, Rng};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn table_config(url: &str) -> ServerTable {
+    ServerTable { table: url.into(), create: true, ..ServerTable::default() }
+}
+
+fn resolved(cfg: ServerConfig) -> ResolvedServer {
+    cfg.resolve(&|_| None).unwrap()
+}
+
+/// An in-process server; dropping the sender stops it.
+async fn start(cfg: ServerConfig) -> (String, tokio::sync::watch::Sender<bool>, Arc<Metrics>) {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let metrics = Arc::new(Metrics::default());
+    let storage = deltabus::storage::StorageOptions::default();
+    let server =
+        deltabus::serve::start(resolved(cfg), storage, metrics.clone(), stopped, Duration::from_secs(5)).await.unwrap();
+    let url = format!("http://{}", server.local_addr);
+    tokio::spawn(server.stopped());
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while client.get(format!("{url}/ready")).send().await.map(|r| r.status().as_u16()).ok() != Some(200) {
+        assert!(Instant::now() < deadline, "server not ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (url, stop, metrics)
+}
+
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<reqwest::Body>,
+) -> (u16, Value, reqwest::header::HeaderMap) {
+    let mut req = client.post(url).body(body);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    let text = r.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)), headers)
+}
+
+fn ids_of(rows: &[u8]) -> Vec<i64> {
+    let mut ids: Vec<i64> = String::from_utf8_lossy(rows)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+fn cat_ids(table: &str) -> Vec<i64> {
+    let out = deltabus(&["cat", table]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    ids_of(&out.stdout)
+}
+
+/// Every answer of the records endpoint, each for its reason, and the table afterwards.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_answer_of_the_records_endpoint_names_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let letters = dir.path().join("letters").to_string_lossy().into_owned();
+    let fixed = dir.path().join("fixed").to_string_lossy().into_owned();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "events-token\n").unwrap();
+    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    cfg.commit_window = deltabus::common::units::HumanDuration::from_millis(20);
+    cfg.max_line = deltabus::common::units::ByteSize(200);
+    cfg.max_body = deltabus::common::units::ByteSize(4096);
+    cfg.max_buffered = deltabus::common::units::ByteSize(1 << 20);
+    let mut t = table_config(&events);
+    t.dead_letters = Some(letters.clone());
+    t.tokens = vec![format!("file:{}", tokens.display())];
+    cfg.tables.insert("events".into(), t);
+    let mut f = table_config(&fixed);
+    f.create = false;
+    cfg.tables.insert("fixed".into(), f);
+    let (url, _stop, _) = start(cfg).await;
+    let c = reqwest::Client::new();
+    let rec = format!("{url}/v1/tables/events/records");
+    let auth = ("Authorization", "Bearer events-token");
+    let json = ("Content-Type", "application/x-ndjson");
+
+    // Tokens: none, unknown, and the table's own.
+    let (s, b, h) = post(&c, &rec, &[json], "{\"id\":1}\n").await;
+    assert_eq!((s, h.get("www-authenticate").map(|v| v.to_str().unwrap())), (401, Some("Bearer")), "{b}");
+    assert_eq!(post(&c, &rec, &[json, ("Authorization", "Bearer nope")], "{\"id\":1}\n").await.0, 401);
+    let (s, b, _) = post(&c, &format!("{url}/v1/tables/fixed/records"), &[json, auth], "{\"id\":1}\n").await;
+    assert_eq!(s, 403, "a token of another table: {b}");
+    // Unknown table, content type, headers.
+    let (s, b, _) = post(&c, &format!("{url}/v1/tables/nope/records"), &[json, auth], "{}").await;
+    assert_eq!(s, 404, "{b}");
+    assert_eq!(post(&c, &rec, &[("Content-Type", "application/xml"), auth], "<a/>").await.0, 415);
+    let (s, b, _) = post(&c, &rec, &[json, auth, ("Producer-Id", "p")], "{\"id\":1}\n").await;
+    assert!(s == 400 && b["error"].as_str().unwrap().contains("Producer-Sequence"), "{b}");
+
+    // The first request creates the table; a retry of its sequence writes nothing.
+    let p = |seq: &'static str| [json, auth, ("Producer-Id", "Zürich-1"), ("Producer-Sequence", seq)];
+    let body = "{\"id\":1,\"name\":\"ünï ☃\"}\n\n{\"id\":2,\"name\":null}\r\n";
+    let (s, b, _) = post(&c, &rec, &p("0"), body).await;
+    assert_eq!((s, b["outcome"].as_str(), b["rows"].as_u64()), (200, Some("committed"), Some(2)), "{b}");
+    assert_eq!(b["delivery"], "exactly_once");
+    let (s, b, _) = post(&c, &rec, &p("0"), body).await;
+    assert_eq!((s, b["outcome"].as_str(), b["committed_sequence"].as_i64()), (200, Some("already_committed"), Some(0)));
+    // A gap names the next sequence; a bad line is named and writes nothing.
+    let (s, b, _) = post(&c, &rec, &p("5"), "{\"id\":9}\n").await;
+    assert_eq!((s, b["expected_sequence"].as_i64()), (409, Some(1)), "{b}");
+    let (s, b, _) = post(&c, &rec, &p("1"), "{\"id\":3}\n{\"id\":\"four\"}\n").await;
+    assert!(s == 400 && b["error"].as_str().unwrap().starts_with("line 2:"), "{b}");
+    let (s, b, _) = post(&c, &rec, &p("1"), format!("{{\"id\":3,\"name\":\"{}\"}}\n", "x".repeat(300))).await;
+    assert!(s == 413 && b["error"].as_str().unwrap().starts_with("line 1:"), "{b}");
+    assert_eq!(post(&c, &rec, &p("1"), "{\"id\":3}\n".repeat(600)).await.0, 413, "body over max_body");
+    // Bad lines to the dead-letter table, the rest committed, once.
+    let dl = format!("{rec}?bad_lines=dead_letter");
+    let (s, b, _) = post(&c, &dl, &p("1"), "{\"id\":3}\n{not json\n{\"id\":4}\n").await;
+    assert_eq!((s, b["rows"].as_u64(), b["bad_lines"][0]["line"].as_i64()), (200, Some(2), Some(2)), "{b}");
+    assert_eq!(post(&c, &dl, &p("1"), "{\"id\":3}\n{not json\n{\"id\":4}\n").await.1["outcome"], "already_committed");
+    let (s, b, _) = post(&c, &format!("{rec}?bad_lines=maybe"), &p("2"), "{\"id\":5}\n").await;
+    assert_eq!(s, 400, "{b}");
+    // Without producer headers: at least once, and said so.
+    let (s, b, _) = post(&c, &rec, &[json, auth], "{\"id\":5}\n").await;
+    assert_eq!((s, b["delivery"].as_str()), (200, Some("at_least_once")), "{b}");
+    assert!(b["note"].as_str().unwrap().contains("writes its rows again"));
+    // A producer that lost count asks.
+    let r: Value = c
+        .get(format!("{url}/v1/tables/events/producers/Zürich-1"))
+        .header(auth.0, auth.1)
+        .send()
+        .await
+        .unwrap()
+        .json_value()
+        .await;
+    assert_eq!((r["committed_sequence"].as_i64(), r["next_sequence"].as_i64()), (Some(1), Some(2)), "{r}");
+
+    assert_eq!(cat_ids(&events), vec![1, 2, 3, 4, 5]);
+    let out = deltabus(&["cat", &letters]);
+    let letters: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(letters.len(), 1, "one dead letter, written once: {letters:?}");
+    assert_eq!((letters[0]["offset"].as_i64(), letters[0]["topic"].as_str()), (Some(2), Some("events")));
+    let described = crate::support::run_json(&["describe", &events]);
+    assert_eq!(described["txns"]["deltabus-push:Zürich-1"], 1, "{described}");
+
+    // Operations endpoints.
+    let doc: Value = c.get(format!("{url}/v1/openapi.json")).send().await.unwrap().json_value().await;
+    assert!(doc["paths"]["/v1/tables/{name}/records"]["post"]["responses"]["409"].is_object());
+    let metrics = c.get(format!("{url}/metrics")).send().await.unwrap().text().await.unwrap();
+    for needle in [
+        "deltabus_push_requests_total{table=\"events\",producer=\"Zürich-1\",outcome=\"committed\"} 2",
+        "deltabus_push_rows_total{table=\"events\",producer=\"Zürich-1\"} 4",
+        "deltabus_push_rejections_total{table=\"events\",reason=\"sequence_gap\"} 1",
+        "deltabus_push_rejections_total{table=\"events\",reason=\"unauthorized\"} 2",
+        "deltabus_push_request_seconds_bucket",
+    ] {
+        assert!(metrics.contains(needle), "{needle} missing from\n{metrics}");
+    }
+    assert_eq!(c.get(format!("{url}/health")).send().await.unwrap().status(), 200);
+}
+
+trait JsonValue {
+    async fn json_value(self) -> Value;
+}
+
+impl JsonValue for reqwest::Response {
+    async fn json_value(self) -> Value {
+        serde_json::from_str(&self.text().await.unwrap()).unwrap()
+    }
+}
+
+/// Arrow IPC bodies, schema evolution when the table allows it, and the same endpoint over
+/// HTTP/2 (cleartext by prior knowledge, and by ALPN over TLS with a private CA).
+#[tokio::test(flavor = "multi_thread")]
+async fn arrow_streams_http2_and_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_file, cert.cert.pem()).unwrap();
+    std::fs::write(&key_file, cert.signing_key.serialize_pem()).unwrap();
+    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    let mut t = table_config(&events);
+    t.evolve_schema = true;
+    cfg.tables.insert("events".into(), t);
+    let (plain, _stop, _) = start(cfg.clone()).await;
+    cfg.tls_cert = Some(cert_file.to_string_lossy().into_owned());
+    cfg.tls_key = Some(key_file.to_string_lossy().into_owned());
+    let (tls, _stop_tls, _) = start_tls(cfg).await;
+
+    let h2c = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+    let json = ("Content-Type", "application/x-ndjson");
+    let r = h2c
+        .post(format!("{plain}/v1/tables/events/records"))
+        .header(json.0, json.1)
+        .body("{\"id\":1}\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((r.version(), r.status().as_u16()), (reqwest::Version::HTTP_2, 200));
+    // An Arrow stream with a column the table lacks: the table evolves.
+    let schema = Arc::new(arrow::datatypes::Schema::new(vec![
+        arrow::datatypes::Field::new("id", arrow::datatypes::DataType::Int32, false),
+        arrow::datatypes::Field::new("tag", arrow::datatypes::DataType::Utf8, true),
+    ]));
+    let batch = arrow::array::RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(arrow::array::Int32Array::from(vec![2, 3])),
+            Arc::new(arrow::array::StringArray::from(vec![Some("é"), None])),
+        ],
+    )
+    .unwrap();
+    let mut ipc = Vec::new();
+    let mut w = arrow::ipc::writer::StreamWriter::try_new(&mut ipc, &schema).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    drop(w);
+    let arrow_type = ("Content-Type", "application/vnd.apache.arrow.stream");
+    let (s, b, _) = post(&h2c, &format!("{plain}/v1/tables/events/records"), &[arrow_type], ipc).await;
+    assert_eq!((s, b["rows"].as_u64()), (200, Some(2)), "{b}");
+
+    let ca = reqwest::Certificate::from_pem(cert.cert.pem().as_bytes()).unwrap();
+    let client = reqwest::Client::builder().add_root_certificate(ca).build().unwrap();
+    let port = tls.rsplit(':').next().unwrap();
+    let r = client
+        .post(format!("https://localhost:{port}/v1/tables/events/records"))
+        .header(json.0, json.1)
+        .body("{\"id\":4,\"tag\":\"tls\"}\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((r.version(), r.status().as_u16()), (reqwest::Version::HTTP_2, 200), "ALPN picks HTTP/2");
+    // A client that does not trust the certificate gets no answer.
+    assert!(reqwest::Client::new().get(format!("https://localhost:{port}/health")).send().await.is_err());
+    assert_eq!(cat_ids(&events), vec![1, 2, 3, 4]);
+    if let Some(oracle) = kernel_oracle() {
+        let out = Command::new(oracle).arg("rows").arg(&events).output().unwrap();
+        assert_eq!(ids_of(&out.stdout), vec![1, 2, 3, 4], "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+async fn start_tls(cfg: ServerConfig) -> (String, tokio::sync::watch::Sender<bool>, Arc<Metrics>) {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let metrics = Arc::new(Metrics::default());
+    let storage = deltabus::storage::StorageOptions::default();
+    let server =
+        deltabus::serve::start(resolved(cfg), storage, metrics.clone(), stopped, Duration::from_secs(5)).await.unwrap();
+    let url = format!("https://{}", server.local_addr);
+    tokio::spawn(server.stopped());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    (url, stop, metrics)
+}
+
+/// Memory stays within `max_buffered`: a slow client holding the budget makes the next
+/// request 429 with Retry-After; the slow one is cut off with 408 after `read_timeout`, and
+/// the budget is free again.
+#[tokio::test(flavor = "multi_thread")]
+async fn overload_is_429_and_slow_clients_are_cut_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    cfg.max_body = deltabus::common::units::ByteSize(1000);
+    cfg.max_buffered = deltabus::common::units::ByteSize(2000);
+    cfg.read_timeout = deltabus::common::units::HumanDuration::from_secs(1);
+    cfg.tables.insert("events".into(), table_config(&events));
+    let (url, _stop, _) = start(cfg).await;
+    let addr = url.trim_start_matches("http://").to_string();
+    let slow = std::thread::spawn(move || {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "POST /v1/tables/events/records HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{{\"id\":1}}")
+            .unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let started = Instant::now();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        (answer, started.elapsed())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let c = reqwest::Client::new();
+    let (s, b, h) = post(&c, &format!("{url}/v1/tables/events/records"), &[], "{\"id\":2}\n").await;
+    assert_eq!((s, h.get("retry-after").map(|v| v.to_str().unwrap())), (429, Some("1")), "{b}");
+    let (answer, took) = tokio::task::spawn_blocking(move || slow.join().unwrap()).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(took < Duration::from_secs(5), "cut off after read_timeout, not later: {took:?}");
+    let (s, b, _) = post(&c, &format!("{url}/v1/tables/events/records"), &[], "{\"id\":2}\n").await;
+    assert_eq!(s, 200, "the budget is free again: {b}");
+    assert_eq!(cat_ids(&events), vec![2]);
+}
+
+const PRODUCER: &str = r#"
+import json, random, sys, threading, time
+import requests
+
+base, producers, requests_each, lines = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+seed = int(sys.argv[5])
+summary = {"committed": 0, "already_committed": 0, "dropped": 0, "retried": 0}
+lock = threading.Lock()
+
+def count(key):
+    with lock:
+        summary[key] += 1
+
+def produce(p):
+    rnd = random.Random(seed * 100 + p)
+    table = "events" if p % 2 == 0 else "audit"
+    session = requests.Session()
+    for seq in range(requests_each):
+        body = "".join(json.dumps({"id": p * 1_000_000 + seq * 1000 + i, "producer": f"p{p}-ü", "n": "x" * (i % 40)}) + "\n"
+                       for i in range(lines))
+        deadline = time.time() + 120
+        while True:
+            assert time.time() < deadline, f"producer {p} sequence {seq} never committed"
+            # Now and then give up on the answer: the connection drops while the server commits.
+            timeout = 0.01 if rnd.random() < 0.15 else 30
+            try:
+                r = session.post(f"{base}/v1/tables/{table}/records", data=body.encode(), timeout=timeout,
+                                 headers={"Content-Type": "application/x-ndjson", "Producer-Id": f"producer-{p}",
+                                          "Producer-Sequence": str(seq)})
+            except requests.RequestException:
+                count("dropped")
+                session = requests.Session()
+                time.sleep(0.05)
+                continue
+            if r.status_code in (429, 503):
+                count("retried")
+                time.sleep(float(r.headers.get("Retry-After", "1")) / 10)
+                continue
+            assert r.status_code == 200, f"{r.status_code} {r.text}"
+            count(r.json()["outcome"])
+            break
+
+threads = [threading.Thread(target=produce, args=(p,)) for p in range(producers)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps(summary))
+"#;
+
+fn spawn_server(config: &std::path::Path, log: &std::path::Path, faults_seed: u64, crash_at: Option<&str>) -> Child {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_deltabus"));
+    cmd.args(["serve", "--config"]).arg(config).env("DELTABUS_FAULTS", format!("rate=0.03,seed={faults_seed}"));
+    if let Some(point) = crash_at {
+        cmd.env("DELTABUS_CRASH_AT", point);
+    }
+    cmd.stdout(Stdio::null()).stderr(log).spawn().unwrap()
+}
+
+/// Four producers (Python `requests`, keep-alive, answers dropped on purpose) push into two
+/// tables while the server is killed with -9 at random moments, dies at a crash point after a
+/// commit nobody was told about, and its store fails now and then: every row lands once, and
+/// each producer's `txn` is its last sequence.
+#[test]
+fn producers_through_kill_dash_nine_and_store_faults_write_every_row_once() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (events, audit) = (dir.path().join("events"), dir.path().join("audit"));
+    let port = free_port();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\ncommit_window = \"50ms\"\n\
+             [server.tables.events]\ntable = {:?}\ncreate = true\n\
+             [server.tables.audit]\ntable = {:?}\ncreate = true\n",
+            events.display().to_string(),
+            audit.display().to_string()
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("server.log");
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+    eprintln!("seed {seed}");
+    let mut rng = Rng(seed | 1);
+    let (producers, each, lines) = (4usize, 80usize, 25usize);
+    let mut client = Command::new(&py)
+        .arg("-c")
+        .arg(PRODUCER)
+        .args([format!("http://127.0.0.1:{port}"), producers.to_string(), each.to_string(), lines.to_string()])
+        .arg(seed.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut server = spawn_server(&config, &log, rng.next() % 10_000, None);
+    for round in 0..5 {
+        std::thread::sleep(Duration::from_millis(700 + rng.next() % 1500));
+        if client.try_wait().unwrap().is_some() {
+            break;
+        }
+        if round == 0 {
+            // The next server dies by itself right after its first commit.
+            server.kill().unwrap();
+            server.wait().unwrap();
+            server = spawn_server(&config, &log, rng.next() % 10_000, Some("push.committed"));
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while server.try_wait().unwrap().is_none() {
+                assert!(Instant::now() < deadline, "the crash point was never reached");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        } else {
+            server.kill().unwrap(); // SIGKILL: mid-commit, mid-request, whatever it was doing
+            server.wait().unwrap();
+        }
+        server = spawn_server(&config, &log, rng.next() % 10_000, None);
+    }
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let status = loop {
+        if let Some(s) = client.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "producers did not finish");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut out = String::new();
+    client.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let mut err = String::new();
+    client.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(status.success(), "producers: {err}\nserver log:\n{}", std::fs::read_to_string(&log).unwrap());
+    let (status, _) = terminate(server);
+    assert!(status.success(), "a stopped server exits 0");
+    let summary: Value = serde_json::from_str(out.trim()).unwrap();
+    eprintln!("producers: {summary}");
+    assert!(summary["dropped"].as_u64().unwrap() > 0, "answers were dropped on purpose: {summary}");
+    let logs = std::fs::read_to_string(&log).unwrap();
+    assert!(logs.contains("crash point push.committed reached"), "{logs}");
+
+    for (table, ps) in [(&events, [0usize, 2]), (&audit, [1, 3])] {
+        let table = table.to_string_lossy().into_owned();
+        let expected: Vec<i64> = ps
+            .iter()
+            .flat_map(|p| (0..each).flat_map(move |s| (0..lines).map(move |i| (p * 1_000_000 + s * 1000 + i) as i64)))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(cat_ids(&table), expected, "{table}: every row once");
+        if let Some(oracle) = kernel_oracle() {
+            let out = Command::new(oracle).arg("rows").arg(&table).output().unwrap();
+            assert_eq!(ids_of(&out.stdout), expected, "{table} as the reference reader reads it");
+        }
+        let described = crate::support::run_json(&["describe", &table]);
+        for p in ps {
+            assert_eq!(described["txns"][format!("deltabus-push:producer-{p}")], each as i64 - 1, "{described}");
+        }
+    }
+}
+
+/// `deltabus run` with `[server.tables]` and no pipeline serves the tables, says where it
+/// listens, and stops cleanly on SIGTERM.
+#[test]
+fn run_serves_the_configured_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("events");
+    let config = dir.path().join("run.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[server.tables.events]\ntable = {:?}\ncreate = true\n",
+            table.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.as_mut().unwrap()), &mut line).unwrap();
+    let listening: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(listening["tables"], serde_json::json!(["events"]), "{line}");
+    let addr = listening["listening"].as_str().unwrap().to_string();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (status, body, _) = rt.block_on(async {
+        let c = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while c.get(format!("http://{addr}/ready")).send().await.map(|r| r.status().as_u16()).ok() != Some(200) {
+            assert!(Instant::now() < deadline, "not ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let headers = [("Producer-Id", "run"), ("Producer-Sequence", "0")];
+        post(&c, &format!("http://{addr}/v1/tables/events/records"), &headers, "{\"id\":7}\n").await
+    });
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = terminate(child);
+    assert!(status.success(), "SIGTERM: {status}");
+    assert_eq!(cat_ids(&table.to_string_lossy()), vec![7]);
+}
