@@ -511,3 +511,50 @@ fn run_serves_the_configured_tables() {
     assert!(status.success(), "SIGTERM: {status}");
     assert_eq!(cat_ids(&table.to_string_lossy()), vec![7]);
 }
+
+/// Two servers on one table, each request sent to both at once (a producer retrying against
+/// another server): the conflict rules and the producers' `txn` make each sequence land once,
+/// answered `committed` by one server and `committed` or `already_committed` by the other.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_servers_on_one_table_take_each_sequence_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    cfg.commit_window = deltabus::common::units::HumanDuration::from_millis(10);
+    cfg.tables.insert("events".into(), table_config(&events));
+    // The table exists before both start, so neither creates it.
+    let out = crate::support::write_jsonl(std::path::Path::new(&events), &[], "{\"id\":-1}\n");
+    assert!(out.status.success());
+    let (a, _stop_a, _) = start(cfg.clone()).await;
+    let (b, _stop_b, _) = start(cfg).await;
+    let mut tasks = Vec::new();
+    for p in 0..4i64 {
+        let (a, b) = (a.clone(), b.clone());
+        tasks.push(tokio::spawn(async move {
+            let c = reqwest::Client::new();
+            let mut outcomes = Vec::new();
+            for seq in 0..15i64 {
+                let body = format!("{{\"id\":{}}}\n", p * 1000 + seq);
+                let (id, s) = (format!("p{p}"), seq.to_string());
+                let headers = [("Producer-Id", id.as_str()), ("Producer-Sequence", s.as_str())];
+                let (to_a, to_b) = (format!("{a}/v1/tables/events/records"), format!("{b}/v1/tables/events/records"));
+                let (ra, rb) =
+                    tokio::join!(post(&c, &to_a, &headers, body.clone()), post(&c, &to_b, &headers, body.clone()));
+                for (status, answer, _) in [ra, rb] {
+                    assert_eq!(status, 200, "{answer}");
+                    outcomes.push(answer["outcome"].as_str().unwrap().to_string());
+                }
+            }
+            outcomes
+        }));
+    }
+    let mut committed = 0;
+    for t in tasks {
+        committed += t.await.unwrap().iter().filter(|o| *o == "committed").count();
+    }
+    assert_eq!(committed, 60, "each sequence answered committed by exactly one server");
+    let mut expected: Vec<i64> = (0..4).flat_map(|p| (0..15).map(move |s| p * 1000 + s)).collect();
+    expected.push(-1);
+    expected.sort_unstable();
+    assert_eq!(cat_ids(&events), expected, "every sequence once");
+}
