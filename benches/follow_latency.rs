@@ -261,7 +261,7 @@ async fn latency_requests_idle(dir: &std::path::Path) {
     let idle_total: u64 = delta.values().sum::<u64>() - delta["get_log_json"];
     // (get_log_json is a subset of get: the sum counts each request once.)
     println!(
-        "idle {secs:.1} s: {idle_polls} polls ({:.2}/s after backoff), requests {delta:?}",
+        "idle {secs:.1} s: {idle_polls} polls ({:.2}/s), requests {delta:?}",
         idle_polls as f64 / secs
     );
     println!("  {:.3} requests per idle poll", idle_total as f64 / idle_polls.max(1) as f64);

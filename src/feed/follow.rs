@@ -9,8 +9,9 @@
 //!   `max_files` / `max_bytes` per batch: when set, consecutive commits that are already there
 //!   are delivered together (never split; never across a schema change) up to those limits,
 //!   as one target commit or Kafka transaction positioned at the last of them.
-//! - Polls `<v>.json` directly (see [`ChangeCursor`]) with idle backoff up to ten times the
-//!   interval; stops when caught up with `once`, or when `stop` resolves.
+//! - Polls `<v>.json` directly (see [`ChangeCursor`]) every poll interval, idle or not (an
+//!   empty poll is one GET of a missing object, so a stretched interval would only add
+//!   latency); stops when caught up with `once`, or when `stop` resolves.
 //! - Health: before a commit is delivered, its age is checked against the table's retention
 //!   ([`position_health`]): a warning near the limit, an error past it unless `allow_stale`.
 //! - Registration: with a follower id, the position is registered on the source table
@@ -140,8 +141,6 @@ pub async fn run_follower<S: ChangeSink>(
         r.advance(cursor.next_version(), true).await;
     }
     let mut warned = false;
-    let mut wait = opts.poll;
-    let max_idle = opts.poll.saturating_mul(10);
     let mut latest_seen: Option<(Instant, u64)> = None;
     let mut pending: Option<CommitChanges> = None;
     // Commits without rows delivered since the sink last saved its position: when the
@@ -178,10 +177,9 @@ pub async fn run_follower<S: ChangeSink>(
                 break;
             }
             tokio::select! {
-                () = tokio::time::sleep(wait) => {}
+                () = tokio::time::sleep(opts.poll) => {}
                 () = &mut stop => break,
             }
-            wait = (wait + opts.poll / 2).min(max_idle);
             continue;
         };
         let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
@@ -209,7 +207,6 @@ pub async fn run_follower<S: ChangeSink>(
                 }
             }
         }
-        wait = opts.poll;
         let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
         if changes.schema_changed {
             report.schema_changes += 1;
