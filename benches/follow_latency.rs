@@ -260,10 +260,7 @@ async fn latency_requests_idle(dir: &std::path::Path) {
     let idle_polls = delta["get_log_json"];
     let idle_total: u64 = delta.values().sum::<u64>() - delta["get_log_json"];
     // (get_log_json is a subset of get: the sum counts each request once.)
-    println!(
-        "idle {secs:.1} s: {idle_polls} polls ({:.2}/s), requests {delta:?}",
-        idle_polls as f64 / secs
-    );
+    println!("idle {secs:.1} s: {idle_polls} polls ({:.2}/s), requests {delta:?}", idle_polls as f64 / secs);
     println!("  {:.3} requests per idle poll", idle_total as f64 / idle_polls.max(1) as f64);
     println!("  idle CPU: {cpu:.3} CPU-s over {secs:.1} s = {:.2}% of one core", 100.0 * cpu / secs);
     let _ = stop_tx.send(());

@@ -284,7 +284,7 @@ async fn overload_is_429_and_slow_clients_are_cut_off() {
     let events = dir.path().join("events").to_string_lossy().into_owned();
     let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
     cfg.max_body = deltabus::common::units::ByteSize(1000);
-    cfg.max_buffered = deltabus::common::units::ByteSize(2000);
+    cfg.max_buffered = deltabus::common::units::ByteSize(4000);
     cfg.read_timeout = deltabus::common::units::HumanDuration::from_secs(1);
     cfg.tables.insert("events".into(), table_config(&events));
     let (url, _stop, _) = start(cfg).await;

@@ -35,8 +35,9 @@ pub struct ServerConfig {
     pub max_body: ByteSize,
     /// Longest JSON line (413 naming the line above it).
     pub max_line: ByteSize,
-    /// Bytes all requests in flight may hold (each holds twice its body: the bytes and their
-    /// rows); past it requests are answered 429 with `Retry-After`.
+    /// Bytes all requests in flight may hold (each holds four times its body: the bytes, their
+    /// decoding, the rows and their Parquet encoding); past it requests are answered 429 with
+    /// `Retry-After`.
     pub max_buffered: ByteSize,
     /// A client must send its headers, and then its body, within this long (408 otherwise).
     pub read_timeout: HumanDuration,
@@ -159,8 +160,8 @@ impl ServerConfig {
         let max_body = positive("max_body", self.max_body.get())?;
         let max_line = positive("max_line", self.max_line.get())?;
         let max_buffered = positive("max_buffered", self.max_buffered.get())?;
-        if max_buffered < 2 * max_body {
-            return Err(bad("max_buffered", "must hold at least one request: twice max_body".into()));
+        if max_buffered < 4 * max_body {
+            return Err(bad("max_buffered", "must hold at least one request: four times max_body".into()));
         }
         if self.read_timeout.get().is_zero() {
             return Err(bad("read_timeout", "must be above zero".into()));

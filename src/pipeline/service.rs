@@ -78,7 +78,7 @@ pub async fn run(
 ) -> Result<BTreeMap<String, RunReport>> {
     if opts.pipelines.is_empty() {
         return Err(Error::InvalidArgument(
-            "no pipelines configured: add a [pipelines.<name>] section (see `deltabus config print-defaults`)".into(),
+            "no pipelines configured: add a [pipelines.<name>] section, or [server.tables.<name>] for push ingest (see `deltabus config print-defaults`)".into(),
         ));
     }
     let server = match &opts.metrics_addr {

@@ -123,7 +123,8 @@ impl GroupCommitter {
                 () = super::stopped(&mut stop) => { requests.close(); requests.recv().await }
             };
             let Some(first) = first else { return };
-            let deadline = tokio::time::Instant::from_std(first.arrived + self.window);
+            // The window opens when the first request is decoded and handed over.
+            let deadline = tokio::time::Instant::now() + self.window;
             let mut bytes = first.bytes;
             let mut group = vec![first];
             while bytes < self.max_bytes {

@@ -112,7 +112,14 @@ pub async fn start(
     let local_addr = socket.local_addr()?;
     let (read_timeout, max_buffered) = (config.read_timeout, config.max_buffered);
     let permits = usize::try_from(max_buffered).unwrap_or(usize::MAX).min(Semaphore::MAX_PERMITS);
-    let state = Arc::new(AppState { config, tables, buffered: Arc::new(Semaphore::new(permits)), metrics });
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    let state = Arc::new(AppState {
+        config,
+        tables,
+        buffered: Arc::new(Semaphore::new(permits)),
+        decoders: Arc::new(Semaphore::new(cores)),
+        metrics,
+    });
     tracing::info!(
         addr = %local_addr,
         tls = tls.is_some(),

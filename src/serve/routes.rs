@@ -33,6 +33,10 @@ use crate::metrics::Metrics;
 /// The OpenAPI document of these endpoints.
 pub const OPENAPI: &str = include_str!("openapi.json");
 
+/// What a request holds of `server.max_buffered`, in multiples of its body: the bytes, their
+/// decoding, the rows and their share of the commit's Parquet encoding.
+pub const HOLD_FACTOR: u64 = 4;
+
 /// The content type of Arrow IPC streams.
 const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
 
@@ -50,6 +54,9 @@ pub struct AppState {
     pub config: ResolvedServer,
     pub tables: std::collections::BTreeMap<String, TableHandle>,
     pub buffered: Arc<Semaphore>,
+    /// Decodings at once: one per core. Each decoding thread keeps the memory it used, so
+    /// an unbounded number of them would hold far more than `max_buffered`.
+    pub decoders: Arc<Semaphore>,
     pub metrics: Arc<Metrics>,
 }
 
@@ -206,7 +213,7 @@ async fn records(
         return retry_after(StatusCode::SERVICE_UNAVAILABLE, "the table is not open yet", 1);
     }
     // Room for the body and its rows, or 429: memory stays within server.max_buffered.
-    let hold = length.unwrap_or(max_body as u64).saturating_mul(2).max(1);
+    let hold = length.unwrap_or(max_body as u64).saturating_mul(HOLD_FACTOR).max(1);
     let permits = u32::try_from(hold).unwrap_or(u32::MAX);
     let Ok(_permit) = state.buffered.clone().try_acquire_many_owned(permits) else {
         m.rejected("overloaded");
@@ -234,6 +241,9 @@ async fn records(
         }
     }
     let (settings, max_line) = (table.settings.clone(), state.config.max_line);
+    let Ok(decoding) = state.decoders.clone().acquire_owned().await else {
+        return retry_after(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down", 1);
+    };
     let decoded = tokio::task::spawn_blocking(move || {
         let current = view.as_ref().map(|v| &v.schema);
         match kind {
@@ -265,6 +275,7 @@ async fn records(
         arrived: started,
         reply,
     };
+    drop(decoding);
     if table.commits.send(pending).is_err() {
         return retry_after(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down", 1);
     }
