@@ -30,18 +30,23 @@ fn resolved(cfg: ServerConfig) -> ResolvedServer {
 
 /// An in-process server; dropping the sender stops it.
 async fn start(cfg: ServerConfig) -> (String, tokio::sync::watch::Sender<bool>, Arc<Metrics>) {
+    let tls = cfg.tls_cert.is_some();
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let metrics = Arc::new(Metrics::default());
     let storage = deltabus::storage::StorageOptions::default();
     let server =
         deltabus::serve::start(resolved(cfg), storage, metrics.clone(), stopped, Duration::from_secs(5)).await.unwrap();
-    let url = format!("http://{}", server.local_addr);
+    let url = format!("{}://{}", if tls { "https" } else { "http" }, server.local_addr);
     tokio::spawn(server.stopped());
+    // Ready once every table is open (over TLS the client would need the CA: a short wait).
     let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while client.get(format!("{url}/ready")).send().await.map(|r| r.status().as_u16()).ok() != Some(200) {
+    while !tls && client.get(format!("{url}/ready")).send().await.map(|r| r.status().as_u16()).ok() != Some(200) {
         assert!(Instant::now() < deadline, "server not ready");
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if tls {
+        tokio::time::sleep(Duration::from_millis(300)).await;
     }
     (url, stop, metrics)
 }
@@ -209,7 +214,7 @@ async fn arrow_streams_http2_and_tls() {
     let (plain, _stop, _) = start(cfg.clone()).await;
     cfg.tls_cert = Some(cert_file.to_string_lossy().into_owned());
     cfg.tls_key = Some(key_file.to_string_lossy().into_owned());
-    let (tls, _stop_tls, _) = start_tls(cfg).await;
+    let (tls, _stop_tls, _) = start(cfg).await;
 
     let h2c = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
     let json = ("Content-Type", "application/x-ndjson");
@@ -261,18 +266,6 @@ async fn arrow_streams_http2_and_tls() {
         let out = Command::new(oracle).arg("rows").arg(&events).output().unwrap();
         assert_eq!(ids_of(&out.stdout), vec![1, 2, 3, 4], "{}", String::from_utf8_lossy(&out.stderr));
     }
-}
-
-async fn start_tls(cfg: ServerConfig) -> (String, tokio::sync::watch::Sender<bool>, Arc<Metrics>) {
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let metrics = Arc::new(Metrics::default());
-    let storage = deltabus::storage::StorageOptions::default();
-    let server =
-        deltabus::serve::start(resolved(cfg), storage, metrics.clone(), stopped, Duration::from_secs(5)).await.unwrap();
-    let url = format!("https://{}", server.local_addr);
-    tokio::spawn(server.stopped());
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    (url, stop, metrics)
 }
 
 /// Memory stays within `max_buffered`: a slow client holding the budget makes the next

@@ -103,10 +103,8 @@ async fn to_table(
         if rows.is_empty() {
             return Ok(());
         }
-        let batch = letters_batch(&rows, pipeline)?;
         let query = ("queryId", format!("{app_id}.dead_letters"));
-        let create = || new_table(dead_letter_schema(), &[], &Default::default());
-        let outcome = append_rows(table, snapshot.as_ref(), create, &[batch], txns, &[query]).await?;
+        let outcome = append_letters(table, snapshot.as_ref(), &rows, pipeline, txns, query).await?;
         if matches!(outcome, CommitOutcome::Committed { .. }) {
             return Ok(());
         }
@@ -115,11 +113,26 @@ async fn to_table(
     Err(Error::CommitConflict { version: 0, reason: format!("dead-letter table {} kept conflicting", table.url()) })
 }
 
-/// The rows of a dead-letter table for `rows`, with `pipeline` in its column.
+/// Appends `rows` to a dead-letter table as read in `snapshot` (created when `None`) with
+/// `txns`, in one commit; `parameter` goes to `commitInfo.operationParameters`.
 ///
 /// # Errors
-/// An internal error when the columns do not make a batch.
-pub fn letters_batch(rows: &[&DeadLetter], pipeline: &str) -> Result<RecordBatch> {
+/// As [`append_rows`].
+pub async fn append_letters(
+    table: &Table,
+    snapshot: Option<&crate::delta::snapshot::Snapshot>,
+    rows: &[&DeadLetter],
+    pipeline: &str,
+    txns: Vec<Txn>,
+    parameter: (&str, String),
+) -> Result<CommitOutcome> {
+    let batch = letters_batch(rows, pipeline)?;
+    let create = || new_table(dead_letter_schema(), &[], &Default::default());
+    append_rows(table, snapshot, create, &[batch], txns, &[parameter]).await
+}
+
+/// The rows of a dead-letter table for `rows`, with `pipeline` in its column.
+fn letters_batch(rows: &[&DeadLetter], pipeline: &str) -> Result<RecordBatch> {
     let columns: Vec<ArrayRef> = vec![
         Arc::new(rows.iter().map(|l| Some(l.reason.as_str())).collect::<StringArray>()),
         Arc::new(rows.iter().map(|_| Some(pipeline)).collect::<StringArray>()),

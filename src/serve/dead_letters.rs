@@ -10,12 +10,11 @@ use std::collections::BTreeMap;
 use super::group::Pending;
 use super::sequence::producer_app_id;
 use crate::delta::actions::Txn;
-use crate::delta::create::new_table;
 use crate::delta::transaction::CommitOutcome;
 use crate::error::{Error, Result};
-use crate::pipeline::dead_letter::{dead_letter_schema, letters_batch};
+use crate::pipeline::dead_letter::append_letters;
 use crate::source::kafka::record::DeadLetter;
-use crate::storage::{append_rows, Table};
+use crate::storage::Table;
 
 /// Writes the bad lines of `taken` not yet in `table`.
 ///
@@ -50,11 +49,8 @@ pub async fn write(table: &Table, name: &str, taken: &[&Pending]) -> Result<()> 
         }
         let now = table.clock().now_ms();
         let txns = txns.into_iter().map(|(app_id, version)| Txn { app_id, version, last_updated: Some(now) }).collect();
-        let batch = letters_batch(&rows, "http")?;
-        let create = || new_table(dead_letter_schema(), &[], &Default::default());
-        let outcome =
-            append_rows(table, snapshot.as_ref(), create, &[batch], txns, &[("source", format!("http:{name}"))])
-                .await?;
+        let source = ("source", format!("http:{name}"));
+        let outcome = append_letters(table, snapshot.as_ref(), &rows, "http", txns, source).await?;
         if matches!(outcome, CommitOutcome::Committed { .. }) {
             return Ok(());
         }
