@@ -13,7 +13,12 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
+#[path = "support/records.rs"]
+mod records;
+
 use std::io::{BufRead, Write};
+
+use records::record;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -21,24 +26,6 @@ use std::time::{Duration, Instant};
 const PRODUCERS: usize = 8;
 const BATCHES_EACH: usize = 50;
 const BATCH: usize = 1000;
-
-fn record(i: usize) -> String {
-    format!(
-        r#"{{"event_id":{i},"user_id":"user-{:08}","event_type":"{}","amount":{:.2},"country":"{}","ts":"2024-06-{:02}T{:02}:{:02}:{:02}.000000Z","session":"{}","active":{},"score":{},"note":"{}"}}"#,
-        i % 100_000,
-        ["click", "view", "purchase", "signup"][i % 4],
-        (i % 10_000) as f64 / 7.0,
-        ["DE", "US", "FR", "JP", "BR"][i % 5],
-        i % 28 + 1,
-        i % 24,
-        i % 60,
-        (i * 7) % 60,
-        uuid::Uuid::from_u128(i as u128 * 0x9E37_79B9_7F4A_7C15),
-        i % 3 == 0,
-        i % 1000,
-        "x".repeat(30 + i % 20),
-    )
-}
 
 fn batch_body(producer: usize, b: usize) -> String {
     let first = (producer * BATCHES_EACH + b) * BATCH;

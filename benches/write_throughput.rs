@@ -11,8 +11,12 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
+#[path = "support/records.rs"]
+mod records;
 #[path = "support/s3.rs"]
 mod s3;
+
+use records::record;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -93,23 +97,7 @@ fn generate_records(path: &Path) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
     for i in 0..RECORDS {
-        writeln!(
-            f,
-            r#"{{"event_id":{i},"user_id":"user-{:08}","event_type":"{}","amount":{:.2},"country":"{}","ts":"2024-06-{:02}T{:02}:{:02}:{:02}.000000Z","session":"{}","active":{},"score":{},"note":"{}"}}"#,
-            i % 100_000,
-            ["click", "view", "purchase", "signup"][i % 4],
-            (i % 10_000) as f64 / 7.0,
-            ["DE", "US", "FR", "JP", "BR"][i % 5],
-            i % 28 + 1,
-            i % 24,
-            i % 60,
-            (i * 7) % 60,
-            uuid::Uuid::from_u128(i as u128 * 0x9E37_79B9_7F4A_7C15),
-            i % 3 == 0,
-            i % 1000,
-            "x".repeat(30 + i % 20),
-        )
-        .unwrap();
+        writeln!(f, "{}", record(i)).unwrap();
     }
 }
 

@@ -135,11 +135,7 @@ pub async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
     opts: &WriteOptions,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<WriteReport> {
-    let existing = match table.snapshot(None).await {
-        Ok(s) => Some(s),
-        Err(Error::NotATable { .. }) => None,
-        Err(e) => return Err(e),
-    };
+    let existing = table.existing_snapshot().await?;
     if let (Some(s), Some((app, v))) = (&existing, &opts.txn) {
         if let Some(current) = s.txn_version(app).filter(|c| c >= v) {
             let outcome = CommitOutcome::AlreadyApplied { app_id: app.clone(), version: current };

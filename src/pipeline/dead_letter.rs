@@ -82,11 +82,7 @@ async fn to_table(
     letters: &BTreeMap<i32, Vec<DeadLetter>>,
 ) -> Result<()> {
     for _attempt in 0..10 {
-        let snapshot = match table.snapshot(None).await {
-            Ok(s) => Some(s),
-            Err(Error::NotATable { .. }) => None,
-            Err(e) => return Err(e),
-        };
+        let snapshot = table.existing_snapshot().await?;
         let mut rows: Vec<&DeadLetter> = Vec::new();
         let mut txns = Vec::new();
         for (p, ls) in letters {

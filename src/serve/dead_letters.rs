@@ -26,11 +26,7 @@ pub async fn write(table: &Table, name: &str, taken: &[&Pending]) -> Result<()> 
         return Ok(());
     }
     for _attempt in 0..10 {
-        let snapshot = match table.snapshot(None).await {
-            Ok(s) => Some(s),
-            Err(Error::NotATable { .. }) => None,
-            Err(e) => return Err(e),
-        };
+        let snapshot = table.existing_snapshot().await?;
         let mut rows: Vec<&DeadLetter> = Vec::new();
         let mut txns: BTreeMap<String, i64> = BTreeMap::new();
         for p in taken.iter().filter(|p| !p.bad_lines.is_empty()) {

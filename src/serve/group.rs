@@ -223,16 +223,12 @@ impl GroupCommitter {
     }
 
     /// Brings the snapshot up to date; `None` while the table does not exist.
-    async fn refresh(&self, snapshot: &mut Option<Snapshot>) -> Result<()> {
+    pub(super) async fn refresh(&self, snapshot: &mut Option<Snapshot>) -> Result<()> {
         match snapshot {
             Some(s) => {
                 self.table.update_snapshot(s).await?;
             }
-            None => match self.table.snapshot(None).await {
-                Ok(s) => *snapshot = Some(s),
-                Err(Error::NotATable { .. }) => {}
-                Err(e) => return Err(e),
-            },
+            None => *snapshot = self.table.existing_snapshot().await?,
         }
         if let Some(s) = snapshot.as_ref() {
             crate::delta::features::check_writable(&s.protocol, &s.metadata)?;

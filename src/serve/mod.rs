@@ -152,12 +152,8 @@ impl GroupCommitter {
     /// does not exist yet.
     async fn open(&self, ready: &AtomicBool, mut stop: watch::Receiver<bool>) -> Option<Option<Snapshot>> {
         loop {
-            let opened = match self.table.snapshot(None).await {
-                Ok(s) => crate::delta::features::check_writable(&s.protocol, &s.metadata).map(|()| Some(s)),
-                Err(Error::NotATable { .. }) => Ok(None),
-                Err(e) => Err(e),
-            };
-            match opened {
+            let mut snapshot = None;
+            match self.refresh(&mut snapshot).await.map(|()| snapshot) {
                 Ok(s) => {
                     self.publish(s.as_ref());
                     ready.store(true, Ordering::Release);

@@ -43,6 +43,19 @@ enum CheckpointFailure {
 }
 
 impl Table {
+    /// The latest snapshot, or `None` while no table exists at this location (writers that
+    /// create it on their first commit).
+    ///
+    /// # Errors
+    /// As [`Table::snapshot`], except [`Error::NotATable`].
+    pub async fn existing_snapshot(&self) -> Result<Option<Snapshot>> {
+        match self.snapshot(None).await {
+            Ok(s) => Ok(Some(s)),
+            Err(Error::NotATable { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Loads the snapshot at `version`, or the latest.
     ///
     /// # Errors

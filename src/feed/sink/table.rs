@@ -48,11 +48,7 @@ impl TableSink {
             source_table_id: source_table_id.to_string(),
         }
         .to_string();
-        let snapshot = match target.snapshot(None).await {
-            Ok(s) => Some(s),
-            Err(Error::NotATable { .. }) => None,
-            Err(e) => return Err(e),
-        };
+        let snapshot = target.existing_snapshot().await?;
         Ok(TableSink { target: target.clone(), snapshot, app_id, commits: 0, rows: 0 })
     }
 
