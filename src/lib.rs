@@ -29,6 +29,8 @@
 //! - [`metrics`]: Prometheus metrics and health probes.
 //! - [`source`]: record sources (the Kafka consumer and payload decoder).
 
+#![forbid(unsafe_code)]
+
 pub mod cli;
 pub mod common;
 pub mod compactor;

@@ -15,6 +15,7 @@ mod edges;
 mod faults;
 mod follow_live;
 mod generated;
+mod groups;
 mod hostile;
 mod ingest;
 mod ingest_process;

@@ -16,16 +16,18 @@ use crate::common::units::{ByteSize, HumanDuration};
 use crate::error::{Error, Result};
 use crate::feed::changes::ChangeCursor;
 use crate::feed::follow::{run_follower, FollowerReport};
+use crate::feed::group::{GroupOptions, Member};
+use crate::feed::group_follow::run_member;
 use crate::feed::sink::kafka::{KafkaSink, KafkaSinkConfig};
 use crate::feed::sink::lines::{write_lines, LinesSink};
-use crate::feed::sink::table::TableSink;
+use crate::feed::sink::table::{GroupTableSink, TableSink};
 use crate::metrics::PipelineMetrics;
 use crate::storage::Table;
 
 /// Options shared by `tail` and `follow`.
 #[derive(Debug, Args)]
 pub struct FollowerArgs {
-    /// How often to look for new commits (e.g. 200ms, 1s; backs off to 10x while idle).
+    /// How often to look for new commits (e.g. 200ms, 1s).
     #[arg(long, default_value = "1s")]
     pub poll_interval: HumanDuration,
     /// Only rows matching this predicate (files are skipped by statistics first).
@@ -56,6 +58,50 @@ pub struct FollowerArgs {
     /// Serve Prometheus metrics (position, versions and seconds behind) and /health here.
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics_addr: Option<String>,
+    /// Join this consumer group: its members share the table's changes, slice by slice
+    /// (state under `_deltabus/groups/` on the table).
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+    /// This member's id in the group (default: unique to the process).
+    #[arg(long, requires = "group")]
+    pub member: Option<String>,
+    /// Slices of a new group (default 16; fixed when the group is first used).
+    #[arg(long, requires = "group")]
+    pub slices: Option<u32>,
+    /// Columns whose values choose a row's slice in a new group, comma-separated (one key's
+    /// changes then stay in order on one member); default: the row's place in its commit.
+    #[arg(long = "group-key", value_delimiter = ',', requires = "group")]
+    pub group_key: Vec<String>,
+    /// How long a member's slices stay its own without a heartbeat.
+    #[arg(long, default_value = "10s", requires = "group")]
+    pub lease: HumanDuration,
+}
+
+impl FollowerArgs {
+    /// Joins `--group` on `table` when given; a new group starts at `--from` (a version or
+    /// `latest`).
+    async fn join(&self, table: &Table, from: &str) -> Result<Option<Member>> {
+        let Some(group) = &self.group else { return Ok(None) };
+        let start = match from {
+            "latest" => table.latest_version().await? + 1,
+            v => v.parse::<u64>().map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "--from {v:?} with --group: a version or `latest` (a group starts at one version)"
+                ))
+            })?,
+        };
+        let opts = GroupOptions {
+            group: group.clone(),
+            member: self.member.clone().unwrap_or_else(GroupOptions::default_member),
+            slices: self.slices,
+            key_columns: self.group_key.clone(),
+            lease: self.lease.get(),
+        };
+        if opts.lease < std::time::Duration::from_secs(1) {
+            return Err(Error::InvalidArgument("--lease: at least 1s".into()));
+        }
+        Member::join(table, opts, start).await.map(Some)
+    }
 }
 
 impl FollowerArgs {
@@ -128,9 +174,10 @@ pub struct FollowArgs {
     #[arg(long = "into")]
     pub target: String,
     /// Names this follower: its position lives in the target under `<id>-<source table id>`,
-    /// and it is registered on the source.
-    #[arg(long)]
-    pub follower_id: String,
+    /// and it is registered on the source (not with --group: each slice's position is
+    /// `<group>.<slice>-<source table id>`).
+    #[arg(long, required_unless_present = "group", conflicts_with = "group")]
+    pub follower_id: Option<String>,
     /// Where to start when the target has no position yet: a version, `latest`, `snapshot` or
     /// `timestamp:<time>`.
     #[arg(long, default_value = "0")]
@@ -239,6 +286,19 @@ pub async fn tail(
     out: &mut (dyn Write + Send),
 ) -> Result<FollowerReport> {
     let opts = args.follower.options(&args.from, args.follower_id.clone())?;
+    if let Some(mut member) = args.follower.join(table, &args.from).await? {
+        if args.to_topic.is_some() || args.state_file.is_some() {
+            return Err(Error::InvalidArgument(
+                "--group delivers to stdout or --output, its positions kept by the group (not --state-file or --to-topic)"
+                    .into(),
+            ));
+        }
+        let mut sink = match &args.output {
+            Some(path) => LinesSink::file(path, table.url(), None)?,
+            None => LinesSink::stream(out, table.url(), None),
+        };
+        return run_member(table, &mut sink, &mut member, &opts, stop).await;
+    }
     if let Some(topic) = &args.to_topic {
         let cfg = KafkaSinkConfig {
             brokers: args.brokers.clone().unwrap_or_default(),
@@ -271,7 +331,7 @@ pub async fn follow(
     target: &Table,
     stop: impl std::future::Future<Output = ()> + Send,
 ) -> Result<serde_json::Value> {
-    let opts = args.follower.options(&args.from, Some(args.follower_id.clone()))?;
+    let opts = args.follower.options(&args.from, args.follower_id.clone())?;
     let source_id = source.snapshot(None).await?.metadata.id;
     if source.url() == target.url() {
         return Err(Error::InvalidArgument(format!(
@@ -279,8 +339,19 @@ pub async fn follow(
             source.url()
         )));
     }
-    let mut sink = TableSink::open(target, &args.follower_id, &source_id).await?;
-    let (m, _server) = args.follower.metrics(&args.follower_id).await?;
+    if let Some(mut member) = args.follower.join(source, &args.from).await? {
+        let mut sink = GroupTableSink::open(target, member.spec_group(), &source_id).await?;
+        let report = run_member(source, &mut sink, &mut member, &opts, stop).await?;
+        let mut out = report.to_json();
+        let (commits, rows) = sink.counts();
+        out["member"] = member.name().into();
+        out["targetCommits"] = commits.into();
+        out["rows"] = rows.into();
+        return Ok(out);
+    }
+    let follower_id = args.follower_id.clone().unwrap_or_default();
+    let mut sink = TableSink::open(target, &follower_id, &source_id).await?;
+    let (m, _server) = args.follower.metrics(&follower_id).await?;
     let report = run_follower(source, &mut sink, &opts, m.as_deref(), stop).await?;
     let mut out = report.to_json();
     out["appId"] = sink.app_id().into();
@@ -301,8 +372,22 @@ pub async fn followers(table: &Table, remove: Option<&str>) -> Result<serde_json
     }
     let records = crate::feed::registry::list_followers(table).await?;
     let latest = table.latest_version().await?;
+    let now = table.clock().now_ms();
+    let groups = crate::feed::group::list_groups(table).await?;
     Ok(serde_json::json!({
         "latestVersion": latest,
+        "groups": groups.iter().map(|g| serde_json::json!({
+            "group": g.group, "slices": g.spec.slices, "keyColumns": g.spec.key_columns,
+            "members": g.members.iter().filter(|m| m.expires_at > now).map(|m| &m.member).collect::<Vec<_>>(),
+            "slicePositions": g.slices.iter().map(|s| {
+                let next = g.next_version(s);
+                let held = s.lease.expires_at > now;
+                serde_json::json!({
+                    "slice": s.slice, "member": held.then_some(&s.lease.member), "leaseExpiresAt": s.lease.expires_at,
+                    "nextVersion": next, "versionsBehind": (latest + 1).saturating_sub(next),
+                })
+            }).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
         "followers": records.iter().map(|r| serde_json::json!({
             "followerId": r.follower_id, "kind": r.kind, "nextVersion": r.next_version,
             "versionsBehind": (latest + 1).saturating_sub(r.next_version), "updatedAt": r.updated_at,

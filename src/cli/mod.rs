@@ -270,6 +270,15 @@ pub enum ConfigCommand {
 
 impl Command {
     /// Whether the command runs as a service (until stopped) rather than once.
+    /// Whether the command runs the push server (`serve`, or `run` with `[server.tables]`).
+    pub fn serves_http(&self, config: &Config) -> bool {
+        match self {
+            Command::Serve(_) => true,
+            Command::Run { .. } => !config.server.tables.is_empty(),
+            _ => false,
+        }
+    }
+
     pub fn is_service(&self) -> bool {
         match self {
             Command::Run { .. } | Command::Ingest(_) | Command::Serve(_) | Command::Demo { .. } => true,

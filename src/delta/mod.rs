@@ -40,6 +40,7 @@ pub mod dv;
 pub mod features;
 pub mod followers;
 pub mod generated;
+pub mod groups;
 pub mod json_schema;
 pub mod json_values;
 pub mod last_checkpoint;

@@ -13,5 +13,7 @@
 
 pub mod changes;
 pub mod follow;
+pub mod group;
+pub mod group_follow;
 pub mod registry;
 pub mod sink;

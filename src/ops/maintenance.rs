@@ -72,13 +72,22 @@ impl MaintenanceReport {
     }
 }
 
-/// The registered followers (ids) and the oldest version they need, unless ignored.
+/// The registered followers (ids) and consumer groups, and the oldest version they need, unless
+/// ignored.
 async fn followers_needs(table: &Table, ignore: bool) -> Result<(Vec<String>, Option<u64>)> {
     if ignore {
         return Ok((Vec::new(), None));
     }
     let records = list_followers(table).await?;
-    Ok((records.iter().map(|r| r.follower_id.clone()).collect(), oldest_needed(&records)))
+    let mut ids: Vec<String> = records.iter().map(|r| r.follower_id.clone()).collect();
+    let mut oldest = oldest_needed(&records);
+    // Each consumer group's slowest slice counts like a follower.
+    for g in crate::feed::group::list_groups(table).await? {
+        let slowest = g.slices.iter().map(|s| g.next_version(s)).min().unwrap_or(g.spec.start_version);
+        ids.push(format!("group {}", g.group));
+        oldest = Some(oldest.map_or(slowest, |o| o.min(slowest)));
+    }
+    Ok((ids, oldest))
 }
 
 /// The file of an optional deletion vector, relative to the root.

@@ -16,6 +16,7 @@
 
 pub mod body;
 pub mod dead_letters;
+pub mod decoders;
 pub mod group;
 pub mod listener;
 pub mod routes;
@@ -117,7 +118,7 @@ pub async fn start(
         config,
         tables,
         buffered: Arc::new(Semaphore::new(permits)),
-        decoders: Arc::new(Semaphore::new(cores)),
+        decoders: decoders::Decoders::start(cores)?,
         metrics,
     });
     tracing::info!(

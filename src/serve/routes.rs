@@ -7,7 +7,7 @@
 //!
 //! A request is checked in the order that costs least: table, token, producer headers,
 //! content type and length, then room in the buffered-bytes budget, then its body is read
-//! (within `read_timeout`) and decoded on a blocking thread, and handed to the table's group
+//! (within `read_timeout`) and decoded on one of the decoding threads, and handed to the table's group
 //! committer. Tokens are compared in constant time and never logged.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,9 +54,8 @@ pub struct AppState {
     pub config: ResolvedServer,
     pub tables: std::collections::BTreeMap<String, TableHandle>,
     pub buffered: Arc<Semaphore>,
-    /// Decodings at once: one per core. Each decoding thread keeps the memory it used, so
-    /// an unbounded number of them would hold far more than `max_buffered`.
-    pub decoders: Arc<Semaphore>,
+    /// The decoding threads, one per core.
+    pub decoders: super::decoders::Decoders,
     pub metrics: Arc<Metrics>,
 }
 
@@ -241,23 +240,22 @@ async fn records(
         }
     }
     let (settings, max_line) = (table.settings.clone(), state.config.max_line);
-    let Ok(decoding) = state.decoders.clone().acquire_owned().await else {
-        return retry_after(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down", 1);
-    };
-    let decoded = tokio::task::spawn_blocking(move || {
-        let current = view.as_ref().map(|v| &v.schema);
-        match kind {
-            Kind::JsonLines => body::json_lines(&bytes, &settings, current, max_line, bad_lines),
-            Kind::Arrow => body::arrow_stream(&bytes, &settings, current),
-        }
-    })
-    .await;
+    let decoded = state
+        .decoders
+        .run(move || {
+            let current = view.as_ref().map(|v| &v.schema);
+            match kind {
+                Kind::JsonLines => body::json_lines(&bytes, &settings, current, max_line, bad_lines),
+                Kind::Arrow => body::arrow_stream(&bytes, &settings, current),
+            }
+        })
+        .await;
     let rows = match decoded {
-        Ok(Ok(rows)) => rows,
-        Ok(Err(Refusal::Bad(why))) => return refuse(StatusCode::BAD_REQUEST, "bad_line", why),
-        Ok(Err(Refusal::TooLarge(why))) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, "too_large", why),
-        Ok(Err(Refusal::NoTable(why))) => return refuse(StatusCode::NOT_FOUND, "no_table", why),
-        Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("decoder: {e}")),
+        Some(Ok(rows)) => rows,
+        Some(Err(Refusal::Bad(why))) => return refuse(StatusCode::BAD_REQUEST, "bad_line", why),
+        Some(Err(Refusal::TooLarge(why))) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, "too_large", why),
+        Some(Err(Refusal::NoTable(why))) => return refuse(StatusCode::NOT_FOUND, "no_table", why),
+        None => return refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the decoder failed".into()),
     };
     if producer.is_none() && rows.count == 0 && rows.bad.is_empty() {
         m.answered(None, "committed", 0, body_bytes, started.elapsed().as_secs_f64());
@@ -275,7 +273,6 @@ async fn records(
         arrived: started,
         reply,
     };
-    drop(decoding);
     if table.commits.send(pending).is_err() {
         return retry_after(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down", 1);
     }

@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use futures::TryStreamExt;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use super::location::Table;
 use crate::error::{Error, Result};
@@ -57,6 +57,20 @@ impl Table {
         let path = self.relative_path(rel);
         self.store.put(&path, PutPayload::from(bytes.into())).await.map_err(|e| Error::storage(rel, e))?;
         Ok(())
+    }
+
+    /// Creates a file unless it exists (put-if-absent): `true` when created, `false` when the
+    /// file was already there. A lost answer is an error: the caller reads the file back.
+    ///
+    /// # Errors
+    /// Storage errors, including an outcome not known.
+    pub async fn create_file(&self, rel: &str, bytes: impl Into<Bytes>) -> Result<bool> {
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        match self.store.put_opts(&self.relative_path(rel), PutPayload::from(bytes.into()), opts).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(false),
+            Err(e) => Err(Error::storage(rel, e)),
+        }
     }
 
     /// A file's size; `None` when there is no such file.

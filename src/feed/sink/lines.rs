@@ -155,3 +155,27 @@ impl ChangeSink for LinesSink<'_> {
         "lines"
     }
 }
+
+/// In a consumer group, lines carry no position of their own: the slices' positions are the
+/// group's lease records (at least once: a new holder repeats what came after the last one).
+impl crate::feed::group_follow::SliceSink for LinesSink<'_> {
+    async fn slice_position(&mut self, _slice: u32) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
+    async fn deliver_slices(
+        &mut self,
+        source: &Snapshot,
+        changes: &CommitChanges,
+        slices: &std::collections::BTreeMap<u32, Vec<arrow::array::RecordBatch>>,
+    ) -> Result<()> {
+        let part = CommitChanges {
+            version: changes.version,
+            timestamp_ms: changes.timestamp_ms,
+            batches: slices.values().flatten().cloned().collect(),
+            schema_changed: changes.schema_changed,
+            files: changes.files,
+        };
+        ChangeSink::deliver(self, source, &part).await
+    }
+}

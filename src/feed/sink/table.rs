@@ -106,6 +106,19 @@ impl ChangeSink for TableSink {
     }
 }
 
+/// The target must have the change schema of the source as it is now.
+fn check_schema(target: &Table, snapshot: Option<&Snapshot>, schema: &StructType, version: u64) -> Result<()> {
+    if let Some(s) = snapshot {
+        if s.schema.fields.iter().map(|f| &f.name).ne(schema.fields.iter().map(|f| &f.name)) {
+            return Err(Error::unsupported(format!(
+                "the source schema changed at version {version}; the target table {} has the old one",
+                target.url()
+            )));
+        }
+    }
+    Ok(())
+}
+
 async fn apply(
     target: &Table,
     snapshot: Option<&Snapshot>,
@@ -113,15 +126,7 @@ async fn apply(
     changes: &CommitChanges,
     app_id: &str,
 ) -> Result<CommitOutcome> {
-    if let Some(s) = snapshot {
-        if s.schema.fields.iter().map(|f| &f.name).ne(schema.fields.iter().map(|f| &f.name)) {
-            return Err(Error::unsupported(format!(
-                "the source schema changed at version {}; the target table {} has the old one",
-                changes.version,
-                target.url()
-            )));
-        }
-    }
+    check_schema(target, snapshot, schema, changes.version)?;
     let txn = Txn {
         app_id: app_id.to_string(),
         version: changes.version as i64,
@@ -130,4 +135,108 @@ async fn apply(
     let parameters = [("queryId", app_id.to_string()), ("epochId", changes.version.to_string())];
     let create = || new_table(schema.clone(), &[], &Default::default());
     append_rows(target, snapshot, create, &changes.batches, vec![txn], &parameters).await
+}
+
+/// The Delta-table sink of a consumer group: each slice's position is its own `txn`
+/// (`<group>.<slice>-<source table id>`), and one target commit carries the rows and the
+/// `txn`s of every slice delivered together.
+pub struct GroupTableSink {
+    target: TableSink,
+    group: String,
+    source_table_id: String,
+}
+
+impl GroupTableSink {
+    /// # Errors
+    /// Target read errors other than "no table yet".
+    pub async fn open(target: &Table, group: &str, source_table_id: &str) -> Result<GroupTableSink> {
+        Ok(GroupTableSink {
+            target: TableSink::open(target, group, source_table_id).await?,
+            group: group.to_string(),
+            source_table_id: source_table_id.to_string(),
+        })
+    }
+
+    fn app_id(&self, slice: u32) -> String {
+        crate::delta::app_id::TxnAppId::Follower {
+            follower: format!("{}.{slice}", self.group),
+            source_table_id: self.source_table_id.clone(),
+        }
+        .to_string()
+    }
+
+    /// Target commits made and rows written.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.target.commits, self.target.rows)
+    }
+}
+
+impl crate::feed::group_follow::SliceSink for GroupTableSink {
+    async fn slice_position(&mut self, slice: u32) -> Result<Option<u64>> {
+        self.target.refresh().await?;
+        let app = self.app_id(slice);
+        Ok(self
+            .target
+            .snapshot
+            .as_ref()
+            .and_then(|s| s.txn_version_kept(&app))
+            .and_then(|v| u64::try_from(v).ok())
+            .map(|v| v + 1))
+    }
+
+    async fn deliver_slices(
+        &mut self,
+        source: &Snapshot,
+        changes: &CommitChanges,
+        slices: &std::collections::BTreeMap<u32, Vec<arrow::array::RecordBatch>>,
+    ) -> Result<()> {
+        let schema = change_schema(&source.schema);
+        let version = i64::try_from(changes.version).map_err(|e| Error::Internal(e.to_string()))?;
+        // A slice whose txn already holds this version was delivered (by us before a lost
+        // answer, or by another holder): it is left out, and asked again after every outcome.
+        for _ in 0..8 {
+            let applied = |app: &str| {
+                self.target.snapshot.as_ref().and_then(|s| s.txn_version(app)).is_some_and(|v| v >= version)
+            };
+            let open: Vec<u32> = slices.keys().copied().filter(|s| !applied(&self.app_id(*s))).collect();
+            let batches: Vec<_> = open.iter().flat_map(|s| slices[s].iter().cloned()).collect();
+            if batches.iter().all(|b| b.num_rows() == 0) {
+                return Ok(());
+            }
+            let now = self.target.target.clock().now_ms();
+            let txns = open.iter().map(|s| Txn { app_id: self.app_id(*s), version, last_updated: Some(now) }).collect();
+            let part = CommitChanges {
+                version: changes.version,
+                timestamp_ms: changes.timestamp_ms,
+                batches,
+                schema_changed: changes.schema_changed,
+                files: changes.files,
+            };
+            let parameters = [("queryId", self.group.clone()), ("epochId", changes.version.to_string())];
+            let create = || new_table(schema.clone(), &[], &Default::default());
+            check_schema(&self.target.target, self.target.snapshot.as_ref(), &schema, changes.version)?;
+            let outcome = append_rows(
+                &self.target.target,
+                self.target.snapshot.as_ref(),
+                create,
+                &part.batches,
+                txns,
+                &parameters,
+            )
+            .await;
+            if matches!(outcome, Ok(CommitOutcome::Committed { .. })) {
+                self.target.commits += 1;
+                self.target.rows += part.rows();
+            }
+            self.target.refresh().await?;
+            match outcome? {
+                CommitOutcome::Committed { .. } => return Ok(()),
+                CommitOutcome::AlreadyApplied { .. } | CommitOutcome::Conflict { .. } => continue,
+            }
+        }
+        Err(Error::CommitConflict {
+            version: changes.version,
+            reason: "the target kept moving under this group's delivery".into(),
+        })
+    }
 }

@@ -1,0 +1,331 @@
+//! A member of a consumer group on a source table: joins (creating the group on first use),
+//! heartbeats, and takes, renews and releases slice leases under `_deltabus/groups/<group>/`
+//! (the rules are [`crate::delta::groups`]).
+//!
+//! Contract:
+//! - Every lease record is created with put-if-absent at the next epoch, so a slice is never
+//!   held twice. A write whose answer was lost is read back and recognised by its token.
+//! - [`Member::beat`] (every third of the lease): the member's heartbeat is rewritten, the live
+//!   members listed, the assignment computed, its own slices renewed (with their positions),
+//!   others' released, free or expired assigned ones taken.
+//! - [`Member::deliverable`]: the slices whose lease, as this member last wrote it, still has
+//!   a quarter of its time left. A member delivers only those, so a paused member whose lease
+//!   ran out delivers nothing before its next beat finds the slice gone.
+//! - [`Member::leave`] releases every slice with its position and removes the heartbeat, so the
+//!   slices move at once instead of after the lease.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::delta::groups::{
+    assignment, group_dir, lease_path, lease_state, member_path, parse_lease_path, parse_member_path, spec_path,
+    valid_name, GroupSpec, Lease, LeaseState, MemberRecord, DEFAULT_SLICES,
+};
+use crate::error::{Error, Result};
+use crate::storage::Table;
+
+/// What a member is told.
+#[derive(Debug, Clone)]
+pub struct GroupOptions {
+    pub group: String,
+    pub member: String,
+    /// The slices of a new group (an existing group keeps its own; a different number given
+    /// explicitly is an error).
+    pub slices: Option<u32>,
+    /// The key columns of a new group (likewise).
+    pub key_columns: Vec<String>,
+    pub lease: Duration,
+}
+
+impl GroupOptions {
+    /// A member id unique to this process.
+    pub fn default_member() -> String {
+        let host = std::env::var("HOSTNAME").unwrap_or_default();
+        let host: String = host.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(40).collect();
+        let unique = uuid::Uuid::new_v4().simple().to_string();
+        if host.is_empty() {
+            format!("m-{}-{}", std::process::id(), &unique[..8])
+        } else {
+            format!("{host}-{}-{}", std::process::id(), &unique[..8])
+        }
+    }
+}
+
+/// One member's view of its group.
+pub struct Member {
+    table: Table,
+    opts: GroupOptions,
+    pub spec: GroupSpec,
+    /// Slice → (epoch, expires at) of the lease records this member holds.
+    held: BTreeMap<u32, (u64, i64)>,
+    /// The next version each newly taken slice's previous holder recorded.
+    recorded: BTreeMap<u32, u64>,
+}
+
+impl Member {
+    /// Joins `opts.group` on `table`, creating it (starting at `start_version`) when new.
+    ///
+    /// # Errors
+    /// Invalid names, a group whose shape differs from what was asked, storage errors.
+    pub async fn join(table: &Table, opts: GroupOptions, start_version: u64) -> Result<Member> {
+        for (what, name) in [("group", &opts.group), ("member", &opts.member)] {
+            if !valid_name(name) {
+                return Err(Error::InvalidArgument(format!(
+                    "{what} {name:?}: use letters, digits, '-', '_' and '.' (not first), at most 200 characters"
+                )));
+            }
+        }
+        let wanted = GroupSpec {
+            slices: opts.slices.unwrap_or(DEFAULT_SLICES).clamp(1, 4096),
+            key_columns: opts.key_columns.clone(),
+            start_version,
+            created_at: table.clock().now_ms(),
+        };
+        let path = spec_path(&opts.group);
+        let body = serde_json::to_vec(&wanted).map_err(|e| Error::Internal(e.to_string()))?;
+        // A lost answer is read back below like a group someone else created.
+        let _ = table.create_file(&path, body).await;
+        let spec: GroupSpec = serde_json::from_slice(&table.read_bytes(&path).await?)
+            .map_err(|e| Error::InvalidArgument(format!("group {}: {path} is unreadable ({e})", opts.group)))?;
+        if opts.slices.is_some_and(|n| n != spec.slices) {
+            return Err(Error::InvalidArgument(format!(
+                "group {} has {} slices (set when it was first used), not {}",
+                opts.group,
+                spec.slices,
+                opts.slices.unwrap_or_default()
+            )));
+        }
+        if !opts.key_columns.is_empty() && opts.key_columns != spec.key_columns {
+            return Err(Error::InvalidArgument(format!(
+                "group {} slices rows by {:?} (set when it was first used), not {:?}",
+                opts.group, spec.key_columns, opts.key_columns
+            )));
+        }
+        Ok(Member { table: table.clone(), opts, spec, held: BTreeMap::new(), recorded: BTreeMap::new() })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.opts.member
+    }
+
+    pub fn spec_group(&self) -> &str {
+        &self.opts.group
+    }
+
+    pub fn lease(&self) -> Duration {
+        self.opts.lease
+    }
+
+    fn lease_ms(&self) -> i64 {
+        i64::try_from(self.opts.lease.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Slices held now (whatever their time left).
+    pub fn held(&self) -> Vec<u32> {
+        self.held.keys().copied().collect()
+    }
+
+    /// The next version the slice's previous holder recorded when this member took it.
+    pub fn recorded_position(&self, slice: u32) -> Option<u64> {
+        self.recorded.get(&slice).copied()
+    }
+
+    /// Slices this member may deliver at `now_ms`.
+    pub fn deliverable(&self, now_ms: i64) -> Vec<u32> {
+        let margin = self.lease_ms() / 4;
+        self.held.iter().filter(|(_, (_, expires))| *expires - margin > now_ms).map(|(s, _)| *s).collect()
+    }
+
+    /// One heartbeat: see the module contract. `positions` are the held slices' next versions.
+    ///
+    /// # Errors
+    /// Storage errors (the held leases simply run out when beats keep failing).
+    pub async fn beat(&mut self, positions: &BTreeMap<u32, u64>) -> Result<()> {
+        let now = self.table.clock().now_ms();
+        let me = self.opts.member.clone();
+        let heartbeat = MemberRecord { member: me.clone(), expires_at: now + self.lease_ms() };
+        let body = serde_json::to_vec(&heartbeat).map_err(|e| Error::Internal(e.to_string()))?;
+        self.table.put_bytes(&member_path(&self.opts.group, &me), body).await?;
+        let listed = self.table.list_files(&group_dir(&self.opts.group)).await?;
+        let mut members = Vec::new();
+        let mut latest: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut old: Vec<(u32, u64, String)> = Vec::new();
+        for f in &listed {
+            if let Some(m) = parse_member_path(&self.opts.group, &f.path) {
+                if m == me {
+                    members.push(me.clone());
+                } else if let Some(r) = self.read_json::<MemberRecord>(&f.path).await? {
+                    if r.expires_at > now {
+                        members.push(r.member);
+                    }
+                }
+            } else if let Some((s, e)) = parse_lease_path(&self.opts.group, &f.path) {
+                let top = latest.entry(s).or_insert(e);
+                *top = (*top).max(e);
+                old.push((s, e, f.path.clone()));
+            }
+        }
+        let wanted = assignment(&members, self.spec.slices);
+        for slice in 0..self.spec.slices {
+            let newest = match latest.get(&slice) {
+                Some(e) => self.read_json::<Lease>(&lease_path(&self.opts.group, slice, *e)).await?.map(|l| (*e, l)),
+                None => None,
+            };
+            let state = lease_state(newest.as_ref().map(|(e, l)| (*e, l)), &me, now);
+            let mine = wanted[slice as usize].as_deref() == Some(me.as_str());
+            let position = positions.get(&slice).copied();
+            match state {
+                LeaseState::Mine { epoch } => {
+                    let expires = if mine { now + self.lease_ms() } else { 0 };
+                    let won = self.write_lease(slice, epoch + 1, expires, position).await?;
+                    if won && mine {
+                        self.held.insert(slice, (epoch + 1, expires));
+                    } else {
+                        self.held.remove(&slice);
+                    }
+                }
+                LeaseState::Free | LeaseState::Expired { .. } if mine => {
+                    let (epoch, before) = match &newest {
+                        Some((e, l)) => (e + 1, l.next_version),
+                        None => (0, None),
+                    };
+                    self.held.remove(&slice);
+                    if self.write_lease(slice, epoch, now + self.lease_ms(), before).await? {
+                        self.held.insert(slice, (epoch, now + self.lease_ms()));
+                        match before {
+                            Some(v) => self.recorded.insert(slice, v),
+                            None => self.recorded.remove(&slice),
+                        };
+                        tracing::info!(group = %self.opts.group, member = %me, slice, epoch, "group.slice_taken");
+                    }
+                }
+                _ => {
+                    if self.held.remove(&slice).is_some() {
+                        tracing::warn!(group = %self.opts.group, member = %me, slice, "group.slice_lost");
+                    }
+                }
+            }
+        }
+        // Lease records more than a few epochs old are history; a failed delete is harmless.
+        for (s, e, path) in old {
+            if latest.get(&s).is_some_and(|top| e + 4 < *top) && self.held.contains_key(&s) {
+                let _ = self.table.delete_file(&path).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases every slice (recording `positions`) and removes the heartbeat.
+    ///
+    /// # Errors
+    /// Storage errors (the leases then run out on their own).
+    pub async fn leave(&mut self, positions: &BTreeMap<u32, u64>) -> Result<()> {
+        for (slice, (epoch, _)) in std::mem::take(&mut self.held) {
+            self.write_lease(slice, epoch + 1, 0, positions.get(&slice).copied()).await?;
+        }
+        self.table.delete_file(&member_path(&self.opts.group, &self.opts.member)).await
+    }
+
+    /// Creates lease record `epoch` of `slice`; `true` when this member wrote it.
+    async fn write_lease(&self, slice: u32, epoch: u64, expires_at: i64, next_version: Option<u64>) -> Result<bool> {
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let lease = Lease { member: self.opts.member.clone(), token: token.clone(), expires_at, next_version };
+        let path = lease_path(&self.opts.group, slice, epoch);
+        let body = serde_json::to_vec(&lease).map_err(|e| Error::Internal(e.to_string()))?;
+        let created = self.table.create_file(&path, body).await;
+        if matches!(created, Ok(true)) {
+            return Ok(true);
+        }
+        // Already there, or not known: whoever wrote the record is named in it.
+        match self.read_json::<Lease>(&path).await? {
+            Some(l) => Ok(l.token == token),
+            None => created.map(|_| false),
+        }
+    }
+
+    async fn read_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<Option<T>> {
+        match self.table.read_bytes(path).await {
+            Ok(bytes) => parse(path, &bytes).map(Some),
+            Err(Error::Storage { source: object_store::Error::NotFound { .. }, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// One slice of a group as its newest lease record shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SliceStatus {
+    pub slice: u32,
+    pub epoch: u64,
+    pub lease: Lease,
+}
+
+/// A group on a table: its shape, live members and slices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupStatus {
+    pub group: String,
+    pub spec: GroupSpec,
+    pub members: Vec<MemberRecord>,
+    pub slices: Vec<SliceStatus>,
+}
+
+impl GroupStatus {
+    /// The next version of `slice`: its holder's record, else the group's start.
+    pub fn next_version(&self, slice: &SliceStatus) -> u64 {
+        slice.lease.next_version.unwrap_or(self.spec.start_version)
+    }
+}
+
+/// Every group on `table`, sorted by name.
+///
+/// # Errors
+/// Storage errors and unreadable group records (maintenance must not guess what a group needs).
+pub async fn list_groups(table: &Table) -> Result<Vec<GroupStatus>> {
+    let listed = table.list_files(crate::delta::groups::GROUPS_DIR).await?;
+    let mut names: Vec<String> = listed
+        .iter()
+        .filter_map(|f| f.path.strip_prefix(&format!("{}/", crate::delta::groups::GROUPS_DIR)))
+        .filter_map(|rest| rest.strip_suffix("/group.json"))
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    let read = |path: String| async move {
+        let bytes = table.read_bytes(&path).await?;
+        Ok::<_, Error>((path, bytes))
+    };
+    let mut out = Vec::new();
+    for group in names {
+        let (path, bytes) = read(spec_path(&group)).await?;
+        let spec: GroupSpec = parse(&path, &bytes)?;
+        let mut members = Vec::new();
+        let mut latest: BTreeMap<u32, u64> = BTreeMap::new();
+        for f in &listed {
+            if parse_member_path(&group, &f.path).is_some() {
+                match read(f.path.clone()).await {
+                    Ok((p, b)) => members.push(parse::<MemberRecord>(&p, &b)?),
+                    // A member that left between the listing and the read.
+                    Err(Error::Storage { source: object_store::Error::NotFound { .. }, .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            } else if let Some((s, e)) = parse_lease_path(&group, &f.path) {
+                let top = latest.entry(s).or_insert(e);
+                *top = (*top).max(e);
+            }
+        }
+        let mut slices = Vec::new();
+        for (slice, epoch) in latest {
+            let (p, b) = read(lease_path(&group, slice, epoch)).await?;
+            slices.push(SliceStatus { slice, epoch, lease: parse(&p, &b)? });
+        }
+        out.push(GroupStatus { group, spec, members, slices });
+    }
+    Ok(out)
+}
+
+fn parse<T: serde::de::DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "group record {path} is unreadable ({e}); remove the group's directory to reset it"
+        ))
+    })
+}
