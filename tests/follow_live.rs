@@ -11,21 +11,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::support::tables::write_lines;
 use crate::support::{deltabus, run_json};
 
 fn append(table: &str, ids: std::ops::Range<i64>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
-        .args(["write", table])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let rows: String = ids.map(|id| format!("{{\"id\":{id},\"w\":\"{}\"}}\n", "x".repeat(64))).collect();
-    child.stdin.take().unwrap().write_all(rows.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
     // Two writers race: a lost race is retried by the committer, never surfaced.
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    write_lines(table, &rows);
 }
 
 fn scrape(addr: &str) -> Option<String> {

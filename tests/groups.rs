@@ -5,26 +5,17 @@
 //! were delivered in version order.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write as _;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::support::tables::write_lines;
 use crate::support::{deltabus, run_json};
 
 fn append(table: &str, ids: std::ops::Range<i64>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
-        .args(["write", table])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let rows: String = ids.map(|id| format!("{{\"id\":{id},\"k\":\"k{}\"}}\n", id % 13)).collect();
-    child.stdin.take().unwrap().write_all(rows.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    write_lines(table, &rows);
 }
 
 fn member(source: &str, target: &str, name: &str, log: &std::path::Path, seed: u64) -> Child {

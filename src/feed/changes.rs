@@ -32,6 +32,17 @@ pub struct CommitChanges {
 }
 
 impl CommitChanges {
+    /// The same commit carrying `batches` instead (a part of its rows).
+    pub fn with_batches(&self, batches: Vec<RecordBatch>) -> CommitChanges {
+        CommitChanges {
+            version: self.version,
+            timestamp_ms: self.timestamp_ms,
+            batches,
+            schema_changed: self.schema_changed,
+            files: self.files,
+        }
+    }
+
     /// The number of change rows.
     pub fn rows(&self) -> u64 {
         self.batches.iter().map(|b| b.num_rows() as u64).sum()

@@ -36,3 +36,20 @@ pub async fn table_of_commits(url: &str, commits: &[&str]) -> deltabus::storage:
     }
     table
 }
+
+/// Appends JSON lines to `table` with `deltabus write` (one commit; a lost race is retried by
+/// the committer, never surfaced).
+pub fn write_lines(table: &str, lines: &str) {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["write", table])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -169,13 +169,7 @@ impl crate::feed::group_follow::SliceSink for LinesSink<'_> {
         changes: &CommitChanges,
         slices: &std::collections::BTreeMap<u32, Vec<arrow::array::RecordBatch>>,
     ) -> Result<()> {
-        let part = CommitChanges {
-            version: changes.version,
-            timestamp_ms: changes.timestamp_ms,
-            batches: slices.values().flatten().cloned().collect(),
-            schema_changed: changes.schema_changed,
-            files: changes.files,
-        };
+        let part = changes.with_batches(slices.values().flatten().cloned().collect());
         ChangeSink::deliver(self, source, &part).await
     }
 }

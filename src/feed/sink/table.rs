@@ -205,13 +205,7 @@ impl crate::feed::group_follow::SliceSink for GroupTableSink {
             }
             let now = self.target.target.clock().now_ms();
             let txns = open.iter().map(|s| Txn { app_id: self.app_id(*s), version, last_updated: Some(now) }).collect();
-            let part = CommitChanges {
-                version: changes.version,
-                timestamp_ms: changes.timestamp_ms,
-                batches,
-                schema_changed: changes.schema_changed,
-                files: changes.files,
-            };
+            let part = changes.with_batches(batches);
             let parameters = [("queryId", self.group.clone()), ("epochId", changes.version.to_string())];
             let create = || new_table(schema.clone(), &[], &Default::default());
             check_schema(&self.target.target, self.target.snapshot.as_ref(), &schema, changes.version)?;
