@@ -22,6 +22,7 @@ mod ingest_process;
 mod kafka;
 mod layout;
 mod maintenance;
+mod mirror;
 mod monitoring;
 mod paths;
 mod positions;

@@ -22,6 +22,7 @@ use crate::feed::sink::kafka::{KafkaSink, KafkaSinkConfig};
 use crate::feed::sink::lines::{write_lines, LinesSink};
 use crate::feed::sink::table::{GroupTableSink, TableSink};
 use crate::metrics::PipelineMetrics;
+use crate::pipeline::mirror::MirrorSink;
 use crate::storage::Table;
 
 /// Options shared by `tail` and `follow`.
@@ -182,6 +183,13 @@ pub struct FollowArgs {
     /// `timestamp:<time>`.
     #[arg(long, default_value = "0")]
     pub from: String,
+    /// Keep the target a copy of the source (its live rows equal the source's at each delivered
+    /// version: deletes and updates applied by --key-columns) instead of the change log.
+    #[arg(long, requires = "key_columns", conflicts_with = "group")]
+    pub mirror: bool,
+    /// The columns that identify a row, comma-separated (with --mirror).
+    #[arg(long, value_delimiter = ',', requires = "mirror")]
+    pub key_columns: Vec<String>,
     #[command(flatten)]
     pub follower: FollowerArgs,
 }
@@ -350,6 +358,16 @@ pub async fn follow(
         return Ok(out);
     }
     let follower_id = args.follower_id.clone().unwrap_or_default();
+    if args.mirror {
+        let mut sink = MirrorSink::open(target, &follower_id, &source_id, &args.key_columns).await?;
+        let (m, _server) = args.follower.metrics(&follower_id).await?;
+        let report = run_follower(source, &mut sink, &opts, m.as_deref(), stop).await?;
+        let mut out = report.to_json();
+        out["appId"] = sink.app_id().into();
+        out["targetCommits"] = sink.commits.into();
+        out["rows"] = sink.rows.into();
+        return Ok(out);
+    }
     let mut sink = TableSink::open(target, &follower_id, &source_id).await?;
     let (m, _server) = args.follower.metrics(&follower_id).await?;
     let report = run_follower(source, &mut sink, &opts, m.as_deref(), stop).await?;

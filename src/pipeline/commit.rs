@@ -24,7 +24,6 @@ use super::schema::refresh_snapshot;
 use crate::common::flush::FlushReason;
 use crate::delta::actions::{Action, Txn};
 use crate::delta::app_id::TxnAppId;
-use crate::delta::conflict::{IsolationLevel, ReadSet};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::{Error, Result};
@@ -283,27 +282,11 @@ impl Flusher {
             }
             Some(keys) => {
                 let p = super::upsert::plan(&self.table, snapshot, keys, parts, config).await?;
-                let mut txn = Transaction::new("MERGE", p.actions)
-                    .with_parameter(
-                        "predicate",
-                        serde_json::to_string(&vec![format!("key({})", keys.join(", "))]).unwrap_or_default(),
-                    )
-                    .with_parameter("queryId", self.app_id.as_str())
-                    .with_metric("numSourceRows", parts.values().map(|b| b.rows).sum::<u64>())
-                    .with_metric("numTargetRowsInserted", p.inserted)
-                    .with_metric("numTargetRowsUpdated", p.updated)
-                    .with_metric("numTargetRowsDeleted", p.deleted)
-                    .with_metric("numTargetFilesAdded", p.files_added)
-                    .with_metric("numTargetFilesScanned", p.files_scanned)
-                    .with_metric("numTargetFilesSkipped", p.files_skipped)
-                    .with_metric("numTargetBytesAdded", p.bytes_added);
-                // Blind appends beside it do not conflict; a change to a file whose rows it
-                // replaced does (and the flush is planned again).
-                txn.isolation = IsolationLevel::WriteSerializable;
-                txn.read = ReadSet { whole_table: true, files: p.read.into_iter().collect(), ..ReadSet::default() };
                 // Keyed: every change counts (upserts and deletes), not only the rows written.
                 let changes = parts.values().map(|b| b.rows).sum::<u64>();
-                (txn, p.written, changes, p.files_added, p.bytes_added)
+                let (files, bytes) = (p.files_added, p.bytes_added);
+                let (txn, written) = super::upsert::merge_transaction(p, keys, &self.app_id, changes);
+                (txn, written, changes, files, bytes)
             }
         })
     }

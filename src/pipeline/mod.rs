@@ -31,6 +31,7 @@ pub mod dead_letter;
 pub mod decode;
 pub mod delta_source;
 mod flushing;
+pub mod mirror;
 pub mod one_table;
 mod ownership;
 pub mod positions;

@@ -20,10 +20,12 @@ use serde_json::Value;
 use super::buffer::PartitionBatch;
 use crate::decode::keyed::{keys_of_batch, last_change_per_key, Change, KeySet};
 use crate::delta::actions::{Action, Add};
+use crate::delta::conflict::{IsolationLevel, ReadSet};
 use crate::delta::features::{has_reader_feature, Feature};
 use crate::delta::replay::FileKey;
 use crate::delta::schema::{DataType, PrimitiveType};
 use crate::delta::snapshot::Snapshot;
+use crate::delta::transaction::Transaction;
 use crate::error::{Error, Result};
 use crate::ops::deletion::{change_data_actions, dv_actions, find_rows, rewrite_actions};
 use crate::storage::{DataWriter, Table, WriterConfig};
@@ -79,6 +81,35 @@ fn may_hold(add: &Add, column: &str, keys: &[Bound]) -> bool {
     // ...is inside the range (a string maximum may be a truncated prefix: any key above the
     // minimum may be inside).
     matches!(max, Bound::Str(_)) || k <= &max
+}
+
+/// The `MERGE` transaction of `plan` (without its `txn`s), and the files it wrote: at
+/// WriteSerializable with the changed files as its read set, so blind appends beside it do not
+/// conflict but a change to a file whose rows it replaced does (and it is planned again).
+/// `source_rows` counts every change, upserts and deletes.
+pub fn merge_transaction(
+    plan: UpsertPlan,
+    keys: &[String],
+    query_id: &str,
+    source_rows: u64,
+) -> (Transaction, Vec<String>) {
+    let mut txn = Transaction::new("MERGE", plan.actions)
+        .with_parameter(
+            "predicate",
+            serde_json::to_string(&vec![format!("key({})", keys.join(", "))]).unwrap_or_default(),
+        )
+        .with_parameter("queryId", query_id)
+        .with_metric("numSourceRows", source_rows)
+        .with_metric("numTargetRowsInserted", plan.inserted)
+        .with_metric("numTargetRowsUpdated", plan.updated)
+        .with_metric("numTargetRowsDeleted", plan.deleted)
+        .with_metric("numTargetFilesAdded", plan.files_added)
+        .with_metric("numTargetFilesScanned", plan.files_scanned)
+        .with_metric("numTargetFilesSkipped", plan.files_skipped)
+        .with_metric("numTargetBytesAdded", plan.bytes_added);
+    txn.isolation = IsolationLevel::WriteSerializable;
+    txn.read = ReadSet { whole_table: true, files: plan.read.into_iter().collect(), ..ReadSet::default() };
+    (txn, plan.written)
 }
 
 /// Plans the keyed flush of `parts` against `snapshot`.

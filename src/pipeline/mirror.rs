@@ -1,0 +1,230 @@
+//! The mirror sink of `follow --mirror`: the target's live rows equal the source's at every
+//! delivered version (where `follow --into` copies the change log instead).
+//!
+//! Contract:
+//! - The target is created with the source's schema and partition columns and with deletion
+//!   vectors enabled; a source schema change is carried over as a metadata commit before the
+//!   rows of the commit that made it (a change of partition columns is refused).
+//! - Each source commit with row changes becomes one `MERGE` commit on the target, by the key
+//!   columns: delete rows remove their key's row (as deletion vectors), inserts and update
+//!   post-images replace or add it (the upsert planner of keyed pipelines), update pre-images
+//!   are skipped. Deletes are applied before inserts, so a key deleted and re-added in one
+//!   commit (a copy-on-write update) ends up with its new row.
+//! - The commit carries `txn(<follower>-<source table id>, source version)`: a restart resumes
+//!   after it, a lost answer or a conflict re-reads the target and plans again, so each source
+//!   commit is applied once.
+
+use std::collections::{BTreeMap, HashMap};
+
+use arrow::array::{Array, RecordBatch, StringArray};
+use arrow::compute::filter_record_batch;
+
+use super::buffer::PartitionBatch;
+use super::upsert::{merge_transaction, plan};
+use crate::decode::keyed::keys_of_batch;
+use crate::delta::actions::{Action, Metadata, Txn};
+use crate::delta::create::new_table;
+use crate::delta::snapshot::Snapshot;
+use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::error::{Error, Result};
+use crate::feed::changes::CommitChanges;
+use crate::feed::sink::ChangeSink;
+use crate::storage::{RetryPolicy, StagedCommit, Table, WriterConfig, CHANGE_TYPE};
+
+/// Lost races and changed schemas one delivery rides out before it fails.
+const ATTEMPTS: u32 = 10;
+
+/// The mirror sink.
+pub struct MirrorSink {
+    target: Table,
+    snapshot: Option<Snapshot>,
+    app_id: String,
+    keys: Vec<String>,
+    /// Target commits made and source change rows applied.
+    pub commits: u64,
+    pub rows: u64,
+}
+
+impl MirrorSink {
+    /// A mirror of the source table `source_table_id` into `target`, matching rows by `keys`.
+    ///
+    /// # Errors
+    /// No key columns; target read errors other than "no table yet".
+    pub async fn open(target: &Table, follower_id: &str, source_table_id: &str, keys: &[String]) -> Result<MirrorSink> {
+        if keys.is_empty() {
+            return Err(Error::InvalidArgument(
+                "--mirror needs --key-columns: the columns that identify a row in source and target".into(),
+            ));
+        }
+        let app_id = crate::delta::app_id::TxnAppId::Follower {
+            follower: follower_id.to_string(),
+            source_table_id: source_table_id.to_string(),
+        }
+        .to_string();
+        let snapshot = target.existing_snapshot().await?;
+        Ok(MirrorSink { target: target.clone(), snapshot, app_id, keys: keys.to_vec(), commits: 0, rows: 0 })
+    }
+
+    pub fn app_id(&self) -> &str {
+        &self.app_id
+    }
+
+    async fn refresh(&mut self) -> Result<()> {
+        self.snapshot = self.target.existing_snapshot().await?;
+        Ok(())
+    }
+
+    /// Applies one source commit (and records its version).
+    async fn apply(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+        let version = i64::try_from(changes.version).map_err(|e| Error::Internal(e.to_string()))?;
+        for _ in 0..ATTEMPTS {
+            self.refresh().await?;
+            let Some(target) = &self.snapshot else {
+                self.create(source).await?;
+                continue;
+            };
+            if target.txn_version(&self.app_id).is_some_and(|v| v >= version) {
+                return Ok(());
+            }
+            if target.metadata.schema_string != source.metadata.schema_string {
+                self.evolve(target.clone(), source).await?;
+                continue;
+            }
+            let (parts, applied) = self.changes_as_batch(source, changes)?;
+            let mut config = WriterConfig::for_snapshot(target);
+            config.target_file_size = config.target_file_size.max(1);
+            let upsert = plan(&self.target, target, &self.keys, &parts, config).await?;
+            let (mut txn, written) = merge_transaction(upsert, &self.keys, &self.app_id, applied);
+            txn.actions.push(Action::Txn(Txn {
+                app_id: self.app_id.clone(),
+                version,
+                last_updated: Some(self.target.clock().now_ms()),
+            }));
+            txn = txn.with_parameter("epochId", changes.version.to_string());
+            let mut staged = StagedCommit::new(&self.target);
+            staged.stage(written);
+            match staged.commit(Some(target), &txn, &RetryPolicy::default()).await? {
+                CommitOutcome::Committed { .. } => {
+                    self.commits += 1;
+                    self.rows += applied;
+                    return Ok(());
+                }
+                CommitOutcome::AlreadyApplied { .. } => return Ok(()),
+                CommitOutcome::Conflict { version, reason } => {
+                    tracing::info!(version, reason, "mirror: the target moved; planning again");
+                }
+            }
+        }
+        Err(Error::CommitConflict {
+            version: changes.version,
+            reason: "the mirror's target kept moving under its commits".into(),
+        })
+    }
+
+    /// Creates the target like the source (a lost race to another creator is fine).
+    async fn create(&self, source: &Snapshot) -> Result<()> {
+        let mut props = HashMap::new();
+        props.insert("delta.enableDeletionVectors".to_string(), "true".to_string());
+        let (protocol, metadata) = new_table(source.schema.clone(), &source.metadata.partition_columns, &props)?;
+        let txn = Transaction::new("CREATE TABLE", vec![Action::Protocol(protocol), Action::Metadata(metadata)])
+            .with_parameter("queryId", self.app_id.as_str());
+        StagedCommit::new(&self.target).commit(None, &txn, &RetryPolicy::default()).await?;
+        Ok(())
+    }
+
+    /// Gives the target the source's schema.
+    async fn evolve(&self, target: Snapshot, source: &Snapshot) -> Result<()> {
+        if target.metadata.partition_columns != source.metadata.partition_columns {
+            return Err(Error::unsupported(format!(
+                "the source's partition columns changed to {:?}; the mirror {} keeps {:?}",
+                source.metadata.partition_columns,
+                self.target.url(),
+                target.metadata.partition_columns
+            )));
+        }
+        let metadata = Metadata { schema_string: source.metadata.schema_string.clone(), ..target.metadata.clone() };
+        let txn = Transaction::new("CHANGE COLUMN", vec![Action::Metadata(metadata)])
+            .with_parameter("queryId", self.app_id.as_str());
+        StagedCommit::new(&self.target).commit(Some(&target), &txn, &RetryPolicy::default()).await?;
+        tracing::info!(target = self.target.url(), "mirror: the source's schema carried over");
+        Ok(())
+    }
+
+    /// The commit's changes as one keyed batch: deletes first, then the new rows.
+    fn changes_as_batch(
+        &self,
+        source: &Snapshot,
+        changes: &CommitChanges,
+    ) -> Result<(BTreeMap<i32, PartitionBatch>, u64)> {
+        let columns: Vec<&str> = source.schema.fields.iter().map(|f| f.name.as_str()).collect();
+        let mut part = PartitionBatch::default();
+        let mut deletes = 0i64;
+        let mut applied = 0u64;
+        for batch in &changes.batches {
+            let types = batch
+                .column_by_name(CHANGE_TYPE)
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned())
+                .ok_or_else(|| Error::Internal("change rows without their change type".into()))?;
+            let keys = keys_of_batch(batch, &self.keys);
+            for (i, key) in keys.iter().enumerate() {
+                if types.value(i) == "delete" {
+                    applied += 1;
+                    match key {
+                        Some(k) => {
+                            part.deletes.push((deletes, k.clone()));
+                            deletes += 1;
+                        }
+                        None => tracing::warn!(version = changes.version, "mirror: a deleted row without its key"),
+                    }
+                }
+            }
+            let keep: arrow::array::BooleanArray =
+                types.iter().map(|t| Some(matches!(t, Some("insert" | "update_postimage")))).collect();
+            let rows = filter_record_batch(batch, &keep).map_err(|e| Error::Internal(format!("mirror rows: {e}")))?;
+            if rows.num_rows() == 0 {
+                continue;
+            }
+            let projected = project(&rows, &columns)?;
+            applied += projected.num_rows() as u64;
+            part.rows += projected.num_rows() as u64;
+            part.batches.push(projected);
+        }
+        // Offsets order the changes: every delete before every new row.
+        part.row_offsets = (0..part.rows).map(|i| deletes + i64::try_from(i).unwrap_or(i64::MAX)).collect();
+        part.rows += part.deletes.len() as u64;
+        Ok((BTreeMap::from([(0, part)]), applied))
+    }
+}
+
+fn project(batch: &RecordBatch, columns: &[&str]) -> Result<RecordBatch> {
+    let indices: Vec<usize> = columns
+        .iter()
+        .map(|c| {
+            batch.schema().index_of(c).map_err(|_| Error::Internal(format!("change rows without the column {c:?}")))
+        })
+        .collect::<Result<_>>()?;
+    batch.project(&indices).map_err(|e| Error::Internal(format!("mirror rows: {e}")))
+}
+
+impl ChangeSink for MirrorSink {
+    async fn position(&mut self) -> Result<Option<u64>> {
+        Ok(self.snapshot.as_ref().and_then(|s| s.txn_version_kept(&self.app_id)).and_then(|v| u64::try_from(v).ok()))
+    }
+
+    async fn deliver(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+        let schema_moved =
+            self.snapshot.as_ref().is_some_and(|t| t.metadata.schema_string != source.metadata.schema_string);
+        if changes.rows() == 0 && !schema_moved {
+            return Ok(());
+        }
+        self.apply(source, changes).await
+    }
+
+    async fn mark(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+        self.apply(source, changes).await
+    }
+
+    fn name(&self) -> &'static str {
+        "mirror"
+    }
+}

@@ -1,0 +1,99 @@
+//! `follow --mirror`: a source that writers append to, delete from (deletion vectors and
+//! copy-on-write), compact and evolve is mirrored by runs that fail store calls and are
+//! killed with -9 mid-run; after every completed run the target's rows equal the source's at
+//! the version the mirror recorded, as deltabus and the reference reader read them.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::tables::write_lines;
+use crate::support::{deltabus, run_json};
+
+fn sorted_rows(args: &[&str]) -> Vec<String> {
+    let out = deltabus(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let mut rows: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            // Column order and absent nulls aside: compare as sorted JSON objects.
+            let v: serde_json::Map<String, Value> = serde_json::from_str(l).unwrap();
+            let sorted: std::collections::BTreeMap<_, _> = v.into_iter().filter(|(_, v)| !v.is_null()).collect();
+            serde_json::to_string(&sorted).unwrap()
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+fn mirror_args<'a>(source: &'a str, target: &'a str) -> Vec<&'a str> {
+    vec!["follow", source, "--into", target, "--follower-id", "copy", "--mirror", "--key-columns", "id", "--once"]
+}
+
+#[test]
+fn a_mirror_equals_its_source_at_every_delivered_version_through_faults_and_kills() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, target) = (dir.path().join("source"), dir.path().join("target"));
+    let (s, t) = (source.to_str().unwrap().to_string(), target.to_str().unwrap().to_string());
+    let mut next = 0;
+    for round in 0..8 {
+        let rows: String = (next..next + 60).map(|id| format!("{{\"id\":{id},\"v\":\"r{round}-{id}\"}}\n")).collect();
+        write_lines(&s, &rows);
+        next += 60;
+        match round % 4 {
+            1 => assert!(deltabus(&["delete", &s, "--where", &format!("id < {}", round * 20)]).status.success()),
+            2 => {
+                // Updates as delete + insert of the same keys (copy-on-write in one commit).
+                assert!(deltabus(&["delete", &s, "--where", &format!("id >= {} AND id < {}", next - 30, next - 20)])
+                    .status
+                    .success());
+                let again: String =
+                    (next - 30..next - 20).map(|id| format!("{{\"id\":{id},\"v\":\"again-{id}\"}}\n")).collect();
+                write_lines(&s, &again);
+            }
+            3 => assert!(deltabus(&["compact", &s]).status.success()),
+            _ => {}
+        }
+        if round == 5 {
+            // A new column: the mirror takes the source's schema.
+            let mut w = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+                .args(["write", &s, "--evolve-schema"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap();
+            let line = format!("{{\"id\":{next},\"v\":\"wide\",\"extra\":\"e\"}}\n");
+            std::io::Write::write_all(&mut w.stdin.take().unwrap(), line.as_bytes()).unwrap();
+            assert!(w.wait().unwrap().success());
+            next += 1;
+        }
+        // A run killed with -9 part way, then one that completes under store faults.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(mirror_args(&s, &t))
+            .env("DELTABUS_FAULTS", format!("rate=0.05,seed={round}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(40 + 30 * round));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(mirror_args(&s, &t))
+            .env("DELTABUS_FAULTS", format!("rate=0.05,seed={}", 100 + round))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "mirror run: {}", String::from_utf8_lossy(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let at = report["position"].as_u64().expect("a position");
+        assert_eq!(at, run_json(&["describe", &s])["version"].as_u64().unwrap(), "caught up");
+        let expected = sorted_rows(&["cat", &s, "--version", &at.to_string()]);
+        assert_eq!(sorted_rows(&["cat", &t]), expected, "round {round}: the mirror at source version {at}");
+        if let Some(oracle) = crate::support::kernel_oracle() {
+            let out = Command::new(oracle).arg("rows").arg(&t).output().unwrap();
+            assert!(out.status.success(), "reference reader: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), expected.len(), "round {round}");
+        }
+    }
+}
