@@ -166,3 +166,27 @@ fn members_share_a_churning_feed_and_deliver_every_change_once_in_key_order() {
     }
     assert!(checked > 0);
 }
+
+/// `tail --group` prints lines; a member that leaves records its slices' positions in their
+/// leases, so the next member resumes there: taking turns, the members print every change once.
+#[test]
+fn tail_members_taking_turns_resume_from_the_positions_in_the_leases() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("source").to_str().unwrap().to_string();
+    let mut printed = Vec::new();
+    for (turn, name) in ["a", "b", "a", "c"].into_iter().enumerate() {
+        let turn = turn as i64;
+        append(&s, turn * 30..turn * 30 + 30);
+        let out = dir.path().join(format!("{turn}-{name}.jsonl"));
+        let o = deltabus(&["tail", &s, "--group", "t", "--member", name, "--from", "0", "--once"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::write(&out, &o.stdout).unwrap();
+        printed.extend(rows_of(&o.stdout));
+        assert_eq!(rows_of(&o.stdout).len(), 30, "turn {turn}: this turn's commit only");
+    }
+    printed.sort();
+    assert_eq!(printed, source_changes(&s));
+    let f = run_json(&["followers", &s]);
+    assert_eq!(f["groups"][0]["slicePositions"].as_array().unwrap().len(), 16);
+    assert!(f["groups"][0]["members"].as_array().unwrap().is_empty(), "every member left");
+}

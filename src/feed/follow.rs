@@ -316,7 +316,7 @@ fn fits(changes: &CommitChanges, opts: &FollowerOptions) -> bool {
 }
 
 /// Applies `skip_change_commits` and `ignore_deletes` to one commit's rows.
-fn shape(mut changes: CommitChanges, opts: &FollowerOptions) -> Result<CommitChanges> {
+pub(crate) fn shape(mut changes: CommitChanges, opts: &FollowerOptions) -> Result<CommitChanges> {
     if !opts.skip_change_commits && !opts.ignore_deletes {
         return Ok(changes);
     }
@@ -352,7 +352,7 @@ fn delivered(report: &mut FollowerReport, changes: &CommitChanges, metrics: Opti
     }
 }
 
-fn check_health(
+pub(crate) fn check_health(
     now: i64,
     snapshot: &crate::delta::snapshot::Snapshot,
     changes: &CommitChanges,

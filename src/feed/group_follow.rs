@@ -11,6 +11,9 @@
 //!   cursor to reach them, so every slice sees its commits in version order.
 //! - Only slices whose lease has time left are delivered ([`Member::deliverable`]); the sink
 //!   re-checks its own positions, so a delivery that raced a new holder lands once.
+//! - Before a commit is delivered its age is checked against the table's retention, as for
+//!   a single follower (a warning near the limit, an error past it unless `allow_stale`), and
+//!   `skip_change_commits` / `ignore_deletes` apply.
 //! - Beats every third of the lease; on stop the member leaves, releasing its slices.
 
 use std::collections::BTreeMap;
@@ -22,7 +25,7 @@ use arrow::compute::take_record_batch;
 use futures::FutureExt;
 
 use super::changes::{ChangeCursor, CommitChanges};
-use super::follow::FollowerReport;
+use super::follow::{check_health, shape, FollowerReport};
 use super::group::Member;
 use crate::common::follow::FollowerOptions;
 use crate::delta::arrow_value::value_at;
@@ -84,6 +87,7 @@ pub async fn run_member<S: SliceSink>(
     let beat_every = member.lease() / 3;
     let mut next_beat = tokio::time::Instant::now();
     let mut failed_beats = 0u32;
+    let mut warned = false;
     let result = loop {
         if (&mut stop).now_or_never().is_some() {
             break Ok(());
@@ -128,6 +132,9 @@ pub async fn run_member<S: SliceSink>(
             }
         };
         let snapshot = c.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?.clone();
+        // Staleness per slice: the commit is as old as the oldest position that needs it.
+        check_health(source.clock().now_ms(), &snapshot, &changes, opts.allow_stale, &mut warned)?;
+        let changes = shape(changes, opts)?;
         let due: Vec<u32> = live.iter().copied().filter(|s| positions[s] == changes.version).collect();
         // The leases may have run low while reading: deliver only what is still ours.
         let now = source.clock().now_ms();
