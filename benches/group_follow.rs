@@ -1,8 +1,9 @@
 //! Consumer groups and mirrors on local files, in one process:
 //!
-//! 1. Throughput: the changes of 200 commits × 2,000 rows delivered by a group of 1, 2 and 4
-//!    members (16 slices, keyed by `id`), rows/s until every row was delivered; baseline in the
-//!    same run: one plain follower (`run_follower`) over the same commits.
+//! 1. Throughput: the changes of 200 commits × 2,000 rows (one file each)
+//!    delivered by a group of 1, 2 and 4 members (16 slices, keyed by `id`, then by file),
+//!    rows/s until every row was delivered; baseline in the same run: one plain follower
+//!    (`run_follower`) over the same commits.
 //! 2. Latency: a writer commits 20 rows at random intervals (50–500 ms) for 15 s while a group
 //!    of 2 members polls every 100 ms; commit → delivered p50/p99 per member.
 //! 3. Mirror lag: a writer appends 200 rows every 200 ms for 10 s while `follow --mirror`
@@ -18,13 +19,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
+use deltabus::common::follow::GroupOptions;
 use deltabus::common::follow::{FollowerOptions, StartAt};
 use deltabus::delta::snapshot::Snapshot;
 use deltabus::delta::transaction::CommitOutcome;
 use deltabus::error::Result;
 use deltabus::feed::changes::CommitChanges;
 use deltabus::feed::follow::run_follower;
-use deltabus::feed::group::{GroupOptions, Member};
+use deltabus::feed::group::Member;
 use deltabus::feed::group_follow::{run_member, SliceSink};
 use deltabus::feed::sink::ChangeSink;
 use deltabus::ops::write::{write_json_lines, WriteOptions};
@@ -113,18 +115,18 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn group(name: &str, member: &str) -> GroupOptions {
+fn group(name: &str, member: &str, keys: &[&str]) -> GroupOptions {
     GroupOptions {
         group: name.into(),
         member: member.into(),
         slices: Some(16),
-        key_columns: vec!["id".into()],
+        key_columns: keys.iter().map(|k| (*k).to_string()).collect(),
         lease: Duration::from_secs(3),
     }
 }
 
 /// Runs `members` members of a new group until `expected` rows arrived: (seconds, rows/s).
-async fn group_throughput(table: &Table, members: usize, expected: u64) -> (f64, f64) {
+async fn group_throughput(table: &Table, members: usize, keys: &'static [&'static str], expected: u64) -> (f64, f64) {
     let name = format!("bench-{members}-{}", uuid::Uuid::new_v4().simple());
     let sink = Counting::default();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -133,7 +135,7 @@ async fn group_throughput(table: &Table, members: usize, expected: u64) -> (f64,
     for m in 0..members {
         let (table, name, mut sink, mut stop) = (table.clone(), name.clone(), sink.clone(), stop_rx.clone());
         tasks.push(tokio::spawn(async move {
-            let mut member = Member::join(&table, group(&name, &format!("m{m}")), 0).await.unwrap();
+            let mut member = Member::join(&table, group(&name, &format!("m{m}"), keys), 0).await.unwrap();
             let mut opts = FollowerOptions::new(StartAt::Version(0));
             opts.poll = Duration::from_millis(50);
             let stop = async move {
@@ -176,9 +178,11 @@ async fn main() {
     run_follower(&source, &mut plain, &opts, None, std::future::pending()).await.unwrap();
     let base = t.elapsed().as_secs_f64();
     println!("one plain follower (baseline)   {base:>6.2} s  {:>9.0} rows/s  1.00x", expected as f64 / base);
-    for members in [1usize, 2, 4] {
-        let (secs, rate) = group_throughput(&source, members, expected).await;
-        println!("group of {members} member(s)           {secs:>6.2} s  {rate:>9.0} rows/s  {:.2}x", base / secs);
+    for (keys, how) in [(&["id"][..], "keyed by id"), (&[][..], "by file")] {
+        for members in [1usize, 2, 4] {
+            let (secs, rate) = group_throughput(&source, members, keys, expected).await;
+            println!("group of {members}, slices {how:<11} {secs:>6.2} s  {rate:>9.0} rows/s  {:.2}x", base / secs);
+        }
     }
 
     // 2. Latency with two members.
@@ -193,7 +197,7 @@ async fn main() {
         sinks.push(sink.clone());
         let (table, mut sink, mut stop) = (live.clone(), sink, stop_rx.clone());
         tasks.push(tokio::spawn(async move {
-            let mut member = Member::join(&table, group("live", &format!("m{m}")), 1).await.unwrap();
+            let mut member = Member::join(&table, group("live", &format!("m{m}"), &["id"]), 1).await.unwrap();
             let mut opts = FollowerOptions::new(StartAt::Version(1));
             opts.poll = Duration::from_millis(100);
             let stop = async move {

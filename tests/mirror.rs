@@ -97,3 +97,68 @@ fn a_mirror_equals_its_source_at_every_delivered_version_through_faults_and_kill
         }
     }
 }
+
+/// `[delta]` pipelines of `run` with `mirror = true` and with `group`: the mirror equals the
+/// source and the group member's table holds every change row once; bad combinations are
+/// refused at configuration.
+#[test]
+fn run_pipelines_mirror_and_join_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let (s, mirror, member) = (p("source"), p("mirror"), p("member"));
+    write_lines(&s, &(0..40).map(|id| format!("{{\"id\":{id},\"v\":\"a\"}}\n")).collect::<String>());
+    let config = dir.path().join("run.toml");
+    let write_config = |extra: &str| {
+        std::fs::write(
+            &config,
+            format!(
+                "[pipelines.copy]\ntable = {mirror:?}\n[pipelines.copy.delta]\nsource = {s:?}\nstart = \"0\"\npoll_interval = \"50ms\"\nmirror = true\nkey_columns = [\"id\"]\n\
+                 [pipelines.share]\ntable = {member:?}\n[pipelines.share.delta]\nsource = {s:?}\nstart = \"0\"\npoll_interval = \"50ms\"\ngroup = \"g\"\nlease = \"2s\"\n{extra}"
+            ),
+        )
+        .unwrap();
+    };
+    write_config("start_extra = 1\n");
+    let bad = deltabus(&["--config", config.to_str().unwrap(), "run"]);
+    assert!(!bad.status.success());
+    write_config("");
+    let mut run = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["--config", config.to_str().unwrap(), "run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(deltabus(&["delete", &s, "--where", "id < 10"]).status.success());
+    write_lines(&s, &(40..60).map(|id| format!("{{\"id\":{id},\"v\":\"b\"}}\n")).collect::<String>());
+    let expected = sorted_rows(&["cat", &s]);
+    let changes = deltabus(&["changes", &s, "--from", "0"]).stdout;
+    let change_rows = String::from_utf8_lossy(&changes).lines().count();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let copied = deltabus(&["cat", &mirror]);
+        let shared = deltabus(&["cat", &member]);
+        let done = copied.status.success()
+            && shared.status.success()
+            && sorted_rows(&["cat", &mirror]) == expected
+            && String::from_utf8_lossy(&shared.stdout).lines().count() == change_rows;
+        if done {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the pipelines did not catch up");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(Command::new("kill").arg("-TERM").arg(run.id().to_string()).status().unwrap().success());
+    assert!(run.wait().unwrap().success());
+    let f = run_json(&["followers", &s]);
+    assert_eq!(f["groups"][0]["group"], "g");
+    // Refused at configuration: a mirror without keys, a group starting at a snapshot.
+    for (section, why) in [
+        ("[pipelines.x]\ntable = \"/tmp/x\"\n[pipelines.x.delta]\nsource = \"/tmp/y\"\nmirror = true\n", "key_columns"),
+        ("[pipelines.x]\ntable = \"/tmp/x\"\n[pipelines.x.delta]\nsource = \"/tmp/y\"\ngroup = \"g\"\n", "delta.start"),
+    ] {
+        std::fs::write(&config, section).unwrap();
+        let out = deltabus(&["--config", config.to_str().unwrap(), "config", "check"]);
+        let text = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+        assert!(!out.status.success() && text.contains(why), "{section}: {text}");
+    }
+}

@@ -12,11 +12,12 @@ use clap::Args;
 
 use super::key_value::{self, KeyValue};
 use crate::common::follow::FollowerOptions;
+use crate::common::follow::GroupOptions;
 use crate::common::units::{ByteSize, HumanDuration};
 use crate::error::{Error, Result};
 use crate::feed::changes::ChangeCursor;
 use crate::feed::follow::{run_follower, FollowerReport};
-use crate::feed::group::{GroupOptions, Member};
+use crate::feed::group::Member;
 use crate::feed::group_follow::run_member;
 use crate::feed::sink::kafka::{KafkaSink, KafkaSinkConfig};
 use crate::feed::sink::lines::{write_lines, LinesSink};
@@ -70,7 +71,8 @@ pub struct FollowerArgs {
     #[arg(long, requires = "group")]
     pub slices: Option<u32>,
     /// Columns whose values choose a row's slice in a new group, comma-separated (one key's
-    /// changes then stay in order on one member); default: the row's place in its commit.
+    /// changes then stay in order on one member); default: the file a row comes from (each
+    /// member reads only its slices' files).
     #[arg(long = "group-key", value_delimiter = ',', requires = "group")]
     pub group_key: Vec<String>,
     /// How long a member's slices stay its own without a heartbeat.
@@ -83,14 +85,6 @@ impl FollowerArgs {
     /// `latest`).
     async fn join(&self, table: &Table, from: &str) -> Result<Option<Member>> {
         let Some(group) = &self.group else { return Ok(None) };
-        let start = match from {
-            "latest" => table.latest_version().await? + 1,
-            v => v.parse::<u64>().map_err(|_| {
-                Error::InvalidArgument(format!(
-                    "--from {v:?} with --group: a version or `latest` (a group starts at one version)"
-                ))
-            })?,
-        };
         let opts = GroupOptions {
             group: group.clone(),
             member: self.member.clone().unwrap_or_else(GroupOptions::default_member),
@@ -101,7 +95,16 @@ impl FollowerArgs {
         if opts.lease < std::time::Duration::from_secs(1) {
             return Err(Error::InvalidArgument("--lease: at least 1s".into()));
         }
-        Member::join(table, opts, start).await.map(Some)
+        let start: crate::common::follow::StartAt = from.parse()?;
+        Member::join_from(table, opts, &start)
+            .await
+            .map_err(|e| match e {
+                Error::InvalidArgument(m) if m.starts_with("a group starts") => {
+                    Error::InvalidArgument(format!("--from {from:?} with --group: {m}"))
+                }
+                e => e,
+            })
+            .map(Some)
     }
 }
 
@@ -209,6 +212,14 @@ impl FollowerArgs {
             ignore_deletes: self.ignore_deletes,
             max_files_per_batch: self.max_files_per_batch,
             max_bytes_per_batch: self.max_bytes_per_batch,
+            // Groups and mirrors are joined by their own flags (`join`, `--mirror`).
+            mirror: false,
+            key_columns: Vec::new(),
+            group: None,
+            member: None,
+            slices: None,
+            group_key: Vec::new(),
+            lease: self.lease,
         };
         let mut o = settings.options(follower_id).map_err(|(key, why)| {
             let flag = match key {

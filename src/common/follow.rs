@@ -1,5 +1,6 @@
 //! How a follower runs: where it starts without a recorded position, how often it polls,
-//! what it delivers. Shared by the configuration, the command line and the follower loop.
+//! what it delivers; a consumer-group member's settings. Shared by the configuration, the
+//! command line and the follower loop.
 
 use std::time::Duration;
 
@@ -87,6 +88,33 @@ impl FollowerOptions {
             ignore_deletes: false,
             max_files: None,
             max_bytes: None,
+        }
+    }
+}
+
+/// A consumer-group member's settings (`--group` and friends, `[delta]` `group`).
+#[derive(Debug, Clone)]
+pub struct GroupOptions {
+    pub group: String,
+    pub member: String,
+    /// The slices of a new group (an existing group keeps its own; a different number given
+    /// explicitly is an error).
+    pub slices: Option<u32>,
+    /// The key columns of a new group (likewise).
+    pub key_columns: Vec<String>,
+    pub lease: Duration,
+}
+
+impl GroupOptions {
+    /// A member id unique to this process.
+    pub fn default_member() -> String {
+        let host = std::env::var("HOSTNAME").unwrap_or_default();
+        let host: String = host.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(40).collect();
+        let unique = uuid::Uuid::new_v4().simple().to_string();
+        if host.is_empty() {
+            format!("m-{}-{}", std::process::id(), &unique[..8])
+        } else {
+            format!("{host}-{}-{}", std::process::id(), &unique[..8])
         }
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::pipeline::{DeadLetterConfig, PipelineConfig, RecordColumns};
 use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig, UpsertFormat};
 use crate::common::flush::FlushPolicy;
+use crate::common::follow::{GroupOptions, StartAt};
 use crate::delta::schema::StructType;
 use crate::error::{Error, Result};
 
@@ -554,6 +555,33 @@ impl PipelineConfig {
             return Err(bad("delta.follower_id", format!("{follower_id:?}: letters, digits, '-', '_' and '.'")));
         }
         let options = d.options(Some(follower_id.clone())).map_err(|(key, why)| bad(&format!("delta.{key}"), why))?;
-        Ok(ResolvedDeltaSource { source: d.source.clone(), follower_id, options })
+        let mirror = match (d.mirror, d.key_columns.is_empty()) {
+            (true, true) => {
+                return Err(bad("delta.key_columns", "a mirror needs the columns that identify a row".into()))
+            }
+            (true, false) => Some(d.key_columns.clone()),
+            (false, false) => return Err(bad("delta.key_columns", "only with mirror = true".into())),
+            (false, true) => None,
+        };
+        let group = match &d.group {
+            None => None,
+            Some(_) if mirror.is_some() => return Err(bad("delta.group", "not with mirror = true".into())),
+            Some(g) => {
+                if !matches!(options.start, StartAt::Version(_) | StartAt::Latest) {
+                    return Err(bad("delta.start", "a group starts at a version or \"latest\"".into()));
+                }
+                if d.lease.get() < std::time::Duration::from_secs(1) {
+                    return Err(bad("delta.lease", "at least 1s".into()));
+                }
+                Some(GroupOptions {
+                    group: g.clone(),
+                    member: d.member.clone().unwrap_or_else(GroupOptions::default_member),
+                    slices: d.slices,
+                    key_columns: d.group_key.clone(),
+                    lease: d.lease.get(),
+                })
+            }
+        };
+        Ok(ResolvedDeltaSource { source: d.source.clone(), follower_id, options, mirror, group })
     }
 }

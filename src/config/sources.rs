@@ -45,6 +45,33 @@ pub struct DeltaSourceConfig {
     pub max_files_per_batch: Option<usize>,
     #[serde(default)]
     pub max_bytes_per_batch: Option<ByteSize>,
+    /// Keep this pipeline's table a copy of the source (its live rows equal the source's at
+    /// each delivered version, matched by `key_columns`) instead of the change log.
+    #[serde(default)]
+    pub mirror: bool,
+    /// The columns that identify a row (with `mirror`).
+    #[serde(default)]
+    pub key_columns: Vec<String>,
+    /// Join this consumer group: the processes in it share the source's changes, slice by
+    /// slice (positions per slice; `start` is then a version or `latest`).
+    #[serde(default)]
+    pub group: Option<String>,
+    /// This member's id in the group (default: unique to the process).
+    #[serde(default)]
+    pub member: Option<String>,
+    /// Slices of a new group (default 16).
+    #[serde(default)]
+    pub slices: Option<u32>,
+    /// Columns choosing a row's slice in a new group (default: the file a row comes from).
+    #[serde(default)]
+    pub group_key: Vec<String>,
+    /// How long a member's slices stay its own without a heartbeat.
+    #[serde(default = "default_lease")]
+    pub lease: HumanDuration,
+}
+
+fn default_lease() -> HumanDuration {
+    HumanDuration::from_secs(10)
 }
 
 fn default_delta_start() -> String {
@@ -129,4 +156,7 @@ pub struct ResolvedDeltaSource {
     pub source: String,
     pub follower_id: String,
     pub options: crate::common::follow::FollowerOptions,
+    /// The key columns of a mirror.
+    pub mirror: Option<Vec<String>>,
+    pub group: Option<crate::common::follow::GroupOptions>,
 }

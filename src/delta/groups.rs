@@ -15,8 +15,8 @@
 //!   computes the same assignment from the same listing; a member releases what is no longer
 //!   its own and takes what is, once free.
 //! - A row's slice: a stable hash (FNV-1a, 64 bit) of its key columns' JSON values, so one key
-//!   always goes to the same slice; without key columns, of its batch and row index in the
-//!   commit (stable: a commit is always read the same way).
+//!   always goes to the same slice; without key columns, of its file's path, so that a member
+//!   reads only the files of its own slices.
 
 use serde::{Deserialize, Serialize};
 
@@ -138,10 +138,10 @@ pub fn slice_of(hash: u64, slices: u32) -> u32 {
     (hash % u64::from(slices.max(1))) as u32
 }
 
-/// The slice of the row at `row` of batch `batch` in its commit, for a group without keys.
-pub fn slice_of_place(batch: usize, row: usize, slices: u32) -> u32 {
-    let h = fnv1a(FNV_START, &(batch as u64).to_le_bytes());
-    slice_of(fnv1a(h, &(row as u64).to_le_bytes()), slices)
+/// The slice of every row of the file at `path` (as the log names it), for a group without
+/// keys: a member reads only its slices' files.
+pub fn slice_of_path(path: &str, slices: u32) -> u32 {
+    slice_of(fnv1a(FNV_START, path.as_bytes()), slices)
 }
 
 /// Group and member names are file names: letters, digits, `-`, `_` and `.` (not first).
@@ -194,8 +194,8 @@ mod tests {
     #[test]
     fn slices_are_stable_and_spread() {
         let mut counts = [0u32; 16];
-        for row in 0..16_000 {
-            counts[slice_of_place(row / 1000, row % 1000, 16) as usize] += 1;
+        for file in 0..16_000 {
+            counts[slice_of_path(&format!("part-{file:05}-{}.parquet", file * 7919), 16) as usize] += 1;
         }
         assert!(counts.iter().all(|c| (800..1200).contains(c)), "{counts:?}");
         assert_eq!(slice_of(fnv1a(FNV_START, b"\"k1\""), 16), slice_of(fnv1a(FNV_START, b"\"k1\""), 16));

@@ -49,6 +49,9 @@ impl CommitChanges {
     }
 }
 
+/// A file's slice (its path as the log names it), or `None` to leave the file unread.
+pub type SliceOfFile = dyn Fn(&str) -> Option<u32> + Sync;
+
 /// Reads commits from a start version onwards.
 pub struct ChangeCursor {
     table: Table,
@@ -219,6 +222,25 @@ impl ChangeCursor {
     /// [`Error::MissingVersion`] when the next commit is gone while later ones exist;
     /// protocol errors when a commit makes the table unreadable; storage and data errors.
     pub async fn poll(&mut self) -> Result<Option<CommitChanges>> {
+        Ok(self.poll_inner(None).await?.map(|(changes, _)| changes))
+    }
+
+    /// As [`ChangeCursor::poll`], reading only the files `slice_of(path)` places in a slice,
+    /// with each batch's slice (in batch order).
+    ///
+    /// # Errors
+    /// As [`ChangeCursor::poll`].
+    pub async fn poll_by_file(
+        &mut self,
+        slice_of: &SliceOfFile,
+    ) -> Result<Option<(CommitChanges, Vec<u32>)>> {
+        self.poll_inner(Some(slice_of)).await
+    }
+
+    async fn poll_inner(
+        &mut self,
+        slice_of: Option<&SliceOfFile>,
+    ) -> Result<Option<(CommitChanges, Vec<u32>)>> {
         let (version, actions, modified) = loop {
             let version = self.next;
             match self.table.read_commit_with_time(version).await {
@@ -256,10 +278,21 @@ impl ChangeCursor {
         }
         let snapshot = self.snapshot.as_ref().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
         let schema_changed = old_schema.is_some_and(|old| old != snapshot.metadata.schema_string);
-        let batches = self.table.commit_changes(snapshot, version, &actions, ts, self.filter.as_ref()).await?;
+        let (tags, batches): (Vec<u32>, Vec<RecordBatch>) = match slice_of {
+            None => {
+                let batches = self.table.commit_changes(snapshot, version, &actions, ts, self.filter.as_ref()).await?;
+                (Vec::new(), batches)
+            }
+            Some(f) => self
+                .table
+                .commit_changes_by_file(snapshot, version, &actions, ts, self.filter.as_ref(), f)
+                .await?
+                .into_iter()
+                .unzip(),
+        };
         self.next = version + 1;
         self.last_timestamp = ts;
         let files = crate::delta::change_feed::plan_changes(&actions).len();
-        Ok(Some(CommitChanges { version, timestamp_ms: ts, batches, schema_changed, files }))
+        Ok(Some((CommitChanges { version, timestamp_ms: ts, batches, schema_changed, files }, tags)))
     }
 }

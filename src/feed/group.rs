@@ -17,39 +17,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::common::follow::{GroupOptions, StartAt};
 use crate::delta::groups::{
     assignment, group_dir, lease_path, lease_state, member_path, parse_lease_path, parse_member_path, spec_path,
     valid_name, GroupSpec, Lease, LeaseState, MemberRecord, DEFAULT_SLICES,
 };
 use crate::error::{Error, Result};
 use crate::storage::Table;
-
-/// What a member is told.
-#[derive(Debug, Clone)]
-pub struct GroupOptions {
-    pub group: String,
-    pub member: String,
-    /// The slices of a new group (an existing group keeps its own; a different number given
-    /// explicitly is an error).
-    pub slices: Option<u32>,
-    /// The key columns of a new group (likewise).
-    pub key_columns: Vec<String>,
-    pub lease: Duration,
-}
-
-impl GroupOptions {
-    /// A member id unique to this process.
-    pub fn default_member() -> String {
-        let host = std::env::var("HOSTNAME").unwrap_or_default();
-        let host: String = host.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(40).collect();
-        let unique = uuid::Uuid::new_v4().simple().to_string();
-        if host.is_empty() {
-            format!("m-{}-{}", std::process::id(), &unique[..8])
-        } else {
-            format!("{host}-{}-{}", std::process::id(), &unique[..8])
-        }
-    }
-}
 
 /// One member's view of its group.
 pub struct Member {
@@ -102,6 +76,22 @@ impl Member {
             )));
         }
         Ok(Member { table: table.clone(), opts, spec, held: BTreeMap::new(), recorded: BTreeMap::new() })
+    }
+
+    /// Joins like [`Member::join`], a new group starting at `start`: a version, or `latest`
+    /// (the next commit to land).
+    ///
+    /// # Errors
+    /// Another start (a group starts at one version); as [`Member::join`].
+    pub async fn join_from(table: &Table, opts: GroupOptions, start: &StartAt) -> Result<Member> {
+        let version = match start {
+            StartAt::Version(v) => *v,
+            StartAt::Latest => table.latest_version().await? + 1,
+            other => {
+                return Err(Error::InvalidArgument(format!("a group starts at a version or `latest`, not {other:?}")))
+            }
+        };
+        Member::join(table, opts, version).await
     }
 
     pub fn name(&self) -> &str {

@@ -6,8 +6,10 @@
 //!   when it keeps one (a Delta target: one `txn` per slice), else what the slice's previous
 //!   holder recorded in its lease, else the group's start version.
 //! - The cursor reads from the lowest position among the deliverable slices; a commit is cut
-//!   into slices ([`split`]) and handed to the sink for the slices due at that version, in
-//!   one delivery, after which their positions move past it. Slices further ahead wait for the
+//!   into slices and handed to the sink for the slices due at that version, in one delivery,
+//!   after which their positions move past it. With key columns every file of the commit is
+//!   read and its rows cut by key ([`split`]); without, a row's slice is its file's, and only
+//!   the files of the due slices are read. Slices further ahead wait for the
 //!   cursor to reach them, so every slice sees its commits in version order.
 //! - Only slices whose lease has time left are delivered ([`Member::deliverable`]); the sink
 //!   re-checks its own positions, so a delivery that raced a new holder lands once.
@@ -29,7 +31,7 @@ use super::follow::{check_health, shape, FollowerReport};
 use super::group::Member;
 use crate::common::follow::FollowerOptions;
 use crate::delta::arrow_value::value_at;
-use crate::delta::groups::{fnv1a, slice_of, slice_of_place, GroupSpec, FNV_START};
+use crate::delta::groups::{fnv1a, slice_of, slice_of_path, GroupSpec, FNV_START};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::storage::Table;
@@ -121,8 +123,21 @@ pub async fn run_member<S: SliceSink>(
             cursor = Some(ChangeCursor::open(source, from).await?.with_filter(opts.filter.clone()));
         }
         let Some(c) = cursor.as_mut() else { continue };
-        let changes = match retrying!(c.poll())? {
-            Some(changes) => changes,
+        // The slices that need the next commit; without keys only their files are read.
+        let wanted: Vec<u32> = live.iter().copied().filter(|s| positions[s] == from).collect();
+        let keyless = member.spec.key_columns.is_empty();
+        let polled = if keyless {
+            let (count, wanted) = (member.spec.slices, wanted.clone());
+            let slice_of_file = move |path: &str| {
+                let s = slice_of_path(path, count);
+                wanted.contains(&s).then_some(s)
+            };
+            retrying!(c.poll_by_file(&slice_of_file))?
+        } else {
+            retrying!(c.poll())?.map(|changes| (changes, Vec::new()))
+        };
+        let (changes, tags) = match polled {
+            Some(polled) => polled,
             None if opts.once => break Ok(()),
             None => {
                 if pause(opts.poll.min(beat_every), &mut stop).await {
@@ -135,15 +150,14 @@ pub async fn run_member<S: SliceSink>(
         // Staleness per slice: the commit is as old as the oldest position that needs it.
         check_health(source.clock().now_ms(), &snapshot, &changes, opts.allow_stale, &mut warned)?;
         let changes = shape(changes, opts)?;
-        let due: Vec<u32> = live.iter().copied().filter(|s| positions[s] == changes.version).collect();
         // The leases may have run low while reading: deliver only what is still ours.
-        let now = source.clock().now_ms();
-        let still: Vec<u32> = member.deliverable(now);
-        let due: Vec<u32> = due.into_iter().filter(|s| still.contains(s)).collect();
+        let still: Vec<u32> = member.deliverable(source.clock().now_ms());
+        let due: Vec<u32> =
+            wanted.into_iter().filter(|s| positions[s] == changes.version && still.contains(s)).collect();
         if due.is_empty() {
             continue;
         }
-        let slices = split(&changes, &member.spec, &due)?;
+        let slices = if keyless { by_file(&changes, &tags, &due) } else { split(&changes, &member.spec, &due)? };
         retrying!(sink.deliver_slices(&snapshot, &changes, &slices))?;
         for s in &due {
             positions.insert(*s, changes.version + 1);
@@ -181,13 +195,28 @@ async fn pause(d: Duration, stop: &mut std::pin::Pin<&mut impl Future<Output = (
     }
 }
 
-/// The rows of `changes` for each slice in `due` (a slice without rows maps to no batches).
+/// The batches of `changes` for each slice in `due`, by the slice of the file each came from
+/// (`tags`, in batch order; none when `skip_change_commits` emptied the commit).
+fn by_file(changes: &CommitChanges, tags: &[u32], due: &[u32]) -> BTreeMap<u32, Vec<RecordBatch>> {
+    let mut out: BTreeMap<u32, Vec<RecordBatch>> = due.iter().map(|s| (*s, Vec::new())).collect();
+    if tags.len() == changes.batches.len() {
+        for (tag, batch) in tags.iter().zip(&changes.batches) {
+            if let Some(list) = out.get_mut(tag) {
+                list.push(batch.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The rows of `changes` for each slice in `due` by the hash of the group's key columns (a
+/// slice without rows maps to no batches).
 ///
 /// # Errors
-/// An Arrow error while cutting the batches.
+/// A key column missing from the rows; an Arrow error while cutting the batches.
 pub fn split(changes: &CommitChanges, spec: &GroupSpec, due: &[u32]) -> Result<BTreeMap<u32, Vec<RecordBatch>>> {
     let mut out: BTreeMap<u32, Vec<RecordBatch>> = due.iter().map(|s| (*s, Vec::new())).collect();
-    for (b, batch) in changes.batches.iter().enumerate() {
+    for batch in &changes.batches {
         let keys: Vec<&dyn Array> = spec
             .key_columns
             .iter()
@@ -199,16 +228,12 @@ pub fn split(changes: &CommitChanges, spec: &GroupSpec, due: &[u32]) -> Result<B
             .collect::<Result<_>>()?;
         let mut rows: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
         for r in 0..batch.num_rows() {
-            let slice = if keys.is_empty() {
-                slice_of_place(b, r, spec.slices)
-            } else {
-                let mut h = FNV_START;
-                for k in &keys {
-                    h = fnv1a(h, value_at(*k, r).to_string().as_bytes());
-                    h = fnv1a(h, &[0]);
-                }
-                slice_of(h, spec.slices)
-            };
+            let mut h = FNV_START;
+            for k in &keys {
+                h = fnv1a(h, value_at(*k, r).to_string().as_bytes());
+                h = fnv1a(h, &[0]);
+            }
+            let slice = slice_of(h, spec.slices);
             if let Some(list) = out.contains_key(&slice).then(|| rows.entry(slice).or_default()) {
                 list.push(r as u32);
             }
@@ -224,4 +249,68 @@ pub fn split(changes: &CommitChanges, spec: &GroupSpec, due: &[u32]) -> Result<B
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Int64Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn batch(ids: &[i64], names: &[&str]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, true),
+            Field::new("name", DataType::Utf8, true),
+        ]));
+        RecordBatch::try_new(
+            schema,
+            vec![Arc::new(Int64Array::from(ids.to_vec())), Arc::new(StringArray::from(names.to_vec()))],
+        )
+        .unwrap()
+    }
+
+    fn changes(batches: Vec<RecordBatch>) -> CommitChanges {
+        CommitChanges { version: 3, timestamp_ms: 0, batches, schema_changed: false, files: 2 }
+    }
+
+    #[test]
+    fn keyed_rows_go_to_their_keys_slice_and_only_due_slices_are_kept() {
+        let spec = GroupSpec { slices: 4, key_columns: vec!["name".into()], start_version: 0, created_at: 0 };
+        let c = changes(vec![batch(&[1, 2, 3, 4], &["a", "b", "a", "c"]), batch(&[5], &["a"])]);
+        let all = split(&c, &spec, &[0, 1, 2, 3]).unwrap();
+        let slice_of_a = all
+            .iter()
+            .find(|(_, b)| {
+                b.iter().any(|b| {
+                    b.num_rows() > 0 && {
+                        let names = b.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+                        names.iter().any(|n| n == Some("a"))
+                    }
+                })
+            })
+            .map(|(s, _)| *s)
+            .unwrap();
+        let a_rows: usize = all[&slice_of_a].iter().map(RecordBatch::num_rows).sum();
+        assert!(a_rows >= 3, "every row of key a in one slice");
+        assert_eq!(all.values().flatten().map(RecordBatch::num_rows).sum::<usize>(), 5, "every row once");
+        let others: Vec<u32> = (0..4).filter(|s| *s != slice_of_a).collect();
+        let some = split(&c, &spec, &others).unwrap();
+        assert!(!some.contains_key(&slice_of_a));
+        assert_eq!(some.values().flatten().map(RecordBatch::num_rows).sum::<usize>(), 5 - a_rows);
+    }
+
+    #[test]
+    fn file_slices_keep_the_batches_of_due_slices() {
+        let c = changes(vec![batch(&[1], &["x"]), batch(&[2, 3], &["y", "z"])]);
+        let out = by_file(&c, &[2, 5], &[5, 7]);
+        assert_eq!(out[&5].len(), 1);
+        assert_eq!(out[&5][0].num_rows(), 2);
+        assert!(out[&7].is_empty());
+        assert!(!out.contains_key(&2));
+        // A commit emptied by skip_change_commits has no batches for its tags.
+        assert!(by_file(&changes(Vec::new()), &[2, 5], &[5]).values().all(Vec::is_empty));
+    }
 }

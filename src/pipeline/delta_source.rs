@@ -3,17 +3,23 @@
 //! source commit lands exactly once (`txn(<follower id>-<source table id>, version)`). The
 //! follower registers its position on the source, reports versions and seconds behind in the
 //! pipeline metrics, and stops when `stop` turns true (between commits, never inside one).
+//! With `group`, the process is a member of a consumer group on the source (slices and their
+//! positions, `feed::group_follow`); with `mirror`, the table is kept a copy of the source
+//! (`pipeline::mirror`).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use super::mirror::MirrorSink;
 use super::runner::RunReport;
 use crate::config::{PipelineSource, ResolvedPipeline};
 use crate::error::{Error, Result};
 use crate::feed::follow::run_follower;
-use crate::feed::sink::table::TableSink;
+use crate::feed::group::Member;
+use crate::feed::group_follow::run_member;
+use crate::feed::sink::table::{GroupTableSink, TableSink};
 use crate::metrics::PipelineMetrics;
 use crate::storage::{StorageOptions, Table};
 
@@ -33,12 +39,31 @@ pub async fn run(
     };
     let source = Table::open(&d.source, storage)?;
     let source_id = source.snapshot(None).await?.metadata.id;
-    let mut sink = TableSink::open(&target, &d.follower_id, &source_id).await?;
-    metrics.ready.store(true, Relaxed);
-    tracing::info!(pipeline = %p.name, source = %d.source, follower = %d.follower_id, "delta source following");
     let stopped = async move {
         let _ = stop.wait_for(|s| *s).await;
     };
+    tracing::info!(pipeline = %p.name, source = %d.source, follower = %d.follower_id, "delta source following");
+    if let Some(group) = &d.group {
+        let mut member = Member::join_from(&source, group.clone(), &d.options.start).await?;
+        let mut sink = GroupTableSink::open(&target, &group.group, &source_id).await?;
+        metrics.ready.store(true, Relaxed);
+        let report = run_member(&source, &mut sink, &mut member, &d.options, stopped).await?;
+        let (commits, rows) = sink.counts();
+        return Ok(RunReport { records: report.rows, rows_committed: rows, dead_letters: 0, commits });
+    }
+    if let Some(keys) = &d.mirror {
+        let mut sink = MirrorSink::open(&target, &d.follower_id, &source_id, keys).await?;
+        metrics.ready.store(true, Relaxed);
+        let report = run_follower(&source, &mut sink, &d.options, Some(&metrics), stopped).await?;
+        return Ok(RunReport {
+            records: report.rows,
+            rows_committed: sink.rows,
+            dead_letters: 0,
+            commits: sink.commits,
+        });
+    }
+    let mut sink = TableSink::open(&target, &d.follower_id, &source_id).await?;
+    metrics.ready.store(true, Relaxed);
     let report = run_follower(&source, &mut sink, &d.options, Some(&metrics), stopped).await?;
     Ok(RunReport { records: report.rows, rows_committed: sink.rows, dead_letters: 0, commits: sink.commits })
 }

@@ -55,10 +55,30 @@ impl Table {
         timestamp_ms: i64,
         filter: Option<&Expr>,
     ) -> Result<Vec<RecordBatch>> {
+        let tagged =
+            self.commit_changes_by_file(snapshot, version, actions, timestamp_ms, filter, &|_| Some(0)).await?;
+        Ok(tagged.into_iter().map(|(_, b)| b).collect())
+    }
+
+    /// As [`Table::commit_changes`], reading only the files `tag_of(path)` gives a tag (the
+    /// path as the log names it), each batch with its file's tag.
+    ///
+    /// # Errors
+    /// As [`Table::commit_changes`].
+    pub async fn commit_changes_by_file(
+        &self,
+        snapshot: &Snapshot,
+        version: u64,
+        actions: &[Action],
+        timestamp_ms: i64,
+        filter: Option<&Expr>,
+        tag_of: &(dyn Fn(&str) -> Option<u32> + Sync),
+    ) -> Result<Vec<(u32, RecordBatch)>> {
         let plan = self.scan_plan(snapshot);
         let cdc_plan = plan.with_extra_string_column(CHANGE_TYPE);
         let mut out = Vec::new();
         for source in plan_changes(actions) {
+            let Some(tag) = tag_of(&source.path) else { continue };
             if filter.is_some_and(|f| !f.may_match_in(snapshot, &source.partition_values, source.stats.as_deref())) {
                 continue;
             }
@@ -100,7 +120,7 @@ impl Table {
                     continue;
                 }
                 let label = (source.change_type != ChangeType::FromFile).then(|| source.change_type.as_str());
-                out.push(with_change_columns(batch, label, version, timestamp_ms)?);
+                out.push((tag, with_change_columns(batch, label, version, timestamp_ms)?));
             }
         }
         Ok(out)
