@@ -361,11 +361,9 @@ pub async fn follow(
     if let Some(mut member) = args.follower.join(source, &args.from).await? {
         let mut sink = GroupTableSink::open(target, member.spec_group(), &source_id).await?;
         let report = run_member(source, &mut sink, &mut member, &opts, stop).await?;
-        let mut out = report.to_json();
         let (commits, rows) = sink.counts();
+        let mut out = follow_report(&report, commits, rows);
         out["member"] = member.name().into();
-        out["targetCommits"] = commits.into();
-        out["rows"] = rows.into();
         return Ok(out);
     }
     let follower_id = args.follower_id.clone().unwrap_or_default();
@@ -373,21 +371,25 @@ pub async fn follow(
         let mut sink = MirrorSink::open(target, &follower_id, &source_id, &args.key_columns).await?;
         let (m, _server) = args.follower.metrics(&follower_id).await?;
         let report = run_follower(source, &mut sink, &opts, m.as_deref(), stop).await?;
-        let mut out = report.to_json();
+        let mut out = follow_report(&report, sink.commits, sink.rows);
         out["appId"] = sink.app_id().into();
-        out["targetCommits"] = sink.commits.into();
-        out["rows"] = sink.rows.into();
         return Ok(out);
     }
     let mut sink = TableSink::open(target, &follower_id, &source_id).await?;
     let (m, _server) = args.follower.metrics(&follower_id).await?;
     let report = run_follower(source, &mut sink, &opts, m.as_deref(), stop).await?;
-    let mut out = report.to_json();
+    let mut out = follow_report(&report, sink.commits, sink.rows);
     out["appId"] = sink.app_id().into();
-    out["targetCommits"] = sink.commits.into();
-    // The rows this run committed (a commit another run had already landed is not counted).
-    out["rows"] = sink.rows.into();
     Ok(out)
+}
+
+/// What `follow` prints: the follower's report with the target commits and rows this run made
+/// (a commit another run had already landed is not counted).
+fn follow_report(report: &FollowerReport, commits: u64, rows: u64) -> serde_json::Value {
+    let mut out = report.to_json();
+    out["targetCommits"] = commits.into();
+    out["rows"] = rows.into();
+    out
 }
 
 /// `followers <table> [--remove ID]`: the registrations as JSON.

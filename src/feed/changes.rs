@@ -230,17 +230,11 @@ impl ChangeCursor {
     ///
     /// # Errors
     /// As [`ChangeCursor::poll`].
-    pub async fn poll_by_file(
-        &mut self,
-        slice_of: &SliceOfFile,
-    ) -> Result<Option<(CommitChanges, Vec<u32>)>> {
+    pub async fn poll_by_file(&mut self, slice_of: &SliceOfFile) -> Result<Option<(CommitChanges, Vec<u32>)>> {
         self.poll_inner(Some(slice_of)).await
     }
 
-    async fn poll_inner(
-        &mut self,
-        slice_of: Option<&SliceOfFile>,
-    ) -> Result<Option<(CommitChanges, Vec<u32>)>> {
+    async fn poll_inner(&mut self, slice_of: Option<&SliceOfFile>) -> Result<Option<(CommitChanges, Vec<u32>)>> {
         let (version, actions, modified) = loop {
             let version = self.next;
             match self.table.read_commit_with_time(version).await {
