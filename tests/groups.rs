@@ -190,3 +190,86 @@ fn tail_members_taking_turns_resume_from_the_positions_in_the_leases() {
     assert_eq!(f["groups"][0]["slicePositions"].as_array().unwrap().len(), 16);
     assert!(f["groups"][0]["members"].as_array().unwrap().is_empty(), "every member left");
 }
+
+/// `tail --group --to-topic`: two members produce the feed in transactions per slice, one is
+/// killed with -9 and restarted; a read_committed consumer sees every change row once.
+#[test]
+fn kafka_members_produce_every_change_once_across_kill_9() {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::error::KafkaError;
+    use rdkafka::Message;
+    let _guard = crate::support::native_clients_lock();
+    let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("changes", 3, 1).expect("topic");
+    cluster.create_topic("deltabus-progress", 1, 1).expect("progress topic");
+    let brokers = cluster.bootstrap_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("source").to_str().unwrap().to_string();
+    let log = dir.path().join("members.log");
+    append(&s, 0..40);
+    let spawn = |name: &str| {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(["tail", &s, "--group", "kg", "--member", name, "--slices", "4", "--lease", "2s", "--from", "0"])
+            .args(["--poll-interval", "50ms", "--to-topic", "changes", "--brokers", &brokers, "--key-columns", "id"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+    let (mut a, b) = (spawn("a"), spawn("b"));
+    for round in 1..6 {
+        append(&s, round * 40..round * 40 + 40);
+        if round == 2 {
+            signal(&a, "-KILL");
+            a.wait().unwrap();
+            a = spawn("a");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let caught_up = || {
+        let f = run_json(&["followers", &s]);
+        f["groups"][0]["slicePositions"]
+            .as_array()
+            .is_some_and(|v| v.len() == 4 && v.iter().all(|p| p["versionsBehind"] == 0))
+    };
+    while !caught_up() {
+        assert!(Instant::now() < deadline, "not caught up: {}", std::fs::read_to_string(&log).unwrap_or_default());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    for m in [a, b] {
+        signal(&m, "-TERM");
+        let out = m.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", std::fs::read_to_string(&log).unwrap_or_default());
+    }
+    let consumer: BaseConsumer = rdkafka::config::ClientConfig::new()
+        .set("bootstrap.servers", &brokers)
+        .set("group.id", "check")
+        .set("isolation.level", "read_committed")
+        .set("auto.offset.reset", "earliest")
+        .set("enable.partition.eof", "true")
+        .create()
+        .unwrap();
+    consumer.subscribe(&["changes"]).unwrap();
+    let (mut got, mut eof) = (Vec::new(), BTreeSet::new());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while eof.len() < 3 {
+        assert!(Instant::now() < deadline, "the topic was read to its end within 60 s");
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                got.extend_from_slice(m.payload().unwrap());
+                got.push(b'\n');
+            }
+            Some(Err(KafkaError::PartitionEOF(p))) => {
+                eof.insert(p);
+            }
+            Some(Err(e)) => panic!("{e}"),
+            None => {}
+        }
+    }
+    let mut produced = rows_of(&got);
+    produced.sort();
+    assert_eq!(produced, source_changes(&s), "every change row once");
+    drop(consumer);
+}

@@ -19,7 +19,7 @@ use crate::feed::changes::ChangeCursor;
 use crate::feed::follow::{run_follower, FollowerReport};
 use crate::feed::group::Member;
 use crate::feed::group_follow::run_member;
-use crate::feed::sink::kafka::{KafkaSink, KafkaSinkConfig};
+use crate::feed::sink::kafka::{KafkaGroupSink, KafkaSink, KafkaSinkConfig};
 use crate::feed::sink::lines::{write_lines, LinesSink};
 use crate::feed::sink::table::{GroupTableSink, TableSink};
 use crate::metrics::PipelineMetrics;
@@ -150,8 +150,9 @@ pub struct TailArgs {
     /// (required with --to-topic).
     #[arg(long)]
     pub follower_id: Option<String>,
-    /// Produce the rows to this Kafka topic in transactions instead of printing them.
-    #[arg(long, value_name = "TOPIC", requires_all = ["brokers", "follower_id"])]
+    /// Produce the rows to this Kafka topic in transactions instead of printing them (needs
+    /// --follower-id or --group).
+    #[arg(long, value_name = "TOPIC", requires = "brokers")]
     pub to_topic: Option<String>,
     /// Kafka bootstrap servers for --to-topic, host:port[,host:port...].
     #[arg(long)]
@@ -305,12 +306,25 @@ pub async fn tail(
     out: &mut (dyn Write + Send),
 ) -> Result<FollowerReport> {
     let opts = args.follower.options(&args.from, args.follower_id.clone())?;
+    let kafka = |topic: &str, follower_id: String, source_table_id: String| KafkaSinkConfig {
+        brokers: args.brokers.clone().unwrap_or_default(),
+        topic: topic.to_string(),
+        progress_topic: args.progress_topic.clone(),
+        follower_id,
+        source_table_id,
+        key_columns: args.key_columns.clone(),
+        properties: key_value::to_map(&args.kafka_properties),
+    };
     if let Some(mut member) = args.follower.join(table, &args.from).await? {
-        if args.to_topic.is_some() || args.state_file.is_some() {
+        if args.state_file.is_some() {
             return Err(Error::InvalidArgument(
-                "--group delivers to stdout or --output, its positions kept by the group (not --state-file or --to-topic)"
-                    .into(),
+                "--group keeps its positions in the group (per slice), not in --state-file".into(),
             ));
+        }
+        if let Some(topic) = &args.to_topic {
+            let id = table.snapshot(None).await?.metadata.id;
+            let mut sink = KafkaGroupSink::new(kafka(topic, member.spec_group().to_string(), id));
+            return run_member(table, &mut sink, &mut member, &opts, stop).await;
         }
         let mut sink = match &args.output {
             Some(path) => LinesSink::file(path, table.url(), None)?,
@@ -319,15 +333,10 @@ pub async fn tail(
         return run_member(table, &mut sink, &mut member, &opts, stop).await;
     }
     if let Some(topic) = &args.to_topic {
-        let cfg = KafkaSinkConfig {
-            brokers: args.brokers.clone().unwrap_or_default(),
-            topic: topic.clone(),
-            progress_topic: args.progress_topic.clone(),
-            follower_id: args.follower_id.clone().unwrap_or_default(),
-            source_table_id: table.snapshot(None).await?.metadata.id,
-            key_columns: args.key_columns.clone(),
-            properties: key_value::to_map(&args.kafka_properties),
+        let Some(follower_id) = args.follower_id.clone() else {
+            return Err(Error::InvalidArgument("--to-topic needs --follower-id (or --group)".into()));
         };
+        let cfg = kafka(topic, follower_id, table.snapshot(None).await?.metadata.id);
         let mut sink = KafkaSink::open(cfg).await?;
         let (m, _server) = args.follower.metrics(args.follower_id.as_deref().unwrap_or("tail")).await?;
         return run_follower(table, &mut sink, &opts, m.as_deref(), stop).await;

@@ -283,3 +283,53 @@ impl ChangeSink for KafkaSink {
         "kafka"
     }
 }
+
+/// The Kafka sink of a consumer group: one transactional producer per held slice, with
+/// `transactional.id = deltabus.<group>.<slice>.<source table id>` and the slice's progress
+/// record (key `<group>.<slice>-<source table id>`) in each of its transactions. Taking a
+/// slice starts its producer, which fences the slice's previous holder (a paused member that
+/// wakes up can no longer commit for it) before its position is read.
+pub struct KafkaGroupSink {
+    cfg: KafkaSinkConfig,
+    slices: BTreeMap<u32, KafkaSink>,
+}
+
+impl KafkaGroupSink {
+    /// `cfg.follower_id` is the group's name.
+    pub fn new(cfg: KafkaSinkConfig) -> KafkaGroupSink {
+        KafkaGroupSink { cfg, slices: BTreeMap::new() }
+    }
+
+    /// Transactions committed and rows produced.
+    pub fn counts(&self) -> (u64, u64) {
+        self.slices.values().fold((0, 0), |(t, r), s| (t + s.transactions, r + s.rows))
+    }
+}
+
+impl crate::feed::group_follow::SliceSink for KafkaGroupSink {
+    async fn slice_position(&mut self, slice: u32) -> Result<Option<u64>> {
+        let cfg = KafkaSinkConfig { follower_id: format!("{}.{slice}", self.cfg.follower_id), ..self.cfg.clone() };
+        let mut sink = KafkaSink::open(cfg).await?;
+        let position = sink.position().await?;
+        self.slices.insert(slice, sink);
+        Ok(position.map(|v| v + 1))
+    }
+
+    async fn deliver_slices(
+        &mut self,
+        source: &Snapshot,
+        changes: &CommitChanges,
+        slices: &BTreeMap<u32, Vec<arrow::array::RecordBatch>>,
+    ) -> Result<()> {
+        for (slice, batches) in slices {
+            let sink = self
+                .slices
+                .get_mut(slice)
+                .ok_or_else(|| Error::Internal(format!("slice {slice} delivered before its producer started")))?;
+            // A slice without rows keeps its older position: the next holder reads the commits
+            // between again and finds nothing for it.
+            sink.deliver(source, &changes.with_batches(batches.clone())).await?;
+        }
+        Ok(())
+    }
+}
