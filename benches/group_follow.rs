@@ -1,9 +1,9 @@
 //! Consumer groups and mirrors on local files, in one process:
 //!
-//! 1. Throughput: the changes of 200 commits × 2,000 rows (one file each)
-//!    delivered by a group of 1, 2 and 4 members (16 slices, keyed by `id`, then by file),
-//!    rows/s until every row was delivered; baseline in the same run: one plain follower
-//!    (`run_follower`) over the same commits.
+//! 1. Throughput: a group of 1, 2 and 4 members (16 slices, keyed by `id`, then by file)
+//!    settles on an idle table, then 199 commits × 2,000 rows (one file each) arrive at once;
+//!    rows/s from their arrival until every row was delivered; baseline in the same run: one
+//!    plain follower (`run_follower`) over the same commits.
 //! 2. Latency: a writer commits 20 rows at random intervals (50–500 ms) for 15 s while a group
 //!    of 2 members polls every 100 ms; commit → delivered p50/p99 per member.
 //! 3. Mirror lag: a writer appends 200 rows every 200 ms for 10 s while `follow --mirror`
@@ -125,27 +125,63 @@ fn group(name: &str, member: &str, keys: &[&str]) -> GroupOptions {
     }
 }
 
-/// Runs `members` members of a new group until `expected` rows arrived: (seconds, rows/s).
-async fn group_throughput(table: &Table, members: usize, keys: &'static [&'static str], expected: u64) -> (f64, f64) {
-    let name = format!("bench-{members}-{}", uuid::Uuid::new_v4().simple());
+/// A table of version 0 only whose later commits (already written to `staging`) arrive at once
+/// when the returned closure is called.
+fn burst_table(staging: &std::path::Path, at: &std::path::Path) -> impl Fn() {
+    let _ = std::fs::remove_dir_all(at);
+    std::fs::create_dir_all(at.join("_delta_log")).unwrap();
+    for e in std::fs::read_dir(staging).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), at.join(e.file_name())).unwrap();
+        }
+    }
+    let first = format!("{:020}.json", 0);
+    std::fs::copy(staging.join("_delta_log").join(&first), at.join("_delta_log").join(&first)).unwrap();
+    let (staging, at) = (staging.to_path_buf(), at.to_path_buf());
+    move || {
+        let mut names: Vec<_> =
+            std::fs::read_dir(staging.join("_delta_log")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        for n in names.into_iter().filter(|n| n.to_string_lossy() != first) {
+            std::fs::copy(staging.join("_delta_log").join(&n), at.join("_delta_log").join(&n)).unwrap();
+        }
+    }
+}
+
+/// `members` members of a new group settle on the slices of an idle table, then 199 commits
+/// arrive at once: (seconds from their arrival until every row was delivered, rows/s).
+async fn group_throughput(
+    staging: &std::path::Path,
+    members: usize,
+    keys: &'static [&'static str],
+    expected: u64,
+) -> (f64, f64) {
+    let at = staging.with_file_name(format!("burst-{members}-{}", keys.len()));
+    let arrive = burst_table(staging, &at);
+    let table = Table::open_for_write(at.to_str().unwrap(), StorageOptions::default()).unwrap();
+    let name = format!("bench-{members}");
     let sink = Counting::default();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let started = Instant::now();
     let mut tasks = Vec::new();
     for m in 0..members {
         let (table, name, mut sink, mut stop) = (table.clone(), name.clone(), sink.clone(), stop_rx.clone());
         tasks.push(tokio::spawn(async move {
-            let mut member = Member::join(&table, group(&name, &format!("m{m}"), keys), 0).await.unwrap();
-            let mut opts = FollowerOptions::new(StartAt::Version(0));
-            opts.poll = Duration::from_millis(50);
+            let mut member = Member::join(&table, group(&name, &format!("m{m}"), keys), 1).await.unwrap();
+            let mut opts = FollowerOptions::new(StartAt::Version(1));
+            opts.poll = Duration::from_millis(20);
             let stop = async move {
                 let _ = stop.wait_for(|s| *s).await;
             };
             run_member(&table, &mut sink, &mut member, &opts, stop).await.unwrap();
         }));
     }
+    // Three beats: every member holds the slices assigned to it.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    arrive();
+    let started = Instant::now();
     while sink.rows.load(Relaxed) < expected {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let secs = started.elapsed().as_secs_f64();
     stop_tx.send(true).unwrap();
@@ -163,24 +199,25 @@ async fn main() {
     std::fs::create_dir_all(&root).unwrap();
 
     // 1. Throughput.
-    let source = Table::open_for_write(root.join("source").to_str().unwrap(), StorageOptions::default()).unwrap();
+    let staging_path = root.join("staging");
+    let staging = Table::open_for_write(staging_path.to_str().unwrap(), StorageOptions::default()).unwrap();
     let (commits, per) = (200usize, 2000usize);
     for tag in 0..commits {
-        append(&source, per, tag).await;
+        append(&staging, per, tag).await;
     }
-    let expected = (commits * per) as u64;
-    println!("== group throughput: {commits} commits x {per} rows, 16 slices keyed by id ==");
+    let expected = ((commits - 1) * per) as u64;
+    println!("== group throughput: {} commits x {per} rows arriving at once, 16 slices ==", commits - 1);
     let sink = Counting::default();
     let mut plain = sink.clone();
-    let mut opts = FollowerOptions::new(StartAt::Version(0));
+    let mut opts = FollowerOptions::new(StartAt::Version(1));
     opts.once = true;
     let t = Instant::now();
-    run_follower(&source, &mut plain, &opts, None, std::future::pending()).await.unwrap();
+    run_follower(&staging, &mut plain, &opts, None, std::future::pending()).await.unwrap();
     let base = t.elapsed().as_secs_f64();
     println!("one plain follower (baseline)   {base:>6.2} s  {:>9.0} rows/s  1.00x", expected as f64 / base);
     for (keys, how) in [(&["id"][..], "keyed by id"), (&[][..], "by file")] {
         for members in [1usize, 2, 4] {
-            let (secs, rate) = group_throughput(&source, members, keys, expected).await;
+            let (secs, rate) = group_throughput(&staging_path, members, keys, expected).await;
             println!("group of {members}, slices {how:<11} {secs:>6.2} s  {rate:>9.0} rows/s  {:.2}x", base / secs);
         }
     }
