@@ -143,8 +143,11 @@ fn burst_table(staging: &std::path::Path, at: &std::path::Path) -> impl Fn() {
         let mut names: Vec<_> =
             std::fs::read_dir(staging.join("_delta_log")).unwrap().map(|e| e.unwrap().file_name()).collect();
         names.sort();
+        // Each file whole or not at all, as a store's put makes it appear.
         for n in names.into_iter().filter(|n| n.to_string_lossy() != first) {
-            std::fs::copy(staging.join("_delta_log").join(&n), at.join("_delta_log").join(&n)).unwrap();
+            let tmp = at.join(format!(".{}.tmp", n.to_string_lossy()));
+            std::fs::copy(staging.join("_delta_log").join(&n), &tmp).unwrap();
+            std::fs::rename(&tmp, at.join("_delta_log").join(&n)).unwrap();
         }
     }
 }
@@ -178,8 +181,9 @@ async fn group_throughput(
     }
     // Three beats: every member holds the slices assigned to it.
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    arrive();
+    // The clock starts before the commits land: members may deliver while they are copied.
     let started = Instant::now();
+    arrive();
     while sink.rows.load(Relaxed) < expected {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -207,13 +211,17 @@ async fn main() {
     }
     let expected = ((commits - 1) * per) as u64;
     println!("== group throughput: {} commits x {per} rows arriving at once, 16 slices ==", commits - 1);
-    let sink = Counting::default();
-    let mut plain = sink.clone();
     let mut opts = FollowerOptions::new(StartAt::Version(1));
     opts.once = true;
-    let t = Instant::now();
-    run_follower(&staging, &mut plain, &opts, None, std::future::pending()).await.unwrap();
-    let base = t.elapsed().as_secs_f64();
+    // Twice: the first run reads the files into the page cache, as the group runs find them.
+    let mut base = 0.0;
+    for _ in 0..2 {
+        let mut plain = Counting::default();
+        let t = Instant::now();
+        run_follower(&staging, &mut plain, &opts, None, std::future::pending()).await.unwrap();
+        base = t.elapsed().as_secs_f64();
+        assert_eq!(plain.rows.load(Relaxed), expected);
+    }
     println!("one plain follower (baseline)   {base:>6.2} s  {:>9.0} rows/s  1.00x", expected as f64 / base);
     for (keys, how) in [(&["id"][..], "keyed by id"), (&[][..], "by file")] {
         for members in [1usize, 2, 4] {
