@@ -111,6 +111,16 @@ async fn append(table: &Table, n: usize, tag: usize) -> u64 {
     }
 }
 
+/// Commit → arrival in ms for every committed version that arrived, sorted.
+fn latencies(committed: &BTreeMap<u64, Instant>, arrived: &BTreeMap<u64, Instant>) -> Vec<f64> {
+    let mut lat: Vec<f64> = committed
+        .iter()
+        .filter_map(|(v, at)| arrived.get(v).map(|d| d.saturating_duration_since(*at).as_secs_f64() * 1000.0))
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    lat
+}
+
 fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -271,12 +281,7 @@ async fn main() {
         t.await.unwrap();
     }
     for (m, sink) in sinks.iter().enumerate() {
-        let arrived = sink.arrived.lock().unwrap();
-        let mut lat: Vec<f64> = committed
-            .iter()
-            .filter_map(|(v, at)| arrived.get(v).map(|d| d.saturating_duration_since(*at).as_secs_f64() * 1000.0))
-            .collect();
-        lat.sort_by(f64::total_cmp);
+        let lat = latencies(&committed, &sink.arrived.lock().unwrap());
         println!(
             "member m{m}: {} commits with rows for it, commit -> delivered p50 {:.0} ms, p99 {:.0} ms",
             lat.len(),
@@ -317,12 +322,7 @@ async fn main() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     stop_tx.send(true).unwrap();
     follower.await.unwrap();
-    let arrived = arrived.lock().unwrap();
-    let mut lag: Vec<f64> = committed
-        .iter()
-        .filter_map(|(v, at)| arrived.get(v).map(|d| d.saturating_duration_since(*at).as_secs_f64() * 1000.0))
-        .collect();
-    lag.sort_by(f64::total_cmp);
+    let lag = latencies(&committed, &arrived.lock().unwrap());
     println!(
         "{} of {} commits mirrored, commit -> mirrored p50 {:.0} ms, p99 {:.0} ms",
         lag.len(),

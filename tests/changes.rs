@@ -287,9 +287,6 @@ fn tail_into_a_file_is_exact_across_kill_9() {
 
 #[test]
 fn tail_into_kafka_is_exact_across_kill_9() {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    use rdkafka::error::KafkaError;
-    use rdkafka::Message;
     let _guard = crate::support::native_clients_lock();
     let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock cluster");
     cluster.create_topic("changes", 3, 1).expect("topic");
@@ -303,37 +300,16 @@ fn tail_into_kafka_is_exact_across_kill_9() {
     let args = [&args[..], &["--follower-id", "feed", "--key-columns", "n"]].concat();
     let kills = kill_repeatedly_then_catch_up(&args, writer);
     // Everything a read_committed consumer sees on the topic.
-    let consumer: BaseConsumer = rdkafka::config::ClientConfig::new()
-        .set("bootstrap.servers", &brokers)
-        .set("group.id", "check")
-        .set("isolation.level", "read_committed")
-        .set("auto.offset.reset", "earliest")
-        .set("enable.partition.eof", "true")
-        .create()
-        .unwrap();
-    consumer.subscribe(&["changes"]).unwrap();
-    let (mut got, mut eof) = (Vec::new(), std::collections::BTreeSet::new());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while eof.len() < 3 {
-        assert!(std::time::Instant::now() < deadline, "the topic was read to its end within 60 s");
-        match consumer.poll(std::time::Duration::from_millis(100)) {
-            Some(Ok(m)) => {
-                let row: Value = serde_json::from_slice(m.payload().unwrap()).unwrap();
-                assert_eq!(m.key().map(|k| String::from_utf8_lossy(k).to_string()), Some(row["n"].to_string()));
-                got.extend_from_slice(m.payload().unwrap());
-                got.push(b'\n');
-            }
-            Some(Err(KafkaError::PartitionEOF(p))) => {
-                eof.insert(p);
-            }
-            Some(Err(e)) => panic!("{e}"),
-            None => {}
-        }
+    let mut got = Vec::new();
+    for (key, payload) in crate::support::kafka::read_committed(&brokers, "changes", 3) {
+        let row: Value = serde_json::from_str(&payload).unwrap();
+        assert_eq!(key, Some(row["n"].to_string()));
+        got.extend_from_slice(payload.as_bytes());
+        got.push(b'\n');
     }
     let feed = deltabus(&["changes", t, "--from", "0"]);
     println!("{kills} kills, {} records", lines(&got).len());
     assert_eq!(canonical_rows(&got), canonical_rows(&feed.stdout), "no repeat, no gap");
-    drop(consumer);
 }
 
 fn canonical_rows(out: &[u8]) -> Vec<String> {

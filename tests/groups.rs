@@ -195,9 +195,6 @@ fn tail_members_taking_turns_resume_from_the_positions_in_the_leases() {
 /// killed with -9 and restarted; a read_committed consumer sees every change row once.
 #[test]
 fn kafka_members_produce_every_change_once_across_kill_9() {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    use rdkafka::error::KafkaError;
-    use rdkafka::Message;
     let _guard = crate::support::native_clients_lock();
     let cluster = rdkafka::mocking::MockCluster::new(1).expect("mock cluster");
     cluster.create_topic("changes", 3, 1).expect("topic");
@@ -243,33 +240,9 @@ fn kafka_members_produce_every_change_once_across_kill_9() {
         let out = m.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", std::fs::read_to_string(&log).unwrap_or_default());
     }
-    let consumer: BaseConsumer = rdkafka::config::ClientConfig::new()
-        .set("bootstrap.servers", &brokers)
-        .set("group.id", "check")
-        .set("isolation.level", "read_committed")
-        .set("auto.offset.reset", "earliest")
-        .set("enable.partition.eof", "true")
-        .create()
-        .unwrap();
-    consumer.subscribe(&["changes"]).unwrap();
-    let (mut got, mut eof) = (Vec::new(), BTreeSet::new());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while eof.len() < 3 {
-        assert!(Instant::now() < deadline, "the topic was read to its end within 60 s");
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => {
-                got.extend_from_slice(m.payload().unwrap());
-                got.push(b'\n');
-            }
-            Some(Err(KafkaError::PartitionEOF(p))) => {
-                eof.insert(p);
-            }
-            Some(Err(e)) => panic!("{e}"),
-            None => {}
-        }
-    }
-    let mut produced = rows_of(&got);
+    let got: String =
+        crate::support::kafka::read_committed(&brokers, "changes", 3).into_iter().map(|(_, v)| v + "\n").collect();
+    let mut produced = rows_of(got.as_bytes());
     produced.sort();
     assert_eq!(produced, source_changes(&s), "every change row once");
-    drop(consumer);
 }

@@ -89,3 +89,37 @@ pub fn committed(m: &Metrics, name: &str) -> u64 {
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
+
+/// Every record of `topic` as (key, payload) as a `read_committed` consumer sees it, read to
+/// the end of all `partitions` within 60 s.
+pub fn read_committed(brokers: &str, topic: &str, partitions: usize) -> Vec<(Option<String>, String)> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::error::KafkaError;
+    use rdkafka::Message;
+    let consumer: BaseConsumer = rdkafka::config::ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "check")
+        .set("isolation.level", "read_committed")
+        .set("auto.offset.reset", "earliest")
+        .set("enable.partition.eof", "true")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[topic]).unwrap();
+    let (mut got, mut eof) = (Vec::new(), std::collections::BTreeSet::new());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while eof.len() < partitions {
+        assert!(std::time::Instant::now() < deadline, "the topic was read to its end within 60 s");
+        match consumer.poll(std::time::Duration::from_millis(100)) {
+            Some(Ok(m)) => got.push((
+                m.key().map(|k| String::from_utf8_lossy(k).to_string()),
+                String::from_utf8_lossy(m.payload().unwrap()).to_string(),
+            )),
+            Some(Err(KafkaError::PartitionEOF(p))) => {
+                eof.insert(p);
+            }
+            Some(Err(e)) => panic!("{e}"),
+            None => {}
+        }
+    }
+    got
+}
