@@ -11,7 +11,14 @@
 //!   whole feed each id's inserts minus deletes is 1 or 0, and the table holds exactly the ids
 //!   at 1;
 //! - the replica holds the source's feed exactly (rows, change types, versions);
-//! - a read_committed consumer of the feed topic sees exactly the feed;
+//! - a read_committed consumer of the feed topic sees exactly the feed, except whole versions
+//!   seen again after a kill of `tail`: librdkafka's mock cluster writes no abort markers and
+//!   keeps no last stable offset (its Fetch answers list no aborted transactions), so the records
+//!   of a transaction a kill interrupted stay visible to read_committed readers and the restarted
+//!   follower delivers those versions again. A real broker aborts them when the restart fences
+//!   the producer. Any other difference (a row missing, a row not in the feed, part of a version
+//!   repeated, repeats without a kill of `tail`) fails the test
+//!   (`support::kafka::assert_once_but_whole_repeats`);
 //! - every file the log references exists (`cat` reads them all), and VACUUM with zero
 //!   retention afterwards deletes nothing live.
 //!
@@ -42,6 +49,7 @@ struct Role {
     child: Option<Child>,
     seed: u64,
     log: std::path::PathBuf,
+    kills: u32,
 }
 
 impl Role {
@@ -63,6 +71,7 @@ impl Role {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
+            self.kills += 1;
         }
     }
 
@@ -212,6 +221,7 @@ fn chaos_soak_keeps_every_row_exactly_once() {
         child: None,
         seed: seed % 1000 * 100 + if name == "worker-a" { 0 } else { 50 },
         log: log.clone(),
+        kills: 0,
     };
     let mut roles = vec![worker("worker-a"), worker("worker-b")];
     let producer = start_producer(brokers.clone(), total, seconds);
@@ -246,6 +256,7 @@ fn chaos_soak_keeps_every_row_exactly_once() {
         child: None,
         seed: seed % 1000 * 100 + 70,
         log: log.clone(),
+        kills: 0,
     });
     roles.push(Role {
         name: "tail",
@@ -253,6 +264,7 @@ fn chaos_soak_keeps_every_row_exactly_once() {
         child: None,
         seed: seed % 1000 * 100 + 80,
         log: log.clone(),
+        kills: 0,
     });
     roles[2].start();
     roles[3].start();
@@ -372,14 +384,25 @@ fn chaos_soak_keeps_every_row_exactly_once() {
     assert_same("replica", &canonical(&replica_rows, "_commit_version"), &canonical(&source_feed, "_commit_version"));
     // 4. The feed topic holds the feed exactly.
     let topic_rows = read_topic(&brokers, "feed", FEED_PARTITIONS as usize);
-    assert_same("topic", &canonical(&topic_rows, "_commit_version"), &canonical(&source_feed, "_commit_version"));
+    let tail_kills = roles.iter().find(|r| r.name == "tail").map_or(0, |r| r.kills);
+    let rows = |rows: &[Value]| -> Vec<(u64, String)> {
+        rows.iter()
+            .map(|r| (r["_commit_version"].as_u64().unwrap(), format!("{}|{}|{}", r["id"], r["v"], r["_change_type"])))
+            .collect()
+    };
+    let redelivered = crate::support::kafka::assert_once_but_whole_repeats(
+        &rows(&topic_rows),
+        &rows(&source_feed),
+        |(version, _)| *version,
+        tail_kills > 0,
+    );
     // 5. VACUUM with zero retention deletes nothing live.
     let out = deltabus(&["vacuum", &table, "--retention-hours", "0", "--force"]);
     assert!(out.status.success(), "vacuum: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(ids_of(&table), expected, "after vacuum");
     let faults = injected_faults(&log);
     println!(
-        "chaos soak: {total} ids, {kills} kills, {deletes} deletes ({delete_failures} refused under faults), {} rows deleted, {} feed rows checked in the table, replica and topic; {faults}",
+        "chaos soak: {total} ids, {kills} kills, {deletes} deletes ({delete_failures} refused under faults), {} rows deleted, {} feed rows checked in the table, replica and topic ({redelivered} versions seen again on the topic after {tail_kills} kills of tail); {faults}",
         deleted,
         source_feed.len()
     );

@@ -123,3 +123,37 @@ pub fn read_committed(brokers: &str, topic: &str, partitions: usize) -> Vec<(Opt
     }
     got
 }
+
+/// Compares rows read from a topic with the rows expected on it, where librdkafka's mock cluster
+/// cannot abort a killed producer's transaction: its Fetch answers list no aborted transactions
+/// and its last stable offset is the end of the log, so the records of a transaction a kill -9
+/// interrupted stay visible to read_committed readers, and the restarted producer sends them
+/// again. A real broker aborts them when the restart fences the old producer.
+///
+/// Rows are grouped into the units one transaction carries whole (`unit_of`, such as the commit
+/// version, or version and slice). Each unit must arrive whole, k >= 1 times; k > 1 only when
+/// `killed`. Returns how many units arrived more than once; panics naming the first difference.
+pub fn assert_once_but_whole_repeats<T: Ord + Clone + std::fmt::Debug, U: Ord + std::fmt::Debug>(
+    got: &[T],
+    expected: &[T],
+    unit_of: impl Fn(&T) -> U,
+    killed: bool,
+) -> usize {
+    type Counts<T> = BTreeMap<T, u32>;
+    let mut units: BTreeMap<U, (Counts<T>, Counts<T>)> = BTreeMap::new();
+    for r in got {
+        *units.entry(unit_of(r)).or_default().0.entry(r.clone()).or_default() += 1;
+    }
+    for r in expected {
+        *units.entry(unit_of(r)).or_default().1.entry(r.clone()).or_default() += 1;
+    }
+    let mut repeated = 0;
+    for (unit, (g, e)) in &units {
+        let copies = e.iter().next().and_then(|(r, n)| g.get(r).map(|m| m / n)).unwrap_or(0);
+        let whole = copies >= 1 && g.len() == e.len() && e.iter().all(|(r, n)| g.get(r) == Some(&(n * copies)));
+        assert!(whole, "unit {unit:?} differs: got {g:?}, expected {e:?}");
+        assert!(copies == 1 || killed, "unit {unit:?} arrived {copies} times though no producer was killed");
+        repeated += usize::from(copies > 1);
+    }
+    repeated
+}
