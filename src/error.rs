@@ -79,6 +79,11 @@ pub enum Error {
     #[error("kafka: {0}")]
     Kafka(String),
 
+    /// A newer holder of the same role (a transactional producer of the same id) took over:
+    /// this one may no longer write for it.
+    #[error("fenced: {0}")]
+    Fenced(String),
+
     /// A user-supplied argument or configuration value is invalid.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -100,7 +105,8 @@ impl Error {
             | Error::Io(_)
             | Error::CommitConflict { .. }
             | Error::CommitUnknown { .. }
-            | Error::Kafka(_) => ErrorKind::External,
+            | Error::Kafka(_)
+            | Error::Fenced(_) => ErrorKind::External,
             Error::Internal(_) => ErrorKind::Internal,
             _ => ErrorKind::User,
         }

@@ -14,16 +14,23 @@ use deltabus::ErrorKind;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// A push server returns freed memory to the system at once instead of a second later: requests
-/// of megabytes each are freed by other threads than the ones that allocated them, and with
-/// the delay each of those threads kept what it had freed until it next allocated. In the
-/// overload benchmark peak RSS fell from about 220 to 123 MiB above idle at a 64 MiB bound.
+/// A push server returns freed memory to the system at once and keeps it in small pages:
+/// - mimalloc's purge delay goes to 0 instead of a second: requests of megabytes each are freed
+///   by other threads than the ones that allocated them, and with the delay each of those
+///   threads kept what it had freed until it next allocated;
+/// - transparent huge pages are turned off for the process: mimalloc asks for them on its
+///   arenas, so every touched 2 MiB range stayed resident whole. In the overload benchmark (64
+///   producers, 4 MiB bodies, 64 MiB bound) peak RSS above idle fell from 108 to 84 MiB with
+///   this alone, and idle RSS from 28 to 19 MiB.
 #[allow(unsafe_code)] // The only unsafe code: the library forbids it.
-fn purge_freed_memory_at_once() {
+fn return_memory_promptly() {
     /// `mi_option_purge_delay` in the bundled mimalloc's (v3) `mi_option_t`.
     const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
     // SAFETY: setting an option is an atomic store; any value is valid for this option.
     unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 0) };
+    if let Err(e) = nix::sys::prctl::set_thp_disable(true) {
+        tracing::debug!(error = %e, "transparent huge pages stay on");
+    }
 }
 
 /// One line to stderr; a closed stderr (`cmd 2>&1 | head`) is ignored, never a panic.
@@ -77,7 +84,7 @@ fn main() -> ExitCode {
         }
     }
     if cli.command.serves_http(&config) {
-        purge_freed_memory_at_once();
+        return_memory_promptly();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,

@@ -2,7 +2,7 @@
 //! source that writers append to and delete from, while members are killed with -9 and
 //! restarted, a fourth joins mid-stream and one is paused past its lease; every store call may
 //! fail. The target holds every change row of the source exactly once, and each key's changes
-//! were delivered in version order.
+//! were delivered in version order (group keys are Cyrillic and Japanese text).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Command, Stdio};
@@ -14,7 +14,8 @@ use crate::support::tables::write_lines;
 use crate::support::{deltabus, run_json};
 
 fn append(table: &str, ids: std::ops::Range<i64>) {
-    let rows: String = ids.map(|id| format!("{{\"id\":{id},\"k\":\"k{}\"}}\n", id % 13)).collect();
+    // Group keys in several scripts: a key is hashed as its JSON text, whatever its characters.
+    let rows: String = ids.map(|id| format!("{{\"id\":{id},\"k\":\"ключ-{}-東京\"}}\n", id % 13)).collect();
     write_lines(table, &rows);
 }
 

@@ -96,6 +96,37 @@ fn a_mirror_equals_its_source_at_every_delivered_version_through_faults_and_kill
             assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), expected.len(), "round {round}");
         }
     }
+    // Every version of the target that delivered a source version (its txn) equals the source
+    // at that version: no delivery left the mirror part-way between two source versions.
+    let mut checked = 0;
+    for (target_version, source_version) in delivered_versions(&target) {
+        let expected = sorted_rows(&["cat", &s, "--version", &source_version.to_string()]);
+        let got = sorted_rows(&["cat", &t, "--version", &target_version.to_string()]);
+        assert_eq!(got, expected, "target version {target_version} = source version {source_version}");
+        checked += 1;
+    }
+    // The source's data commits: 8 appends, 2 deletes, 2 delete + re-append pairs, the wide row
+    // (compactions change no rows and deliver nothing).
+    assert_eq!(checked, 15, "one delivery per data commit of the source");
+}
+
+/// (target version, source version) of each target commit carrying the mirror's txn.
+fn delivered_versions(target: &std::path::Path) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(target.join("_delta_log")).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        let Some(v) = name.strip_suffix(".json").and_then(|v| v.parse::<u64>().ok()) else { continue };
+        let text = std::fs::read_to_string(target.join("_delta_log").join(&name)).unwrap();
+        let txn = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find_map(|a| a["txn"]["version"].as_u64());
+        if let Some(source_version) = txn {
+            out.push((v, source_version));
+        }
+    }
+    out.sort_unstable();
+    out
 }
 
 /// `[delta]` pipelines of `run` with `mirror = true` and with `group`: the mirror equals the

@@ -268,6 +268,49 @@ async fn arrow_streams_http2_and_tls() {
     }
 }
 
+/// A group closes as soon as every producer that has been sending is in it: three producers
+/// that wait for each answer, at a 3 s window, commit their first round after the window (no
+/// one was known yet) and every later round as soon as all three have arrived. Counted by what
+/// closed each group.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_group_closes_once_every_recent_producer_is_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    cfg.commit_window = deltabus::common::units::HumanDuration::from_secs(3);
+    cfg.tables.insert("events".into(), table_config(&events));
+    let (url, _stop, _) = start(cfg).await;
+    let c = reqwest::Client::new();
+    let records = format!("{url}/v1/tables/events/records");
+    let round = |producers: Vec<&'static str>, seq: usize| {
+        let (c, records) = (c.clone(), records.clone());
+        async move {
+            let posts = producers.into_iter().enumerate().map(|(i, p)| {
+                let (c, records) = (c.clone(), records.clone());
+                async move {
+                    let body = format!("{{\"id\":{}}}\n", seq * 10 + i);
+                    let seq = seq.to_string();
+                    let headers = [("Producer-Id", p), ("Producer-Sequence", seq.as_str())];
+                    let (status, answer, _) = post(&c, &records, &headers, body).await;
+                    assert_eq!((status, answer["outcome"].as_str()), (200, Some("committed")), "{answer}");
+                }
+            });
+            futures::future::join_all(posts).await;
+        }
+    };
+    for seq in 0..4 {
+        round(vec!["p1", "p2", "p3"], seq).await;
+    }
+    let metrics = c.get(format!("{url}/metrics")).send().await.unwrap().text().await.unwrap();
+    let groups = |closed: &str| -> u64 {
+        let needle = format!("deltabus_push_groups_total{{table=\"events\",closed=\"{closed}\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(needle.as_str())?.parse().ok()).unwrap_or(0)
+    };
+    assert_eq!((groups("window"), groups("everyone")), (1, 3), "{metrics}");
+    let out = crate::support::deltabus(&["cat", &events]);
+    assert_eq!(ids_of(&out.stdout), vec![0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32]);
+}
+
 /// Memory stays within `max_buffered`: a slow client holding the budget makes the next
 /// request 429 with Retry-After; the slow one is cut off with 408 after `read_timeout`, and
 /// the budget is free again.
@@ -277,7 +320,7 @@ async fn overload_is_429_and_slow_clients_are_cut_off() {
     let events = dir.path().join("events").to_string_lossy().into_owned();
     let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
     cfg.max_body = deltabus::common::units::ByteSize(1000);
-    cfg.max_buffered = deltabus::common::units::ByteSize(4000);
+    cfg.max_buffered = deltabus::common::units::ByteSize(deltabus::config::server::HOLD_FACTOR * 1000);
     cfg.read_timeout = deltabus::common::units::HumanDuration::from_secs(1);
     cfg.tables.insert("events".into(), table_config(&events));
     let (url, _stop, _) = start(cfg).await;

@@ -136,12 +136,15 @@ pub fn checkpoint_actions(snapshot: &Snapshot) -> Vec<Action> {
 /// [`Error::Internal`] if an action does not fit the schema, which would be a bug.
 pub fn checkpoint_batches(actions: &[Action], batch_rows: usize) -> Result<Vec<RecordBatch>> {
     let schema = checkpoint_schema();
+    // The decoder reserves its tape for a whole batch up front (tens of bytes per field of the
+    // flattened schema per row: ~19 MiB at 16 Ki rows), so a small table asks for its size.
+    let batch_rows = batch_rows.min(actions.len()).max(1);
     let mut decoder = arrow_json::ReaderBuilder::new(schema)
-        .with_batch_size(batch_rows.max(1))
+        .with_batch_size(batch_rows)
         .build_decoder()
         .map_err(|e| Error::Internal(format!("checkpoint decoder: {e}")))?;
     let mut batches = Vec::new();
-    for chunk in actions.chunks(batch_rows.max(1)) {
+    for chunk in actions.chunks(batch_rows) {
         let mut text = String::new();
         for a in chunk {
             text.push_str(&a.to_json_line()?);

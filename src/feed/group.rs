@@ -120,6 +120,14 @@ impl Member {
         self.recorded.get(&slice).copied()
     }
 
+    /// Gives up `slice` without writing its lease: its next holder fenced this member out (the
+    /// newer lease is that holder's; the next beat sees it taken).
+    pub fn forget(&mut self, slice: u32) {
+        if self.held.remove(&slice).is_some() {
+            tracing::warn!(group = %self.opts.group, member = %self.opts.member, slice, "group.slice_lost: fenced");
+        }
+    }
+
     /// Slices this member may deliver at `now_ms`.
     pub fn deliverable(&self, now_ms: i64) -> Vec<u32> {
         let margin = self.lease_ms() / 4;

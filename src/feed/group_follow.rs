@@ -43,12 +43,14 @@ pub trait SliceSink: Send {
 
     /// Delivers the rows of `slices` (each slice's share of `changes`) and records
     /// `changes.version + 1` as each one's next version where the sink keeps positions.
+    /// Returns the slices the sink found taken over by their next holder (fenced): they were
+    /// not delivered and are this member's no more.
     fn deliver_slices(
         &mut self,
         snapshot: &Snapshot,
         changes: &CommitChanges,
         slices: &BTreeMap<u32, Vec<RecordBatch>>,
-    ) -> impl Future<Output = Result<()>> + Send;
+    ) -> impl Future<Output = Result<Vec<u32>>> + Send;
 }
 
 /// Store faults a step rides out before the member stops.
@@ -158,12 +160,21 @@ pub async fn run_member<S: SliceSink>(
             continue;
         }
         let slices = if keyless { by_file(&changes, &tags, &due) } else { split(&changes, &member.spec, &due)? };
-        retrying!(sink.deliver_slices(&snapshot, &changes, &slices))?;
-        for s in &due {
+        let lost = retrying!(sink.deliver_slices(&snapshot, &changes, &slices))?;
+        for s in &lost {
+            positions.remove(s);
+            member.forget(*s);
+        }
+        for s in due.iter().filter(|s| !lost.contains(s)) {
             positions.insert(*s, changes.version + 1);
         }
         report.source_commits += 1;
-        report.rows += slices.values().flatten().map(|b| b.num_rows() as u64).sum::<u64>();
+        report.rows += slices
+            .iter()
+            .filter(|(s, _)| !lost.contains(s))
+            .flat_map(|(_, b)| b)
+            .map(|b| b.num_rows() as u64)
+            .sum::<u64>();
         report.position = Some(report.position.map_or(changes.version, |p| p.max(changes.version)));
     };
     if let Err(e) = member.leave(&positions).await {

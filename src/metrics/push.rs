@@ -1,5 +1,6 @@
 //! Metrics of push ingest over HTTP: per table and producer, requests by outcome, rows and
-//! bytes; per table, answer latency, commits, lost commit races and rejections by reason;
+//! bytes; per table, answer latency, commits, commit groups by what closed them, lost commit
+//! races and rejections by reason;
 //! the bytes requests hold against `server.max_buffered`.
 //!
 //! Producer ids come from clients, so their label is bounded: the first
@@ -40,6 +41,12 @@ struct OutcomeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClosedLabels {
+    table: String,
+    closed: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabels {
     table: String,
     reason: String,
@@ -54,6 +61,7 @@ pub struct PushFamilies {
     rejections: Family<ReasonLabels, Counter>,
     seconds: Family<TableLabel, Histogram, fn() -> Histogram>,
     commits: Family<TableLabel, Counter>,
+    groups: Family<ClosedLabels, Counter>,
     conflicts: Family<TableLabel, Counter>,
     /// Bytes held by requests in flight.
     pub buffered_bytes: Gauge,
@@ -73,6 +81,7 @@ impl PushFamilies {
             rejections: Family::default(),
             seconds: Family::new_with_constructor(latency),
             commits: Family::default(),
+            groups: Family::default(),
             conflicts: Family::default(),
             buffered_bytes: Gauge::default(),
             named: Mutex::new(HashSet::new()),
@@ -83,6 +92,11 @@ impl PushFamilies {
         r.register("deltabus_push_rejections", "Push requests refused, by reason", f.rejections.clone());
         r.register("deltabus_push_request_seconds", "Time from a push request to its answer", f.seconds.clone());
         r.register("deltabus_push_commits", "Group commits of pushed rows", f.commits.clone());
+        r.register(
+            "deltabus_push_groups",
+            "Commit groups by what closed them: window, everyone (every recent producer in), size",
+            f.groups.clone(),
+        );
         r.register(
             "deltabus_push_commit_conflicts",
             "Group commits decided again after a lost race",
@@ -136,6 +150,12 @@ impl PushMetrics {
             f.bytes.get_or_create(&p).inc_by(bytes);
         }
         f.seconds.get_or_create(&TableLabel { table: self.table.clone() }).observe(seconds);
+    }
+
+    /// Counts a commit group by what closed it (`window`, `everyone`, `size`).
+    pub fn group_closed(&self, closed: &str) {
+        let labels = ClosedLabels { table: self.table.clone(), closed: closed.into() };
+        self.families.groups.get_or_create(&labels).inc();
     }
 
     /// Counts a refused request by reason (`bad_line`, `too_large`, `unauthorized`, ...).

@@ -152,23 +152,44 @@ struct Decoded {
     count: u64,
 }
 
+/// Bytes of lines decoded together: the decoder copies its input and builds a tape of it, so
+/// decoding a large body in chunks keeps that transient memory at a chunk instead of twice the
+/// body (the rows themselves are one batch per chunk).
+const CHUNK_BYTES: usize = 1 << 20;
+
 fn decode(lines: &[(usize, &[u8])], schema: &StructType, name: &str) -> Decoded {
     let arrow = Arc::new(arrow_schema_strict(schema));
     let decoder = PayloadDecoder::new(arrow, usize::MAX);
-    let records: Vec<RawRecord<'_>> = lines
-        .iter()
-        .map(|(n, bytes)| RawRecord {
-            topic: name,
-            partition: 0,
-            offset: *n as i64,
-            timestamp_ms: None,
-            key: None,
-            payload: Some(bytes),
-        })
-        .collect();
-    let out = decoder.decode(&records);
-    let count = out.batch.as_ref().map_or(0, |b| b.num_rows() as u64);
-    Decoded { batches: out.batch.into_iter().collect(), bad: out.dead_letters, count }
+    let mut out = Decoded { batches: Vec::new(), bad: Vec::new(), count: 0 };
+    let mut rest = lines;
+    while !rest.is_empty() {
+        let mut bytes = 0;
+        let n = rest
+            .iter()
+            .position(|(_, l)| {
+                bytes += l.len() + 1;
+                bytes > CHUNK_BYTES
+            })
+            .map_or(rest.len(), |i| i.max(1));
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        let records: Vec<RawRecord<'_>> = chunk
+            .iter()
+            .map(|(n, bytes)| RawRecord {
+                topic: name,
+                partition: 0,
+                offset: *n as i64,
+                timestamp_ms: None,
+                key: None,
+                payload: Some(bytes),
+            })
+            .collect();
+        let decoded = decoder.decode(&records);
+        out.count += decoded.batch.as_ref().map_or(0, |b| b.num_rows() as u64);
+        out.batches.extend(decoded.batch);
+        out.bad.extend(decoded.dead_letters);
+    }
+    out
 }
 
 /// The schema of the sampled lines that are JSON objects (`None` when none is).
@@ -227,6 +248,31 @@ mod tests {
         assert_eq!(rows.count, 2);
         assert_eq!(rows.bad.iter().map(|l| l.offset).collect::<Vec<_>>(), vec![2, 3]);
         assert_eq!(rows.bad[1].payload.as_deref(), Some(&b"{not json"[..]));
+    }
+
+    #[test]
+    fn large_bodies_decode_in_chunks_keeping_order_and_line_numbers() {
+        use arrow::array::AsArray;
+        let line = |i: usize| format!("{{\"id\":{i},\"name\":\"{}\"}}\n", "ü".repeat(100));
+        let total = 3 * CHUNK_BYTES / line(0).len();
+        let mut body: String = (0..total).map(line).collect();
+        body.push_str("{\"id\":\"bad\"}\n");
+        body.push_str(&line(total));
+        let rows = json_lines(body.as_bytes(), &table(false, false), Some(&schema()), 1024, BadLines::DeadLetter);
+        let rows = rows.unwrap();
+        assert!(rows.batches.len() >= 3, "{} batches for 3 MiB", rows.batches.len());
+        let ids: Vec<i64> = rows
+            .batches
+            .iter()
+            .flat_map(|b| b.column(0).as_primitive::<arrow::datatypes::Int64Type>().values().to_vec())
+            .collect();
+        assert_eq!(ids, (0..=total as i64).collect::<Vec<_>>());
+        assert_eq!(rows.count, total as u64 + 1);
+        assert_eq!(rows.bad.iter().map(|l| l.offset).collect::<Vec<_>>(), vec![total as i64 + 1]);
+        // One line longer than a chunk is a chunk of its own.
+        let long = format!("{{\"id\":7,\"name\":\"{}\"}}\n", "x".repeat(CHUNK_BYTES + 10));
+        let rows = json_lines(long.as_bytes(), &table(false, false), Some(&schema()), usize::MAX, BadLines::Refuse);
+        assert_eq!(rows.unwrap().count, 1);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! One table's group committer: the requests that arrive within the commit window of the
-//! first one (or until they hold `max_commit_bytes`) land in one commit, with one `txn` per
+//! first one (or until they hold `max_commit_bytes`, or until every producer that has been
+//! sending is in the group: [`super::attendance`]) land in one commit, with one `txn` per
 //! producer, and every request is answered only after that commit: success means durable and
 //! visible.
 //!
@@ -20,6 +21,7 @@ use arrow::array::RecordBatch;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
 
+use super::attendance::Attendance;
 use super::sequence::{decide, producer_app_id, Verdict, PRODUCER_PREFIX};
 use crate::config::server::ResolvedTable;
 use crate::decode::projection::{project, Mismatch};
@@ -117,25 +119,38 @@ impl GroupCommitter {
         mut requests: mpsc::UnboundedReceiver<Pending>,
         mut stop: watch::Receiver<bool>,
     ) {
+        let mut attendance = Attendance::new(self.window);
         loop {
             let first = tokio::select! {
                 r = requests.recv() => r,
                 () = super::stopped(&mut stop) => { requests.close(); requests.recv().await }
             };
             let Some(first) = first else { return };
-            // The window opens when the first request is decoded and handed over.
+            // The window opens when the first request is decoded and handed over; it closes
+            // early once every producer that has been sending is in the group.
             let deadline = tokio::time::Instant::now() + self.window;
-            let mut bytes = first.bytes;
-            let mut group = vec![first];
-            while bytes < self.max_bytes {
-                match tokio::time::timeout_at(deadline, requests.recv()).await {
-                    Ok(Some(p)) => {
-                        bytes += p.bytes;
-                        group.push(p);
-                    }
-                    Ok(None) | Err(_) => break,
+            let mut roll = attendance.open(Instant::now());
+            let mut bytes = 0;
+            let mut group = Vec::new();
+            let mut next = Some(first);
+            let mut closed = "window";
+            while let Some(p) = next.take() {
+                let id = p.producer.as_ref().map(|(id, _)| id.as_str());
+                attendance.arrived(id, Instant::now());
+                roll.present(id);
+                bytes += p.bytes;
+                group.push(p);
+                if bytes >= self.max_bytes {
+                    closed = "size";
+                    break;
                 }
+                if roll.complete() {
+                    closed = "everyone";
+                    break;
+                }
+                next = tokio::time::timeout_at(deadline, requests.recv()).await.ok().flatten();
             }
+            self.metrics.group_closed(closed);
             let span = tracing::info_span!("push.commit", table = %self.settings.name, requests = group.len());
             self.commit_group(&mut snapshot, group).instrument(span).await;
             self.publish(snapshot.as_ref());

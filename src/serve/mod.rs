@@ -5,7 +5,8 @@
 //!   against the table's `txn` versions).
 //! - [`body`] [sync]: a request body into rows against the table schema.
 //! - [`group`]: one task per table that commits the requests of each window together and
-//!   answers each after its commit; [`dead_letters`]: bad lines a request sends there.
+//!   answers each after its commit; [`attendance`] [sync]: when a group may close before its
+//!   window ends; [`dead_letters`]: bad lines a request sends there.
 //! - [`routes`]: the endpoints; [`listener`]: HTTP/1.1 and HTTP/2, TLS, graceful stop.
 //!
 //! Exactly once: a request with `Producer-Id: P` and `Producer-Sequence: n` lands in the same
@@ -14,6 +15,7 @@
 //! or another server on the same table, answers a retry of n "already committed" and a jump
 //! past the next sequence 409. Success is answered only after the commit landed.
 
+pub mod attendance;
 pub mod body;
 pub mod dead_letters;
 pub mod decoders;

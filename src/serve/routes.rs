@@ -33,10 +33,6 @@ use crate::metrics::Metrics;
 /// The OpenAPI document of these endpoints.
 pub const OPENAPI: &str = include_str!("openapi.json");
 
-/// What a request holds of `server.max_buffered`, in multiples of its body: the bytes, their
-/// decoding, the rows and their share of the commit's Parquet encoding.
-pub const HOLD_FACTOR: u64 = 4;
-
 /// The content type of Arrow IPC streams.
 const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
 
@@ -212,7 +208,7 @@ async fn records(
         return retry_after(StatusCode::SERVICE_UNAVAILABLE, "the table is not open yet", 1);
     }
     // Room for the body and its rows, or 429: memory stays within server.max_buffered.
-    let hold = length.unwrap_or(max_body as u64).saturating_mul(HOLD_FACTOR).max(1);
+    let hold = length.unwrap_or(max_body as u64).saturating_mul(crate::config::server::HOLD_FACTOR).max(1);
     let permits = u32::try_from(hold).unwrap_or(u32::MAX);
     let Ok(_permit) = state.buffered.clone().try_acquire_many_owned(permits) else {
         m.rejected("overloaded");

@@ -84,6 +84,26 @@ fn kafka(what: &str) -> impl Fn(KafkaError) -> Error + '_ {
     move |e| Error::Kafka(format!("{what}: {e}"))
 }
 
+/// A transaction step's failure: [`Error::Fenced`] when a newer producer with the same
+/// transactional id took over (librdkafka reports it as `_FENCED`, `PRODUCER_FENCED` or an old
+/// epoch, also wrapped in a fatal error), else [`Error::Kafka`].
+fn txn_failure(what: &str) -> impl Fn(KafkaError) -> Error + '_ {
+    use rdkafka::types::RDKafkaErrorCode as Code;
+    move |e| {
+        let code = e.rdkafka_error_code();
+        let text = e.to_string();
+        let lower = text.to_lowercase();
+        if matches!(code, Some(Code::Fenced | Code::ProducerFenced | Code::InvalidProducerEpoch))
+            || lower.contains("fenced")
+            || lower.contains("old epoch")
+        {
+            Error::Fenced(format!("{what}: {text}"))
+        } else {
+            Error::Kafka(format!("{what}: {text}"))
+        }
+    }
+}
+
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f).await.map_err(|e| Error::Internal(format!("blocking Kafka call: {e}")))?
 }
@@ -205,7 +225,7 @@ impl KafkaSink {
                     record = r;
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
-                Err((e, _)) => return Err(kafka("produce")(e)),
+                Err((e, _)) => return Err(txn_failure("produce")(e)),
             }
         }
     }
@@ -262,12 +282,12 @@ impl ChangeSink for KafkaSink {
 
     /// One transaction with the rows (none for a mark) and the progress record.
     async fn mark(&mut self, _source: &Snapshot, changes: &CommitChanges) -> Result<()> {
-        self.producer.begin_transaction().map_err(kafka("begin transaction"))?;
+        self.producer.begin_transaction().map_err(txn_failure("begin transaction"))?;
         let produced = self.produce(changes).await;
         let p = self.producer.clone();
         match produced {
             Ok(rows) => {
-                blocking(move || p.commit_transaction(TXN_TIMEOUT).map_err(kafka("commit transaction"))).await?;
+                blocking(move || p.commit_transaction(TXN_TIMEOUT).map_err(txn_failure("commit transaction"))).await?;
                 self.transactions += 1;
                 self.rows += rows;
                 Ok(())
@@ -320,7 +340,8 @@ impl crate::feed::group_follow::SliceSink for KafkaGroupSink {
         source: &Snapshot,
         changes: &CommitChanges,
         slices: &BTreeMap<u32, Vec<arrow::array::RecordBatch>>,
-    ) -> Result<()> {
+    ) -> Result<Vec<u32>> {
+        let mut lost = Vec::new();
         for (slice, batches) in slices {
             let sink = self
                 .slices
@@ -328,8 +349,42 @@ impl crate::feed::group_follow::SliceSink for KafkaGroupSink {
                 .ok_or_else(|| Error::Internal(format!("slice {slice} delivered before its producer started")))?;
             // A slice without rows keeps its older position: the next holder reads the commits
             // between again and finds nothing for it.
-            sink.deliver(source, &changes.with_batches(batches.clone())).await?;
+            match sink.deliver(source, &changes.with_batches(batches.clone())).await {
+                Ok(()) => {}
+                // The slice's next holder started its producer: its transaction was aborted,
+                // and the slice is that holder's now. The other slices go on.
+                Err(Error::Fenced(why)) => {
+                    tracing::warn!(slice, reason = %why, "group.slice_fenced: another member holds it now");
+                    self.slices.remove(slice);
+                    lost.push(*slice);
+                }
+                Err(e) => return Err(e),
+            }
         }
-        Ok(())
+        Ok(lost)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdkafka::types::RDKafkaErrorCode as Code;
+
+    /// librdkafka's mock cluster gives a second producer of a transactional id a new producer
+    /// id instead of bumping the first one's epoch, so it never fences: the classification that
+    /// makes a group member give up a fenced slice is checked here on the errors a broker sends.
+    #[test]
+    fn fencing_errors_are_told_from_other_kafka_errors() {
+        let fenced = [
+            KafkaError::MessageProduction(Code::ProducerFenced),
+            KafkaError::MessageProduction(Code::InvalidProducerEpoch),
+            KafkaError::MessageProduction(Code::Fenced),
+        ];
+        for e in fenced {
+            assert!(matches!(txn_failure("produce")(e), Error::Fenced(_)));
+        }
+        let other = txn_failure("commit transaction")(KafkaError::MessageProduction(Code::BrokerTransportFailure));
+        assert!(matches!(&other, Error::Kafka(m) if m.starts_with("commit transaction: ")), "{other}");
+        assert!(!other.is_retryable());
     }
 }

@@ -168,8 +168,8 @@ impl crate::feed::group_follow::SliceSink for LinesSink<'_> {
         source: &Snapshot,
         changes: &CommitChanges,
         slices: &std::collections::BTreeMap<u32, Vec<arrow::array::RecordBatch>>,
-    ) -> Result<()> {
+    ) -> Result<Vec<u32>> {
         let part = changes.with_batches(slices.values().flatten().cloned().collect());
-        ChangeSink::deliver(self, source, &part).await
+        ChangeSink::deliver(self, source, &part).await.map(|()| Vec::new())
     }
 }

@@ -189,7 +189,7 @@ impl crate::feed::group_follow::SliceSink for GroupTableSink {
         source: &Snapshot,
         changes: &CommitChanges,
         slices: &std::collections::BTreeMap<u32, Vec<arrow::array::RecordBatch>>,
-    ) -> Result<()> {
+    ) -> Result<Vec<u32>> {
         let schema = change_schema(&source.schema);
         let version = i64::try_from(changes.version).map_err(|e| Error::Internal(e.to_string()))?;
         // A slice whose txn already holds this version was delivered (by us before a lost
@@ -201,7 +201,7 @@ impl crate::feed::group_follow::SliceSink for GroupTableSink {
             let open: Vec<u32> = slices.keys().copied().filter(|s| !applied(&self.app_id(*s))).collect();
             let batches: Vec<_> = open.iter().flat_map(|s| slices[s].iter().cloned()).collect();
             if batches.iter().all(|b| b.num_rows() == 0) {
-                return Ok(());
+                return Ok(Vec::new());
             }
             let now = self.target.target.clock().now_ms();
             let txns = open.iter().map(|s| Txn { app_id: self.app_id(*s), version, last_updated: Some(now) }).collect();
@@ -224,7 +224,7 @@ impl crate::feed::group_follow::SliceSink for GroupTableSink {
             }
             self.target.refresh().await?;
             match outcome? {
-                CommitOutcome::Committed { .. } => return Ok(()),
+                CommitOutcome::Committed { .. } => return Ok(Vec::new()),
                 CommitOutcome::AlreadyApplied { .. } | CommitOutcome::Conflict { .. } => continue,
             }
         }
