@@ -1,7 +1,8 @@
 //! `follow --mirror`: a source that writers append to, delete from (deletion vectors and
 //! copy-on-write), compact and evolve is mirrored by runs that fail store calls and are
-//! killed with -9 mid-run; after every completed run the target's rows equal the source's at
-//! the version the mirror recorded, as deltabus and the reference reader read them.
+//! killed with -9 mid-run, and by two racing mirrors of which one is paused past the other's
+//! progress; the target's rows equal the source's at every version a mirror delivered, as
+//! deltabus and the reference reader read them.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -108,6 +109,102 @@ fn a_mirror_equals_its_source_at_every_delivered_version_through_faults_and_kill
     // The source's data commits: 8 appends, 2 deletes, 2 delete + re-append pairs, the wide row
     // (compactions change no rows and deliver nothing).
     assert_eq!(checked, 15, "one delivery per data commit of the source");
+}
+
+/// Two mirror processes of the same follower on one target while a writer appends, deletes,
+/// updates (copy-on-write) and compacts the source: one is paused with SIGSTOP while the other
+/// catches up past it, then resumed (its delivery in flight must not land twice); the other is
+/// killed with -9 and restarted; every store call may fail. Each target commit delivers a
+/// source version once, in order, and the target equals the source at every delivered version.
+#[test]
+fn racing_and_paused_mirrors_deliver_each_source_version_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, target) = (dir.path().join("source"), dir.path().join("target"));
+    let (s, t) = (source.to_str().unwrap().to_string(), target.to_str().unwrap().to_string());
+    let log = dir.path().join("mirrors.log");
+    write_lines(&s, &(0..50).map(|id| format!("{{\"id\":{id},\"v\":\"first\"}}\n")).collect::<String>());
+    let spawn = |seed: u32| {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(["follow", &s, "--into", &t, "--follower-id", "copy", "--mirror", "--key-columns", "id"])
+            .args(["--poll-interval", "50ms"])
+            .env("DELTABUS_FAULTS", format!("rate=0.03,seed={seed}"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+    let signal = |child: &std::process::Child, sig: &str| {
+        assert!(Command::new("kill").arg(sig).arg(child.id().to_string()).status().unwrap().success());
+    };
+    let (mut a, mut b) = (spawn(1), spawn(2));
+    let mut next = 50;
+    for round in 0..12 {
+        let rows: String = (next..next + 25).map(|id| format!("{{\"id\":{id},\"v\":\"r{round}\"}}\n")).collect();
+        write_lines(&s, &rows);
+        next += 25;
+        match round % 4 {
+            1 => assert!(deltabus(&[
+                "delete",
+                &s,
+                "--where",
+                &format!("id >= {} AND id < {}", round * 9, round * 9 + 6)
+            ])
+            .status
+            .success()),
+            2 => {
+                let (lo, hi) = (next - 20, next - 10);
+                assert!(deltabus(&["delete", &s, "--where", &format!("id >= {lo} AND id < {hi}")]).status.success());
+                write_lines(&s, &(lo..hi).map(|id| format!("{{\"id\":{id},\"v\":\"again\"}}\n")).collect::<String>());
+            }
+            3 => assert!(deltabus(&["compact", &s]).status.success()),
+            _ => {}
+        }
+        match round {
+            2 => signal(&a, "-STOP"),
+            6 => signal(&a, "-CONT"),
+            8 => {
+                signal(&b, "-KILL");
+                b.wait().unwrap();
+                b = spawn(3);
+            }
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let expected = sorted_rows(&["cat", &s]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while !target.join("_delta_log").exists() || sorted_rows(&["cat", &t]) != expected {
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(std::time::Instant::now() < deadline, "the mirrors did not catch up: {log}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for m in [&mut a, &mut b] {
+        signal(m, "-TERM");
+        let status = m.wait().unwrap();
+        assert!(status.success(), "{}", std::fs::read_to_string(&log).unwrap_or_default());
+    }
+    let delivered = delivered_versions(&target);
+    let versions: Vec<u64> = delivered.iter().map(|(_, v)| *v).collect();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    eprintln!(
+        "{} deliveries; mirror log: {} lines, {} injected faults",
+        delivered.len(),
+        text.lines().count(),
+        text.matches("fault_injected").count()
+    );
+    assert!(versions.windows(2).all(|w| w[0] < w[1]), "each source version delivered once, in order: {versions:?}");
+    for (target_version, source_version) in &delivered {
+        let expected = sorted_rows(&["cat", &s, "--version", &source_version.to_string()]);
+        let got = sorted_rows(&["cat", &t, "--version", &target_version.to_string()]);
+        assert_eq!(got, expected, "target version {target_version} = source version {source_version}");
+    }
+    assert_eq!(sorted_rows(&["cat", &t]), expected);
+    if let Some(oracle) = crate::support::kernel_oracle() {
+        let out = Command::new(oracle).arg("rows").arg(&t).output().unwrap();
+        assert!(out.status.success(), "reference reader: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), expected.len());
+    }
 }
 
 /// (target version, source version) of each target commit carrying the mirror's txn.
