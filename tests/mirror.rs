@@ -207,6 +207,131 @@ fn racing_and_paused_mirrors_deliver_each_source_version_once() {
     }
 }
 
+/// `follow --mirror` without key columns copies the source's files and deletion vectors and
+/// replays its commits: with row tracking, partitions and deletion vectors on the source, and
+/// runs killed with -9 or failing 5% of store calls, the target equals the source at every
+/// delivered version, its live files are the source's (same paths, same deletion vectors, same
+/// base row ids: every row keeps its row id) and the row-id high-water mark is the source's; a
+/// mirror started part way begins as a copy of the source before that version.
+#[test]
+fn a_mirror_without_keys_copies_files_and_keeps_row_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, target, later) = (dir.path().join("source"), dir.path().join("target"), dir.path().join("later"));
+    let (s, t, l) = (source.to_str().unwrap(), target.to_str().unwrap(), later.to_str().unwrap());
+    let write = |lines: String, extra: &[&str]| {
+        let mut w = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(["write", s, "--partition-by", "p", "--property", "delta.enableRowTracking=true"])
+            .args(["--property", "delta.enableDeletionVectors=true"])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut w.stdin.take().unwrap(), lines.as_bytes()).unwrap();
+        assert!(w.wait().unwrap().success());
+    };
+    let mirror = |target: &str, from: &str, seed: u64| {
+        Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(["follow", s, "--into", target, "--follower-id", "files", "--mirror", "--once", "--from", from])
+            .env("DELTABUS_FAULTS", format!("rate=0.05,seed={seed}"))
+            .output()
+            .unwrap()
+    };
+    for round in 0..6u64 {
+        let rows: String = (round * 40..round * 40 + 40)
+            .map(|id| format!("{{\"id\":{id},\"p\":\"part-{}\",\"v\":\"ü{round}\"}}\n", id % 3))
+            .collect();
+        write(rows, &[]);
+        if round % 2 == 1 {
+            let predicate = format!("id >= {} AND id < {}", round * 30, round * 30 + 15);
+            assert!(deltabus(&["delete", s, "--where", &predicate]).status.success());
+        }
+        if round == 3 {
+            write("{\"id\":1000,\"p\":\"part-0\",\"v\":\"wide\",\"extra\":\"e\"}\n".into(), &["--evolve-schema"]);
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(["follow", s, "--into", t, "--follower-id", "files", "--mirror", "--once", "--from", "0"])
+            .env("DELTABUS_FAULTS", format!("rate=0.05,seed={round}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(30 + 25 * round));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let out = mirror(t, "0", 100 + round);
+        assert!(out.status.success(), "mirror run: {}", String::from_utf8_lossy(&out.stderr));
+        if round == 2 {
+            // A second mirror starts here: a copy of the source before its first version.
+            let at = run_json(&["describe", s])["version"].as_u64().unwrap();
+            let out = mirror(l, &at.to_string(), 200);
+            assert!(out.status.success(), "later mirror: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    let out = mirror(l, "0", 300);
+    assert!(out.status.success(), "later mirror: {}", String::from_utf8_lossy(&out.stderr));
+    let delivered = delivered_versions(&target);
+    assert_eq!(delivered.len() as u64, run_json(&["describe", s])["version"].as_u64().unwrap() + 1, "every commit");
+    for (target_version, source_version) in &delivered {
+        let expected = sorted_rows(&["cat", s, "--version", &source_version.to_string()]);
+        let got = sorted_rows(&["cat", t, "--version", &target_version.to_string()]);
+        assert_eq!(got, expected, "target version {target_version} = source version {source_version}");
+    }
+    let expected = sorted_rows(&["cat", s]);
+    assert_eq!(sorted_rows(&["cat", l]), expected, "the mirror started part way");
+    // The same files, deletion vectors and row ids; the same high-water mark.
+    let files = |url: &str| {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let snapshot =
+            rt.block_on(deltabus::storage::Table::open(url, Default::default()).unwrap().snapshot(None)).unwrap();
+        let mut files: Vec<(String, Option<i64>, Option<String>)> = snapshot
+            .files()
+            .into_iter()
+            .map(|a| (a.path.clone(), a.base_row_id, a.deletion_vector.as_ref().map(|d| d.unique_id())))
+            .collect();
+        files.sort();
+        let mark = snapshot.domains().get("delta.rowTracking").map(|d| d.configuration.clone());
+        (files, mark, snapshot.metadata.partition_columns.clone(), snapshot.metadata.id.clone())
+    };
+    let (source_files, target_files) = (files(s), files(t));
+    assert!(source_files.0.iter().all(|f| f.1.is_some()) && source_files.0.iter().any(|f| f.2.is_some()));
+    assert_eq!(target_files.0, source_files.0, "live files with their row ids and deletion vectors");
+    assert_eq!((&target_files.1, &target_files.2), (&source_files.1, &source_files.2));
+    assert_ne!(target_files.3, source_files.3, "the mirror is a table of its own");
+    if let Some(oracle) = crate::support::kernel_oracle() {
+        for table in [t, l] {
+            let out = Command::new(&oracle).arg("rows").arg(table).output().unwrap();
+            assert!(out.status.success(), "reference reader: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), expected.len(), "{table}");
+        }
+    }
+    // Compaction (no row tracking here: deltabus compacts only tables without it) is replayed
+    // like any commit: the target ends with the source's compacted files.
+    let (s2, t2) = (dir.path().join("compacted"), dir.path().join("compacted-copy"));
+    let (s2, t2) = (s2.to_str().unwrap(), t2.to_str().unwrap());
+    for round in 0..4 {
+        write_lines(s2, &(round * 10..round * 10 + 10).map(|id| format!("{{\"id\":{id}}}\n")).collect::<String>());
+    }
+    assert!(deltabus(&["delete", s2, "--where", "id < 5"]).status.success());
+    assert!(deltabus(&["compact", s2]).status.success());
+    write_lines(s2, "{\"id\":100}\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["follow", s2, "--into", t2, "--follower-id", "files", "--mirror", "--once"])
+        .env("DELTABUS_FAULTS", "rate=0.05,seed=7")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(files(t2).0, files(s2).0, "the compacted files");
+    assert_eq!(sorted_rows(&["cat", t2]), sorted_rows(&["cat", s2]));
+    // What cannot be a copy is refused with a reason: a filter, or a target that is not one.
+    let out =
+        deltabus(&["follow", s, "--into", t, "--follower-id", "files", "--mirror", "--once", "--where", "id > 3"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--where does not apply"));
+    let out = deltabus(&["follow", s, "--into", t, "--follower-id", "other", "--mirror", "--once"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("is not a mirror made by"), "{err}");
+}
+
 /// (target version, source version) of each target commit carrying the mirror's txn.
 fn delivered_versions(target: &std::path::Path) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
@@ -279,9 +404,13 @@ fn run_pipelines_mirror_and_join_groups() {
     assert!(run.wait().unwrap().success());
     let f = run_json(&["followers", &s]);
     assert_eq!(f["groups"][0]["group"], "g");
-    // Refused at configuration: a mirror without keys, a group starting at a snapshot.
+    // Refused at configuration: a mirror copying files that would skip commits, a group
+    // starting at a snapshot.
     for (section, why) in [
-        ("[pipelines.x]\ntable = \"/tmp/x\"\n[pipelines.x.delta]\nsource = \"/tmp/y\"\nmirror = true\n", "key_columns"),
+        (
+            "[pipelines.x]\ntable = \"/tmp/x\"\n[pipelines.x.delta]\nsource = \"/tmp/y\"\nmirror = true\nskip_change_commits = true\n",
+            "delta.mirror",
+        ),
         ("[pipelines.x]\ntable = \"/tmp/x\"\n[pipelines.x.delta]\nsource = \"/tmp/y\"\ngroup = \"g\"\n", "delta.start"),
     ] {
         std::fs::write(&config, section).unwrap();

@@ -23,6 +23,7 @@ use crate::feed::sink::kafka::{KafkaGroupSink, KafkaSink, KafkaSinkConfig};
 use crate::feed::sink::lines::{write_lines, LinesSink};
 use crate::feed::sink::table::{GroupTableSink, TableSink};
 use crate::metrics::PipelineMetrics;
+use crate::pipeline::file_mirror::FileMirror;
 use crate::pipeline::mirror::MirrorSink;
 use crate::storage::Table;
 
@@ -188,8 +189,10 @@ pub struct FollowArgs {
     #[arg(long, default_value = "0")]
     pub from: String,
     /// Keep the target a copy of the source (its live rows equal the source's at each delivered
-    /// version: deletes and updates applied by --key-columns) instead of the change log.
-    #[arg(long, requires = "key_columns", conflicts_with = "group")]
+    /// version) instead of the change log: with --key-columns each commit is applied by key;
+    /// without, the source's files and deletion vectors are copied and its commits replayed,
+    /// so every row keeps its identity (and its row id where the source tracks rows).
+    #[arg(long, conflicts_with = "group")]
     pub mirror: bool,
     /// The columns that identify a row, comma-separated (with --mirror).
     #[arg(long, value_delimiter = ',', requires = "mirror")]
@@ -376,6 +379,17 @@ pub async fn follow(
         return Ok(out);
     }
     let follower_id = args.follower_id.clone().unwrap_or_default();
+    if args.mirror && args.key_columns.is_empty() {
+        if let Some(why) = opts.file_mirror_refusal() {
+            return Err(Error::InvalidArgument(format!("follow --mirror: {why}")));
+        }
+        let mut sink = FileMirror::open(source, target, &follower_id, &source_id).await?;
+        let (m, _server) = args.follower.metrics(&follower_id).await?;
+        let report = run_follower(source, &mut sink, &opts, m.as_deref(), stop).await?;
+        let mut out = follow_report(&report, sink.commits, report.rows);
+        out["filesCopied"] = sink.files.into();
+        return Ok(out);
+    }
     if args.mirror {
         let mut sink = MirrorSink::open(target, &follower_id, &source_id, &args.key_columns).await?;
         let (m, _server) = args.follower.metrics(&follower_id).await?;

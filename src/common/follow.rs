@@ -73,6 +73,22 @@ pub struct FollowerOptions {
 }
 
 impl FollowerOptions {
+    /// Why a mirror that copies files (one without key columns) cannot follow with these
+    /// options: it replays every commit whole, so nothing may filter, drop or merge commits.
+    pub fn file_mirror_refusal(&self) -> Option<&'static str> {
+        if self.filter.is_some() {
+            Some("a mirror without key columns copies whole files: --where does not apply")
+        } else if self.skip_change_commits || self.ignore_deletes {
+            Some("a mirror without key columns replays every commit: skip_change_commits and ignore_deletes do not apply")
+        } else if self.max_files.is_some() || self.max_bytes.is_some() {
+            Some("a mirror without key columns replays commits one by one: max_files and max_bytes do not apply")
+        } else if self.skip_gaps {
+            Some("a mirror without key columns needs every commit: skip_gaps does not apply")
+        } else {
+            None
+        }
+    }
+
     /// Defaults: from `start`, 1 s polls, following forever, no filter, unregistered.
     pub fn new(start: StartAt) -> FollowerOptions {
         FollowerOptions {

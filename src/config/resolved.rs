@@ -556,9 +556,10 @@ impl PipelineConfig {
         }
         let options = d.options(Some(follower_id.clone())).map_err(|(key, why)| bad(&format!("delta.{key}"), why))?;
         let mirror = match (d.mirror, d.key_columns.is_empty()) {
-            (true, true) => {
-                return Err(bad("delta.key_columns", "a mirror needs the columns that identify a row".into()))
-            }
+            (true, true) => match options.file_mirror_refusal() {
+                Some(why) => return Err(bad("delta.mirror", why.into())),
+                None => Some(Vec::new()),
+            },
             (true, false) => Some(d.key_columns.clone()),
             (false, false) => return Err(bad("delta.key_columns", "only with mirror = true".into())),
             (false, true) => None,

@@ -202,7 +202,8 @@ pub fn row_id_high_water_mark(domain_configuration: &str) -> Option<i64> {
 /// Assigns row tracking to a transaction's new files for commit `version` (digest §9,
 /// `rowTracking`): each add without a `baseRowId` gets the next range above `high_water_mark`
 /// (sized by its `numRecords`) and `defaultRowCommitVersion = version`, and the
-/// `delta.rowTracking` domain records the new high-water mark. Called again on every retry,
+/// `delta.rowTracking` domain records the new high-water mark. Files that carry their row ids
+/// (copied with them) keep them, and a mark the transaction carries is kept. Called again on every retry,
 /// since a winning commit may have moved the mark.
 ///
 /// # Errors
@@ -211,6 +212,7 @@ pub fn assign_row_tracking(actions: &[Action], high_water_mark: Option<i64>, ver
     let mut hwm = high_water_mark.unwrap_or(-1);
     let mut out = Vec::with_capacity(actions.len() + 1);
     let mut assigned = false;
+    let mut given = None;
     for a in actions {
         match a {
             Action::Add(add) if add.base_row_id.is_none() => {
@@ -227,16 +229,20 @@ pub fn assign_row_tracking(actions: &[Action], high_water_mark: Option<i64>, ver
                 assigned = true;
                 out.push(Action::Add(add));
             }
-            Action::DomainMetadata(d) if d.domain == ROW_TRACKING_DOMAIN => {}
+            Action::DomainMetadata(d) if d.domain == ROW_TRACKING_DOMAIN => given = Some(d.clone()),
             other => out.push(other.clone()),
         }
     }
     if assigned {
+        // A mark the transaction carries (files copied with their row ids) is kept if higher.
+        let carried = given.as_ref().and_then(|d| row_id_high_water_mark(&d.configuration)).unwrap_or(-1);
         out.push(Action::DomainMetadata(super::actions::DomainMetadata {
             domain: ROW_TRACKING_DOMAIN.to_string(),
-            configuration: json!({"rowIdHighWaterMark": hwm}).to_string(),
+            configuration: json!({"rowIdHighWaterMark": hwm.max(carried)}).to_string(),
             removed: false,
         }));
+    } else if let Some(d) = given {
+        out.push(Action::DomainMetadata(d));
     }
     Ok(out)
 }
@@ -297,6 +303,25 @@ mod tests {
         let Some(Action::DomainMetadata(d)) = out.last() else { panic!("no domain") };
         assert_eq!(row_id_high_water_mark(&d.configuration), Some(114));
         assert!(assign_row_tracking(&[add("nostats")], None, 1).is_err());
+        // Files copied with their row ids keep them, and the mark copied with them is kept.
+        let mark = |m: i64| {
+            Action::DomainMetadata(crate::delta::actions::DomainMetadata {
+                domain: ROW_TRACKING_DOMAIN.into(),
+                configuration: format!(r#"{{"rowIdHighWaterMark":{m}}}"#),
+                removed: false,
+            })
+        };
+        let Action::Add(mut copied) = with_stats("c", 3) else { unreachable!() };
+        copied.base_row_id = Some(500);
+        let out = assign_row_tracking(&[Action::Add(copied), mark(502)], Some(99), 8).unwrap();
+        let Some(Action::Add(c)) = out.first() else { panic!("no add") };
+        assert_eq!(c.base_row_id, Some(500));
+        let Some(Action::DomainMetadata(d)) = out.last() else { panic!("no domain") };
+        assert_eq!(row_id_high_water_mark(&d.configuration), Some(502));
+        let out = assign_row_tracking(&[with_stats("d", 4), mark(50)], Some(99), 9).unwrap();
+        let Some(Action::DomainMetadata(d)) = out.last() else { panic!("no domain") };
+        assert_eq!(row_id_high_water_mark(&d.configuration), Some(103), "the higher mark wins");
+        assert_eq!(out.iter().filter(|a| matches!(a, Action::DomainMetadata(_))).count(), 1);
     }
 
     #[test]

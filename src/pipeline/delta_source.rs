@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use super::file_mirror::FileMirror;
 use super::mirror::MirrorSink;
 use super::runner::RunReport;
 use crate::config::{PipelineSource, ResolvedPipeline};
@@ -50,6 +51,17 @@ pub async fn run(
         let report = run_member(&source, &mut sink, &mut member, &d.options, stopped).await?;
         let (commits, rows) = sink.counts();
         return Ok(RunReport { records: report.rows, rows_committed: rows, dead_letters: 0, commits });
+    }
+    if d.mirror.as_ref().is_some_and(Vec::is_empty) {
+        let mut sink = FileMirror::open(&source, &target, &d.follower_id, &source_id).await?;
+        metrics.ready.store(true, Relaxed);
+        let report = run_follower(&source, &mut sink, &d.options, Some(&metrics), stopped).await?;
+        return Ok(RunReport {
+            records: report.rows,
+            rows_committed: report.rows,
+            dead_letters: 0,
+            commits: sink.commits,
+        });
     }
     if let Some(keys) = &d.mirror {
         let mut sink = MirrorSink::open(&target, &d.follower_id, &source_id, keys).await?;

@@ -30,6 +30,7 @@ pub mod coordinated;
 pub mod dead_letter;
 pub mod decode;
 pub mod delta_source;
+pub mod file_mirror;
 mod flushing;
 pub mod mirror;
 pub mod one_table;
