@@ -7,7 +7,7 @@
 //! 2. Latency: a writer commits 20 rows at random intervals (50–500 ms) for 15 s while a group
 //!    of 2 members polls every 100 ms; commit → delivered p50/p99 per member.
 //! 3. Mirror lag: a writer appends 200 rows every 200 ms for 10 s while `follow --mirror`
-//!    (100 ms poll) keeps a copy; commit → mirrored p50/p99.
+//!    (100 ms poll) keeps a copy, by key and by copying files; commit → mirrored p50/p99.
 //!
 //! Run: `cargo bench --bench group_follow`.
 
@@ -30,6 +30,7 @@ use deltabus::feed::group::Member;
 use deltabus::feed::group_follow::{run_member, SliceSink};
 use deltabus::feed::sink::ChangeSink;
 use deltabus::ops::write::{write_json_lines, WriteOptions};
+use deltabus::pipeline::file_mirror::FileMirror;
 use deltabus::pipeline::mirror::MirrorSink;
 use deltabus::storage::{StorageOptions, Table};
 
@@ -76,12 +77,12 @@ impl ChangeSink for Counting {
 }
 
 /// A mirror that notes when each version landed.
-struct TimedMirror {
-    inner: MirrorSink,
+struct TimedMirror<S> {
+    inner: S,
     arrived: Arc<Mutex<BTreeMap<u64, Instant>>>,
 }
 
-impl ChangeSink for TimedMirror {
+impl<S: ChangeSink> ChangeSink for TimedMirror<S> {
     async fn position(&mut self) -> Result<Option<u64>> {
         self.inner.position().await
     }
@@ -290,17 +291,29 @@ async fn main() {
         );
     }
 
-    // 3. Mirror lag.
+    // 3. Mirror lag, by key and by files.
     println!("== mirror lag: 200 rows every 200 ms for 10 s, 100 ms poll ==");
-    let src = Table::open_for_write(root.join("mirror-src").to_str().unwrap(), StorageOptions::default()).unwrap();
-    let dst = Table::open_for_write(root.join("mirror-dst").to_str().unwrap(), StorageOptions::default()).unwrap();
+    let (src, dst) = tables(&root, "mirror-src", "mirror-dst");
     append(&src, 200, 0).await;
     let id = src.snapshot(None).await.unwrap().metadata.id;
+    let keyed = MirrorSink::open(&dst, "copy", &id, &["id".to_string()]).await.unwrap();
+    mirror_lag(src, keyed, "--mirror --key-columns id").await;
+    let (src, dst) = tables(&root, "files-src", "files-dst");
+    append(&src, 200, 0).await;
+    let id = src.snapshot(None).await.unwrap().metadata.id;
+    let files = FileMirror::open(&src, &dst, "copy", &id).await.unwrap();
+    mirror_lag(src, files, "--mirror (files copied)").await;
+}
+
+fn tables(root: &std::path::Path, a: &str, b: &str) -> (Table, Table) {
+    let open = |n: &str| Table::open_for_write(root.join(n).to_str().unwrap(), StorageOptions::default()).unwrap();
+    (open(a), open(b))
+}
+
+/// Commit -> mirrored latency while a writer appends 200 rows every 200 ms for 10 s.
+async fn mirror_lag<S: ChangeSink + Send + 'static>(src: Table, inner: S, label: &str) {
     let arrived = Arc::new(Mutex::new(BTreeMap::new()));
-    let mut sink = TimedMirror {
-        inner: MirrorSink::open(&dst, "copy", &id, &["id".to_string()]).await.unwrap(),
-        arrived: arrived.clone(),
-    };
+    let mut sink = TimedMirror { inner, arrived: arrived.clone() };
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let follower = {
         let src = src.clone();
@@ -324,7 +337,7 @@ async fn main() {
     follower.await.unwrap();
     let lag = latencies(&committed, &arrived.lock().unwrap());
     println!(
-        "{} of {} commits mirrored, commit -> mirrored p50 {:.0} ms, p99 {:.0} ms",
+        "{label}: {} of {} commits mirrored, commit -> mirrored p50 {:.0} ms, p99 {:.0} ms",
         lag.len(),
         committed.len(),
         pct(&lag, 0.5),

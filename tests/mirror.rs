@@ -1,8 +1,8 @@
 //! `follow --mirror`: a source that writers append to, delete from (deletion vectors and
 //! copy-on-write), compact and evolve is mirrored by runs that fail store calls and are
 //! killed with -9 mid-run, and by two racing mirrors of which one is paused past the other's
-//! progress; the target's rows equal the source's at every version a mirror delivered, as
-//! deltabus and the reference reader read them.
+//! progress; the target's rows equal the source's at every version a mirror delivered (read by
+//! deltabus), and at the end row for row as the reference reader reads them.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -15,10 +15,15 @@ use crate::support::{deltabus, run_json};
 fn sorted_rows(args: &[&str]) -> Vec<String> {
     let out = deltabus(args);
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    let mut rows: Vec<String> = String::from_utf8_lossy(&out.stdout)
+    normalized(&out.stdout)
+}
+
+/// JSON lines as sorted objects without nulls, sorted: column order and absent nulls aside,
+/// deltabus and the reference reader print the same rows the same way.
+fn normalized(text: &[u8]) -> Vec<String> {
+    let mut rows: Vec<String> = String::from_utf8_lossy(text)
         .lines()
         .map(|l| {
-            // Column order and absent nulls aside: compare as sorted JSON objects.
             let v: serde_json::Map<String, Value> = serde_json::from_str(l).unwrap();
             let sorted: std::collections::BTreeMap<_, _> = v.into_iter().filter(|(_, v)| !v.is_null()).collect();
             serde_json::to_string(&sorted).unwrap()
@@ -26,6 +31,14 @@ fn sorted_rows(args: &[&str]) -> Vec<String> {
         .collect();
     rows.sort();
     rows
+}
+
+/// The reference reader's rows of `table`, normalized (`None` without the reader).
+fn reference_rows(table: &str) -> Option<Vec<String>> {
+    let oracle = crate::support::kernel_oracle()?;
+    let out = Command::new(oracle).arg("rows").arg(table).output().unwrap();
+    assert!(out.status.success(), "reference reader: {}", String::from_utf8_lossy(&out.stderr));
+    Some(normalized(&out.stdout))
 }
 
 fn mirror_args<'a>(source: &'a str, target: &'a str) -> Vec<&'a str> {
@@ -91,10 +104,8 @@ fn a_mirror_equals_its_source_at_every_delivered_version_through_faults_and_kill
         assert_eq!(at, run_json(&["describe", &s])["version"].as_u64().unwrap(), "caught up");
         let expected = sorted_rows(&["cat", &s, "--version", &at.to_string()]);
         assert_eq!(sorted_rows(&["cat", &t]), expected, "round {round}: the mirror at source version {at}");
-        if let Some(oracle) = crate::support::kernel_oracle() {
-            let out = Command::new(oracle).arg("rows").arg(&t).output().unwrap();
-            assert!(out.status.success(), "reference reader: {}", String::from_utf8_lossy(&out.stderr));
-            assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), expected.len(), "round {round}");
+        if let Some(rows) = reference_rows(&t) {
+            assert_eq!(rows, expected, "round {round}: the reference reader's rows of the mirror");
         }
     }
     // Every version of the target that delivered a source version (its txn) equals the source
@@ -200,10 +211,8 @@ fn racing_and_paused_mirrors_deliver_each_source_version_once() {
         assert_eq!(got, expected, "target version {target_version} = source version {source_version}");
     }
     assert_eq!(sorted_rows(&["cat", &t]), expected);
-    if let Some(oracle) = crate::support::kernel_oracle() {
-        let out = Command::new(oracle).arg("rows").arg(&t).output().unwrap();
-        assert!(out.status.success(), "reference reader: {}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), expected.len());
+    if let Some(rows) = reference_rows(&t) {
+        assert_eq!(rows, expected, "the reference reader's rows of the mirror");
     }
 }
 
@@ -298,11 +307,9 @@ fn a_mirror_without_keys_copies_files_and_keeps_row_ids() {
     assert_eq!(target_files.0, source_files.0, "live files with their row ids and deletion vectors");
     assert_eq!((&target_files.1, &target_files.2), (&source_files.1, &source_files.2));
     assert_ne!(target_files.3, source_files.3, "the mirror is a table of its own");
-    if let Some(oracle) = crate::support::kernel_oracle() {
-        for table in [t, l] {
-            let out = Command::new(&oracle).arg("rows").arg(table).output().unwrap();
-            assert!(out.status.success(), "reference reader: {}", String::from_utf8_lossy(&out.stderr));
-            assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), expected.len(), "{table}");
+    for table in [t, l] {
+        if let Some(rows) = reference_rows(table) {
+            assert_eq!(rows, expected, "the reference reader's rows of {table}");
         }
     }
     // Compaction (no row tracking here: deltabus compacts only tables without it) is replayed
