@@ -159,39 +159,6 @@ fn ids_of(table: &str) -> Vec<i64> {
     ids
 }
 
-fn read_topic(brokers: &str, topic: &str, partitions: usize) -> Vec<Value> {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    use rdkafka::error::KafkaError;
-    use rdkafka::Message;
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "chaos-check")
-        .set("isolation.level", "read_committed")
-        .set("auto.offset.reset", "earliest")
-        .set("enable.partition.eof", "true")
-        .create()
-        .unwrap();
-    consumer.subscribe(&[topic]).unwrap();
-    for p in 0..partitions as i32 {
-        let (low, _) = consumer.fetch_watermarks(topic, p, Duration::from_secs(10)).unwrap();
-        assert_eq!(low, 0, "the broker dropped records of {topic}/{p} (the mock keeps ~5 MiB per partition)");
-    }
-    let (mut got, mut eof) = (Vec::new(), BTreeSet::new());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while eof.len() < partitions {
-        assert!(Instant::now() < deadline, "the feed topic was read to its end within 60 s");
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => got.push(serde_json::from_slice(m.payload().unwrap()).unwrap()),
-            Some(Err(KafkaError::PartitionEOF(p))) => {
-                eof.insert(p);
-            }
-            Some(Err(e)) => panic!("{e}"),
-            None => {}
-        }
-    }
-    got
-}
-
 #[test]
 fn chaos_soak_keeps_every_row_exactly_once() {
     let _guard = crate::support::native_clients_lock();
@@ -383,7 +350,10 @@ fn chaos_soak_keeps_every_row_exactly_once() {
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_same("replica", &canonical(&replica_rows, "_commit_version"), &canonical(&source_feed, "_commit_version"));
     // 4. The feed topic holds the feed exactly.
-    let topic_rows = read_topic(&brokers, "feed", FEED_PARTITIONS as usize);
+    let topic_rows: Vec<Value> = crate::support::kafka::read_committed(&brokers, "feed", FEED_PARTITIONS as usize)
+        .into_iter()
+        .map(|(_, payload)| serde_json::from_str(&payload).unwrap())
+        .collect();
     let tail_kills = roles.iter().find(|r| r.name == "tail").map_or(0, |r| r.kills);
     let rows = |rows: &[Value]| -> Vec<(u64, String)> {
         rows.iter()

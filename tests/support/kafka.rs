@@ -91,7 +91,8 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Every record of `topic` as (key, payload) as a `read_committed` consumer sees it, read to
-/// the end of all `partitions` within 60 s.
+/// the end of all `partitions` within 60 s. Fails when the broker dropped records (the mock
+/// cluster keeps about 5 MiB per partition).
 pub fn read_committed(brokers: &str, topic: &str, partitions: usize) -> Vec<(Option<String>, String)> {
     use rdkafka::consumer::{BaseConsumer, Consumer};
     use rdkafka::error::KafkaError;
@@ -105,6 +106,10 @@ pub fn read_committed(brokers: &str, topic: &str, partitions: usize) -> Vec<(Opt
         .create()
         .unwrap();
     consumer.subscribe(&[topic]).unwrap();
+    for p in 0..i32::try_from(partitions).unwrap() {
+        let (low, _) = consumer.fetch_watermarks(topic, p, std::time::Duration::from_secs(10)).unwrap();
+        assert_eq!(low, 0, "the broker dropped records of {topic}/{p}");
+    }
     let (mut got, mut eof) = (Vec::new(), std::collections::BTreeSet::new());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while eof.len() < partitions {
