@@ -5,7 +5,7 @@
 //! pipeline metrics, and stops when `stop` turns true (between commits, never inside one).
 //! With `group`, the process is a member of a consumer group on the source (slices and their
 //! positions, `feed::group_follow`); with `mirror`, the table is kept a copy of the source
-//! (`pipeline::mirror`).
+//! (`pipeline::mirror` by key, `pipeline::file_mirror` by copying files).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -15,12 +15,14 @@ use tokio::sync::watch;
 use super::file_mirror::FileMirror;
 use super::mirror::MirrorSink;
 use super::runner::RunReport;
+use crate::common::follow::FollowerOptions;
 use crate::config::{PipelineSource, ResolvedPipeline};
 use crate::error::{Error, Result};
-use crate::feed::follow::run_follower;
+use crate::feed::follow::{run_follower, FollowerReport};
 use crate::feed::group::Member;
 use crate::feed::group_follow::run_member;
 use crate::feed::sink::table::{GroupTableSink, TableSink};
+use crate::feed::sink::ChangeSink;
 use crate::metrics::PipelineMetrics;
 use crate::storage::{StorageOptions, Table};
 
@@ -52,30 +54,35 @@ pub async fn run(
         let (commits, rows) = sink.counts();
         return Ok(RunReport { records: report.rows, rows_committed: rows, dead_letters: 0, commits });
     }
-    if d.mirror.as_ref().is_some_and(Vec::is_empty) {
-        let mut sink = FileMirror::open(&source, &target, &d.follower_id, &source_id).await?;
-        metrics.ready.store(true, Relaxed);
-        let report = run_follower(&source, &mut sink, &d.options, Some(&metrics), stopped).await?;
-        return Ok(RunReport {
-            records: report.rows,
-            rows_committed: report.rows,
-            dead_letters: 0,
-            commits: sink.commits,
-        });
+    let (o, m) = (&d.options, &metrics);
+    match &d.mirror {
+        Some(keys) if keys.is_empty() => {
+            let sink = FileMirror::open(&source, &target, &d.follower_id, &source_id).await?;
+            let (report, sink) = follow_into(&source, sink, o, m, stopped).await?;
+            Ok(RunReport { records: report.rows, rows_committed: report.rows, dead_letters: 0, commits: sink.commits })
+        }
+        Some(keys) => {
+            let sink = MirrorSink::open(&target, &d.follower_id, &source_id, keys).await?;
+            let (report, sink) = follow_into(&source, sink, o, m, stopped).await?;
+            Ok(RunReport { records: report.rows, rows_committed: sink.rows, dead_letters: 0, commits: sink.commits })
+        }
+        None => {
+            let sink = TableSink::open(&target, &d.follower_id, &source_id).await?;
+            let (report, sink) = follow_into(&source, sink, o, m, stopped).await?;
+            Ok(RunReport { records: report.rows, rows_committed: sink.rows, dead_letters: 0, commits: sink.commits })
+        }
     }
-    if let Some(keys) = &d.mirror {
-        let mut sink = MirrorSink::open(&target, &d.follower_id, &source_id, keys).await?;
-        metrics.ready.store(true, Relaxed);
-        let report = run_follower(&source, &mut sink, &d.options, Some(&metrics), stopped).await?;
-        return Ok(RunReport {
-            records: report.rows,
-            rows_committed: sink.rows,
-            dead_letters: 0,
-            commits: sink.commits,
-        });
-    }
-    let mut sink = TableSink::open(&target, &d.follower_id, &source_id).await?;
+}
+
+/// Marks the pipeline ready and follows `source` into `sink` until `stop`.
+async fn follow_into<S: ChangeSink>(
+    source: &Table,
+    mut sink: S,
+    options: &FollowerOptions,
+    metrics: &Arc<PipelineMetrics>,
+    stop: impl std::future::Future<Output = ()> + Send,
+) -> Result<(FollowerReport, S)> {
     metrics.ready.store(true, Relaxed);
-    let report = run_follower(&source, &mut sink, &d.options, Some(&metrics), stopped).await?;
-    Ok(RunReport { records: report.rows, rows_committed: sink.rows, dead_letters: 0, commits: sink.commits })
+    let report = run_follower(source, &mut sink, options, Some(metrics), stop).await?;
+    Ok((report, sink))
 }
