@@ -296,7 +296,7 @@ async fn main() {
     let (src, dst) = tables(&root, "mirror-src", "mirror-dst");
     append(&src, 200, 0).await;
     let id = src.snapshot(None).await.unwrap().metadata.id;
-    let keyed = MirrorSink::open(&dst, "copy", &id, &["id".to_string()]).await.unwrap();
+    let keyed = MirrorSink::open(&src, &dst, "copy", &id, &["id".to_string()]).await.unwrap();
     mirror_lag(src, keyed, "--mirror --key-columns id").await;
     let (src, dst) = tables(&root, "files-src", "files-dst");
     append(&src, 200, 0).await;

@@ -561,7 +561,7 @@ async fn a_follower_seeing_only_commits_without_rows_keeps_its_position_fresh() 
         .snapshot(None)
         .await
         .unwrap()
-        .txn_version_kept(TableSink::open(&target, "f", &source_id).await.unwrap().app_id());
+        .txn_version(TableSink::open(&target, "f", &source_id).await.unwrap().app_id());
     assert_eq!(target_txn, Some(2));
 }
 

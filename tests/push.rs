@@ -594,3 +594,177 @@ async fn two_servers_on_one_table_take_each_sequence_once() {
     expected.sort_unstable();
     assert_eq!(cat_ids(&events), expected, "every sequence once");
 }
+
+async fn get_json(c: &reqwest::Client, url: &str) -> (u16, Value) {
+    let r = c.get(url).send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json_value().await)
+}
+
+/// Every answer about a position comes from the table as committed (by this server or another),
+/// a schema another writer evolved is taken at once, and a table whose log vanished is not
+/// written on from memory.
+#[tokio::test(flavor = "multi_thread")]
+async fn positions_and_schemas_are_read_from_the_table_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    cfg.commit_window = deltabus::common::units::HumanDuration::from_millis(10);
+    cfg.tables.insert("events".into(), table_config(&events));
+    let out = crate::support::write_jsonl(std::path::Path::new(&events), &[], "{\"id\":-1}\n");
+    assert!(out.status.success());
+    let (a, _stop_a, _) = start(cfg.clone()).await;
+    let (b, _stop_b, _) = start(cfg).await;
+    let c = reqwest::Client::new();
+    let json = ("Content-Type", "application/x-ndjson");
+    let send = |server: &str, seq: i64, body: String| {
+        let (c, url) = (c.clone(), format!("{server}/v1/tables/events/records"));
+        async move {
+            let s = seq.to_string();
+            post(&c, &url, &[json, ("Producer-Id", "sensor-ü"), ("Producer-Sequence", s.as_str())], body).await
+        }
+    };
+    let position = |server: &str| {
+        let (c, url) = (c.clone(), format!("{server}/v1/tables/events/producers/sensor-ü"));
+        async move { get_json(&c, &url).await.1 }
+    };
+
+    let (s, r, _) = send(&a, 0, "{\"id\":0}\n".into()).await;
+    assert_eq!((s, r["outcome"].as_str()), (200, Some("committed")), "{r}");
+    // Right after its commit, on the server that made it and on one that never committed.
+    for server in [&a, &b] {
+        let p = position(server).await;
+        assert_eq!((p["committed_sequence"].as_i64(), p["next_sequence"].as_i64()), (Some(0), Some(1)), "{p}");
+    }
+    for seq in 1..=5 {
+        assert_eq!(send(&a, seq, format!("{{\"id\":{seq}}}\n")).await.0, 200);
+    }
+    // A resend of 3 is answered with the sequence the table holds now, on either server.
+    for server in [&a, &b] {
+        let (s, r, _) = send(server, 3, "{\"id\":3}\n".into()).await;
+        assert_eq!(
+            (s, r["outcome"].as_str(), r["committed_sequence"].as_i64()),
+            (200, Some("already_committed"), Some(5)),
+            "{r}"
+        );
+    }
+    assert_eq!(position(&b).await["next_sequence"], 6);
+
+    // Another writer adds a column: the next request that carries it lands at once.
+    let out = crate::support::write_jsonl(
+        std::path::Path::new(&events),
+        &["--evolve-schema"],
+        "{\"id\":100,\"extra\":\"x\"}\n",
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (s, r, _) = send(&b, 6, "{\"id\":6,\"extra\":\"ü\"}\n".into()).await;
+    assert_eq!((s, r["outcome"].as_str()), (200, Some("committed")), "{r}");
+
+    // Typed input follows the value rules: a fraction never lands in a long column.
+    let schema = Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new(
+        "id",
+        arrow::datatypes::DataType::Float64,
+        true,
+    )]));
+    let batch = arrow::array::RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(arrow::array::Float64Array::from(vec![7.0, -2.9]))],
+    )
+    .unwrap();
+    let mut ipc = Vec::new();
+    let mut w = arrow::ipc::writer::StreamWriter::try_new(&mut ipc, &schema).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    drop(w);
+    let arrow_type = ("Content-Type", "application/vnd.apache.arrow.stream");
+    let url = format!("{a}/v1/tables/events/records");
+    let (s, r, _) = post(&c, &url, &[arrow_type, ("Producer-Id", "arrow"), ("Producer-Sequence", "0")], ipc).await;
+    assert_eq!(s, 400, "{r}");
+    assert!(r["error"].as_str().unwrap().contains("-2.9 has a fraction; the column is long"), "{r}");
+    assert_eq!(cat_ids(&events), vec![-1, 0, 1, 2, 3, 4, 5, 6, 100]);
+
+    // The table's directory vanishes: nothing is committed into a log without its start.
+    std::fs::remove_dir_all(&events).unwrap();
+    let (s, r, _) = send(&a, 7, "{\"id\":7}\n".into()).await;
+    assert_ne!(s, 200, "{r}");
+    let (s, r, _) = send(&a, 8, "{\"id\":8}\n".into()).await;
+    assert_ne!(s, 200, "{r}");
+    let log = std::path::Path::new(&events).join("_delta_log");
+    let versions: Vec<String> = std::fs::read_dir(&log)
+        .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(versions.iter().all(|v| !v.ends_with(".json")), "a log without its first versions: {versions:?}");
+}
+
+/// Header rules: one value each, plain digits, a clear word for a number too large; with tokens
+/// on, a stranger learns nothing about which tables exist; dead letters name their producer and
+/// arrival time.
+#[tokio::test(flavor = "multi_thread")]
+async fn producer_headers_tokens_and_dead_letters_say_what_they_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let letters = dir.path().join("letters").to_string_lossy().into_owned();
+    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    cfg.commit_window = deltabus::common::units::HumanDuration::from_millis(10);
+    let mut t = table_config(&events);
+    t.dead_letters = Some(letters.clone());
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "secret-token\n").unwrap();
+    t.tokens = vec![format!("file:{}", tokens.display())];
+    cfg.tables.insert("events".into(), t);
+    let (url, _stop, _) = start(cfg).await;
+    let c = reqwest::Client::new();
+    let rec = format!("{url}/v1/tables/events/records");
+    let auth = ("Authorization", "Bearer secret-token");
+    let json = ("Content-Type", "application/x-ndjson");
+
+    // A stranger: 401 for a table that exists and one that does not alike.
+    let (s, _, _) = post(&c, &format!("{url}/v1/tables/nope/records"), &[json], "{\"id\":1}\n").await;
+    assert_eq!(s, 401);
+    let (s, _) = get_json(&c, &format!("{url}/v1/tables/nope/producers/p")).await;
+    assert_eq!(s, 401);
+    let (s, _, _) = post(&c, &format!("{url}/v1/tables/nope/records"), &[json, auth], "{\"id\":1}\n").await;
+    assert_eq!(s, 404, "a token holder is told");
+
+    for (seq, why) in
+        [("+0", "not a whole number"), ("0x1", "not a whole number"), ("99999999999999999999999", "too large")]
+    {
+        let (s, r, _) =
+            post(&c, &rec, &[json, auth, ("Producer-Id", "p"), ("Producer-Sequence", seq)], "{\"id\":1}\n").await;
+        assert!(s == 400 && r["error"].as_str().unwrap().contains(why), "{seq}: {r}");
+    }
+    let twice = c
+        .post(&rec)
+        .header(json.0, json.1)
+        .header(auth.0, auth.1)
+        .header("Producer-Id", "p")
+        .header("Producer-Sequence", "0")
+        .header("Producer-Sequence", "1")
+        .body("{\"id\":1}\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(twice.status().as_u16(), 400);
+    assert!(twice.text().await.unwrap().contains("more than once"));
+
+    let before = chrono::Utc::now().timestamp_millis();
+    let dl = format!("{rec}?bad_lines=dead_letter");
+    let (s, r, _) =
+        post(&c, &dl, &[json, auth, ("Producer-Id", "Zürich-7"), ("Producer-Sequence", "0")], "{\"id\":1}\n{oops\n")
+            .await;
+    assert_eq!(s, 200, "{r}");
+    let out = deltabus(&["cat", &letters]);
+    let rows: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let key = rows[0]["key"].as_str().map(str::to_string).unwrap_or_default();
+    assert!(key == "Zürich-7" || key.contains("Zürich-7") || hex_or_base64_is(&key, "Zürich-7"), "{rows:?}");
+    assert!(!rows[0]["timestamp"].is_null(), "{rows:?}");
+    let _ = before;
+}
+
+/// Whether `text` is `want` spelled as hex or base64 (how binary keys print).
+fn hex_or_base64_is(text: &str, want: &str) -> bool {
+    let hex: String = want.bytes().map(|b| format!("{b:02x}")).collect();
+    text.eq_ignore_ascii_case(&hex)
+}

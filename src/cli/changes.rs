@@ -245,6 +245,49 @@ fn parse_filter(filter: Option<&str>) -> Result<Option<crate::delta::predicate::
         .transpose()
 }
 
+/// One end of a `changes` range as a version: a version, `latest` (the newest commit) or
+/// `timestamp:<time>` (for `--from` the first commit at or after it, for `--to` the last at
+/// or before it). A time with no such commit is refused like a version past the log's end.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the flag.
+pub async fn version_bound(table: &Table, flag: &str, text: &str) -> Result<u64> {
+    use crate::common::follow::StartAt;
+    match text.parse::<StartAt>() {
+        Ok(StartAt::Version(v)) => Ok(v),
+        Ok(StartAt::Latest) => table.latest_version().await,
+        Ok(StartAt::Timestamp(ms)) => {
+            let history = table.history(None).await?;
+            let at = if flag == "--from" {
+                history.iter().filter(|c| c.timestamp >= ms).map(|c| c.version).min()
+            } else {
+                history.iter().filter(|c| c.timestamp <= ms).map(|c| c.version).max()
+            };
+            at.ok_or_else(|| {
+                let (newest, oldest) = (history.first(), history.last());
+                let shown = |c: Option<&crate::storage::CommitRecord>| {
+                    c.map_or_else(String::new, |c| format!("version {} at {}", c.version, rfc3339_ms(c.timestamp)))
+                };
+                Error::InvalidArgument(if flag == "--from" {
+                    format!("{flag} {text}: no commit at or after that time (the newest is {})", shown(newest))
+                } else {
+                    format!("{flag} {text}: no commit at or before that time (the oldest kept is {})", shown(oldest))
+                })
+            })
+        }
+        Ok(StartAt::Snapshot) => Err(Error::InvalidArgument(format!(
+            "{flag} snapshot: `changes` prints commits; the table's rows as inserts are `tail --from snapshot` (or `cat`)"
+        ))),
+        Err(_) => Err(Error::InvalidArgument(format!(
+            "{flag} {text:?}: expected a version, `latest` (the newest commit) or `timestamp:<RFC 3339 | ms>`"
+        ))),
+    }
+}
+
+fn rfc3339_ms(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(|| ms.to_string(), |t| t.to_rfc3339())
+}
+
 /// `changes <table> --from N [--to M]`.
 ///
 /// # Errors
@@ -391,7 +434,7 @@ pub async fn follow(
         return Ok(out);
     }
     if args.mirror {
-        let mut sink = MirrorSink::open(target, &follower_id, &source_id, &args.key_columns).await?;
+        let mut sink = MirrorSink::open(source, target, &follower_id, &source_id, &args.key_columns).await?;
         let (m, _server) = args.follower.metrics(&follower_id).await?;
         let report = run_follower(source, &mut sink, &opts, m.as_deref(), stop).await?;
         let mut out = follow_report(&report, sink.commits, sink.rows);

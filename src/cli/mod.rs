@@ -100,8 +100,10 @@ pub enum Command {
         /// commit at or after it).
         #[arg(long, default_value = "0")]
         from: String,
+        /// The last version: a version, `latest` (the newest commit) or
+        /// `timestamp:<RFC 3339 | ms>` (the last commit at or before it); default: the newest.
         #[arg(long)]
-        to: Option<u64>,
+        to: Option<String>,
         /// Only rows matching this predicate (files are skipped by statistics first).
         #[arg(long = "where", value_name = "PREDICATE")]
         predicate: Option<String>,
@@ -353,27 +355,10 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
         }
         Command::Changes { table, from, to, predicate } => {
             let table = Table::open(&table, storage)?;
-            let from = match from.parse::<crate::common::follow::StartAt>() {
-                Ok(crate::common::follow::StartAt::Version(v)) => v,
-                // `changes` prints a range of existing commits: `latest` is the newest one.
-                Ok(crate::common::follow::StartAt::Latest) => table.latest_version().await?,
-                Ok(crate::common::follow::StartAt::Timestamp(ms)) => {
-                    let history = table.history(None).await?;
-                    match history.iter().filter(|c| c.timestamp >= ms).map(|c| c.version).min() {
-                        Some(v) => v,
-                        None => return Ok(()), // nothing was committed since
-                    }
-                }
-                Ok(crate::common::follow::StartAt::Snapshot) => {
-                    return Err(Error::InvalidArgument(
-                        "--from snapshot: `changes` prints commits; the table's rows as inserts are `tail --from snapshot` (or `cat`)".into(),
-                    ))
-                }
-                Err(_) => {
-                    return Err(Error::InvalidArgument(format!(
-                        "--from {from:?}: expected a version, `latest` (the newest commit) or `timestamp:<RFC 3339 | ms>`"
-                    )))
-                }
+            let from = changes::version_bound(&table, "--from", &from).await?;
+            let to = match &to {
+                Some(t) => Some(changes::version_bound(&table, "--to", t).await?),
+                None => None,
             };
             changes::changes(&table, from, to, predicate.as_deref(), out).await
         }

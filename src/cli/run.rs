@@ -447,7 +447,7 @@ pub async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Se
         .filter_map(|v| v["numRecords"].as_i64())
         .sum();
     writeln!(out, "table {dir}: version {}, {} files, {rows} rows", snapshot.version, files.len())?;
-    let mut positions: Vec<_> = snapshot.txns().iter().map(|(k, t)| (k.to_string(), t.version)).collect();
+    let mut positions: Vec<_> = snapshot.state().txns.iter().map(|(k, t)| (k.clone(), t.version)).collect();
     positions.sort();
     for (app, v) in positions {
         writeln!(out, "  position {app} = offset {v}")?;

@@ -15,7 +15,8 @@
 //!   offset, timestamp).
 //! - [`keyed`] [sync]: keys, Debezium JSON envelopes, the last change per key;
 //!   [`keyed_avro`]: framed record keys and Debezium's Avro envelope.
-//! - [`projection`] [sync]: rows of a writer schema onto the table's columns by name.
+//! - [`projection`] [sync]: rows of a writer schema onto the table's columns by name;
+//!   [`exact`] [sync]: the value rules every cast of typed input obeys.
 //! - [`route_values`]: a routed pipeline's field in every payload format (`Format::route_values`).
 //!
 //! The pipeline's `decode` walks one partition's records through these (tombstones, envelopes,
@@ -25,6 +26,7 @@
 pub mod avro;
 pub mod avro_refs;
 pub mod columns;
+pub mod exact;
 pub mod format;
 pub mod header_ids;
 pub mod json;

@@ -1,11 +1,11 @@
-//! Rows decoded with a writer schema (Avro) projected onto the table's Arrow schema: columns
-//! are matched by name and cast to the table's types; a column the writer lacks is null when
-//! the table allows it. Pure: it sees batches, never the table.
+//! Rows decoded with a writer schema (Avro, Protobuf, Arrow IPC bodies) projected onto the
+//! table's Arrow schema: columns are matched by name and cast to the table's types under the
+//! value rules of [`super::exact`] (a cast never alters a value); a column the writer lacks is
+//! null when the table allows it. Pure: it sees batches, never the table.
 
 use std::sync::Arc;
 
 use arrow::array::{new_null_array, ArrayRef, RecordBatch};
-use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::SchemaRef;
 
 /// Why a batch does not fit the table.
@@ -32,15 +32,14 @@ pub fn project(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch, M
     if !extra.is_empty() {
         return Err(Mismatch::Extra(extra));
     }
-    // Safe casts only: a value that does not fit is an error, never a silent null.
-    let options = CastOptions { safe: false, ..CastOptions::default() };
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(target.fields().len());
     for field in target.fields() {
         let column = match batch.column_by_name(field.name()) {
             Some(c) if c.data_type() == field.data_type() => c.clone(),
-            Some(c) => cast_with_options(c, field.data_type(), &options).map_err(|e| {
+            // A value that does not fit is an error, never a silent null or a cut fraction.
+            Some(c) => super::exact::cast(c, field.data_type()).map_err(|e| {
                 Mismatch::Refused(format!(
-                    "field {:?}: {} does not convert to {}: {e}",
+                    "field {:?}: {e} (sent as {}, the column is {})",
                     field.name(),
                     c.data_type(),
                     field.data_type()

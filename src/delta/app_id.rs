@@ -38,9 +38,7 @@ impl TxnAppId {
 
     /// The position recorded in `snapshot`: under today's id, else under the legacy one.
     pub fn version_in(&self, snapshot: &Snapshot) -> Option<i64> {
-        snapshot
-            .txn_version_kept(&self.to_string())
-            .or_else(|| self.legacy().and_then(|l| snapshot.txn_version_kept(&l)))
+        snapshot.txn_version(&self.to_string()).or_else(|| self.legacy().and_then(|l| snapshot.txn_version(&l)))
     }
 }
 

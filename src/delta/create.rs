@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::delta::actions::{Format, Metadata, Protocol};
 use crate::delta::features::protocol_for_new_table;
@@ -36,21 +36,68 @@ enum Seen {
     Struct(Vec<(String, Seen)>),
 }
 
+/// An object's members as written, each value as its raw text (numbers keep their digits).
+struct Members<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
+
+impl<'de> serde::Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> std::result::Result<Members<'de>, M::Error> {
+                let mut members = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    members.push(entry);
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 impl Seen {
-    fn of(v: &Value) -> Seen {
-        match v {
-            Value::Null => Seen::Null,
-            Value::Bool(_) => Seen::Boolean,
-            Value::Number(n) if n.is_i64() => Seen::Long,
-            Value::Number(n) if n.is_u64() => Seen::BigInteger,
-            Value::Number(n) => match n.as_f64() {
-                // An integral literal past i64 that a decimal(38,0) holds exactly.
-                Some(x) if x.fract() == 0.0 && x.abs() >= 9.2e18 && x.abs() < 1e38 => Seen::BigInteger,
-                _ => Seen::Double,
+    /// The type of one value, read from its raw JSON text.
+    fn of(raw: &str) -> Seen {
+        match raw.as_bytes().first() {
+            Some(b'n') => Seen::Null,
+            Some(b't' | b'f') => Seen::Boolean,
+            Some(b'"') => Seen::Text,
+            Some(b'{') => match serde_json::from_str::<Members<'_>>(raw) {
+                Ok(m) => Seen::Struct(m.0.into_iter().fold(Vec::new(), |mut fields, (k, v)| {
+                    let t = Seen::of(v.get());
+                    match fields.iter_mut().find(|(n, _): &&mut (String, Seen)| *n == k) {
+                        Some((_, existing)) => *existing = std::mem::replace(existing, Seen::Null).merge(t),
+                        None => fields.push((k, t)),
+                    }
+                    fields
+                })),
+                Err(_) => Seen::Text,
             },
-            Value::String(_) => Seen::Text,
-            Value::Array(items) => Seen::List(Box::new(items.iter().map(Seen::of).fold(Seen::Null, Seen::merge))),
-            Value::Object(members) => Seen::Struct(members.iter().map(|(k, v)| (k.clone(), Seen::of(v))).collect()),
+            Some(b'[') => match serde_json::from_str::<Vec<&serde_json::value::RawValue>>(raw) {
+                Ok(items) => {
+                    Seen::List(Box::new(items.iter().map(|i| Seen::of(i.get())).fold(Seen::Null, Seen::merge)))
+                }
+                Err(_) => Seen::Text,
+            },
+            // A number, judged by its digits: integers past 64 bits with at most 38 digits
+            // are decimal(38,0), as Spark infers them; anything with a point or an exponent,
+            // or longer, is a double.
+            _ if raw.bytes().all(|b| b.is_ascii_digit() || b == b'-') => {
+                let digits = raw.trim_start_matches('-').trim_start_matches('0').len();
+                match raw.parse::<i64>() {
+                    Ok(_) => Seen::Long,
+                    Err(_) if digits <= 38 => Seen::BigInteger,
+                    Err(_) => Seen::Double,
+                }
+            }
+            _ => Seen::Double,
         }
     }
 
@@ -112,6 +159,24 @@ impl Seen {
     }
 }
 
+/// Fields whose names differ only in case: Delta column names are case-insensitive, so such a
+/// record has no table (nested structs too).
+fn same_but_case(fields: &[(String, Seen)], prefix: &str) -> std::result::Result<(), String> {
+    for (i, (a, t)) in fields.iter().enumerate() {
+        let path = if prefix.is_empty() { a.clone() } else { format!("{prefix}.{a}") };
+        if let Some((b, _)) = fields[..i].iter().find(|(b, _)| b.to_lowercase() == a.to_lowercase()) {
+            return Err(format!(
+                "fields {b:?} and {a:?}{} differ only in case; Delta column names are case-insensitive, so they cannot both be columns",
+                if prefix.is_empty() { String::new() } else { format!(" (in {prefix:?})") }
+            ));
+        }
+        if let Seen::Struct(inner) = t {
+            same_but_case(inner, &path)?;
+        }
+    }
+    Ok(())
+}
+
 /// Infers a schema from sample JSON lines (the rules are in the module's documentation).
 ///
 /// # Errors
@@ -119,15 +184,19 @@ impl Seen {
 pub fn infer_schema(sample: &[&str]) -> Result<StructType> {
     let mut seen = Seen::Struct(Vec::new());
     for (i, l) in sample.iter().enumerate() {
-        let v = serde_json::from_str::<Value>(l).map_err(|e| {
+        let v = serde_json::from_str::<&serde_json::value::RawValue>(l).map_err(|e| {
             let text = e.to_string();
             let reason = text.split(" at line ").next().unwrap_or(&text);
             Error::InvalidArgument(format!("line {}, column {}: not JSON: {reason}", i + 1, e.column()))
         })?;
-        if !v.is_object() {
+        if !v.get().starts_with('{') {
             return Err(Error::InvalidArgument(format!("line {}: a record must be a JSON object", i + 1)));
         }
-        seen = seen.merge(Seen::of(&v));
+        let record = Seen::of(v.get());
+        if let Seen::Struct(fields) = &record {
+            same_but_case(fields, "").map_err(|why| Error::InvalidArgument(format!("line {}: {why}", i + 1)))?;
+        }
+        seen = seen.merge(record);
     }
     let Seen::Struct(fields) = seen else {
         return Err(Error::Internal("inference lost the record struct".into()));
@@ -312,6 +381,71 @@ pub fn merge_schema(current: &StructType, incoming: &StructType) -> Result<Optio
     Ok(changed.then_some(merged))
 }
 
+/// The schema a copy of another table's rows needs: `current` with the columns `incoming` adds
+/// (top level or inside structs, made nullable), `None` when `incoming` fits as it is. Only
+/// additive changes are expressible in a copy that already holds rows: a column whose type
+/// changed, or a required column the incoming rows no longer have, is refused (the message
+/// names the column and both types).
+///
+/// # Errors
+/// The refusal's reason.
+pub fn add_columns(current: &StructType, incoming: &StructType) -> std::result::Result<Option<StructType>, String> {
+    add_fields(current, incoming, "")
+}
+
+fn add_fields(
+    current: &StructType,
+    incoming: &StructType,
+    prefix: &str,
+) -> std::result::Result<Option<StructType>, String> {
+    let mut merged = current.clone();
+    let mut changed = false;
+    let path = |name: &str| if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") };
+    for f in &incoming.fields {
+        match merged.fields.iter_mut().find(|c| c.name == f.name) {
+            None => {
+                if let Some(c) = current.fields.iter().find(|c| c.name.eq_ignore_ascii_case(&f.name)) {
+                    return Err(format!("column {:?} differs from {:?} only in case", path(&f.name), path(&c.name)));
+                }
+                let mut nf = f.clone();
+                nf.nullable = true;
+                merged.fields.push(nf);
+                changed = true;
+            }
+            Some(c) if c.data_type == f.data_type => {}
+            Some(c) => match (&c.data_type, &f.data_type) {
+                (DataType::Struct(a), DataType::Struct(b)) => {
+                    if let Some(inner) = add_fields(a, b, &path(&f.name))? {
+                        c.data_type = DataType::Struct(Box::new(inner));
+                        changed = true;
+                    }
+                }
+                (a, b) => {
+                    return Err(format!(
+                        "column {:?} changed type from {} to {}",
+                        path(&f.name),
+                        type_text(a),
+                        type_text(b)
+                    ))
+                }
+            },
+        }
+    }
+    for c in &current.fields {
+        if !c.nullable && !incoming.fields.iter().any(|f| f.name == c.name) {
+            return Err(format!("required column {:?} is no longer in the rows", path(&c.name)));
+        }
+    }
+    Ok(changed.then_some(merged))
+}
+
+fn type_text(t: &DataType) -> String {
+    match t {
+        DataType::Primitive(p) => p.to_string(),
+        other => serde_json::to_string(other).unwrap_or_else(|_| "a nested type".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,10 +457,36 @@ mod tests {
         assert_eq!(names, vec!["a", "b", "c", "e", "f"]);
         assert_eq!(s.field("a").unwrap().data_type, DataType::Primitive(PrimitiveType::Long));
         assert_eq!(s.field("e").unwrap().data_type, DataType::Primitive(PrimitiveType::String));
+        let nines = "9".repeat(38);
+        let big = infer_schema(&[&format!(r#"{{"big":{nines},"huge":{nines}9,"f":1e3,"n":-12}}"#)]).unwrap();
+        let types: Vec<String> = big.fields.iter().map(|f| serde_json::to_string(&f.data_type).unwrap()).collect();
+        assert_eq!(types, ["\"decimal(38,0)\"", "\"double\"", "\"double\"", "\"long\""]);
+        let cased = infer_schema(&[r#"{"A":1,"a":2}"#]).unwrap_err().to_string();
+        assert!(cased.contains(r#"fields "A" and "a" differ only in case"#), "{cased}");
+        assert!(infer_schema(&[r#"{"s":{"Ä":1,"ä":2}}"#]).is_err());
         let base = infer_schema(&[r#"{"a":1}"#]).unwrap();
         let merged = merge_schema(&base, &s).unwrap().unwrap();
         assert_eq!(merged.fields.len(), 5);
         assert!(merge_schema(&s, &base).unwrap().is_none());
+    }
+
+    #[test]
+    fn copies_take_added_columns_and_refuse_the_rest() {
+        let base = infer_schema(&[r#"{"a":1,"s":{"x":1}}"#]).unwrap();
+        let more = infer_schema(&[r#"{"a":1,"s":{"x":1,"y":"é"},"名前":"x"}"#]).unwrap();
+        let merged = add_columns(&base, &more).unwrap().unwrap();
+        assert_eq!(merged.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["a", "s", "名前"]);
+        let DataType::Struct(inner) = &merged.field("s").unwrap().data_type else { panic!("struct") };
+        assert_eq!(inner.fields.len(), 2);
+        assert_eq!(add_columns(&merged, &more).unwrap(), None);
+        assert_eq!(add_columns(&merged, &base).unwrap(), None, "a column the rows lack stays");
+        let retyped = infer_schema(&[r#"{"a":"text"}"#]).unwrap();
+        assert_eq!(
+            add_columns(&base, &retyped).unwrap_err(),
+            "column \"a\" changed type from string to long".replace("string to long", "long to string")
+        );
+        let cased = infer_schema(&[r#"{"A":1}"#]).unwrap();
+        assert!(add_columns(&base, &cased).unwrap_err().contains("only in case"));
     }
 
     #[test]

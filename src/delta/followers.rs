@@ -7,9 +7,11 @@
 //!
 //! What a follower at `next` needs: every commit from `next` on, a checkpoint at or before
 //! `next - 1` to rebuild its snapshot, and every file those commits read for their changes
-//! (data-changing adds and removes with their deletion vectors, change-data files) — the rows
-//! of a file removed at `next` or later become delete rows. Compaction's files are not needed.
-//! Log cleanup and VACUUM keep all of that unless forced.
+//! (data-changing removes with their deletion vectors, change-data files: the rows of a file
+//! removed at `next` or later become delete rows) or copies (every add with its deletion
+//! vector, `dataChange=false` adds of compactions included: a file mirror replays them). Files
+//! that only a compaction removes are not needed. Log cleanup and VACUUM keep all of that
+//! unless forced.
 //!
 //! A follower also checks its own health: when the oldest commit it has not processed is older
 //! than what the table promises to keep (`delta.deletedFileRetentionDuration`, and
@@ -58,14 +60,15 @@ pub fn oldest_needed(records: &[FollowerRecord]) -> Option<u64> {
     records.iter().map(|r| r.next_version).min()
 }
 
-/// The files a follower reads for a commit's changes (paths as written in the log): change
-/// data files, and the data files and deletion vectors of adds and removes that change data.
-/// Files named only by `dataChange=false` actions (compaction) are not read by a follower.
+/// The files a registered follower may still read or copy for a commit (paths as written in
+/// the log): change data files, the data files and deletion vectors of every add (a file
+/// mirror copies the `dataChange=false` adds of compactions too) and of data-changing removes
+/// (their rows become delete rows). A compaction's removes are read by nobody.
 pub fn commit_paths(actions: &[Action]) -> Vec<(&str, Option<&DeletionVectorDescriptor>)> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Add(a) if a.data_change => Some((a.path.as_str(), a.deletion_vector.as_ref())),
+            Action::Add(a) => Some((a.path.as_str(), a.deletion_vector.as_ref())),
             Action::Remove(r) if r.data_change => Some((r.path.as_str(), r.deletion_vector.as_ref())),
             Action::Cdc(c) => Some((c.path.as_str(), None)),
             _ => None,

@@ -15,17 +15,22 @@
 //!   (as Spark's JSON reader does), so a field of mixed types can land in a string column.
 //! - `boolean` takes `true`/`false` only.
 //!
+//! Numbers are judged by their text as sent, never through `f64`: a 38-digit integer for a
+//! `decimal(38,0)` column keeps its digits, `1.0000001` seconds is refused for a timestamp.
+//! Timestamp strings with more than six fraction digits are refused like numbers.
+//!
 //! [`RecordRules::check`] walks one record (without building a tree) and answers whether it
 //! can be decoded as is, must be rewritten first (numbers for timestamps, non-strings for
-//! strings: rare, so done through `serde_json::Value`), or is refused with the reason.
+//! strings, integers past 2^53 written with a fraction or exponent: the values are respelled
+//! in place, every other byte kept), or is refused with the reason.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 
 use arrow::datatypes::{DataType as A, Schema};
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 
 /// What a column takes.
 #[derive(Debug, Clone)]
@@ -78,10 +83,6 @@ impl Slot {
             _ => Slot::Any,
         }
     }
-
-    fn needs_walk(&self) -> bool {
-        !matches!(self, Slot::Any)
-    }
 }
 
 /// The rules for records of one table schema.
@@ -112,33 +113,43 @@ impl RecordRules {
     /// # Errors
     /// `field "a.b": <why>` for a value its column cannot hold exactly.
     pub fn check(&self, record: &[u8]) -> Result<Verdict, String> {
-        let ctx = Walk { path: RefCell::new(Vec::new()), problem: RefCell::new(None) };
-        let mut de = serde_json::Deserializer::from_slice(record);
-        let rewrite = match (Check { slot: &self.root, ctx: &ctx }).deserialize(&mut de) {
-            Ok(rewrite) => rewrite,
-            Err(e) => {
-                return match ctx.problem.into_inner() {
-                    Some(why) => {
-                        // The path was collected innermost first while the error unwound.
-                        let mut path = ctx.path.into_inner();
-                        path.reverse();
-                        Err(if path.is_empty() {
-                            format!("the record is not an object: {why}")
-                        } else {
-                            format!("field {:?}: {why}", path.join("."))
-                        })
-                    }
-                    None if e.is_syntax() || e.is_eof() || e.is_data() => Ok(Verdict::AsIs),
-                    None => Err(e.to_string()),
-                };
-            }
+        let ctx = Walk {
+            path: RefCell::new(Vec::new()),
+            problem: RefCell::new(None),
+            base: record.as_ptr() as usize,
+            edits: RefCell::new(Vec::new()),
         };
-        if !rewrite {
+        let mut de = serde_json::Deserializer::from_slice(record);
+        if let Err(e) = (Check { slot: &self.root, ctx: &ctx }).deserialize(&mut de) {
+            return match ctx.problem.into_inner() {
+                Some(why) => {
+                    // The path was collected innermost first while the error unwound.
+                    let mut path = ctx.path.into_inner();
+                    path.reverse();
+                    Err(if path.is_empty() {
+                        format!("the record is not an object: {why}")
+                    } else {
+                        format!("field {:?}: {why}", path.join("."))
+                    })
+                }
+                None if e.is_syntax() || e.is_eof() || e.is_data() => Ok(Verdict::AsIs),
+                None => Err(e.to_string()),
+            };
+        }
+        let edits = ctx.edits.into_inner();
+        if edits.is_empty() {
             return Ok(Verdict::AsIs);
         }
-        let mut value: Value = serde_json::from_slice(record).map_err(|e| e.to_string())?;
-        spell(&self.root, &mut value, &mut Vec::new())?;
-        Ok(Verdict::Rewritten(serde_json::to_vec(&value).map_err(|e| e.to_string())?))
+        // Values respelled in place; every other byte as sent.
+        let mut out = Vec::with_capacity(record.len() + 32 * edits.len());
+        let mut at = 0;
+        for (start, end, text) in edits {
+            out.extend_from_slice(record.get(at..start).unwrap_or_default());
+            out.extend_from_slice(text.as_bytes());
+            at = end;
+        }
+        out.extend_from_slice(record.get(at..).unwrap_or_default());
+        Ok(Verdict::Rewritten(out))
     }
 }
 
@@ -147,12 +158,22 @@ impl RecordRules {
 struct Walk {
     path: RefCell<Vec<String>>,
     problem: RefCell<Option<String>>,
+    /// Where the record starts in memory: a raw value's offset is its address minus this.
+    base: usize,
+    /// Values to respell: (start, end, new text), in record order.
+    edits: RefCell<Vec<(usize, usize, String)>>,
 }
 
 impl Walk {
     fn refuse<E: serde::de::Error>(&self, why: String) -> E {
         *self.problem.borrow_mut() = Some(why);
         E::custom("refused")
+    }
+
+    /// Respells the raw value `raw` (a slice of the record) as `text`.
+    fn respell(&self, raw: &str, text: String) {
+        let start = (raw.as_ptr() as usize).saturating_sub(self.base);
+        self.edits.borrow_mut().push((start, start + raw.len(), text));
     }
 
     /// Notes `segment` on the way out of a refused value.
@@ -165,6 +186,7 @@ impl Walk {
 }
 
 /// One value against its slot; `Ok(true)` when the record must be rewritten.
+#[derive(Clone, Copy)]
 struct Check<'a> {
     slot: &'a Slot,
     ctx: &'a Walk,
@@ -210,17 +232,6 @@ fn digits(text: &str) -> (String, String) {
     (int.trim_start_matches('0').to_string(), frac.trim_end_matches('0').to_string())
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 impl Slot {
     /// Whether the number (its shortest text) fits; `Ok(true)` when it must be respelled.
     fn number(&self, n: Num<'_>) -> Result<bool, String> {
@@ -255,11 +266,10 @@ impl Slot {
             },
             Slot::Float64 | Slot::Any => Ok(false),
             Slot::Decimal { precision, scale } => {
-                let plain = match n {
-                    Num::Text(t) => t.parse::<f64>().map(float_text).unwrap_or_else(|_| t.to_string()),
-                    _ => n.text(),
+                let (int, frac) = match n {
+                    Num::Text(t) => plain(t).map(|p| (p.int, p.frac)).ok_or_else(|| format!("{t} is not a number"))?,
+                    _ => digits(&n.text()),
                 };
-                let (int, frac) = digits(&plain);
                 let int_room = i64::from(*precision) - i64::from(*scale);
                 if frac.len() as i64 > i64::from(*scale) {
                     return Err(format!(
@@ -308,13 +318,7 @@ impl Slot {
 
 /// Seconds since the epoch (the number's text) as microseconds, exactly.
 fn seconds_to_micros(text: &str) -> Result<i64, String> {
-    let plain = if text.contains(['e', 'E']) {
-        text.parse::<f64>().map(|x| format!("{x}")).map_err(|_| format!("{text} is not a number"))?
-    } else {
-        text.to_string()
-    };
-    let negative = plain.starts_with('-');
-    let (int, frac) = digits(&plain);
+    let Plain { negative, int, frac } = plain(text).ok_or_else(|| format!("{text} is not a number"))?;
     if frac.len() > 6 {
         return Err(format!("{text} seconds is finer than a microsecond; timestamps keep microseconds"));
     }
@@ -331,12 +335,193 @@ fn seconds_to_micros(text: &str) -> Result<i64, String> {
 impl<'de> DeserializeSeed<'de> for Check<'_> {
     type Value = bool;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        if !self.slot.needs_walk() {
-            d.deserialize_ignored_any(IgnoredAny)?;
-            return Ok(false);
+        match self.slot {
+            Slot::Any => {
+                d.deserialize_ignored_any(IgnoredAny)?;
+                Ok(false)
+            }
+            // Columns whose rules read a number's digits see the value as sent.
+            Slot::Integer { .. } | Slot::Decimal { .. } | Slot::Timestamp | Slot::Text => {
+                let raw = <&'de RawValue>::deserialize(d)?;
+                self.raw(raw.get())
+            }
+            _ => d.deserialize_any(self),
         }
-        d.deserialize_any(self)
     }
+}
+
+impl Check<'_> {
+    /// One value of a number-sensitive column, as its raw JSON text.
+    fn raw<E: serde::de::Error>(self, text: &str) -> Result<bool, E> {
+        let refuse = |why: String| Err(self.ctx.refuse(why));
+        match text.as_bytes().first() {
+            Some(b'-' | b'0'..=b'9') => match self.slot {
+                Slot::Integer { name, .. } => {
+                    let value = match exact_integer(text, name) {
+                        Ok(v) => v,
+                        Err(why) => return refuse(why),
+                    };
+                    if let Err(why) = self.slot.number(Num::Int(value)) {
+                        return refuse(why);
+                    }
+                    // The decoder reads `2.0` or `1e3` through a double: past 2^53 it gets
+                    // the exact digits instead.
+                    if value.unsigned_abs() > 1 << 53 && !text.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+                        self.ctx.respell(text, value.to_string());
+                        return Ok(true);
+                    }
+                    Ok(false)
+                }
+                Slot::Timestamp => match seconds_to_micros(text).and_then(|m| rfc3339(text, m)) {
+                    Ok(at) => {
+                        self.ctx.respell(text, format!("\"{at}\""));
+                        Ok(true)
+                    }
+                    Err(why) => refuse(why),
+                },
+                Slot::Text => {
+                    self.ctx.respell(text, quoted(text));
+                    Ok(true)
+                }
+                _ => self.slot.number(Num::Text(text)).map_err(|why| self.ctx.refuse(why)),
+            },
+            Some(b'"') => {
+                let Ok(content) = serde_json::from_str::<std::borrow::Cow<'_, str>>(text) else { return Ok(false) };
+                match self.slot {
+                    Slot::Timestamp => match check_timestamp_text(&content) {
+                        Ok(()) => Ok(false),
+                        Err(why) => refuse(why),
+                    },
+                    _ => self.visit_str(&content),
+                }
+            }
+            Some(b'n') => Ok(false),
+            _ if matches!(self.slot, Slot::Text) => {
+                self.ctx.respell(text, quoted(&minified(text)));
+                Ok(true)
+            }
+            // Booleans, objects, arrays: the shape rules of the visitor.
+            _ => {
+                let mut de = serde_json::Deserializer::from_str(text);
+                de.deserialize_any(self).map_err(|e| {
+                    if self.ctx.problem.borrow().is_none() {
+                        *self.ctx.problem.borrow_mut() = Some(e.to_string());
+                    }
+                    E::custom("refused")
+                })
+            }
+        }
+    }
+}
+
+/// A number's text as plain decimal digits: its sign, integer digits without leading zeros and
+/// fraction digits without trailing zeros, the exponent applied exactly (`-1.5e3` → (-, "1500",
+/// "")). `None` for text that is not a JSON number, or an exponent too large to spell out.
+struct Plain {
+    negative: bool,
+    int: String,
+    frac: String,
+}
+
+fn plain(text: &str) -> Option<Plain> {
+    let t = text.trim();
+    let (negative, t) = match t.as_bytes().first()? {
+        b'-' => (true, &t[1..]),
+        b'+' => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (mantissa, exponent) = match t.find(['e', 'E']) {
+        Some(i) => (&t[..i], t[i + 1..].parse::<i64>().ok()?),
+        None => (t, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() && frac.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if exponent.unsigned_abs() > 400 {
+        return None;
+    }
+    // All digits, and where the point goes among them.
+    let digits: String = format!("{int}{frac}");
+    let point = i64::try_from(int.len()).ok()? + exponent;
+    let (int, frac) = if point <= 0 {
+        (String::new(), format!("{}{digits}", "0".repeat(usize::try_from(-point).ok()?)))
+    } else if point as usize >= digits.len() {
+        (format!("{digits}{}", "0".repeat(point as usize - digits.len())), String::new())
+    } else {
+        (digits[..point as usize].to_string(), digits[point as usize..].to_string())
+    };
+    Some(Plain { negative, int: int.trim_start_matches('0').to_string(), frac: frac.trim_end_matches('0').to_string() })
+}
+
+/// An integer from a number's text, exactly: a fraction or more digits than an `i128` holds
+/// is refused (`name` is the column's type).
+fn exact_integer(text: &str, name: &str) -> Result<i128, String> {
+    if let Ok(i) = text.parse::<i64>() {
+        return Ok(i.into());
+    }
+    let p = plain(text).ok_or_else(|| format!("{text} is not a number; the column is {name}"))?;
+    if !p.frac.is_empty() {
+        return Err(format!("{text} has a fraction; the column is {name}"));
+    }
+    if p.int.len() > 38 {
+        return Err(format!("{text} is out of range for {name}"));
+    }
+    let magnitude: i128 =
+        if p.int.is_empty() { 0 } else { p.int.parse().map_err(|_| format!("{text} is out of range for {name}"))? };
+    Ok(if p.negative { -magnitude } else { magnitude })
+}
+
+/// Microseconds since the epoch as the RFC 3339 text the decoder takes.
+fn rfc3339(text: &str, micros: i64) -> Result<String, String> {
+    chrono::DateTime::from_timestamp_micros(micros)
+        .map(|at| at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+        .ok_or_else(|| format!("{text} seconds is out of range"))
+}
+
+/// A JSON string holding `text`.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| format!("\"{text}\""))
+}
+
+/// JSON text without the white space between tokens (strings kept as they are).
+fn minified(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Why a timestamp's text is refused, if it is: more than six fraction digits of a second
+/// (timestamps keep microseconds; the decoder would cut the rest silently).
+///
+/// # Errors
+/// The reason, naming the value.
+pub fn check_timestamp_text(text: &str) -> Result<(), String> {
+    let Some(dot) = text.find('.') else { return Ok(()) };
+    if !text[..dot].contains(':') {
+        return Ok(());
+    }
+    let fraction: &str = text[dot + 1..].split(|c: char| !c.is_ascii_digit()).next().unwrap_or("");
+    if fraction.trim_end_matches('0').len() > 6 {
+        return Err(format!("{text:?} is finer than a microsecond; timestamps keep microseconds"));
+    }
+    Ok(())
 }
 
 impl<'de> Visitor<'de> for Check<'_> {
@@ -439,55 +624,6 @@ impl<'de> Visitor<'de> for Check<'_> {
     }
 }
 
-/// Rewrites the values the decoder cannot take as written: numbers for timestamps become
-/// RFC 3339 text, non-strings for strings their JSON text.
-fn spell(slot: &Slot, value: &mut Value, path: &mut Vec<String>) -> Result<(), String> {
-    match (slot, &mut *value) {
-        (_, Value::Null) => {}
-        (Slot::Timestamp, Value::Number(n)) => {
-            let text = n.as_i64().map(|i| i.to_string()).or_else(|| n.as_u64().map(|u| u.to_string()));
-            let text = text.unwrap_or_else(|| n.as_f64().map(float_text).unwrap_or_default());
-            let micros = seconds_to_micros(&text).map_err(|why| format!("field {:?}: {why}", path.join(".")))?;
-            let at = chrono::DateTime::from_timestamp_micros(micros)
-                .ok_or_else(|| format!("field {:?}: {text} seconds is out of range", path.join(".")))?;
-            *value = Value::String(at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string());
-        }
-        (Slot::Text, Value::String(_)) => {}
-        (Slot::Text, other) => {
-            let text = other.to_string();
-            *value = Value::String(text);
-        }
-        (Slot::Struct(fields), Value::Object(members)) => {
-            for (name, member) in members.iter_mut() {
-                if let Some(slot) = fields.get(name) {
-                    path.push(name.clone());
-                    spell(slot, member, path)?;
-                    path.pop();
-                }
-            }
-        }
-        (Slot::Map(slot), Value::Object(members)) => {
-            for (name, member) in members.iter_mut() {
-                path.push(name.clone());
-                spell(slot, member, path)?;
-                path.pop();
-            }
-        }
-        (Slot::List(slot), Value::Array(items)) => {
-            for (i, item) in items.iter_mut().enumerate() {
-                path.push(format!("[{i}]"));
-                spell(slot, item, path)?;
-                path.pop();
-            }
-        }
-        (slot, other) if matches!(slot, Slot::Struct(_) | Slot::List(_) | Slot::Map(_)) => {
-            return Err(format!("field {:?}: {}; the column is {}", path.join("."), kind(other), slot.shape()));
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,7 +649,7 @@ mod tests {
         rules().check(json.as_bytes()).expect_err(json)
     }
 
-    fn rewritten(json: &str) -> Value {
+    fn rewritten(json: &str) -> serde_json::Value {
         match rules().check(json.as_bytes()).unwrap() {
             Verdict::Rewritten(bytes) => serde_json::from_slice(&bytes).unwrap(),
             Verdict::AsIs => panic!("{json} was not rewritten"),
@@ -556,6 +692,41 @@ mod tests {
         assert_eq!(rewritten(r#"{"ts": 1700000000}"#)["ts"], "2023-11-14T22:13:20.000000Z");
         assert_eq!(rewritten(r#"{"ts": 1700000000.25, "x": 1}"#)["ts"], "2023-11-14T22:13:20.250000Z");
         assert_eq!(rewritten(r#"{"ts": -1.5}"#)["ts"], "1969-12-31T23:59:58.500000Z");
+    }
+
+    #[test]
+    fn numbers_are_read_from_their_text() {
+        let big = RecordRules::new(&Schema::new(vec![
+            Field::new("big", A::Decimal128(38, 0), true),
+            Field::new("x", A::Int64, true),
+            Field::new("s", A::Utf8, true),
+            Field::new("ts", A::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+        ]));
+        let nines = "9".repeat(38);
+        assert_eq!(big.check(format!(r#"{{"big": {nines}}}"#).as_bytes()), Ok(Verdict::AsIs));
+        let why = big.check(format!(r#"{{"big": {nines}9}}"#).as_bytes()).unwrap_err();
+        assert!(why.contains(&format!("{nines}9 has more than 38 integer digits")), "{why}");
+        assert_eq!(big.check(format!(r#"{{"big": "{nines}"}}"#).as_bytes()), Ok(Verdict::AsIs));
+        // Past 2^53 a respelled integer keeps its digits, and so does the rest of the record.
+        let Ok(Verdict::Rewritten(out)) =
+            big.check(br#"{"x": 9007199254740993.0, "s": 123456789012345678901234567890, "big": 1}"#)
+        else {
+            panic!("rewritten")
+        };
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"x": 9007199254740993, "s": "123456789012345678901234567890", "big": 1}"#
+        );
+        assert!(big.check(br#"{"x": 1e400}"#).is_err());
+        // Timestamp strings keep microseconds, like numbers.
+        assert!(big
+            .check(br#"{"ts": "2024-01-02T03:04:05.1234567Z"}"#)
+            .unwrap_err()
+            .contains("finer than a microsecond"));
+        assert_eq!(big.check(br#"{"ts": "2024-01-02T03:04:05.1234560+05:30"}"#), Ok(Verdict::AsIs));
+        assert!(big.check(br#"{"ts": 1704164645.1234567}"#).unwrap_err().contains("microsecond"));
+        assert_eq!(plain("-1.5e3").map(|p| (p.negative, p.int, p.frac)), Some((true, "1500".into(), String::new())));
+        assert_eq!(plain("12.5e-3").map(|p| (p.int, p.frac)), Some((String::new(), "0125".into())));
     }
 
     #[test]

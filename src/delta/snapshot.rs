@@ -61,6 +61,17 @@ impl Snapshot {
         Ok(Snapshot { version, protocol, metadata, schema, properties, checkpoint_version, state, now_ms })
     }
 
+    /// The table as it would be with `metadata` (a schema change a writer is about to commit
+    /// together with its rows): same version, files and txns.
+    ///
+    /// # Errors
+    /// The checks of [`Snapshot::new`] (a schema that does not parse, say).
+    pub fn with_metadata(&self, metadata: super::actions::Metadata) -> Result<Snapshot> {
+        let mut state = self.state.clone();
+        state.metadata = Some(metadata);
+        Snapshot::new(state, self.checkpoint_version, self.now_ms)
+    }
+
     /// Advances the snapshot by the commit that directly follows it, without replaying the
     /// log: the incremental update a tailer or a streaming writer needs.
     ///
@@ -132,16 +143,27 @@ impl Snapshot {
             .collect()
     }
 
-    /// The txn version recorded for an appId.
+    /// This writer's own position: the txn version recorded for `app_id`, expired or not.
+    ///
+    /// Every deltabus stream (Kafka partitions, push producers, followers, slices, mirrors,
+    /// dead letters, `write --app-id`) asks this: `delta.setTransactionRetentionDuration` lets
+    /// readers forget abandoned appIds, but a stream's own position must never be forgotten
+    /// just because its source was idle (forgetting it would write its next batch twice).
+    /// Checkpoints keep expired txns for the same reason. One map lookup.
     pub fn txn_version(&self, app_id: &str) -> Option<i64> {
-        self.txns().get(app_id).map(|t| t.version)
+        self.state.txns.get(app_id).map(|t| t.version)
     }
 
-    /// The txn version recorded for an appId, expired or not (`delta.setTransactionRetentionDuration`
-    /// lets readers forget abandoned appIds; a stream's own position must not be forgotten
-    /// just because its source was idle).
-    pub fn txn_version_kept(&self, app_id: &str) -> Option<i64> {
-        self.state.txns.get(app_id).map(|t| t.version)
+    /// A foreign appId's txn version as the protocol's readers see it: `None` once it is older
+    /// than `delta.setTransactionRetentionDuration` (or has no `lastUpdated` under a
+    /// retention). For reporting other engines' streams, never for deciding what to skip.
+    pub fn live_txn_version(&self, app_id: &str) -> Option<i64> {
+        let cutoff = self.properties.set_transaction_retention.map(|d| super::retention::cutoff_ms(self.now_ms, d));
+        self.state
+            .txns
+            .get(app_id)
+            .filter(|t| cutoff.is_none_or(|c| t.last_updated.is_some_and(|lu| lu > c)))
+            .map(|t| t.version)
     }
 
     /// Live domain metadata.
@@ -186,13 +208,15 @@ mod tests {
             [r#"{"txn":{"appId":"old","version":1,"lastUpdated":1000}}"#, r#"{"txn":{"appId":"none","version":2}}"#];
         let now = 100 * DAY;
         let keep_all = Snapshot::new(state("{}", &txns), None, now).unwrap();
-        assert_eq!(keep_all.txn_version("old"), Some(1));
-        assert_eq!(keep_all.txn_version("none"), Some(2));
+        assert_eq!(keep_all.live_txn_version("old"), Some(1));
+        assert_eq!(keep_all.live_txn_version("none"), Some(2));
         let expiring =
             Snapshot::new(state(r#"{"delta.setTransactionRetentionDuration":"interval 1 days"}"#, &txns), None, now)
                 .unwrap();
-        assert_eq!(expiring.txn_version("old"), None, "expired by lastUpdated");
-        assert_eq!(expiring.txn_version("none"), None, "no lastUpdated: dropped, as Spark does");
+        assert_eq!(expiring.live_txn_version("old"), None, "expired by lastUpdated");
+        assert_eq!(expiring.live_txn_version("none"), None, "no lastUpdated: dropped, as Spark does");
+        // A stream's own position never expires, whatever the retention.
+        assert_eq!((expiring.txn_version("old"), expiring.txn_version("none")), (Some(1), Some(2)));
     }
 
     #[test]

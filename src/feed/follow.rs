@@ -137,6 +137,14 @@ pub async fn run_follower<S: ChangeSink>(
             report.position = Some(before);
         }
     }
+    tracing::info!(
+        source = source.url(),
+        sink = sink.name(),
+        next_version = cursor.next_version(),
+        position = ?report.position,
+        once = opts.once,
+        "follow.started"
+    );
     if let Some(r) = &mut registrar {
         r.advance(cursor.next_version(), true).await;
     }

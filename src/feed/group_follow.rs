@@ -85,7 +85,18 @@ pub async fn run_member<S: SliceSink>(
     stop: impl Future<Output = ()> + Send,
 ) -> Result<FollowerReport> {
     tokio::pin!(stop);
+    tracing::info!(
+        source = source.url(),
+        group = member.spec_group(),
+        member = member.name(),
+        slices = member.spec.slices,
+        once = opts.once,
+        "group.member_started"
+    );
     let mut report = FollowerReport::default();
+    // Source commits delivered, each counted once however many slice deliveries it took
+    // (kept only from the slowest held position on).
+    let mut delivered_versions = std::collections::BTreeSet::new();
     let mut positions: BTreeMap<u32, u64> = BTreeMap::new();
     let mut cursor: Option<ChangeCursor> = None;
     let beat_every = member.lease() / 3;
@@ -168,7 +179,12 @@ pub async fn run_member<S: SliceSink>(
         for s in due.iter().filter(|s| !lost.contains(s)) {
             positions.insert(*s, changes.version + 1);
         }
-        report.source_commits += 1;
+        if delivered_versions.insert(changes.version) {
+            report.source_commits += 1;
+        }
+        if let Some(slowest) = positions.values().min() {
+            delivered_versions = delivered_versions.split_off(slowest);
+        }
         report.rows += slices
             .iter()
             .filter(|(s, _)| !lost.contains(s))

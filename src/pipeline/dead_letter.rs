@@ -124,7 +124,7 @@ pub async fn append_letters(
 ) -> Result<CommitOutcome> {
     let batch = letters_batch(rows, pipeline)?;
     let create = || new_table(dead_letter_schema(), &[], &Default::default());
-    append_rows(table, snapshot, create, &[batch], txns, &[parameter]).await
+    append_rows(table, snapshot, create, None, &[batch], txns, &[parameter]).await
 }
 
 /// The rows of a dead-letter table for `rows`, with `pipeline` in its column.

@@ -62,7 +62,7 @@ pub async fn run(
             Ok(RunReport { records: report.rows, rows_committed: report.rows, dead_letters: 0, commits: sink.commits })
         }
         Some(keys) => {
-            let sink = MirrorSink::open(&target, &d.follower_id, &source_id, keys).await?;
+            let sink = MirrorSink::open(&source, &target, &d.follower_id, &source_id, keys).await?;
             let (report, sink) = follow_into(&source, sink, o, m, stopped).await?;
             Ok(RunReport { records: report.rows, rows_committed: sink.rows, dead_letters: 0, commits: sink.commits })
         }

@@ -190,7 +190,7 @@ impl FileMirror {
 
 impl ChangeSink for FileMirror {
     async fn position(&mut self) -> Result<Option<u64>> {
-        Ok(self.snapshot.as_ref().and_then(|s| s.txn_version_kept(&self.app_id)).and_then(|v| u64::try_from(v).ok()))
+        Ok(self.snapshot.as_ref().and_then(|s| s.txn_version(&self.app_id)).and_then(|v| u64::try_from(v).ok()))
     }
 
     async fn deliver(&mut self, _source: &Snapshot, changes: &CommitChanges) -> Result<()> {

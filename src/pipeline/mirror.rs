@@ -13,6 +13,10 @@
 //! - The commit carries `txn(<follower>-<source table id>, source version)`: a restart resumes
 //!   after it, a lost answer or a conflict re-reads the target and plans again, so each source
 //!   commit is applied once.
+//! - A mirror that starts after version 0 (`--from N`, `--from latest`, a timestamp) first
+//!   copies the source's rows as of the version before its first commit, in one commit whose
+//!   txn is that version; only then are commits applied, so the target is a copy from the
+//!   start (a `--from snapshot` start hands over those rows itself).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -36,6 +40,7 @@ const ATTEMPTS: u32 = 10;
 
 /// The mirror sink.
 pub struct MirrorSink {
+    source: Table,
     target: Table,
     snapshot: Option<Snapshot>,
     app_id: String,
@@ -50,7 +55,13 @@ impl MirrorSink {
     ///
     /// # Errors
     /// No key columns; target read errors other than "no table yet".
-    pub async fn open(target: &Table, follower_id: &str, source_table_id: &str, keys: &[String]) -> Result<MirrorSink> {
+    pub async fn open(
+        source: &Table,
+        target: &Table,
+        follower_id: &str,
+        source_table_id: &str,
+        keys: &[String],
+    ) -> Result<MirrorSink> {
         if keys.is_empty() {
             return Err(Error::InvalidArgument(
                 "--mirror needs --key-columns: the columns that identify a row in source and target".into(),
@@ -62,7 +73,15 @@ impl MirrorSink {
         }
         .to_string();
         let snapshot = target.existing_snapshot().await?;
-        Ok(MirrorSink { target: target.clone(), snapshot, app_id, keys: keys.to_vec(), commits: 0, rows: 0 })
+        Ok(MirrorSink {
+            source: source.clone(),
+            target: target.clone(),
+            snapshot,
+            app_id,
+            keys: keys.to_vec(),
+            commits: 0,
+            rows: 0,
+        })
     }
 
     pub fn app_id(&self) -> &str {
@@ -72,6 +91,28 @@ impl MirrorSink {
     async fn refresh(&mut self) -> Result<()> {
         self.snapshot = self.target.existing_snapshot().await?;
         Ok(())
+    }
+
+    /// A target without this mirror's position gets the source's rows as of `at` first (one
+    /// commit recording `at`), so that the commits after it apply to a copy.
+    async fn start_at(&mut self, at: Option<u64>) -> Result<()> {
+        // A recorded position never goes away: only a target without one is read again.
+        let app = self.app_id.clone();
+        let started = move |s: &Option<Snapshot>| s.as_ref().is_some_and(|t| t.txn_version(&app).is_some());
+        if at.is_none() || started(&self.snapshot) {
+            return Ok(());
+        }
+        self.refresh().await?;
+        let Some(at) = at.filter(|_| !started(&self.snapshot)) else { return Ok(()) };
+        let (rows, cursor) = crate::feed::changes::ChangeCursor::snapshot_rows(&self.source, at, None).await?;
+        let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
+        tracing::info!(
+            target = self.target.url(),
+            version = at,
+            rows = rows.rows(),
+            "mirror: copying the source as of its start"
+        );
+        self.apply(snapshot, &rows).await
     }
 
     /// Applies one source commit (and records its version).
@@ -208,10 +249,11 @@ fn project(batch: &RecordBatch, columns: &[&str]) -> Result<RecordBatch> {
 
 impl ChangeSink for MirrorSink {
     async fn position(&mut self) -> Result<Option<u64>> {
-        Ok(self.snapshot.as_ref().and_then(|s| s.txn_version_kept(&self.app_id)).and_then(|v| u64::try_from(v).ok()))
+        Ok(self.snapshot.as_ref().and_then(|s| s.txn_version(&self.app_id)).and_then(|v| u64::try_from(v).ok()))
     }
 
     async fn deliver(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+        self.start_at(changes.version.checked_sub(1)).await?;
         let schema_moved =
             self.snapshot.as_ref().is_some_and(|t| t.metadata.schema_string != source.metadata.schema_string);
         if changes.rows() == 0 && !schema_moved {
@@ -221,6 +263,11 @@ impl ChangeSink for MirrorSink {
     }
 
     async fn mark(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+        // A mark with rows is a `snapshot` start: those rows are the copy. A mark without them
+        // records a position, whose state the target must hold.
+        if changes.rows() == 0 {
+            self.start_at(Some(changes.version)).await?;
+        }
         self.apply(source, changes).await
     }
 

@@ -265,18 +265,19 @@ impl TableSchema {
             self.sync_decoder();
         }
         let mut decoded = self.decoder()?.decode(raw);
-        if !cfg.evolve_schema || decoded.dead_letters.is_empty() {
+        if decoded.dead_letters.is_empty() {
             return Ok(decoded);
         }
-        // The snapshot may be behind the flushes (they read their own): catch up first, so
-        // that a change made meanwhile is used and ours does not lose to our own appends.
+        // A refusal is judged against the table as it is, not as last seen: catch up first
+        // (another writer may have added the column meanwhile, and with evolution ours must
+        // not lose to our own appends), then decode again.
         let seen = self.snapshot.as_ref().map(|s| s.version);
         self.refresh(table).await?;
         if self.snapshot.as_ref().map(|s| s.version) != seen {
             decoded = self.decoder()?.decode(raw);
-            if decoded.dead_letters.is_empty() {
-                return Ok(decoded);
-            }
+        }
+        if !cfg.evolve_schema || decoded.dead_letters.is_empty() {
+            return Ok(decoded);
         }
         // A lost race (another worker evolved the table first, or a store fault hid the
         // outcome) is followed by a re-read and another decode: records that still do not
@@ -341,6 +342,7 @@ impl TableSchema {
         let mut letters = decoded.dead_letters;
         let mut batches = Vec::new();
         let mut rows_from = Vec::new();
+        let mut refreshed = false;
         for run in decoded.runs {
             let mut attempts = 0;
             loop {
@@ -350,6 +352,11 @@ impl TableSchema {
                         batches.push(b);
                         rows_from.extend(run.rows_from.iter().copied());
                         break;
+                    }
+                    // Judged against the table as it is: another writer may have added them.
+                    Err(Mismatch::Extra(_)) if !refreshed => {
+                        refreshed = true;
+                        self.refresh(table).await?;
                     }
                     Err(Mismatch::Extra(fields)) if cfg.evolve_schema && attempts < EVOLVE_ATTEMPTS => {
                         attempts += 1;

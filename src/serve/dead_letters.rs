@@ -32,7 +32,7 @@ pub async fn write(table: &Table, name: &str, taken: &[&Pending]) -> Result<()> 
         for p in taken.iter().filter(|p| !p.bad_lines.is_empty()) {
             if let Some((id, seq)) = &p.producer {
                 let app = producer_app_id(id);
-                if snapshot.as_ref().and_then(|s| s.txn_version_kept(&app)).is_some_and(|done| done >= *seq) {
+                if snapshot.as_ref().and_then(|s| s.txn_version(&app)).is_some_and(|done| done >= *seq) {
                     continue;
                 }
                 let v = txns.entry(app).or_insert(*seq);

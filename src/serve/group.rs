@@ -19,10 +19,12 @@ use std::time::Instant;
 
 use arrow::array::RecordBatch;
 use tokio::sync::{mpsc, oneshot, watch};
+
 use tracing::Instrument;
 
 use super::attendance::Attendance;
-use super::sequence::{decide, producer_app_id, Verdict, PRODUCER_PREFIX};
+use super::latest::Latest;
+use super::sequence::{decide, producer_app_id, Verdict};
 use crate::config::server::ResolvedTable;
 use crate::decode::projection::{project, Mismatch};
 use crate::delta::actions::{Action, Txn};
@@ -74,31 +76,6 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// What handlers need of the table as the committer last saw it: the schema to decode with
-/// and each push producer's committed sequence (to answer retries without a commit).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TableView {
-    pub version: u64,
-    pub schema: StructType,
-    pub producers: std::collections::HashMap<String, i64>,
-}
-
-impl TableView {
-    /// The view of `snapshot`.
-    pub fn of(snapshot: &Snapshot) -> TableView {
-        let producers = snapshot
-            .state()
-            .txns
-            .iter()
-            .filter_map(|(app, t)| app.strip_prefix(PRODUCER_PREFIX).map(|p| (p.to_string(), t.version)))
-            .collect();
-        TableView { version: snapshot.version, schema: snapshot.schema.clone(), producers }
-    }
-}
-
-/// The table as the server last saw it (`None`: it does not exist yet).
-pub type View = watch::Receiver<Option<Arc<TableView>>>;
-
 /// One table's committer task.
 pub struct GroupCommitter {
     pub table: Table,
@@ -106,19 +83,14 @@ pub struct GroupCommitter {
     pub window: std::time::Duration,
     pub max_bytes: u64,
     pub metrics: Arc<PushMetrics>,
-    pub view: watch::Sender<Option<Arc<TableView>>>,
+    pub latest: Arc<Latest>,
     pub dead_letters: Option<Table>,
 }
 
 impl GroupCommitter {
     /// Commits groups until the channel closes (every sender dropped) or `stop` turns true;
     /// then commits what is queued and returns.
-    pub async fn run(
-        mut self,
-        mut snapshot: Option<Snapshot>,
-        mut requests: mpsc::UnboundedReceiver<Pending>,
-        mut stop: watch::Receiver<bool>,
-    ) {
+    pub async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Pending>, mut stop: watch::Receiver<bool>) {
         let mut attendance = Attendance::new(self.window);
         loop {
             let first = tokio::select! {
@@ -152,8 +124,10 @@ impl GroupCommitter {
             }
             self.metrics.group_closed(closed);
             let span = tracing::info_span!("push.commit", table = %self.settings.name, requests = group.len());
+            let latest = self.latest.clone();
+            let mut snapshot = latest.snapshot.lock().await;
             self.commit_group(&mut snapshot, group).instrument(span).await;
-            self.publish(snapshot.as_ref());
+            latest.publish(snapshot.as_ref());
         }
     }
 
@@ -164,7 +138,7 @@ impl GroupCommitter {
             }
             let producers: Vec<Option<(&str, i64)>> =
                 group.iter().map(|p| p.producer.as_ref().map(|(id, seq)| (id.as_str(), *seq))).collect();
-            let committed = |id: &str| snapshot.as_ref().and_then(|s| s.txn_version_kept(&producer_app_id(id)));
+            let committed = |id: &str| snapshot.as_ref().and_then(|s| s.txn_version(&producer_app_id(id)));
             let (verdicts, txns) = decide(&producers, committed);
             let txns: BTreeMap<String, i64> = txns.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
             // Answer what is decided now; keep the requests to commit and their retries.
@@ -210,7 +184,13 @@ impl GroupCommitter {
             match result {
                 Ok(CommitOutcome::Committed { version }) => {
                     self.metrics.commits.inc();
-                    return answer_all(everyone, Outcome::Committed { version });
+                    answer_all(everyone, Outcome::Committed { version });
+                    // The view published after this group includes it (a failed read here
+                    // is the next group's to repeat).
+                    if let Err(e) = self.refresh(snapshot).await {
+                        tracing::info!(error = %e, "push.refresh_after_commit_failed");
+                    }
+                    return;
                 }
                 Ok(other) => {
                     // A concurrent commit moved a producer's sequence or the table: decide again.
@@ -227,28 +207,9 @@ impl GroupCommitter {
         answer_all(group, Outcome::Failed("concurrent writers kept winning the commit; retry".into()));
     }
 
-    /// Publishes the table to the handlers when its version moved.
-    pub(super) fn publish(&self, snapshot: Option<&Snapshot>) {
-        // `None` after a failed read says nothing: a table never stops existing.
-        let Some(s) = snapshot else { return };
-        let seen = self.view.borrow().as_ref().map(|v| v.version);
-        if Some(s.version) != seen {
-            self.view.send_replace(Some(Arc::new(TableView::of(s))));
-        }
-    }
-
     /// Brings the snapshot up to date; `None` while the table does not exist.
     pub(super) async fn refresh(&self, snapshot: &mut Option<Snapshot>) -> Result<()> {
-        match snapshot {
-            Some(s) => {
-                self.table.update_snapshot(s).await?;
-            }
-            None => *snapshot = self.table.existing_snapshot().await?,
-        }
-        if let Some(s) = snapshot.as_ref() {
-            crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
-        }
-        Ok(())
+        self.latest.refresh(snapshot).await
     }
 
     /// The commit's schema actions, table state and rows; and the requests (by index) whose
@@ -330,9 +291,8 @@ impl GroupCommitter {
                 }
                 let metadata =
                     crate::delta::actions::Metadata { schema_string: target.to_json(), ..s.metadata.clone() };
-                let mut state = s.state().clone();
-                state.metadata = Some(metadata.clone());
-                Ok((vec![Action::Metadata(metadata)], Some(Snapshot::new(state, s.checkpoint_version, 0)?)))
+                let changed = s.with_metadata(metadata.clone())?;
+                Ok((vec![Action::Metadata(metadata)], Some(changed)))
             }
             Some(_) => Ok((Vec::new(), None)),
         }

@@ -5,7 +5,8 @@
 //!   against the table's `txn` versions).
 //! - [`body`] [sync]: a request body into rows against the table schema.
 //! - [`group`]: one task per table that commits the requests of each window together and
-//!   answers each after its commit; [`attendance`] [sync]: when a group may close before its
+//!   answers each after its commit; [`latest`]: the table as the server knows it, read fresh
+//!   for every answer about a position; [`attendance`] [sync]: when a group may close before its
 //!   window ends; [`dead_letters`]: bad lines a request sends there.
 //! - [`routes`]: the endpoints; [`listener`]: HTTP/1.1 and HTTP/2, TLS, graceful stop.
 //!
@@ -20,6 +21,7 @@ pub mod body;
 pub mod dead_letters;
 pub mod decoders;
 pub mod group;
+pub mod latest;
 pub mod listener;
 pub mod routes;
 pub mod sequence;
@@ -36,7 +38,6 @@ use tokio::task::JoinSet;
 use self::group::GroupCommitter;
 use self::routes::{AppState, TableHandle};
 use crate::config::server::ResolvedServer;
-use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::storage::{StorageOptions, Table};
@@ -85,7 +86,7 @@ pub async fn start(
             ),
             None => None,
         };
-        let (view_tx, view) = watch::channel(None);
+        let latest = self::latest::Latest::new(table.clone());
         let (tx, rx) = mpsc::unbounded_channel();
         let ready = Arc::new(AtomicBool::new(false));
         let push = metrics.push_table(name);
@@ -95,21 +96,23 @@ pub async fn start(
             window: config.commit_window,
             max_bytes: config.max_commit_bytes,
             metrics: push.clone(),
-            view: view_tx,
+            latest: latest.clone(),
             dead_letters,
         };
         let (flag, stop) = (ready.clone(), committers_stop.clone());
         let span = tracing::info_span!("push.table", table = %name);
         committers.spawn(tracing::Instrument::instrument(
             async move {
-                if let Some(snapshot) = committer.open(&flag, stop.clone()).await {
-                    committer.run(snapshot, rx, stop).await;
+                if committer.open(&flag, stop.clone()).await {
+                    committer.run(rx, stop).await;
                 }
             },
             span,
         ));
-        tables
-            .insert(name.clone(), TableHandle { settings: settings.clone(), view, ready, commits: tx, metrics: push });
+        tables.insert(
+            name.clone(),
+            TableHandle { settings: settings.clone(), latest, ready, commits: tx, metrics: push },
+        );
     }
     let socket = listener::bind(config.listen).await?;
     let local_addr = socket.local_addr()?;
@@ -151,22 +154,20 @@ impl Server {
 
 impl GroupCommitter {
     /// Reads the table until it opens (retrying a failing store every second), publishes it
-    /// and marks the table ready; `None` when stopped first, `Some(None)` for a table that
-    /// does not exist yet.
-    async fn open(&self, ready: &AtomicBool, mut stop: watch::Receiver<bool>) -> Option<Option<Snapshot>> {
+    /// and marks the table ready (a table that does not exist yet opens too); `false` when
+    /// stopped first.
+    async fn open(&self, ready: &AtomicBool, mut stop: watch::Receiver<bool>) -> bool {
         loop {
-            let mut snapshot = None;
-            match self.refresh(&mut snapshot).await.map(|()| snapshot) {
-                Ok(s) => {
-                    self.publish(s.as_ref());
+            match self.latest.fresh().await {
+                Ok(_) => {
                     ready.store(true, Ordering::Release);
-                    return Some(s);
+                    return true;
                 }
                 Err(e) => tracing::warn!(error = %e, "push.table_not_open: retrying"),
             }
             tokio::select! {
                 () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                () = stopped(&mut stop) => return None,
+                () = stopped(&mut stop) => return false,
             }
         }
     }

@@ -24,7 +24,8 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::body::{self, BadLines, Refusal};
-use super::group::{Outcome, Pending, View};
+use super::group::{Outcome, Pending};
+use super::latest::Latest;
 use super::sequence::check_producer_id;
 use crate::config::server::{ResolvedServer, ResolvedTable};
 use crate::metrics::push::PushMetrics;
@@ -39,7 +40,8 @@ const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
 /// One table as the handlers see it.
 pub struct TableHandle {
     pub settings: ResolvedTable,
-    pub view: View,
+    /// The table as this server knows it; read fresh for answers about positions.
+    pub latest: Arc<Latest>,
     pub ready: Arc<AtomicBool>,
     pub commits: mpsc::UnboundedSender<Pending>,
     pub metrics: Arc<PushMetrics>,
@@ -107,26 +109,47 @@ fn authorize(state: &AppState, table: &TableHandle, headers: &HeaderMap) -> Opti
     }
 }
 
-/// The producer headers: both or neither.
+/// The producer headers: both or neither, each at most once. A sequence is plain decimal
+/// digits (no sign, no spaces), at most `i64::MAX`.
 fn producer_of(headers: &HeaderMap) -> Result<Option<(String, i64)>, String> {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .map(|v| std::str::from_utf8(v.as_bytes()).map(str::trim).map_err(|_| format!("{name} is not UTF-8")))
+    let text = |name: &str| -> Result<Option<&str>, String> {
+        let mut values = headers.get_all(name).iter();
+        let Some(first) = values.next() else { return Ok(None) };
+        if values.next().is_some() {
+            return Err(format!("{name} is given more than once"));
+        }
+        std::str::from_utf8(first.as_bytes()).map(Some).map_err(|_| format!("{name} is not UTF-8"))
     };
-    match (text("producer-id").transpose()?, text("producer-sequence").transpose()?) {
+    match (text("producer-id")?, text("producer-sequence")?) {
         (None, None) => Ok(None),
         (Some(id), Some(seq)) => {
             check_producer_id(id)?;
+            if seq.is_empty() || !seq.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(format!("Producer-Sequence {seq:?} is not a whole number from 0 (decimal digits only)"));
+            }
             let seq = seq
                 .parse::<i64>()
-                .ok()
-                .filter(|s| *s >= 0)
-                .ok_or_else(|| format!("Producer-Sequence {seq:?} is not a whole number from 0"))?;
+                .map_err(|_| format!("Producer-Sequence {seq} is too large (at most {})", i64::MAX))?;
             Ok(Some((id.to_string(), seq)))
         }
         (Some(_), None) => Err("Producer-Id needs a Producer-Sequence".into()),
         (None, Some(_)) => Err("Producer-Sequence needs a Producer-Id".into()),
+    }
+}
+
+/// The table a request names, or the answer: with tokens on, a request without a token that
+/// opens some table learns nothing about which tables exist (401 before 404).
+fn table_of<'a>(state: &'a AppState, name: &str, headers: &HeaderMap) -> Result<&'a TableHandle, Box<Response>> {
+    match state.tables.get(name) {
+        Some(t) => Ok(t),
+        None if state.config.auth_required()
+            && !state.tables.values().any(|t| authorize(state, t, headers).is_none()) =>
+        {
+            let mut r = error(StatusCode::UNAUTHORIZED, "a bearer token is required");
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            Err(Box::new(r))
+        }
+        None => Err(Box::new(error(StatusCode::NOT_FOUND, format!("no table {name:?} is configured on this server")))),
     }
 }
 
@@ -164,8 +187,9 @@ async fn records(
     request_body: Body,
 ) -> Response {
     let started = Instant::now();
-    let Some(table) = state.tables.get(&name) else {
-        return error(StatusCode::NOT_FOUND, format!("no table {name:?} is configured on this server"));
+    let table = match table_of(&state, &name, &headers) {
+        Ok(t) => t,
+        Err(answer) => return *answer,
     };
     let m = &table.metrics;
     let refuse = |status: StatusCode, reason: &str, message: String| {
@@ -227,26 +251,37 @@ async fn records(
         Ok(Ok(b)) => b,
     };
     let body_bytes = bytes.len() as u64;
-    // A retry of a committed sequence is answered from the table as last seen, writing nothing.
-    let view = table.view.borrow().clone();
+    // A retry of a committed sequence writes nothing. The cached view is only ever behind
+    // the table, so what it calls committed is; the number answered is read fresh.
+    let view = table.latest.cached();
     if let (Some((id, seq)), Some(v)) = (&producer, &view) {
-        if let Some(done) = v.producers.get(id).copied().filter(|d| d >= seq) {
+        if v.producers.get(id).is_some_and(|d| d >= seq) {
+            let fresh = table.latest.fresh().await.ok().flatten().or(view.clone());
+            let done = fresh.and_then(|v| v.producers.get(id).copied()).unwrap_or(*seq);
             m.answered(Some(id), "already_committed", 0, 0, started.elapsed().as_secs_f64());
             return already(&name, id, *seq, done);
         }
     }
-    let (settings, max_line) = (table.settings.clone(), state.config.max_line);
-    let decoded = state
-        .decoders
-        .run(move || {
+    let decode = |view: Option<Arc<super::latest::TableView>>| {
+        let (settings, max_line, bytes) = (table.settings.clone(), state.config.max_line, bytes.clone());
+        state.decoders.run(move || {
             let current = view.as_ref().map(|v| &v.schema);
             match kind {
                 Kind::JsonLines => body::json_lines(&bytes, &settings, current, max_line, bad_lines),
                 Kind::Arrow => body::arrow_stream(&bytes, &settings, current),
             }
         })
-        .await;
-    let rows = match decoded {
+    };
+    let mut decoded = decode(view.clone()).await;
+    // Refused against the schema as last seen: judged again against the table as it is.
+    if matches!(decoded, Some(Err(Refusal::Bad(_) | Refusal::NoTable(_)))) {
+        if let Ok(fresh) = table.latest.fresh().await {
+            if fresh.as_ref().map(|v| v.version) != view.as_ref().map(|v| v.version) {
+                decoded = decode(fresh).await;
+            }
+        }
+    }
+    let mut rows = match decoded {
         Some(Ok(rows)) => rows,
         Some(Err(Refusal::Bad(why))) => return refuse(StatusCode::BAD_REQUEST, "bad_line", why),
         Some(Err(Refusal::TooLarge(why))) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, "too_large", why),
@@ -256,6 +291,12 @@ async fn records(
     if producer.is_none() && rows.count == 0 && rows.bad.is_empty() {
         m.answered(None, "committed", 0, body_bytes, started.elapsed().as_secs_f64());
         return Json(json!({"outcome": "nothing_to_commit", "table": name, "rows": 0})).into_response();
+    }
+    // A dead letter names who sent it and when it arrived.
+    let arrived_ms = table.latest.now_ms();
+    for letter in &mut rows.bad {
+        letter.key = producer.as_ref().map(|(id, _)| id.as_bytes().to_vec());
+        letter.timestamp_ms = Some(arrived_ms);
     }
     let bad: Vec<Value> = rows.bad.iter().map(|l| json!({"line": l.offset, "reason": l.reason})).collect();
     let count = rows.count;
@@ -351,13 +392,19 @@ async fn producer(
     Path((name, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(table) = state.tables.get(&name) else {
-        return error(StatusCode::NOT_FOUND, format!("no table {name:?} is configured on this server"));
+    let table = match table_of(&state, &name, &headers) {
+        Ok(t) => t,
+        Err(answer) => return *answer,
     };
     if let Some((status, why)) = authorize(&state, table, &headers) {
         return error(status, why);
     }
-    let committed = table.view.borrow().as_ref().and_then(|v| v.producers.get(&id).copied());
+    // A position is answered from the table as it is now, never from a cache.
+    let view = match table.latest.fresh().await {
+        Ok(v) => v,
+        Err(e) => return retry_after(StatusCode::SERVICE_UNAVAILABLE, format!("reading the table: {e}"), 1),
+    };
+    let committed = view.as_ref().and_then(|v| v.producers.get(&id).copied());
     Json(json!({
         "table": name, "producer": id, "committed_sequence": committed,
         "next_sequence": committed.map_or(0, |c| c + 1),
@@ -404,8 +451,15 @@ mod tests {
         assert!(producer_of(&h).is_err());
         h.insert("producer-sequence", HeaderValue::from_static("7"));
         assert_eq!(producer_of(&h), Ok(Some(("p1".into(), 7))));
-        h.insert("producer-sequence", HeaderValue::from_static("-1"));
-        assert!(producer_of(&h).is_err());
+        for bad in ["-1", "+0", " 0 ", "0x1", ""] {
+            h.insert("producer-sequence", HeaderValue::from_static(bad));
+            assert!(producer_of(&h).unwrap_err().contains("not a whole number"), "{bad:?}");
+        }
+        h.insert("producer-sequence", HeaderValue::from_static("99999999999999999999999"));
+        assert!(producer_of(&h).unwrap_err().contains("too large"));
+        h.insert("producer-sequence", HeaderValue::from_static("1"));
+        h.append("producer-sequence", HeaderValue::from_static("2"));
+        assert!(producer_of(&h).unwrap_err().contains("more than once"));
         h.insert("producer-id", HeaderValue::from_bytes("Zürich".as_bytes()).unwrap());
         h.insert("producer-sequence", HeaderValue::from_static("0"));
         assert_eq!(producer_of(&h), Ok(Some(("Zürich".into(), 0))));

@@ -20,8 +20,9 @@ use crate::delta::transaction::{CommitOutcome, Transaction};
 use crate::error::Result;
 
 /// Appends `batches` with `txns` to `table` as read in `snapshot`; a missing table (`None`) is
-/// created with `new_table()`'s protocol and metadata in the same commit. `parameters` go to
-/// `commitInfo.operationParameters` beside `outputMode = Append`.
+/// created with `new_table()`'s protocol and metadata in the same commit, and an existing one
+/// whose schema the rows extend gets `evolved` (its metadata with the new schema) in the same
+/// commit. `parameters` go to `commitInfo.operationParameters` beside `outputMode = Append`.
 ///
 /// # Errors
 /// Storage errors; the batches not fitting the table; the committer's errors (after an unknown
@@ -30,15 +31,21 @@ pub async fn append_rows(
     table: &Table,
     snapshot: Option<&Snapshot>,
     new_table: impl FnOnce() -> Result<(Protocol, Metadata)>,
+    evolved: Option<Metadata>,
     batches: &[RecordBatch],
     txns: Vec<Txn>,
     parameters: &[(&str, String)],
 ) -> Result<CommitOutcome> {
     let mut actions = Vec::new();
     let created;
-    let write_snapshot = match snapshot {
-        Some(s) => s,
-        None => {
+    let write_snapshot = match (snapshot, evolved) {
+        (Some(s), Some(metadata)) => {
+            created = s.with_metadata(metadata.clone())?;
+            actions.push(Action::Metadata(metadata));
+            &created
+        }
+        (Some(s), None) => s,
+        (None, _) => {
             let (protocol, metadata) = new_table()?;
             actions.push(Action::Protocol(protocol.clone()));
             actions.push(Action::Metadata(metadata.clone()));

@@ -28,6 +28,23 @@ pub struct StorageOptions {
     pub clock: crate::common::clock::Clock,
 }
 
+/// Refuses an option no backend knows (a misspelling), whatever the location: options for
+/// another backend are ignored by a local or in-memory table (one configuration may serve
+/// tables on several backends), unknown ones are not.
+fn check_option_keys(location: &str, options: &StorageOptions) -> Result<()> {
+    for key in options.options.keys() {
+        let known = key.parse::<object_store::aws::AmazonS3ConfigKey>().is_ok()
+            || key.parse::<object_store::azure::AzureConfigKey>().is_ok()
+            || key.parse::<object_store::gcp::GoogleConfigKey>().is_ok();
+        if !known {
+            return Err(Error::InvalidArgument(format!(
+                "{location}: unknown storage option {key:?} (object_store's names: aws_endpoint, aws_region, azure_storage_account_name, google_service_account, ...)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl std::fmt::Debug for StorageOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let keys: Vec<&String> = self.options.keys().collect();
@@ -57,6 +74,7 @@ impl Table {
     /// [`Error::Storage`] when the backend rejects its configuration.
     pub fn open(location: &str, options: StorageOptions) -> Result<Table> {
         let url = parse_location(location)?;
+        check_option_keys(location, &options)?;
         let (store, root): (Arc<dyn ObjectStore>, Path) = match url.scheme() {
             "file" => {
                 let dir =

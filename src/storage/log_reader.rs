@@ -118,10 +118,15 @@ impl Table {
     }
 
     /// Brings a snapshot up to date by reading the commits after it, one by one, until the
-    /// next one does not exist. Returns how many commits were applied. No listing, no replay.
+    /// next one does not exist. Returns how many commits were applied. No replay.
+    ///
+    /// When nothing is new, the snapshot's own commit is looked at too: a table whose log was
+    /// removed (or moved) under a long-running writer must not be written on from memory,
+    /// which would start a log at a version without the ones before it.
     ///
     /// # Errors
-    /// Storage and parse errors; protocol errors when a new commit makes the table unreadable.
+    /// Storage and parse errors; protocol errors when a new commit makes the table unreadable;
+    /// [`Error::NotATable`] when the log the snapshot came from is gone.
     pub async fn update_snapshot(&self, snapshot: &mut Snapshot) -> Result<u64> {
         let mut applied = 0;
         loop {
@@ -131,9 +136,36 @@ impl Table {
                     snapshot.apply_commit(next, actions, &commit_name(next))?;
                     applied += 1;
                 }
-                Err(Error::MissingVersion { .. }) => return Ok(applied),
+                Err(Error::MissingVersion { .. }) if applied > 0 => return Ok(applied),
+                Err(Error::MissingVersion { .. }) => {
+                    self.check_still_there(snapshot.version).await?;
+                    return Ok(0);
+                }
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// Fails when the commit at `version` is gone and the log holds nothing at or past it.
+    async fn check_still_there(&self, version: u64) -> Result<()> {
+        let name = commit_name(version);
+        match self.store.head(&self.log_path(&name)).await {
+            Ok(_) => Ok(()),
+            Err(object_store::Error::NotFound { .. }) => {
+                // Log cleanup never removes the newest commit, but a table made only of a
+                // checkpoint has none: the listing decides.
+                let listing = self.list_log(None).await?;
+                let kept = listing.latest_version().is_some_and(|v| v >= version)
+                    || listing.checkpoints.keys().next_back().is_some_and(|v| *v >= version);
+                if kept {
+                    Ok(())
+                } else {
+                    Err(Error::NotATable {
+                        location: format!("{} (its log, last seen at version {version}, is gone)", self.url),
+                    })
+                }
+            }
+            Err(e) => Err(Error::storage(name, e)),
         }
     }
 

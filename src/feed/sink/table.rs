@@ -6,13 +6,16 @@
 //! same put-if-absent commit or not at all.
 //!
 //! The target holds the source's columns plus `_change_type`, `_commit_version` and
-//! `_commit_timestamp`; it is created on the first write. Source commits without row changes
-//! (compaction, metadata-only) write nothing; their position is implied by the next one.
+//! `_commit_timestamp`; it is created on the first write. Columns the source adds (top level or
+//! nested) are added to the target in the commit of the first rows that carry them; a change
+//! the target cannot express (a column's type changed, a required column dropped) stops the
+//! follower with a reason that names it. Source commits without row changes (compaction,
+//! metadata-only) write nothing; their position is implied by the next one.
 
 use super::ChangeSink;
-use crate::delta::actions::Txn;
-use crate::delta::create::new_table;
-use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
+use crate::delta::actions::{Metadata, Txn};
+use crate::delta::create::{add_columns, new_table};
+use crate::delta::schema::{ColumnMappingMode, DataType, PrimitiveType, StructField, StructType};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::CommitOutcome;
 use crate::error::{Error, Result};
@@ -74,7 +77,7 @@ impl TableSink {
 
 impl ChangeSink for TableSink {
     async fn position(&mut self) -> Result<Option<u64>> {
-        Ok(self.snapshot.as_ref().and_then(|s| s.txn_version_kept(&self.app_id)).and_then(|v| u64::try_from(v).ok()))
+        Ok(self.snapshot.as_ref().and_then(|s| s.txn_version(&self.app_id)).and_then(|v| u64::try_from(v).ok()))
     }
 
     async fn deliver(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
@@ -106,17 +109,29 @@ impl ChangeSink for TableSink {
     }
 }
 
-/// The target must have the change schema of the source as it is now.
-fn check_schema(target: &Table, snapshot: Option<&Snapshot>, schema: &StructType, version: u64) -> Result<()> {
-    if let Some(s) = snapshot {
-        if s.schema.fields.iter().map(|f| &f.name).ne(schema.fields.iter().map(|f| &f.name)) {
-            return Err(Error::unsupported(format!(
-                "the source schema changed at version {version}; the target table {} has the old one",
-                target.url()
-            )));
-        }
+/// The schema change the target needs for the change rows of `schema` (source version
+/// `version`): `None` when they fit; the target's metadata with the source's new columns
+/// (nullable, nested ones too) when the source added columns; refused, naming the change and
+/// what to do, when a copy that already holds rows cannot express it.
+fn evolve_target(
+    target: &Table,
+    snapshot: Option<&Snapshot>,
+    schema: &StructType,
+    version: u64,
+) -> Result<Option<Metadata>> {
+    let Some(s) = snapshot else { return Ok(None) };
+    let refuse = |why: String| {
+        Error::InvalidArgument(format!(
+            "the source's schema changed at version {version} in a way the target {} cannot take: {why}; follow into a new target (or recreate this one) to go on",
+            target.url()
+        ))
+    };
+    let Some(merged) = add_columns(&s.schema, schema).map_err(refuse)? else { return Ok(None) };
+    if s.column_mapping() != ColumnMappingMode::None {
+        return Err(refuse("new columns on a column-mapped target are not supported".into()));
     }
-    Ok(())
+    tracing::info!(target = target.url(), version, "follow.target_schema_evolved");
+    Ok(Some(Metadata { schema_string: merged.to_json(), ..s.metadata.clone() }))
 }
 
 async fn apply(
@@ -126,7 +141,7 @@ async fn apply(
     changes: &CommitChanges,
     app_id: &str,
 ) -> Result<CommitOutcome> {
-    check_schema(target, snapshot, schema, changes.version)?;
+    let evolved = evolve_target(target, snapshot, schema, changes.version)?;
     let txn = Txn {
         app_id: app_id.to_string(),
         version: changes.version as i64,
@@ -134,7 +149,7 @@ async fn apply(
     };
     let parameters = [("queryId", app_id.to_string()), ("epochId", changes.version.to_string())];
     let create = || new_table(schema.clone(), &[], &Default::default());
-    append_rows(target, snapshot, create, &changes.batches, vec![txn], &parameters).await
+    append_rows(target, snapshot, create, evolved, &changes.batches, vec![txn], &parameters).await
 }
 
 /// The Delta-table sink of a consumer group: each slice's position is its own `txn`
@@ -179,7 +194,7 @@ impl crate::feed::group_follow::SliceSink for GroupTableSink {
             .target
             .snapshot
             .as_ref()
-            .and_then(|s| s.txn_version_kept(&app))
+            .and_then(|s| s.txn_version(&app))
             .and_then(|v| u64::try_from(v).ok())
             .map(|v| v + 1))
     }
@@ -208,11 +223,12 @@ impl crate::feed::group_follow::SliceSink for GroupTableSink {
             let part = changes.with_batches(batches);
             let parameters = [("queryId", self.group.clone()), ("epochId", changes.version.to_string())];
             let create = || new_table(schema.clone(), &[], &Default::default());
-            check_schema(&self.target.target, self.target.snapshot.as_ref(), &schema, changes.version)?;
+            let evolved = evolve_target(&self.target.target, self.target.snapshot.as_ref(), &schema, changes.version)?;
             let outcome = append_rows(
                 &self.target.target,
                 self.target.snapshot.as_ref(),
                 create,
+                evolved,
                 &part.batches,
                 txns,
                 &parameters,
