@@ -172,6 +172,7 @@ impl std::fmt::Debug for ResolvedKafka {
             .field("max_record_bytes", &self.max_record_bytes)
             .field("fail_on_data_loss", &self.fail_on_data_loss)
             .field("stop_at_end", &self.stop_at_end)
+            .field("stall_timeout", &self.stall_timeout)
             .field("properties", &self.properties.keys().collect::<Vec<_>>())
             .finish()
     }

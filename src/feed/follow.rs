@@ -236,9 +236,15 @@ pub async fn run_follower<S: ChangeSink>(
         if let Some(m) = metrics {
             // Versions behind: from a listing at most every 5 s while busy (never while idle).
             if latest_seen.is_none_or(|(at, v)| v <= changes.version && at.elapsed() > Duration::from_secs(5)) {
-                let listing = source.list_log(Some(changes.version)).await?;
-                let latest = listing.commits.keys().next_back().copied().unwrap_or(changes.version);
-                latest_seen = Some((Instant::now(), latest));
+                // Only the metric needs this listing: a store fault here costs a stale figure
+                // until the next try, never the follower.
+                match source.list_log(Some(changes.version)).await {
+                    Ok(listing) => {
+                        let latest = listing.commits.keys().next_back().copied().unwrap_or(changes.version);
+                        latest_seen = Some((Instant::now(), latest));
+                    }
+                    Err(e) => tracing::warn!(error = %e, "follow.lag_listing_failed"),
+                }
             }
             let latest = latest_seen.map_or(changes.version, |(_, v)| v.max(changes.version));
             let age = (source.clock().now_ms() - changes.timestamp_ms).max(0) as f64 / 1000.0;

@@ -41,6 +41,13 @@ pub async fn run(
         return Err(Error::Internal(format!("pipeline {} has no Delta source", p.name)));
     };
     let source = Table::open(&d.source, storage)?;
+    if source.url() == target.url() {
+        return Err(Error::InvalidArgument(format!(
+            "pipeline {}: {} is both the source and the target (delta.source must name another table)",
+            p.name,
+            source.url()
+        )));
+    }
     let source_id = source.snapshot(None).await?.metadata.id;
     let stopped = async move {
         let _ = stop.wait_for(|s| *s).await;
