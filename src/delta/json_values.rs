@@ -32,6 +32,9 @@ use arrow::datatypes::{DataType as A, Schema};
 use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+pub use super::json_text::check_timestamp_text;
+use super::json_text::{exact_integer, minified, plain, quoted, rfc3339, Plain};
+
 /// What a column takes.
 #[derive(Debug, Clone)]
 enum Slot {
@@ -412,116 +415,6 @@ impl Check<'_> {
             }
         }
     }
-}
-
-/// A number's text as plain decimal digits: its sign, integer digits without leading zeros and
-/// fraction digits without trailing zeros, the exponent applied exactly (`-1.5e3` → (-, "1500",
-/// "")). `None` for text that is not a JSON number, or an exponent too large to spell out.
-struct Plain {
-    negative: bool,
-    int: String,
-    frac: String,
-}
-
-fn plain(text: &str) -> Option<Plain> {
-    let t = text.trim();
-    let (negative, t) = match t.as_bytes().first()? {
-        b'-' => (true, &t[1..]),
-        b'+' => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let (mantissa, exponent) = match t.find(['e', 'E']) {
-        Some(i) => (&t[..i], t[i + 1..].parse::<i64>().ok()?),
-        None => (t, 0),
-    };
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if int.is_empty() && frac.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    if exponent.unsigned_abs() > 400 {
-        return None;
-    }
-    // All digits, and where the point goes among them.
-    let digits: String = format!("{int}{frac}");
-    let point = i64::try_from(int.len()).ok()? + exponent;
-    let (int, frac) = if point <= 0 {
-        (String::new(), format!("{}{digits}", "0".repeat(usize::try_from(-point).ok()?)))
-    } else if point as usize >= digits.len() {
-        (format!("{digits}{}", "0".repeat(point as usize - digits.len())), String::new())
-    } else {
-        (digits[..point as usize].to_string(), digits[point as usize..].to_string())
-    };
-    Some(Plain { negative, int: int.trim_start_matches('0').to_string(), frac: frac.trim_end_matches('0').to_string() })
-}
-
-/// An integer from a number's text, exactly: a fraction or more digits than an `i128` holds
-/// is refused (`name` is the column's type).
-fn exact_integer(text: &str, name: &str) -> Result<i128, String> {
-    if let Ok(i) = text.parse::<i64>() {
-        return Ok(i.into());
-    }
-    let p = plain(text).ok_or_else(|| format!("{text} is not a number; the column is {name}"))?;
-    if !p.frac.is_empty() {
-        return Err(format!("{text} has a fraction; the column is {name}"));
-    }
-    if p.int.len() > 38 {
-        return Err(format!("{text} is out of range for {name}"));
-    }
-    let magnitude: i128 =
-        if p.int.is_empty() { 0 } else { p.int.parse().map_err(|_| format!("{text} is out of range for {name}"))? };
-    Ok(if p.negative { -magnitude } else { magnitude })
-}
-
-/// Microseconds since the epoch as the RFC 3339 text the decoder takes.
-fn rfc3339(text: &str, micros: i64) -> Result<String, String> {
-    chrono::DateTime::from_timestamp_micros(micros)
-        .map(|at| at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
-        .ok_or_else(|| format!("{text} seconds is out of range"))
-}
-
-/// A JSON string holding `text`.
-fn quoted(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| format!("\"{text}\""))
-}
-
-/// JSON text without the white space between tokens (strings kept as they are).
-fn minified(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let (mut in_string, mut escaped) = (false, false);
-    for c in text.chars() {
-        if in_string {
-            out.push(c);
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-        } else if c == '"' {
-            in_string = true;
-            out.push(c);
-        } else if !c.is_whitespace() {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Why a timestamp's text is refused, if it is: more than six fraction digits of a second
-/// (timestamps keep microseconds; the decoder would cut the rest silently).
-///
-/// # Errors
-/// The reason, naming the value.
-pub fn check_timestamp_text(text: &str) -> Result<(), String> {
-    let Some(dot) = text.find('.') else { return Ok(()) };
-    if !text[..dot].contains(':') {
-        return Ok(());
-    }
-    let fraction: &str = text[dot + 1..].split(|c: char| !c.is_ascii_digit()).next().unwrap_or("");
-    if fraction.trim_end_matches('0').len() > 6 {
-        return Err(format!("{text:?} is finer than a microsecond; timestamps keep microseconds"));
-    }
-    Ok(())
 }
 
 impl<'de> Visitor<'de> for Check<'_> {

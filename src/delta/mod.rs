@@ -42,6 +42,7 @@ pub mod followers;
 pub mod generated;
 pub mod groups;
 pub mod json_schema;
+pub mod json_text;
 pub mod json_values;
 pub mod last_checkpoint;
 pub mod log_segment;
