@@ -548,21 +548,27 @@ fn run_serves_the_configured_tables() {
     assert_eq!(cat_ids(&table.to_string_lossy()), vec![7]);
 }
 
+/// Two servers on one table `events` (holding id -1, so neither creates it), 10 ms windows:
+/// the table's path, both base URLs and their stop senders.
+async fn two_servers(dir: &std::path::Path) -> (String, String, String, [tokio::sync::watch::Sender<bool>; 2]) {
+    let events = dir.join("events").to_string_lossy().into_owned();
+    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    cfg.commit_window = deltabus::common::units::HumanDuration::from_millis(10);
+    cfg.tables.insert("events".into(), table_config(&events));
+    let out = crate::support::write_jsonl(std::path::Path::new(&events), &[], "{\"id\":-1}\n");
+    assert!(out.status.success());
+    let (a, stop_a, _) = start(cfg.clone()).await;
+    let (b, stop_b, _) = start(cfg).await;
+    (events, a, b, [stop_a, stop_b])
+}
+
 /// Two servers on one table, each request sent to both at once (a producer retrying against
 /// another server): the conflict rules and the producers' `txn` make each sequence land once,
 /// answered `committed` by one server and `committed` or `already_committed` by the other.
 #[tokio::test(flavor = "multi_thread")]
 async fn two_servers_on_one_table_take_each_sequence_once() {
     let dir = tempfile::tempdir().unwrap();
-    let events = dir.path().join("events").to_string_lossy().into_owned();
-    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
-    cfg.commit_window = deltabus::common::units::HumanDuration::from_millis(10);
-    cfg.tables.insert("events".into(), table_config(&events));
-    // The table exists before both start, so neither creates it.
-    let out = crate::support::write_jsonl(std::path::Path::new(&events), &[], "{\"id\":-1}\n");
-    assert!(out.status.success());
-    let (a, _stop_a, _) = start(cfg.clone()).await;
-    let (b, _stop_b, _) = start(cfg).await;
+    let (events, a, b, _stops) = two_servers(dir.path()).await;
     let mut tasks = Vec::new();
     for p in 0..4i64 {
         let (a, b) = (a.clone(), b.clone());
@@ -607,14 +613,7 @@ async fn get_json(c: &reqwest::Client, url: &str) -> (u16, Value) {
 #[tokio::test(flavor = "multi_thread")]
 async fn positions_and_schemas_are_read_from_the_table_as_it_is() {
     let dir = tempfile::tempdir().unwrap();
-    let events = dir.path().join("events").to_string_lossy().into_owned();
-    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
-    cfg.commit_window = deltabus::common::units::HumanDuration::from_millis(10);
-    cfg.tables.insert("events".into(), table_config(&events));
-    let out = crate::support::write_jsonl(std::path::Path::new(&events), &[], "{\"id\":-1}\n");
-    assert!(out.status.success());
-    let (a, _stop_a, _) = start(cfg.clone()).await;
-    let (b, _stop_b, _) = start(cfg).await;
+    let (events, a, b, _stops) = two_servers(dir.path()).await;
     let c = reqwest::Client::new();
     let json = ("Content-Type", "application/x-ndjson");
     let send = |server: &str, seq: i64, body: String| {
@@ -747,7 +746,6 @@ async fn producer_headers_tokens_and_dead_letters_say_what_they_mean() {
     assert_eq!(twice.status().as_u16(), 400);
     assert!(twice.text().await.unwrap().contains("more than once"));
 
-    let before = chrono::Utc::now().timestamp_millis();
     let dl = format!("{rec}?bad_lines=dead_letter");
     let (s, r, _) =
         post(&c, &dl, &[json, auth, ("Producer-Id", "Zürich-7"), ("Producer-Sequence", "0")], "{\"id\":1}\n{oops\n")
@@ -760,7 +758,6 @@ async fn producer_headers_tokens_and_dead_letters_say_what_they_mean() {
     let key = rows[0]["key"].as_str().map(str::to_string).unwrap_or_default();
     assert!(key == "Zürich-7" || key.contains("Zürich-7") || hex_or_base64_is(&key, "Zürich-7"), "{rows:?}");
     assert!(!rows[0]["timestamp"].is_null(), "{rows:?}");
-    let _ = before;
 }
 
 /// Whether `text` is `want` spelled as hex or base64 (how binary keys print).
