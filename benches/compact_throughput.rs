@@ -16,7 +16,7 @@ use deltabus::compactor::rewriter::{compact, CompactOptions};
 use deltabus::delta::actions::Action;
 use deltabus::delta::create::new_table;
 use deltabus::delta::schema::StructType;
-use deltabus::delta::transaction::Transaction;
+use deltabus::delta::transaction::{Operation, Transaction};
 use deltabus::storage::{DataWriter, RetryPolicy, StorageOptions, Table, WriterConfig};
 
 const FILES: usize = 1000;
@@ -57,7 +57,7 @@ async fn generate(path: &Path) {
     .unwrap();
     let table = Table::open_for_write(path.to_str().unwrap(), StorageOptions::default()).unwrap();
     let (p, m) = new_table(schema, &[], &Default::default()).unwrap();
-    let create = Transaction::new("CREATE TABLE", vec![Action::Protocol(p), Action::Metadata(m)]);
+    let create = Transaction::new(Operation::CreateTable, vec![Action::Protocol(p), Action::Metadata(m)]);
     table.commit(None, &create, &RetryPolicy::default()).await.unwrap();
     let snap = table.snapshot(None).await.unwrap();
     // One file per batch of rows: ~1 MB each after zstd (the uuid-like strings resist it).
@@ -94,7 +94,8 @@ async fn generate(path: &Path) {
         writer.write(&batch).await.unwrap();
         adds.extend(writer.finish().await.unwrap());
         if adds.len() == 100 {
-            let t = Transaction::new("WRITE", std::mem::take(&mut adds).into_iter().map(Action::Add).collect());
+            let t =
+                Transaction::new(Operation::Write, std::mem::take(&mut adds).into_iter().map(Action::Add).collect());
             table.commit(Some(&table.snapshot(None).await.unwrap()), &t, &RetryPolicy::default()).await.unwrap();
         }
     }

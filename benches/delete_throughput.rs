@@ -15,7 +15,7 @@ use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use deltabus::delta::actions::Action;
 use deltabus::delta::create::new_table;
 use deltabus::delta::schema::StructType;
-use deltabus::delta::transaction::Transaction;
+use deltabus::delta::transaction::{Operation, Transaction};
 use deltabus::ops::delete::{delete, DeleteOptions};
 use deltabus::storage::{DataWriter, RetryPolicy, StorageOptions, Table, WriterConfig};
 
@@ -40,7 +40,7 @@ async fn generate(path: &Path, dvs: bool) {
     table
         .commit(
             None,
-            &Transaction::new("CREATE TABLE", vec![Action::Protocol(p), Action::Metadata(m)]),
+            &Transaction::new(Operation::CreateTable, vec![Action::Protocol(p), Action::Metadata(m)]),
             &RetryPolicy::default(),
         )
         .await
@@ -69,7 +69,7 @@ async fn generate(path: &Path, dvs: bool) {
         writer.write(&batch).await.unwrap();
         actions.extend(writer.finish().await.unwrap().into_iter().map(Action::Add));
     }
-    table.commit(Some(&snap), &Transaction::new("WRITE", actions), &RetryPolicy::default()).await.unwrap();
+    table.commit(Some(&snap), &Transaction::new(Operation::Write, actions), &RetryPolicy::default()).await.unwrap();
 }
 
 fn bytes_under(dir: &Path) -> u64 {

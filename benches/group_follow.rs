@@ -187,7 +187,7 @@ async fn group_throughput(
             let stop = async move {
                 let _ = stop.wait_for(|s| *s).await;
             };
-            run_member(&table, &mut sink, &mut member, &opts, stop).await.unwrap();
+            run_member(&table, &mut sink, &mut member, &opts, None, stop).await.unwrap();
         }));
     }
     // Three beats: every member holds the slices assigned to it.
@@ -259,7 +259,7 @@ async fn main() {
             let stop = async move {
                 let _ = stop.wait_for(|s| *s).await;
             };
-            run_member(&table, &mut sink, &mut member, &opts, stop).await.unwrap();
+            run_member(&table, &mut sink, &mut member, &opts, None, stop).await.unwrap();
         }));
     }
     tokio::time::sleep(Duration::from_secs(2)).await; // both members hold their slices

@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use deltabus::delta::actions::{Action, Add, Txn};
 use deltabus::delta::create::{infer_schema, new_table};
-use deltabus::delta::transaction::{CommitOutcome, Transaction};
+use deltabus::delta::transaction::{CommitOutcome, Operation, Transaction};
 use deltabus::storage::{RetryPolicy, StorageOptions, Table};
 
 const RECORDS: usize = 1_000_000;
@@ -51,7 +51,7 @@ async fn commit_rate(table: Table, writers: usize, total: usize) -> f64 {
     // Checkpoints off the hot path: this measures commits.
     let mut m = m;
     m.configuration.insert("delta.checkpointInterval".into(), "1000000".into());
-    let create = Transaction::new("CREATE TABLE", vec![Action::Protocol(p), Action::Metadata(m)]);
+    let create = Transaction::new(Operation::CreateTable, vec![Action::Protocol(p), Action::Metadata(m)]);
     assert!(matches!(
         table.commit(None, &create, &RetryPolicy::default()).await.unwrap(),
         CommitOutcome::Committed { .. }
@@ -64,7 +64,7 @@ async fn commit_rate(table: Table, writers: usize, total: usize) -> f64 {
             let mut snap = table.snapshot(None).await.unwrap();
             for i in 0..total / writers {
                 let txn = Transaction::new(
-                    "STREAMING UPDATE",
+                    Operation::StreamingUpdate,
                     vec![
                         tiny_add(i),
                         Action::Txn(Txn { app_id: format!("w{w}"), version: i as i64, last_updated: None }),

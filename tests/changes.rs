@@ -475,7 +475,7 @@ async fn a_follower_beyond_the_retention_is_refused_by_the_clock() {
     use deltabus::common::follow::{FollowerOptions, StartAt};
     use deltabus::delta::actions::Action;
     use deltabus::delta::create::{infer_schema, new_table};
-    use deltabus::delta::transaction::Transaction;
+    use deltabus::delta::transaction::{Operation, Transaction};
     use deltabus::feed::follow::run_follower;
     use deltabus::feed::sink::lines::LinesSink;
     use deltabus::storage::{RetryPolicy, StorageOptions, Table};
@@ -485,7 +485,7 @@ async fn a_follower_beyond_the_retention_is_refused_by_the_clock() {
     let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
     let table = Table::open(&url, StorageOptions { clock: clock.clone(), ..StorageOptions::default() }).unwrap();
     let (p, m) = new_table(infer_schema(&[r#"{"id":1}"#]).unwrap(), &[], &Default::default()).unwrap();
-    let create = Transaction::new("CREATE TABLE", vec![Action::Protocol(p), Action::Metadata(m)]);
+    let create = Transaction::new(Operation::CreateTable, vec![Action::Protocol(p), Action::Metadata(m)]);
     table.commit(None, &create, &RetryPolicy::default()).await.unwrap();
     let follow = |allow_stale: bool| {
         let table = table.clone();
@@ -515,7 +515,7 @@ async fn a_follower_seeing_only_commits_without_rows_keeps_its_position_fresh() 
     use deltabus::common::follow::{FollowerOptions, StartAt};
     use deltabus::delta::actions::{Action, Txn};
     use deltabus::delta::create::{infer_schema, new_table};
-    use deltabus::delta::transaction::Transaction;
+    use deltabus::delta::transaction::{Operation, Transaction};
     use deltabus::feed::follow::run_follower;
     use deltabus::feed::sink::table::TableSink;
     use deltabus::storage::{RetryPolicy, StorageOptions, Table};
@@ -527,7 +527,7 @@ async fn a_follower_seeing_only_commits_without_rows_keeps_its_position_fresh() 
     let target = Table::open(&format!("memory://{root}/target"), options).unwrap();
     let (p, m) = new_table(infer_schema(&[r#"{"id":1}"#]).unwrap(), &[], &Default::default()).unwrap();
     let source_id = m.id.clone();
-    let create = Transaction::new("CREATE TABLE", vec![Action::Protocol(p), Action::Metadata(m)]);
+    let create = Transaction::new(Operation::CreateTable, vec![Action::Protocol(p), Action::Metadata(m)]);
     source.commit(None, &create, &RetryPolicy::default()).await.unwrap();
     let out = deltabus::ops::write::write_json_lines(&source, "{\"id\":1}\n".as_bytes(), &Default::default()).await;
     out.unwrap();
@@ -545,7 +545,7 @@ async fn a_follower_seeing_only_commits_without_rows_keeps_its_position_fresh() 
     // A commit without rows (another application's position), read two days later.
     let other = |v: i64| {
         Transaction::new(
-            "STREAMING UPDATE",
+            Operation::StreamingUpdate,
             vec![Action::Txn(Txn { app_id: "other".into(), version: v, last_updated: None })],
         )
     };
@@ -561,7 +561,7 @@ async fn a_follower_seeing_only_commits_without_rows_keeps_its_position_fresh() 
         .snapshot(None)
         .await
         .unwrap()
-        .txn_version(TableSink::open(&target, "f", &source_id).await.unwrap().app_id());
+        .txn_version(&TableSink::open(&target, "f", &source_id).await.unwrap().app_id());
     assert_eq!(target_txn, Some(2));
 }
 

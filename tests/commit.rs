@@ -10,7 +10,7 @@ use deltabus::delta::actions::{Action, Remove, Txn};
 use deltabus::delta::conflict::ReadSet;
 use deltabus::delta::create::{infer_schema, new_table};
 use deltabus::delta::replay::FileKey;
-use deltabus::delta::transaction::{CommitOutcome, Transaction};
+use deltabus::delta::transaction::{CommitOutcome, Operation, Transaction};
 use deltabus::storage::{RetryPolicy, StorageOptions, Table};
 
 fn txn(app: &str, version: i64) -> Action {
@@ -19,7 +19,7 @@ fn txn(app: &str, version: i64) -> Action {
 
 async fn create(table: &Table) -> CommitOutcome {
     let (p, m) = new_table(infer_schema(&[r#"{"id":1}"#]).unwrap(), &[], &Default::default()).unwrap();
-    let t = Transaction::new("CREATE TABLE", vec![Action::Protocol(p), Action::Metadata(m)]);
+    let t = Transaction::new(Operation::CreateTable, vec![Action::Protocol(p), Action::Metadata(m)]);
     table.commit(None, &t, &RetryPolicy::default()).await.unwrap()
 }
 
@@ -36,7 +36,8 @@ async fn contract(table: Table) {
     for i in 0..N {
         let (table, base) = (table.clone(), base.clone());
         tasks.push(tokio::spawn(async move {
-            let t = Transaction::new("WRITE", vec![add(&format!("f{i}.parquet")), txn(&format!("writer-{i}"), 1)]);
+            let t =
+                Transaction::new(Operation::Write, vec![add(&format!("f{i}.parquet")), txn(&format!("writer-{i}"), 1)]);
             table.commit(Some(&base), &t, &RetryPolicy::default()).await.unwrap()
         }));
     }
@@ -61,17 +62,17 @@ async fn contract(table: Table) {
     assert_eq!((old.version, old.file_count()), (snap.version, snap.file_count()));
 
     // Already applied: known from the snapshot, and found among the winners of a race.
-    let again = Transaction::new("WRITE", vec![add("dup.parquet"), txn("writer-3", 1)]);
+    let again = Transaction::new(Operation::Write, vec![add("dup.parquet"), txn("writer-3", 1)]);
     assert_eq!(
         table.commit(Some(&snap), &again, &RetryPolicy::default()).await.unwrap(),
         CommitOutcome::AlreadyApplied { app_id: "writer-3".into(), version: 1 }
     );
-    let first = Transaction::new("WRITE", vec![add("g.parquet"), txn("stream", 10)]);
+    let first = Transaction::new(Operation::Write, vec![add("g.parquet"), txn("stream", 10)]);
     assert!(matches!(
         table.commit(Some(&snap), &first, &RetryPolicy::default()).await.unwrap(),
         CommitOutcome::Committed { .. }
     ));
-    let replay = Transaction::new("WRITE", vec![add("g2.parquet"), txn("stream", 10)]);
+    let replay = Transaction::new(Operation::Write, vec![add("g2.parquet"), txn("stream", 10)]);
     assert_eq!(
         table.commit(Some(&snap), &replay, &RetryPolicy::default()).await.unwrap(),
         CommitOutcome::AlreadyApplied { app_id: "stream".into(), version: 10 }
@@ -94,13 +95,13 @@ async fn contract(table: Table) {
             default_row_commit_version: None,
         })
     };
-    let delete = Transaction::new("DELETE", vec![rm("f0.parquet", true)]);
+    let delete = Transaction::new(Operation::Delete, vec![rm("f0.parquet", true)]);
     assert!(matches!(
         table.commit(Some(&stale), &delete, &RetryPolicy::default()).await.unwrap(),
         CommitOutcome::Committed { .. }
     ));
     let mut compact = Transaction::new(
-        "OPTIMIZE",
+        Operation::Optimize,
         vec![rm("f0.parquet", false), rm("f1.parquet", false), {
             let Action::Add(mut a) = add("big.parquet") else { unreachable!() };
             a.data_change = false;
@@ -151,10 +152,10 @@ async fn lost_races_show_as_attempts_above_landed() {
     create(&table).await;
     let stale = table.snapshot(None).await.unwrap();
     let (attempts0, landed0) = deltabus::storage::commit_counts();
-    let winner = Transaction::new("WRITE", vec![add("a.parquet"), txn("a", 1)]);
+    let winner = Transaction::new(Operation::Write, vec![add("a.parquet"), txn("a", 1)]);
     table.commit(Some(&stale), &winner, &RetryPolicy::default()).await.unwrap();
     // Planned on version 0: its first PUT (version 1) loses, the rebased one lands as 2.
-    let loser = Transaction::new("WRITE", vec![add("b.parquet"), txn("b", 1)]);
+    let loser = Transaction::new(Operation::Write, vec![add("b.parquet"), txn("b", 1)]);
     assert_eq!(
         table.commit(Some(&stale), &loser, &RetryPolicy::default()).await.unwrap(),
         CommitOutcome::Committed { version: 2 }

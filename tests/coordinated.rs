@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use deltabus::delta::actions::{Action, Add};
 use deltabus::delta::create::{infer_schema, new_table};
-use deltabus::delta::transaction::Transaction;
+use deltabus::delta::transaction::{Operation, Transaction};
 use deltabus::pipeline::coordinated::committer::Decider;
 use deltabus::pipeline::coordinated::messages::{Batch, CommitRequest};
 use deltabus::storage::faulty::{FaultConfig, FaultyStore};
@@ -66,7 +66,7 @@ async fn a_live_and_a_zombie_committer_through_store_faults_commit_every_batch_o
     let dir = tempfile::tempdir().unwrap();
     let clean = Table::open(dir.path().to_str().unwrap(), StorageOptions::default()).unwrap();
     let (p, m) = new_table(infer_schema(&[r#"{"id":1}"#]).unwrap(), &[], &Default::default()).unwrap();
-    let create = Transaction::new("CREATE TABLE", vec![Action::Protocol(p), Action::Metadata(m)]);
+    let create = Transaction::new(Operation::CreateTable, vec![Action::Protocol(p), Action::Metadata(m)]);
     clean.commit(None, &create, &RetryPolicy::default()).await.unwrap();
     // Three partitions, 12 batches each: batch k of partition p covers offsets 10k..10k+9.
     let mut stream = Vec::new();

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use deltabus::delta::actions::{Action, Txn};
 use deltabus::delta::create::{infer_schema, new_table};
-use deltabus::delta::transaction::{CommitOutcome, Transaction};
+use deltabus::delta::transaction::{CommitOutcome, Operation, Transaction};
 use deltabus::storage::faulty::{FaultConfig, FaultyStore};
 use deltabus::storage::retrying::RetryingStore;
 use deltabus::storage::{RetryPolicy, StorageOptions, Table};
@@ -149,7 +149,7 @@ async fn commit_exactly_once(table: &Table, txn: &Transaction) -> u32 {
 /// The commit contract through a faulty store: 6 writers × 6 txn appends, concurrently.
 async fn contract_under_faults(clean: Table, seed: u64) {
     let (p, m) = new_table(infer_schema(&[r#"{"id":1}"#]).unwrap(), &[], &Default::default()).unwrap();
-    let create = Transaction::new("CREATE TABLE", vec![Action::Protocol(p), Action::Metadata(m)]);
+    let create = Transaction::new(Operation::CreateTable, vec![Action::Protocol(p), Action::Metadata(m)]);
     assert_eq!(
         clean.commit(None, &create, &RetryPolicy::default()).await.unwrap(),
         CommitOutcome::Committed { version: 0 }
@@ -173,7 +173,7 @@ async fn contract_under_faults(clean: Table, seed: u64) {
                 let mut actions = vec![add(&path)];
                 if w < 3 {
                     actions.push(Action::Txn(Txn { app_id: format!("writer-{w}"), version: k, last_updated: Some(1) }));
-                    errors += commit_exactly_once(&table, &Transaction::new("WRITE", actions)).await;
+                    errors += commit_exactly_once(&table, &Transaction::new(Operation::Write, actions)).await;
                     reported.insert(path);
                     continue;
                 }
@@ -183,7 +183,9 @@ async fn contract_under_faults(clean: Table, seed: u64) {
                         Err(e) => assert!(e.is_retryable(), "{e}"),
                     }
                 };
-                match table.commit(Some(&snapshot), &Transaction::new("WRITE", actions), &RetryPolicy::default()).await
+                match table
+                    .commit(Some(&snapshot), &Transaction::new(Operation::Write, actions), &RetryPolicy::default())
+                    .await
                 {
                     Ok(CommitOutcome::Committed { .. }) => {
                         reported.insert(path);

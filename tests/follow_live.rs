@@ -5,28 +5,18 @@
 //! registration on the source records its position when it stops.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::support::tables::write_lines;
-use crate::support::{deltabus, run_json};
+use crate::support::{deltabus, run_json, scrape};
 
 fn append(table: &str, ids: std::ops::Range<i64>) {
     let rows: String = ids.map(|id| format!("{{\"id\":{id},\"w\":\"{}\"}}\n", "x".repeat(64))).collect();
     // Two writers race: a lost race is retried by the committer, never surfaced.
     write_lines(table, &rows);
-}
-
-fn scrape(addr: &str) -> Option<String> {
-    use std::io::Read as _;
-    let mut conn = std::net::TcpStream::connect(addr).ok()?;
-    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").ok()?;
-    let mut text = String::new();
-    conn.read_to_string(&mut text).ok()?;
-    Some(text)
 }
 
 #[test]

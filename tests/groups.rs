@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::tables::write_lines;
-use crate::support::{deltabus, run_json};
+use crate::support::{deltabus, free_addr, run_json, scrape_until};
 
 fn append(table: &str, ids: std::ops::Range<i64>) {
     // Group keys in several scripts: a key is hashed as its JSON text, whatever its characters.
@@ -256,4 +256,30 @@ fn kafka_members_produce_every_change_once_across_kill_9() {
         true,
     );
     eprintln!("{repeated} (version, slice) units repeated after the kill");
+}
+
+/// A group member exports the same source-lag metrics as a single follower: its position and
+/// versions behind, once it has caught up with the source.
+#[test]
+fn a_group_member_exports_the_source_lag_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, target) = (dir.path().join("source"), dir.path().join("target"));
+    let (s, t) = (source.to_str().unwrap(), target.to_str().unwrap());
+    append(s, 0..5);
+    append(s, 5..9);
+    let addr = free_addr();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["follow", s, "--into", t, "--group", "lagged", "--member", "m-1", "--from", "0"])
+        .args(["--poll-interval", "20ms", "--metrics-addr", &addr])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let text = scrape_until(&addr, "deltabus_source_version{pipeline=\"lagged\"} 1\n");
+    assert!(child.try_wait().unwrap().is_none(), "the member stopped early");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(text.contains("deltabus_source_version{pipeline=\"lagged\"} 1\n"), "{text}");
+    assert!(text.contains("deltabus_source_lag_versions{pipeline=\"lagged\"} 0\n"), "{text}");
+    assert!(text.contains("deltabus_records_in_total{pipeline=\"lagged\"} 9\n"), "{text}");
 }

@@ -18,17 +18,141 @@ fn floors() -> BTreeMap<String, usize> {
     out
 }
 
-/// Every `crate::<name>` a line of code names (comments skipped).
+/// `code` with comments and the contents of string and char literals blanked out (newlines
+/// kept), so that what is left is code: a `//` inside a string starts no comment, and a
+/// `crate::` inside a string or comment is no import.
+fn code_only(code: &str) -> String {
+    let c: Vec<char> = code.chars().collect();
+    let mut out = String::with_capacity(code.len());
+    let blank = |ch: char| if ch == '\n' { '\n' } else { ' ' };
+    let mut i = 0;
+    while i < c.len() {
+        let next = c.get(i + 1).copied();
+        match c[i] {
+            '/' if next == Some('/') => {
+                while i < c.len() && c[i] != '\n' {
+                    out.push(' ');
+                    i += 1;
+                }
+            }
+            '/' if next == Some('*') => {
+                let mut depth = 0;
+                while i < c.len() {
+                    if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+                        depth += 1;
+                        out.push_str("  ");
+                        i += 2;
+                    } else if c[i] == '*' && c.get(i + 1) == Some(&'/') {
+                        depth -= 1;
+                        out.push_str("  ");
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        out.push(blank(c[i]));
+                        i += 1;
+                    }
+                }
+            }
+            'r' if (next == Some('"') || next == Some('#'))
+                && (i == 0 || !(c[i - 1].is_alphanumeric() || c[i - 1] == '_')) =>
+            {
+                // A raw string r"..." or r#"..."#: ends at a quote followed by as many hashes.
+                let mut j = i + 1;
+                let mut hashes = 0;
+                while c.get(j) == Some(&'#') {
+                    hashes += 1;
+                    j += 1;
+                }
+                if c.get(j) != Some(&'"') {
+                    out.push(c[i]);
+                    i += 1;
+                    continue;
+                }
+                out.push('"');
+                j += 1;
+                while j < c.len() && !(c[j] == '"' && (1..=hashes).all(|k| c.get(j + k) == Some(&'#'))) {
+                    out.push(blank(c[j]));
+                    j += 1;
+                }
+                out.push('"');
+                i = j + 1 + hashes;
+            }
+            '"' => {
+                out.push('"');
+                i += 1;
+                while i < c.len() && c[i] != '"' {
+                    if c[i] == '\\' {
+                        out.push(' ');
+                        i += 1;
+                    }
+                    if i < c.len() {
+                        out.push(blank(c[i]));
+                        i += 1;
+                    }
+                }
+                out.push('"');
+                i += 1;
+            }
+            // A char literal ('x', '\n', '\u{..}'); a lifetime ('a) has no closing quote.
+            '\'' if next == Some('\\') || c.get(i + 2) == Some(&'\'') => {
+                out.push(' ');
+                i += 1;
+                while i < c.len() && c[i] != '\'' {
+                    if c[i] == '\\' {
+                        out.push(' ');
+                        i += 1;
+                    }
+                    out.push(' ');
+                    i += 1;
+                }
+                out.push(' ');
+                i += 1;
+            }
+            ch => {
+                out.push(ch);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Every top-level module a `crate::` path of `code` names, with its line: `crate::delta::x`
+/// names `delta`; a grouped `crate::{delta::x, storage::{y, z}}` (over one line or many) names
+/// `delta` and `storage`. Comments and literals are skipped.
 fn crate_paths(code: &str) -> Vec<(usize, String)> {
+    let code = code_only(code);
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let ident = |s: &str| s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
     let mut out = Vec::new();
-    for (n, line) in code.lines().enumerate() {
-        let line = line.split("//").next().unwrap_or_default();
-        let mut rest = line;
-        while let Some(i) = rest.find("crate::") {
-            rest = &rest[i + "crate::".len()..];
-            let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    let mut from = 0;
+    while let Some(i) = code[from..].find("crate::") {
+        let at = from + i + "crate::".len();
+        from = at;
+        let rest = &code[at..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // The names at the group's top level: each item's first segment.
+            let (mut depth, mut item_start) = (0usize, true);
+            for (k, ch) in group.char_indices() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => item_start = true,
+                    c if item_start && (c.is_ascii_alphanumeric() || c == '_') => {
+                        item_start = false;
+                        let name = ident(&group[k..]);
+                        out.push((line_of(at + 1 + k), name));
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let name = ident(rest);
             if !name.is_empty() {
-                out.push((n + 1, name));
+                out.push((line_of(at), name));
             }
         }
     }
@@ -81,6 +205,25 @@ fn no_module_imports_from_a_floor_above_its_own() {
 fn the_rule_sees_code_and_not_comments() {
     let found = crate_paths("use crate::delta::x; // crate::cli\n/// [`crate::feed`]\nlet a = crate::storage::f();");
     assert_eq!(found, vec![(1, "delta".to_string()), (3, "storage".to_string())]);
+}
+
+#[test]
+fn the_rule_sees_grouped_imports_and_code_after_strings() {
+    let named = |code: &str| crate_paths(code).into_iter().map(|(l, n)| format!("{l}:{n}")).collect::<Vec<_>>();
+    assert_eq!(named("use crate::{delta::x, storage::{a, b}, cli};"), ["1:delta", "1:storage", "1:cli"]);
+    assert_eq!(
+        named("use crate::{\n    feed::changes,\n    // crate::cli\n    serve::{x, y::z},\n};"),
+        ["2:feed", "4:serve"]
+    );
+    // A `//` inside a string starts no comment: the path after it is code.
+    assert_eq!(named(r#"let u = "s3://b"; crate::serve::x();"#), ["1:serve"]);
+    assert_eq!(named(r##"let u = r#"a "// crate::cli"#; crate::feed::x();"##), ["1:feed"]);
+    // Paths inside strings, chars and block comments are not imports; lifetimes are not chars.
+    assert_eq!(
+        named("let s = \"crate::cli\"; let c = '\"'; /* crate::serve */ fn f<'a>(x: &'a crate::ops::T) {}"),
+        ["1:ops"]
+    );
+    assert_eq!(named("let c = '\\''; crate::pipeline::x();"), ["1:pipeline"]);
 }
 
 /// Test modules share helpers through `tests/support/` (and the comparator and the S3

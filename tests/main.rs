@@ -6,6 +6,7 @@ mod changes;
 mod chaos;
 mod cli;
 mod commit;
+mod commit_path;
 mod compact;
 mod compare;
 mod conformance;

@@ -367,16 +367,17 @@ pub async fn tail(
                 "--group keeps its positions in the group (per slice), not in --state-file".into(),
             ));
         }
+        let (m, _server) = args.follower.metrics(member.spec_group()).await?;
         if let Some(topic) = &args.to_topic {
             let id = table.snapshot(None).await?.metadata.id;
             let mut sink = KafkaGroupSink::new(kafka(topic, member.spec_group().to_string(), id));
-            return run_member(table, &mut sink, &mut member, &opts, stop).await;
+            return run_member(table, &mut sink, &mut member, &opts, m.as_deref(), stop).await;
         }
         let mut sink = match &args.output {
             Some(path) => LinesSink::file(path, table.url(), None)?,
             None => LinesSink::stream(out, table.url(), None),
         };
-        return run_member(table, &mut sink, &mut member, &opts, stop).await;
+        return run_member(table, &mut sink, &mut member, &opts, m.as_deref(), stop).await;
     }
     if let Some(topic) = &args.to_topic {
         let Some(follower_id) = args.follower_id.clone() else {
@@ -415,7 +416,8 @@ pub async fn follow(
     }
     if let Some(mut member) = args.follower.join(source, &args.from).await? {
         let mut sink = GroupTableSink::open(target, member.spec_group(), &source_id).await?;
-        let report = run_member(source, &mut sink, &mut member, &opts, stop).await?;
+        let (m, _server) = args.follower.metrics(member.spec_group()).await?;
+        let report = run_member(source, &mut sink, &mut member, &opts, m.as_deref(), stop).await?;
         let (commits, rows) = sink.counts();
         let mut out = follow_report(&report, commits, rows);
         out["member"] = member.name().into();

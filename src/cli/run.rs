@@ -344,8 +344,12 @@ pub async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Se
     const PARTITIONS: i32 = 4;
     cluster.create_topic("events", PARTITIONS, 1).map_err(|e| Error::Kafka(format!("mock topic: {e}")))?;
     let brokers = cluster.bootstrap_servers();
-    let producer: FutureProducer<crate::common::kafka_log::LoggedContext> = rdkafka::config::ClientConfig::new()
-        .set("bootstrap.servers", &brokers)
+    let producer: FutureProducer<crate::common::kafka_log::LoggedContext> =
+        crate::source::kafka::client::client_config(
+            &brokers,
+            &Default::default(),
+            crate::source::kafka::client::Role::Producer,
+        )
         .create_with_context(crate::common::kafka_log::LoggedContext)
         .map_err(|e| Error::Kafka(format!("producer: {e}")))?;
     writeln!(

@@ -17,7 +17,7 @@ use crate::delta::conflict::ReadSet;
 use crate::delta::features::{check_writable, has_writer_feature, Feature};
 use crate::delta::replay::FileKey;
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 
@@ -204,7 +204,7 @@ async fn rewrite_bin(
     actions.extend(adds.iter().cloned().map(Action::Add));
     let predicate: Vec<String> =
         bin.partition_values.iter().map(|(k, v)| format!("{k} = {}", v.as_deref().unwrap_or("NULL"))).collect();
-    let mut txn = Transaction::new("OPTIMIZE", actions)
+    let mut txn = Transaction::new(Operation::Optimize, actions)
         .with_parameter("predicate", serde_json::to_string(&predicate).unwrap_or_default())
         .with_parameter("targetSize", cfg.target_size.to_string())
         .with_metric("numRemovedFiles", bin.files.len())

@@ -1,4 +1,15 @@
-//! The `txn` appId of a source position, built from typed values and never parsed back.
+//! The `txn` appId of every kind of deltabus writer, built from typed values and never parsed
+//! back. Each kind renders the id that tables already hold, so positions written by earlier
+//! versions are found again:
+//!
+//! | writer | appId |
+//! | --- | --- |
+//! | a Kafka partition of an ingest app | `<app>-<topic>-<partition>` (app escaped, below) |
+//! | its dead letters | `<app>.dead_letters-<topic>-<partition>` (in the dead-letter table) |
+//! | a push producer (rows and dead letters) | `deltabus-push:<producer id>` |
+//! | a follower, a mirror | `<follower>-<source table id>` |
+//! | a slice of a consumer group | `<group>.<slice>-<source table id>` |
+//! | `deltabus write --app-id` | the id as given |
 //!
 //! A Kafka partition's id is `<app>-<topic>-<partition>` with `%` and `-` in the app escaped
 //! (`%25`, `%2D`): topic names cannot hold `%`, so the first raw `-` ends the app and the last
@@ -17,9 +28,23 @@ use crate::delta::snapshot::Snapshot;
 pub enum TxnAppId {
     /// One Kafka partition of one topic consumed by one ingest application.
     KafkaPartition { app: String, topic: String, partition: i32 },
-    /// One follower of one source Delta table (its version is the source version).
+    /// The dead letters of one Kafka partition, in the app's dead-letter table.
+    DeadLetters { app: String, topic: String, partition: i32 },
+    /// One push producer (its version is the producer's sequence number).
+    PushProducer { producer: String },
+    /// One follower of one source Delta table, mirrors included (its version is the source
+    /// version).
     Follower { follower: String, source_table_id: String },
+    /// One slice of a consumer group over a source Delta table.
+    GroupSlice { group: String, slice: u32, source_table_id: String },
+    /// An id a user names (`deltabus write --app-id`), used as it is.
+    Named(String),
 }
+
+/// The prefix of every push producer's appId. A Kafka position's id is
+/// `<app>-<topic>-<partition>` with the app's own `-` escaped, so its first raw `-` starts a
+/// topic name, which cannot hold `:`; no Kafka position can be spelled `deltabus-push:...`.
+pub const PRODUCER_PREFIX: &str = "deltabus-push:";
 
 fn escape_app(app: &str) -> String {
     app.replace('%', "%25").replace('-', "%2D")
@@ -32,11 +57,15 @@ impl TxnAppId {
             TxnAppId::KafkaPartition { app, topic, partition } if app.contains(['-', '%']) => {
                 Some(format!("{app}-{topic}-{partition}"))
             }
+            TxnAppId::DeadLetters { app, topic, partition } if app.contains(['-', '%']) => {
+                Some(format!("{app}.dead_letters-{topic}-{partition}"))
+            }
             _ => None,
         }
     }
 
-    /// The position recorded in `snapshot`: under today's id, else under the legacy one.
+    /// The position recorded in `snapshot`: under today's id, else under the legacy one. A
+    /// stream's own position never expires (see [`Snapshot::txn_version`]).
     pub fn version_in(&self, snapshot: &Snapshot) -> Option<i64> {
         snapshot.txn_version(&self.to_string()).or_else(|| self.legacy().and_then(|l| snapshot.txn_version(&l)))
     }
@@ -48,7 +77,13 @@ impl fmt::Display for TxnAppId {
             TxnAppId::KafkaPartition { app, topic, partition } => {
                 write!(f, "{}-{topic}-{partition}", escape_app(app))
             }
+            TxnAppId::DeadLetters { app, topic, partition } => {
+                write!(f, "{}-{topic}-{partition}", escape_app(&format!("{app}.dead_letters")))
+            }
+            TxnAppId::PushProducer { producer } => write!(f, "{PRODUCER_PREFIX}{producer}"),
             TxnAppId::Follower { follower, source_table_id } => write!(f, "{follower}-{source_table_id}"),
+            TxnAppId::GroupSlice { group, slice, source_table_id } => write!(f, "{group}.{slice}-{source_table_id}"),
+            TxnAppId::Named(id) => f.write_str(id),
         }
     }
 }
@@ -69,6 +104,22 @@ mod tests {
         assert_ne!(a.to_string(), kafka("ingest", "orders-eu", 30).to_string());
         let f = TxnAppId::Follower { follower: "replica".into(), source_table_id: "abc".into() };
         assert_eq!(f.to_string(), "replica-abc");
+    }
+
+    #[test]
+    fn every_kind_keeps_the_id_tables_already_hold() {
+        let dl = TxnAppId::DeadLetters { app: "ingest".into(), topic: "orders".into(), partition: 2 };
+        assert_eq!(dl.to_string(), "ingest.dead_letters-orders-2");
+        let dl = TxnAppId::DeadLetters { app: "in-gest".into(), topic: "orders".into(), partition: 2 };
+        assert_eq!(dl.to_string(), "in%2Dgest.dead_letters-orders-2");
+        assert_eq!(dl.legacy().as_deref(), Some("in-gest.dead_letters-orders-2"));
+        let push = TxnAppId::PushProducer { producer: "sensor-7 ✓".into() };
+        assert_eq!(push.to_string(), "deltabus-push:sensor-7 ✓");
+        let slice = TxnAppId::GroupSlice { group: "g".into(), slice: 3, source_table_id: "abc".into() };
+        assert_eq!(slice.to_string(), "g.3-abc");
+        assert_eq!(TxnAppId::Named("my-app".into()).to_string(), "my-app");
+        // A partition's dead letters never share the partition's own id.
+        assert_ne!(dl.to_string(), kafka("in-gest", "orders", 2).to_string());
     }
 
     #[test]

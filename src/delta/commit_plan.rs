@@ -113,6 +113,7 @@ mod tests {
     use super::*;
     use crate::delta::actions::{Add, DomainMetadata, Remove, Txn};
     use crate::delta::create::{infer_schema, new_table};
+    use crate::delta::transaction::Operation;
 
     fn table(props: &[(&str, &str)]) -> Snapshot {
         let props: HashMap<String, String> = props.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -146,10 +147,10 @@ mod tests {
     #[test]
     fn append_only_tables_refuse_removes_that_change_data() {
         let t = table(&[("delta.appendOnly", "true")]);
-        let e = plan(Some(&t), &Transaction::new("DELETE", vec![remove(true)])).unwrap_err();
+        let e = plan(Some(&t), &Transaction::new(Operation::Delete, vec![remove(true)])).unwrap_err();
         assert!(e.to_string().contains("append-only"), "{e}");
-        assert!(plan(Some(&t), &Transaction::new("OPTIMIZE", vec![remove(false)])).is_ok());
-        assert!(plan(Some(&table(&[])), &Transaction::new("DELETE", vec![remove(true)])).is_ok());
+        assert!(plan(Some(&t), &Transaction::new(Operation::Optimize, vec![remove(false)])).is_ok());
+        assert!(plan(Some(&table(&[])), &Transaction::new(Operation::Delete, vec![remove(true)])).is_ok());
     }
 
     #[test]
@@ -157,16 +158,21 @@ mod tests {
         let mut t = table(&[]);
         let txn = |v| Action::Txn(Txn { app_id: "app".into(), version: v, last_updated: None });
         t.apply_commit(1, vec![txn(5)], "00000000000000000001.json").unwrap();
-        let planned = plan(Some(&t), &Transaction::new("WRITE", vec![txn(5)])).unwrap();
+        let planned = plan(Some(&t), &Transaction::new(Operation::Write, vec![txn(5)])).unwrap();
         assert_eq!(planned, Planned::AlreadyApplied { app_id: "app".into(), version: 5 });
-        assert!(matches!(plan(Some(&t), &Transaction::new("WRITE", vec![txn(6)])).unwrap(), Planned::Commit(_)));
+        assert!(matches!(
+            plan(Some(&t), &Transaction::new(Operation::Write, vec![txn(6)])).unwrap(),
+            Planned::Commit(_)
+        ));
     }
 
     #[test]
     fn in_commit_timestamps_follow_the_table_or_the_commits_own_metadata() {
-        assert!(!commit(plan(Some(&table(&[])), &Transaction::new("WRITE", vec![])).unwrap()).in_commit_timestamps);
+        assert!(
+            !commit(plan(Some(&table(&[])), &Transaction::new(Operation::Write, vec![])).unwrap()).in_commit_timestamps
+        );
         let on = table(&[("delta.enableInCommitTimestamps", "true")]);
-        assert!(commit(plan(Some(&on), &Transaction::new("WRITE", vec![])).unwrap()).in_commit_timestamps);
+        assert!(commit(plan(Some(&on), &Transaction::new(Operation::Write, vec![])).unwrap()).in_commit_timestamps);
         // A new table whose metadata turns them on (spelled as Spark accepts it).
         let (p, m) = new_table(
             infer_schema(&[r#"{"id":1}"#]).unwrap(),
@@ -174,7 +180,7 @@ mod tests {
             &HashMap::from([("delta.enableInCommitTimestamps".to_string(), "TRUE".to_string())]),
         )
         .unwrap();
-        let create = Transaction::new("CREATE TABLE", vec![Action::Protocol(p), Action::Metadata(m)]);
+        let create = Transaction::new(Operation::CreateTable, vec![Action::Protocol(p), Action::Metadata(m)]);
         let c = commit(plan(None, &create).unwrap());
         assert!(c.in_commit_timestamps && c.read_version.is_none());
     }
@@ -182,11 +188,11 @@ mod tests {
     #[test]
     fn row_tracking_follows_the_protocol_unless_suspended_and_continues_after_winners() {
         let on = table(&[("delta.enableRowTracking", "true")]);
-        let c = commit(plan(Some(&on), &Transaction::new("WRITE", vec![])).unwrap());
+        let c = commit(plan(Some(&on), &Transaction::new(Operation::Write, vec![])).unwrap());
         assert!(c.row_tracking);
-        assert!(!commit(plan(Some(&table(&[])), &Transaction::new("WRITE", vec![])).unwrap()).row_tracking);
+        assert!(!commit(plan(Some(&table(&[])), &Transaction::new(Operation::Write, vec![])).unwrap()).row_tracking);
         let suspended = table(&[("delta.enableRowTracking", "true"), ("delta.rowTrackingSuspended", "true")]);
-        assert!(!commit(plan(Some(&suspended), &Transaction::new("WRITE", vec![])).unwrap()).row_tracking);
+        assert!(!commit(plan(Some(&suspended), &Transaction::new(Operation::Write, vec![])).unwrap()).row_tracking);
         let mut c = c;
         let domain = |hwm: i64| {
             Action::DomainMetadata(DomainMetadata {
@@ -211,7 +217,7 @@ mod tests {
             default_row_commit_version: None,
             clustering_provider: None,
         });
-        let bytes = c.bytes(&Transaction::new("WRITE", vec![add]), 3, 1, None);
+        let bytes = c.bytes(&Transaction::new(Operation::Write, vec![add]), 3, 1, None);
         let text = String::from_utf8(bytes.unwrap()).unwrap();
         assert!(text.contains("\"baseRowId\":42"), "{text}");
     }

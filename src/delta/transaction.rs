@@ -27,11 +27,55 @@ pub enum CommitOutcome {
     Conflict { version: u64, reason: String },
 }
 
+/// What a commit does, as `commitInfo.operation` names it (the names Spark writes, so that
+/// `DESCRIBE HISTORY` and change-feed readers read them as they read Spark's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// A new table (with or without rows).
+    CreateTable,
+    /// A one-shot append (`deltabus write`, push groups).
+    Write,
+    /// A streaming append with source positions (Kafka flushes, followers, mirrors).
+    StreamingUpdate,
+    /// A keyed upsert: deletion vectors or rewrites plus new rows.
+    Merge,
+    /// Rows deleted by predicate.
+    Delete,
+    /// A `dataChange=false` rewrite (compaction).
+    Optimize,
+    /// Columns added to the schema.
+    AddColumns,
+    /// A column changed (a mirror taking its source's schema).
+    ChangeColumn,
+}
+
+impl Operation {
+    /// The name written to `commitInfo.operation`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::CreateTable => "CREATE TABLE",
+            Operation::Write => "WRITE",
+            Operation::StreamingUpdate => "STREAMING UPDATE",
+            Operation::Merge => "MERGE",
+            Operation::Delete => "DELETE",
+            Operation::Optimize => "OPTIMIZE",
+            Operation::AddColumns => "ADD COLUMNS",
+            Operation::ChangeColumn => "CHANGE COLUMN",
+        }
+    }
+}
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A transaction ready to commit.
 #[derive(Debug, Clone)]
 pub struct Transaction {
-    /// The operation name (`WRITE`, `STREAMING UPDATE`, `OPTIMIZE`, `DELETE`, `CREATE TABLE`...).
-    pub operation: String,
+    /// What the commit does (`commitInfo.operation`).
+    pub operation: Operation,
     /// `commitInfo.operationParameters`.
     pub parameters: Map<String, Value>,
     /// `commitInfo.operationMetrics` (numbers as strings, as Spark writes them).
@@ -46,9 +90,9 @@ pub struct Transaction {
 
 impl Transaction {
     /// A new transaction.
-    pub fn new(operation: impl Into<String>, actions: Vec<Action>) -> Self {
+    pub fn new(operation: Operation, actions: Vec<Action>) -> Self {
         Transaction {
-            operation: operation.into(),
+            operation,
             parameters: Map::new(),
             metrics: BTreeMap::new(),
             actions,
@@ -163,7 +207,7 @@ impl Transaction {
         if let Some(ict) = in_commit_timestamp {
             info.insert("inCommitTimestamp".into(), json!(ict));
         }
-        info.insert("operation".into(), json!(self.operation));
+        info.insert("operation".into(), json!(self.operation.as_str()));
         info.insert("operationParameters".into(), Value::Object(self.parameters.clone()));
         if let Some(r) = read_version {
             info.insert("readVersion".into(), json!(r));
@@ -271,7 +315,7 @@ mod tests {
     #[test]
     fn commit_info_comes_first_and_describes_the_write() {
         let t = Transaction::new(
-            "WRITE",
+            Operation::Write,
             vec![add("a"), Action::Txn(Txn { app_id: "x".into(), version: 3, last_updated: Some(9) })],
         )
         .with_parameter("mode", "Append")
@@ -326,10 +370,10 @@ mod tests {
 
     #[test]
     fn own_commits_are_recognised_by_txn_id() {
-        let t = Transaction::new("WRITE", vec![add("a")]);
+        let t = Transaction::new(Operation::Write, vec![add("a")]);
         let mine = parse_commit(&t.commit_bytes(Some(1), 5, None).unwrap(), "c").unwrap();
         assert!(t.is_own_commit(&mine));
-        let other = Transaction::new("WRITE", vec![add("a")]);
+        let other = Transaction::new(Operation::Write, vec![add("a")]);
         let theirs = parse_commit(&other.commit_bytes(Some(1), 5, None).unwrap(), "c").unwrap();
         assert!(!t.is_own_commit(&theirs));
         assert!(!t.is_own_commit(&[add("a")]), "a commit without commitInfo is nobody's");
@@ -337,9 +381,9 @@ mod tests {
 
     #[test]
     fn validation_rules() {
-        assert!(Transaction::new("WRITE", vec![add("a"), add("a")]).validate().is_err());
+        assert!(Transaction::new(Operation::Write, vec![add("a"), add("a")]).validate().is_err());
         let txn = |v| Action::Txn(Txn { app_id: "x".into(), version: v, last_updated: None });
-        assert!(Transaction::new("WRITE", vec![txn(1), txn(2)]).validate().is_err());
+        assert!(Transaction::new(Operation::Write, vec![txn(1), txn(2)]).validate().is_err());
         let rm = Action::Remove(crate::delta::actions::Remove {
             path: "a".into(),
             deletion_timestamp: Some(1),
@@ -353,6 +397,6 @@ mod tests {
             base_row_id: None,
             default_row_commit_version: None,
         });
-        assert!(Transaction::new("WRITE", vec![add("a"), rm]).validate().is_err());
+        assert!(Transaction::new(Operation::Write, vec![add("a"), rm]).validate().is_err());
     }
 }

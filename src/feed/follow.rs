@@ -17,29 +17,25 @@
 //! - Registration: with a follower id, the position is registered on the source table
 //!   ([`Registrar`]) so deltabus maintenance keeps what the follower still needs: at start,
 //!   then at most every ten seconds while it advances (busy or caught up), and at exit.
-//! - Lag: versions and seconds behind go to the pipeline metrics when given.
+//! - Lag: versions and seconds behind go to the pipeline metrics when given; polling, fault
+//!   riding, staleness, shaping and lag are the ones every follower kind shares
+//!   ([`super::core`]).
 //! - Schema changes are logged as `source.schema_changed` events and counted.
 
 use std::future::Future;
-use std::time::Duration;
 
-use tokio::time::Instant;
-
-use arrow::array::{Array, BooleanArray, StringArray};
-use arrow::compute::filter_record_batch;
 use futures::FutureExt;
 use serde_json::json;
 
 use super::changes::{ChangeCursor, CommitChanges};
+use super::core::{check_health, riding_faults, shape, Lag};
 use super::registry::Registrar;
 use crate::common::follow::{FollowerOptions, StartAt};
-use crate::delta::followers::{position_health, PositionHealth};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::feed::sink::ChangeSink;
 use crate::metrics::PipelineMetrics;
 use crate::storage::Table;
-use crate::storage::CHANGE_TYPE;
 
 /// What a follower run did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -84,6 +80,7 @@ pub async fn run_follower<S: ChangeSink>(
     } else {
         crate::common::progress::Progress::hidden()
     };
+    let mut lag = Lag::new(metrics);
     let position = sink.position().await?;
     let mut report = FollowerReport { position, ..FollowerReport::default() };
     let mut registrar = match &opts.follower_id {
@@ -115,7 +112,7 @@ pub async fn run_follower<S: ChangeSink>(
             let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
             // An empty table's snapshot still records the position.
             sink.mark(snapshot, &changes).await?;
-            delivered(&mut report, &changes, metrics);
+            delivered(&mut report, &changes, source, &mut lag).await;
             progress.inc(1);
             cursor
         }
@@ -149,7 +146,6 @@ pub async fn run_follower<S: ChangeSink>(
         r.advance(cursor.next_version(), true).await;
     }
     let mut warned = false;
-    let mut latest_seen: Option<(Instant, u64)> = None;
     let mut pending: Option<CommitChanges> = None;
     // Commits without rows delivered since the sink last saved its position: when the
     // oldest was written, and the last.
@@ -163,9 +159,7 @@ pub async fn run_follower<S: ChangeSink>(
             None => poll_riding_faults(&mut cursor).await?,
         };
         let Some(first) = next else {
-            if let Some(m) = metrics {
-                m.source_lag(cursor.next_version().checked_sub(1), 0, 0.0);
-            }
+            lag.caught_up(cursor.next_version().checked_sub(1));
             // Caught up: save a position the sink skipped for long, and register it
             // (throttled like the busy path).
             if let (Some((since, last)), Some(snapshot)) = (&unsaved, cursor.snapshot()) {
@@ -227,29 +221,11 @@ pub async fn run_follower<S: ChangeSink>(
         let save = changes.rows() == 0 && source.clock().now_ms() - since >= keep_position_every(&snapshot.properties);
         deliver_riding_faults(sink, snapshot, &changes, save).await?;
         unsaved = (changes.rows() == 0 && !save).then(|| (since, without_rows(&changes)));
-        delivered(&mut report, &changes, metrics);
+        delivered(&mut report, &changes, source, &mut lag).await;
         progress.inc(1);
         crate::failpoint::hit("follow.before_registration");
         if let Some(r) = &mut registrar {
             r.advance(cursor.next_version(), false).await;
-        }
-        if let Some(m) = metrics {
-            // Versions behind: from a listing at most every 5 s while busy (never while idle).
-            if latest_seen.is_none_or(|(at, v)| v <= changes.version && at.elapsed() > Duration::from_secs(5)) {
-                // Only the metric needs this listing: a store fault here costs a stale figure
-                // until the next try, never the follower.
-                match source.list_log(Some(changes.version)).await {
-                    Ok(listing) => {
-                        let latest = listing.commits.keys().next_back().copied().unwrap_or(changes.version);
-                        latest_seen = Some((Instant::now(), latest));
-                    }
-                    Err(e) => tracing::warn!(error = %e, "follow.lag_listing_failed"),
-                }
-            }
-            let latest = latest_seen.map_or(changes.version, |(_, v)| v.max(changes.version));
-            let age = (source.clock().now_ms() - changes.timestamp_ms).max(0) as f64 / 1000.0;
-            let behind = latest - changes.version;
-            m.source_lag(Some(changes.version), behind, if behind == 0 { 0.0 } else { age });
         }
     }
     if let Some(r) = &mut registrar {
@@ -257,14 +233,6 @@ pub async fn run_follower<S: ChangeSink>(
     }
     progress.finish();
     Ok(report)
-}
-
-/// Whether another commit may join the batch.
-/// Store faults a follower rides out (with backoff) at one step before it stops.
-const FAULT_RETRIES: u32 = 20;
-
-fn fault_backoff(n: u32) -> Duration {
-    crate::common::backoff::FAULTS.delay(n)
 }
 
 /// A commit's position without its rows (what a sink records to save it).
@@ -287,17 +255,7 @@ fn keep_position_every(props: &crate::delta::properties::TableProperties) -> i64
 
 /// The next commit, retrying transient store errors (the cursor does not advance on one).
 async fn poll_riding_faults(cursor: &mut ChangeCursor) -> Result<Option<CommitChanges>> {
-    let mut n = 0;
-    loop {
-        match cursor.poll().await {
-            Err(e) if e.is_retryable() && n < FAULT_RETRIES => {
-                n += 1;
-                tracing::warn!(error = %e, "follow.poll_failed: retrying");
-                tokio::time::sleep(fault_backoff(n)).await;
-            }
-            other => return other,
-        }
-    }
+    riding_faults!("follow.poll_failed", cursor.poll())
 }
 
 /// Delivers, retrying transient errors: every sink records its position with the rows, so a
@@ -309,89 +267,23 @@ async fn deliver_riding_faults<S: ChangeSink>(
     changes: &CommitChanges,
     save_position: bool,
 ) -> Result<()> {
-    let mut n = 0;
-    loop {
-        let attempt =
-            if save_position { sink.mark(snapshot, changes).await } else { sink.deliver(snapshot, changes).await };
-        match attempt {
-            Err(e) if e.is_retryable() && n < FAULT_RETRIES => {
-                n += 1;
-                tracing::warn!(error = %e, version = changes.version, "follow.delivery_failed: retrying");
-                tokio::time::sleep(fault_backoff(n)).await;
-            }
-            other => return other,
-        }
+    if save_position {
+        riding_faults!("follow.delivery_failed", sink.mark(snapshot, changes))
+    } else {
+        riding_faults!("follow.delivery_failed", sink.deliver(snapshot, changes))
     }
 }
 
+/// Whether another commit may join the batch.
 fn fits(changes: &CommitChanges, opts: &FollowerOptions) -> bool {
     let bytes: u64 = changes.batches.iter().map(|b| b.get_array_memory_size() as u64).sum();
     opts.max_files.is_none_or(|m| changes.files < m) && opts.max_bytes.is_none_or(|m| bytes < m)
 }
 
-/// Applies `skip_change_commits` and `ignore_deletes` to one commit's rows.
-pub(crate) fn shape(mut changes: CommitChanges, opts: &FollowerOptions) -> Result<CommitChanges> {
-    if !opts.skip_change_commits && !opts.ignore_deletes {
-        return Ok(changes);
-    }
-    let mut kept = Vec::with_capacity(changes.batches.len());
-    for batch in changes.batches {
-        let Some(types) =
-            batch.column_by_name(CHANGE_TYPE).and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned())
-        else {
-            kept.push(batch);
-            continue;
-        };
-        if opts.skip_change_commits && types.iter().any(|t| t != Some("insert")) {
-            changes.batches = Vec::new();
-            return Ok(changes);
-        }
-        let mask: BooleanArray = types.iter().map(|t| Some(t != Some("delete"))).collect();
-        kept.push(
-            filter_record_batch(&batch, &mask).map_err(|e| Error::Internal(format!("filtering delete rows: {e}")))?,
-        );
-    }
-    changes.batches = kept;
-    Ok(changes)
-}
-
-fn delivered(report: &mut FollowerReport, changes: &CommitChanges, metrics: Option<&PipelineMetrics>) {
+/// Counts a delivered commit in the report and the metrics.
+async fn delivered(report: &mut FollowerReport, changes: &CommitChanges, source: &Table, lag: &mut Lag<'_>) {
     report.source_commits += 1;
     report.rows += changes.rows();
     report.position = Some(changes.version);
-    if let Some(m) = metrics {
-        m.records_in.inc_by(changes.rows());
-        m.commits.inc_by(1);
-        m.rows_committed.inc_by(changes.rows());
-    }
-}
-
-pub(crate) fn check_health(
-    now: i64,
-    snapshot: &crate::delta::snapshot::Snapshot,
-    changes: &CommitChanges,
-    allow_stale: bool,
-    warned: &mut bool,
-) -> Result<()> {
-    match position_health(Some(changes.timestamp_ms), now, changes.version, &snapshot.properties) {
-        PositionHealth::Fresh => *warned = false,
-        PositionHealth::Warn(m) if !*warned => {
-            *warned = true;
-            tracing::warn!("follower.behind_retention: {m}");
-        }
-        PositionHealth::Stale(m) if allow_stale => {
-            if !*warned {
-                *warned = true;
-                tracing::warn!("follower.stale (allowed): {m}");
-            }
-        }
-        PositionHealth::Stale(m) => {
-            return Err(Error::MissingVersion {
-                version: changes.version,
-                reason: format!("{m}; start again from a snapshot, or pass --allow-stale to read what is left"),
-            })
-        }
-        PositionHealth::Warn(_) => {}
-    }
-    Ok(())
+    lag.delivered(source, changes.version, changes.timestamp_ms, changes.rows(), true).await;
 }

@@ -45,7 +45,7 @@ impl Member {
         for (what, name) in [("group", &opts.group), ("member", &opts.member)] {
             if !valid_name(name) {
                 return Err(Error::InvalidArgument(format!(
-                    "{what} {name:?}: use letters, digits, '-', '_' and '.' (not first), at most 200 characters"
+                    "{what} {name:?}: use ASCII letters, digits, '-', '_' and '.' (not first), at most 200 characters"
                 )));
             }
         }

@@ -17,6 +17,8 @@
 //!   a single follower (a warning near the limit, an error past it unless `allow_stale`), and
 //!   `skip_change_commits` / `ignore_deletes` apply.
 //! - Beats every third of the lease; on stop the member leaves, releasing its slices.
+//! - Fault riding, staleness, shaping, lag metrics and delivery counters are the single
+//!   follower's ([`super::core`]): a member exports the same source-lag metrics.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -27,13 +29,15 @@ use arrow::compute::take_record_batch;
 use futures::FutureExt;
 
 use super::changes::{ChangeCursor, CommitChanges};
-use super::follow::{check_health, shape, FollowerReport};
+use super::core::{check_health, riding_faults, shape, Lag, FAULT_RETRIES};
+use super::follow::FollowerReport;
 use super::group::Member;
 use crate::common::follow::FollowerOptions;
 use crate::delta::arrow_value::value_at;
 use crate::delta::groups::{fnv1a, slice_of, slice_of_path, GroupSpec, FNV_START};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
+use crate::metrics::PipelineMetrics;
 use crate::storage::Table;
 
 /// A sink that delivers slices of commits.
@@ -53,26 +57,6 @@ pub trait SliceSink: Send {
     ) -> impl Future<Output = Result<Vec<u32>>> + Send;
 }
 
-/// Store faults a step rides out before the member stops.
-const FAULT_RETRIES: u32 = 20;
-
-/// `$step` (an expression yielding a `Result` future), again on transient errors with backoff.
-macro_rules! retrying {
-    ($step:expr) => {{
-        let mut n = 0;
-        loop {
-            match $step.await {
-                Err(e) if e.is_retryable() && n < FAULT_RETRIES => {
-                    n += 1;
-                    tracing::warn!(error = %e, "group.step_failed: retrying");
-                    tokio::time::sleep(crate::common::backoff::FAULTS.delay(n)).await;
-                }
-                other => break other,
-            }
-        }
-    }};
-}
-
 /// Runs `member` until `stop` resolves (or, with `once`, until its slices are caught up).
 ///
 /// # Errors
@@ -82,6 +66,7 @@ pub async fn run_member<S: SliceSink>(
     sink: &mut S,
     member: &mut Member,
     opts: &FollowerOptions,
+    metrics: Option<&PipelineMetrics>,
     stop: impl Future<Output = ()> + Send,
 ) -> Result<FollowerReport> {
     tokio::pin!(stop);
@@ -94,6 +79,7 @@ pub async fn run_member<S: SliceSink>(
         "group.member_started"
     );
     let mut report = FollowerReport::default();
+    let mut lag = Lag::new(metrics);
     // Source commits delivered, each counted once however many slice deliveries it took
     // (kept only from the slowest held position on).
     let mut delivered_versions = std::collections::BTreeSet::new();
@@ -124,6 +110,7 @@ pub async fn run_member<S: SliceSink>(
         let live: Vec<u32> =
             member.deliverable(source.clock().now_ms()).into_iter().filter(|s| positions.contains_key(s)).collect();
         let Some(from) = live.iter().map(|s| positions[s]).min() else {
+            lag.caught_up(report.position);
             if opts.once {
                 break Ok(());
             }
@@ -145,14 +132,15 @@ pub async fn run_member<S: SliceSink>(
                 let s = slice_of_path(path, count);
                 wanted.contains(&s).then_some(s)
             };
-            retrying!(c.poll_by_file(&slice_of_file))?
+            riding_faults!("group.step_failed", c.poll_by_file(&slice_of_file))?
         } else {
-            retrying!(c.poll())?.map(|changes| (changes, Vec::new()))
+            riding_faults!("group.step_failed", c.poll())?.map(|changes| (changes, Vec::new()))
         };
         let (changes, tags) = match polled {
             Some(polled) => polled,
             None if opts.once => break Ok(()),
             None => {
+                lag.caught_up(from.checked_sub(1));
                 if pause(opts.poll.min(beat_every), &mut stop).await {
                     break Ok(());
                 }
@@ -171,7 +159,7 @@ pub async fn run_member<S: SliceSink>(
             continue;
         }
         let slices = if keyless { by_file(&changes, &tags, &due) } else { split(&changes, &member.spec, &due)? };
-        let lost = retrying!(sink.deliver_slices(&snapshot, &changes, &slices))?;
+        let lost = riding_faults!("group.step_failed", sink.deliver_slices(&snapshot, &changes, &slices))?;
         for s in &lost {
             positions.remove(s);
             member.forget(*s);
@@ -179,18 +167,21 @@ pub async fn run_member<S: SliceSink>(
         for s in due.iter().filter(|s| !lost.contains(s)) {
             positions.insert(*s, changes.version + 1);
         }
-        if delivered_versions.insert(changes.version) {
+        let new = delivered_versions.insert(changes.version);
+        if new {
             report.source_commits += 1;
         }
         if let Some(slowest) = positions.values().min() {
             delivered_versions = delivered_versions.split_off(slowest);
         }
-        report.rows += slices
+        let rows = slices
             .iter()
             .filter(|(s, _)| !lost.contains(s))
             .flat_map(|(_, b)| b)
             .map(|b| b.num_rows() as u64)
             .sum::<u64>();
+        report.rows += rows;
+        lag.delivered(source, changes.version, changes.timestamp_ms, rows, new).await;
         report.position = Some(report.position.map_or(changes.version, |p| p.max(changes.version)));
     };
     if let Err(e) = member.leave(&positions).await {
@@ -205,7 +196,7 @@ async fn adopt<S: SliceSink>(sink: &mut S, member: &Member, positions: &mut BTre
     positions.retain(|s, _| held.contains(s));
     for s in held {
         if let std::collections::btree_map::Entry::Vacant(e) = positions.entry(s) {
-            let recorded = retrying!(sink.slice_position(s))?;
+            let recorded = riding_faults!("group.step_failed", sink.slice_position(s))?;
             // Both records only ever lag what was delivered: the later one is the position.
             let known = recorded.max(member.recorded_position(s));
             e.insert(known.unwrap_or(member.spec.start_version));

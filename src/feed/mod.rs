@@ -7,11 +7,13 @@
 //! current so maintenance keeps what it still needs.
 //!
 //! - [`changes`]: the cursor over the row-level changes of commits (`changes`, `tail`).
+//! - [`core`]: what every follower loop shares (fault riding, staleness, shaping, lag).
 //! - [`follow`]: the follower loop (start position, polling, delivery, staleness, stop).
 //! - [`registry`]: follower registrations (`_deltabus/followers/`), their needs and health.
 //! - [`sink`]: the sink trait and its three sinks (JSON lines, a Kafka topic, a Delta table).
 
 pub mod changes;
+pub(crate) mod core;
 pub mod follow;
 pub mod group;
 pub mod group_follow;

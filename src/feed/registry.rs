@@ -68,7 +68,7 @@ fn check_id(id: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::InvalidArgument(format!(
-            "follower id {id:?}: use letters, digits, '-', '_' and '.' (not first), at most 200 characters"
+            "follower id {id:?}: use ASCII letters, digits, '-', '_' and '.' (not first), at most 200 characters"
         )))
     }
 }

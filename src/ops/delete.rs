@@ -17,7 +17,7 @@ use crate::delta::conflict::{IsolationLevel, ReadSet};
 use crate::delta::features::{check_writable, has_reader_feature, Feature};
 use crate::delta::predicate::parse;
 use crate::delta::replay::FileKey;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::storage::{RetryPolicy, StagedCommit, Table};
 
@@ -122,7 +122,7 @@ pub async fn delete(table: &Table, predicate: &str, opts: &DeleteOptions) -> Res
         staged.discard().await;
         return Err(e);
     }
-    let mut txn = Transaction::new("DELETE", actions)
+    let mut txn = Transaction::new(Operation::Delete, actions)
         .with_parameter("predicate", serde_json::to_string(&vec![predicate]).unwrap_or_default())
         .with_metric("numDeletedRows", report.rows_deleted)
         .with_metric("numFilesScanned", report.files_scanned)

@@ -15,12 +15,13 @@ use serde_json::json;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use crate::delta::actions::{Action, Metadata, Txn};
+use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema_strict;
 use crate::delta::create::{infer_schema, merge_schema, new_table};
 use crate::delta::json_values::{RecordRules, Verdict};
 use crate::delta::schema::StructType;
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 
@@ -48,7 +49,8 @@ pub struct WriteOptions {
     pub schema: Option<StructType>,
     /// Table properties for a new table.
     pub properties: HashMap<String, String>,
-    /// Idempotency: `txn` (appId, version) committed with the data.
+    /// Idempotency: `txn` (appId, version) committed with the data; the appId is used as given
+    /// ([`TxnAppId::Named`]).
     pub txn: Option<(String, i64)>,
     pub retry: RetryPolicy,
     /// Overrides of the table's file size and codec.
@@ -137,7 +139,7 @@ pub async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
 ) -> Result<WriteReport> {
     let existing = table.existing_snapshot().await?;
     if let (Some(s), Some((app, v))) = (&existing, &opts.txn) {
-        if let Some(current) = s.txn_version(app).filter(|c| c >= v) {
+        if let Some(current) = TxnAppId::Named(app.clone()).version_in(s).filter(|c| c >= v) {
             let outcome = CommitOutcome::AlreadyApplied { app_id: app.clone(), version: current };
             return Ok(WriteReport { outcome: Some(outcome), rows: 0, files: 0, bytes: 0, properties_set: Vec::new() });
         }
@@ -294,13 +296,13 @@ pub async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
     actions.extend(adds.iter().cloned().map(Action::Add));
     if let Some((app_id, version)) = &opts.txn {
         actions.push(Action::Txn(Txn {
-            app_id: app_id.clone(),
+            app_id: TxnAppId::Named(app_id.clone()).to_string(),
             version: *version,
             last_updated: Some(table.clock().now_ms()),
         }));
     }
     let partition_by = serde_json::to_string(&snapshot.metadata.partition_columns).unwrap_or_default();
-    let txn = Transaction::new(if creating { "CREATE TABLE" } else { "WRITE" }, actions)
+    let txn = Transaction::new(if creating { Operation::CreateTable } else { Operation::Write }, actions)
         .with_parameter("mode", if creating { "ErrorIfExists" } else { "Append" })
         .with_parameter("partitionBy", partition_by.clone())
         .with_metric("numFiles", files)
@@ -338,7 +340,7 @@ pub async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
                     && winner.metadata.partition_columns == ours.metadata.partition_columns
                     && crate::delta::features::check_writable(&winner.protocol, &winner.metadata).is_ok();
                 fits.then(|| {
-                    Transaction::new("WRITE", actions)
+                    Transaction::new(Operation::Write, actions)
                         .with_parameter("mode", "Append")
                         .with_parameter("partitionBy", partition_by.clone())
                         .with_metric("numFiles", files)

@@ -20,15 +20,14 @@ use super::buffer::PartitionBatch;
 use super::coordinated::client::{CommitClient, Decided};
 use super::coordinated::messages::{Batch, CommitRequest};
 use super::dead_letter::DeadLetterSink;
-use super::schema::refresh_snapshot;
 use crate::common::flush::FlushReason;
-use crate::delta::actions::{Action, Txn};
+use crate::delta::actions::Action;
 use crate::delta::app_id::TxnAppId;
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
-use crate::error::{Error, Result};
+use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
+use crate::error::Result;
 use crate::source::kafka::record::DeadLetter;
-use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
+use crate::storage::{commit_exactly_once, DataWriter, Landed, Plan, Planner, RetryPolicy, Table, WriterConfig};
 
 /// What a flush needs besides the data; owned, so that a flush can run in its own task.
 pub struct Flusher {
@@ -76,19 +75,8 @@ impl FlushResult {
     }
 }
 
-const ATTEMPTS: u32 = 10;
 /// Store faults a flush rides out (with backoff) before the pipeline fails.
 const STORE_RETRIES: u32 = 20;
-
-/// How an attempt ended.
-enum Attempt {
-    Done,
-    Conflict,
-}
-
-fn backoff(fault: u32) -> std::time::Duration {
-    crate::common::backoff::FAULTS.delay(fault)
-}
 
 impl Flusher {
     /// Flushes `parts` (a taken batch). `abort` is checked just before the commit.
@@ -102,7 +90,7 @@ impl Flusher {
         reason: FlushReason,
         abort: &AtomicBool,
     ) -> Result<FlushResult> {
-        let mut result = FlushResult::default();
+        let result = FlushResult::default();
         let letters: BTreeMap<i32, Vec<DeadLetter>> =
             parts.iter_mut().map(|(p, b)| (*p, std::mem::take(&mut b.dead_letters))).collect();
         let mut faults = 0u32;
@@ -113,143 +101,26 @@ impl Flusher {
                 Err(e) if e.is_retryable() && faults < STORE_RETRIES => {
                     faults += 1;
                     tracing::warn!(error = %e, "dead-letter delivery failed; retrying");
-                    tokio::time::sleep(backoff(faults)).await;
+                    tokio::time::sleep(crate::common::backoff::FAULTS.delay(faults)).await;
                 }
                 Err(e) => return Err(e),
             }
         }
         let letters = letters.values().map(Vec::len).sum::<usize>();
-        let mut conflicts = 0u32;
-        while conflicts < ATTEMPTS {
-            match self.attempt(&mut parts, &mut result, reason, abort, letters).await {
-                Ok(Attempt::Done) => return Ok(result),
-                Ok(Attempt::Conflict) => conflicts += 1,
-                // A store fault (commit outcome unknown included): the next attempt re-reads the
-                // table first, so a commit that did land shows up as this flush's own txns.
-                Err(e) if e.is_retryable() && faults < STORE_RETRIES => {
-                    faults += 1;
-                    tracing::warn!(error = %e, attempt = faults, "flush failed on a store fault; retrying from the table");
-                    tokio::time::sleep(backoff(faults)).await;
-                }
-                Err(e) => return Err(e),
-            }
+        let (table, mut snapshot) = (self.table.clone(), self.snapshot.take());
+        let mut planner = FlushPlanner { flusher: self, parts, result, reason, abort, letters };
+        let landed = commit_exactly_once(&table, &mut snapshot, &RetryPolicy::riding_faults(), &mut planner).await;
+        let FlushPlanner { flusher, mut result, .. } = planner;
+        flusher.snapshot = snapshot;
+        if let Landed::Committed { version, answer } = landed? {
+            result.version = Some(version);
+            (result.rows, result.files, result.parquet_bytes, result.arrow_bytes, result.committed) = answer;
         }
-        Err(Error::CommitConflict {
-            version: self.snapshot.as_ref().map_or(0, |s| s.version),
-            reason: format!("the flush conflicted {ATTEMPTS} times in a row"),
-        })
+        Ok(result)
     }
 
-    /// One attempt: re-read the table, drop what is already in it, write, commit.
-    async fn attempt(
-        &mut self,
-        parts: &mut BTreeMap<i32, PartitionBatch>,
-        result: &mut FlushResult,
-        reason: FlushReason,
-        abort: &AtomicBool,
-        letters: usize,
-    ) -> Result<Attempt> {
-        refresh_snapshot(&self.table, &mut self.snapshot).await?;
-        let Some(snapshot) = self.snapshot.clone() else {
-            // Only dead letters so far, and no table to record positions in yet: keep going;
-            // they will be re-read after a restart (the dead-letter table skips repeats).
-            return Ok(Attempt::Done);
-        };
-        let app =
-            |p: i32| TxnAppId::KafkaPartition { app: self.app_id.clone(), topic: self.topic.clone(), partition: p };
-        let moved: Vec<(i32, i64)> = parts
-            .iter()
-            .filter_map(|(p, b)| app(*p).version_in(&snapshot).filter(|v| *v >= b.first_offset).map(|v| (*p, v)))
-            .collect();
-        for (p, v) in moved {
-            let dropped = parts.remove(&p).map_or(0, |b| b.rows);
-            tracing::warn!(
-                partition = p,
-                table_offset = v,
-                dropped,
-                "the table already holds this partition's batch; re-seeking"
-            );
-            result.rows_dropped += dropped;
-            result.moved.insert(p, v);
-        }
-        if parts.is_empty() {
-            return Ok(Attempt::Done);
-        }
-        let (mut txn, written, rows, files, bytes) = self.plan(&snapshot, parts).await?;
-        let mut staged = StagedCommit::new(&self.table);
-        staged.stage(written);
-        let now = self.table.clock().now_ms();
-        for (p, b) in parts.iter() {
-            txn.actions.push(Action::Txn(Txn {
-                app_id: app(*p).to_string(),
-                version: b.last_offset,
-                last_updated: Some(now),
-            }));
-        }
-        txn = txn.with_parameter("flushReason", reason.as_str()).with_metric("numDeadLetters", letters);
-        if abort.load(Ordering::Acquire) {
-            tracing::info!("a partition of the flush was revoked; nothing committed");
-            staged.discard().await;
-            result.aborted = true;
-            return Ok(Attempt::Done);
-        }
-        if let Some(client) = self.coordinator.clone() {
-            // Sent: from here on the files are the committer's (never deleted by us).
-            let request = CommitRequest {
-                id: uuid::Uuid::new_v4().simple().to_string(),
-                worker: client.worker.clone(),
-                table: self.table.url().to_string(),
-                app_id: self.app_id.clone(),
-                topic: self.topic.clone(),
-                partitions: parts
-                    .iter()
-                    .map(|(p, b)| (*p, Batch { base: app(*p).version_in(&snapshot), last: b.last_offset }))
-                    .collect(),
-                adds: txn
-                    .actions
-                    .iter()
-                    .filter_map(|a| if let Action::Add(a) = a { Some(a.clone()) } else { None })
-                    .collect(),
-                rows,
-                bytes,
-                dead_letters: letters as u64,
-            };
-            match client.submit(&request, &self.table).await? {
-                Decided::Committed { version } => {
-                    result.version = version;
-                    result.rows = rows;
-                    result.files = files;
-                    result.parquet_bytes = u64::try_from(bytes).unwrap_or(0);
-                    result.arrow_bytes = parts.values().map(|b| b.arrow_bytes).sum();
-                    result.committed = parts.iter().map(|(p, b)| (*p, (b.last_offset, b.last_timestamp_ms))).collect();
-                }
-                Decided::Refused(positions) => {
-                    tracing::info!(?positions, "the committer refused the batch; resuming from the table");
-                    result.rows_dropped += rows;
-                    for (p, b) in parts.iter() {
-                        let at = positions.get(p).copied().flatten().unwrap_or(b.first_offset - 1);
-                        result.moved.insert(*p, at);
-                    }
-                }
-            }
-            return Ok(Attempt::Done);
-        }
-        match staged.commit(Some(&snapshot), &txn, &RetryPolicy::default()).await? {
-            CommitOutcome::Committed { version } => {
-                result.version = Some(version);
-                result.rows = rows;
-                result.files = files;
-                result.parquet_bytes = u64::try_from(bytes).unwrap_or(0);
-                result.arrow_bytes = parts.values().map(|b| b.arrow_bytes).sum();
-                result.committed = parts.iter().map(|(p, b)| (*p, (b.last_offset, b.last_timestamp_ms))).collect();
-                Ok(Attempt::Done)
-            }
-            outcome => {
-                result.conflicts += 1;
-                tracing::info!(?outcome, "flush commit lost a race; re-planning");
-                Ok(Attempt::Conflict)
-            }
-        }
+    fn app(&self, partition: i32) -> TxnAppId {
+        TxnAppId::KafkaPartition { app: self.app_id.clone(), topic: self.topic.clone(), partition }
     }
 
     /// Writes the files and builds the transaction (without txns): (transaction, files
@@ -270,7 +141,7 @@ impl Flusher {
                     actions.iter().filter_map(|a| if let Action::Add(a) = a { Some(a) } else { None }).collect();
                 let bytes: i64 = adds.iter().map(|a| a.size).sum();
                 let (files, written) = (adds.len(), adds.iter().map(|a| a.path.clone()).collect::<Vec<_>>());
-                let txn = Transaction::new("STREAMING UPDATE", actions)
+                let txn = Transaction::new(Operation::StreamingUpdate, actions)
                     .with_parameter("outputMode", "Append")
                     .with_parameter("queryId", self.app_id.as_str())
                     .with_parameter("epochId", snapshot.version.to_string())
@@ -289,6 +160,112 @@ impl Flusher {
                 (txn, written, changes, files, bytes)
             }
         })
+    }
+}
+
+/// What a landed flush committed: rows, files, Parquet bytes, Arrow bytes, and each partition's
+/// last offset with its record's timestamp.
+type Committed = (u64, usize, u64, u64, BTreeMap<i32, (i64, Option<i64>)>);
+
+/// One flush against the table as it is: partitions another worker moved dropped, the rest
+/// written and planned as one commit with a `txn` per partition (or handed to the table's
+/// committer under coordinated commits).
+struct FlushPlanner<'a> {
+    flusher: &'a mut Flusher,
+    parts: BTreeMap<i32, PartitionBatch>,
+    result: FlushResult,
+    reason: FlushReason,
+    abort: &'a AtomicBool,
+    letters: usize,
+}
+
+impl Planner for FlushPlanner<'_> {
+    type Answer = Committed;
+
+    async fn plan(&mut self, snapshot: Option<&Snapshot>) -> Result<Plan<Committed>> {
+        let (flusher, parts, result) = (&*self.flusher, &mut self.parts, &mut self.result);
+        let Some(snapshot) = snapshot else {
+            // Only dead letters so far, and no table to record positions in yet: keep going;
+            // they will be re-read after a restart (the dead-letter table skips repeats).
+            return Ok(Plan::Nothing(Default::default()));
+        };
+        let moved: Vec<(i32, i64)> = parts
+            .iter()
+            .filter_map(|(p, b)| flusher.app(*p).version_in(snapshot).filter(|v| *v >= b.first_offset).map(|v| (*p, v)))
+            .collect();
+        for (p, v) in moved {
+            let dropped = parts.remove(&p).map_or(0, |b| b.rows);
+            tracing::warn!(
+                partition = p,
+                table_offset = v,
+                dropped,
+                "the table already holds this partition's batch; re-seeking"
+            );
+            result.rows_dropped += dropped;
+            result.moved.insert(p, v);
+        }
+        if parts.is_empty() {
+            return Ok(Plan::Nothing(Default::default()));
+        }
+        let (txn, written, rows, files, bytes) = flusher.plan(snapshot, parts).await?;
+        let txn = txn.with_parameter("flushReason", self.reason.as_str()).with_metric("numDeadLetters", self.letters);
+        let positions: Vec<(TxnAppId, i64)> = parts.iter().map(|(p, b)| (flusher.app(*p), b.last_offset)).collect();
+        if self.abort.load(Ordering::Acquire) {
+            tracing::info!("a partition of the flush was revoked; nothing committed");
+            flusher.table.delete_uncommitted(&written).await;
+            result.aborted = true;
+            return Ok(Plan::Nothing(Default::default()));
+        }
+        let committed: Committed = (
+            rows,
+            files,
+            u64::try_from(bytes).unwrap_or(0),
+            parts.values().map(|b| b.arrow_bytes).sum(),
+            parts.iter().map(|(p, b)| (*p, (b.last_offset, b.last_timestamp_ms))).collect(),
+        );
+        let Some(client) = flusher.coordinator.clone() else {
+            return Ok(Plan::commit(txn, positions, written, committed));
+        };
+        // Sent: from here on the files are the committer's (never deleted by us).
+        let request = CommitRequest {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            worker: client.worker.clone(),
+            table: flusher.table.url().to_string(),
+            app_id: flusher.app_id.clone(),
+            topic: flusher.topic.clone(),
+            partitions: parts
+                .iter()
+                .map(|(p, b)| (*p, Batch { base: flusher.app(*p).version_in(snapshot), last: b.last_offset }))
+                .collect(),
+            adds: txn
+                .actions
+                .iter()
+                .filter_map(|a| if let Action::Add(a) = a { Some(a.clone()) } else { None })
+                .collect(),
+            rows,
+            bytes,
+            dead_letters: self.letters as u64,
+        };
+        match client.submit(&request, &flusher.table).await? {
+            Decided::Committed { version } => {
+                result.version = version;
+                (result.rows, result.files, result.parquet_bytes, result.arrow_bytes, result.committed) = committed;
+            }
+            Decided::Refused(positions) => {
+                tracing::info!(?positions, "the committer refused the batch; resuming from the table");
+                result.rows_dropped += rows;
+                for (p, b) in parts.iter() {
+                    let at = positions.get(p).copied().flatten().unwrap_or(b.first_offset - 1);
+                    result.moved.insert(*p, at);
+                }
+            }
+        }
+        Ok(Plan::Nothing(Default::default()))
+    }
+
+    fn lost(&mut self, outcome: &CommitOutcome) {
+        self.result.conflicts += 1;
+        tracing::info!(?outcome, "flush commit lost a race; re-planning");
     }
 }
 

@@ -16,16 +16,15 @@ use arrow::array::{
     ArrayRef, BinaryArray, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 
-use crate::delta::actions::Txn;
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema;
 use crate::delta::create::new_table;
 use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
-use crate::delta::transaction::CommitOutcome;
+use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
 use crate::source::kafka::record::DeadLetter;
-use crate::storage::{append_rows, Table};
+use crate::storage::{append_plan, commit_exactly_once, Plan, Planner, RetryPolicy, Table};
 
 /// Where a pipeline's dead letters go.
 pub enum DeadLetterSink {
@@ -81,50 +80,74 @@ async fn to_table(
     topic: &str,
     letters: &BTreeMap<i32, Vec<DeadLetter>>,
 ) -> Result<()> {
-    for _attempt in 0..10 {
-        let snapshot = table.existing_snapshot().await?;
-        let mut rows: Vec<&DeadLetter> = Vec::new();
-        let mut txns = Vec::new();
-        for (p, ls) in letters {
-            let id =
-                TxnAppId::KafkaPartition { app: format!("{app_id}.dead_letters"), topic: topic.into(), partition: *p };
-            let done = snapshot.as_ref().and_then(|s| id.version_in(s)).unwrap_or(-1);
-            let app = id.to_string();
-            let fresh: Vec<&DeadLetter> = ls.iter().filter(|l| l.offset > done).collect();
-            if let Some(last) = fresh.last() {
-                txns.push(Txn { app_id: app, version: last.offset, last_updated: Some(table.clock().now_ms()) });
-                rows.extend(fresh);
-            }
-        }
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let query = ("queryId", format!("{app_id}.dead_letters"));
-        let outcome = append_letters(table, snapshot.as_ref(), &rows, pipeline, txns, query).await?;
-        if matches!(outcome, CommitOutcome::Committed { .. }) {
-            return Ok(());
-        }
-        // Another worker wrote some of these letters, or created the table: re-read and retry.
-    }
-    Err(Error::CommitConflict { version: 0, reason: format!("dead-letter table {} kept conflicting", table.url()) })
+    let marked = letters
+        .iter()
+        .flat_map(|(p, ls)| {
+            let id = TxnAppId::DeadLetters { app: app_id.into(), topic: topic.into(), partition: *p };
+            ls.iter().map(move |l| (Some(id.clone()), l.offset, l))
+        })
+        .collect();
+    let query = ("queryId", format!("{app_id}.dead_letters"));
+    append_letters(table, marked, pipeline, query).await
 }
 
-/// Appends `rows` to a dead-letter table as read in `snapshot` (created when `None`) with
-/// `txns`, in one commit; `parameter` goes to `commitInfo.operationParameters`.
+/// A letter, the position that records it (`None`: none, at least once) and its mark on that
+/// position (a Kafka offset, a push sequence).
+pub type MarkedLetter<'a> = (Option<TxnAppId>, i64, &'a DeadLetter);
+
+/// Appends the letters not yet in the dead-letter `table` (created when missing) through the
+/// commit path: a letter whose mark is at or below its position's `txn` is skipped, and each
+/// position records the highest mark written, in the same commit as the rows; `parameter` goes
+/// to `commitInfo.operationParameters`.
 ///
 /// # Errors
-/// As [`append_rows`].
+/// Storage errors, or a dead-letter table that keeps conflicting: the main commit must not
+/// happen then.
 pub async fn append_letters(
     table: &Table,
-    snapshot: Option<&crate::delta::snapshot::Snapshot>,
-    rows: &[&DeadLetter],
+    letters: Vec<MarkedLetter<'_>>,
     pipeline: &str,
-    txns: Vec<Txn>,
     parameter: (&str, String),
-) -> Result<CommitOutcome> {
-    let batch = letters_batch(rows, pipeline)?;
-    let create = || new_table(dead_letter_schema(), &[], &Default::default());
-    append_rows(table, snapshot, create, None, &[batch], txns, &[parameter]).await
+) -> Result<()> {
+    if letters.is_empty() {
+        return Ok(());
+    }
+    let mut planner = LetterPlanner { table, letters, pipeline, parameter };
+    commit_exactly_once(table, &mut None, &RetryPolicy::default(), &mut planner).await.map(|_| ())
+}
+
+struct LetterPlanner<'a> {
+    table: &'a Table,
+    letters: Vec<MarkedLetter<'a>>,
+    pipeline: &'a str,
+    parameter: (&'a str, String),
+}
+
+impl Planner for LetterPlanner<'_> {
+    type Answer = ();
+
+    async fn plan(&mut self, snapshot: Option<&Snapshot>) -> Result<Plan<()>> {
+        let mut rows: Vec<&DeadLetter> = Vec::new();
+        let mut positions: BTreeMap<TxnAppId, i64> = BTreeMap::new();
+        for (app, mark, letter) in &self.letters {
+            if let Some(app) = app {
+                if snapshot.and_then(|s| app.version_in(s)).is_some_and(|done| done >= *mark) {
+                    continue;
+                }
+                let v = positions.entry(app.clone()).or_insert(*mark);
+                *v = (*v).max(*mark);
+            }
+            rows.push(letter);
+        }
+        if rows.is_empty() {
+            return Ok(Plan::Nothing(()));
+        }
+        let batch = letters_batch(&rows, self.pipeline)?;
+        let create = || new_table(dead_letter_schema(), &[], &Default::default());
+        let parameters = [(self.parameter.0, self.parameter.1.clone())];
+        let (txn, files) = append_plan(self.table, snapshot, create, None, &[batch], &parameters).await?;
+        Ok(Plan::commit(txn, positions.into_iter().collect(), files, ()))
+    }
 }
 
 /// The rows of a dead-letter table for `rows`, with `pipeline` in its column.

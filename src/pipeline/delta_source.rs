@@ -57,7 +57,7 @@ pub async fn run(
         let mut member = Member::join_from(&source, group.clone(), &d.options.start).await?;
         let mut sink = GroupTableSink::open(&target, &group.group, &source_id).await?;
         metrics.ready.store(true, Relaxed);
-        let report = run_member(&source, &mut sink, &mut member, &d.options, stopped).await?;
+        let report = run_member(&source, &mut sink, &mut member, &d.options, Some(&metrics), stopped).await?;
         let (commits, rows) = sink.counts();
         return Ok(RunReport { records: report.rows, rows_committed: rows, dead_letters: 0, commits });
     }

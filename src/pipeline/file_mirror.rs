@@ -14,28 +14,27 @@
 //!   source's own `txn`s and `commitInfo` are not copied. Files are copied before the commit
 //!   (copying one again writes the same bytes), so a crash or a lost answer repeats nothing:
 //!   the retry finds the txn.
+//! - Files are streamed over in parts, never held whole in memory.
 //! - Absolute file paths and absolute deletion-vector paths are refused: a mirror copies what
 //!   lies under the source's root only.
 
-use crate::delta::actions::{Action, Metadata, Txn};
+use crate::delta::actions::{Action, Metadata};
+use crate::delta::app_id::TxnAppId;
 use crate::delta::features::check_writable;
 use crate::delta::paths::resolve_in_table;
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::feed::changes::CommitChanges;
 use crate::feed::sink::ChangeSink;
-use crate::storage::{RetryPolicy, StagedCommit, Table};
-
-/// Lost races one delivery rides out before it fails.
-const ATTEMPTS: u32 = 10;
+use crate::storage::{commit_exactly_once, Plan, Planned, Planner, RetryPolicy, Table, Then};
 
 /// The file mirror sink.
 pub struct FileMirror {
     source: Table,
     target: Table,
     snapshot: Option<Snapshot>,
-    app_id: String,
+    app_id: TxnAppId,
     /// Target commits made and files copied.
     pub commits: u64,
     pub files: u64,
@@ -47,78 +46,27 @@ impl FileMirror {
     /// # Errors
     /// Target read errors other than "no table yet".
     pub async fn open(source: &Table, target: &Table, follower_id: &str, source_table_id: &str) -> Result<FileMirror> {
-        let app_id = crate::delta::app_id::TxnAppId::Follower {
-            follower: follower_id.to_string(),
-            source_table_id: source_table_id.to_string(),
-        }
-        .to_string();
+        let app_id =
+            TxnAppId::Follower { follower: follower_id.to_string(), source_table_id: source_table_id.to_string() };
         let snapshot = target.existing_snapshot().await?;
         Ok(FileMirror { source: source.clone(), target: target.clone(), snapshot, app_id, commits: 0, files: 0 })
     }
 
     /// Replays the source's commits up to `upto`: every one after the target's txn (a delivery
     /// never skips a commit, whatever the follower handed over), or, for a new target, `upto`
-    /// on top of the source's state before it.
+    /// on top of the source's state before it. One target commit per source commit, each
+    /// through the commit path.
     ///
     /// # Errors
     /// A target that exists without this mirror's txn (it is not a copy this mirror made).
     async fn apply(&mut self, upto: u64) -> Result<()> {
-        loop {
-            self.snapshot = self.target.existing_snapshot().await?;
-            let next = match &self.snapshot {
-                None => upto,
-                Some(t) => match t.txn_version(&self.app_id).map(u64::try_from) {
-                    Some(Ok(done)) if done >= upto => return Ok(()),
-                    Some(Ok(done)) => done + 1,
-                    _ => {
-                        return Err(Error::InvalidArgument(format!(
-                            "{} exists and is not a mirror made by {} (a mirror without key columns starts with a new target)",
-                            self.target.url(),
-                            self.app_id
-                        )))
-                    }
-                },
-            };
-            self.apply_one(next).await?;
-        }
-    }
-
-    /// Replays source commit `version` (creating the target first when it does not exist).
-    async fn apply_one(&mut self, version: u64) -> Result<()> {
-        let v = i64::try_from(version).map_err(|e| Error::Internal(e.to_string()))?;
-        for _ in 0..ATTEMPTS {
-            self.snapshot = self.target.existing_snapshot().await?;
-            let target = self.snapshot.clone();
-            if target.as_ref().and_then(|t| t.txn_version(&self.app_id)).is_some_and(|done| done >= v) {
-                return Ok(());
-            }
-            let (actions, marks) = match (&target, version) {
-                (None, 0) | (Some(_), _) => (self.source.read_commit(version).await?, v),
-                (None, _) => (self.source_state_before(version).await?, v - 1),
-            };
-            let actions = self.copy_files(actions, target.as_ref()).await?;
-            let mut txn = Transaction::new("STREAMING UPDATE", actions)
-                .with_parameter("queryId", self.app_id.as_str())
-                .with_parameter("epochId", marks.to_string());
-            txn.actions.push(Action::Txn(Txn {
-                app_id: self.app_id.clone(),
-                version: marks,
-                last_updated: Some(self.target.clock().now_ms()),
-            }));
-            match StagedCommit::new(&self.target).commit(target.as_ref(), &txn, &RetryPolicy::default()).await? {
-                CommitOutcome::Committed { .. } => {
-                    self.commits += 1;
-                    if marks == v {
-                        return Ok(());
-                    }
-                }
-                CommitOutcome::AlreadyApplied { .. } => {}
-                CommitOutcome::Conflict { version, reason } => {
-                    tracing::info!(version, reason, "mirror: the target moved; replaying again");
-                }
-            }
-        }
-        Err(Error::CommitConflict { version, reason: "the mirror's target kept moving under its commits".into() })
+        let target = self.target.clone();
+        let mut snapshot = self.snapshot.take();
+        let result =
+            commit_exactly_once(&target, &mut snapshot, &RetryPolicy::default(), &mut Replay { mirror: self, upto })
+                .await;
+        self.snapshot = snapshot;
+        result.map(|_| ())
     }
 
     /// The source's state before `version` as the actions of one commit.
@@ -180,17 +128,66 @@ impl FileMirror {
         self.copy_resolved(&rel).await
     }
 
+    /// Streams the file over (never whole in memory: [`Table::copy_file_from`]).
     async fn copy_resolved(&mut self, rel: &str) -> Result<()> {
-        let bytes = self.source.read_bytes(rel).await?;
-        self.target.put_bytes(rel, bytes).await?;
+        self.target.copy_file_from(&self.source, rel).await?;
         self.files += 1;
         Ok(())
     }
 }
 
+/// The next source commit to replay onto the target as it is, until `upto`.
+struct Replay<'a> {
+    mirror: &'a mut FileMirror,
+    upto: u64,
+}
+
+impl Planner for Replay<'_> {
+    type Answer = ();
+
+    async fn plan(&mut self, target: Option<&Snapshot>) -> Result<Plan<()>> {
+        let m = &mut *self.mirror;
+        let next = match target {
+            None => self.upto,
+            Some(t) => match m.app_id.version_in(t).map(u64::try_from) {
+                Some(Ok(done)) if done >= self.upto => return Ok(Plan::Nothing(())),
+                Some(Ok(done)) => done + 1,
+                _ => {
+                    return Err(Error::InvalidArgument(format!(
+                    "{} exists and is not a mirror made by {} (a mirror without key columns starts with a new target)",
+                    m.target.url(),
+                    m.app_id
+                )))
+                }
+            },
+        };
+        let v = i64::try_from(next).map_err(|e| Error::Internal(e.to_string()))?;
+        let (actions, marks) = match (target, next) {
+            (None, 0) | (Some(_), _) => (m.source.read_commit(next).await?, v),
+            (None, _) => (m.source_state_before(next).await?, v - 1),
+        };
+        let actions = m.copy_files(actions, target).await?;
+        let txn = Transaction::new(Operation::StreamingUpdate, actions)
+            .with_parameter("queryId", m.app_id.to_string())
+            .with_parameter("epochId", marks.to_string());
+        // Copies are not staged: a copy holds the source's bytes under the source's name, so
+        // another mirror of the same source may have committed the very same file.
+        let then = if marks == i64::try_from(self.upto).unwrap_or(i64::MAX) { Then::Done(()) } else { Then::PlanAgain };
+        Ok(Plan::Commit(Box::new(Planned { txn, positions: vec![(m.app_id.clone(), marks)], files: Vec::new(), then })))
+    }
+
+    fn landed(&mut self, _version: u64) {
+        self.mirror.commits += 1;
+    }
+
+    fn lost(&mut self, outcome: &CommitOutcome) {
+        tracing::info!(?outcome, "mirror: the target moved; replaying again");
+    }
+}
+
 impl ChangeSink for FileMirror {
     async fn position(&mut self) -> Result<Option<u64>> {
-        Ok(self.snapshot.as_ref().and_then(|s| s.txn_version(&self.app_id)).and_then(|v| u64::try_from(v).ok()))
+        Ok(self.snapshot.as_ref().and_then(|s| self.app_id.version_in(s)).and_then(|v| u64::try_from(v).ok()))
     }
 
     async fn deliver(&mut self, _source: &Snapshot, changes: &CommitChanges) -> Result<()> {

@@ -26,24 +26,22 @@ use arrow::compute::filter_record_batch;
 use super::buffer::PartitionBatch;
 use super::upsert::{merge_transaction, plan};
 use crate::decode::keyed::keys_of_batch;
-use crate::delta::actions::{Action, Metadata, Txn};
+use crate::delta::actions::{Action, Metadata};
+use crate::delta::app_id::TxnAppId;
 use crate::delta::create::new_table;
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::feed::changes::CommitChanges;
 use crate::feed::sink::ChangeSink;
-use crate::storage::{RetryPolicy, StagedCommit, Table, WriterConfig, CHANGE_TYPE};
-
-/// Lost races and changed schemas one delivery rides out before it fails.
-const ATTEMPTS: u32 = 10;
+use crate::storage::{commit_exactly_once, Landed, Plan, Planner, RetryPolicy, Table, WriterConfig, CHANGE_TYPE};
 
 /// The mirror sink.
 pub struct MirrorSink {
     source: Table,
     target: Table,
     snapshot: Option<Snapshot>,
-    app_id: String,
+    app_id: TxnAppId,
     keys: Vec<String>,
     /// Target commits made and source change rows applied.
     pub commits: u64,
@@ -67,11 +65,8 @@ impl MirrorSink {
                 "--mirror needs --key-columns: the columns that identify a row in source and target".into(),
             ));
         }
-        let app_id = crate::delta::app_id::TxnAppId::Follower {
-            follower: follower_id.to_string(),
-            source_table_id: source_table_id.to_string(),
-        }
-        .to_string();
+        let app_id =
+            TxnAppId::Follower { follower: follower_id.to_string(), source_table_id: source_table_id.to_string() };
         let snapshot = target.existing_snapshot().await?;
         Ok(MirrorSink {
             source: source.clone(),
@@ -84,13 +79,8 @@ impl MirrorSink {
         })
     }
 
-    pub fn app_id(&self) -> &str {
-        &self.app_id
-    }
-
-    async fn refresh(&mut self) -> Result<()> {
-        self.snapshot = self.target.existing_snapshot().await?;
-        Ok(())
+    pub fn app_id(&self) -> String {
+        self.app_id.to_string()
     }
 
     /// A target without this mirror's position gets the source's rows as of `at` first (one
@@ -98,11 +88,11 @@ impl MirrorSink {
     async fn start_at(&mut self, at: Option<u64>) -> Result<()> {
         // A recorded position never goes away: only a target without one is read again.
         let app = self.app_id.clone();
-        let started = move |s: &Option<Snapshot>| s.as_ref().is_some_and(|t| t.txn_version(&app).is_some());
+        let started = move |s: &Option<Snapshot>| s.as_ref().is_some_and(|t| app.version_in(t).is_some());
         if at.is_none() || started(&self.snapshot) {
             return Ok(());
         }
-        self.refresh().await?;
+        self.target.refresh(&mut self.snapshot).await?;
         let Some(at) = at.filter(|_| !started(&self.snapshot)) else { return Ok(()) };
         let (rows, cursor) = crate::feed::changes::ChangeCursor::snapshot_rows(&self.source, at, None).await?;
         let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
@@ -115,66 +105,30 @@ impl MirrorSink {
         self.apply(snapshot, &rows).await
     }
 
-    /// Applies one source commit (and records its version).
+    /// Applies one source commit (and records its version) through the commit path.
     async fn apply(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
-        let version = i64::try_from(changes.version).map_err(|e| Error::Internal(e.to_string()))?;
-        for _ in 0..ATTEMPTS {
-            self.refresh().await?;
-            let Some(target) = &self.snapshot else {
-                self.create(source).await?;
-                continue;
-            };
-            if target.txn_version(&self.app_id).is_some_and(|v| v >= version) {
-                return Ok(());
-            }
-            if target.metadata.schema_string != source.metadata.schema_string {
-                self.evolve(target.clone(), source).await?;
-                continue;
-            }
-            let (parts, applied) = self.changes_as_batch(source, changes)?;
-            let mut config = WriterConfig::for_snapshot(target);
-            config.target_file_size = config.target_file_size.max(1);
-            let upsert = plan(&self.target, target, &self.keys, &parts, config).await?;
-            let (mut txn, written) = merge_transaction(upsert, &self.keys, &self.app_id, applied);
-            txn.actions.push(Action::Txn(Txn {
-                app_id: self.app_id.clone(),
-                version,
-                last_updated: Some(self.target.clock().now_ms()),
-            }));
-            txn = txn.with_parameter("epochId", changes.version.to_string());
-            let mut staged = StagedCommit::new(&self.target);
-            staged.stage(written);
-            match staged.commit(Some(target), &txn, &RetryPolicy::default()).await? {
-                CommitOutcome::Committed { .. } => {
-                    self.commits += 1;
-                    self.rows += applied;
-                    return Ok(());
-                }
-                CommitOutcome::AlreadyApplied { .. } => return Ok(()),
-                CommitOutcome::Conflict { version, reason } => {
-                    tracing::info!(version, reason, "mirror: the target moved; planning again");
-                }
-            }
+        let target = self.target.clone();
+        let mut snapshot = self.snapshot.take();
+        let mut planner = Merge { mirror: self, source, changes };
+        let result = commit_exactly_once(&target, &mut snapshot, &RetryPolicy::default(), &mut planner).await;
+        self.snapshot = snapshot;
+        if let Ok(Landed::Committed { answer, .. }) = &result {
+            self.rows += answer;
         }
-        Err(Error::CommitConflict {
-            version: changes.version,
-            reason: "the mirror's target kept moving under its commits".into(),
-        })
+        result.map(|_| ())
     }
 
-    /// Creates the target like the source (a lost race to another creator is fine).
-    async fn create(&self, source: &Snapshot) -> Result<()> {
+    /// The target created like the source.
+    fn create(&self, source: &Snapshot) -> Result<Transaction> {
         let mut props = HashMap::new();
         props.insert("delta.enableDeletionVectors".to_string(), "true".to_string());
         let (protocol, metadata) = new_table(source.schema.clone(), &source.metadata.partition_columns, &props)?;
-        let txn = Transaction::new("CREATE TABLE", vec![Action::Protocol(protocol), Action::Metadata(metadata)])
-            .with_parameter("queryId", self.app_id.as_str());
-        StagedCommit::new(&self.target).commit(None, &txn, &RetryPolicy::default()).await?;
-        Ok(())
+        Ok(Transaction::new(Operation::CreateTable, vec![Action::Protocol(protocol), Action::Metadata(metadata)])
+            .with_parameter("queryId", self.app_id.to_string()))
     }
 
-    /// Gives the target the source's schema.
-    async fn evolve(&self, target: Snapshot, source: &Snapshot) -> Result<()> {
+    /// The target given the source's schema.
+    fn evolve(&self, target: &Snapshot, source: &Snapshot) -> Result<Transaction> {
         if target.metadata.partition_columns != source.metadata.partition_columns {
             return Err(Error::unsupported(format!(
                 "the source's partition columns changed to {:?}; the mirror {} keeps {:?}",
@@ -184,11 +138,9 @@ impl MirrorSink {
             )));
         }
         let metadata = Metadata { schema_string: source.metadata.schema_string.clone(), ..target.metadata.clone() };
-        let txn = Transaction::new("CHANGE COLUMN", vec![Action::Metadata(metadata)])
-            .with_parameter("queryId", self.app_id.as_str());
-        StagedCommit::new(&self.target).commit(Some(&target), &txn, &RetryPolicy::default()).await?;
-        tracing::info!(target = self.target.url(), "mirror: the source's schema carried over");
-        Ok(())
+        tracing::info!(target = self.target.url(), "mirror: carrying the source's schema over");
+        Ok(Transaction::new(Operation::ChangeColumn, vec![Action::Metadata(metadata)])
+            .with_parameter("queryId", self.app_id.to_string()))
     }
 
     /// The commit's changes as one keyed batch: deletes first, then the new rows.
@@ -237,6 +189,46 @@ impl MirrorSink {
     }
 }
 
+/// One source commit as a keyed `MERGE` on the target as it is (created, or given the source's
+/// schema, first).
+struct Merge<'a> {
+    mirror: &'a mut MirrorSink,
+    source: &'a Snapshot,
+    changes: &'a CommitChanges,
+}
+
+impl Planner for Merge<'_> {
+    /// Source change rows applied.
+    type Answer = u64;
+
+    async fn plan(&mut self, target: Option<&Snapshot>) -> Result<Plan<u64>> {
+        let m = &*self.mirror;
+        let Some(target) = target else { return Ok(Plan::step(m.create(self.source)?, Vec::new())) };
+        let version = i64::try_from(self.changes.version).map_err(|e| Error::Internal(e.to_string()))?;
+        if m.app_id.version_in(target).is_some_and(|v| v >= version) {
+            return Ok(Plan::Nothing(0));
+        }
+        if target.metadata.schema_string != self.source.metadata.schema_string {
+            return Ok(Plan::step(m.evolve(target, self.source)?, Vec::new()));
+        }
+        let (parts, applied) = m.changes_as_batch(self.source, self.changes)?;
+        let mut config = WriterConfig::for_snapshot(target);
+        config.target_file_size = config.target_file_size.max(1);
+        let upsert = plan(&m.target, target, &m.keys, &parts, config).await?;
+        let (txn, written) = merge_transaction(upsert, &m.keys, &m.app_id.to_string(), applied);
+        let txn = txn.with_parameter("epochId", self.changes.version.to_string());
+        Ok(Plan::commit(txn, vec![(m.app_id.clone(), version)], written, applied))
+    }
+
+    fn landed(&mut self, _version: u64) {
+        self.mirror.commits += 1;
+    }
+
+    fn lost(&mut self, outcome: &CommitOutcome) {
+        tracing::info!(?outcome, "mirror: the target moved; planning again");
+    }
+}
+
 fn project(batch: &RecordBatch, columns: &[&str]) -> Result<RecordBatch> {
     let indices: Vec<usize> = columns
         .iter()
@@ -249,7 +241,7 @@ fn project(batch: &RecordBatch, columns: &[&str]) -> Result<RecordBatch> {
 
 impl ChangeSink for MirrorSink {
     async fn position(&mut self) -> Result<Option<u64>> {
-        Ok(self.snapshot.as_ref().and_then(|s| s.txn_version(&self.app_id)).and_then(|v| u64::try_from(v).ok()))
+        Ok(self.snapshot.as_ref().and_then(|s| self.app_id.version_in(s)).and_then(|v| u64::try_from(v).ok()))
     }
 
     async fn deliver(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {

@@ -15,13 +15,13 @@ use std::collections::BTreeMap;
 
 use super::schema::TableSchema;
 use crate::config::{KafkaPipeline, StartPosition};
-use crate::delta::actions::{Action, Txn};
 use crate::delta::app_id::TxnAppId;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::snapshot::Snapshot;
+use crate::delta::transaction::{Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::stage::{KafkaSource, StartOffset};
-use crate::storage::{RetryPolicy, StagedCommit, Table};
+use crate::storage::{commit_exactly_once, Plan, PlanFn, RetryPolicy, Table};
 
 /// Where each of `parts`, just assigned, starts: its recorded position plus one (checked
 /// against the broker's watermarks), else the configured start. `schema` is refreshed when a
@@ -174,31 +174,38 @@ async fn record(
     ends: &BTreeMap<i32, i64>,
     starting: Option<&str>,
 ) -> Result<bool> {
-    let Some(snapshot) = snapshot else { return Ok(false) };
+    if snapshot.is_none() {
+        return Ok(false);
+    }
     if ends.is_empty() {
         return Ok(true);
     }
-    let now = table.clock().now_ms();
-    let actions = ends
+    let ids: Vec<(TxnAppId, i64)> = ends
         .iter()
-        .map(|(p, end)| {
-            let id = TxnAppId::KafkaPartition { app: app.into(), topic: topic.into(), partition: *p };
-            Action::Txn(Txn { app_id: id.to_string(), version: end - 1, last_updated: Some(now) })
-        })
+        .map(|(p, end)| (TxnAppId::KafkaPartition { app: app.into(), topic: topic.into(), partition: *p }, end - 1))
         .collect();
-    let mut txn = Transaction::new("STREAMING UPDATE", actions)
-        .with_parameter("outputMode", "Append")
-        .with_parameter("queryId", app)
-        .with_metric("numOutputRows", 0);
-    if let Some(s) = starting {
-        txn = txn.with_parameter("startingOffsets", s);
-    }
-    match StagedCommit::new(table).commit(Some(snapshot), &txn, &RetryPolicy::default()).await? {
-        // Already there: another owner recorded (or committed) a position first; the caller
-        // re-reads the table and uses it.
-        CommitOutcome::Committed { .. } | CommitOutcome::AlreadyApplied { .. } => Ok(true),
-        CommitOutcome::Conflict { version, reason } => Err(Error::CommitConflict { version, reason }),
-    }
+    // A position another owner recorded (or committed past) first is theirs to keep: the
+    // caller re-reads the table and uses it.
+    let positions = |s: &Snapshot| -> Vec<(TxnAppId, i64)> {
+        ids.iter().filter(|(id, v)| id.version_in(s).is_none_or(|held| held < *v)).cloned().collect()
+    };
+    let plan = |s: Option<&Snapshot>| {
+        let Some(s) = s else { return Ok(Plan::Nothing(false)) };
+        let open = positions(s);
+        if open.is_empty() {
+            return Ok(Plan::Nothing(true));
+        }
+        let mut txn = Transaction::new(Operation::StreamingUpdate, Vec::new())
+            .with_parameter("outputMode", "Append")
+            .with_parameter("queryId", app)
+            .with_metric("numOutputRows", 0);
+        if let Some(s) = starting {
+            txn = txn.with_parameter("startingOffsets", s);
+        }
+        Ok(Plan::commit(txn, open, Vec::new(), true))
+    };
+    let mut view = snapshot.cloned();
+    Ok(commit_exactly_once(table, &mut view, &RetryPolicy::default(), &mut PlanFn(plan)).await?.answer())
 }
 
 #[cfg(test)]

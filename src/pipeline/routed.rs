@@ -366,22 +366,22 @@ impl Rows for Router {
 }
 
 /// Creates the route-state table (no columns but `note`; only `txn`s are ever committed)
-/// when it is missing.
+/// when it is missing; another worker creating it first is as good.
 async fn create_state_table(state: &Table) -> Result<()> {
     use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
-    match state.snapshot(None).await {
-        Ok(_) => return Ok(()),
-        Err(crate::error::Error::NotATable { .. }) => {}
-        Err(e) => return Err(e),
-    }
-    let schema = StructType::new(vec![StructField::new("note", DataType::Primitive(PrimitiveType::String), true)]);
-    let (protocol, metadata) = crate::delta::create::new_table(schema, &[], &Default::default())?;
-    let actions =
-        vec![crate::delta::actions::Action::Protocol(protocol), crate::delta::actions::Action::Metadata(metadata)];
-    let txn = crate::delta::transaction::Transaction::new("CREATE TABLE", actions)
-        .with_parameter("description", "deltabus route state: positions every routed table holds");
-    // Another worker creating it first is as good.
-    let _ =
-        crate::storage::StagedCommit::new(state).commit(None, &txn, &crate::storage::RetryPolicy::default()).await?;
-    Ok(())
+    use crate::delta::transaction::{Operation, Transaction};
+    use crate::storage::{commit_exactly_once, Plan, PlanFn, RetryPolicy};
+    let create = |s: Option<&crate::delta::snapshot::Snapshot>| {
+        if s.is_some() {
+            return Ok(Plan::Nothing(()));
+        }
+        let schema = StructType::new(vec![StructField::new("note", DataType::Primitive(PrimitiveType::String), true)]);
+        let (protocol, metadata) = crate::delta::create::new_table(schema, &[], &Default::default())?;
+        let actions =
+            vec![crate::delta::actions::Action::Protocol(protocol), crate::delta::actions::Action::Metadata(metadata)];
+        let txn = Transaction::new(Operation::CreateTable, actions)
+            .with_parameter("description", "deltabus route state: positions every routed table holds");
+        Ok(Plan::commit(txn, Vec::new(), Vec::new(), ()))
+    };
+    commit_exactly_once(state, &mut None, &RetryPolicy::default(), &mut PlanFn(create)).await.map(|_| ())
 }

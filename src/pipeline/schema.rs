@@ -27,10 +27,10 @@ use crate::delta::arrow_schema::delta_struct_of;
 use crate::delta::create::{infer_schema, merge_schema, new_table};
 use crate::delta::schema::{ColumnMappingMode, StructType};
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::transaction::{Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::source::kafka::record::{DeadLetter, RawRecord};
-use crate::storage::{RetryPolicy, StagedCommit, Table};
+use crate::storage::{commit_exactly_once, Plan, PlanFn, RetryPolicy, Table};
 
 use crate::decode::projection::{project, Mismatch};
 
@@ -102,7 +102,7 @@ impl TableSchema {
     /// # Errors
     /// Storage and log errors; a protocol deltabus cannot write.
     pub async fn refresh(&mut self, table: &Table) -> Result<()> {
-        refresh_snapshot(table, &mut self.snapshot).await?;
+        table.refresh(&mut self.snapshot).await?;
         self.sync_decoder();
         Ok(())
     }
@@ -458,17 +458,17 @@ impl TableSchema {
             properties.entry("delta.enableDeletionVectors".into()).or_insert_with(|| "true".into());
         }
         let (protocol, metadata) = new_table(StructType::new(fields), &cfg.partition_by, &properties)?;
-        let txn = Transaction::new("CREATE TABLE", vec![Action::Protocol(protocol), Action::Metadata(metadata)])
-            .with_parameter("isManaged", "false")
-            .with_parameter("partitionBy", serde_json::to_string(&cfg.partition_by).unwrap_or_default());
-        match StagedCommit::new(table).commit(None, &txn, &RetryPolicy::default()).await {
-            Ok(CommitOutcome::Committed { .. }) => {
-                tracing::info!(pipeline = %cfg.name, table = %table.url(), "table created")
-            }
-            // Another worker created it first: use theirs. After an unknown outcome the read
-            // below tells (and fails when the table is not there).
-            Ok(_) | Err(Error::CommitConflict { .. } | Error::CommitUnknown { .. }) => {}
-            Err(e) => return Err(e),
+        let txn =
+            Transaction::new(Operation::CreateTable, vec![Action::Protocol(protocol), Action::Metadata(metadata)])
+                .with_parameter("isManaged", "false")
+                .with_parameter("partitionBy", serde_json::to_string(&cfg.partition_by).unwrap_or_default());
+        // Another worker created it first: use theirs.
+        let create = |s: Option<&Snapshot>| {
+            Ok(if s.is_some() { Plan::Nothing(()) } else { Plan::commit(txn.clone(), Vec::new(), Vec::new(), ()) })
+        };
+        let landed = commit_exactly_once(table, &mut None, &RetryPolicy::riding_faults(), &mut PlanFn(create)).await?;
+        if landed.version().is_some() {
+            tracing::info!(pipeline = %cfg.name, table = %table.url(), "table created");
         }
         self.snapshot = Some(table.snapshot(None).await?);
         Ok(())
@@ -496,8 +496,9 @@ fn back_to_records(
     decoded
 }
 
-/// Commits `merged` (the table's schema plus the `added` columns), riding out races and store
-/// faults; the caller re-reads the table either way.
+/// Commits `merged` (the table's schema plus the `added` columns) while the table's schema is
+/// still `current`'s, riding out races and store faults; when another writer changed the schema
+/// first nothing is committed. The caller re-reads the table either way.
 async fn add_columns(
     table: &Table,
     cfg: &KafkaPipeline,
@@ -506,40 +507,22 @@ async fn add_columns(
     added: Vec<String>,
 ) -> Result<()> {
     let metadata = Metadata { schema_string: merged.to_json(), ..current.metadata.clone() };
-    let txn = Transaction::new("ADD COLUMNS", vec![Action::Metadata(metadata)])
+    let txn = Transaction::new(Operation::AddColumns, vec![Action::Metadata(metadata)])
         .with_parameter("columns", serde_json::to_string(&added).unwrap_or_default());
-    match StagedCommit::new(table).commit(Some(current), &txn, &RetryPolicy::default()).await {
-        Ok(CommitOutcome::Committed { version }) => {
-            tracing::info!(pipeline = %cfg.name, version, columns = ?added, "schema evolved");
-        }
-        // Someone else changed the table meanwhile: take theirs and decode against it.
-        Ok(_) => tracing::info!(pipeline = %cfg.name, "schema change lost a race; re-reading"),
-        Err(e) if e.is_retryable() => {
-            tracing::warn!(pipeline = %cfg.name, error = %e, "schema change failed on a store fault; re-reading");
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        Err(e) => return Err(e),
-    }
-    Ok(())
-}
-
-/// Catches `snapshot` up with the table (incrementally; reads it when there was none yet).
-///
-/// # Errors
-/// Storage and log errors; a protocol deltabus cannot write.
-pub async fn refresh_snapshot(table: &Table, snapshot: &mut Option<Snapshot>) -> Result<()> {
-    match snapshot {
-        Some(s) => {
-            table.update_snapshot(s).await?;
-        }
-        None => match table.snapshot(None).await {
-            Ok(s) => *snapshot = Some(s),
-            Err(Error::NotATable { .. }) => return Ok(()),
-            Err(e) => return Err(e),
-        },
-    }
-    if let Some(s) = snapshot {
-        crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
+    let evolve = |s: Option<&Snapshot>| {
+        Ok(match s {
+            Some(s) if s.metadata.schema_string == current.metadata.schema_string => {
+                Plan::commit(txn.clone(), Vec::new(), Vec::new(), ())
+            }
+            // Someone else changed the table meanwhile: take theirs and decode against it.
+            _ => Plan::Nothing(()),
+        })
+    };
+    let mut view = Some(current.clone());
+    let landed = commit_exactly_once(table, &mut view, &RetryPolicy::riding_faults(), &mut PlanFn(evolve)).await?;
+    match landed.version() {
+        Some(version) => tracing::info!(pipeline = %cfg.name, version, columns = ?added, "schema evolved"),
+        None => tracing::info!(pipeline = %cfg.name, "schema change lost a race; re-reading"),
     }
     Ok(())
 }

@@ -25,7 +25,7 @@ use crate::delta::features::{has_reader_feature, Feature};
 use crate::delta::replay::FileKey;
 use crate::delta::schema::{DataType, PrimitiveType};
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::Transaction;
+use crate::delta::transaction::{Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::ops::deletion::{change_data_actions, dv_actions, find_rows, rewrite_actions};
 use crate::storage::{DataWriter, Table, WriterConfig};
@@ -93,7 +93,7 @@ pub fn merge_transaction(
     query_id: &str,
     source_rows: u64,
 ) -> (Transaction, Vec<String>) {
-    let mut txn = Transaction::new("MERGE", plan.actions)
+    let mut txn = Transaction::new(Operation::Merge, plan.actions)
         .with_parameter(
             "predicate",
             serde_json::to_string(&vec![format!("key({})", keys.join(", "))]).unwrap_or_default(),

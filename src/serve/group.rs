@@ -13,7 +13,6 @@
 //! committed or commits it. Files of a commit that did not land are deleted (or left to
 //! VACUUM when the outcome is unknown).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -27,19 +26,16 @@ use super::latest::Latest;
 use super::sequence::{decide, producer_app_id, Verdict};
 use crate::config::server::ResolvedTable;
 use crate::decode::projection::{project, Mismatch};
-use crate::delta::actions::{Action, Txn};
+use crate::delta::actions::Action;
 use crate::delta::arrow_schema::arrow_schema_strict;
 use crate::delta::create::{merge_schema, new_table};
 use crate::delta::schema::StructType;
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::metrics::push::PushMetrics;
 use crate::source::kafka::record::DeadLetter;
-use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
-
-/// Attempts at one group when concurrent writers keep winning the version.
-const ATTEMPTS: usize = 8;
+use crate::storage::{commit_exactly_once, DataWriter, Landed, Plan, Planner, RetryPolicy, Table, WriterConfig};
 
 /// A decoded request waiting for its commit.
 pub struct Pending {
@@ -131,80 +127,25 @@ impl GroupCommitter {
         }
     }
 
-    async fn commit_group(&mut self, snapshot: &mut Option<Snapshot>, mut group: Vec<Pending>) {
-        for attempt in 0..ATTEMPTS {
-            if let Err(e) = self.refresh(snapshot).await {
-                return answer_all(group, Outcome::Failed(format!("reading the table: {e}")));
-            }
-            let producers: Vec<Option<(&str, i64)>> =
-                group.iter().map(|p| p.producer.as_ref().map(|(id, seq)| (id.as_str(), *seq))).collect();
-            let committed = |id: &str| snapshot.as_ref().and_then(|s| s.txn_version(&producer_app_id(id)));
-            let (verdicts, txns) = decide(&producers, committed);
-            let txns: BTreeMap<String, i64> = txns.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-            // Answer what is decided now; keep the requests to commit and their retries.
-            let mut taken: Vec<(usize, Pending)> = Vec::new();
-            let mut followers: Vec<(usize, Pending)> = Vec::new();
-            for (i, (p, verdict)) in group.into_iter().zip(verdicts).enumerate() {
-                match verdict {
-                    Verdict::Take => taken.push((i, p)),
-                    Verdict::SameAs(j) => followers.push((j, p)),
-                    Verdict::Already { committed } => reply(p, Outcome::Already { committed }),
-                    Verdict::Gap { expected } => reply(p, Outcome::Gap { expected }),
+    async fn commit_group(&mut self, snapshot: &mut Option<Snapshot>, group: Vec<Pending>) {
+        let table = self.table.clone();
+        let mut planner = GroupPlanner { committer: self, group, taken: Vec::new() };
+        let landed = commit_exactly_once(&table, snapshot, &RetryPolicy::default(), &mut planner).await;
+        crate::failpoint::hit("push.committed");
+        let everyone = std::mem::take(&mut planner.taken);
+        match landed {
+            Ok(Landed::Committed { version, .. }) => {
+                self.metrics.commits.inc();
+                answer_all(everyone, Outcome::Committed { version });
+                // The view published after this group includes it (a failed read here is the
+                // next group's to repeat).
+                if let Err(e) = self.refresh(snapshot).await {
+                    tracing::info!(error = %e, "push.refresh_after_commit_failed");
                 }
             }
-            if taken.is_empty() {
-                return;
-            }
-            // Rows that do not fit the table as it now is are refused one request at a time;
-            // the rest is decided again (a producer's later sequences must not pass a refusal).
-            let (plan, refused) = self.plan(snapshot.as_ref(), &taken);
-            if !refused.is_empty() {
-                let mut rest = Vec::new();
-                for (i, p) in taken.into_iter().chain(followers) {
-                    match refused.iter().find(|(r, _)| *r == i) {
-                        Some((_, why)) => reply(p, Outcome::Refused(why.clone())),
-                        None => rest.push(p),
-                    }
-                }
-                group = rest;
-                continue;
-            }
-            let plan = match plan {
-                Ok(plan) => plan,
-                Err(e) => {
-                    return answer_all(
-                        taken.into_iter().chain(followers).map(|(_, p)| p).collect(),
-                        Outcome::Failed(e.to_string()),
-                    )
-                }
-            };
-            let requests: Vec<&Pending> = taken.iter().map(|(_, p)| p).collect();
-            let result = self.commit(snapshot.as_ref(), plan, &requests, &txns).await;
-            let everyone = taken.into_iter().chain(followers).map(|(_, p)| p).collect::<Vec<_>>();
-            match result {
-                Ok(CommitOutcome::Committed { version }) => {
-                    self.metrics.commits.inc();
-                    answer_all(everyone, Outcome::Committed { version });
-                    // The view published after this group includes it (a failed read here
-                    // is the next group's to repeat).
-                    if let Err(e) = self.refresh(snapshot).await {
-                        tracing::info!(error = %e, "push.refresh_after_commit_failed");
-                    }
-                    return;
-                }
-                Ok(other) => {
-                    // A concurrent commit moved a producer's sequence or the table: decide again.
-                    tracing::info!(attempt, outcome = ?other, "push.commit_retried");
-                    self.metrics.conflicts.inc();
-                    group = everyone;
-                }
-                Err(e) => {
-                    *snapshot = None; // re-read from scratch: the store may be behind or ahead
-                    return answer_all(everyone, Outcome::Failed(e.to_string()));
-                }
-            }
+            Ok(Landed::Nothing(())) => {}
+            Err(e) => answer_all(everyone, Outcome::Failed(e.to_string())),
         }
-        answer_all(group, Outcome::Failed("concurrent writers kept winning the commit; retry".into()));
     }
 
     /// Brings the snapshot up to date; `None` while the table does not exist.
@@ -216,7 +157,7 @@ impl GroupCommitter {
     /// rows do not fit, with why. A table that does not exist yet is created with the
     /// configured schema or the first request's; new columns are added only when the table
     /// evolves.
-    fn plan(&self, snapshot: Option<&Snapshot>, taken: &[(usize, Pending)]) -> (Result<Plan>, Vec<(usize, String)>) {
+    fn plan(&self, snapshot: Option<&Snapshot>, taken: &[(usize, Pending)]) -> (Result<Rows>, Vec<(usize, String)>) {
         let mut refused = Vec::new();
         let (mut target, creating) = match snapshot {
             Some(s) => (s.schema.clone(), false),
@@ -265,7 +206,7 @@ impl GroupCommitter {
             return (Err(Error::InvalidArgument("refused requests".into())), refused);
         }
         (
-            self.plan_schema(snapshot, target).map(|(schema_actions, changed)| Plan {
+            self.plan_schema(snapshot, target).map(|(schema_actions, changed)| Rows {
                 schema_actions,
                 changed,
                 rows,
@@ -298,13 +239,14 @@ impl GroupCommitter {
         }
     }
 
-    async fn commit(
+    /// Writes the dead letters and the rows of `taken`, and builds their transaction (the
+    /// producers' positions are the commit path's): the transaction and its files.
+    async fn write(
         &self,
         snapshot: Option<&Snapshot>,
-        plan: Plan,
+        plan: Rows,
         taken: &[&Pending],
-        txns: &BTreeMap<String, i64>,
-    ) -> Result<CommitOutcome> {
+    ) -> Result<(Transaction, Vec<String>)> {
         if let Some(dl) = &self.dead_letters {
             super::dead_letters::write(dl, &self.settings.name, taken).await?;
         }
@@ -315,38 +257,100 @@ impl GroupCommitter {
             .write_all(&plan.rows)
             .await?;
         let rows: usize = plan.rows.iter().map(RecordBatch::num_rows).sum();
-        let files = adds.len();
+        let files: Vec<String> = adds.iter().map(|a| a.path.clone()).collect();
         let bytes: i64 = adds.iter().map(|a| a.size).sum();
-        let now = self.table.clock().now_ms();
+        let producers = taken
+            .iter()
+            .filter_map(|p| p.producer.as_ref().map(|(id, _)| id))
+            .collect::<std::collections::BTreeSet<_>>();
         let mut actions = plan.schema_actions;
         actions.extend(adds.into_iter().map(Action::Add));
-        actions.extend(
-            txns.iter().map(|(id, seq)| {
-                Action::Txn(Txn { app_id: producer_app_id(id), version: *seq, last_updated: Some(now) })
-            }),
-        );
-        let txn = Transaction::new(if plan.creating { "CREATE TABLE" } else { "WRITE" }, actions)
+        let txn = Transaction::new(if plan.creating { Operation::CreateTable } else { Operation::Write }, actions)
             .with_parameter("mode", if plan.creating { "ErrorIfExists" } else { "Append" })
             .with_parameter(
                 "partitionBy",
                 serde_json::Value::from(write_snapshot.metadata.partition_columns.clone()).to_string(),
             )
             .with_parameter("source", "http")
-            .with_metric("numFiles", files)
+            .with_metric("numFiles", files.len())
             .with_metric("numOutputRows", rows)
             .with_metric("numOutputBytes", bytes)
             .with_metric("numRequests", taken.len())
-            .with_metric("numProducers", txns.len());
-        let mut staged = StagedCommit::new(&self.table);
-        staged.stage_adds(&txn.actions);
+            .with_metric("numProducers", producers.len());
         crate::failpoint::hit("push.files_written");
-        let outcome = staged.commit(snapshot, &txn, &RetryPolicy::default()).await;
-        crate::failpoint::hit("push.committed");
-        outcome
+        Ok((txn, files))
     }
 }
 
-struct Plan {
+/// One group against the table as it is: the requests decided by their producers' positions
+/// (those already committed or out of sequence answered at once), the rows of the rest
+/// planned as one commit with a `txn` per producer.
+struct GroupPlanner<'a> {
+    committer: &'a GroupCommitter,
+    /// Requests not answered yet.
+    group: Vec<Pending>,
+    /// The requests of the planned commit (and their retries in the group): answered with its
+    /// outcome.
+    taken: Vec<Pending>,
+}
+
+impl Planner for GroupPlanner<'_> {
+    type Answer = ();
+
+    async fn plan(&mut self, snapshot: Option<&Snapshot>) -> Result<Plan<()>> {
+        self.committer.latest.check(snapshot)?;
+        self.group.append(&mut self.taken);
+        loop {
+            let producers: Vec<Option<(&str, i64)>> =
+                self.group.iter().map(|p| p.producer.as_ref().map(|(id, seq)| (id.as_str(), *seq))).collect();
+            let committed = |id: &str| snapshot.and_then(|s| producer_app_id(id).version_in(s));
+            let (verdicts, txns) = decide(&producers, committed);
+            let positions: Vec<_> = txns.into_iter().map(|(id, seq)| (producer_app_id(id), seq)).collect();
+            // Answer what is decided now; keep the requests to commit and their retries.
+            let mut taken: Vec<(usize, Pending)> = Vec::new();
+            let mut followers: Vec<(usize, Pending)> = Vec::new();
+            for (i, (p, verdict)) in std::mem::take(&mut self.group).into_iter().zip(verdicts).enumerate() {
+                match verdict {
+                    Verdict::Take => taken.push((i, p)),
+                    Verdict::SameAs(j) => followers.push((j, p)),
+                    Verdict::Already { committed } => reply(p, Outcome::Already { committed }),
+                    Verdict::Gap { expected } => reply(p, Outcome::Gap { expected }),
+                }
+            }
+            if taken.is_empty() {
+                return Ok(Plan::Nothing(()));
+            }
+            // Rows that do not fit the table as it now is are refused one request at a time;
+            // the rest is decided again (a producer's later sequences must not pass a refusal).
+            let (plan, refused) = self.committer.plan(snapshot, &taken);
+            if !refused.is_empty() {
+                for (i, p) in taken.into_iter().chain(followers) {
+                    match refused.iter().find(|(r, _)| *r == i) {
+                        Some((_, why)) => reply(p, Outcome::Refused(why.clone())),
+                        None => self.group.push(p),
+                    }
+                }
+                continue;
+            }
+            let requests: Vec<&Pending> = taken.iter().map(|(_, p)| p).collect();
+            let written = match plan {
+                Ok(plan) => self.committer.write(snapshot, plan, &requests).await,
+                Err(e) => Err(e),
+            };
+            self.taken = taken.into_iter().chain(followers).map(|(_, p)| p).collect();
+            let (txn, files) = written?;
+            return Ok(Plan::commit(txn, positions, files, ()));
+        }
+    }
+
+    fn lost(&mut self, outcome: &CommitOutcome) {
+        // A concurrent commit moved a producer's sequence or the table: decide again.
+        tracing::info!(?outcome, "push.commit_retried");
+        self.committer.metrics.conflicts.inc();
+    }
+}
+
+struct Rows {
     schema_actions: Vec<Action>,
     /// The table state the commit makes when it changes the schema or creates the table.
     changed: Option<Snapshot>,

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use tokio::sync::{watch, Mutex};
 
-use super::sequence::PRODUCER_PREFIX;
+use crate::delta::app_id::PRODUCER_PREFIX;
 use crate::delta::schema::StructType;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
@@ -107,19 +107,17 @@ impl Latest {
     /// # Errors
     /// Storage errors; a protocol deltabus cannot write; a table seen before whose log is gone.
     pub async fn refresh(&self, snapshot: &mut Option<Snapshot>) -> Result<()> {
-        let read = match snapshot.as_mut() {
-            Some(s) => self.table.update_snapshot(s).await.map(|_| ()),
-            None => self.table.existing_snapshot().await.map(|s| *snapshot = s),
-        };
-        if let Err(e) = read {
-            *snapshot = None; // read again from scratch: the store may be behind or ahead
-            return Err(e);
-        }
-        match snapshot.as_ref() {
-            Some(s) => {
-                self.existed.store(true, Ordering::Release);
-                crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
-            }
+        self.table.refresh(snapshot).await?;
+        self.check(snapshot.as_ref())
+    }
+
+    /// Records that the table exists, or refuses a table seen before whose log is gone.
+    ///
+    /// # Errors
+    /// [`Error::NotATable`] for a table this server has seen that no longer exists.
+    pub fn check(&self, snapshot: Option<&Snapshot>) -> Result<()> {
+        match snapshot {
+            Some(_) => self.existed.store(true, Ordering::Release),
             None if self.existed.load(Ordering::Acquire) => {
                 return Err(Error::NotATable {
                     location: format!(

@@ -16,15 +16,12 @@
 
 use std::collections::BTreeMap;
 
-/// The `txn` appId of a push producer. A Kafka position's id is `<app>-<topic>-<partition>`
-/// with the app's own `-` escaped, so its first raw `-` starts a topic name, which cannot hold
-/// `:`; no Kafka position can be spelled `deltabus-push:...`.
-pub fn producer_app_id(producer: &str) -> String {
-    format!("{PRODUCER_PREFIX}{producer}")
-}
+use crate::delta::app_id::TxnAppId;
 
-/// The prefix of every push producer's `txn` appId.
-pub const PRODUCER_PREFIX: &str = "deltabus-push:";
+/// The `txn` appId of a push producer (`deltabus-push:<id>`).
+pub fn producer_app_id(producer: &str) -> TxnAppId {
+    TxnAppId::PushProducer { producer: producer.to_string() }
+}
 
 /// Why a producer id is refused, if it is: 1 to 256 bytes of UTF-8 without control characters.
 pub fn check_producer_id(id: &str) -> Result<(), String> {
@@ -135,7 +132,7 @@ mod tests {
 
     #[test]
     fn producer_ids_and_their_app_ids() {
-        assert_eq!(producer_app_id("sensor-7"), "deltabus-push:sensor-7");
+        assert_eq!(producer_app_id("sensor-7").to_string(), "deltabus-push:sensor-7");
         assert!(check_producer_id("Zürich ☃ 1").is_ok());
         assert!(check_producer_id("").is_err() && check_producer_id("a\nb").is_err());
         assert!(check_producer_id(&"x".repeat(257)).is_err());

@@ -1,41 +1,38 @@
-//! The one append path for writers that add rows and positions to a table in one commit: the
-//! table created by the same commit when it is missing, the rows written into new files, one
-//! `txn` per position, committed through the staged commit (files deleted unless the commit
-//! is proven or may have landed).
+//! The one append plan for writers that add rows and positions to a table in one commit: the
+//! table created by the same commit when it is missing, its schema evolved in the same commit
+//! when the rows extend it, the rows written into new files. The positions and the commit are
+//! the commit path's ([`crate::storage::commit_exactly_once`]).
 //!
-//! Dead letters and a follower's table sink use it as it is; the pipeline's flush and
-//! `deltabus write` build their own transactions (upserts, streamed input, creation races) but
-//! write their files with [`DataWriter::write_all`] and commit through the same
-//! [`StagedCommit`].
+//! Dead letters and the follower's table sinks plan with it; the pipeline's flush, push groups
+//! and `deltabus write` build their own transactions (upserts, request groups, streamed input)
+//! but write their files with [`DataWriter::write_all`] too.
 
 use arrow::array::RecordBatch;
 
-use super::committer::RetryPolicy;
 use super::data_writer::{DataWriter, WriterConfig};
 use super::location::Table;
-use super::staged::StagedCommit;
-use crate::delta::actions::{Action, Metadata, Protocol, Txn};
+use crate::delta::actions::{Action, Metadata, Protocol};
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::transaction::{Operation, Transaction};
 use crate::error::Result;
 
-/// Appends `batches` with `txns` to `table` as read in `snapshot`; a missing table (`None`) is
-/// created with `new_table()`'s protocol and metadata in the same commit, and an existing one
-/// whose schema the rows extend gets `evolved` (its metadata with the new schema) in the same
-/// commit. `parameters` go to `commitInfo.operationParameters` beside `outputMode = Append`.
+/// Writes `batches` as an append to `table` as read in `snapshot` and returns the
+/// transaction (positions are the commit path's to add) with the files written; a missing table
+/// (`None`) is created with `new_table()`'s protocol and metadata in the same commit, and an
+/// existing one whose schema the rows extend gets `evolved` (its metadata with the new schema)
+/// in the same commit. `parameters` go to `commitInfo.operationParameters` beside `outputMode =
+/// Append`.
 ///
 /// # Errors
-/// Storage errors; the batches not fitting the table; the committer's errors (after an unknown
-/// outcome the written files are kept for VACUUM).
-pub async fn append_rows(
+/// Storage errors; the batches not fitting the table.
+pub async fn append_plan(
     table: &Table,
     snapshot: Option<&Snapshot>,
     new_table: impl FnOnce() -> Result<(Protocol, Metadata)>,
     evolved: Option<Metadata>,
     batches: &[RecordBatch],
-    txns: Vec<Txn>,
     parameters: &[(&str, String)],
-) -> Result<CommitOutcome> {
+) -> Result<(Transaction, Vec<String>)> {
     let mut actions = Vec::new();
     let created;
     let write_snapshot = match (snapshot, evolved) {
@@ -56,18 +53,15 @@ pub async fn append_rows(
     let adds =
         DataWriter::new(table, write_snapshot, WriterConfig::for_snapshot(write_snapshot))?.write_all(batches).await?;
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-    let files = adds.len();
+    let files: Vec<String> = adds.iter().map(|a| a.path.clone()).collect();
     actions.extend(adds.into_iter().map(Action::Add));
-    actions.extend(txns.into_iter().map(Action::Txn));
-    let operation = if snapshot.is_none() { "CREATE TABLE" } else { "STREAMING UPDATE" };
+    let operation = if snapshot.is_none() { Operation::CreateTable } else { Operation::StreamingUpdate };
     let mut txn = Transaction::new(operation, actions)
         .with_parameter("outputMode", "Append")
-        .with_metric("numAddedFiles", files)
+        .with_metric("numAddedFiles", files.len())
         .with_metric("numOutputRows", rows);
     for (k, v) in parameters {
         txn = txn.with_parameter(k, v.as_str());
     }
-    let mut staged = StagedCommit::new(table);
-    staged.stage_adds(&txn.actions);
-    staged.commit(snapshot, &txn, &RetryPolicy::default()).await
+    Ok((txn, files))
 }

@@ -53,20 +53,33 @@ fn unknown_if_pending(pending: Option<u64>, e: Error) -> Error {
     }
 }
 
-/// How often and how patiently to retry after losing a commit race.
+/// The one retry policy of every commit: how often and how patiently to retry after losing a
+/// commit race, after a conflict that needs a new plan, and after a store fault.
 #[derive(Debug, Clone)]
 pub struct RetryPolicy {
-    /// Attempts in all, including the first.
+    /// PUT attempts of one planned commit, including the first (versions taken by compatible
+    /// commits are skipped without a new plan).
     pub max_attempts: u32,
+    /// Plans in a row whose commit lost (a conflict, or its positions taken by another
+    /// writer) before the writer gives up ([`crate::storage::commit_exactly_once`]).
+    pub replans: u32,
+    /// Retryable store faults (an unknown outcome included) ridden out by planning again from
+    /// the table, with the fault backoff, before the error reaches the writer's caller.
+    pub store_faults: u32,
     /// Backoff before the second attempt; doubled each time up to `max_backoff`, with jitter.
     pub base_backoff: Duration,
     pub max_backoff: Duration,
 }
 
 impl Default for RetryPolicy {
+    /// 50 PUT attempts, 10 plans, no store fault ridden out here (the writer's caller rides
+    /// them: the follow loop polls again, a push producer retries, a flush uses
+    /// [`RetryPolicy::riding_faults`]).
     fn default() -> Self {
         RetryPolicy {
             max_attempts: 50,
+            replans: 10,
+            store_faults: 0,
             base_backoff: Duration::from_millis(5),
             max_backoff: Duration::from_millis(500),
         }
@@ -74,7 +87,13 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    fn backoff(&self, attempt: u32) -> Duration {
+    /// The default, riding out 20 store faults in place: for writers whose caller cannot
+    /// retry (a Kafka flush: its pipeline would stop).
+    pub fn riding_faults() -> Self {
+        RetryPolicy { store_faults: 20, ..RetryPolicy::default() }
+    }
+
+    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
         crate::common::backoff::Backoff { base: self.base_backoff, cap: self.max_backoff }.jittered(attempt)
     }
 }

@@ -10,6 +10,10 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use super::location::Table;
 use crate::error::{Error, Result};
 
+/// The part size of a streamed copy ([`Table::copy_file_from`]); files up to this size are
+/// copied with one request. Above S3's 5 MiB minimum part size.
+pub const COPY_PART: usize = 8 * 1024 * 1024;
+
 /// One listed file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedFile {
@@ -57,6 +61,50 @@ impl Table {
         let path = self.relative_path(rel);
         self.store.put(&path, PutPayload::from(bytes.into())).await.map_err(|e| Error::storage(rel, e))?;
         Ok(())
+    }
+
+    /// Copies the file at `rel` in `source` to the same path in this table, streaming: a file
+    /// larger than one part is sent as a multipart upload of [`COPY_PART`]-byte parts, at most
+    /// two in flight, so a copy holds about three parts in memory whatever the file's size.
+    /// Returns the bytes copied. A copy that fails part way is aborted (nothing at `rel`, or
+    /// what was there before).
+    ///
+    /// # Errors
+    /// Storage errors on either side, including the source file not found.
+    pub async fn copy_file_from(&self, source: &Table, rel: &str) -> Result<u64> {
+        let fail = |e| Error::storage(format!("{}/{rel}", source.url()), e);
+        let got = source.store.get(&source.relative_path(rel)).await.map_err(fail)?;
+        let size = got.meta.size;
+        let to = self.relative_path(rel);
+        let put_fail = |e| Error::storage(format!("{}/{rel}", self.url()), e);
+        if size <= COPY_PART as u64 {
+            let bytes = got.bytes().await.map_err(fail)?;
+            self.store.put(&to, PutPayload::from(bytes)).await.map_err(put_fail)?;
+            return Ok(size);
+        }
+        let upload = self.store.put_multipart(&to).await.map_err(put_fail)?;
+        let mut writer = object_store::WriteMultipart::new_with_chunk_size(upload, COPY_PART);
+        let mut stream = got.into_stream();
+        let sent = async {
+            while let Some(chunk) = stream.try_next().await.map_err(fail)? {
+                writer.wait_for_capacity(2).await.map_err(put_fail)?;
+                writer.put(chunk);
+            }
+            Ok::<(), Error>(())
+        }
+        .await;
+        match sent {
+            Ok(()) => {
+                writer.finish().await.map_err(put_fail)?;
+                Ok(size)
+            }
+            Err(e) => {
+                if let Err(abort) = writer.abort().await {
+                    tracing::warn!(path = rel, error = %abort, "copy.abort_failed: the partial upload is the store's to expire");
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Creates a file unless it exists (put-if-absent): `true` when created, `false` when the

@@ -56,6 +56,29 @@ impl Table {
         }
     }
 
+    /// Brings a writer's view up to date: the new commits applied to `snapshot`, or the table
+    /// read when there was none (`None` while the table does not exist; after a failed read,
+    /// so that the next one starts from scratch). A table deltabus cannot write is refused
+    /// here, before anything is planned on it.
+    ///
+    /// # Errors
+    /// As [`Table::update_snapshot`] and [`Table::snapshot`]; [`Error::Unsupported`] for an
+    /// unwritable protocol.
+    pub async fn refresh(&self, snapshot: &mut Option<Snapshot>) -> Result<()> {
+        let read = match snapshot.as_mut() {
+            Some(s) => self.update_snapshot(s).await.map(|_| ()),
+            None => self.existing_snapshot().await.map(|s| *snapshot = s),
+        };
+        if let Err(e) = read {
+            *snapshot = None; // read again from scratch: the store may be behind or ahead
+            return Err(e);
+        }
+        if let Some(s) = snapshot {
+            crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
+        }
+        Ok(())
+    }
+
     /// Loads the snapshot at `version`, or the latest.
     ///
     /// # Errors

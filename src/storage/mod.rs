@@ -12,6 +12,7 @@ mod checkpoint_writer;
 mod committer;
 mod data_reader;
 mod data_writer;
+mod exactly_once;
 pub mod faulty;
 mod files;
 mod location;
@@ -19,11 +20,12 @@ mod log_reader;
 pub mod retrying;
 mod staged;
 
-pub use append::append_rows;
+pub use append::append_plan;
 pub use change_reader::CHANGE_TYPE;
 pub use committer::{commit_counts, RetryPolicy};
 pub use data_reader::FileRows;
 pub use data_writer::{DataWriter, WriterConfig};
+pub use exactly_once::{commit_exactly_once, Landed, Plan, PlanFn, Planned, Planner, Then};
 pub use files::ListedFile;
 pub use location::{StorageOptions, Table};
 pub use log_reader::CommitRecord;
@@ -41,7 +43,7 @@ mod send_checks {
         let t8 = t.clone();
         let s8 = s.clone();
         is_send(async move {
-            let txn = crate::delta::transaction::Transaction::new("WRITE", vec![]);
+            let txn = crate::delta::transaction::Transaction::new(crate::delta::transaction::Operation::Write, vec![]);
             t8.commit(Some(&s8), &txn, &RetryPolicy::default()).await
         });
         let t6 = t.clone();

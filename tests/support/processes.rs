@@ -138,3 +138,32 @@ pub fn kill_at_random_moments(rounds: usize, spawn: impl Fn() -> Child) {
         worker.wait().unwrap();
     }
 }
+
+/// The `/metrics` text a process serves at `addr`; `None` while it does not answer.
+pub fn scrape(addr: &str) -> Option<String> {
+    use std::io::{Read as _, Write as _};
+    let mut conn = std::net::TcpStream::connect(addr).ok()?;
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").ok()?;
+    let mut text = String::new();
+    conn.read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// Scrapes `addr` until the text holds `line` (waiting for what it needs, with a generous
+/// deadline for a loaded machine); the last text either way.
+pub fn scrape_until(addr: &str, line: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let text = scrape(addr).unwrap_or_default();
+        if text.contains(line) || std::time::Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A free port on 127.0.0.1, as `127.0.0.1:<port>`.
+pub fn free_addr() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    format!("127.0.0.1:{port}")
+}

@@ -27,6 +27,7 @@ use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 
 use crate::common::kafka_log::LoggedContext;
+use crate::source::kafka::client::{client_config, Role};
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::{json, Value};
 
@@ -61,13 +62,8 @@ impl KafkaSinkConfig {
         .to_string()
     }
 
-    fn client(&self) -> ClientConfig {
-        let mut cfg = ClientConfig::new();
-        cfg.set("bootstrap.servers", &self.brokers);
-        for (k, v) in &self.properties {
-            cfg.set(k, v);
-        }
-        cfg
+    fn client(&self, role: Role) -> ClientConfig {
+        client_config(&self.brokers, &self.properties, role)
     }
 }
 
@@ -121,7 +117,7 @@ fn ensure_progress_topic(cfg: &KafkaSinkConfig) -> Result<()> {
          --partitions 1 --config cleanup.policy=compact), or name another with --progress-topic"
     );
     let compact = [("cleanup.policy", "compact")];
-    if crate::source::kafka::topics::ensure_one_partition(&cfg.client(), topic, &compact, &how)? {
+    if crate::source::kafka::topics::ensure_one_partition(&cfg.client(Role::Producer), topic, &compact, &how)? {
         tracing::info!(topic, "tail.progress_topic_created: one partition, compacted");
     }
     Ok(())
@@ -135,7 +131,7 @@ impl KafkaSink {
     pub async fn open(cfg: KafkaSinkConfig) -> Result<KafkaSink> {
         let for_topic = cfg.clone();
         blocking(move || ensure_progress_topic(&for_topic)).await?;
-        let mut client = cfg.client();
+        let mut client = cfg.client(Role::Producer);
         client
             .set("transactional.id", format!("deltabus.{}.{}", cfg.follower_id, cfg.source_table_id))
             .set("enable.idempotence", "true")
@@ -149,7 +145,7 @@ impl KafkaSink {
 
     fn read_position(cfg: &KafkaSinkConfig) -> Result<Option<u64>> {
         let consumer: BaseConsumer<LoggedContext> = cfg
-            .client()
+            .client(Role::Consumer)
             .set("group.id", format!("deltabus.progress.{}", cfg.follower_id))
             .set("isolation.level", "read_committed")
             .set("enable.partition.eof", "true")

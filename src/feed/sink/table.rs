@@ -12,15 +12,17 @@
 //! follower with a reason that names it. Source commits without row changes (compaction,
 //! metadata-only) write nothing; their position is implied by the next one.
 
+use arrow::array::RecordBatch;
+
 use super::ChangeSink;
-use crate::delta::actions::{Metadata, Txn};
+use crate::delta::actions::Metadata;
+use crate::delta::app_id::TxnAppId;
 use crate::delta::create::{add_columns, new_table};
 use crate::delta::schema::{ColumnMappingMode, DataType, PrimitiveType, StructField, StructType};
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::CommitOutcome;
 use crate::error::{Error, Result};
 use crate::feed::changes::CommitChanges;
-use crate::storage::{append_rows, Table};
+use crate::storage::{append_plan, commit_exactly_once, Landed, Plan, Planner, RetryPolicy, Table};
 
 fn change_schema(source: &StructType) -> StructType {
     let mut fields = source.fields.clone();
@@ -34,7 +36,7 @@ fn change_schema(source: &StructType) -> StructType {
 pub struct TableSink {
     target: Table,
     snapshot: Option<Snapshot>,
-    app_id: String,
+    app_id: TxnAppId,
     /// Target commits made and rows written.
     pub commits: u64,
     pub rows: u64,
@@ -46,38 +48,76 @@ impl TableSink {
     /// # Errors
     /// Target read errors other than "no table yet".
     pub async fn open(target: &Table, follower_id: &str, source_table_id: &str) -> Result<TableSink> {
-        let app_id = crate::delta::app_id::TxnAppId::Follower {
-            follower: follower_id.to_string(),
-            source_table_id: source_table_id.to_string(),
-        }
-        .to_string();
+        let app_id =
+            TxnAppId::Follower { follower: follower_id.to_string(), source_table_id: source_table_id.to_string() };
         let snapshot = target.existing_snapshot().await?;
         Ok(TableSink { target: target.clone(), snapshot, app_id, commits: 0, rows: 0 })
     }
 
-    async fn refresh(&mut self) -> Result<()> {
-        match &mut self.snapshot {
-            Some(s) => {
-                self.target.update_snapshot(s).await?;
-            }
-            None => match self.target.snapshot(None).await {
-                Ok(s) => self.snapshot = Some(s),
-                Err(Error::NotATable { .. }) => {}
-                Err(e) => return Err(e),
-            },
-        }
-        Ok(())
+    /// The `txn` appId holding this follower's position.
+    pub fn app_id(&self) -> String {
+        self.app_id.to_string()
     }
 
-    /// The `txn` appId holding this follower's position.
-    pub fn app_id(&self) -> &str {
-        &self.app_id
+    /// Appends `batches` with `positions` through the commit path; `None` when the target
+    /// already held every position (nothing written). Positions already in the target are left
+    /// out of the commit, with their rows (`slices` maps each position to its rows).
+    async fn append(
+        &mut self,
+        schema: &StructType,
+        version: u64,
+        slices: Vec<(TxnAppId, Vec<RecordBatch>)>,
+        query_id: &str,
+    ) -> Result<Landed<u64>> {
+        let v = i64::try_from(version).map_err(|e| Error::Internal(e.to_string()))?;
+        let mut planner = AppendPlanner { target: &self.target, schema, version: v, slices, query_id };
+        let landed =
+            commit_exactly_once(&self.target, &mut self.snapshot, &RetryPolicy::default(), &mut planner).await?;
+        if let Landed::Committed { answer, .. } = &landed {
+            self.commits += 1;
+            self.rows += answer;
+        }
+        Ok(landed)
+    }
+}
+
+/// Change rows and the positions they carry, planned against the target as it is.
+struct AppendPlanner<'a> {
+    target: &'a Table,
+    schema: &'a StructType,
+    version: i64,
+    slices: Vec<(TxnAppId, Vec<RecordBatch>)>,
+    query_id: &'a str,
+}
+
+impl Planner for AppendPlanner<'_> {
+    /// Rows committed.
+    type Answer = u64;
+
+    async fn plan(&mut self, snapshot: Option<&Snapshot>) -> Result<Plan<u64>> {
+        let open: Vec<&(TxnAppId, Vec<RecordBatch>)> = self
+            .slices
+            .iter()
+            .filter(|(app, _)| snapshot.and_then(|s| app.version_in(s)).is_none_or(|held| held < self.version))
+            .collect();
+        if open.is_empty() {
+            return Ok(Plan::Nothing(0));
+        }
+        let batches: Vec<RecordBatch> = open.iter().flat_map(|(_, b)| b.iter().cloned()).collect();
+        let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
+        let version = u64::try_from(self.version).unwrap_or_default();
+        let evolved = evolve_target(self.target, snapshot, self.schema, version)?;
+        let parameters = [("queryId", self.query_id.to_string()), ("epochId", version.to_string())];
+        let create = || new_table(self.schema.clone(), &[], &Default::default());
+        let (txn, files) = append_plan(self.target, snapshot, create, evolved, &batches, &parameters).await?;
+        let positions = open.iter().map(|(app, _)| (app.clone(), self.version)).collect();
+        Ok(Plan::commit(txn, positions, files, rows))
     }
 }
 
 impl ChangeSink for TableSink {
     async fn position(&mut self) -> Result<Option<u64>> {
-        Ok(self.snapshot.as_ref().and_then(|s| s.txn_version(&self.app_id)).and_then(|v| u64::try_from(v).ok()))
+        Ok(self.snapshot.as_ref().and_then(|s| self.app_id.version_in(s)).and_then(|v| u64::try_from(v).ok()))
     }
 
     async fn deliver(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
@@ -90,18 +130,9 @@ impl ChangeSink for TableSink {
     /// A commit of the rows (none for a mark) and the position's `txn`.
     async fn mark(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
         let schema = change_schema(&source.schema);
-        let outcome = apply(&self.target, self.snapshot.as_ref(), &schema, changes, &self.app_id).await;
-        if matches!(outcome, Ok(CommitOutcome::Committed { .. })) {
-            self.commits += 1;
-            self.rows += changes.rows();
-        }
-        // Catch up with the target whatever happened: after a lost answer or a conflict the
-        // next attempt must see what landed (our own txn included).
-        self.refresh().await?;
-        match outcome? {
-            CommitOutcome::Committed { .. } | CommitOutcome::AlreadyApplied { .. } => Ok(()),
-            CommitOutcome::Conflict { version, reason } => Err(Error::CommitConflict { version, reason }),
-        }
+        let query_id = self.app_id();
+        let slices = vec![(self.app_id.clone(), changes.batches.clone())];
+        self.append(&schema, changes.version, slices, &query_id).await.map(|_| ())
     }
 
     fn name(&self) -> &'static str {
@@ -134,24 +165,6 @@ fn evolve_target(
     Ok(Some(Metadata { schema_string: merged.to_json(), ..s.metadata.clone() }))
 }
 
-async fn apply(
-    target: &Table,
-    snapshot: Option<&Snapshot>,
-    schema: &StructType,
-    changes: &CommitChanges,
-    app_id: &str,
-) -> Result<CommitOutcome> {
-    let evolved = evolve_target(target, snapshot, schema, changes.version)?;
-    let txn = Txn {
-        app_id: app_id.to_string(),
-        version: changes.version as i64,
-        last_updated: Some(target.clock().now_ms()),
-    };
-    let parameters = [("queryId", app_id.to_string()), ("epochId", changes.version.to_string())];
-    let create = || new_table(schema.clone(), &[], &Default::default());
-    append_rows(target, snapshot, create, evolved, &changes.batches, vec![txn], &parameters).await
-}
-
 /// The Delta-table sink of a consumer group: each slice's position is its own `txn`
 /// (`<group>.<slice>-<source table id>`), and one target commit carries the rows and the
 /// `txn`s of every slice delivered together.
@@ -172,12 +185,8 @@ impl GroupTableSink {
         })
     }
 
-    fn app_id(&self, slice: u32) -> String {
-        crate::delta::app_id::TxnAppId::Follower {
-            follower: format!("{}.{slice}", self.group),
-            source_table_id: self.source_table_id.clone(),
-        }
-        .to_string()
+    fn app_id(&self, slice: u32) -> TxnAppId {
+        TxnAppId::GroupSlice { group: self.group.clone(), slice, source_table_id: self.source_table_id.clone() }
     }
 
     /// Target commits made and rows written.
@@ -188,17 +197,21 @@ impl GroupTableSink {
 
 impl crate::feed::group_follow::SliceSink for GroupTableSink {
     async fn slice_position(&mut self, slice: u32) -> Result<Option<u64>> {
-        self.target.refresh().await?;
+        self.target.target.refresh(&mut self.target.snapshot).await?;
         let app = self.app_id(slice);
         Ok(self
             .target
             .snapshot
             .as_ref()
-            .and_then(|s| s.txn_version(&app))
+            .and_then(|s| app.version_in(s))
             .and_then(|v| u64::try_from(v).ok())
             .map(|v| v + 1))
     }
 
+    /// Slices whose position in the target is already past this version were taken over by
+    /// their next holder, which has delivered further: they are reported fenced and left out.
+    /// A slice whose position is this version was delivered (by us before a lost answer, or by
+    /// another holder) and is left out too.
     async fn deliver_slices(
         &mut self,
         source: &Snapshot,
@@ -207,46 +220,20 @@ impl crate::feed::group_follow::SliceSink for GroupTableSink {
     ) -> Result<Vec<u32>> {
         let schema = change_schema(&source.schema);
         let version = i64::try_from(changes.version).map_err(|e| Error::Internal(e.to_string()))?;
-        // A slice whose txn already holds this version was delivered (by us before a lost
-        // answer, or by another holder): it is left out, and asked again after every outcome.
-        for _ in 0..8 {
-            let applied = |app: &str| {
-                self.target.snapshot.as_ref().and_then(|s| s.txn_version(app)).is_some_and(|v| v >= version)
-            };
-            let open: Vec<u32> = slices.keys().copied().filter(|s| !applied(&self.app_id(*s))).collect();
-            let batches: Vec<_> = open.iter().flat_map(|s| slices[s].iter().cloned()).collect();
-            if batches.iter().all(|b| b.num_rows() == 0) {
-                return Ok(Vec::new());
-            }
-            let now = self.target.target.clock().now_ms();
-            let txns = open.iter().map(|s| Txn { app_id: self.app_id(*s), version, last_updated: Some(now) }).collect();
-            let part = changes.with_batches(batches);
-            let parameters = [("queryId", self.group.clone()), ("epochId", changes.version.to_string())];
-            let create = || new_table(schema.clone(), &[], &Default::default());
-            let evolved = evolve_target(&self.target.target, self.target.snapshot.as_ref(), &schema, changes.version)?;
-            let outcome = append_rows(
-                &self.target.target,
-                self.target.snapshot.as_ref(),
-                create,
-                evolved,
-                &part.batches,
-                txns,
-                &parameters,
-            )
-            .await;
-            if matches!(outcome, Ok(CommitOutcome::Committed { .. })) {
-                self.target.commits += 1;
-                self.target.rows += part.rows();
-            }
-            self.target.refresh().await?;
-            match outcome? {
-                CommitOutcome::Committed { .. } => return Ok(Vec::new()),
-                CommitOutcome::AlreadyApplied { .. } | CommitOutcome::Conflict { .. } => continue,
-            }
+        let owned: Vec<(u32, TxnAppId)> = slices.keys().map(|s| (*s, self.app_id(*s))).collect();
+        // A commit without rows for any of these slices records nothing: their positions are
+        // implied by the next delivery that has rows.
+        if slices.values().flatten().any(|b| b.num_rows() > 0) {
+            let parts = owned.iter().map(|(s, app)| (app.clone(), slices[s].clone())).collect();
+            let group = self.group.clone();
+            self.target.append(&schema, changes.version, parts, &group).await?;
         }
-        Err(Error::CommitConflict {
-            version: changes.version,
-            reason: "the target kept moving under this group's delivery".into(),
-        })
+        let held = |app: &TxnAppId| self.target.snapshot.as_ref().and_then(|s| app.version_in(s));
+        let fenced: Vec<u32> =
+            owned.iter().filter(|(_, app)| held(app).is_some_and(|v| v > version)).map(|(s, _)| *s).collect();
+        if !fenced.is_empty() {
+            tracing::info!(?fenced, version = changes.version, "group.slice_fenced: taken over by their next holder");
+        }
+        Ok(fenced)
     }
 }

@@ -20,17 +20,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::messages::{select, Answer, Answers, CommitRequest, Control};
-use crate::delta::actions::{Action, Txn};
+use crate::delta::actions::Action;
 use crate::delta::app_id::TxnAppId;
 use crate::delta::snapshot::Snapshot;
-use crate::delta::transaction::{CommitOutcome, Transaction};
+use crate::delta::transaction::{Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::source::kafka::control::{ControlGroup, ControlProducer};
-use crate::storage::{RetryPolicy, Table};
-
-/// Store faults and lost races a commit rides out before its requests wait for the next
-/// interval.
-const ATTEMPTS: u32 = 20;
+use crate::storage::{commit_exactly_once, Landed, Plan, PlanFn, RetryPolicy, Table};
 
 /// Decides requests against one table and commits them: what a committer does once it holds
 /// requests (no Kafka here, so it can be driven directly).
@@ -129,66 +125,52 @@ impl Decider {
         TxnAppId::KafkaPartition { app: self.app_id.clone(), topic: self.topic.clone(), partition }
     }
 
-    /// Decides `requests` against the table, commits the ones taken, and answers all.
+    /// Decides `requests` against the table, commits the ones taken (through the commit path:
+    /// decided again from the table after every lost race or store fault), and answers all.
+    /// The workers' files are never staged here: a worker's request may be committed by the
+    /// next committer after this one gave up, so they are left to VACUUM.
     ///
     /// # Errors
     /// A store or protocol error that is not transient, or a table that keeps moving.
     pub async fn commit(&self, requests: &[CommitRequest], snapshot: &mut Option<Snapshot>) -> Result<Answers> {
-        let mut faults = 0u32;
-        for _ in 0..ATTEMPTS {
-            if let Err(e) = crate::pipeline::schema::refresh_snapshot(&self.table, snapshot).await {
-                if !e.is_retryable() {
-                    return Err(e);
-                }
-                faults += 1;
-                tokio::time::sleep(crate::common::backoff::FAULTS.delay(faults)).await;
-                continue;
-            }
-            let Some(s) = snapshot.as_ref() else {
-                return Err(Error::NotATable { location: self.table.url().to_string() });
-            };
+        let decide = |s: Option<&Snapshot>| {
+            let Some(s) = s else { return Err(Error::NotATable { location: self.table.url().to_string() }) };
             let sel = select(requests, |p| self.app(p).version_in(s));
             if sel.taken.is_empty() {
-                return Ok(self.answers(requests, &sel, None));
+                return Ok(Plan::Nothing(sel));
             }
-            let txn = self.transaction(requests, &sel, s);
-            match self.table.commit(Some(s), &txn, &RetryPolicy::default()).await {
-                Ok(CommitOutcome::Committed { version }) => {
+            let (txn, positions) = self.transaction(requests, &sel, s);
+            Ok(Plan::commit(txn, positions, Vec::new(), sel))
+        };
+        Ok(
+            match commit_exactly_once(&self.table, snapshot, &RetryPolicy::riding_faults(), &mut PlanFn(decide)).await?
+            {
+                Landed::Committed { version, answer: sel } => {
                     tracing::info!(version, requests = sel.taken.len(), of = requests.len(), "committer: committed");
-                    return Ok(self.answers(requests, &sel, Some(version)));
+                    self.answers(requests, &sel, Some(version))
                 }
-                Ok(other) => tracing::info!(?other, "committer: the table moved meanwhile; deciding again"),
-                Err(e) if e.is_retryable() => {
-                    faults += 1;
-                    tracing::warn!(error = %e, "committer: commit failed on a store fault; deciding again from the table");
-                    tokio::time::sleep(crate::common::backoff::FAULTS.delay(faults)).await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(Error::CommitConflict {
-            version: snapshot.as_ref().map_or(0, |s| s.version),
-            reason: format!("coordinated commit not decided after {ATTEMPTS} attempts"),
-        })
+                Landed::Nothing(sel) => self.answers(requests, &sel, None),
+            },
+        )
     }
 
-    fn transaction(&self, requests: &[CommitRequest], sel: &super::messages::Selection, s: &Snapshot) -> Transaction {
+    /// The transaction of the taken requests and the positions it records.
+    fn transaction(
+        &self,
+        requests: &[CommitRequest],
+        sel: &super::messages::Selection,
+        s: &Snapshot,
+    ) -> (Transaction, Vec<(TxnAppId, i64)>) {
         let taken: Vec<&CommitRequest> = sel.taken.iter().map(|i| &requests[*i]).collect();
-        let mut actions: Vec<Action> = taken.iter().flat_map(|r| r.adds.iter().cloned().map(Action::Add)).collect();
+        let actions: Vec<Action> = taken.iter().flat_map(|r| r.adds.iter().cloned().map(Action::Add)).collect();
         let files = actions.len();
-        let now = self.table.clock().now_ms();
         let partitions: std::collections::BTreeSet<i32> =
             taken.iter().flat_map(|r| r.partitions.keys().copied()).collect();
-        for p in partitions {
-            if let Some(Some(version)) = sel.positions.get(&p) {
-                actions.push(Action::Txn(Txn {
-                    app_id: self.app(p).to_string(),
-                    version: *version,
-                    last_updated: Some(now),
-                }));
-            }
-        }
-        Transaction::new("STREAMING UPDATE", actions)
+        let positions = partitions
+            .into_iter()
+            .filter_map(|p| sel.positions.get(&p).copied().flatten().map(|v| (self.app(p), v)))
+            .collect();
+        let txn = Transaction::new(Operation::StreamingUpdate, actions)
             .with_parameter("outputMode", "Append")
             .with_parameter("queryId", self.app_id.as_str())
             .with_parameter("epochId", s.version.to_string())
@@ -198,7 +180,8 @@ impl Decider {
             .with_metric("numOutputBytes", taken.iter().map(|r| r.bytes).sum::<i64>())
             .with_metric("numRemovedFiles", 0)
             .with_metric("numDeadLetters", taken.iter().map(|r| r.dead_letters).sum::<u64>())
-            .with_metric("numCommitRequests", taken.len())
+            .with_metric("numCommitRequests", taken.len());
+        (txn, positions)
     }
 
     fn answers(&self, requests: &[CommitRequest], sel: &super::messages::Selection, version: Option<u64>) -> Answers {

@@ -196,9 +196,8 @@ pub fn create_consumer(
     events: UnboundedSender<ConsumerEvent>,
     throttle: std::sync::Arc<crate::common::throttle::LogThrottle>,
 ) -> Result<PipelineConsumer> {
-    let mut cfg = ClientConfig::new();
-    cfg.set("bootstrap.servers", s.brokers)
-        .set("group.id", s.group_id)
+    let mut cfg = super::client::client_config(s.brokers, &BTreeMap::new(), super::client::Role::Consumer);
+    cfg.set("group.id", s.group_id)
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")

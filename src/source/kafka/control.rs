@@ -19,20 +19,15 @@ use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 
+use super::client::{client_config, Role};
 use crate::common::kafka_log::LoggedContext;
 use crate::error::{Error, Result};
 
 /// The client settings of `brokers` with the pipeline's `properties`; `consumer` keeps the
 /// consumer-only ones (a producer refuses them).
-pub fn client(brokers: &str, properties: &BTreeMap<String, String>, consumer: bool) -> ClientConfig {
-    let mut cfg = ClientConfig::new();
-    cfg.set("bootstrap.servers", brokers);
-    for (k, v) in properties {
-        if consumer || (!k.starts_with("fetch.") && !k.starts_with("auto.") && !k.starts_with("session.")) {
-            cfg.set(k, v);
-        }
-    }
-    cfg
+fn client(brokers: &str, properties: &BTreeMap<String, String>, consumer: bool) -> ClientConfig {
+    let role = if consumer { Role::Consumer } else { Role::Producer };
+    client_config(brokers, properties, role)
 }
 
 /// Creates the control topic (one partition) when missing.

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rdkafka::config::ClientConfig;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
@@ -25,14 +24,8 @@ impl DeadLetterTopic {
     /// # Errors
     /// [`Error::Kafka`] when librdkafka refuses the configuration.
     pub fn create(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Result<DeadLetterTopic> {
-        let mut cfg = ClientConfig::new();
-        cfg.set("bootstrap.servers", brokers).set("enable.idempotence", "true");
-        for (k, v) in properties {
-            // Consumer-only settings would make the producer refuse its configuration.
-            if !k.starts_with("fetch.") && !k.starts_with("auto.") && !k.starts_with("session.") {
-                cfg.set(k, v);
-            }
-        }
+        let mut cfg = super::client::client_config(brokers, properties, super::client::Role::Producer);
+        cfg.set("enable.idempotence", "true");
         let producer = cfg
             .create_with_context(crate::common::kafka_log::LoggedContext)
             .map_err(|e| Error::Kafka(format!("dead-letter producer: {e}")))?;

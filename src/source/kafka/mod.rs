@@ -3,11 +3,13 @@
 //!
 //! - [`record`] [sync]: a consumed record, its headers, a dead letter.
 //! - [`stage`]: the source as the pipeline sees it: assign, seek, poll plain records.
+//! - [`client`]: the one builder of librdkafka client settings.
 //! - [`consumer`]: the consumer-group client whose callbacks only send events.
 //! - [`control`]: the one-partition control topic of coordinated commits.
 //! - [`dead_letter_topic`]: the producer of a dead-letter topic.
 //! - [`topics`]: the topics a `topic_pattern` matches.
 
+pub mod client;
 pub mod consumer;
 pub mod control;
 pub mod dead_letter_topic;

@@ -19,11 +19,7 @@ pub async fn matching(
     properties: &BTreeMap<String, String>,
     pattern: &regex::Regex,
 ) -> Result<Vec<String>> {
-    let mut cfg = ClientConfig::new();
-    cfg.set("bootstrap.servers", brokers);
-    for (k, v) in properties {
-        cfg.set(k, v);
-    }
+    let cfg = super::client::client_config(brokers, properties, super::client::Role::Consumer);
     let pattern = pattern.clone();
     tokio::task::spawn_blocking(move || {
         let client: BaseConsumer<crate::common::kafka_log::LoggedContext> = cfg
