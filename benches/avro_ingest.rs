@@ -14,12 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
+use deltabus::app::service::{run, ServiceOptions};
+use deltabus::common::record::RawRecord;
 use deltabus::config::pipeline::PipelineConfig;
 use deltabus::decode::json::PayloadDecoder;
 use deltabus::decode::registry::RegistryConfig;
 use deltabus::metrics::Metrics;
-use deltabus::pipeline::service::{run, ServiceOptions};
-use deltabus::source::kafka::record::RawRecord;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::FutureRecord;
 

@@ -28,10 +28,10 @@ use deltabus::feed::changes::CommitChanges;
 use deltabus::feed::follow::run_follower;
 use deltabus::feed::group::Member;
 use deltabus::feed::group_follow::{run_member, SliceSink};
+use deltabus::feed::sink::file_mirror::FileMirror;
+use deltabus::feed::sink::mirror::MirrorSink;
 use deltabus::feed::sink::ChangeSink;
 use deltabus::ops::write::{write_json_lines, WriteOptions};
-use deltabus::pipeline::file_mirror::FileMirror;
-use deltabus::pipeline::mirror::MirrorSink;
 use deltabus::storage::{StorageOptions, Table};
 
 /// Counts rows and notes when each version arrived.

@@ -39,13 +39,13 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use deltabus::app::service::{run, ServiceOptions};
+use deltabus::common::record::RawRecord;
 use deltabus::common::units::HumanDuration;
 use deltabus::config::pipeline::PipelineConfig;
 use deltabus::decode::json::PayloadDecoder;
 use deltabus::delta::actions::Action;
 use deltabus::metrics::Metrics;
-use deltabus::pipeline::service::{run, ServiceOptions};
-use deltabus::source::kafka::record::RawRecord;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;

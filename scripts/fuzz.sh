@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of every decoder of untrusted bytes (libFuzzer through cargo-fuzz):
 # commit JSON and its replay, `_last_checkpoint`, deletion vectors and z85, checkpoint Parquet,
-# `--where` predicates, Kafka payloads, configuration files.
+# `--where` predicates, Kafka payloads (JSON, Avro, Protobuf), Arrow IPC push bodies, control-topic
+# records of coordinated commits, configuration files.
 #
 #   bash scripts/fuzz.sh [seconds per target, default 120] [target ...]
 #
@@ -19,7 +20,7 @@ if ! command -v cargo-fuzz >/dev/null; then
 fi
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(log_actions last_checkpoint deletion_vectors checkpoint_parquet predicate payload config)
+  targets=(log_actions last_checkpoint deletion_vectors checkpoint_parquet predicate payload config avro protobuf push_arrow control)
 fi
 mkdir -p fuzz/corpus
 # Seeds: real commit files, checkpoints and `_last_checkpoint` files of the conformance corpus.

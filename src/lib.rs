@@ -22,15 +22,22 @@
 //! - [`failpoint`]: crash points for tests that kill the process between two steps.
 //! - [`panic_guard`]: panics of third-party decoders (Parquet) turned into errors.
 //! - [`ops`]: one-shot table operations (write, delete, VACUUM, log cleanup).
-//! - [`feed`]: the change feed: the changes cursor, the follower loop, follower
-//!   registrations, and its sinks (lines, a Kafka topic, a Delta table).
-//! - [`pipeline`]: the ingest pipeline (`deltabus run`): batching, commits, dead letters.
+//! - [`feed`]: the change feed: the changes cursor, the follower loops, follower
+//!   registrations, consumer groups, and its sinks (lines, a Kafka topic, a Delta table, both
+//!   mirrors).
+//! - [`write`]: what writers that change rows share: batches, keyed upserts, deletion
+//!   vectors and rewrites, the dead-letter table.
+//! - [`ingest`]: Kafka ingest: the consume loop, batching, flushes, positions, coordinated
+//!   commits.
+//! - [`app`]: the composition root of `deltabus run` (pipelines wired from configuration).
 //! - [`serve`]: push ingest over HTTP (`deltabus serve`), exactly once per producer.
 //! - [`metrics`]: Prometheus metrics and health probes.
-//! - [`source`]: record sources (the Kafka consumer and payload decoder).
+//! - [`source`]: the Kafka transport (consumer, producers, the one client builder).
+//! - [`decode`]: the decoding room (JSON, Avro, Protobuf payloads into Arrow).
 
 #![forbid(unsafe_code)]
 
+pub mod app;
 pub mod cli;
 pub mod common;
 pub mod compactor;
@@ -40,13 +47,14 @@ pub mod delta;
 pub mod error;
 pub mod failpoint;
 pub mod feed;
+pub mod ingest;
 pub mod metrics;
 pub mod ops;
 pub mod panic_guard;
-pub mod pipeline;
 pub mod serve;
 pub mod source;
 pub mod storage;
+pub mod write;
 
 pub use error::{Error, ErrorKind, Result};
 

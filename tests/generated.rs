@@ -203,7 +203,7 @@ fn appends_to_spark_tables_compute_generated_columns_and_refuse_disagreement() {
 /// dead letter naming both values (the rest of its batch commits).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pipeline_partitions_by_day_and_dead_letters_disagreeing_rows() {
-    use deltabus::pipeline::service::{run, ServiceOptions};
+    use deltabus::app::service::{run, ServiceOptions};
     use deltabus::storage::StorageOptions;
     let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
     cluster.create_topic("clicks", 2, 1).unwrap();

@@ -9,9 +9,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
+use deltabus::app::service::{run, ServiceOptions};
 use deltabus::config::pipeline::RecordColumns;
 use deltabus::metrics::Metrics;
-use deltabus::pipeline::service::{run, ServiceOptions};
 use deltabus::storage::{StorageOptions, Table};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
@@ -247,9 +247,9 @@ fn dead_letters_to_a_topic_and_schema_evolution() {
 #[test]
 fn a_moved_partition_is_dropped_not_duplicated_and_an_aborted_flush_commits_nothing() {
     use deltabus::common::flush::FlushReason;
-    use deltabus::pipeline::buffer::PartitionBatch;
-    use deltabus::pipeline::commit::Flusher;
-    use deltabus::pipeline::dead_letter::DeadLetterSink;
+    use deltabus::ingest::commit::Flusher;
+    use deltabus::ingest::dead_letter::DeadLetterSink;
+    use deltabus::write::batch::PartitionBatch;
     use std::sync::atomic::AtomicBool;
     let dir = tempfile::tempdir().unwrap();
     let table_path = dir.path().join("t");

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::datatypes::{DataType, Field, Schema};
+use deltabus::common::record::RawRecord;
 use deltabus::decode::json::PayloadDecoder;
-use deltabus::source::kafka::record::RawRecord;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::mocking::MockCluster;

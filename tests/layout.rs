@@ -223,7 +223,7 @@ fn the_rule_sees_grouped_imports_and_code_after_strings() {
         named("let s = \"crate::cli\"; let c = '\"'; /* crate::serve */ fn f<'a>(x: &'a crate::ops::T) {}"),
         ["1:ops"]
     );
-    assert_eq!(named("let c = '\\''; crate::pipeline::x();"), ["1:pipeline"]);
+    assert_eq!(named("let c = '\\''; crate::ingest::x();"), ["1:ingest"]);
 }
 
 /// Test modules share helpers through `tests/support/` (and the comparator and the S3

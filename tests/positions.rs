@@ -11,9 +11,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
+use deltabus::app::service::{run, ServiceOptions};
 use deltabus::config::pipeline::PipelineConfig;
 use deltabus::metrics::Metrics;
-use deltabus::pipeline::service::{run, ServiceOptions};
 use deltabus::storage::StorageOptions;
 use rdkafka::mocking::MockCluster;
 

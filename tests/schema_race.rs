@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use deltabus::common::record::RawRecord;
 use deltabus::config::pipeline::PipelineConfig;
-use deltabus::pipeline::schema::TableSchema;
-use deltabus::source::kafka::record::RawRecord;
+use deltabus::ingest::schema::TableSchema;
 use deltabus::storage::{StorageOptions, Table};
 use futures::stream::BoxStream;
 use object_store::path::Path;

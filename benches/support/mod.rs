@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use deltabus::app::service::{run, ServiceOptions};
 use deltabus::config::PipelineConfig;
 use deltabus::metrics::{Metrics, PipelineMetrics};
-use deltabus::pipeline::service::{run, ServiceOptions};
 use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use deltabus::decode::json::PayloadDecoder;
-use deltabus::source::kafka::record::RawRecord;
+use deltabus::common::record::RawRecord;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

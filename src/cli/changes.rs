@@ -19,12 +19,12 @@ use crate::feed::changes::ChangeCursor;
 use crate::feed::follow::{run_follower, FollowerReport};
 use crate::feed::group::Member;
 use crate::feed::group_follow::run_member;
+use crate::feed::sink::file_mirror::FileMirror;
 use crate::feed::sink::kafka::{KafkaGroupSink, KafkaSink, KafkaSinkConfig};
 use crate::feed::sink::lines::{write_lines, LinesSink};
+use crate::feed::sink::mirror::MirrorSink;
 use crate::feed::sink::table::{GroupTableSink, TableSink};
 use crate::metrics::PipelineMetrics;
-use crate::pipeline::file_mirror::FileMirror;
-use crate::pipeline::mirror::MirrorSink;
 use crate::storage::Table;
 
 /// Options shared by `tail` and `follow`.

@@ -15,13 +15,13 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::key_value::{self, KeyValue};
+use crate::app::service::{run, ServiceOptions};
 use crate::common::units::HumanDuration;
 use crate::config::pipeline::{PipelineConfig, RecordColumns};
 use crate::config::{Config, ResolvedPipeline};
 use crate::error::{Error, Result};
+use crate::ingest::runner::RunReport;
 use crate::metrics::Metrics;
-use crate::pipeline::runner::RunReport;
-use crate::pipeline::service::{run, ServiceOptions};
 use crate::storage::StorageOptions;
 
 /// `deltabus ingest` arguments.

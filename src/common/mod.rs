@@ -16,6 +16,7 @@ pub mod flush;
 pub mod follow;
 pub mod kafka_log;
 pub mod progress;
+pub mod record;
 pub mod throttle;
 pub mod units;
 

@@ -17,8 +17,8 @@ use arrow::array::RecordBatch;
 use arrow_avro::reader::{Decoder, DecoderMode, ReaderBuilder};
 use arrow_avro::schema::{AvroSchema, Fingerprint, FingerprintAlgorithm, SchemaStore};
 
+use crate::common::record::{DeadLetter, RawRecord};
 use crate::decode::registry::{Framing, RegistryClient, SchemaType, Unavailable};
-use crate::source::kafka::record::{DeadLetter, RawRecord};
 
 /// One run of records decoded with one writer schema.
 #[derive(Debug)]

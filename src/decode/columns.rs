@@ -12,10 +12,10 @@ use arrow::array::{
 };
 use arrow::datatypes::{Field, Schema};
 
+use crate::common::record::{Headers, RawRecord};
 use crate::config::pipeline::RecordColumns;
 use crate::delta::schema::{DataType, MapType, PrimitiveType, StructField};
 use crate::error::{Error, Result};
-use crate::source::kafka::record::{Headers, RawRecord};
 
 impl RecordColumns {
     /// The configured columns as Delta fields (all nullable).

@@ -49,7 +49,7 @@ pub fn with_frames<'a>(records: &[SourceRecord<'a>], frames: &'a [Frames]) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::kafka::record::RawRecord;
+    use crate::common::record::RawRecord;
 
     #[test]
     fn header_ids_become_frames() {

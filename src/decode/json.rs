@@ -11,8 +11,8 @@ use std::borrow::Cow;
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 
+use crate::common::record::{DeadLetter, RawRecord};
 use crate::delta::json_values::{RecordRules, Verdict};
-use crate::source::kafka::record::{DeadLetter, RawRecord};
 
 /// Decodes JSON payloads against a table schema.
 #[derive(Debug, Clone)]

@@ -17,10 +17,10 @@ use arrow::compute::cast;
 use arrow::datatypes::DataType;
 
 use super::keyed::{key_of_kafka_key, keys_of_batch};
+use crate::common::record::RawRecord;
 use crate::decode::avro::{AvroDecoder, AvroRun};
 use crate::decode::protobuf::ProtoDecoder;
 use crate::decode::registry::Framing;
-use crate::source::kafka::record::RawRecord;
 
 /// How a registry format's record keys are read.
 #[derive(Debug)]

@@ -93,7 +93,7 @@ mod tests {
 
     #[test]
     fn avro_time_and_uuid_logical_types_land_as_delta_types() {
-        use crate::source::kafka::record::RawRecord;
+        use crate::common::record::RawRecord;
         let schema = r#"{"type":"record","name":"R","fields":[
             {"name":"t_ms","type":{"type":"int","logicalType":"time-millis"}},
             {"name":"t_us","type":{"type":"long","logicalType":"time-micros"}},

@@ -8,7 +8,7 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use prost_reflect::{DynamicMessage, ReflectMessage, Value as Proto};
 
 use super::format::Format;
-use crate::source::kafka::record::RawRecord;
+use crate::common::record::RawRecord;
 
 type Value = std::result::Result<String, String>;
 

@@ -12,7 +12,6 @@
 
 use serde_json::{json, Value};
 
-use super::deletion::{change_data_actions, dv_actions, find_rows, rewrite_actions};
 use crate::delta::conflict::{IsolationLevel, ReadSet};
 use crate::delta::features::{check_writable, has_reader_feature, Feature};
 use crate::delta::predicate::parse;
@@ -20,6 +19,7 @@ use crate::delta::replay::FileKey;
 use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::storage::{RetryPolicy, StagedCommit, Table};
+use crate::write::deletion::{change_data_actions, dv_actions, find_rows, rewrite_actions};
 
 /// What a delete did.
 #[derive(Debug, Clone, Default, PartialEq)]

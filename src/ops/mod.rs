@@ -5,6 +5,5 @@
 //! - [`write`]: JSON lines to data files and one commit (`deltabus write`).
 
 pub mod delete;
-pub(crate) mod deletion;
 pub mod maintenance;
 pub mod write;

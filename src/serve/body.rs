@@ -12,13 +12,13 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 
+use crate::common::record::{DeadLetter, RawRecord};
 use crate::config::server::ResolvedTable;
 use crate::decode::json::PayloadDecoder;
 use crate::decode::projection::{project, Mismatch};
 use crate::delta::arrow_schema::{arrow_schema_strict, delta_struct_of};
 use crate::delta::create::{infer_schema, merge_schema};
 use crate::delta::schema::StructType;
-use crate::source::kafka::record::{DeadLetter, RawRecord};
 
 /// Lines sampled to infer a new table's schema or new columns.
 const SAMPLE_LINES: usize = 1000;

@@ -8,8 +8,8 @@
 use super::group::Pending;
 use crate::delta::app_id::TxnAppId;
 use crate::error::Result;
-use crate::pipeline::dead_letter::append_letters;
 use crate::storage::Table;
+use crate::write::dead_letters::append_letters;
 
 /// Writes the bad lines of `taken` not yet in `table`.
 ///

@@ -24,6 +24,7 @@ use tracing::Instrument;
 use super::attendance::Attendance;
 use super::latest::Latest;
 use super::sequence::{decide, producer_app_id, Verdict};
+use crate::common::record::DeadLetter;
 use crate::config::server::ResolvedTable;
 use crate::decode::projection::{project, Mismatch};
 use crate::delta::actions::Action;
@@ -34,7 +35,6 @@ use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::metrics::push::PushMetrics;
-use crate::source::kafka::record::DeadLetter;
 use crate::storage::{commit_exactly_once, DataWriter, Landed, Plan, Planner, RetryPolicy, Table, WriterConfig};
 
 /// A decoded request waiting for its commit.

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use deltabus::app::service::{run, ServiceOptions};
 use deltabus::config::pipeline::PipelineConfig;
+use deltabus::ingest::runner::RunReport;
 use deltabus::metrics::Metrics;
-use deltabus::pipeline::runner::RunReport;
-use deltabus::pipeline::service::{run, ServiceOptions};
 use deltabus::storage::StorageOptions;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};

@@ -11,8 +11,10 @@
 //!
 //! The loop that drives a sink is [`crate::feed::follow`].
 
+pub mod file_mirror;
 pub mod kafka;
 pub mod lines;
+pub mod mirror;
 pub mod table;
 
 use std::future::Future;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
-use super::record::DeadLetter;
+use crate::common::record::DeadLetter;
 use crate::error::{Error, Result};
 
 /// An idempotent producer to one dead-letter topic.

@@ -1,7 +1,6 @@
-//! The Kafka source: the transport only. Records come out as plain values ([`record`]); what
+//! The Kafka source: the transport only. Records come out as plain values ([`crate::common::record`]); what
 //! their bytes mean is [`crate::decode`]'s.
 //!
-//! - [`record`] [sync]: a consumed record, its headers, a dead letter.
 //! - [`stage`]: the source as the pipeline sees it: assign, seek, poll plain records.
 //! - [`client`]: the one builder of librdkafka client settings.
 //! - [`consumer`]: the consumer-group client whose callbacks only send events.
@@ -13,6 +12,5 @@ pub mod client;
 pub mod consumer;
 pub mod control;
 pub mod dead_letter_topic;
-pub mod record;
 pub mod stage;
 pub mod topics;

@@ -17,8 +17,8 @@ use rdkafka::{Message, Offset};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::consumer::{self, ConsumerEvent, ConsumerSettings, PipelineConsumer};
-use super::record::Headers;
-use super::record::RawRecord;
+use crate::common::record::Headers;
+use crate::common::record::RawRecord;
 use crate::common::throttle::LogThrottle;
 use crate::error::Result;
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use arrow::array::RecordBatch;
 
 use crate::common::flush::BatchState;
-use crate::source::kafka::record::DeadLetter;
+use crate::common::record::DeadLetter;
 
 /// One Kafka partition's part of the batch.
 #[derive(Debug, Default)]

@@ -1,13 +1,10 @@
-//! Dead-letter destinations: where records that cannot be decoded go, with why.
-//!
-//! - **Delta table**: one row per letter (`reason`, `pipeline`, `topic`, `partition`,
-//!   `offset`, `timestamp`, `key`, `payload` as raw bytes). Written in the same cadence as
-//!   the main table and committed *before* it with its own `txn` per partition (appId
-//!   `<app_id>.dead_letters-<topic>-<partition>`); letters at or below that txn are skipped,
-//!   so a crash between the two commits neither loses nor repeats a letter.
-//! - **Kafka topic**: the raw payload with the original key, and the coordinates and reason
-//!   in `deltabus.*` headers; every send is acknowledged before the main commit (at least
-//!   once: a crash between the two re-sends the batch's letters).
+//! [async] The dead-letter table: one row per letter (`reason`, `pipeline`, `topic`,
+//! `partition`, `offset`, `timestamp`, `key`, `payload` as raw bytes), appended through the
+//! commit path with one `txn` per position that records the letters (a Kafka partition's
+//! `<app>.dead_letters-<topic>-<partition>`, a push producer's `deltabus-push:<id>`): letters
+//! at or below that position are skipped, so a writer that dies between its dead letters and
+//! its rows neither loses nor repeats a letter. Kafka pipelines and the push server write
+//! their bad records here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,27 +13,14 @@ use arrow::array::{
     ArrayRef, BinaryArray, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 
+use crate::common::record::DeadLetter;
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema;
 use crate::delta::create::new_table;
 use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
-use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
-use crate::source::kafka::record::DeadLetter;
 use crate::storage::{append_plan, commit_exactly_once, Plan, Planner, RetryPolicy, Table};
-
-/// Where a pipeline's dead letters go.
-pub enum DeadLetterSink {
-    /// Logged and counted only.
-    Discard,
-    Table {
-        table: Table,
-        app_id: String,
-        pipeline: String,
-    },
-    Topic(DeadLetterTopic),
-}
 
 /// The schema of a dead-letter table.
 pub fn dead_letter_schema() -> StructType {
@@ -51,44 +35,6 @@ pub fn dead_letter_schema() -> StructType {
         StructField::new("key", p(PrimitiveType::Binary), true),
         StructField::new("payload", p(PrimitiveType::Binary), true),
     ])
-}
-
-impl DeadLetterSink {
-    /// Sends the letters, grouped by partition, before the main table's commit. A no-op
-    /// without letters.
-    ///
-    /// # Errors
-    /// Storage or broker errors: the main commit must not happen then.
-    pub async fn deliver(&self, topic: &str, letters: &BTreeMap<i32, Vec<DeadLetter>>) -> Result<()> {
-        if letters.values().all(Vec::is_empty) {
-            return Ok(());
-        }
-        match self {
-            DeadLetterSink::Discard => Ok(()),
-            DeadLetterSink::Table { table, app_id, pipeline } => {
-                to_table(table, app_id, pipeline, topic, letters).await
-            }
-            DeadLetterSink::Topic(dlq) => dlq.send(letters.values().flatten()).await,
-        }
-    }
-}
-
-async fn to_table(
-    table: &Table,
-    app_id: &str,
-    pipeline: &str,
-    topic: &str,
-    letters: &BTreeMap<i32, Vec<DeadLetter>>,
-) -> Result<()> {
-    let marked = letters
-        .iter()
-        .flat_map(|(p, ls)| {
-            let id = TxnAppId::DeadLetters { app: app_id.into(), topic: topic.into(), partition: *p };
-            ls.iter().map(move |l| (Some(id.clone()), l.offset, l))
-        })
-        .collect();
-    let query = ("queryId", format!("{app_id}.dead_letters"));
-    append_letters(table, marked, pipeline, query).await
 }
 
 /// A letter, the position that records it (`None`: none, at least once) and its mark on that

@@ -17,7 +17,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use arrow::array::RecordBatch;
 use serde_json::Value;
 
-use super::buffer::PartitionBatch;
+use super::batch::PartitionBatch;
+use super::deletion::{change_data_actions, dv_actions, find_rows, rewrite_actions};
 use crate::decode::keyed::{keys_of_batch, last_change_per_key, Change, KeySet};
 use crate::delta::actions::{Action, Add};
 use crate::delta::conflict::{IsolationLevel, ReadSet};
@@ -27,7 +28,6 @@ use crate::delta::schema::{DataType, PrimitiveType};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{Operation, Transaction};
 use crate::error::{Error, Result};
-use crate::ops::deletion::{change_data_actions, dv_actions, find_rows, rewrite_actions};
 use crate::storage::{DataWriter, Table, WriterConfig};
 
 /// What the keyed flush will commit.

@@ -8,7 +8,7 @@
 //! ([`OneTable`]) or, routed (`route_by`), into the tables its records name ([`Router`]).
 //!
 //! With `commit.mode = "coordinated"` each one-table pipeline also runs its committer
-//! candidate beside it (see [`super::coordinated`]); it stops after the pipelines, so the
+//! candidate beside it (see [`crate::ingest::coordinated`]); it stops after the pipelines, so the
 //! last flushes of a stopping process are still committed.
 //!
 //! Shutdown: when `shutdown` turns true (the CLI wires SIGTERM and SIGINT to it), every
@@ -27,15 +27,15 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use super::coordinated::client::CommitClient;
-use super::coordinated::committer::{Committer, Decider};
-use super::dead_letter::DeadLetterSink;
-use super::one_table::OneTable;
-use super::routed::Router;
-use super::runner::{RunReport, Runner};
 use crate::config::{KafkaPipeline, Pipeline, PipelineSource, ResolvedKafka, ResolvedPipeline, Topics};
 use crate::decode::registry::Registries;
 use crate::error::{Error, Result};
+use crate::ingest::coordinated::client::CommitClient;
+use crate::ingest::coordinated::committer::{Committer, Decider};
+use crate::ingest::dead_letter::DeadLetterSink;
+use crate::ingest::one_table::OneTable;
+use crate::ingest::routed::Router;
+use crate::ingest::runner::{RunReport, Runner};
 use crate::metrics::{serve, Metrics};
 use crate::source::kafka::control::{ControlGroup, ControlProducer};
 use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
@@ -261,7 +261,7 @@ impl Launcher {
             Pipeline::Delta(d) => {
                 let table = Table::open_for_write(&d.pipeline.table, self.storage.clone())?;
                 if d.pipeline.compaction.is_some() {
-                    compactors.spawn(super::auto_compact::run(
+                    compactors.spawn(crate::ingest::auto_compact::run(
                         table.clone(),
                         d.pipeline.clone(),
                         metrics.clone(),
@@ -300,7 +300,12 @@ impl Launcher {
             None => (None, None),
         };
         if p.compaction.is_some() {
-            compactors.spawn(super::auto_compact::run(table.clone(), p.pipeline.clone(), metrics.clone(), leading));
+            compactors.spawn(crate::ingest::auto_compact::run(
+                table.clone(),
+                p.pipeline.clone(),
+                metrics.clone(),
+                leading,
+            ));
         }
         let dead = dead_letter_sink(&p, &self.storage)?;
         let clock = table.clock().clone();

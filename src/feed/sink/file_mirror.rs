@@ -18,6 +18,7 @@
 //! - Absolute file paths and absolute deletion-vector paths are refused: a mirror copies what
 //!   lies under the source's root only.
 
+use super::ChangeSink;
 use crate::delta::actions::{Action, Metadata};
 use crate::delta::app_id::TxnAppId;
 use crate::delta::features::check_writable;
@@ -26,7 +27,6 @@ use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::feed::changes::CommitChanges;
-use crate::feed::sink::ChangeSink;
 use crate::storage::{commit_exactly_once, Plan, Planned, Planner, RetryPolicy, Table, Then};
 
 /// The file mirror sink.

@@ -5,24 +5,24 @@
 //! pipeline metrics, and stops when `stop` turns true (between commits, never inside one).
 //! With `group`, the process is a member of a consumer group on the source (slices and their
 //! positions, `feed::group_follow`); with `mirror`, the table is kept a copy of the source
-//! (`pipeline::mirror` by key, `pipeline::file_mirror` by copying files).
+//! (`feed::sink::mirror` by key, `feed::sink::file_mirror` by copying files).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::file_mirror::FileMirror;
-use super::mirror::MirrorSink;
-use super::runner::RunReport;
 use crate::common::follow::FollowerOptions;
 use crate::config::{PipelineSource, ResolvedPipeline};
 use crate::error::{Error, Result};
 use crate::feed::follow::{run_follower, FollowerReport};
 use crate::feed::group::Member;
 use crate::feed::group_follow::run_member;
+use crate::feed::sink::file_mirror::FileMirror;
+use crate::feed::sink::mirror::MirrorSink;
 use crate::feed::sink::table::{GroupTableSink, TableSink};
 use crate::feed::sink::ChangeSink;
+use crate::ingest::runner::RunReport;
 use crate::metrics::PipelineMetrics;
 use crate::storage::{StorageOptions, Table};
 

@@ -15,6 +15,7 @@
 
 use std::sync::Arc;
 
+use crate::common::record::{DeadLetter, RawRecord};
 use crate::config::KafkaPipeline;
 use crate::decode::avro::writer_name;
 use crate::decode::format::Format;
@@ -29,7 +30,6 @@ use crate::delta::schema::{ColumnMappingMode, StructType};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{Operation, Transaction};
 use crate::error::{Error, Result};
-use crate::source::kafka::record::{DeadLetter, RawRecord};
 use crate::storage::{commit_exactly_once, Plan, PlanFn, RetryPolicy, Table};
 
 use crate::decode::projection::{project, Mismatch};
@@ -535,7 +535,7 @@ fn all_dead(raw: &[RawRecord<'_>]) -> Decoded {
         dead_letters: raw
             .iter()
             .map(|r| {
-                crate::source::kafka::record::DeadLetter::of(
+                crate::common::record::DeadLetter::of(
                     r,
                     "not a JSON object (nothing to infer the new table's schema from)",
                 )

@@ -16,7 +16,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::buffer::Buffer;
 use super::commit::Flusher;
 use super::dead_letter::DeadLetterSink;
 use super::decode::decode;
@@ -31,6 +30,7 @@ use crate::error::Result;
 use crate::metrics::PipelineMetrics;
 use crate::source::kafka::stage::{KafkaSource, SourceRecord, StartOffset};
 use crate::storage::Table;
+use crate::write::batch::Buffer;
 
 /// One table's open batch and flush slot.
 pub struct OneTable {

@@ -1,5 +1,7 @@
-//! The plain values the Kafka source hands up: a consumed record borrowed from its message,
-//! its headers, and a record that could not be decoded (a dead letter) with why.
+//! [sync] The plain values every record source hands up (Kafka messages, lines of push
+//! requests): a consumed record borrowed from its message, its headers, and a record that
+//! could not be decoded (a dead letter) with why. Neutral: decoding, pipelines and the push
+//! server use them without knowing where a record came from.
 
 /// One consumed record, borrowed from the consumer's message.
 #[derive(Debug, Clone, Copy)]

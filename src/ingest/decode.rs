@@ -11,17 +11,17 @@
 
 use arrow::array::{Array, BooleanArray, RecordBatch, StringArray};
 
-use super::buffer::Consumed;
 use super::schema::TableSchema;
+use crate::common::record::Headers;
+use crate::common::record::{DeadLetter, RawRecord};
 use crate::config::{KafkaPipeline, UpsertConfig, UpsertFormat};
 use crate::decode::columns;
 use crate::decode::keyed::{debezium_change, keys_of_batch, RecordChange};
 use crate::decode::keyed_avro::tombstone_keys;
 use crate::error::{Error, Result};
-use crate::source::kafka::record::Headers;
-use crate::source::kafka::record::{DeadLetter, RawRecord};
 use crate::source::kafka::stage::SourceRecord;
 use crate::storage::Table;
+use crate::write::batch::Consumed;
 
 /// Decodes one partition's records (in offset order, at least one).
 ///

@@ -16,18 +16,18 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::buffer::PartitionBatch;
 use super::coordinated::client::{CommitClient, Decided};
 use super::coordinated::messages::{Batch, CommitRequest};
 use super::dead_letter::DeadLetterSink;
 use crate::common::flush::FlushReason;
+use crate::common::record::DeadLetter;
 use crate::delta::actions::Action;
 use crate::delta::app_id::TxnAppId;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::Result;
-use crate::source::kafka::record::DeadLetter;
 use crate::storage::{commit_exactly_once, DataWriter, Landed, Plan, Planner, RetryPolicy, Table, WriterConfig};
+use crate::write::batch::PartitionBatch;
 
 /// What a flush needs besides the data; owned, so that a flush can run in its own task.
 pub struct Flusher {
@@ -152,11 +152,11 @@ impl Flusher {
                 (txn, written, rows, files, bytes)
             }
             Some(keys) => {
-                let p = super::upsert::plan(&self.table, snapshot, keys, parts, config).await?;
+                let p = crate::write::upsert::plan(&self.table, snapshot, keys, parts, config).await?;
                 // Keyed: every change counts (upserts and deletes), not only the rows written.
                 let changes = parts.values().map(|b| b.rows).sum::<u64>();
                 let (files, bytes) = (p.files_added, p.bytes_added);
-                let (txn, written) = super::upsert::merge_transaction(p, keys, &self.app_id, changes);
+                let (txn, written) = crate::write::upsert::merge_transaction(p, keys, &self.app_id, changes);
                 (txn, written, changes, files, bytes)
             }
         })

@@ -25,11 +25,11 @@ use futures::FutureExt;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::time::Instant;
 
-use super::buffer::PartitionBatch;
 use super::commit::{FlushResult, Flusher};
 use crate::common::flush::FlushReason;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
+use crate::write::batch::PartitionBatch;
 
 /// A flush's task hands back its flusher with the result.
 type Done = (Flusher, Result<FlushResult>);
@@ -162,7 +162,7 @@ mod tests {
     use arrow::array::{Int64Array, RecordBatch};
 
     use super::*;
-    use crate::pipeline::dead_letter::DeadLetterSink;
+    use crate::ingest::dead_letter::DeadLetterSink;
     use crate::storage::{StorageOptions, Table};
 
     async fn slot() -> (Table, FlushSlot) {

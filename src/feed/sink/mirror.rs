@@ -23,8 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 use arrow::array::{Array, RecordBatch, StringArray};
 use arrow::compute::filter_record_batch;
 
-use super::buffer::PartitionBatch;
-use super::upsert::{merge_transaction, plan};
+use super::ChangeSink;
 use crate::decode::keyed::keys_of_batch;
 use crate::delta::actions::{Action, Metadata};
 use crate::delta::app_id::TxnAppId;
@@ -33,8 +32,9 @@ use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::feed::changes::CommitChanges;
-use crate::feed::sink::ChangeSink;
 use crate::storage::{commit_exactly_once, Landed, Plan, Planner, RetryPolicy, Table, WriterConfig, CHANGE_TYPE};
+use crate::write::batch::PartitionBatch;
+use crate::write::upsert::{merge_transaction, plan};
 
 /// The mirror sink.
 pub struct MirrorSink {

@@ -26,7 +26,6 @@ use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-use super::buffer::{Buffer, PartitionBatch};
 use super::commit::Flusher;
 use super::dead_letter::DeadLetterSink;
 use super::decode::decode;
@@ -34,14 +33,15 @@ use super::positions;
 use super::runner::{Outcome, Rows};
 use super::schema::TableSchema;
 use crate::common::flush::{BatchState, FlushReason};
+use crate::common::record::DeadLetter;
 use crate::config::{KafkaPipeline, Route};
 use crate::decode::format::Format;
 use crate::decode::registry::Registries;
 use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
-use crate::source::kafka::record::DeadLetter;
 use crate::source::kafka::stage::{KafkaSource, SourceRecord, StartOffset};
 use crate::storage::{StorageOptions, Table};
+use crate::write::batch::{Buffer, PartitionBatch};
 
 /// One routed table and its open batch.
 struct Destination {

@@ -1,0 +1,15 @@
+//! The write room: what every writer that changes rows shares, below the apps that use it
+//! (Kafka ingest, the change feed's mirrors, push ingest, one-shot operations).
+//!
+//! - [`batch`] [sync]: rows and dead letters per source partition, with the offsets they span
+//!   (a Kafka flush's open micro-batch; a mirror's changes of one source commit).
+//! - [`upsert`]: keyed changes against a table: deletion vectors (or rewrites) for the rows the
+//!   keys already have, new files for the upserted rows, one `MERGE` transaction.
+//! - [`deletion`]: rows found by predicate or key, deletion vectors, copy-on-write rewrites
+//!   and change-data files.
+//! - [`dead_letters`]: the dead-letter table, appended through the commit path.
+
+pub mod batch;
+pub mod dead_letters;
+pub mod deletion;
+pub mod upsert;
