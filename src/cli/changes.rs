@@ -19,11 +19,9 @@ use crate::feed::changes::ChangeCursor;
 use crate::feed::follow::{run_follower, FollowerReport};
 use crate::feed::group::Member;
 use crate::feed::group_follow::run_member;
-use crate::feed::sink::file_mirror::FileMirror;
 use crate::feed::sink::kafka::{KafkaGroupSink, KafkaSink, KafkaSinkConfig};
 use crate::feed::sink::lines::{write_lines, LinesSink};
-use crate::feed::sink::mirror::MirrorSink;
-use crate::feed::sink::table::{GroupTableSink, TableSink};
+use crate::feed::into_table::{follow_into_table, Target};
 use crate::metrics::PipelineMetrics;
 use crate::storage::Table;
 
@@ -407,57 +405,23 @@ pub async fn follow(
     stop: impl std::future::Future<Output = ()> + Send,
 ) -> Result<serde_json::Value> {
     let opts = args.follower.options(&args.from, args.follower_id.clone())?;
-    let source_id = source.snapshot(None).await?.metadata.id;
-    if source.url() == target.url() {
-        return Err(Error::InvalidArgument(format!(
-            "follow: {} is both the source and the target (--into must name another table)",
-            source.url()
-        )));
-    }
-    if let Some(mut member) = args.follower.join(source, &args.from).await? {
-        let mut sink = GroupTableSink::open(target, member.spec_group(), &source_id).await?;
-        let (m, _server) = args.follower.metrics(member.spec_group()).await?;
-        let report = run_member(source, &mut sink, &mut member, &opts, m.as_deref(), stop).await?;
-        let (commits, rows) = sink.counts();
-        let mut out = follow_report(&report, commits, rows);
-        out["member"] = member.name().into();
-        return Ok(out);
-    }
+    let how = Target::of(args.mirror, &args.key_columns);
+    let mut member = args.follower.join(source, &args.from).await?;
     let follower_id = args.follower_id.clone().unwrap_or_default();
-    if args.mirror && args.key_columns.is_empty() {
-        if let Some(why) = opts.file_mirror_refusal() {
-            return Err(Error::InvalidArgument(format!("follow --mirror: {why}")));
-        }
-        let mut sink = FileMirror::open(source, target, &follower_id, &source_id).await?;
-        let (m, _server) = args.follower.metrics(&follower_id).await?;
-        let report = run_follower(source, &mut sink, &opts, m.as_deref(), stop).await?;
-        let mut out = follow_report(&report, sink.commits, report.rows);
-        out["filesCopied"] = sink.files.into();
-        return Ok(out);
+    let label = member.as_ref().map_or(follower_id.clone(), |m| m.spec_group().to_string());
+    let (m, _server) = args.follower.metrics(&label).await?;
+    let followed =
+        follow_into_table(source, target, &follower_id, &how, member.as_mut(), &opts, m.as_deref(), || {}, stop)
+            .await
+            .map_err(|e| match e {
+                Error::InvalidArgument(why) => Error::InvalidArgument(format!("follow: {why}")),
+                e => e,
+            })?;
+    let mut out = followed.to_json();
+    if let Some(member) = &member {
+        out["member"] = member.name().into();
     }
-    if args.mirror {
-        let mut sink = MirrorSink::open(source, target, &follower_id, &source_id, &args.key_columns).await?;
-        let (m, _server) = args.follower.metrics(&follower_id).await?;
-        let report = run_follower(source, &mut sink, &opts, m.as_deref(), stop).await?;
-        let mut out = follow_report(&report, sink.commits, sink.rows);
-        out["appId"] = sink.app_id().into();
-        return Ok(out);
-    }
-    let mut sink = TableSink::open(target, &follower_id, &source_id).await?;
-    let (m, _server) = args.follower.metrics(&follower_id).await?;
-    let report = run_follower(source, &mut sink, &opts, m.as_deref(), stop).await?;
-    let mut out = follow_report(&report, sink.commits, sink.rows);
-    out["appId"] = sink.app_id().into();
     Ok(out)
-}
-
-/// What `follow` prints: the follower's report with the target commits and rows this run made
-/// (a commit another run had already landed is not counted).
-fn follow_report(report: &FollowerReport, commits: u64, rows: u64) -> serde_json::Value {
-    let mut out = report.to_json();
-    out["targetCommits"] = commits.into();
-    out["rows"] = rows.into();
-    out
 }
 
 /// `followers <table> [--remove ID]`: the registrations as JSON.

@@ -9,6 +9,7 @@
 //! - [`changes`]: the cursor over the row-level changes of commits (`changes`, `tail`).
 //! - [`core`]: what every follower loop shares (fault riding, staleness, shaping, lag).
 //! - [`follow`]: the follower loop (start position, polling, delivery, staleness, stop).
+//! - [`into_table`]: following into another Delta table, the one way `follow` and `run` do it.
 //! - [`registry`]: follower registrations (`_deltabus/followers/`), their needs and health.
 //! - [`sink`]: the sink trait and its three sinks (JSON lines, a Kafka topic, a Delta table).
 
@@ -17,5 +18,6 @@ pub(crate) mod core;
 pub mod follow;
 pub mod group;
 pub mod group_follow;
+pub mod into_table;
 pub mod registry;
 pub mod sink;
