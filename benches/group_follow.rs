@@ -27,7 +27,7 @@ use deltabus::error::Result;
 use deltabus::feed::changes::CommitChanges;
 use deltabus::feed::follow::run_follower;
 use deltabus::feed::group::Member;
-use deltabus::feed::group_follow::{run_member, SliceSink};
+use deltabus::feed::group_follow::run_member;
 use deltabus::feed::sink::file_mirror::FileMirror;
 use deltabus::feed::sink::mirror::MirrorSink;
 use deltabus::feed::sink::ChangeSink;
@@ -39,24 +39,6 @@ use deltabus::storage::{StorageOptions, Table};
 struct Counting {
     rows: Arc<AtomicU64>,
     arrived: Arc<Mutex<BTreeMap<u64, Instant>>>,
-}
-
-impl SliceSink for Counting {
-    async fn slice_position(&mut self, _slice: u32) -> Result<Option<u64>> {
-        Ok(None)
-    }
-
-    async fn deliver_slices(
-        &mut self,
-        _s: &Snapshot,
-        c: &CommitChanges,
-        slices: &BTreeMap<u32, Vec<RecordBatch>>,
-    ) -> Result<Vec<u32>> {
-        let n: usize = slices.values().flatten().map(RecordBatch::num_rows).sum();
-        self.rows.fetch_add(n as u64, Relaxed);
-        self.arrived.lock().unwrap().entry(c.version).or_insert_with(Instant::now);
-        Ok(Vec::new())
-    }
 }
 
 impl ChangeSink for Counting {
@@ -73,6 +55,22 @@ impl ChangeSink for Counting {
     }
     fn name(&self) -> &'static str {
         "counting"
+    }
+
+    async fn slice_position(&mut self, _slice: u32) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
+    async fn deliver_slices(
+        &mut self,
+        _s: &Snapshot,
+        c: &CommitChanges,
+        slices: &BTreeMap<u32, Vec<RecordBatch>>,
+    ) -> Result<Vec<u32>> {
+        let n: usize = slices.values().flatten().map(RecordBatch::num_rows).sum();
+        self.rows.fetch_add(n as u64, Relaxed);
+        self.arrived.lock().unwrap().entry(c.version).or_insert_with(Instant::now);
+        Ok(Vec::new())
     }
 }
 

@@ -45,13 +45,22 @@ pub async fn run(
     };
     let how = Target::of(d.mirror.is_some(), d.mirror.as_deref().unwrap_or_default());
     let ready = || metrics.ready.store(true, Relaxed);
-    let followed =
-        follow_into_table(&source, &target, &d.follower_id, &how, member.as_mut(), &d.options, Some(&metrics), ready, stopped)
-            .await
-            .map_err(|e| match e {
-                Error::InvalidArgument(why) => Error::InvalidArgument(format!("pipeline {}: {why}", p.name)),
-                e => e,
-            })?;
+    let followed = follow_into_table(
+        &source,
+        &target,
+        &d.follower_id,
+        &how,
+        member.as_mut(),
+        &d.options,
+        Some(&metrics),
+        ready,
+        stopped,
+    )
+    .await
+    .map_err(|e| match e {
+        Error::InvalidArgument(why) => Error::InvalidArgument(format!("pipeline {}: {why}", p.name)),
+        e => e,
+    })?;
     Ok(RunReport {
         records: followed.report.rows,
         rows_committed: followed.rows,

@@ -19,9 +19,9 @@ use crate::feed::changes::ChangeCursor;
 use crate::feed::follow::{run_follower, FollowerReport};
 use crate::feed::group::Member;
 use crate::feed::group_follow::run_member;
+use crate::feed::into_table::{follow_into_table, Target};
 use crate::feed::sink::kafka::{KafkaGroupSink, KafkaSink, KafkaSinkConfig};
 use crate::feed::sink::lines::{write_lines, LinesSink};
-use crate::feed::into_table::{follow_into_table, Target};
 use crate::metrics::PipelineMetrics;
 use crate::storage::Table;
 

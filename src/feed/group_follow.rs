@@ -35,33 +35,16 @@ use super::group::Member;
 use crate::common::follow::FollowerOptions;
 use crate::delta::arrow_value::value_at;
 use crate::delta::groups::{fnv1a, slice_of, slice_of_path, GroupSpec, FNV_START};
-use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
+use crate::feed::sink::ChangeSink;
 use crate::metrics::PipelineMetrics;
 use crate::storage::Table;
-
-/// A sink that delivers slices of commits.
-pub trait SliceSink: Send {
-    /// The next version `slice` needs, as the sink recorded it (`None`: it keeps none).
-    fn slice_position(&mut self, slice: u32) -> impl Future<Output = Result<Option<u64>>> + Send;
-
-    /// Delivers the rows of `slices` (each slice's share of `changes`) and records
-    /// `changes.version + 1` as each one's next version where the sink keeps positions.
-    /// Returns the slices the sink found taken over by their next holder (fenced): they were
-    /// not delivered and are this member's no more.
-    fn deliver_slices(
-        &mut self,
-        snapshot: &Snapshot,
-        changes: &CommitChanges,
-        slices: &BTreeMap<u32, Vec<RecordBatch>>,
-    ) -> impl Future<Output = Result<Vec<u32>>> + Send;
-}
 
 /// Runs `member` until `stop` resolves (or, with `once`, until its slices are caught up).
 ///
 /// # Errors
 /// Source read errors, sink errors past their retries, a group record that is unreadable.
-pub async fn run_member<S: SliceSink>(
+pub async fn run_member<S: ChangeSink>(
     source: &Table,
     sink: &mut S,
     member: &mut Member,
@@ -191,7 +174,7 @@ pub async fn run_member<S: SliceSink>(
 }
 
 /// Positions for the slices newly held; forgets the ones no longer held.
-async fn adopt<S: SliceSink>(sink: &mut S, member: &Member, positions: &mut BTreeMap<u32, u64>) -> Result<()> {
+async fn adopt<S: ChangeSink>(sink: &mut S, member: &Member, positions: &mut BTreeMap<u32, u64>) -> Result<()> {
     let held = member.held();
     positions.retain(|s, _| held.contains(s));
     for s in held {

@@ -121,13 +121,25 @@ pub async fn follow_into_table(
             let mut sink = MirrorSink::open(source, target, follower_id, &source_id, keys).await?;
             ready();
             let report = run_follower(source, &mut sink, options, metrics, stop).await?;
-            Ok(Followed { report, commits: sink.commits, rows: sink.rows, files_copied: None, app_id: Some(sink.app_id()) })
+            Ok(Followed {
+                report,
+                commits: sink.commits,
+                rows: sink.rows,
+                files_copied: None,
+                app_id: Some(sink.app_id()),
+            })
         }
         Target::ChangeRows => {
             let mut sink = TableSink::open(target, follower_id, &source_id).await?;
             ready();
             let report = run_follower(source, &mut sink, options, metrics, stop).await?;
-            Ok(Followed { report, commits: sink.commits, rows: sink.rows, files_copied: None, app_id: Some(sink.app_id()) })
+            Ok(Followed {
+                report,
+                commits: sink.commits,
+                rows: sink.rows,
+                files_copied: None,
+                app_id: Some(sink.app_id()),
+            })
         }
     }
 }

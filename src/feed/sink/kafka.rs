@@ -308,21 +308,48 @@ impl ChangeSink for KafkaSink {
 pub struct KafkaGroupSink {
     cfg: KafkaSinkConfig,
     slices: BTreeMap<u32, KafkaSink>,
+    /// The group as one follower named after it (opened when first used that way).
+    whole: Option<KafkaSink>,
 }
 
 impl KafkaGroupSink {
     /// `cfg.follower_id` is the group's name.
     pub fn new(cfg: KafkaSinkConfig) -> KafkaGroupSink {
-        KafkaGroupSink { cfg, slices: BTreeMap::new() }
+        KafkaGroupSink { cfg, slices: BTreeMap::new(), whole: None }
     }
 
     /// Transactions committed and rows produced.
     pub fn counts(&self) -> (u64, u64) {
-        self.slices.values().fold((0, 0), |(t, r), s| (t + s.transactions, r + s.rows))
+        self.slices.values().chain(&self.whole).fold((0, 0), |(t, r), s| (t + s.transactions, r + s.rows))
+    }
+
+    async fn whole(&mut self) -> Result<&mut KafkaSink> {
+        if self.whole.is_none() {
+            self.whole = Some(KafkaSink::open(self.cfg.clone()).await?);
+        }
+        self.whole.as_mut().ok_or_else(|| Error::Internal("the group's producer is not open".into()))
     }
 }
 
-impl crate::feed::group_follow::SliceSink for KafkaGroupSink {
+/// As a single follower the group is one follower named after it (one transactional producer
+/// and progress record); as members it delivers slices, each through its own producer.
+impl ChangeSink for KafkaGroupSink {
+    async fn position(&mut self) -> Result<Option<u64>> {
+        self.whole().await?.position().await
+    }
+
+    async fn deliver(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+        self.whole().await?.deliver(source, changes).await
+    }
+
+    async fn mark(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+        self.whole().await?.mark(source, changes).await
+    }
+
+    fn name(&self) -> &'static str {
+        "kafka"
+    }
+
     async fn slice_position(&mut self, slice: u32) -> Result<Option<u64>> {
         let cfg = KafkaSinkConfig { follower_id: format!("{}.{slice}", self.cfg.follower_id), ..self.cfg.clone() };
         let mut sink = KafkaSink::open(cfg).await?;

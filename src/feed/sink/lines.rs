@@ -126,6 +126,9 @@ pub fn write_lines(out: &mut dyn Write, changes: &CommitChanges) -> Result<u64> 
     Ok(rows)
 }
 
+/// In a consumer group, lines carry no position of their own (the trait's default slice
+/// methods): the slices' positions are the group's lease records (at least once: a new holder
+/// repeats what came after the last one).
 impl ChangeSink for LinesSink<'_> {
     async fn position(&mut self) -> Result<Option<u64>> {
         let table = self.table.clone();
@@ -153,23 +156,5 @@ impl ChangeSink for LinesSink<'_> {
 
     fn name(&self) -> &'static str {
         "lines"
-    }
-}
-
-/// In a consumer group, lines carry no position of their own: the slices' positions are the
-/// group's lease records (at least once: a new holder repeats what came after the last one).
-impl crate::feed::group_follow::SliceSink for LinesSink<'_> {
-    async fn slice_position(&mut self, _slice: u32) -> Result<Option<u64>> {
-        Ok(None)
-    }
-
-    async fn deliver_slices(
-        &mut self,
-        source: &Snapshot,
-        changes: &CommitChanges,
-        slices: &std::collections::BTreeMap<u32, Vec<arrow::array::RecordBatch>>,
-    ) -> Result<Vec<u32>> {
-        let part = changes.with_batches(slices.values().flatten().cloned().collect());
-        ChangeSink::deliver(self, source, &part).await.map(|()| Vec::new())
     }
 }

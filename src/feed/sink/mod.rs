@@ -9,7 +9,11 @@
 //!   after each commit (a file output is truncated back to the saved length on restart, so it
 //!   is exact; a pipe may see the last commit again after a crash).
 //!
-//! The loop that drives a sink is [`crate::feed::follow`].
+//! - [`mirror`], [`file_mirror`]: another Delta table kept a copy of the source, by key or by
+//!   files.
+//!
+//! The loops that drive a sink are [`crate::feed::follow`] (one follower) and
+//! [`crate::feed::group_follow`] (a group member, by slices).
 
 pub mod file_mirror;
 pub mod kafka;
@@ -17,13 +21,21 @@ pub mod lines;
 pub mod mirror;
 pub mod table;
 
+use std::collections::BTreeMap;
 use std::future::Future;
+
+use arrow::array::RecordBatch;
 
 use crate::delta::snapshot::Snapshot;
 use crate::error::Result;
 use crate::feed::changes::CommitChanges;
 
-/// A destination for change rows that records how far it got.
+/// A destination for change rows that records how far it got: the one sink contract of every
+/// follower, single or a member of a consumer group. A single follower records one position
+/// ([`ChangeSink::position`], [`ChangeSink::deliver`], [`ChangeSink::mark`]); a group member
+/// hands over slices of commits ([`ChangeSink::slice_position`],
+/// [`ChangeSink::deliver_slices`]), which a sink without per-slice positions takes as one
+/// delivery.
 pub trait ChangeSink: Send {
     /// The last source version completely delivered, as the sink itself recorded it.
     fn position(&mut self) -> impl Future<Output = Result<Option<u64>>> + Send;
@@ -40,4 +52,25 @@ pub trait ChangeSink: Send {
 
     /// A short name for logs and reports.
     fn name(&self) -> &'static str;
+
+    /// The next version `slice` needs, as the sink recorded it (`None`: it keeps no per-slice
+    /// positions, the group's leases do).
+    fn slice_position(&mut self, _slice: u32) -> impl Future<Output = Result<Option<u64>>> + Send {
+        async { Ok(None) }
+    }
+
+    /// Delivers the rows of `slices` (each slice's share of `changes`) and records
+    /// `changes.version + 1` as each one's next version where the sink keeps positions.
+    /// Returns the slices the sink found taken over by their next holder (fenced): they were
+    /// not delivered and are this member's no more. By default every slice's rows go in one
+    /// [`ChangeSink::deliver`] (a sink without per-slice positions fences nothing).
+    fn deliver_slices(
+        &mut self,
+        snapshot: &Snapshot,
+        changes: &CommitChanges,
+        slices: &BTreeMap<u32, Vec<RecordBatch>>,
+    ) -> impl Future<Output = Result<Vec<u32>>> + Send {
+        let part = changes.with_batches(slices.values().flatten().cloned().collect());
+        async move { self.deliver(snapshot, &part).await.map(|()| Vec::new()) }
+    }
 }

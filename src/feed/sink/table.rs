@@ -195,7 +195,25 @@ impl GroupTableSink {
     }
 }
 
-impl crate::feed::group_follow::SliceSink for GroupTableSink {
+/// As a single follower the group is one follower named after it (its change rows and one
+/// position); as members it delivers slices, each with its own position.
+impl ChangeSink for GroupTableSink {
+    async fn position(&mut self) -> Result<Option<u64>> {
+        self.target.position().await
+    }
+
+    async fn deliver(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+        self.target.deliver(source, changes).await
+    }
+
+    async fn mark(&mut self, source: &Snapshot, changes: &CommitChanges) -> Result<()> {
+        self.target.mark(source, changes).await
+    }
+
+    fn name(&self) -> &'static str {
+        "table"
+    }
+
     async fn slice_position(&mut self, slice: u32) -> Result<Option<u64>> {
         self.target.target.refresh(&mut self.target.snapshot).await?;
         let app = self.app_id(slice);
