@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+use crate::support::write_ok;
 use crate::support::{conformance_dir, deltabus};
 
 fn lines(out: &[u8]) -> Vec<Value> {
@@ -109,18 +110,12 @@ fn feed_equals_snapshot_differences_on_the_corpus() {
     println!("snapshot differences: {pairs} version pairs over {tables} tables");
     assert!(pairs >= 30, "too few version pairs checked: {pairs}");
 }
-
-fn write(table: &std::path::Path, input: &str) {
-    let out = crate::support::write_jsonl(table, &[], input);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-}
-
 #[test]
 fn tail_follows_new_commits_and_resumes_from_its_state() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
     let state = dir.path().join("tail.state");
-    write(&table, "{\"n\":0}\n");
+    write_ok(&table, &[], "{\"n\":0}\n");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let addr = format!("127.0.0.1:{port}");
     let spawn_tail = || {
@@ -156,7 +151,7 @@ fn tail_follows_new_commits_and_resumes_from_its_state() {
     let first = read_rows(&mut reader, 1);
     assert_eq!(first[0]["n"], 0);
     assert_eq!(first[0]["_commit_version"], 0);
-    write(&table, "{\"n\":1}\n{\"n\":2}\n");
+    write_ok(&table, &[], "{\"n\":1}\n{\"n\":2}\n");
     let second = read_rows(&mut reader, 2);
     assert!(second.iter().all(|r| r["_commit_version"] == 1 && r["_change_type"] == "insert"));
     // The follower's position and lag on its metrics endpoint.
@@ -193,8 +188,8 @@ fn tail_follows_new_commits_and_resumes_from_its_state() {
     let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
     assert_eq!(saved["version"], 1);
     // While it is down, two more commits land; on restart exactly those are emitted.
-    write(&table, "{\"n\":3}\n");
-    write(&table, "{\"n\":4}\n");
+    write_ok(&table, &[], "{\"n\":3}\n");
+    write_ok(&table, &[], "{\"n\":4}\n");
     let mut tail = spawn_tail();
     let mut reader = BufReader::new(tail.stdout.take().unwrap());
     let resumed = read_rows(&mut reader, 2);
@@ -209,7 +204,7 @@ fn a_vacuumed_commit_is_an_error_not_a_gap() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
     for n in 0..3 {
-        write(&table, &format!("{{\"n\":{n}}}\n"));
+        write_ok(&table, &[], &format!("{{\"n\":{n}}}\n"));
     }
     std::fs::remove_file(table.join("_delta_log/00000000000000000001.json")).unwrap();
     let t = table.to_str().unwrap();
@@ -225,7 +220,7 @@ fn gaps_are_skipped_only_when_asked_and_loudly() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
     for n in 0..13 {
-        write(&table, &format!("{{\"n\":{n}}}\n"));
+        write_ok(&table, &[], &format!("{{\"n\":{n}}}\n"));
     }
     assert!(table.join("_delta_log/00000000000000000010.checkpoint.parquet").exists());
     std::fs::remove_file(table.join("_delta_log/00000000000000000004.json")).unwrap();
@@ -240,13 +235,13 @@ fn gaps_are_skipped_only_when_asked_and_loudly() {
 
 /// A source table that a thread fills with 59 more commits of 50 rows (each ~250 bytes).
 fn start_source_writer(table: &std::path::Path) -> std::thread::JoinHandle<()> {
-    write(table, "{\"n\":0,\"pad\":\"\"}\n");
+    write_ok(table, &[], "{\"n\":0,\"pad\":\"\"}\n");
     let table = table.to_path_buf();
     std::thread::spawn(move || {
         for n in 1..60 {
             let rows: String =
                 (0..50).map(|i| format!("{{\"n\":{},\"pad\":\"{}\"}}\n", n * 100 + i, "x".repeat(200))).collect();
-            write(&table, &rows);
+            write_ok(&table, &[], &rows);
         }
     })
 }

@@ -200,11 +200,6 @@ fn current_committer(table: &str, workers: &[Child], log: &std::path::Path) -> u
         std::thread::sleep(Duration::from_millis(200));
     }
 }
-
-fn signal(child: &Child, sig: &str) {
-    assert!(Command::new("kill").arg(sig).arg(child.id().to_string()).status().unwrap().success());
-}
-
 #[test]
 fn coordinated_workers_with_a_paused_then_killed_committer_are_exactly_once() {
     let _guard = crate::support::native_clients_lock();

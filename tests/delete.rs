@@ -6,13 +6,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{assert_clean_failure, copy_corpus_table, deltabus, kernel_oracle, run_json, write_jsonl};
-
-fn write(table: &Path, args: &[&str], input: &str) {
-    let out = write_jsonl(table, args, input);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-}
-
+use crate::support::write_ok;
+use crate::support::{assert_clean_failure, copy_corpus_table, deltabus, kernel_oracle, run_json};
 fn run(args: &[&str]) -> Value {
     run_json(args)
 }
@@ -46,7 +41,7 @@ fn make_table(table: &Path, props: &[&str]) {
         for p in props {
             args.extend(["--property", p]);
         }
-        write(table, &args, &input);
+        write_ok(table, &args, &input);
     }
 }
 
@@ -170,7 +165,7 @@ fn bad_predicates_commit_nothing() {
     assert!(r["version"].is_null());
     // Append-only tables refuse deletes.
     let ao = dir.path().join("ao");
-    write(&ao, &["--property", "delta.appendOnly=true"], "{\"id\":1}\n");
+    write_ok(&ao, &["--property", "delta.appendOnly=true"], "{\"id\":1}\n");
     assert_clean_failure(&deltabus(&["delete", ao.to_str().unwrap(), "--where", "id = 1"]), "append-only");
 }
 
@@ -198,7 +193,7 @@ fn small_vectors_are_inline_and_large_ones_in_files() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
     let input: String = (0..300).map(|id| format!("{{\"id\":{id}}}\n")).collect();
-    write(&table, &["--property", "delta.enableDeletionVectors=true"], &input);
+    write_ok(&table, &["--property", "delta.enableDeletionVectors=true"], &input);
     let t = table.to_str().unwrap();
     let storage_type = |v: u64| {
         let log = std::fs::read_to_string(table.join(format!("_delta_log/{v:020}.json"))).unwrap();
@@ -236,7 +231,7 @@ fn deletes_racing_compaction_never_resurrect_rows() {
     let table = dir.path().join("race");
     for k in 0..20 {
         let input: String = (k * 10..k * 10 + 10).map(|id| format!("{{\"id\":{id}}}\n")).collect();
-        write(&table, &["--property", "delta.enableDeletionVectors=true"], &input);
+        write_ok(&table, &["--property", "delta.enableDeletionVectors=true"], &input);
     }
     let t = table.to_str().unwrap().to_string();
     let spawn = |args: &[&str]| {

@@ -8,14 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::tables::{rows, write_lines};
-use crate::support::{assert_clean_failure, deltabus, run_json, write_jsonl};
-
-fn ids(table: &str) -> Vec<i64> {
-    let mut ids: Vec<i64> = rows(table).iter().map(|r| r["id"].as_i64().unwrap()).collect();
-    ids.sort_unstable();
-    ids
-}
-
+use crate::support::{assert_clean_failure, deltabus, ids, run_json, write_jsonl};
 fn sorted(mut rows: Vec<Value>) -> Vec<String> {
     let mut out: Vec<String> = rows
         .drain(..)

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::support::signal;
 use crate::support::tables::write_lines;
 use crate::support::{deltabus, free_addr, run_json, scrape_until};
 
@@ -31,11 +32,6 @@ fn member(source: &str, target: &str, name: &str, log: &std::path::Path, seed: u
         .spawn()
         .unwrap()
 }
-
-fn signal(child: &Child, sig: &str) {
-    assert!(Command::new("kill").arg(sig).arg(child.id().to_string()).status().unwrap().success());
-}
-
 /// The source's change rows as (id, change type, version), from `changes`.
 fn source_changes(source: &str) -> Vec<(i64, String, i64)> {
     let out = deltabus(&["changes", source, "--from", "0"]);

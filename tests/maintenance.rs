@@ -5,13 +5,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{assert_clean_failure, copy_corpus_table, deltabus, run_json, write_jsonl};
-
-fn write(table: &Path, input: &str) {
-    let out = write_jsonl(table, &[], input);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-}
-
+use crate::support::write_ok;
+use crate::support::{assert_clean_failure, copy_corpus_table, deltabus, run_json};
 fn run(args: &[&str]) -> Value {
     run_json(args)
 }
@@ -29,7 +24,7 @@ fn vacuum_deletes_only_unreferenced_files() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
     for n in 0..4 {
-        write(&table, &format!("{{\"n\":{n}}}\n"));
+        write_ok(&table, &[], &format!("{{\"n\":{n}}}\n"));
     }
     let t = table.to_str().unwrap();
     run(&["compact", t]);
@@ -85,7 +80,7 @@ fn log_cleanup_keeps_what_the_latest_state_needs() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
     for n in 0..12 {
-        write(&table, &format!("{{\"n\":{n}}}\n"));
+        write_ok(&table, &[], &format!("{{\"n\":{n}}}\n"));
     }
     let log = table.join("_delta_log");
     assert!(log.join("00000000000000000010.checkpoint.parquet").exists());
@@ -122,7 +117,7 @@ fn maintenance_keeps_what_a_registered_follower_needs() {
     let (source, target) = (dir.path().join("s"), dir.path().join("t"));
     let (s, t) = (source.to_str().unwrap(), target.to_str().unwrap());
     for n in 0..3 {
-        write(&source, &format!("{{\"n\":{n}}}\n"));
+        write_ok(&source, &[], &format!("{{\"n\":{n}}}\n"));
     }
     // The follower has processed versions 0..=2 and registered that it needs 3 onwards.
     let report = run(&["follow", s, "--into", t, "--follower-id", "replica", "--from", "0", "--once"]);
@@ -132,7 +127,7 @@ fn maintenance_keeps_what_a_registered_follower_needs() {
     assert_eq!(listed["followers"][0]["nextVersion"], 3);
     let early = data_files(&source);
     for n in 3..5 {
-        write(&source, &format!("{{\"n\":{n}}}\n"));
+        write_ok(&source, &[], &format!("{{\"n\":{n}}}\n"));
     }
     let late: Vec<String> = data_files(&source).into_iter().filter(|f| !early.contains(f)).collect();
     run(&["compact", s]); // version 5: every file removed with dataChange=false

@@ -17,7 +17,7 @@ use deltabus::metrics::Metrics;
 use deltabus::storage::StorageOptions;
 use rdkafka::mocking::MockCluster;
 
-use crate::support::{committed, pipeline, produce, rows, run_until, runtime};
+use crate::support::{committed, ids, pipeline, produce, run_until, runtime};
 
 fn records(ids: std::ops::Range<i64>) -> Vec<(i32, Option<String>, Option<String>)> {
     ids.map(|i| (0, None, Some(format!(r#"{{"id":{i}}}"#)))).collect()
@@ -27,13 +27,6 @@ fn with_schema(mut p: PipelineConfig) -> PipelineConfig {
     p.schema = Some(r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}"#.into());
     p
 }
-
-fn ids(table: &str) -> Vec<i64> {
-    let mut ids: Vec<i64> = rows(table).iter().map(|r| r["id"].as_i64().unwrap()).collect();
-    ids.sort_unstable();
-    ids
-}
-
 /// Runs one pipeline until it is ready (partitions assigned) and `settle` has passed, or it
 /// fails; returns its error.
 async fn run_briefly(p: PipelineConfig, settle: Duration) -> (Result<(), String>, Arc<Metrics>) {

@@ -7,15 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::support::{pipeline, produce, rows, run_until, runtime};
+use crate::support::{ids, pipeline, produce, rows, run_until, runtime};
 use rdkafka::mocking::MockCluster;
-
-fn ids(table: &str) -> Vec<i64> {
-    let mut v: Vec<i64> = rows(table).iter().map(|r| r["id"].as_i64().unwrap()).collect();
-    v.sort_unstable();
-    v
-}
-
 fn records(n: i64, partitions: i32) -> Vec<(i32, Option<String>, Option<String>)> {
     (0..n).map(|i| ((i % i64::from(partitions)) as i32, None, Some(format!("{{\"id\":{i}}}")))).collect()
 }

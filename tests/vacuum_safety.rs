@@ -7,13 +7,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::support::write_ok;
 use crate::support::{assert_clean_failure, deltabus, run_json, write_jsonl};
-
-fn write(table: &Path, input: &str) {
-    let out = write_jsonl(table, &[], input);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-}
-
 fn count(table: &Path) -> usize {
     let out = deltabus(&["cat", table.to_str().unwrap()]);
     assert!(out.status.success(), "cat: {}", String::from_utf8_lossy(&out.stderr));
@@ -24,7 +19,7 @@ fn count(table: &Path) -> usize {
 fn vacuum_never_deletes_through_a_symbolic_link() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
-    write(&table, "{\"n\":1}\n");
+    write_ok(&table, &[], "{\"n\":1}\n");
     let outside = dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
     std::fs::write(outside.join("precious.txt"), b"keep me").unwrap();
@@ -39,8 +34,8 @@ fn vacuum_never_deletes_through_a_symbolic_link() {
 fn vacuum_keeps_files_named_by_absolute_paths_inside_the_root() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
-    write(&table, "{\"n\":1}\n");
-    write(&table, "{\"n\":2}\n");
+    write_ok(&table, &[], "{\"n\":1}\n");
+    write_ok(&table, &[], "{\"n\":2}\n");
     // Rewrite the second commit's add path as an absolute URL inside the root.
     let commit = table.join("_delta_log/00000000000000000001.json");
     let text = std::fs::read_to_string(&commit).unwrap();
@@ -72,7 +67,7 @@ fn huge_retentions_never_wrap_around() {
     let table = dir.path().join("t");
     let t = table.to_str().unwrap();
     for n in 0..3 {
-        write(&table, &format!("{{\"n\":{n}}}\n"));
+        write_ok(&table, &[], &format!("{{\"n\":{n}}}\n"));
     }
     run_json(&["compact", t]);
     // An absurd flag is refused in one line.
@@ -97,7 +92,7 @@ fn huge_retentions_never_wrap_around() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let h = huge.to_str().unwrap();
     for n in 1..4 {
-        write(&huge, &format!("{{\"n\":{n}}}\n"));
+        write_ok(&huge, &[], &format!("{{\"n\":{n}}}\n"));
     }
     run_json(&["compact", h]);
     assert_eq!(run_json(&["vacuum", h])["numFiles"], 0, "huge table retention");

@@ -167,3 +167,8 @@ pub fn free_addr() -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     format!("127.0.0.1:{port}")
 }
+
+/// Sends `sig` (`-STOP`, `-CONT`, `-9`, ...) to a child process.
+pub fn signal(child: &Child, sig: &str) {
+    assert!(std::process::Command::new("kill").arg(sig).arg(child.id().to_string()).status().unwrap().success());
+}

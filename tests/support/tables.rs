@@ -53,3 +53,16 @@ pub fn write_lines(table: &str, lines: &str) {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// The sorted `id`s of a table's rows (`deltabus cat`).
+pub fn ids(table: &str) -> Vec<i64> {
+    let mut ids: Vec<i64> = rows(table).iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// Appends JSON lines with `deltabus write <args>` and asserts that it succeeded.
+pub fn write_ok(table: &std::path::Path, args: &[&str], input: &str) {
+    let out = crate::support::write_jsonl(table, args, input);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
