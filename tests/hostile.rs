@@ -257,11 +257,12 @@ fn a_directory_named_like_a_commit_is_refused_quickly() {
         assert!(crate::support::write_jsonl(&table, &[], &format!("{{\"id\":{n}}}\n")).status.success());
     }
     std::fs::create_dir(table.join("_delta_log/00000000000000000002.json")).unwrap();
-    let started = std::time::Instant::now();
     let out = crate::support::write_jsonl(&table, &[], "{\"id\":2}\n");
     assert_clean_failure(&out, "directory as commit");
+    // Refused by the phantom-version check (three reads of "exists, unreadable"), not after
+    // the committer's 50 attempts: that path's error says "gave up after".
     assert!(stderr(&out).contains("cannot be read as a commit file"), "{}", stderr(&out));
-    assert!(started.elapsed() < std::time::Duration::from_secs(3), "took {:?}", started.elapsed());
+    assert!(!stderr(&out).contains("gave up after"), "{}", stderr(&out));
     let parquet = std::fs::read_dir(&table)
         .unwrap()
         .flatten()
