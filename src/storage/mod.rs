@@ -26,7 +26,7 @@ pub use committer::{commit_counts, RetryPolicy};
 pub use data_reader::FileRows;
 pub use data_writer::{DataWriter, WriterConfig};
 pub use exactly_once::{commit_exactly_once, Landed, Plan, PlanFn, Planned, Planner, Then};
-pub use files::ListedFile;
+pub use files::{ListedFile, COPY_PART};
 pub use location::{StorageOptions, Table};
 pub use log_reader::CommitRecord;
 pub use retrying::requests as store_requests;
