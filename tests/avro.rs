@@ -170,14 +170,9 @@ fn registry_at(url: String) -> deltabus::decode::registry::RegistryConfig {
     }
 }
 
-/// The Python with the test encoders (`fastavro`, `protobuf`, `grpcio-tools`), or `None` (with a
-/// note) when the suite's environment is not set up.
+/// The Python with the test encoders (`fastavro`, `protobuf`, `grpcio-tools`).
 fn python() -> Option<String> {
-    let py = std::env::var("DELTABUS_TEST_PYTHON").ok();
-    if py.is_none() {
-        eprintln!("skipped: DELTABUS_TEST_PYTHON is not set (scripts/test.sh sets it)");
-    }
-    py
+    crate::support::python()
 }
 
 /// Runs a Python script and returns what it printed.

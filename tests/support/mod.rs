@@ -101,18 +101,27 @@ pub fn copy_corpus_table(name: &str, into: &std::path::Path) -> PathBuf {
     dest
 }
 
+/// The one required-tools switch every test goes through when a tool or service may be
+/// missing: `true` when it is there; when it is not, a failure naming `how` to get it under
+/// `DELTABUS_REQUIRE_EMULATORS` (as `scripts/test.sh` and CI run), else a "skipped" note and
+/// `false` (a test run by hand without the services).
+pub fn required(present: bool, missing: &str, how: &str) -> bool {
+    if present {
+        return true;
+    }
+    assert!(std::env::var("DELTABUS_REQUIRE_EMULATORS").is_err(), "{missing}: {how}");
+    eprintln!("skipped: {missing} ({how})");
+    false
+}
+
 /// The reference reader built by `scripts/setup.sh` (`DELTABUS_KERNEL_ORACLE` overrides);
 /// `None` (with a note) when it is not built, a failure when emulators are required.
 pub fn kernel_oracle() -> Option<PathBuf> {
     let path = std::env::var("DELTABUS_KERNEL_ORACLE")
         .map(PathBuf::from)
         .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/bin/kernel-oracle"));
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(std::env::var("DELTABUS_REQUIRE_EMULATORS").is_err(), "kernel-oracle not built at {}", path.display());
-    eprintln!("skipped: kernel-oracle not built (scripts/setup.sh builds it)");
-    None
+    let missing = format!("kernel-oracle not built at {}", path.display());
+    required(path.exists(), &missing, "scripts/setup.sh builds it").then_some(path)
 }
 
 /// Runs a Python snippet (the `deltalake` reference package) and returns its output. The

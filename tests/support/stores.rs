@@ -5,17 +5,13 @@ use std::process::Command;
 
 use deltabus::storage::{StorageOptions, Table};
 
+/// The value of a service's environment variable (an emulator's endpoint, the broker, the
+/// test Python), through the one required-tools switch ([`crate::support::required`]).
 pub fn emulator(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) => Some(v),
-        Err(_) if std::env::var("DELTABUS_REQUIRE_EMULATORS").is_ok() => {
-            panic!("{var} is not set but emulators are required")
-        }
-        Err(_) => {
-            eprintln!("skipped: {var} is not set (scripts/test.sh starts the emulators)");
-            None
-        }
-    }
+    let value = std::env::var(var).ok();
+    crate::support::required(value.is_some(), &format!("{var} is not set"), "scripts/test.sh starts and sets it")
+        .then_some(value)
+        .flatten()
 }
 
 /// Creates a fresh container on Azurite (object_store cannot) and returns its name.
