@@ -35,20 +35,28 @@ message Order {
 message Inner { bool ok = 1; repeated Inner children = 2; }
 "#;
 
+/// The one file of the schema, with Google's well-known types beside it.
+struct Schema;
+
+impl protox::file::FileResolver for Schema {
+    fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {
+        match name {
+            "fuzz.proto" => protox::file::File::from_source(name, PROTO),
+            _ => Err(protox::Error::file_not_found(name)),
+        }
+    }
+}
+
 fn descriptor() -> &'static MessageDescriptor {
     static DESC: OnceLock<MessageDescriptor> = OnceLock::new();
     DESC.get_or_init(|| {
-        let files = protox::Compiler::new(["."])
-            .map(|mut c| {
-                c.include_imports(true);
-                c
-            })
-            .and_then(|mut c| {
-                c.open_file_from_source("fuzz.proto", PROTO)?;
-                Ok(c)
-            })
-            .expect("the proto compiles");
-        let pool = DescriptorPool::from_file_descriptor_set(files.file_descriptor_set()).expect("a valid pool");
+        let mut resolver = protox::file::ChainFileResolver::new();
+        resolver.add(Schema);
+        resolver.add(protox::file::GoogleFileResolver::new());
+        let mut compiler = protox::Compiler::with_file_resolver(resolver);
+        compiler.include_imports(true);
+        compiler.open_file("fuzz.proto").expect("the proto compiles");
+        let pool: DescriptorPool = compiler.descriptor_pool();
         pool.get_message_by_name("fuzz.Order").expect("the message exists")
     })
 }
