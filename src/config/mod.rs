@@ -264,6 +264,18 @@ mod tests {
     }
 
     #[test]
+    fn resolved_kafka_settings_show_every_field_but_secrets() {
+        let mut c = Config::load_with_env(None, env(&[])).unwrap();
+        let mut p = PipelineConfig::new("/t", "user:pw@broker:9092", "t");
+        p.kafka.properties.insert("sasl.password".into(), "hunter2".into());
+        c.pipelines.insert("p".into(), p);
+        let resolved = c.resolved_pipelines().unwrap();
+        let shown = format!("{:?}", resolved[0].source);
+        assert!(shown.contains("stall_timeout") && shown.contains("stop_at_end"), "{shown}");
+        assert!(!shown.contains("hunter2") && !shown.contains("pw@"), "{shown}");
+    }
+
+    #[test]
     fn unknown_keys_and_files_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("c.toml");
