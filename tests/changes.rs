@@ -346,7 +346,16 @@ fn follower_replicates_the_feed_exactly_once_across_kill_9() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    // Killed once it has delivered something (waiting for that, not for a fixed time).
+    let delivered = || {
+        serde_json::from_slice::<Value>(&deltabus(&["describe", t]).stdout)
+            .is_ok_and(|d| d["txns"].as_object().is_some_and(|m| !m.is_empty()))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !delivered() {
+        assert!(std::time::Instant::now() < deadline, "the follower delivered nothing within 120 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     follower.kill().unwrap();
     follower.wait().unwrap();
     let partial: Value = serde_json::from_slice(&deltabus(&["describe", t]).stdout).unwrap_or(Value::Null);

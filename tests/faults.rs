@@ -424,7 +424,12 @@ fn kafka_ingest_through_a_lossy_s3_endpoint_is_exactly_once() {
     };
     let producer = start_producer_to(brokers.clone(), "orders".into(), 10);
     let mut first = spawn(1);
-    std::thread::sleep(std::time::Duration::from_secs(6));
+    // Mid-stream: once the first rows landed (waiting for them, not for a fixed time).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while ids().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no rows within 120 s");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     first.kill().unwrap(); // SIGKILL mid-stream
     first.wait().unwrap();
     let last = spawn(2);

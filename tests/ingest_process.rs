@@ -70,7 +70,8 @@ fn rebalance(assignment: &str, workers: usize) {
     let brokers = cluster.bootstrap_servers();
     let producer = start_producer(brokers.clone(), 24);
     let a = spawn_worker(&brokers, &table, assignment, &log);
-    std::thread::sleep(Duration::from_secs(5));
+    // Others join once the first worker committed something.
+    crate::support::wait_for_rows(&table, 1, &log);
     // Others join mid-stream: partitions move to them.
     let mut others = Vec::new();
     for _ in 1..workers {
