@@ -358,3 +358,32 @@ fn tables_with_features_round_trip() {
     let desc: Value = serde_json::from_slice(&deltabus(&["describe", rt.to_str().unwrap()]).stdout).unwrap();
     assert_eq!(desc["domains"]["delta.rowTracking"], r#"{"rowIdHighWaterMark":29}"#);
 }
+
+/// A property that turns on a table feature deltabus does not implement is refused with one
+/// line and nothing is written (not even the log directory); `delta.checkpointPolicy=v2` gets
+/// its `v2Checkpoint` feature, which deltabus writes (classic checkpoints).
+#[test]
+fn properties_of_unimplemented_features_are_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    for props in [
+        &["delta.universalFormat.enabledFormats=iceberg", "delta.enableIcebergCompatV2=true"][..],
+        &["delta.enableIcebergCompatV1=true"],
+        &["delta.enableTypeWidening=true"],
+        &["delta.enableVariantShredding=true"],
+        &["delta.universalFormat.enabledFormats=hudi"],
+    ] {
+        let table = dir.path().join(format!("t-{}", props[0].len()));
+        let args: Vec<&str> = props.iter().flat_map(|p| ["--property", *p]).collect();
+        let out = write(&table, &args, "{\"id\":1,\"name\":\"ü\"}\n");
+        assert_clean_failure(&out, props[0]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("does not"), "{err}");
+        assert!(!table.join("_delta_log").exists(), "{props:?}: nothing written");
+    }
+    let table = dir.path().join("v2");
+    let out = write(&table, &["--property", "delta.checkpointPolicy=v2"], "{\"id\":1}\n");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let described: Value = serde_json::from_slice(&deltabus(&["describe", table.to_str().unwrap()]).stdout).unwrap();
+    let features = described["protocol"]["writerFeatures"].to_string();
+    assert!(features.contains("v2Checkpoint"), "{described}");
+}

@@ -147,6 +147,36 @@ pub const SUPPORTED_WRITER_FEATURES: &[&str] = &[
     "allowColumnDefaults",
 ];
 
+/// Properties that turn on a table feature deltabus does not implement, with what each needs:
+/// a table created with one of them would carry the property without the feature (or a
+/// feature whose rules no deltabus writer keeps), so it is refused until the feature is
+/// implemented.
+const UNIMPLEMENTED_FEATURES: &[(&str, &str)] = &[
+    ("delta.enableIcebergCompatV1", "icebergCompatV1 (Iceberg-compatible files and metadata)"),
+    ("delta.enableIcebergCompatV2", "icebergCompatV2 (Iceberg-compatible files and metadata)"),
+    ("delta.enableTypeWidening", "typeWidening (column types widened in place)"),
+    ("delta.enableVariantShredding", "variantShredding (shredded variant columns)"),
+];
+
+/// Why `config` cannot make a new table, when one of its properties turns on a feature
+/// deltabus does not implement.
+pub fn unimplemented_feature(config: &std::collections::HashMap<String, String>) -> Option<String> {
+    let value = |key: &str| config.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.trim());
+    for (key, feature) in UNIMPLEMENTED_FEATURES {
+        if value(key).is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+            return Some(format!(
+                "table property {key}=true turns on {feature}, which deltabus does not implement yet"
+            ));
+        }
+    }
+    match value("delta.universalFormat.enabledFormats") {
+        Some(formats) if !formats.is_empty() => Some(format!(
+            "table property delta.universalFormat.enabledFormats={formats} asks for UniForm metadata ({formats}) beside the Delta log, which deltabus does not write yet"
+        )),
+        _ => None,
+    }
+}
+
 /// Checks that deltabus may write to a table with this protocol and metadata.
 ///
 /// # Errors
@@ -240,6 +270,13 @@ pub fn protocol_for_new_table(
     if on("delta.appendOnly") {
         writer.push(Feature::AppendOnly.name());
     }
+    // Classic V1 checkpoints are valid under v2Checkpoint, and those are what deltabus writes.
+    if config.get("delta.checkpointPolicy").is_some_and(|v| v.eq_ignore_ascii_case("v2")) {
+        both("v2Checkpoint", &mut reader, &mut writer);
+    }
+    if let Some(why) = unimplemented_feature(config) {
+        return Err(Error::unsupported(why));
+    }
     for (k, v) in config {
         if let Some(name) = k.strip_prefix("delta.feature.") {
             if !(v.eq_ignore_ascii_case("supported") || v.eq_ignore_ascii_case("enabled")) {
@@ -282,6 +319,31 @@ pub fn protocol_for_new_table(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn properties_of_unimplemented_features_are_refused_and_v2_checkpoints_get_their_feature() {
+        let cfg = |pairs: &[(&str, &str)]| -> std::collections::HashMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        for (k, v) in [
+            ("delta.enableIcebergCompatV2", "true"),
+            ("delta.enableIcebergCompatV1", "TRUE"),
+            ("delta.enableTypeWidening", "true"),
+            ("delta.enableVariantShredding", "true"),
+            ("delta.universalFormat.enabledFormats", "iceberg"),
+            ("delta.universalFormat.enabledFormats", "hudi,iceberg"),
+        ] {
+            let e = protocol_for_new_table(&cfg(&[(k, v)]), false).unwrap_err().to_string();
+            assert!(e.contains(k) && e.contains("does not"), "{k}={v}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        for (k, v) in [("delta.enableIcebergCompatV2", "false"), ("delta.universalFormat.enabledFormats", "")] {
+            assert!(protocol_for_new_table(&cfg(&[(k, v)]), false).is_ok(), "{k}={v}");
+        }
+        let p = protocol_for_new_table(&cfg(&[("delta.checkpointPolicy", "v2")]), false).unwrap();
+        assert!(p.reader_features.iter().flatten().any(|f| f == "v2Checkpoint"), "{p:?}");
+        assert!(p.writer_features.iter().flatten().any(|f| f == "v2Checkpoint"), "{p:?}");
+    }
 
     #[test]
     fn features_by_list_or_by_legacy_version() {
