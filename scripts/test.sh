@@ -82,6 +82,8 @@ for service in "S3 emulator:$s3_port:moto" "Azure emulator:$az_port:azurite" "Ka
 done
 export DELTABUS_TEST_S3_ENDPOINT="http://127.0.0.1:$s3_port"
 export DELTABUS_TEST_AZURE_ENDPOINT="http://127.0.0.1:$az_port/devstoreaccount1"
+# object_store's emulator mode reads Azurite's address from here (its default is port 10000).
+export AZURITE_BLOB_STORAGE_URL="http://127.0.0.1:$az_port"
 export DELTABUS_TEST_KAFKA_BROKERS="127.0.0.1:$kafka_port"
 export DELTABUS_TEST_PYTHON="$PWD/.venv/bin/python"
 export DELTABUS_KERNEL_ORACLE="$PWD/.tools/bin/kernel-oracle"
