@@ -15,7 +15,9 @@ use serde_json::json;
 
 use crate::delta::actions::{Format, Metadata, Protocol};
 use crate::delta::features::protocol_for_new_table;
-use crate::delta::schema::{ArrayType, DataType, PrimitiveType, StructField, StructType, CM_ID, CM_PHYSICAL_NAME};
+use crate::delta::schema::{
+    ArrayType, ColumnMappingMode, DataType, PrimitiveType, StructField, StructType, CM_ID, CM_PHYSICAL_NAME,
+};
 use crate::error::{Error, Result};
 
 /// Structs nested deeper than this are refused at inference (the schema's JSON must stay
@@ -357,6 +359,68 @@ fn assign_column_mapping(fields: &mut [StructField], next: &mut i64) {
     }
 }
 
+/// The table's metadata with its schema evolved to `schema` (its current schema with columns
+/// added, at the top level or inside structs). On a column-mapped table (name or id mode)
+/// every added field, nested ones included, gets a fresh `delta.columnMapping.id` above the
+/// table's `delta.columnMapping.maxColumnId` and a fresh physical name (whatever ids or names
+/// it carried from elsewhere, such as another table's schema), and the maximum is raised;
+/// fields the table already has keep theirs, so data already written reads as before.
+pub fn evolved_metadata(current: &Metadata, mode: ColumnMappingMode, schema: StructType) -> Metadata {
+    let mut schema = schema;
+    let mut configuration = current.configuration.clone();
+    if mode != ColumnMappingMode::None {
+        let existing = StructType::parse(&current.schema_string).unwrap_or_default();
+        let recorded = configuration.get("delta.columnMapping.maxColumnId").and_then(|v| v.parse::<i64>().ok());
+        let mut next = recorded.unwrap_or(0).max(max_column_id(&existing.fields));
+        map_new_fields(&existing.fields, &mut schema.fields, &mut next);
+        configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
+    }
+    Metadata { schema_string: schema.to_json(), configuration, ..current.clone() }
+}
+
+/// The largest column-mapping id among `fields` and their nested fields.
+fn max_column_id(fields: &[StructField]) -> i64 {
+    fields
+        .iter()
+        .map(|f| {
+            let inner = match &f.data_type {
+                DataType::Struct(s) => max_column_id(&s.fields),
+                _ => 0,
+            };
+            f.column_mapping_id().unwrap_or(0).max(inner)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Fresh ids and physical names for the fields of `fields` that `existing` does not have
+/// (recursively inside structs both have).
+fn map_new_fields(existing: &[StructField], fields: &mut [StructField], next: &mut i64) {
+    for f in fields {
+        match existing.iter().find(|e| e.name == f.name) {
+            Some(e) => {
+                if let (DataType::Struct(old), DataType::Struct(new)) = (&e.data_type, &mut f.data_type) {
+                    map_new_fields(&old.fields, &mut new.fields, next);
+                }
+            }
+            None => {
+                strip_column_mapping(std::slice::from_mut(f));
+                assign_column_mapping(std::slice::from_mut(f), next);
+            }
+        }
+    }
+}
+
+fn strip_column_mapping(fields: &mut [StructField]) {
+    for f in fields {
+        f.metadata.remove(CM_ID);
+        f.metadata.remove(CM_PHYSICAL_NAME);
+        if let DataType::Struct(s) = &mut f.data_type {
+            strip_column_mapping(&mut s.fields);
+        }
+    }
+}
+
 /// Adds the top-level fields of `incoming` missing from `current` (as nullable columns).
 /// Returns `None` when nothing is new.
 ///
@@ -449,6 +513,52 @@ fn type_text(t: &DataType) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn evolution_on_a_column_mapped_table_gives_new_fields_fresh_ids() {
+        let mut props = HashMap::new();
+        props.insert("delta.columnMapping.mode".to_string(), "name".to_string());
+        let schema = infer_schema(&[r#"{"id":1,"s":{"a":1}}"#]).unwrap();
+        let (_, m) = new_table(schema, &[], &props).unwrap();
+        let before = StructType::parse(&m.schema_string).unwrap();
+        // Incoming rows add a top-level column (carrying another table's mapping, which must
+        // not be kept) and a field inside the struct.
+        let mut incoming = infer_schema(&[r#"{"id":1,"s":{"a":1,"b":"x"},"ünï":2}"#]).unwrap();
+        if let Some(f) = incoming.fields.iter_mut().find(|f| f.name == "ünï") {
+            f.metadata.insert(CM_ID.into(), json!(1));
+            f.metadata.insert(CM_PHYSICAL_NAME.into(), json!("col-from-elsewhere"));
+        }
+        let merged = add_columns(&before, &incoming).unwrap().unwrap();
+        let evolved = evolved_metadata(&m, ColumnMappingMode::Name, merged);
+        let after = StructType::parse(&evolved.schema_string).unwrap();
+        let id = |s: &StructType, path: &[&str]| -> (i64, String) {
+            let mut fields = &s.fields;
+            let mut f = None;
+            for (i, name) in path.iter().enumerate() {
+                let found = fields.iter().find(|x| x.name == *name).unwrap();
+                f = Some(found);
+                if i + 1 < path.len() {
+                    let DataType::Struct(inner) = &found.data_type else { panic!("not a struct") };
+                    fields = &inner.fields;
+                }
+            }
+            let f = f.unwrap();
+            (f.column_mapping_id().unwrap(), f.physical_name(ColumnMappingMode::Name).to_string())
+        };
+        // Existing fields keep their ids and physical names.
+        for path in [&["id"][..], &["s"], &["s", "a"]] {
+            assert_eq!(id(&before, path), id(&after, path), "{path:?}");
+        }
+        let max = m.configuration["delta.columnMapping.maxColumnId"].parse::<i64>().unwrap();
+        let (new_top, top_name) = id(&after, &["ünï"]);
+        let (new_inner, _) = id(&after, &["s", "b"]);
+        assert!(new_top > max && new_inner > max && new_top != new_inner);
+        assert!(top_name.starts_with("col-") && top_name != "col-from-elsewhere");
+        assert_eq!(evolved.configuration["delta.columnMapping.maxColumnId"], new_top.max(new_inner).to_string());
+        // Without column mapping the schema is taken as it is.
+        let plain = evolved_metadata(&m, ColumnMappingMode::None, before.clone());
+        assert_eq!(plain.configuration, m.configuration);
+    }
 
     #[test]
     fn infers_and_merges() {

@@ -21,12 +21,12 @@ use crate::decode::avro::writer_name;
 use crate::decode::format::Format;
 use crate::decode::json::{Decoded, PayloadDecoder};
 use crate::decode::registry::{Registries, RegistryClient};
-use crate::delta::actions::{Action, Metadata};
+use crate::delta::actions::Action;
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema_strict;
 use crate::delta::arrow_schema::delta_struct_of;
 use crate::delta::create::{infer_schema, merge_schema, new_table};
-use crate::delta::schema::{ColumnMappingMode, StructType};
+use crate::delta::schema::StructType;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{Operation, Transaction};
 use crate::error::{Error, Result};
@@ -294,9 +294,6 @@ impl TableSchema {
                 return Ok(decoded);
             };
             let Some(merged) = merge_schema(&current.schema, &incoming)? else { return Ok(decoded) };
-            if current.column_mapping() != ColumnMappingMode::None {
-                return Err(Error::unsupported("schema evolution on a column-mapped table"));
-            }
             let added: Vec<String> = merged
                 .fields
                 .iter()
@@ -374,9 +371,6 @@ impl TableSchema {
                                 .collect(),
                         );
                         if let Some(merged) = merge_schema(&current.schema, &incoming)? {
-                            if current.column_mapping() != ColumnMappingMode::None {
-                                return Err(Error::unsupported("schema evolution on a column-mapped table"));
-                            }
                             add_columns(table, cfg, current, merged, fields).await?;
                         }
                         self.refresh(table).await?;
@@ -506,7 +500,7 @@ async fn add_columns(
     merged: StructType,
     added: Vec<String>,
 ) -> Result<()> {
-    let metadata = Metadata { schema_string: merged.to_json(), ..current.metadata.clone() };
+    let metadata = crate::delta::create::evolved_metadata(&current.metadata, current.column_mapping(), merged);
     let txn = Transaction::new(Operation::AddColumns, vec![Action::Metadata(metadata)])
         .with_parameter("columns", serde_json::to_string(&added).unwrap_or_default());
     let evolve = |s: Option<&Snapshot>| {

@@ -182,10 +182,7 @@ pub async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
                     )));
                 }
                 Some(m) => {
-                    if s.column_mapping() != crate::delta::schema::ColumnMappingMode::None {
-                        return Err(Error::unsupported("schema evolution on a column-mapped table"));
-                    }
-                    let metadata = Metadata { schema_string: m.to_json(), ..s.metadata.clone() };
+                    let metadata = crate::delta::create::evolved_metadata(&s.metadata, s.column_mapping(), m);
                     schema_actions.push(Action::Metadata(metadata.clone()));
                     with_metadata(&s, metadata)?
                 }

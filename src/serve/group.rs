@@ -227,11 +227,7 @@ impl GroupCommitter {
                 Ok((actions, Some(Snapshot::for_new_table(protocol, metadata)?)))
             }
             Some(s) if target != s.schema => {
-                if s.column_mapping() != crate::delta::schema::ColumnMappingMode::None {
-                    return Err(Error::unsupported("schema evolution on a column-mapped table"));
-                }
-                let metadata =
-                    crate::delta::actions::Metadata { schema_string: target.to_json(), ..s.metadata.clone() };
+                let metadata = crate::delta::create::evolved_metadata(&s.metadata, s.column_mapping(), target);
                 let changed = s.with_metadata(metadata.clone())?;
                 Ok((vec![Action::Metadata(metadata)], Some(changed)))
             }

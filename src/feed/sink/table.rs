@@ -17,8 +17,8 @@ use arrow::array::RecordBatch;
 use super::ChangeSink;
 use crate::delta::actions::Metadata;
 use crate::delta::app_id::TxnAppId;
-use crate::delta::create::{add_columns, new_table};
-use crate::delta::schema::{ColumnMappingMode, DataType, PrimitiveType, StructField, StructType};
+use crate::delta::create::{add_columns, evolved_metadata, new_table};
+use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::feed::changes::CommitChanges;
@@ -158,11 +158,8 @@ fn evolve_target(
         ))
     };
     let Some(merged) = add_columns(&s.schema, schema).map_err(refuse)? else { return Ok(None) };
-    if s.column_mapping() != ColumnMappingMode::None {
-        return Err(refuse("new columns on a column-mapped target are not supported".into()));
-    }
     tracing::info!(target = target.url(), version, "follow.target_schema_evolved");
-    Ok(Some(Metadata { schema_string: merged.to_json(), ..s.metadata.clone() }))
+    Ok(Some(evolved_metadata(&s.metadata, s.column_mapping(), merged)))
 }
 
 /// The Delta-table sink of a consumer group: each slice's position is its own `txn`
