@@ -15,6 +15,7 @@ use super::group_follow::run_member;
 use super::sink::file_mirror::FileMirror;
 use super::sink::mirror::MirrorSink;
 use super::sink::table::{GroupTableSink, TableSink};
+use super::sink::ChangeSink;
 use crate::common::follow::FollowerOptions;
 use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
@@ -106,21 +107,20 @@ pub async fn follow_into_table(
         let (commits, rows) = sink.counts();
         return Ok(Followed { report, commits, rows, ..Followed::default() });
     }
+    let (o, m) = (options, metrics);
     match how {
         Target::MirrorByFiles => {
             if let Some(why) = options.file_mirror_refusal() {
                 return Err(Error::InvalidArgument(format!("a mirror without key columns: {why}")));
             }
-            let mut sink = FileMirror::open(source, target, follower_id, &source_id).await?;
-            ready();
-            let report = run_follower(source, &mut sink, options, metrics, stop).await?;
+            let sink = FileMirror::open(source, target, follower_id, &source_id).await?;
+            let (report, sink) = follow_with(source, sink, o, m, ready, stop).await?;
             let rows = report.rows;
             Ok(Followed { report, commits: sink.commits, rows, files_copied: Some(sink.files), app_id: None })
         }
         Target::MirrorByKey(keys) => {
-            let mut sink = MirrorSink::open(source, target, follower_id, &source_id, keys).await?;
-            ready();
-            let report = run_follower(source, &mut sink, options, metrics, stop).await?;
+            let sink = MirrorSink::open(source, target, follower_id, &source_id, keys).await?;
+            let (report, sink) = follow_with(source, sink, o, m, ready, stop).await?;
             Ok(Followed {
                 report,
                 commits: sink.commits,
@@ -130,9 +130,8 @@ pub async fn follow_into_table(
             })
         }
         Target::ChangeRows => {
-            let mut sink = TableSink::open(target, follower_id, &source_id).await?;
-            ready();
-            let report = run_follower(source, &mut sink, options, metrics, stop).await?;
+            let sink = TableSink::open(target, follower_id, &source_id).await?;
+            let (report, sink) = follow_with(source, sink, o, m, ready, stop).await?;
             Ok(Followed {
                 report,
                 commits: sink.commits,
@@ -142,4 +141,18 @@ pub async fn follow_into_table(
             })
         }
     }
+}
+
+/// Says the sink is open, then runs the single follower into it.
+async fn follow_with<S: ChangeSink>(
+    source: &Table,
+    mut sink: S,
+    options: &FollowerOptions,
+    metrics: Option<&PipelineMetrics>,
+    ready: impl FnOnce(),
+    stop: impl std::future::Future<Output = ()> + Send,
+) -> Result<(FollowerReport, S)> {
+    ready();
+    let report = run_follower(source, &mut sink, options, metrics, stop).await?;
+    Ok((report, sink))
 }
