@@ -312,7 +312,7 @@ async fn the_compactor_runs_only_while_its_process_commits() {
     let cfg = cfg.validate("p").unwrap();
     let metrics = deltabus::metrics::Metrics::default().pipeline("p");
     let leading = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let task = tokio::spawn(deltabus::ingest::auto_compact::run(table.clone(), cfg, metrics, Some(leading.clone())));
+    let task = tokio::spawn(deltabus::compactor::background::run(table.clone(), cfg, metrics, Some(leading.clone())));
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(table.snapshot(None).await.unwrap().version, before.version, "not the committer: no compaction");
     leading.store(true, std::sync::atomic::Ordering::Release);

@@ -5,14 +5,18 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-fn floors() -> BTreeMap<String, usize> {
+/// Each module's floor, and whether its floor is a line of siblings (`# apps` after it) whose
+/// modules may not import each other.
+fn floors() -> BTreeMap<String, (usize, bool)> {
     let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md")).unwrap();
     let block = doc.split("```floors\n").nth(1).expect("a ```floors block in docs/architecture.md");
     let block = block.split("```").next().unwrap();
     let mut out = BTreeMap::new();
     for (i, line) in block.lines().enumerate() {
-        for name in line.split_whitespace() {
-            out.insert(name.to_string(), i);
+        let (names, comment) = line.split_once('#').unwrap_or((line, ""));
+        let siblings = comment.contains("apps");
+        for name in names.split_whitespace() {
+            out.insert(name.to_string(), (i, siblings));
         }
     }
     out
@@ -181,14 +185,18 @@ fn no_module_imports_from_a_floor_above_its_own() {
         let rel = file.strip_prefix(&src).unwrap();
         let top = rel.components().next().unwrap().as_os_str().to_string_lossy();
         let module = top.trim_end_matches(".rs").to_string();
-        let Some(own) = floors.get(&module) else {
+        let Some(&(own, siblings)) = floors.get(&module) else {
             wrong.push(format!("{}: module {module} is on no floor", rel.display()));
             continue;
         };
         let code = std::fs::read_to_string(file).unwrap();
         for (line, name) in crate_paths(&code) {
             match floors.get(&name) {
-                Some(f) if f <= own => {}
+                Some(&(f, _)) if f == own && siblings && name != module => wrong.push(format!(
+                    "{}:{line}: {module} imports crate::{name}, another app (apps never import each other)",
+                    rel.display()
+                )),
+                Some(&(f, _)) if f <= own => {}
                 Some(_) => {
                     wrong.push(format!("{}:{line}: {module} imports crate::{name}, a floor above", rel.display()))
                 }

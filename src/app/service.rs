@@ -261,7 +261,7 @@ impl Launcher {
             Pipeline::Delta(d) => {
                 let table = Table::open_for_write(&d.pipeline.table, self.storage.clone())?;
                 if d.pipeline.compaction.is_some() {
-                    compactors.spawn(crate::ingest::auto_compact::run(
+                    compactors.spawn(crate::compactor::background::run(
                         table.clone(),
                         d.pipeline.clone(),
                         metrics.clone(),
@@ -282,9 +282,24 @@ impl Launcher {
             // the tables it names.
             let span = tracing::info_span!("pipeline", pipeline = %name);
             let dead = dead_letter_sink(&p, &self.storage)?;
-            let rows = Router::open(p.clone(), self.storage.clone(), dead, metrics.clone(), self.registries.clone())
-                .instrument(span.clone())
-                .await?;
+            // Each routed table gets the pipeline's background compactor, when it has one.
+            let background = p.compaction.is_some().then(|| {
+                let (cfg, m) = (p.pipeline.clone(), metrics.clone());
+                Arc::new(move |table: Table| {
+                    Box::pin(crate::compactor::background::run(table, cfg.clone(), m.clone(), None))
+                        as futures::future::BoxFuture<'static, ()>
+                }) as crate::ingest::routed::Background
+            });
+            let rows = Router::open(
+                p.clone(),
+                self.storage.clone(),
+                dead,
+                metrics.clone(),
+                self.registries.clone(),
+                background,
+            )
+            .instrument(span.clone())
+            .await?;
             let clock = rows.clock();
             let runner = Runner::new(p, rows, clock, metrics);
             tasks.spawn(async move { (name, runner.run(stop).await) }.instrument(span));
@@ -300,7 +315,7 @@ impl Launcher {
             None => (None, None),
         };
         if p.compaction.is_some() {
-            compactors.spawn(crate::ingest::auto_compact::run(
+            compactors.spawn(crate::compactor::background::run(
                 table.clone(),
                 p.pipeline.clone(),
                 metrics.clone(),

@@ -430,13 +430,13 @@ pub async fn follow(
 /// Storage errors and unreadable registrations.
 pub async fn followers(table: &Table, remove: Option<&str>) -> Result<serde_json::Value> {
     if let Some(id) = remove {
-        let removed = crate::feed::registry::unregister(table, id).await?;
+        let removed = crate::storage::followers::unregister(table, id).await?;
         return Ok(serde_json::json!({"removed": id, "existed": removed}));
     }
-    let records = crate::feed::registry::list_followers(table).await?;
+    let records = crate::storage::followers::list_followers(table).await?;
     let latest = table.latest_version().await?;
     let now = table.clock().now_ms();
-    let groups = crate::feed::group::list_groups(table).await?;
+    let groups = crate::storage::groups::list_groups(table).await?;
     Ok(serde_json::json!({
         "latestVersion": latest,
         "groups": groups.iter().map(|g| serde_json::json!({

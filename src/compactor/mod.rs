@@ -5,6 +5,9 @@
 //! - [`rewriter`]: reads each bin with its DVs applied, writes new files, and commits the bin
 //!   on its own (progress survives a crash; a bin whose inputs changed meanwhile is abandoned,
 //!   never the whole run).
+//! - [`background`]: the compactor beside a pipeline, every `interval` (wired by the
+//!   composition root, for routed tables too).
 
+pub mod background;
 pub mod planner;
 pub mod rewriter;

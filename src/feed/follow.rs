@@ -29,12 +29,12 @@ use serde_json::json;
 
 use super::changes::{ChangeCursor, CommitChanges};
 use super::core::{check_health, riding_faults, shape, Lag};
-use super::registry::Registrar;
 use crate::common::follow::{FollowerOptions, StartAt};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::feed::sink::ChangeSink;
 use crate::metrics::PipelineMetrics;
+use crate::storage::followers::Registrar;
 use crate::storage::Table;
 
 /// What a follower run did.

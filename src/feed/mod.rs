@@ -10,7 +10,8 @@
 //! - [`core`]: what every follower loop shares (fault riding, staleness, shaping, lag).
 //! - [`follow`]: the follower loop (start position, polling, delivery, staleness, stop).
 //! - [`into_table`]: following into another Delta table, the one way `follow` and `run` do it.
-//! - [`registry`]: follower registrations (`_deltabus/followers/`), their needs and health.
+//! - follower registrations and group records are the storage shell's
+//!   ([`crate::storage::followers`], [`crate::storage::groups`]).
 //! - [`sink`]: the sink trait and its three sinks (JSON lines, a Kafka topic, a Delta table).
 
 pub mod changes;
@@ -19,5 +20,4 @@ pub mod follow;
 pub mod group;
 pub mod group_follow;
 pub mod into_table;
-pub mod registry;
 pub mod sink;

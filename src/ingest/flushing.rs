@@ -168,7 +168,18 @@ mod tests {
     async fn slot() -> (Table, FlushSlot) {
         let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
         let table = Table::open(&url, StorageOptions::default()).unwrap_or_else(|e| panic!("{e}"));
-        crate::ops::write::write_json_lines(&table, "{\"id\":0}\n".as_bytes(), &Default::default())
+        // A table with one `id` column, created through the commit path.
+        let schema = crate::delta::create::infer_schema(&[r#"{"id":0}"#]).unwrap_or_else(|e| panic!("{e}"));
+        let (protocol, metadata) =
+            crate::delta::create::new_table(schema, &[], &Default::default()).unwrap_or_else(|e| panic!("{e}"));
+        let create = crate::delta::transaction::Transaction::new(
+            crate::delta::transaction::Operation::CreateTable,
+            vec![crate::delta::actions::Action::Protocol(protocol), crate::delta::actions::Action::Metadata(metadata)],
+        );
+        let step = |_: Option<&crate::delta::snapshot::Snapshot>| {
+            Ok(crate::storage::Plan::commit(create.clone(), Vec::new(), Vec::new(), ()))
+        };
+        crate::storage::commit_exactly_once(&table, &mut None, &Default::default(), &mut crate::storage::PlanFn(step))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let snapshot = table.snapshot(None).await.unwrap_or_else(|e| panic!("{e}"));

@@ -20,14 +20,12 @@
 //! - `ownership` [sync]: the partitions owned and the offsets each accepts.
 //! - [`one_table`]: rows into one table (buffer and background flush slot).
 //! - [`routed`]: rows routed to tables by a field (`route_by`), with the route-state table.
-//! - [`auto_compact`]: the background compactor beside a pipeline.
 //! - [`coordinated`]: coordinated commits (the control records and the take-only-what-continues
 //!   rule, the worker's client, the committer's loop).
 //!
 //! The process around the pipelines (several pipelines, Delta sources, metrics, shutdown) is
 //! the composition root's: [`crate::app`].
 
-pub mod auto_compact;
 pub mod commit;
 pub mod coordinated;
 pub mod dead_letter;

@@ -62,6 +62,9 @@ struct Span {
 }
 
 /// The tables of a routed pipeline, with the route state.
+/// A task to run beside a routed table (given the table), for as long as the router lives.
+pub type Background = Arc<dyn Fn(Table) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
+
 pub struct Router {
     cfg: KafkaPipeline,
     topic: String,
@@ -80,6 +83,9 @@ pub struct Router {
     reader: Format,
     /// The routed tables' background compactors (aborted when the router is dropped).
     compactors: JoinSet<()>,
+    /// What runs beside each routed table once it is opened (its background compactor, as
+    /// the composition root wires it).
+    background: Option<Background>,
     /// The process's registry clients, shared by every routed table.
     registries: Registries,
 }
@@ -95,6 +101,7 @@ impl Router {
         dead: DeadLetterSink,
         metrics: Arc<PipelineMetrics>,
         registries: Registries,
+        background: Option<Background>,
     ) -> Result<Router> {
         let route = cfg.route.clone().ok_or_else(|| Error::Internal("not a routed pipeline".into()))?;
         let state = Table::open_for_write(&route.state, storage.clone())?;
@@ -120,6 +127,7 @@ impl Router {
             reader,
             compactors: JoinSet::new(),
             registries,
+            background,
         })
     }
 
@@ -151,13 +159,8 @@ impl Router {
                 snapshot: schema.snapshot.clone(),
                 coordinator: None,
             };
-            if cfg.compaction.is_some() {
-                self.compactors.spawn(super::auto_compact::run(
-                    table.clone(),
-                    cfg.pipeline.clone(),
-                    self.metrics.clone(),
-                    None,
-                ));
+            if let Some(background) = &self.background {
+                self.compactors.spawn(background(table.clone()));
             }
             tracing::info!(table = %url, tables = self.tables.len() + 1, "routed table opened");
             self.tables.insert(url.to_string(), Destination { cfg, table, schema, buffer: Buffer::default(), flusher });

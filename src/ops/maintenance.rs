@@ -23,7 +23,7 @@ use crate::delta::log_segment::LogListing;
 use crate::delta::paths::resolve_in_table;
 use crate::delta::retention::{cutoff_ms, expired_log_files, vacuum_candidates};
 use crate::error::{Error, Result};
-use crate::feed::registry::{list_followers, needed_paths};
+use crate::storage::followers::{list_followers, needed_paths};
 use crate::storage::Table;
 
 /// VACUUM settings.
@@ -82,7 +82,7 @@ async fn followers_needs(table: &Table, ignore: bool) -> Result<(Vec<String>, Op
     let mut ids: Vec<String> = records.iter().map(|r| r.follower_id.clone()).collect();
     let mut oldest = oldest_needed(&records);
     // Each consumer group's slowest slice counts like a follower.
-    for g in crate::feed::group::list_groups(table).await? {
+    for g in crate::storage::groups::list_groups(table).await? {
         let slowest = g.slices.iter().map(|s| g.next_version(s)).min().unwrap_or(g.spec.start_version);
         ids.push(format!("group {}", g.group));
         oldest = Some(oldest.map_or(slowest, |o| o.min(slowest)));

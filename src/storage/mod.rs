@@ -15,6 +15,8 @@ mod data_writer;
 mod exactly_once;
 pub mod faulty;
 mod files;
+pub mod followers;
+pub mod groups;
 mod location;
 mod log_reader;
 pub mod retrying;

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::location::Table;
 use crate::delta::followers::{commit_paths, record_path, valid_follower_id, FollowerRecord, FOLLOWERS_DIR};
 use crate::delta::paths::resolve_in_table;
 use crate::error::{Error, Result};
-use crate::storage::Table;
 
 /// Every registration on `table`, sorted by id.
 ///
