@@ -426,3 +426,29 @@ fn run_pipelines_mirror_and_join_groups() {
         assert!(!out.status.success() && text.contains(why), "{section}: {text}");
     }
 }
+
+/// A `[delta]` pipeline whose source is its own table is refused like `follow` refuses it:
+/// with a one-line error naming the pipeline and the table, before anything is written, for a
+/// plain follower, a mirror and a group member alike.
+#[test]
+fn a_run_pipeline_refuses_its_own_table_as_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("tàble").to_str().unwrap().to_string();
+    write_lines(&t, "{\"id\":1}\n");
+    let config = dir.path().join("run.toml");
+    for extra in ["", "mirror = true\n", "group = \"g\"\nstart = \"latest\"\n"] {
+        std::fs::write(
+            &config,
+            format!("[pipelines.loop]\ntable = {t:?}\n[pipelines.loop.delta]\nsource = {t:?}\n{extra}"),
+        )
+        .unwrap();
+        let out = deltabus(&["--config", config.to_str().unwrap(), "run"]);
+        assert!(!out.status.success(), "{extra}: expected a failure");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().last().unwrap_or_default();
+        assert!(last.starts_with("error: ") && !err.contains("panicked"), "{extra}: {err}");
+        assert!(last.contains("pipeline loop") && last.contains("both the source and the target"), "{extra}: {err}");
+        assert_eq!(std::fs::read_dir(format!("{t}/_delta_log")).unwrap().count(), 1, "{extra}: nothing written");
+        assert!(!std::path::Path::new(&format!("{t}/_deltabus")).exists(), "{extra}: no lease or registration left");
+    }
+}

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use crate::config::{PipelineSource, ResolvedPipeline};
 use crate::error::{Error, Result};
 use crate::feed::group::Member;
-use crate::feed::into_table::{follow_into_table, Target};
+use crate::feed::into_table::{follow_into_table, refuse_own_target, Target};
 use crate::ingest::runner::RunReport;
 use crate::metrics::PipelineMetrics;
 use crate::storage::{StorageOptions, Table};
@@ -39,6 +39,11 @@ pub async fn run(
         let _ = stop.wait_for(|s| *s).await;
     };
     tracing::info!(pipeline = %p.name, source = %d.source, follower = %d.follower_id, "delta source following");
+    let own = |e: Error| match e {
+        Error::InvalidArgument(why) => Error::InvalidArgument(format!("pipeline {}: {why}", p.name)),
+        e => e,
+    };
+    refuse_own_target(&source, &target).map_err(own)?;
     let mut member = match &d.group {
         Some(group) => Some(Member::join_from(&source, group.clone(), &d.options.start).await?),
         None => None,
@@ -57,10 +62,7 @@ pub async fn run(
         stopped,
     )
     .await
-    .map_err(|e| match e {
-        Error::InvalidArgument(why) => Error::InvalidArgument(format!("pipeline {}: {why}", p.name)),
-        e => e,
-    })?;
+    .map_err(own)?;
     Ok(RunReport {
         records: followed.report.rows,
         rows_committed: followed.rows,

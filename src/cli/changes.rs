@@ -19,7 +19,7 @@ use crate::feed::changes::ChangeCursor;
 use crate::feed::follow::{run_follower, FollowerReport};
 use crate::feed::group::Member;
 use crate::feed::group_follow::run_member;
-use crate::feed::into_table::{follow_into_table, Target};
+use crate::feed::into_table::{follow_into_table, refuse_own_target, Target};
 use crate::feed::sink::kafka::{KafkaGroupSink, KafkaSink, KafkaSinkConfig};
 use crate::feed::sink::lines::{write_lines, LinesSink};
 use crate::metrics::PipelineMetrics;
@@ -406,6 +406,11 @@ pub async fn follow(
 ) -> Result<serde_json::Value> {
     let opts = args.follower.options(&args.from, args.follower_id.clone())?;
     let how = Target::of(args.mirror, &args.key_columns);
+    let own = |e: Error| match e {
+        Error::InvalidArgument(why) => Error::InvalidArgument(format!("follow: {why}")),
+        e => e,
+    };
+    refuse_own_target(source, target).map_err(own)?;
     let mut member = args.follower.join(source, &args.from).await?;
     let follower_id = args.follower_id.clone().unwrap_or_default();
     let label = member.as_ref().map_or(follower_id.clone(), |m| m.spec_group().to_string());
@@ -413,10 +418,7 @@ pub async fn follow(
     let followed =
         follow_into_table(source, target, &follower_id, &how, member.as_mut(), &opts, m.as_deref(), || {}, stop)
             .await
-            .map_err(|e| match e {
-                Error::InvalidArgument(why) => Error::InvalidArgument(format!("follow: {why}")),
-                e => e,
-            })?;
+            .map_err(own)?;
     let mut out = followed.to_json();
     if let Some(member) = &member {
         out["member"] = member.name().into();

@@ -75,6 +75,22 @@ impl Followed {
     }
 }
 
+/// Refuses a target that is the source itself (it would feed on its own commits). Callers
+/// that join a consumer group check it before joining, so that a refused follower leaves no
+/// lease behind.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the table.
+pub fn refuse_own_target(source: &Table, target: &Table) -> Result<()> {
+    if source.url() == target.url() {
+        return Err(Error::InvalidArgument(format!(
+            "{} is both the source and the target (follow into another table)",
+            source.url()
+        )));
+    }
+    Ok(())
+}
+
 /// Follows `source` into `target` as `follower_id` (or as `member` of a consumer group) until
 /// `options` say it is done or `stop` resolves; `ready` is called once the sink is open.
 ///
@@ -93,12 +109,7 @@ pub async fn follow_into_table(
     ready: impl FnOnce(),
     stop: impl std::future::Future<Output = ()> + Send,
 ) -> Result<Followed> {
-    if source.url() == target.url() {
-        return Err(Error::InvalidArgument(format!(
-            "{} is both the source and the target (follow into another table)",
-            source.url()
-        )));
-    }
+    refuse_own_target(source, target)?;
     let source_id = source.snapshot(None).await?.metadata.id;
     if let Some(member) = member {
         let mut sink = GroupTableSink::open(target, member.spec_group(), &source_id).await?;
