@@ -155,3 +155,32 @@ impl<'a> Lag<'a> {
         m.source_lag(Some(version), behind, if behind == 0 { 0.0 } else { age });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::storage::faulty::{FaultConfig, FaultyStore};
+    use crate::storage::StorageOptions;
+
+    /// The listing behind "versions behind" is only for the metric: a store that fails every
+    /// call costs a stale figure, never the follower (no error, no panic), and the position is
+    /// still reported.
+    #[tokio::test]
+    async fn a_failing_lag_listing_costs_only_the_figure() {
+        let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
+        let table = Table::open(&url, StorageOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        let failing = table.map_store(|s| {
+            Arc::new(FaultyStore::new(s, FaultConfig { seed: 1, rate: 1.0, only: None, lose: vec![], delay: None }))
+                as Arc<dyn object_store::ObjectStore>
+        });
+        let metrics = crate::metrics::Metrics::default();
+        let m = metrics.pipeline("ü-follower");
+        let mut lag = Lag::new(Some(&m));
+        lag.delivered(&failing, 7, 0, 3, true).await;
+        let text = metrics.render();
+        assert!(text.contains("deltabus_source_version{pipeline=\"ü-follower\"} 7"), "{text}");
+        assert!(text.contains("deltabus_records_in_total{pipeline=\"ü-follower\"} 3"), "{text}");
+    }
+}
