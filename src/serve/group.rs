@@ -132,7 +132,10 @@ impl GroupCommitter {
         let mut planner = GroupPlanner { committer: self, group, taken: Vec::new() };
         let landed = commit_exactly_once(&table, snapshot, &RetryPolicy::default(), &mut planner).await;
         crate::failpoint::hit("push.committed");
-        let everyone = std::mem::take(&mut planner.taken);
+        // The planned commit's requests, and any not decided yet (a read failed before the
+        // group was decided): every one is answered.
+        let mut everyone = std::mem::take(&mut planner.taken);
+        everyone.append(&mut planner.group);
         match landed {
             Ok(Landed::Committed { version, .. }) => {
                 self.metrics.commits.inc();
