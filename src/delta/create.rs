@@ -421,8 +421,8 @@ fn strip_column_mapping(fields: &mut [StructField]) {
     }
 }
 
-/// Adds the top-level fields of `incoming` missing from `current` (as nullable columns).
-/// Returns `None` when nothing is new.
+/// Adds the fields of `incoming` missing from `current` (as nullable columns), at the top
+/// level and inside structs both have. Returns `None` when nothing is new.
 ///
 /// Existing columns keep their table type: JSON inference cannot tell a map from a struct or a
 /// timestamp from a string, so whether a value fits is left to the decoder, which reports the
@@ -434,15 +434,41 @@ pub fn merge_schema(current: &StructType, incoming: &StructType) -> Result<Optio
     let mut merged = current.clone();
     let mut changed = false;
     for f in &incoming.fields {
-        if !current.fields.iter().any(|c| c.name.eq_ignore_ascii_case(&f.name)) {
-            check_column_names(&StructType::new(vec![f.clone()]), false)?;
-            let mut nf = f.clone();
-            nf.nullable = true;
-            merged.fields.push(nf);
-            changed = true;
+        match merged.fields.iter_mut().find(|c| c.name.eq_ignore_ascii_case(&f.name)) {
+            None => {
+                check_column_names(&StructType::new(vec![f.clone()]), false)?;
+                let mut nf = f.clone();
+                nf.nullable = true;
+                merged.fields.push(nf);
+                changed = true;
+            }
+            Some(c) => {
+                if let (DataType::Struct(have), DataType::Struct(new)) = (&c.data_type, &f.data_type) {
+                    if let Some(inner) = merge_schema(have, new)? {
+                        c.data_type = DataType::Struct(Box::new(inner));
+                        changed = true;
+                    }
+                }
+            }
         }
     }
     Ok(changed.then_some(merged))
+}
+
+/// The dotted paths of the fields `merged` has and `current` does not (nested ones too).
+pub fn added_fields(current: &StructType, merged: &StructType) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in &merged.fields {
+        match current.fields.iter().find(|c| c.name == f.name) {
+            None => out.push(f.name.clone()),
+            Some(c) => {
+                if let (DataType::Struct(have), DataType::Struct(new)) = (&c.data_type, &f.data_type) {
+                    out.extend(added_fields(have, new).into_iter().map(|p| format!("{}.{p}", f.name)));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The schema a copy of another table's rows needs: `current` with the columns `incoming` adds
@@ -578,6 +604,12 @@ mod tests {
         let merged = merge_schema(&base, &s).unwrap().unwrap();
         assert_eq!(merged.fields.len(), 5);
         assert!(merge_schema(&s, &base).unwrap().is_none());
+        // Fields inside a struct both have are added too, and named by their paths.
+        let have = infer_schema(&[r#"{"s":{"a":1}}"#]).unwrap();
+        let rows = infer_schema(&[r#"{"s":{"a":1,"b":"x"},"t":true}"#]).unwrap();
+        let nested = merge_schema(&have, &rows).unwrap().unwrap();
+        assert_eq!(added_fields(&have, &nested), vec!["s.b".to_string(), "t".to_string()]);
+        assert!(merge_schema(&nested, &rows).unwrap().is_none());
     }
 
     #[test]

@@ -169,13 +169,8 @@ pub async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
                 None => None,
             };
             let snapshot = match merged {
-                Some(_) if !opts.merge_schema => {
-                    let new: Vec<String> = merged
-                        .iter()
-                        .flat_map(|m| {
-                            m.fields.iter().filter(|f| s.schema.field(&f.name).is_none()).map(|f| f.name.clone())
-                        })
-                        .collect();
+                Some(m) if !opts.merge_schema => {
+                    let new = crate::delta::create::added_fields(&s.schema, &m);
                     return Err(Error::InvalidArgument(format!(
                         "the records have columns not in the table schema: {} (use --evolve-schema to add them)",
                         new.join(", ")
