@@ -442,10 +442,21 @@ fn producers_through_kill_dash_nine_and_store_faults_write_every_row_once() {
         .spawn()
         .unwrap();
     let mut server = spawn_server(&config, &log, rng.next() % 10_000, None);
+    // The first kill comes once the first server has committed (progress, not time: the
+    // producers still have most of their requests to send, so the next server's first commit,
+    // where it dies by itself, is sure to come); later kills at random moments.
+    let committed_once = || [&events, &audit].iter().any(|t| t.join("_delta_log/00000000000000000001.json").exists());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !committed_once() {
+        assert!(Instant::now() < deadline, "the first server never committed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     for round in 0..5 {
-        std::thread::sleep(Duration::from_millis(700 + rng.next() % 1500));
-        if client.try_wait().unwrap().is_some() {
-            break;
+        if round > 0 {
+            std::thread::sleep(Duration::from_millis(700 + rng.next() % 1500));
+            if client.try_wait().unwrap().is_some() {
+                break;
+            }
         }
         if round == 0 {
             // The next server dies by itself right after its first commit.
