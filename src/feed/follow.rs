@@ -1,4 +1,4 @@
-//! The follower loop: tails a source table from the sink's own position (or a configured start)
+//! A single follower: tails a source table from the sink's own position (or a configured start)
 //! and hands every commit's changes to a [`ChangeSink`].
 //!
 //! - Start: the sink's recorded position + 1; without one, a version, `latest` (the next commit
@@ -13,22 +13,22 @@
 //!   empty poll is one GET of a missing object, so a stretched interval would only add
 //!   latency); stops when caught up with `once`, or when `stop` resolves.
 //! - Health: before a commit is delivered, its age is checked against the table's retention
-//!   ([`position_health`]): a warning near the limit, an error past it unless `allow_stale`.
+//!   ([`crate::delta::followers::position_health`]): a warning near the limit, an error past it unless `allow_stale`.
 //! - Registration: with a follower id, the position is registered on the source table
 //!   ([`Registrar`]) so deltabus maintenance keeps what the follower still needs: at start,
 //!   then at most every ten seconds while it advances (busy or caught up), and at exit.
-//! - Lag: versions and seconds behind go to the pipeline metrics when given; polling, fault
-//!   riding, staleness, shaping and lag are the ones every follower kind shares
-//!   ([`super::core`]).
+//! - Lag: versions and seconds behind go to the pipeline metrics when given. The loop itself
+//!   (polling, fault riding, staleness, shaping, batching, lag) is the one every follower
+//!   kind runs ([`super::turns`]); this file is the single follower's role in it.
 //! - Schema changes are logged as `source.schema_changed` events and counted.
 
 use std::future::Future;
 
-use futures::FutureExt;
 use serde_json::json;
 
 use super::changes::{ChangeCursor, CommitChanges};
-use super::core::{check_health, riding_faults, shape, Lag};
+use super::core::{riding_faults, Lag};
+use super::turns::{follow_loop, Delivery, Polled, Role, Want};
 use crate::common::follow::{FollowerOptions, StartAt};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
@@ -70,7 +70,6 @@ pub async fn run_follower<S: ChangeSink>(
     metrics: Option<&PipelineMetrics>,
     stop: impl Future<Output = ()> + Send,
 ) -> Result<FollowerReport> {
-    tokio::pin!(stop);
     if let Some(f) = &opts.filter {
         let schema = source.snapshot(None).await?.schema;
         f.check_types(&schema).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?;
@@ -145,94 +144,86 @@ pub async fn run_follower<S: ChangeSink>(
     if let Some(r) = &mut registrar {
         r.advance(cursor.next_version(), true).await;
     }
-    let mut warned = false;
-    let mut pending: Option<CommitChanges> = None;
-    // Commits without rows delivered since the sink last saved its position: when the
-    // oldest was written, and the last.
-    let mut unsaved: Option<(i64, CommitChanges)> = None;
-    loop {
-        if (&mut stop).now_or_never().is_some() {
-            break;
-        }
-        let next = match pending.take() {
-            Some(c) => Some(c),
-            None => poll_riding_faults(&mut cursor).await?,
-        };
-        let Some(first) = next else {
-            lag.caught_up(cursor.next_version().checked_sub(1));
-            // Caught up: save a position the sink skipped for long, and register it
-            // (throttled like the busy path).
-            if let (Some((since, last)), Some(snapshot)) = (&unsaved, cursor.snapshot()) {
-                if source.clock().now_ms() - since >= keep_position_every(&snapshot.properties) {
-                    deliver_riding_faults(sink, snapshot, last, true).await?;
-                    unsaved = None;
-                }
-            }
-            if let Some(r) = &mut registrar {
-                r.advance(cursor.next_version(), false).await;
-            }
-            if opts.once {
-                // Before stopping, make sure "nothing more" is not a gap.
-                if cursor.check_gap().await? {
-                    continue;
-                }
-                break;
-            }
-            tokio::select! {
-                () = tokio::time::sleep(opts.poll) => {}
-                () = &mut stop => break,
-            }
-            continue;
-        };
-        let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
-        check_health(source.clock().now_ms(), snapshot, &first, opts.allow_stale, &mut warned)?;
-        let mut changes = shape(first, opts)?;
-        // Batching: more commits that are already there, within the limits.
-        if opts.max_files.is_some() || opts.max_bytes.is_some() {
-            while fits(&changes, opts) {
-                match poll_riding_faults(&mut cursor).await? {
-                    Some(c) if c.schema_changed => {
-                        pending = Some(c);
-                        break;
-                    }
-                    Some(c) => {
-                        let snapshot =
-                            cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
-                        check_health(source.clock().now_ms(), snapshot, &c, opts.allow_stale, &mut warned)?;
-                        let c = shape(c, opts)?;
-                        changes.version = c.version;
-                        changes.timestamp_ms = c.timestamp_ms;
-                        changes.files += c.files;
-                        changes.batches.extend(c.batches);
-                    }
-                    None => break,
-                }
-            }
-        }
-        let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
-        if changes.schema_changed {
-            report.schema_changes += 1;
-            tracing::warn!(table = source.url(), version = changes.version, "source.schema_changed");
-        }
+    let mut role = Single { source, sink, opts, registrar, progress, unsaved: None };
+    follow_loop(source, &mut role, Some(cursor), opts, metrics, report, stop).await
+}
+
+/// A single follower: one position, kept by its sink; commits delivered in order, batched
+/// within the limits; a position the sink skipped saved before it nears staleness; the
+/// registration kept current.
+struct Single<'a, S> {
+    source: &'a Table,
+    sink: &'a mut S,
+    opts: &'a FollowerOptions,
+    registrar: Option<Registrar>,
+    progress: crate::common::progress::Progress,
+    /// Commits without rows delivered since the sink last saved its position: when the
+    /// oldest was written, and the last.
+    unsaved: Option<(i64, CommitChanges)>,
+}
+
+impl<S: ChangeSink> Role for Single<'_, S> {
+    fn want(&mut self) -> Want {
+        Want::Next
+    }
+
+    fn pause(&self) -> std::time::Duration {
+        self.opts.poll
+    }
+
+    fn batches(&self) -> bool {
+        self.opts.max_files.is_some() || self.opts.max_bytes.is_some()
+    }
+
+    async fn poll(&mut self, cursor: &mut ChangeCursor) -> Result<Option<Polled>> {
+        Ok(cursor.poll().await?.map(|c| (c, Vec::new())))
+    }
+
+    async fn deliver(&mut self, snapshot: &Snapshot, (changes, _): &Polled) -> Result<Option<Delivery>> {
         // A sink may skip a commit without rows (compaction, say) and keep its older position:
         // after a while of nothing but those, the position is saved anyway, or a restart would
         // find it older than the retention and refuse it as stale.
-        let since = unsaved.as_ref().map_or(changes.timestamp_ms, |(since, _)| *since);
-        let save = changes.rows() == 0 && source.clock().now_ms() - since >= keep_position_every(&snapshot.properties);
-        deliver_riding_faults(sink, snapshot, &changes, save).await?;
-        unsaved = (changes.rows() == 0 && !save).then(|| (since, without_rows(&changes)));
-        delivered(&mut report, &changes, source, &mut lag).await;
-        progress.inc(1);
+        let now = self.source.clock().now_ms();
+        let since = self.unsaved.as_ref().map_or(changes.timestamp_ms, |(since, _)| *since);
+        let save = changes.rows() == 0 && now - since >= keep_position_every(&snapshot.properties);
+        deliver_riding_faults(self.sink, snapshot, changes, save).await?;
+        self.unsaved = (changes.rows() == 0 && !save).then(|| (since, without_rows(changes)));
+        self.progress.inc(1);
         crate::failpoint::hit("follow.before_registration");
-        if let Some(r) = &mut registrar {
+        if let Some(r) = &mut self.registrar {
+            r.advance(changes.version + 1, false).await;
+        }
+        Ok(Some(Delivery { rows: changes.rows(), new: true }))
+    }
+
+    async fn caught_up(&mut self, cursor: &ChangeCursor) -> Result<()> {
+        // Caught up: save a position the sink skipped for long, and register it (throttled
+        // like the busy path).
+        if let (Some((since, last)), Some(snapshot)) = (&self.unsaved, cursor.snapshot()) {
+            if self.source.clock().now_ms() - since >= keep_position_every(&snapshot.properties) {
+                deliver_riding_faults(self.sink, snapshot, last, true).await?;
+                self.unsaved = None;
+            }
+        }
+        if let Some(r) = &mut self.registrar {
             r.advance(cursor.next_version(), false).await;
         }
+        Ok(())
     }
-    if let Some(r) = &mut registrar {
-        r.advance(cursor.next_version(), true).await;
+
+    async fn at_end(&mut self, cursor: &mut ChangeCursor) -> Result<bool> {
+        // Before stopping, make sure "nothing more" is not a gap.
+        Ok(!cursor.check_gap().await?)
     }
-    progress.finish();
-    Ok(report)
+
+    async fn finish(&mut self, cursor: Option<&ChangeCursor>, ok: bool) {
+        // After a failure the cursor may stand past a commit that was not delivered: only a
+        // clean stop registers where it stands.
+        if let (true, Some(r), Some(c)) = (ok, &mut self.registrar, cursor) {
+            r.advance(c.next_version(), true).await;
+        }
+        self.progress.finish();
+    }
 }
 
 /// A commit's position without its rows (what a sink records to save it).
@@ -253,11 +244,6 @@ fn keep_position_every(props: &crate::delta::properties::TableProperties) -> i64
     i64::try_from(kept.as_millis() / 4).unwrap_or(i64::MAX)
 }
 
-/// The next commit, retrying transient store errors (the cursor does not advance on one).
-async fn poll_riding_faults(cursor: &mut ChangeCursor) -> Result<Option<CommitChanges>> {
-    riding_faults!("follow.poll_failed", cursor.poll())
-}
-
 /// Delivers, retrying transient errors: every sink records its position with the rows, so a
 /// delivery whose outcome was lost is recognised (or skipped) on the next attempt.
 #[tracing::instrument(name = "deliver", level = "info", skip_all, fields(sink = sink.name(), version = changes.version))]
@@ -272,12 +258,6 @@ async fn deliver_riding_faults<S: ChangeSink>(
     } else {
         riding_faults!("follow.delivery_failed", sink.deliver(snapshot, changes))
     }
-}
-
-/// Whether another commit may join the batch.
-fn fits(changes: &CommitChanges, opts: &FollowerOptions) -> bool {
-    let bytes: u64 = changes.batches.iter().map(|b| b.get_array_memory_size() as u64).sum();
-    opts.max_files.is_none_or(|m| changes.files < m) && opts.max_bytes.is_none_or(|m| bytes < m)
 }
 
 /// Counts a delivered commit in the report and the metrics.

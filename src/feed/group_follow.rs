@@ -17,24 +17,25 @@
 //!   a single follower (a warning near the limit, an error past it unless `allow_stale`), and
 //!   `skip_change_commits` / `ignore_deletes` apply.
 //! - Beats every third of the lease; on stop the member leaves, releasing its slices.
-//! - Fault riding, staleness, shaping, lag metrics and delivery counters are the single
-//!   follower's ([`super::core`]): a member exports the same source-lag metrics.
+//! - The loop is the single follower's ([`super::turns`]): fault riding, staleness, shaping,
+//!   lag metrics and delivery counters exist once, and a member exports the same metrics.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::time::Duration;
 
 use arrow::array::{Array, RecordBatch, UInt32Array};
 use arrow::compute::take_record_batch;
-use futures::FutureExt;
 
 use super::changes::{ChangeCursor, CommitChanges};
-use super::core::{check_health, riding_faults, shape, Lag, FAULT_RETRIES};
+use super::core::{riding_faults, FAULT_RETRIES};
 use super::follow::FollowerReport;
 use super::group::Member;
+use super::turns::{follow_loop, Delivery, Polled, Role, Want};
 use crate::common::follow::FollowerOptions;
 use crate::delta::arrow_value::value_at;
 use crate::delta::groups::{fnv1a, slice_of, slice_of_path, GroupSpec, FNV_START};
+use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::feed::sink::ChangeSink;
 use crate::metrics::PipelineMetrics;
@@ -52,7 +53,6 @@ pub async fn run_member<S: ChangeSink>(
     metrics: Option<&PipelineMetrics>,
     stop: impl Future<Output = ()> + Send,
 ) -> Result<FollowerReport> {
-    tokio::pin!(stop);
     tracing::info!(
         source = source.url(),
         group = member.spec_group(),
@@ -61,101 +61,109 @@ pub async fn run_member<S: ChangeSink>(
         once = opts.once,
         "group.member_started"
     );
-    let mut report = FollowerReport::default();
-    let mut lag = Lag::new(metrics);
-    // Source commits delivered, each counted once however many slice deliveries it took
-    // (kept only from the slowest held position on).
-    let mut delivered_versions = std::collections::BTreeSet::new();
-    let mut positions: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut cursor: Option<ChangeCursor> = None;
     let beat_every = member.lease() / 3;
-    let mut next_beat = tokio::time::Instant::now();
-    let mut failed_beats = 0u32;
-    let mut warned = false;
-    let result = loop {
-        if (&mut stop).now_or_never().is_some() {
-            break Ok(());
+    let mut role = Slices {
+        source,
+        sink,
+        member,
+        opts,
+        positions: BTreeMap::new(),
+        wanted: Vec::new(),
+        delivered_versions: BTreeSet::new(),
+        beat_every,
+        next_beat: tokio::time::Instant::now(),
+        failed_beats: 0,
+    };
+    follow_loop(source, &mut role, None, opts, metrics, FollowerReport::default(), stop).await
+}
+
+/// A group member: one position per held slice; the cursor reads from the lowest position
+/// of the deliverable slices, and a commit goes to the slices due at its version.
+struct Slices<'a, S> {
+    source: &'a Table,
+    sink: &'a mut S,
+    member: &'a mut Member,
+    opts: &'a FollowerOptions,
+    /// The next version each held slice needs.
+    positions: BTreeMap<u32, u64>,
+    /// The slices that need the commit being read.
+    wanted: Vec<u32>,
+    /// Source commits delivered, each counted once however many slice deliveries it took
+    /// (kept only from the slowest held position on).
+    delivered_versions: BTreeSet<u64>,
+    beat_every: Duration,
+    next_beat: tokio::time::Instant,
+    failed_beats: u32,
+}
+
+impl<S: ChangeSink> Role for Slices<'_, S> {
+    async fn tend(&mut self) -> Result<()> {
+        if tokio::time::Instant::now() < self.next_beat {
+            return Ok(());
         }
-        if tokio::time::Instant::now() >= next_beat {
-            next_beat = tokio::time::Instant::now() + beat_every;
-            match member.beat(&positions).await {
-                Ok(()) => failed_beats = 0,
-                Err(e) if e.is_retryable() && failed_beats < FAULT_RETRIES => {
-                    failed_beats += 1;
-                    tracing::warn!(error = %e, "group.beat_failed: the leases run on until the next beat");
-                }
-                Err(e) => break Err(e),
+        self.next_beat = tokio::time::Instant::now() + self.beat_every;
+        match self.member.beat(&self.positions).await {
+            Ok(()) => self.failed_beats = 0,
+            Err(e) if e.is_retryable() && self.failed_beats < FAULT_RETRIES => {
+                self.failed_beats += 1;
+                tracing::warn!(error = %e, "group.beat_failed: the leases run on until the next beat");
             }
-            if let Err(e) = adopt(sink, member, &mut positions).await {
-                break Err(e);
-            }
+            Err(e) => return Err(e),
         }
+        adopt(self.sink, self.member, &mut self.positions).await
+    }
+
+    fn want(&mut self) -> Want {
+        let now = self.source.clock().now_ms();
         let live: Vec<u32> =
-            member.deliverable(source.clock().now_ms()).into_iter().filter(|s| positions.contains_key(s)).collect();
-        let Some(from) = live.iter().map(|s| positions[s]).min() else {
-            lag.caught_up(report.position);
-            if opts.once {
-                break Ok(());
-            }
-            if pause(opts.poll.min(beat_every), &mut stop).await {
-                break Ok(());
-            }
-            continue;
-        };
-        if cursor.as_ref().is_none_or(|c| c.next_version() != from) {
-            cursor = Some(ChangeCursor::open(source, from).await?.with_filter(opts.filter.clone()));
+            self.member.deliverable(now).into_iter().filter(|s| self.positions.contains_key(s)).collect();
+        let Some(from) = live.iter().map(|s| self.positions[s]).min() else { return Want::Nothing };
+        self.wanted = live.into_iter().filter(|s| self.positions[s] == from).collect();
+        Want::From(from)
+    }
+
+    fn pause(&self) -> Duration {
+        self.opts.poll.min(self.beat_every)
+    }
+
+    async fn poll(&mut self, cursor: &mut ChangeCursor) -> Result<Option<Polled>> {
+        if !self.member.spec.key_columns.is_empty() {
+            return Ok(cursor.poll().await?.map(|changes| (changes, Vec::new())));
         }
-        let Some(c) = cursor.as_mut() else { continue };
-        // The slices that need the next commit; without keys only their files are read.
-        let wanted: Vec<u32> = live.iter().copied().filter(|s| positions[s] == from).collect();
-        let keyless = member.spec.key_columns.is_empty();
-        let polled = if keyless {
-            let (count, wanted) = (member.spec.slices, wanted.clone());
-            let slice_of_file = move |path: &str| {
-                let s = slice_of_path(path, count);
-                wanted.contains(&s).then_some(s)
-            };
-            riding_faults!("group.step_failed", c.poll_by_file(&slice_of_file))?
-        } else {
-            riding_faults!("group.step_failed", c.poll())?.map(|changes| (changes, Vec::new()))
+        // Without keys a row's slice is its file's: only the files of wanted slices are read.
+        let (count, wanted) = (self.member.spec.slices, self.wanted.clone());
+        let slice_of_file = move |path: &str| {
+            let s = slice_of_path(path, count);
+            wanted.contains(&s).then_some(s)
         };
-        let (changes, tags) = match polled {
-            Some(polled) => polled,
-            None if opts.once => break Ok(()),
-            None => {
-                lag.caught_up(from.checked_sub(1));
-                if pause(opts.poll.min(beat_every), &mut stop).await {
-                    break Ok(());
-                }
-                continue;
-            }
-        };
-        let snapshot = c.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?.clone();
-        // Staleness per slice: the commit is as old as the oldest position that needs it.
-        check_health(source.clock().now_ms(), &snapshot, &changes, opts.allow_stale, &mut warned)?;
-        let changes = shape(changes, opts)?;
+        cursor.poll_by_file(&slice_of_file).await
+    }
+
+    async fn deliver(&mut self, snapshot: &Snapshot, (changes, tags): &Polled) -> Result<Option<Delivery>> {
         // The leases may have run low while reading: deliver only what is still ours.
-        let still: Vec<u32> = member.deliverable(source.clock().now_ms());
+        let still: Vec<u32> = self.member.deliverable(self.source.clock().now_ms());
+        let positions = &self.positions;
         let due: Vec<u32> =
-            wanted.into_iter().filter(|s| positions[s] == changes.version && still.contains(s)).collect();
+            self.wanted.iter().copied().filter(|s| positions[s] == changes.version && still.contains(s)).collect();
         if due.is_empty() {
-            continue;
+            return Ok(None);
         }
-        let slices = if keyless { by_file(&changes, &tags, &due) } else { split(&changes, &member.spec, &due)? };
-        let lost = riding_faults!("group.step_failed", sink.deliver_slices(&snapshot, &changes, &slices))?;
+        let slices = if self.member.spec.key_columns.is_empty() {
+            by_file(changes, tags, &due)
+        } else {
+            split(changes, &self.member.spec, &due)?
+        };
+        let lost = riding_faults!("group.step_failed", self.sink.deliver_slices(snapshot, changes, &slices))?;
         for s in &lost {
-            positions.remove(s);
-            member.forget(*s);
+            self.positions.remove(s);
+            self.member.forget(*s);
         }
         for s in due.iter().filter(|s| !lost.contains(s)) {
-            positions.insert(*s, changes.version + 1);
+            self.positions.insert(*s, changes.version + 1);
         }
-        let new = delivered_versions.insert(changes.version);
-        if new {
-            report.source_commits += 1;
-        }
-        if let Some(slowest) = positions.values().min() {
-            delivered_versions = delivered_versions.split_off(slowest);
+        let new = self.delivered_versions.insert(changes.version);
+        if let Some(slowest) = self.positions.values().min() {
+            self.delivered_versions = self.delivered_versions.split_off(slowest);
         }
         let rows = slices
             .iter()
@@ -163,14 +171,16 @@ pub async fn run_member<S: ChangeSink>(
             .flat_map(|(_, b)| b)
             .map(|b| b.num_rows() as u64)
             .sum::<u64>();
-        report.rows += rows;
-        lag.delivered(source, changes.version, changes.timestamp_ms, rows, new).await;
-        report.position = Some(report.position.map_or(changes.version, |p| p.max(changes.version)));
-    };
-    if let Err(e) = member.leave(&positions).await {
-        tracing::warn!(error = %e, "group.leave_failed: the slices move once their leases run out");
+        Ok(Some(Delivery { rows, new }))
     }
-    result.map(|()| report)
+
+    async fn finish(&mut self, _cursor: Option<&ChangeCursor>, _ok: bool) {
+        // Positions only move past what was delivered: leaving hands every slice on, after a
+        // failure too.
+        if let Err(e) = self.member.leave(&self.positions).await {
+            tracing::warn!(error = %e, "group.leave_failed: the slices move once their leases run out");
+        }
+    }
 }
 
 /// Positions for the slices newly held; forgets the ones no longer held.
@@ -186,14 +196,6 @@ async fn adopt<S: ChangeSink>(sink: &mut S, member: &Member, positions: &mut BTr
         }
     }
     Ok(())
-}
-
-/// Waits `d`; `true` when `stop` resolved meanwhile (it must not be polled again).
-async fn pause(d: Duration, stop: &mut std::pin::Pin<&mut impl Future<Output = ()>>) -> bool {
-    tokio::select! {
-        () = tokio::time::sleep(d) => false,
-        () = stop.as_mut() => true,
-    }
 }
 
 /// The batches of `changes` for each slice in `due`, by the slice of the file each came from

@@ -8,7 +8,10 @@
 //!
 //! - [`changes`]: the cursor over the row-level changes of commits (`changes`, `tail`).
 //! - [`core`]: what every follower loop shares (fault riding, staleness, shaping, lag).
-//! - [`follow`]: the follower loop (start position, polling, delivery, staleness, stop).
+//! - [`turns`]: the one follow loop every follower kind runs (polling, staleness, batching,
+//!   delivery, lag, stop), generic over what differs between them (a role).
+//! - [`follow`]: a single follower (start position, one position, registration).
+//! - [`group_follow`]: a consumer-group member (slices, leases, beats).
 //! - [`into_table`]: following into another Delta table, the one way `follow` and `run` do it.
 //! - follower registrations and group records are the storage shell's
 //!   ([`crate::storage::followers`], [`crate::storage::groups`]).
@@ -21,3 +24,4 @@ pub mod group;
 pub mod group_follow;
 pub mod into_table;
 pub mod sink;
+pub(crate) mod turns;

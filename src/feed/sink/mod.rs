@@ -12,8 +12,8 @@
 //! - [`mirror`], [`file_mirror`]: another Delta table kept a copy of the source, by key or by
 //!   files.
 //!
-//! The loops that drive a sink are [`crate::feed::follow`] (one follower) and
-//! [`crate::feed::group_follow`] (a group member, by slices).
+//! One loop drives every sink ([`crate::feed::turns`]), in the role of one follower
+//! ([`crate::feed::follow`]) or of a group member by slices ([`crate::feed::group_follow`]).
 
 pub mod file_mirror;
 pub mod kafka;
