@@ -182,6 +182,15 @@ fn committers(table: &str) -> Vec<String> {
         .collect()
 }
 
+/// Waits until `done` holds, `limit` at most; `why` says what was missing.
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool, why: impl Fn() -> String) {
+    let deadline = std::time::Instant::now() + limit;
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{}", why());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// The worker among `workers` that made the latest coordinated commit.
 fn current_committer(table: &str, workers: &[Child], log: &std::path::Path) -> usize {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -213,14 +222,20 @@ fn coordinated_workers_with_a_paused_then_killed_committer_are_exactly_once() {
     let brokers = cluster.bootstrap_servers();
     let producer = start_producer_to(brokers.clone(), "orders".into(), 30);
     let mut workers: Vec<Child> = (0..3).map(|i| spawn_worker(&brokers, &table, &log, 100 + i)).collect();
-    std::thread::sleep(Duration::from_secs(8));
-    // The zombie: the committer stops past its session timeout, another member takes over,
+    // The zombie: the committer stops until another member has taken over and committed,
     // then it resumes with whatever it held.
     let paused = current_committer(&table, &workers, &log);
     signal(&workers[paused], "-STOP");
-    std::thread::sleep(Duration::from_secs(12));
+    let before = committers(&table).len();
+    let taken_over = |table: &str| {
+        let list = committers(table);
+        list.len() > before && current_committer(table, &workers, &log) != paused
+    };
+    wait_until(Duration::from_secs(120), || taken_over(&table), || format!("no takeover: {:?}", committers(&table)));
     signal(&workers[paused], "-CONT");
-    std::thread::sleep(Duration::from_secs(2));
+    // The zombie is back: one more coordinated commit lands before the committer dies.
+    let resumed = committers(&table).len();
+    wait_until(Duration::from_secs(60), || committers(&table).len() > resumed, || "no commit after resuming".into());
     // Then the committer of the moment dies without a goodbye; a new worker joins.
     let killed = current_committer(&table, &workers, &log);
     let mut dead = workers.remove(killed);

@@ -7,7 +7,6 @@
 
 use crate::support::*;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
@@ -75,9 +74,10 @@ fn rebalance(assignment: &str, workers: usize) {
     // Others join mid-stream: partitions move to them.
     let mut others = Vec::new();
     for _ in 1..workers {
+        // The newcomer's assignment is the sign that the rebalance went through.
+        let assigned = log_count(&log, "partitions assigned");
         others.push(spawn_worker(&brokers, &table, assignment, &log));
-        // The mock's rebalance takes a few seconds (its 3 s join delay included).
-        std::thread::sleep(Duration::from_secs(7));
+        wait_for_log(&log, "partitions assigned", assigned + 1);
     }
     // A leaves gracefully while the others keep going: A's partitions move to them.
     let (status_a, out_a) = terminate(a);
@@ -134,12 +134,15 @@ fn exactly_once_against_a_real_broker() {
     }
     let producer = start_producer_to(brokers.clone(), topic.clone(), 15);
     let spawn = |log: &std::path::Path| spawn_worker_on(&brokers, &topic, &table, "cooperative-sticky", log);
+    // A dies with -9 after its first commit; B takes over, and C joins once B holds
+    // partitions.
     let mut a = spawn(&log);
-    std::thread::sleep(Duration::from_secs(6));
+    wait_for_rows(&table, 1, &log);
     a.kill().unwrap();
     a.wait().unwrap();
+    let assigned = log_count(&log, "partitions assigned");
     let b = spawn(&log);
-    std::thread::sleep(Duration::from_secs(4));
+    wait_for_log(&log, "partitions assigned", assigned + 1);
     let c = spawn(&log);
     producer.join().unwrap();
     wait_for_rows(&table, TOTAL, &log);

@@ -95,6 +95,25 @@ pub fn wait_for_rows(table: &str, n: i64, log: &std::path::Path) {
     }
 }
 
+/// How often `needle` stands in the log file at `log`.
+pub fn log_count(log: &std::path::Path, needle: &str) -> usize {
+    std::fs::read_to_string(log).unwrap_or_default().matches(needle).count()
+}
+
+/// Waits until `needle` stands at least `n` times in the log file at `log` (90 s at most).
+pub fn wait_for_log(log: &std::path::Path, needle: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while log_count(log, needle) < n {
+        assert!(
+            Instant::now() < deadline,
+            "{needle:?} stands {} of {n} times after 90 s; log:\n{}",
+            log_count(log, needle),
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 pub fn assert_exactly_once(table: &str) {
     let out = crate::support::deltabus(&["cat", table]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
