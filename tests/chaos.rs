@@ -11,14 +11,14 @@
 //!   whole feed each id's inserts minus deletes is 1 or 0, and the table holds exactly the ids
 //!   at 1;
 //! - the replica holds the source's feed exactly (rows, change types, versions);
-//! - a read_committed consumer of the feed topic sees exactly the feed, except whole versions
-//!   seen again after a kill of `tail`: librdkafka's mock cluster writes no abort markers and
-//!   keeps no last stable offset (its Fetch answers list no aborted transactions), so the records
-//!   of a transaction a kill interrupted stay visible to read_committed readers and the restarted
-//!   follower delivers those versions again. A real broker aborts them when the restart fences
-//!   the producer. Any other difference (a row missing, a row not in the feed, part of a version
-//!   repeated, repeats without a kill of `tail`) fails the test
-//!   (`support::kafka::assert_once_but_whole_repeats`);
+//! - a read_committed consumer of the feed topic sees exactly the feed, except rows seen again
+//!   after a kill of `tail`: librdkafka's mock cluster writes no abort markers and keeps no last
+//!   stable offset (its Fetch answers list no aborted transactions), so the records a killed
+//!   transaction had sent, all of the version or part of it, stay visible to read_committed
+//!   readers and the restarted follower delivers the whole version again. A real broker aborts
+//!   them when the restart fences the producer. Any other difference (a row missing, a row not
+//!   in the feed, repeats without a kill of `tail`) fails the test
+//!   (`support::kafka::assert_once_but_repeats_after_kills`);
 //! - every file the log references exists (`cat` reads them all), and VACUUM with zero
 //!   retention afterwards deletes nothing live.
 //!
@@ -360,7 +360,7 @@ fn chaos_soak_keeps_every_row_exactly_once() {
             .map(|r| (r["_commit_version"].as_u64().unwrap(), format!("{}|{}|{}", r["id"], r["v"], r["_change_type"])))
             .collect()
     };
-    let redelivered = crate::support::kafka::assert_once_but_whole_repeats(
+    let redelivered = crate::support::kafka::assert_once_but_repeats_after_kills(
         &rows(&topic_rows),
         &rows(&source_feed),
         |(version, _)| *version,
