@@ -25,7 +25,7 @@ static ARMED: OnceLock<(String, u64)> = OnceLock::new();
 static HITS: AtomicU64 = AtomicU64::new(0);
 
 /// Every crash point's name.
-pub const POINTS: &[&str] = &[
+pub(crate) const POINTS: &[&str] = &[
     "commit.before_put",
     "commit.after_put",
     "commit.before_checkpoint",
@@ -43,7 +43,7 @@ pub const POINTS: &[&str] = &[
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for an unknown point or a bad count.
-pub fn arm(spec: &str) -> Result<()> {
+pub(crate) fn arm(spec: &str) -> Result<()> {
     let (name, n) = match spec.split_once(':') {
         Some((name, n)) => {
             let n = n.parse::<u64>().ok().filter(|n| *n > 0);
@@ -64,7 +64,7 @@ pub fn arm(spec: &str) -> Result<()> {
 }
 
 /// Passes a crash point: aborts the process when it is the armed one's n-th hit.
-pub fn hit(name: &str) {
+pub(crate) fn hit(name: &str) {
     if let Some((armed, n)) = ARMED.get() {
         if armed == name && HITS.fetch_add(1, Ordering::SeqCst) + 1 == *n {
             crate::common::say(&format!("deltabus: crash point {name} reached; aborting"));

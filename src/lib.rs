@@ -36,25 +36,39 @@
 //! - [`decode`]: the decoding room (JSON, Avro, Protobuf payloads into Arrow).
 
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
-pub mod app;
+/// Declares modules that are the crate's own: public only with the `internal-api` feature,
+/// which the crate's tests, benchmarks and fuzz targets turn on.
+macro_rules! internal_mods {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "internal-api")]
+        pub mod $name;
+        #[cfg(not(feature = "internal-api"))]
+        pub(crate) mod $name;
+    )*};
+}
+
 pub mod cli;
-pub mod common;
-pub mod compactor;
 pub mod config;
-pub mod decode;
-pub mod delta;
-pub mod error;
-pub mod failpoint;
-pub mod feed;
-pub mod ingest;
-pub mod metrics;
-pub mod ops;
-pub mod panic_guard;
-pub mod serve;
-pub mod source;
-pub mod storage;
-pub mod write;
+internal_mods!(
+    app,
+    common,
+    compactor,
+    decode,
+    delta,
+    error,
+    failpoint,
+    feed,
+    ingest,
+    metrics,
+    ops,
+    panic_guard,
+    serve,
+    source,
+    storage,
+    write
+);
 
 pub use error::{Error, ErrorKind, Result};
 

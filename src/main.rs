@@ -35,7 +35,7 @@ fn return_memory_promptly() {
 
 /// One line to stderr; a closed stderr (`cmd 2>&1 | head`) is ignored, never a panic.
 macro_rules! say {
-    ($($arg:tt)*) => { deltabus::common::say(&format!($($arg)*)) };
+    ($($arg:tt)*) => { deltabus::cli::say(&format!($($arg)*)) };
 }
 
 fn main() -> ExitCode {
@@ -68,20 +68,9 @@ fn main() -> ExitCode {
     };
     init_logging(json_logs, cli.command.is_service());
     // Test hooks: crash points and store faults, for the exactly-once process tests.
-    if let Ok(spec) = std::env::var("DELTABUS_CRASH_AT") {
-        if let Err(e) = deltabus::failpoint::arm(&spec) {
-            say!("error: DELTABUS_CRASH_AT: {e}");
-            return ExitCode::from(1);
-        }
-    }
-    if let Ok(spec) = std::env::var("DELTABUS_FAULTS") {
-        match deltabus::storage::faulty::FaultConfig::parse(&spec) {
-            Ok(c) => deltabus::storage::faulty::inject_everywhere(c),
-            Err(e) => {
-                say!("error: DELTABUS_FAULTS: {e}");
-                return ExitCode::from(1);
-            }
-        }
+    if let Err(e) = deltabus::cli::arm_test_hooks() {
+        say!("error: {e}");
+        return ExitCode::from(1);
     }
     if cli.command.serves_http(&config) {
         return_memory_promptly();
@@ -100,7 +89,7 @@ fn main() -> ExitCode {
     // the pipe open) must not hold the exit: dropping the runtime would wait for it for ever.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     let flushed = out.flush();
-    if let Some(counts) = deltabus::storage::faulty::everywhere_counts() {
+    if let Some(counts) = deltabus::cli::injected_faults() {
         say!("deltabus: injected faults: {counts}");
     }
     match result {

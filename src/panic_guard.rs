@@ -45,7 +45,8 @@ fn message(payload: Box<dyn std::any::Any + Send>) -> String {
 ///
 /// # Errors
 /// The panic's message.
-pub fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     install();
     GUARDED.with(|g| g.set(g.get() + 1));
     let result = catch_unwind(AssertUnwindSafe(f));
@@ -55,13 +56,13 @@ pub fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 
 /// How long decoding a Parquet footer may take before the file counts as damaged (a sound
 /// footer decodes in milliseconds).
-pub const FOOTER_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+pub(crate) const FOOTER_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Runs `f` (guarded as by [`guard`]) on a thread of its own and waits at most `limit`.
 ///
 /// # Errors
 /// A panic's message, or that the limit passed.
-pub fn with_deadline<T: Send + 'static>(
+pub(crate) fn with_deadline<T: Send + 'static>(
     limit: std::time::Duration,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
@@ -82,7 +83,7 @@ pub fn with_deadline<T: Send + 'static>(
 ///
 /// # Errors
 /// The message of a panic during any poll.
-pub async fn guard_poll<F: Future>(f: F) -> Result<F::Output, String> {
+pub(crate) async fn guard_poll<F: Future>(f: F) -> Result<F::Output, String> {
     Guarded { inner: Box::pin(f) }.await
 }
 

@@ -24,7 +24,7 @@ use crate::storage::{StorageOptions, Table};
 ///
 /// # Errors
 /// As [`run_follower`]; [`Error::Internal`] when `p` has no Delta source.
-pub async fn run(
+pub(crate) async fn run(
     p: ResolvedPipeline,
     target: Table,
     storage: StorageOptions,

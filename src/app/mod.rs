@@ -7,5 +7,5 @@
 //! - [`delta_source`]: a pipeline that follows another Delta table into its target, through
 //!   the change feed's follower loops and sinks (table, group slices, both mirrors).
 
-pub mod delta_source;
-pub mod service;
+internal_mods!(delta_source);
+internal_mods!(service);

@@ -42,7 +42,8 @@ use crate::source::kafka::dead_letter_topic::DeadLetterTopic;
 use crate::storage::{StorageOptions, Table};
 
 /// What `run` needs.
-pub struct ServiceOptions {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct ServiceOptions {
     pub pipelines: Vec<ResolvedPipeline>,
     pub storage: StorageOptions,
     /// `host:port` of the metrics endpoint.
@@ -71,7 +72,8 @@ fn dead_letter_sink(p: &KafkaPipeline, storage: &StorageOptions) -> Result<DeadL
 /// # Errors
 /// The first pipeline error; a shutdown past its deadline; a metrics address that cannot be
 /// bound.
-pub async fn run(
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) async fn run(
     opts: ServiceOptions,
     metrics: Arc<Metrics>,
     mut shutdown: watch::Receiver<bool>,

@@ -249,7 +249,7 @@ fn parse_filter(filter: Option<&str>) -> Result<Option<crate::delta::predicate::
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the flag.
-pub async fn version_bound(table: &Table, flag: &str, text: &str) -> Result<u64> {
+pub(super) async fn version_bound(table: &Table, flag: &str, text: &str) -> Result<u64> {
     use crate::common::follow::StartAt;
     match text.parse::<StartAt>() {
         Ok(StartAt::Version(v)) => Ok(v),
@@ -290,7 +290,7 @@ fn rfc3339_ms(ms: i64) -> String {
 ///
 /// # Errors
 /// As [`ChangeCursor::poll`]; [`Error::MissingVersion`] when `--to` is past the latest version.
-pub async fn changes(
+pub(super) async fn changes(
     table: &Table,
     from: u64,
     to: Option<u64>,
@@ -343,7 +343,7 @@ pub async fn changes(
 ///
 /// # Errors
 /// As [`run_follower`], plus state-file and Kafka errors.
-pub async fn tail(
+pub(super) async fn tail(
     args: TailArgs,
     table: &Table,
     stop: impl std::future::Future<Output = ()> + Send,
@@ -398,7 +398,7 @@ pub async fn tail(
 ///
 /// # Errors
 /// As [`run_follower`], plus target errors.
-pub async fn follow(
+pub(super) async fn follow(
     args: FollowArgs,
     source: &Table,
     target: &Table,
@@ -430,7 +430,7 @@ pub async fn follow(
 ///
 /// # Errors
 /// Storage errors and unreadable registrations.
-pub async fn followers(table: &Table, remove: Option<&str>) -> Result<serde_json::Value> {
+pub(super) async fn followers(table: &Table, remove: Option<&str>) -> Result<serde_json::Value> {
     if let Some(id) = remove {
         let removed = crate::storage::followers::unregister(table, id).await?;
         return Ok(serde_json::json!({"removed": id, "existed": removed}));

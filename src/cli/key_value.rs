@@ -21,7 +21,7 @@ impl FromStr for KeyValue {
 }
 
 /// The pairs as a map (a later key wins).
-pub fn to_map<M: FromIterator<(String, String)>>(pairs: &[KeyValue]) -> M {
+pub(super) fn to_map<M: FromIterator<(String, String)>>(pairs: &[KeyValue]) -> M {
     pairs.iter().map(|kv| (kv.key.clone(), kv.value.clone())).collect()
 }
 

@@ -20,7 +20,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Map, Value};
 
 mod changes;
-pub mod key_value;
+mod key_value;
 mod run;
 mod serve;
 
@@ -29,6 +29,27 @@ use crate::delta::actions::CommitInfo;
 use crate::delta::arrow_value::value_at;
 use crate::error::{Error, Result};
 use crate::storage::{StorageOptions, Table};
+
+pub use crate::common::say;
+
+/// Arms the hooks the exactly-once process tests drive through the environment: crash points
+/// (`DELTABUS_CRASH_AT`) and store faults (`DELTABUS_FAULTS`). A malformed spec is an error
+/// naming its variable, as one line.
+pub fn arm_test_hooks() -> std::result::Result<(), String> {
+    if let Ok(spec) = std::env::var("DELTABUS_CRASH_AT") {
+        crate::failpoint::arm(&spec).map_err(|e| format!("DELTABUS_CRASH_AT: {e}"))?;
+    }
+    if let Ok(spec) = std::env::var("DELTABUS_FAULTS") {
+        let faults = crate::storage::faulty::FaultConfig::parse(&spec).map_err(|e| format!("DELTABUS_FAULTS: {e}"))?;
+        crate::storage::faulty::inject_everywhere(faults);
+    }
+    Ok(())
+}
+
+/// What the store faults armed by [`arm_test_hooks`] injected, for the last line of a run.
+pub fn injected_faults() -> Option<String> {
+    crate::storage::faulty::everywhere_counts().map(|c| c.to_string())
+}
 
 /// Exactly-once streaming ingest and log tailing for Delta Lake tables.
 #[derive(Debug, Parser)]

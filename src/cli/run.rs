@@ -242,7 +242,7 @@ fn print_reports(reports: &BTreeMap<String, RunReport>, out: &mut (dyn Write + S
 ///
 /// # Errors
 /// Configuration, Kafka, storage and protocol errors.
-pub async fn run_pipelines(
+pub(super) async fn run_pipelines(
     pipelines: Vec<ResolvedPipeline>,
     config: &Config,
     storage: StorageOptions,
@@ -322,7 +322,7 @@ pub(super) fn check_pipelines(pipelines: &[ResolvedPipeline], storage: &StorageO
 ///
 /// # Errors
 /// Kafka mock, storage and pipeline errors.
-pub async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Send)) -> Result<()> {
+pub(super) async fn demo(table: Option<String>, records: u32, out: &mut (dyn Write + Send)) -> Result<()> {
     use rdkafka::mocking::MockCluster;
     use rdkafka::producer::{FutureProducer, FutureRecord};
     let dir = match table {

@@ -33,7 +33,7 @@ pub struct ServeArgs {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the setting.
-pub fn resolve(config: &Config, args: &ServeArgs) -> Result<ResolvedServer> {
+pub(super) fn resolve(config: &Config, args: &ServeArgs) -> Result<ResolvedServer> {
     let mut server = config.server.clone();
     if let Some(listen) = &args.listen {
         server.listen.clone_from(listen);
@@ -54,7 +54,7 @@ pub fn resolve(config: &Config, args: &ServeArgs) -> Result<ResolvedServer> {
 ///
 /// # Errors
 /// As [`crate::serve::start`].
-pub async fn start(
+pub(super) async fn start(
     server: ResolvedServer,
     storage: StorageOptions,
     metrics: Arc<Metrics>,
@@ -75,7 +75,7 @@ pub async fn start(
 ///
 /// # Errors
 /// Configuration, binding and storage errors; a stop past `run.shutdown_timeout`.
-pub async fn serve(
+pub(super) async fn serve(
     args: ServeArgs,
     config: &Config,
     storage: StorageOptions,

@@ -8,25 +8,25 @@ use std::time::Duration;
 
 /// Waits growing from `base` to `cap`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     pub base: Duration,
     pub cap: Duration,
 }
 
 /// Transient store or sink faults: 20 ms, doubling, at most 1 s.
-pub const FAULTS: Backoff = Backoff { base: Duration::from_millis(20), cap: Duration::from_secs(1) };
+pub(crate) const FAULTS: Backoff = Backoff { base: Duration::from_millis(20), cap: Duration::from_secs(1) };
 
 /// An unreachable service (a schema registry): 1 s, doubling, at most 30 s.
-pub const OUTAGES: Backoff = Backoff { base: Duration::from_secs(1), cap: Duration::from_secs(30) };
+pub(crate) const OUTAGES: Backoff = Backoff { base: Duration::from_secs(1), cap: Duration::from_secs(30) };
 
 impl Backoff {
     /// The wait before retry `attempt` (0: the first retry).
-    pub fn delay(&self, attempt: u32) -> Duration {
+    pub(crate) fn delay(&self, attempt: u32) -> Duration {
         self.base.saturating_mul(1u32 << attempt.min(16)).min(self.cap)
     }
 
     /// A uniformly drawn wait below [`Backoff::delay`], so that racing callers spread out.
-    pub fn jittered(&self, attempt: u32) -> Duration {
+    pub(crate) fn jittered(&self, attempt: u32) -> Duration {
         let nanos = u64::try_from(self.delay(attempt).as_nanos()).unwrap_or(u64::MAX);
         // The commit's own randomness source: no extra dependency.
         let r = uuid::Uuid::new_v4().as_u128() as u64;

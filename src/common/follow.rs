@@ -22,7 +22,7 @@ pub enum StartAt {
 
 /// A point in time as positions spell it: RFC 3339 (`2024-05-01T12:00:00Z`) or milliseconds
 /// since the epoch; `None` for anything else.
-pub fn parse_timestamp(t: &str) -> Option<i64> {
+pub(crate) fn parse_timestamp(t: &str) -> Option<i64> {
     let t = t.trim();
     t.parse::<i64>().ok().or_else(|| chrono::DateTime::parse_from_rfc3339(t).ok().map(|d| d.timestamp_millis()))
 }

@@ -21,7 +21,7 @@ static USERINFO: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?P<scheme>[A-Za-z][A-Za-z0-9+._-]*://)?[^\s/@,()\[\]<>]+@").ok());
 
 /// `line` with the user-info of every `[scheme://]user[:password]@host` replaced.
-pub fn redact(line: &str) -> String {
+pub(crate) fn redact(line: &str) -> String {
     match USERINFO.as_ref() {
         Some(re) if line.contains('@') => re.replace_all(line, "${scheme}<redacted>@").into_owned(),
         _ => line.to_string(),
@@ -29,13 +29,13 @@ pub fn redact(line: &str) -> String {
 }
 
 /// Whether a client error is librdkafka telling of a normal end of partition.
-pub fn is_end_of_partition(error: &KafkaError) -> bool {
+pub(crate) fn is_end_of_partition(error: &KafkaError) -> bool {
     matches!(error.rdkafka_error_code(), Some(RDKafkaErrorCode::PartitionEOF))
 }
 
 /// Logs one librdkafka line at its level, redacted. `held` is how many like it a caller's
 /// throttle held back (`None`: not throttled).
-pub fn log_line(level: RDKafkaLogLevel, fac: &str, message: &str, held: Option<u64>) {
+pub(crate) fn log_line(level: RDKafkaLogLevel, fac: &str, message: &str, held: Option<u64>) {
     use RDKafkaLogLevel as L;
     let message = redact(message);
     let held = held.unwrap_or(0);
@@ -50,7 +50,7 @@ pub fn log_line(level: RDKafkaLogLevel, fac: &str, message: &str, held: Option<u
 /// The context of every Kafka client but the pipeline consumer (which has its own, with
 /// events and throttling): redacted logs and errors.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct LoggedContext;
+pub(crate) struct LoggedContext;
 
 impl ClientContext for LoggedContext {
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {

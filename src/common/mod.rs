@@ -10,15 +10,15 @@
 //! - [`progress`]: progress bars on terminals, periodic lines otherwise.
 //! - [`throttle`]: repeated log lines once per state change, then at a backoff.
 
-pub mod backoff;
-pub mod clock;
-pub mod flush;
-pub mod follow;
-pub mod kafka_log;
-pub mod progress;
-pub mod record;
-pub mod throttle;
-pub mod units;
+internal_mods!(backoff);
+internal_mods!(clock);
+internal_mods!(flush);
+internal_mods!(follow);
+internal_mods!(kafka_log);
+internal_mods!(progress);
+internal_mods!(record);
+internal_mods!(throttle);
+internal_mods!(units);
 
 /// Writes one line to stderr, ignoring a failure (a closed stderr, as in `cmd 2>&1 | head`,
 /// must end nothing: `eprintln!` would panic).

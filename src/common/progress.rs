@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// How often a non-terminal run prints a progress line.
-pub const LINE_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const LINE_EVERY: Duration = Duration::from_secs(10);
 
 /// One job's progress.
 #[derive(Debug)]
-pub struct Progress {
+pub(crate) struct Progress {
     what: String,
     unit: &'static str,
     total: Option<u64>,
@@ -26,7 +26,7 @@ pub struct Progress {
 
 impl Progress {
     /// Progress of `what`, counted in `unit`s, out of `total` when known.
-    pub fn new(what: &str, unit: &'static str, total: Option<u64>) -> Progress {
+    pub(crate) fn new(what: &str, unit: &'static str, total: Option<u64>) -> Progress {
         use std::io::IsTerminal as _;
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = match total {
@@ -62,12 +62,12 @@ impl Progress {
     }
 
     /// Progress that shows nothing (library callers, tests).
-    pub fn hidden() -> Progress {
+    pub(crate) fn hidden() -> Progress {
         Progress { quiet: true, bar: None, ..Progress::new("", "", None) }
     }
 
     /// Counts `n` more units.
-    pub fn inc(&self, n: u64) {
+    pub(crate) fn inc(&self, n: u64) {
         let done = self.done.fetch_add(n, Relaxed) + n;
         if self.quiet {
             return;
@@ -88,12 +88,12 @@ impl Progress {
     }
 
     /// Units counted so far.
-    pub fn done(&self) -> u64 {
+    pub(crate) fn done(&self) -> u64 {
         self.done.load(Relaxed)
     }
 
     /// Ends the bar (a plain run prints nothing more).
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

@@ -5,7 +5,8 @@
 
 /// One consumed record, borrowed from the consumer's message.
 #[derive(Debug, Clone, Copy)]
-pub struct RawRecord<'a> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct RawRecord<'a> {
     pub topic: &'a str,
     pub partition: i32,
     pub offset: i64,
@@ -16,7 +17,8 @@ pub struct RawRecord<'a> {
 
 /// A record that could not be decoded, with why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeadLetter {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct DeadLetter {
     pub reason: String,
     pub topic: String,
     pub partition: i32,
@@ -28,7 +30,7 @@ pub struct DeadLetter {
 
 impl DeadLetter {
     /// A letter for `r` with `reason`.
-    pub fn of(r: &RawRecord<'_>, reason: impl Into<String>) -> Self {
+    pub(crate) fn of(r: &RawRecord<'_>, reason: impl Into<String>) -> Self {
         DeadLetter {
             reason: reason.into(),
             topic: r.topic.to_string(),
@@ -42,4 +44,4 @@ impl DeadLetter {
 }
 
 /// A record's headers, borrowed from the message.
-pub type Headers<'a> = Vec<(&'a str, Option<&'a [u8]>)>;
+pub(crate) type Headers<'a> = Vec<(&'a str, Option<&'a [u8]>)>;

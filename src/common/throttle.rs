@@ -24,14 +24,14 @@ struct Kind {
 
 /// Per-kind throttling of repeated reports.
 #[derive(Debug, Default)]
-pub struct LogThrottle {
+pub(crate) struct LogThrottle {
     kinds: Mutex<HashMap<String, Kind>>,
 }
 
 impl LogThrottle {
     /// Whether to log a report of `kind` now; `Some(n)` with the reports held back since the
     /// last one logged.
-    pub fn allow(&self, kind: &str) -> Option<u64> {
+    pub(crate) fn allow(&self, kind: &str) -> Option<u64> {
         let now = Instant::now();
         let mut kinds = self.kinds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match kinds.get_mut(kind) {
@@ -52,17 +52,17 @@ impl LogThrottle {
     }
 
     /// Forgets `kind`; true when it had been reported (the caller logs the recovery once).
-    pub fn recovered(&self, kind: &str) -> bool {
+    pub(crate) fn recovered(&self, kind: &str) -> bool {
         self.kinds.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(kind).is_some()
     }
 
     /// Forgets every kind.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.kinds.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
     }
 
     /// Whether any kind is currently failing.
-    pub fn failing(&self) -> bool {
+    pub(crate) fn failing(&self) -> bool {
         !self.kinds.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_empty()
     }
 }

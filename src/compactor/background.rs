@@ -20,7 +20,8 @@ use crate::storage::Table;
 
 /// Runs until aborted; with `only_while`, a round runs only while the flag is set (the
 /// process is its table's committer: one compactor per table across the group).
-pub async fn run(
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) async fn run(
     table: Table,
     cfg: ResolvedPipeline,
     metrics: Arc<PipelineMetrics>,

@@ -8,6 +8,6 @@
 //! - [`background`]: the compactor beside a pipeline, every `interval` (wired by the
 //!   composition root, for routed tables too).
 
-pub mod background;
-pub mod planner;
-pub mod rewriter;
+internal_mods!(background);
+internal_mods!(planner);
+internal_mods!(rewriter);

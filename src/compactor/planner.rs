@@ -13,7 +13,8 @@ use crate::delta::actions::{Add, PartitionValues};
 
 /// Planner settings.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlanConfig {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct PlanConfig {
     /// Bins aim at this many bytes (default 128 MiB, or `delta.targetFileSize`).
     pub target_size: u64,
     /// Files below this size are candidates (default: the target size).
@@ -33,14 +34,14 @@ impl Default for PlanConfig {
 
 /// Files to rewrite together.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Bin {
+pub(crate) struct Bin {
     pub partition_values: PartitionValues,
     pub files: Vec<Add>,
 }
 
 impl Bin {
     /// Total input bytes.
-    pub fn bytes(&self) -> i64 {
+    pub(crate) fn bytes(&self) -> i64 {
         self.files.iter().map(|f| f.size).sum()
     }
 }
@@ -64,7 +65,7 @@ fn is_candidate(a: &Add, cfg: &PlanConfig) -> bool {
 }
 
 /// Plans the bins for `files`, keeping only partitions accepted by `keep`.
-pub fn plan(files: &[&Add], cfg: &PlanConfig, keep: &dyn Fn(&PartitionValues) -> bool) -> Vec<Bin> {
+pub(crate) fn plan(files: &[&Add], cfg: &PlanConfig, keep: &dyn Fn(&PartitionValues) -> bool) -> Vec<Bin> {
     let mut by_partition: BTreeMap<Vec<(String, Option<String>)>, Vec<&Add>> = BTreeMap::new();
     for f in files.iter().copied().filter(|f| keep(&f.partition_values) && is_candidate(f, cfg)) {
         let mut key: Vec<(String, Option<String>)> =
@@ -106,7 +107,7 @@ pub fn plan(files: &[&Add], cfg: &PlanConfig, keep: &dyn Fn(&PartitionValues) ->
 ///
 /// # Errors
 /// A message naming the part that does not parse.
-pub fn parse_partition_predicate(s: &str) -> Result<Vec<(String, Option<String>)>, String> {
+pub(crate) fn parse_partition_predicate(s: &str) -> Result<Vec<(String, Option<String>)>, String> {
     let mut out = Vec::new();
     for part in split_and(s) {
         let part = part.trim();

@@ -23,7 +23,8 @@ use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig}
 
 /// Options of a compaction run.
 #[derive(Debug, Clone, Default)]
-pub struct CompactOptions {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct CompactOptions {
     pub plan: PlanConfig,
     /// Only partitions matching `column = value` pairs (logical column names).
     pub partitions: Option<Vec<(String, Option<String>)>>,
@@ -35,7 +36,8 @@ pub struct CompactOptions {
 
 /// What a compaction run did (or, dry, would do).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CompactReport {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct CompactReport {
     pub bins: usize,
     pub files_in: usize,
     pub files_out: usize,
@@ -51,7 +53,7 @@ pub struct CompactReport {
 
 impl CompactReport {
     /// The `deltabus compact` summary.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         json!({
             "dryRun": self.dry_run, "bins": self.bins, "filesIn": self.files_in, "filesOut": self.files_out,
             "bytesIn": self.bytes_in, "bytesOut": self.bytes_out, "rows": self.rows,
@@ -66,7 +68,8 @@ impl CompactReport {
 /// [`Error::Unsupported`] for tables deltabus may not rewrite (unwritable protocol, row
 /// tracking, whose ids a rewrite would have to preserve); [`Error::InvalidArgument`] for a
 /// predicate on non-partition columns; storage and data errors.
-pub async fn compact(table: &Table, opts: &CompactOptions) -> Result<CompactReport> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) async fn compact(table: &Table, opts: &CompactOptions) -> Result<CompactReport> {
     let snapshot = table.snapshot(None).await?;
     check_writable(&snapshot.protocol, &snapshot.metadata)?;
     if has_writer_feature(&snapshot.protocol, Feature::RowTracking) {

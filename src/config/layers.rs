@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the key and the variable or file.
-pub fn interpolate(value: &mut Value, key: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<()> {
+pub(super) fn interpolate(value: &mut Value, key: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<()> {
     match value {
         Value::String(s) if s.contains("${") => *s = interpolate_str(s, key, env)?,
         Value::Table(t) => {
@@ -85,7 +85,7 @@ fn interpolate_str(s: &str, key: &str, env: &dyn Fn(&str) -> Option<String>) -> 
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for an empty level or a key that is both a value and a section.
-pub fn env_overrides(vars: &[(String, String)], existing: &Value) -> Result<Value> {
+pub(super) fn env_overrides(vars: &[(String, String)], existing: &Value) -> Result<Value> {
     let mut tree = Table::new();
     let mut sorted: Vec<&(String, String)> = vars.iter().filter(|(k, _)| k.starts_with("DELTABUS__")).collect();
     sorted.sort();
@@ -117,7 +117,7 @@ pub fn env_overrides(vars: &[(String, String)], existing: &Value) -> Result<Valu
 
 /// Copies the `[kafka]` defaults (brokers, properties) into every pipeline with a Kafka source
 /// and `[schema_registry]` into every pipeline without its own; a pipeline's own keys win.
-pub fn apply_defaults(tree: &mut Value) {
+pub(super) fn apply_defaults(tree: &mut Value) {
     let kafka = tree.get("kafka").cloned();
     let registry = tree.get("schema_registry").cloned();
     let Some(pipelines) = tree.get_mut("pipelines").and_then(Value::as_table_mut) else { return };
@@ -140,7 +140,7 @@ pub fn apply_defaults(tree: &mut Value) {
 }
 
 /// Merges `over` into `base` (tables recursively; anything else replaced).
-pub fn merge(base: &mut Value, over: Value) {
+pub(super) fn merge(base: &mut Value, over: Value) {
     match (base, over) {
         (Value::Table(b), Value::Table(o)) => {
             for (k, v) in o {

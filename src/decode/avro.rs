@@ -22,7 +22,8 @@ use crate::decode::registry::{Framing, RegistryClient, SchemaType, Unavailable};
 
 /// One run of records decoded with one writer schema.
 #[derive(Debug)]
-pub struct AvroRun {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct AvroRun {
     pub schema_id: u64,
     pub batch: RecordBatch,
     /// For each row, the index of its record in the input.
@@ -31,7 +32,8 @@ pub struct AvroRun {
 
 /// What one call decoded.
 #[derive(Debug, Default)]
-pub struct AvroDecoded {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct AvroDecoded {
     pub runs: Vec<AvroRun>,
     pub dead_letters: Vec<DeadLetter>,
 }
@@ -40,7 +42,7 @@ pub struct AvroDecoded {
 ///
 /// # Errors
 /// A schema that is not JSON or that `arrow-avro` cannot use.
-pub fn arrow_schema_of(
+pub(crate) fn arrow_schema_of(
     schema: &crate::decode::registry::RegisteredSchema,
 ) -> Result<arrow::datatypes::SchemaRef, String> {
     let text = super::avro_refs::inline_references(schema)?;
@@ -63,7 +65,8 @@ pub fn arrow_schema_of(
 
 /// Decodes Confluent-framed Avro with writer schemas from a registry.
 #[derive(Debug)]
-pub struct AvroDecoder {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct AvroDecoder {
     /// `None` for plain datums of the one schema in `schemas[&PLAIN_ID]`.
     registry: Option<Arc<RegistryClient>>,
     /// Writer schemas by id, as `arrow-avro` takes them (or why an id cannot be used).
@@ -71,7 +74,8 @@ pub struct AvroDecoder {
 }
 
 impl AvroDecoder {
-    pub fn new(registry: Arc<RegistryClient>) -> AvroDecoder {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn new(registry: Arc<RegistryClient>) -> AvroDecoder {
         AvroDecoder { registry: Some(registry), schemas: HashMap::new() }
     }
 
@@ -79,7 +83,8 @@ impl AvroDecoder {
     ///
     /// # Errors
     /// A schema `arrow-avro` cannot use.
-    pub fn plain(schema_json: &str) -> Result<AvroDecoder, String> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn plain(schema_json: &str) -> Result<AvroDecoder, String> {
         let schema = AvroSchema::new(schema_json.to_string());
         plain_decoder(&schema, 1).map_err(|e| format!("kafka.avro_schema: {e}"))?;
         Ok(AvroDecoder { registry: None, schemas: HashMap::from([(PLAIN_ID, Ok(schema))]) })
@@ -112,7 +117,8 @@ impl AvroDecoder {
     }
 
     /// Decodes `raw`; see the module contract.
-    pub async fn decode(&mut self, raw: &[RawRecord<'_>]) -> AvroDecoded {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn decode(&mut self, raw: &[RawRecord<'_>]) -> AvroDecoded {
         let mut out = AvroDecoded::default();
         // The current run: its schema id, decoder, rows (input indexes) and writer schema.
         let mut run: Option<Run> = None;
@@ -199,10 +205,10 @@ impl AvroDecoder {
 }
 
 /// The run id of plain datums (no registry).
-pub const PLAIN_ID: u64 = u64::MAX;
+pub(crate) const PLAIN_ID: u64 = u64::MAX;
 
 /// How a writer schema is named in reasons: its registry id, or the configured schema.
-pub fn writer_name(id: u64) -> String {
+pub(crate) fn writer_name(id: u64) -> String {
     if id == PLAIN_ID {
         "kafka.avro_schema".into()
     } else {

@@ -17,7 +17,7 @@ const PRIMITIVES: &[&str] = &["null", "boolean", "int", "long", "float", "double
 ///
 /// # Errors
 /// A schema or referenced schema that is not JSON.
-pub fn inline_references(schema: &RegisteredSchema) -> Result<String, String> {
+pub(crate) fn inline_references(schema: &RegisteredSchema) -> Result<String, String> {
     if schema.references.is_empty() {
         return Ok(schema.schema.clone());
     }

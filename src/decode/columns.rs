@@ -46,7 +46,7 @@ impl RecordColumns {
 ///
 /// # Errors
 /// [`Error::Internal`] when the arrays cannot be assembled (a bug).
-pub fn append(
+pub(crate) fn append(
     batch: RecordBatch,
     cols: &RecordColumns,
     records: &[RawRecord<'_>],

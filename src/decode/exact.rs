@@ -22,7 +22,7 @@ use arrow::datatypes::{
 };
 
 /// Why `column` cannot be cast to `to` without altering a value, if it cannot.
-pub fn check(column: &dyn Array, to: &A) -> Result<(), String> {
+pub(crate) fn check(column: &dyn Array, to: &A) -> Result<(), String> {
     let from = column.data_type();
     if from == to {
         return Ok(());
@@ -172,7 +172,7 @@ fn render(unscaled: &str, scale: i64) -> String {
 ///
 /// # Errors
 /// The reason a value does not fit.
-pub fn cast(column: &ArrayRef, to: &A) -> Result<ArrayRef, String> {
+pub(crate) fn cast(column: &ArrayRef, to: &A) -> Result<ArrayRef, String> {
     check(column.as_ref(), to)?;
     let options = arrow::compute::CastOptions { safe: false, ..arrow::compute::CastOptions::default() };
     arrow::compute::cast_with_options(column, to, &options).map_err(|e| e.to_string())

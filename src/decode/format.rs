@@ -13,7 +13,7 @@ use crate::config::{KafkaPipeline, PayloadFormat};
 use crate::error::{Error, Result};
 
 /// A pipeline's payload format, with its decoder.
-pub enum Format {
+pub(crate) enum Format {
     /// Plain JSON.
     Json,
     /// Confluent- or Apicurio-framed JSON, checked against the registry's JSON Schema.
@@ -29,7 +29,7 @@ impl Format {
     ///
     /// # Errors
     /// An unusable registry configuration or Avro schema.
-    pub fn of(cfg: &KafkaPipeline, registries: &Registries) -> Result<Format> {
+    pub(crate) fn of(cfg: &KafkaPipeline, registries: &Registries) -> Result<Format> {
         Ok(match &cfg.kafka.format {
             PayloadFormat::Json => Format::Json,
             PayloadFormat::JsonSchema(r) => Format::JsonSchema(registries.client(r)?),
@@ -46,7 +46,7 @@ impl Format {
     ///
     /// # Errors
     /// An unusable registry configuration.
-    pub fn keys(cfg: &KafkaPipeline, registries: &Registries) -> Result<Option<KeyDecoder>> {
+    pub(crate) fn keys(cfg: &KafkaPipeline, registries: &Registries) -> Result<Option<KeyDecoder>> {
         if cfg.upsert.is_none() {
             return Ok(None);
         }
@@ -59,7 +59,7 @@ impl Format {
     }
 
     /// Whether payloads are Avro (Debezium's Avro envelopes are unwrapped by the decoder).
-    pub fn is_avro(&self) -> bool {
+    pub(crate) fn is_avro(&self) -> bool {
         matches!(self, Format::Avro(_))
     }
 }

@@ -10,11 +10,11 @@ const VALUE_ID: &str = "apicurio.value.globalId";
 const KEY_ID: &str = "apicurio.key.globalId";
 
 /// A record's key and payload framed from their headers (`None`: the bytes stay).
-pub type Frames = (Option<Vec<u8>>, Option<Vec<u8>>);
+pub(crate) type Frames = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// For each record, its key and payload framed from their headers, where they carry an id
 /// (`None` where the bytes stay as they are). Empty when no record has such a header.
-pub fn reframe(records: &[SourceRecord<'_>]) -> Vec<Frames> {
+pub(crate) fn reframe(records: &[SourceRecord<'_>]) -> Vec<Frames> {
     fn id<'a>(r: &SourceRecord<'a>, name: &str) -> Option<&'a [u8]> {
         r.headers.iter().find(|(k, _)| *k == name).and_then(|(_, v)| v.filter(|v| v.len() == 8))
     }
@@ -30,7 +30,7 @@ pub fn reframe(records: &[SourceRecord<'_>]) -> Vec<Frames> {
 
 /// `records` with the framed bytes of [`reframe`] in place (the same records when it found
 /// nothing).
-pub fn with_frames<'a>(records: &[SourceRecord<'a>], frames: &'a [Frames]) -> Vec<SourceRecord<'a>> {
+pub(crate) fn with_frames<'a>(records: &[SourceRecord<'a>], frames: &'a [Frames]) -> Vec<SourceRecord<'a>> {
     if frames.is_empty() {
         return records.to_vec();
     }

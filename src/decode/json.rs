@@ -16,7 +16,8 @@ use crate::delta::json_values::{RecordRules, Verdict};
 
 /// Decodes JSON payloads against a table schema.
 #[derive(Debug, Clone)]
-pub struct PayloadDecoder {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct PayloadDecoder {
     schema: SchemaRef,
     rules: RecordRules,
     max_record_bytes: usize,
@@ -24,7 +25,8 @@ pub struct PayloadDecoder {
 
 /// The outcome of decoding a batch of records.
 #[derive(Debug)]
-pub struct Decoded {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Decoded {
     /// The good records' rows, in input order (`None` when there are none).
     pub batch: Option<RecordBatch>,
     /// Indexes (into the input) of the records in `batch`, in order.
@@ -36,12 +38,14 @@ pub struct Decoded {
 
 impl PayloadDecoder {
     /// A decoder for the Arrow form of the table schema (with its nullability).
-    pub fn new(schema: SchemaRef, max_record_bytes: usize) -> Self {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn new(schema: SchemaRef, max_record_bytes: usize) -> Self {
         PayloadDecoder { rules: RecordRules::new(&schema), schema, max_record_bytes }
     }
 
     /// Decodes the records; never fails as a whole: bad records become dead letters.
-    pub fn decode(&self, records: &[RawRecord<'_>]) -> Decoded {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn decode(&self, records: &[RawRecord<'_>]) -> Decoded {
         let mut dead = Vec::new();
         let mut good = Vec::with_capacity(records.len());
         let mut prepared: Vec<Cow<'_, [u8]>> = Vec::with_capacity(records.len());
@@ -86,7 +90,8 @@ impl PayloadDecoder {
     /// Rows given as serializable values (decoded messages) straight into Arrow through
     /// `arrow-json`'s serializer, with no JSON text in between; `None` when any row does not
     /// fit the schema (the caller then takes the slow, per-record path).
-    pub fn decode_serialized<S: serde::Serialize>(&self, rows: &[S]) -> Option<RecordBatch> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn decode_serialized<S: serde::Serialize>(&self, rows: &[S]) -> Option<RecordBatch> {
         let mut decoder = arrow_json::ReaderBuilder::new(self.schema.clone())
             .with_strict_mode(true)
             .with_batch_size(rows.len().max(1) + 1)

@@ -20,7 +20,7 @@ use crate::delta::arrow_value::value_at;
 
 /// What one record does.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RecordChange {
+pub(crate) enum RecordChange {
     /// Upsert the row in these payload bytes (to be decoded against the table schema).
     Upsert(Vec<u8>),
     /// The payload as it is is the row.
@@ -29,7 +29,7 @@ pub enum RecordChange {
 }
 
 /// The canonical key of a JSON object's key columns; `None` when one is missing or null.
-pub fn key_of_object(obj: &Value, columns: &[String]) -> Option<String> {
+pub(crate) fn key_of_object(obj: &Value, columns: &[String]) -> Option<String> {
     let values: Option<Vec<&Value>> =
         columns.iter().map(|c| obj.get(c).filter(|v| !v.is_null() && !v.is_object() && !v.is_array())).collect();
     serde_json::to_string(&values?).ok()
@@ -37,7 +37,7 @@ pub fn key_of_object(obj: &Value, columns: &[String]) -> Option<String> {
 
 /// The canonical key of a Kafka record key: a JSON object with the key columns (a Debezium key
 /// with a schema wrapper included), or, for one key column, a JSON scalar or raw UTF-8 text.
-pub fn key_of_kafka_key(key: &[u8], columns: &[String]) -> Option<String> {
+pub(crate) fn key_of_kafka_key(key: &[u8], columns: &[String]) -> Option<String> {
     match serde_json::from_slice::<Value>(key) {
         Ok(v @ Value::Object(_)) => {
             let inner = match v.get("payload") {
@@ -55,7 +55,7 @@ pub fn key_of_kafka_key(key: &[u8], columns: &[String]) -> Option<String> {
 }
 
 /// The canonical keys of a batch's rows (`None` where a key column is null).
-pub fn keys_of_batch(batch: &RecordBatch, columns: &[String]) -> Vec<Option<String>> {
+pub(crate) fn keys_of_batch(batch: &RecordBatch, columns: &[String]) -> Vec<Option<String>> {
     let arrays: Vec<Option<&dyn Array>> =
         columns.iter().map(|c| batch.column_by_name(c).map(|a| a.as_ref() as &dyn Array)).collect();
     (0..batch.num_rows())
@@ -71,7 +71,7 @@ pub fn keys_of_batch(batch: &RecordBatch, columns: &[String]) -> Vec<Option<Stri
 /// key column is matched on its values directly (no per-row key strings); other keys through
 /// their canonical strings.
 #[derive(Debug, Clone)]
-pub enum KeySet {
+pub(crate) enum KeySet {
     Ints { column: String, keys: HashMap<i64, String> },
     Strs { column: String, keys: HashMap<String, String> },
     Canonical { columns: Vec<String>, keys: HashSet<String> },
@@ -79,7 +79,7 @@ pub enum KeySet {
 
 impl KeySet {
     /// The set of `keys` (canonical strings) over `columns`.
-    pub fn new<'a>(columns: &[String], keys: impl Iterator<Item = &'a String>) -> KeySet {
+    pub(crate) fn new<'a>(columns: &[String], keys: impl Iterator<Item = &'a String>) -> KeySet {
         let keys: Vec<&String> = keys.collect();
         if let [column] = columns {
             let parsed: Vec<Option<Value>> = keys
@@ -102,7 +102,7 @@ impl KeySet {
     }
 
     /// Which rows of `batch` have a changed key; the canonical keys found go to `found`.
-    pub fn matches(&self, batch: &RecordBatch, found: &mut HashSet<String>) -> BooleanArray {
+    pub(crate) fn matches(&self, batch: &RecordBatch, found: &mut HashSet<String>) -> BooleanArray {
         match self {
             KeySet::Ints { column, keys } => {
                 let Some(col) = batch
@@ -158,7 +158,7 @@ impl KeySet {
 ///
 /// # Errors
 /// A message (the dead-letter reason) for anything that is not a usable envelope.
-pub fn debezium_change(payload: &[u8], kafka_key: Option<&[u8]>, columns: &[String]) -> Result<RecordChange, String> {
+pub(crate) fn debezium_change(payload: &[u8], kafka_key: Option<&[u8]>, columns: &[String]) -> Result<RecordChange, String> {
     let v: Value = serde_json::from_slice(payload).map_err(|e| format!("invalid JSON: {e}"))?;
     let envelope = match v.get("payload") {
         Some(p) if v.get("schema").is_some() => p,
@@ -183,13 +183,13 @@ pub fn debezium_change(payload: &[u8], kafka_key: Option<&[u8]>, columns: &[Stri
 /// One keyed change in a micro-batch: the record's offset, and the row (batch index, row
 /// index) for an upsert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     pub offset: i64,
     pub row: Option<(usize, usize)>,
 }
 
 /// The winning change per key: the one with the highest offset.
-pub fn last_change_per_key(changes: impl IntoIterator<Item = (String, Change)>) -> HashMap<String, Change> {
+pub(crate) fn last_change_per_key(changes: impl IntoIterator<Item = (String, Change)>) -> HashMap<String, Change> {
     let mut out: HashMap<String, Change> = HashMap::new();
     for (key, change) in changes {
         match out.get(&key) {

@@ -24,7 +24,8 @@ use crate::decode::registry::Framing;
 
 /// How a registry format's record keys are read.
 #[derive(Debug)]
-pub enum KeyDecoder {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum KeyDecoder {
     /// Confluent-framed Avro keys.
     Avro(AvroDecoder),
     /// Confluent-framed Protobuf keys (read through their proto3 JSON).
@@ -35,7 +36,7 @@ pub enum KeyDecoder {
 
 /// The keys of `records` (by index) whose payload is null: decoded with `decoder` when
 /// framed, else read as JSON or text. A key that cannot be read maps to the reason.
-pub async fn tombstone_keys(
+pub(crate) async fn tombstone_keys(
     decoder: Option<&mut KeyDecoder>,
     records: &[RawRecord<'_>],
     columns: &[String],
@@ -113,7 +114,7 @@ fn key_batch(batch: &RecordBatch, columns: &[String]) -> RecordBatch {
 
 /// What a run of Debezium envelopes holds.
 #[derive(Debug, Default)]
-pub struct Unwrapped {
+pub(crate) struct Unwrapped {
     /// The `after` records of creates, reads and updates.
     pub rows: Option<AvroRun>,
     /// (input index, key) of deletes.
@@ -123,7 +124,7 @@ pub struct Unwrapped {
 }
 
 /// Unwraps a run of Debezium envelopes (see the module contract).
-pub fn unwrap_debezium(run: AvroRun, columns: &[String]) -> Unwrapped {
+pub(crate) fn unwrap_debezium(run: AvroRun, columns: &[String]) -> Unwrapped {
     let mut out = Unwrapped::default();
     let b = &run.batch;
     let refuse_all = |why: &str| run.rows_from.iter().map(|i| (*i, why.to_string())).collect::<Vec<_>>();

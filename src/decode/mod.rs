@@ -23,17 +23,17 @@
 //! keys, payloads against the table schema, generated columns) and gets rows, deletes and dead
 //! letters back as values.
 
-pub mod avro;
-pub mod avro_refs;
-pub mod columns;
-pub mod exact;
-pub mod format;
-pub mod header_ids;
-pub mod json;
-pub mod keyed;
-pub mod keyed_avro;
-pub mod projection;
-pub mod protobuf;
-pub mod registry;
-pub mod registry_schema;
-pub mod route_values;
+internal_mods!(avro);
+internal_mods!(avro_refs);
+internal_mods!(columns);
+internal_mods!(exact);
+internal_mods!(format);
+internal_mods!(header_ids);
+internal_mods!(json);
+internal_mods!(keyed);
+internal_mods!(keyed_avro);
+internal_mods!(projection);
+internal_mods!(protobuf);
+internal_mods!(registry);
+internal_mods!(registry_schema);
+internal_mods!(route_values);

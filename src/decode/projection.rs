@@ -10,7 +10,8 @@ use arrow::datatypes::SchemaRef;
 
 /// Why a batch does not fit the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mismatch {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum Mismatch {
     /// Writer fields the table does not have (evolution can add them).
     Extra(Vec<String>),
     /// Anything else: a required column missing, a type that does not convert.
@@ -21,7 +22,8 @@ pub enum Mismatch {
 ///
 /// # Errors
 /// A [`Mismatch`] naming the fields.
-pub fn project(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch, Mismatch> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn project(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch, Mismatch> {
     let extra: Vec<String> = batch
         .schema()
         .fields()

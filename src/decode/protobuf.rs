@@ -18,17 +18,19 @@ use crate::decode::registry::{RegisteredSchema, RegistryClient, SchemaType, Unav
 use crate::delta::schema::{ArrayType, DataType, MapType, PrimitiveType, StructField, StructType};
 
 /// A record decoded into JSON, or why it could not be.
-pub type Outcome = Result<(u64, Vec<u8>), String>;
+pub(crate) type Outcome = Result<(u64, Vec<u8>), String>;
 
 /// Decodes Confluent-framed Protobuf with schemas from a registry.
 #[derive(Debug)]
-pub struct ProtoDecoder {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct ProtoDecoder {
     registry: Arc<RegistryClient>,
     pools: HashMap<u64, Result<DescriptorPool, String>>,
 }
 
 impl ProtoDecoder {
-    pub fn new(registry: Arc<RegistryClient>) -> ProtoDecoder {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn new(registry: Arc<RegistryClient>) -> ProtoDecoder {
         ProtoDecoder { registry, pools: HashMap::new() }
     }
 
@@ -68,7 +70,7 @@ impl ProtoDecoder {
     }
 
     /// The Delta schema of the first decodable record's message (a new table's schema).
-    pub async fn first_schema(&mut self, payloads: &[Option<&[u8]>]) -> Option<StructType> {
+    pub(crate) async fn first_schema(&mut self, payloads: &[Option<&[u8]>]) -> Option<StructType> {
         for p in payloads.iter().flatten() {
             if let Ok((_, desc, _)) = self.message(p).await {
                 return delta_schema(&desc).ok();
@@ -78,7 +80,8 @@ impl ProtoDecoder {
     }
 
     /// Each payload's message, or why it has none.
-    pub async fn messages(&mut self, payloads: &[Option<&[u8]>]) -> Vec<Result<(u64, DynamicMessage), String>> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn messages(&mut self, payloads: &[Option<&[u8]>]) -> Vec<Result<(u64, DynamicMessage), String>> {
         let mut out = Vec::with_capacity(payloads.len());
         for p in payloads {
             let Some(p) = p else {
@@ -96,7 +99,7 @@ impl ProtoDecoder {
     }
 
     /// Each payload as proto3 JSON text, or why not.
-    pub async fn decode(&mut self, payloads: &[Option<&[u8]>]) -> Vec<Outcome> {
+    pub(crate) async fn decode(&mut self, payloads: &[Option<&[u8]>]) -> Vec<Outcome> {
         let options = proto3_options();
         self.messages(payloads)
             .await
@@ -114,7 +117,8 @@ impl ProtoDecoder {
 ///
 /// # Errors
 /// What the serializer reports.
-pub fn to_json(m: &DynamicMessage, options: &SerializeOptions, capacity: usize) -> Result<Vec<u8>, String> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn to_json(m: &DynamicMessage, options: &SerializeOptions, capacity: usize) -> Result<Vec<u8>, String> {
     let mut ser = serde_json::Serializer::new(Vec::with_capacity(capacity));
     m.serialize_with_options(&mut ser, options).map_err(|e| e.to_string())?;
     Ok(ser.into_inner())
@@ -123,13 +127,15 @@ pub fn to_json(m: &DynamicMessage, options: &SerializeOptions, capacity: usize) 
 /// How messages are written as rows: proto3 JSON with field names as declared, 64-bit
 /// integers as numbers, and defaults written (proto3 omits a zero, an empty string or the
 /// first enum value otherwise, and the row would read null where the message says 0).
-pub fn proto3_options() -> SerializeOptions {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn proto3_options() -> SerializeOptions {
     SerializeOptions::new().stringify_64_bit_integers(false).use_proto_field_name(true).skip_default_fields(false)
 }
 
 /// A message serialized as its proto3 JSON form ([`proto3_options`]), for serializers that
 /// build Arrow directly.
-pub struct Proto3<'a>(pub &'a DynamicMessage, pub &'a SerializeOptions);
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Proto3<'a>(pub &'a DynamicMessage, pub &'a SerializeOptions);
 
 impl serde::Serialize for Proto3<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -143,7 +149,7 @@ const SCHEMA_FILE: &str = "registry.proto";
 ///
 /// # Errors
 /// A schema that does not compile or holds no message.
-pub fn first_message_schema(schema: &RegisteredSchema) -> Result<StructType, String> {
+pub(crate) fn first_message_schema(schema: &RegisteredSchema) -> Result<StructType, String> {
     let pool = compile(&schema.schema, &schema.all_references())?;
     let file = pool.files().find(|f| f.name() == SCHEMA_FILE).ok_or("the schema holds no file")?;
     let desc = file.messages().next().ok_or("the schema holds no message")?;
@@ -200,7 +206,8 @@ fn message_indexes(buf: &mut &[u8]) -> Option<Vec<usize>> {
 ///
 /// # Errors
 /// A field of no Delta type, or nesting deeper than 32 (a recursive message).
-pub fn delta_schema(desc: &MessageDescriptor) -> Result<StructType, String> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn delta_schema(desc: &MessageDescriptor) -> Result<StructType, String> {
     struct_of(desc, 0)
 }
 

@@ -22,14 +22,16 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
-pub use crate::config::registry::{RegistryApi, RegistryConfig};
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) use crate::config::registry::{RegistryApi, RegistryConfig};
 
 use crate::common::throttle::LogThrottle;
 use crate::error::{Error, Result};
 
 /// How a framed record names its writer schema: magic byte `0`, then the id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum Framing {
     /// A 4-byte big-endian schema id (Confluent, Apicurio's Confluent-compatible mode).
     Confluent,
     /// An 8-byte big-endian global id (Apicurio's default serdes).
@@ -38,7 +40,7 @@ pub enum Framing {
 
 impl Framing {
     /// The id and the body of a framed payload; `None` when it is not framed so.
-    pub fn split(self, payload: &[u8]) -> Option<(u64, &[u8])> {
+    pub(crate) fn split(self, payload: &[u8]) -> Option<(u64, &[u8])> {
         match (self, payload) {
             (Framing::Confluent, [0, a, b, c, d, body @ ..]) => {
                 Some((u64::from(u32::from_be_bytes([*a, *b, *c, *d])), body))
@@ -52,7 +54,7 @@ impl Framing {
     }
 
     /// The dead-letter reason of a payload that is not framed.
-    pub fn unframed(self) -> &'static str {
+    pub(crate) fn unframed(self) -> &'static str {
         match self {
             Framing::Confluent => "not in the Confluent wire format (magic byte 0, then a 4-byte schema id)",
             Framing::Apicurio => "not in Apicurio's wire format (magic byte 0, then an 8-byte global id)",
@@ -62,7 +64,8 @@ impl Framing {
 
 /// What a registered schema is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SchemaType {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum SchemaType {
     Avro,
     Protobuf,
     Json,
@@ -70,7 +73,8 @@ pub enum SchemaType {
 
 /// A writer schema from the registry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegisteredSchema {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct RegisteredSchema {
     pub id: u64,
     pub schema_type: SchemaType,
     pub schema: String,
@@ -81,13 +85,15 @@ pub struct RegisteredSchema {
 
 impl RegisteredSchema {
     /// A schema without references.
-    pub fn new(id: u64, schema_type: SchemaType, schema: impl Into<String>) -> RegisteredSchema {
+    #[cfg(any(test, feature = "internal-api"))]
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn new(id: u64, schema_type: SchemaType, schema: impl Into<String>) -> RegisteredSchema {
         RegisteredSchema { id, schema_type, schema: schema.into(), references: Vec::new() }
     }
 
     /// Every schema it references, directly or not, once each (by reference name), in the
     /// order they are first met.
-    pub fn all_references(&self) -> Vec<(&str, &RegisteredSchema)> {
+    pub(crate) fn all_references(&self) -> Vec<(&str, &RegisteredSchema)> {
         let mut out: Vec<(&str, &RegisteredSchema)> = Vec::new();
         let mut stack: Vec<&RegisteredSchema> = vec![self];
         while let Some(s) = stack.pop() {
@@ -126,7 +132,8 @@ const MAX_REFERENCE_DEPTH: usize = 16;
 
 /// Why a schema could not be had.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unavailable {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum Unavailable {
     /// The registry does not know the id (or a schema it references): the record is a dead
     /// letter.
     Unknown(String),
@@ -139,14 +146,15 @@ type Lookup = std::result::Result<std::result::Result<RegisteredSchema, String>,
 /// The registry clients of a process: one per registry configuration, so that every pipeline
 /// and routed table shares one cache and fetches each schema id once.
 #[derive(Debug, Clone, Default)]
-pub struct Registries(Arc<Mutex<HashMap<String, Arc<RegistryClient>>>>);
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Registries(Arc<Mutex<HashMap<String, Arc<RegistryClient>>>>);
 
 impl Registries {
     /// The client of `config`, made on first use.
     ///
     /// # Errors
     /// As [`RegistryClient::new`].
-    pub fn client(&self, config: &RegistryConfig) -> Result<Arc<RegistryClient>> {
+    pub(crate) fn client(&self, config: &RegistryConfig) -> Result<Arc<RegistryClient>> {
         let key = serde_json::to_string(config).map_err(|e| Error::Internal(format!("registry key: {e}")))?;
         let mut clients = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(c) = clients.get(&key) {
@@ -158,18 +166,17 @@ impl Registries {
     }
 
     /// How many clients were made.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.0.lock().map_or(0, |c| c.len())
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// A cached client of one registry.
 #[derive(Debug)]
-pub struct RegistryClient {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct RegistryClient {
     config: RegistryConfig,
     http: reqwest::Client,
     cache: Mutex<HashMap<u64, Arc<RegisteredSchema>>>,
@@ -182,7 +189,8 @@ impl RegistryClient {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an empty or unusable URL.
-    pub fn new(config: RegistryConfig) -> Result<RegistryClient> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn new(config: RegistryConfig) -> Result<RegistryClient> {
         let url = config.url.trim_end_matches('/').to_string();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(Error::InvalidArgument(format!(
@@ -222,7 +230,7 @@ impl RegistryClient {
     }
 
     /// How this registry's records are framed.
-    pub fn framing(&self) -> Framing {
+    pub(crate) fn framing(&self) -> Framing {
         self.framing
     }
 
@@ -230,7 +238,9 @@ impl RegistryClient {
     ///
     /// # Errors
     /// As [`RegistryClient::new`].
-    pub fn preloaded(config: RegistryConfig, schemas: Vec<RegisteredSchema>) -> Result<RegistryClient> {
+    #[cfg(any(test, feature = "internal-api"))]
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn preloaded(config: RegistryConfig, schemas: Vec<RegisteredSchema>) -> Result<RegistryClient> {
         let client = RegistryClient::new(config)?;
         {
             let mut cache = client.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -247,7 +257,8 @@ impl RegistryClient {
     /// # Errors
     /// [`Unavailable::Unknown`] when the registry answers that it has no such id, or no schema
     /// the id's schema references.
-    pub async fn schema(&self, id: u64) -> std::result::Result<Arc<RegisteredSchema>, Unavailable> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn schema(&self, id: u64) -> std::result::Result<Arc<RegisteredSchema>, Unavailable> {
         if let Some(s) = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&id) {
             return Ok(s.clone());
         }
@@ -265,7 +276,7 @@ impl RegistryClient {
     ///
     /// # Errors
     /// [`Unavailable::Unknown`] when the registry has no such subject.
-    pub async fn latest(&self, subject: &str) -> std::result::Result<Arc<RegisteredSchema>, Unavailable> {
+    pub(crate) async fn latest(&self, subject: &str) -> std::result::Result<Arc<RegisteredSchema>, Unavailable> {
         Ok(Arc::new(self.retried(&format!("/subjects/{}/versions/latest", encode(subject)), None).await?))
     }
 

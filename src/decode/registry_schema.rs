@@ -14,7 +14,7 @@ use crate::delta::schema::StructType;
 use crate::error::{Error, Result};
 
 /// With `schema_registry.subject`: the Delta schema of the subject's latest version.
-pub async fn subject_schema(cfg: &KafkaPipeline, registries: &Registries) -> Result<Option<StructType>> {
+pub(crate) async fn subject_schema(cfg: &KafkaPipeline, registries: &Registries) -> Result<Option<StructType>> {
     let registry = match &cfg.kafka.format {
         PayloadFormat::Avro(r) | PayloadFormat::Protobuf(r) | PayloadFormat::JsonSchema(r) => r,
         _ => return Ok(None),

@@ -14,7 +14,7 @@ type Value = std::result::Result<String, String>;
 
 impl Format {
     /// Each record's route value, or why it has none.
-    pub async fn route_values(&mut self, field: &str, records: &[RawRecord<'_>]) -> Vec<Value> {
+    pub(crate) async fn route_values(&mut self, field: &str, records: &[RawRecord<'_>]) -> Vec<Value> {
         match self {
             Format::Json => records.iter().map(|r| json_value(r.payload, field)).collect(),
             Format::JsonSchema(registry) => {
@@ -66,7 +66,7 @@ fn unusable(field: &str) -> String {
 
 /// The route value of a JSON payload, found without building the document: every other
 /// field is skipped as it is read.
-pub fn json_value(payload: Option<&[u8]>, field: &str) -> Value {
+pub(crate) fn json_value(payload: Option<&[u8]>, field: &str) -> Value {
     let payload = payload.ok_or("no payload to route")?;
     let path: Vec<&str> = field.split('.').collect();
     let mut de = serde_json::Deserializer::from_slice(payload);

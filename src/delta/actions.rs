@@ -14,7 +14,7 @@ use super::dv::DeletionVectorDescriptor;
 use crate::error::{Error, Result};
 
 /// Partition values as written in the log: physical column name to serialised value.
-pub type PartitionValues = HashMap<String, Option<String>>;
+pub(crate) type PartitionValues = HashMap<String, Option<String>>;
 
 /// `format` of a `metaData` action.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,7 +226,7 @@ impl Action {
 /// Typed view of the `commitInfo` fields deltabus reads.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CommitInfo {
+pub(crate) struct CommitInfo {
     pub timestamp: Option<i64>,
     pub in_commit_timestamp: Option<i64>,
     pub operation: Option<String>,
@@ -242,7 +242,7 @@ pub struct CommitInfo {
 
 impl CommitInfo {
     /// Reads the typed fields, ignoring ones of unexpected types.
-    pub fn from_value(v: &Value) -> CommitInfo {
+    pub(crate) fn from_value(v: &Value) -> CommitInfo {
         serde_json::from_value(v.clone()).unwrap_or_else(|_| CommitInfo {
             timestamp: v.get("timestamp").and_then(Value::as_i64),
             in_commit_timestamp: v.get("inCommitTimestamp").and_then(Value::as_i64),
@@ -298,7 +298,7 @@ impl LogLine {
 ///
 /// # Errors
 /// [`Error::InvalidLog`] when the line is not a JSON object or a known action is malformed.
-pub fn parse_action_line(line: &str, file: &str) -> Result<Option<Action>> {
+pub(crate) fn parse_action_line(line: &str, file: &str) -> Result<Option<Action>> {
     match serde_json::from_str::<LogLine>(line) {
         Ok(parsed) => Ok(parsed.into_action()),
         // Slow path, only on error: find which action is malformed for a precise message.
@@ -339,7 +339,8 @@ pub(crate) fn parse_action_value(key: &str, inner: Value, file: &str) -> Result<
 ///
 /// # Errors
 /// [`Error::InvalidLog`] naming the file and the first bad line.
-pub fn parse_commit(bytes: &[u8], file: &str) -> Result<Vec<Action>> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn parse_commit(bytes: &[u8], file: &str) -> Result<Vec<Action>> {
     let text = std::str::from_utf8(bytes).map_err(|e| Error::invalid_log(file, format!("not UTF-8: {e}")))?;
     let mut actions = Vec::new();
     for (i, line) in text.lines().enumerate() {

@@ -25,7 +25,8 @@ use crate::delta::snapshot::Snapshot;
 
 /// Whose progress a `txn` action records.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum TxnAppId {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum TxnAppId {
     /// One Kafka partition of one topic consumed by one ingest application.
     KafkaPartition { app: String, topic: String, partition: i32 },
     /// The dead letters of one Kafka partition, in the app's dead-letter table.
@@ -44,7 +45,7 @@ pub enum TxnAppId {
 /// The prefix of every push producer's appId. A Kafka position's id is
 /// `<app>-<topic>-<partition>` with the app's own `-` escaped, so its first raw `-` starts a
 /// topic name, which cannot hold `:`; no Kafka position can be spelled `deltabus-push:...`.
-pub const PRODUCER_PREFIX: &str = "deltabus-push:";
+pub(crate) const PRODUCER_PREFIX: &str = "deltabus-push:";
 
 fn escape_app(app: &str) -> String {
     app.replace('%', "%25").replace('-', "%2D")
@@ -52,7 +53,7 @@ fn escape_app(app: &str) -> String {
 
 impl TxnAppId {
     /// The id earlier versions wrote for this position, when it differs from today's.
-    pub fn legacy(&self) -> Option<String> {
+    pub(crate) fn legacy(&self) -> Option<String> {
         match self {
             TxnAppId::KafkaPartition { app, topic, partition } if app.contains(['-', '%']) => {
                 Some(format!("{app}-{topic}-{partition}"))
@@ -66,7 +67,8 @@ impl TxnAppId {
 
     /// The position recorded in `snapshot`: under today's id, else under the legacy one. A
     /// stream's own position never expires (see [`Snapshot::txn_version`]).
-    pub fn version_in(&self, snapshot: &Snapshot) -> Option<i64> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn version_in(&self, snapshot: &Snapshot) -> Option<i64> {
         snapshot.txn_version(&self.to_string()).or_else(|| self.legacy().and_then(|l| snapshot.txn_version(&l)))
     }
 }

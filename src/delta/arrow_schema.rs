@@ -11,7 +11,7 @@ use arrow::datatypes::{DataType as ArrowType, Field, Fields, Schema, TimeUnit};
 use super::schema::{DataType, PrimitiveType, StructField, StructType};
 
 /// The Arrow type of a Delta type.
-pub fn arrow_type(t: &DataType) -> ArrowType {
+pub(crate) fn arrow_type(t: &DataType) -> ArrowType {
     match t {
         DataType::Primitive(p) => primitive(*p),
         DataType::Struct(s) => ArrowType::Struct(arrow_fields(&s.fields)),
@@ -28,7 +28,7 @@ pub fn arrow_type(t: &DataType) -> ArrowType {
 }
 
 /// The physical fields of an unshredded variant.
-pub fn variant_fields() -> Fields {
+pub(crate) fn variant_fields() -> Fields {
     Fields::from(vec![Field::new("metadata", ArrowType::Binary, true), Field::new("value", ArrowType::Binary, true)])
 }
 
@@ -52,18 +52,18 @@ fn primitive(p: PrimitiveType) -> ArrowType {
 }
 
 /// Arrow fields (logical names, all nullable) of Delta fields.
-pub fn arrow_fields(fields: &[StructField]) -> Fields {
+pub(crate) fn arrow_fields(fields: &[StructField]) -> Fields {
     fields.iter().map(|f| Field::new(&f.name, arrow_type(&f.data_type), true)).collect()
 }
 
 /// The logical Arrow schema of a table schema.
-pub fn arrow_schema(schema: &StructType) -> Schema {
+pub(crate) fn arrow_schema(schema: &StructType) -> Schema {
     Schema::new(arrow_fields(&schema.fields))
 }
 
 /// The Arrow field written to data files for a Delta field: the physical name and, under
 /// column mapping, the Parquet field id.
-pub fn physical_field(f: &StructField, mode: super::schema::ColumnMappingMode) -> Field {
+pub(crate) fn physical_field(f: &StructField, mode: super::schema::ColumnMappingMode) -> Field {
     let data_type = physical_type(&f.data_type, mode);
     let field = Field::new(f.physical_name(mode), data_type, f.nullable);
     match (mode, f.column_mapping_id()) {
@@ -92,7 +92,7 @@ fn physical_type(t: &DataType, mode: super::schema::ColumnMappingMode) -> ArrowT
 }
 
 /// The schema of data files: data (non-partition) columns with physical names.
-pub fn physical_schema(
+pub(crate) fn physical_schema(
     schema: &StructType,
     partition_columns: &[String],
     mode: super::schema::ColumnMappingMode,
@@ -109,7 +109,8 @@ pub fn physical_schema(
 }
 
 /// The logical Arrow schema with Delta's nullability kept (for validating incoming rows).
-pub fn arrow_schema_strict(schema: &StructType) -> Schema {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn arrow_schema_strict(schema: &StructType) -> Schema {
     fn field(f: &StructField) -> Field {
         Field::new(&f.name, strict_type(&f.data_type), f.nullable)
     }
@@ -139,7 +140,7 @@ pub fn arrow_schema_strict(schema: &StructType) -> Schema {
 ///
 /// # Errors
 /// [`crate::Error::InvalidArgument`] for types Delta cannot hold (unsigned 64-bit, intervals…).
-pub fn delta_type_of(t: &ArrowType) -> crate::Result<DataType> {
+pub(crate) fn delta_type_of(t: &ArrowType) -> crate::Result<DataType> {
     use super::schema::{ArrayType, MapType, PrimitiveType as P, StructField, StructType};
     let p = |t| Ok(DataType::Primitive(t));
     match t {
@@ -197,7 +198,7 @@ pub fn delta_type_of(t: &ArrowType) -> crate::Result<DataType> {
 ///
 /// # Errors
 /// An Arrow type with no Delta counterpart.
-pub fn delta_struct_of(arrow: &arrow::datatypes::Schema) -> crate::Result<StructType> {
+pub(crate) fn delta_struct_of(arrow: &arrow::datatypes::Schema) -> crate::Result<StructType> {
     arrow
         .fields()
         .iter()

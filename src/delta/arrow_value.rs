@@ -13,7 +13,7 @@ use serde_json::{Map, Number, Value};
 
 /// How maps are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MapStyle {
+pub(crate) enum MapStyle {
     /// `[{"key":..,"value":..}]`: lossless for any key type (row output).
     Entries,
     /// `{"key": value}` with keys as strings (log actions such as `configuration`).
@@ -21,12 +21,12 @@ pub enum MapStyle {
 }
 
 /// Converts row `i` of `array` to JSON (`Value::Null` when null), maps as entries.
-pub fn value_at(array: &dyn Array, i: usize) -> Value {
+pub(crate) fn value_at(array: &dyn Array, i: usize) -> Value {
     value_at_with(array, i, MapStyle::Entries)
 }
 
 /// Converts row `i` of `array` to JSON with the given map style.
-pub fn value_at_with(array: &dyn Array, i: usize, maps: MapStyle) -> Value {
+pub(crate) fn value_at_with(array: &dyn Array, i: usize, maps: MapStyle) -> Value {
     let value_at = |a: &dyn Array, j: usize| value_at_with(a, j, maps);
     if array.is_null(i) {
         return Value::Null;
@@ -161,7 +161,7 @@ fn float(v: f64, single: bool) -> Value {
 }
 
 /// Formats microseconds since the epoch as ISO-8601 (`Z` when `utc`).
-pub fn format_timestamp(micros: i64, utc: bool) -> Value {
+pub(crate) fn format_timestamp(micros: i64, utc: bool) -> Value {
     let secs = micros.div_euclid(1_000_000);
     let nanos = (micros.rem_euclid(1_000_000) * 1000) as u32;
     match chrono::DateTime::from_timestamp(secs, nanos) {
@@ -174,7 +174,7 @@ pub fn format_timestamp(micros: i64, utc: bool) -> Value {
 }
 
 /// Formats an unscaled decimal.
-pub fn decimal_string(v: i128, scale: i8) -> String {
+pub(crate) fn decimal_string(v: i128, scale: i8) -> String {
     if scale <= 0 {
         return (v * 10i128.pow(u32::from(scale.unsigned_abs()))).to_string();
     }

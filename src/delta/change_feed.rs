@@ -18,7 +18,7 @@ use super::dv::DeletionVectorDescriptor;
 
 /// The change type of rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeType {
+pub(crate) enum ChangeType {
     Insert,
     Delete,
     /// Taken from the file's `_change_type` column (change-data files).
@@ -27,7 +27,7 @@ pub enum ChangeType {
 
 impl ChangeType {
     /// The `_change_type` value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ChangeType::Insert => "insert",
             ChangeType::Delete => "delete",
@@ -38,7 +38,7 @@ impl ChangeType {
 
 /// Which physical rows of a file to take.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RowSelection {
+pub(crate) enum RowSelection {
     /// Every row except those in this DV (none when `None`).
     AllExcept(Option<DeletionVectorDescriptor>),
     /// Rows in `new` but not in `old` (`old` may be absent): newly deleted by a DV update.
@@ -49,7 +49,7 @@ pub enum RowSelection {
 
 /// One file to read for a commit's changes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChangeSource {
+pub(crate) struct ChangeSource {
     /// The path as in the log.
     pub path: String,
     pub partition_values: PartitionValues,
@@ -61,7 +61,7 @@ pub struct ChangeSource {
 }
 
 /// The files and rows that make up a commit's changes.
-pub fn plan_changes(actions: &[Action]) -> Vec<ChangeSource> {
+pub(crate) fn plan_changes(actions: &[Action]) -> Vec<ChangeSource> {
     if let Some(info) =
         actions.iter().find_map(|a| if let Action::CommitInfo(v) = a { Some(CommitInfo::from_value(v)) } else { None })
     {
@@ -171,7 +171,7 @@ fn merge_without_changes(info: &CommitInfo) -> bool {
 
 /// The commit's timestamp for `_commit_timestamp`: its in-commit timestamp when present,
 /// else the commit file's modification time.
-pub fn commit_timestamp(actions: &[Action], file_modified_ms: i64) -> i64 {
+pub(crate) fn commit_timestamp(actions: &[Action], file_modified_ms: i64) -> i64 {
     actions
         .iter()
         .find_map(|a| if let Action::CommitInfo(v) = a { CommitInfo::from_value(v).in_commit_timestamp } else { None })

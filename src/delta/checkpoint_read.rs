@@ -19,7 +19,7 @@ use super::dv::DeletionVectorDescriptor;
 use crate::error::{Error, Result};
 
 /// Top-level checkpoint columns that hold actions.
-pub const ACTION_COLUMNS: &[&str] =
+pub(crate) const ACTION_COLUMNS: &[&str] =
     &["add", "remove", "metaData", "protocol", "txn", "domainMetadata", "checkpointMetadata", "sidecar"];
 
 /// Decodes every action in a checkpoint batch.
@@ -27,7 +27,8 @@ pub const ACTION_COLUMNS: &[&str] =
 /// # Errors
 /// [`Error::InvalidLog`] when a row's action is malformed (for example a `metaData` without
 /// `schemaString`).
-pub fn batch_to_actions(batch: &RecordBatch, file: &str) -> Result<Vec<Action>> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn batch_to_actions(batch: &RecordBatch, file: &str) -> Result<Vec<Action>> {
     let mut out = Vec::new();
     for name in ACTION_COLUMNS {
         let Some(col) = batch.column_by_name(name) else {

@@ -44,7 +44,7 @@ fn dv_struct() -> DataType {
 }
 
 /// The checkpoint schema Spark writes for V1 checkpoints (all fields nullable).
-pub fn checkpoint_schema() -> SchemaRef {
+pub(crate) fn checkpoint_schema() -> SchemaRef {
     use DataType::*;
     Arc::new(Schema::new(vec![
         f("txn", st(vec![f("appId", Utf8), f("version", Int64), f("lastUpdated", Int64)])),
@@ -106,7 +106,7 @@ pub fn checkpoint_schema() -> SchemaRef {
 
 /// The actions a checkpoint of `snapshot` holds: protocol, metadata, txns, domains, live adds
 /// (`dataChange=false`) and unexpired tombstones (without stats or tags).
-pub fn checkpoint_actions(snapshot: &Snapshot) -> Vec<Action> {
+pub(crate) fn checkpoint_actions(snapshot: &Snapshot) -> Vec<Action> {
     let mut actions = vec![Action::Protocol(snapshot.protocol.clone()), Action::Metadata(snapshot.metadata.clone())];
     // Every txn, expired ones included: deltabus's streams read their positions from them
     // whatever the retention (the protocol allows, not requires, dropping expired ones).
@@ -134,7 +134,7 @@ pub fn checkpoint_actions(snapshot: &Snapshot) -> Vec<Action> {
 ///
 /// # Errors
 /// [`Error::Internal`] if an action does not fit the schema, which would be a bug.
-pub fn checkpoint_batches(actions: &[Action], batch_rows: usize) -> Result<Vec<RecordBatch>> {
+pub(crate) fn checkpoint_batches(actions: &[Action], batch_rows: usize) -> Result<Vec<RecordBatch>> {
     let schema = checkpoint_schema();
     // The decoder reserves its tape for a whole batch up front (tens of bytes per field of the
     // flattened schema per row: ~19 MiB at 16 Ki rows), so a small table asks for its size.

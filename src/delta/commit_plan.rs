@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 
 /// How a transaction is committed on top of a snapshot (`None`: a new table).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommitPlan {
+pub(crate) struct CommitPlan {
     /// The version the transaction read (`None` for a new table).
     pub read_version: Option<u64>,
     pub in_commit_timestamps: bool,
@@ -34,7 +34,7 @@ pub struct CommitPlan {
 
 /// The decision before the first attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Planned {
+pub(crate) enum Planned {
     Commit(CommitPlan),
     /// A `txn` of the transaction is already at or past its version in the table.
     AlreadyApplied {
@@ -48,7 +48,7 @@ pub enum Planned {
 /// # Errors
 /// An invalid transaction; a protocol deltabus may not write; data removed from an
 /// append-only table.
-pub fn plan(snapshot: Option<&Snapshot>, txn: &Transaction) -> Result<Planned> {
+pub(crate) fn plan(snapshot: Option<&Snapshot>, txn: &Transaction) -> Result<Planned> {
     txn.validate()?;
     if let Some(s) = snapshot {
         check_writable(&s.protocol, &s.metadata)?;
@@ -86,7 +86,7 @@ impl CommitPlan {
     ///
     /// # Errors
     /// Actions that cannot take row ids; serialisation errors.
-    pub fn bytes(&self, txn: &Transaction, version: u64, now_ms: i64, ict: Option<i64>) -> Result<Vec<u8>> {
+    pub(crate) fn bytes(&self, txn: &Transaction, version: u64, now_ms: i64, ict: Option<i64>) -> Result<Vec<u8>> {
         if !self.row_tracking {
             return txn.commit_bytes(self.read_version, now_ms, ict);
         }
@@ -95,7 +95,7 @@ impl CommitPlan {
     }
 
     /// Takes in a concurrent winner's commit: row ids continue after its high-water mark.
-    pub fn observe(&mut self, winner: &[Action]) {
+    pub(crate) fn observe(&mut self, winner: &[Action]) {
         for a in winner {
             if let Action::DomainMetadata(d) = a {
                 if d.domain == ROW_TRACKING_DOMAIN {

@@ -21,7 +21,8 @@ use super::replay::FileKey;
 
 /// Isolation level of a transaction (`commitInfo.isolationLevel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IsolationLevel {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum IsolationLevel {
     #[default]
     Serializable,
     WriteSerializable,
@@ -30,7 +31,7 @@ pub enum IsolationLevel {
 
 impl IsolationLevel {
     /// The name written in `commitInfo`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             IsolationLevel::Serializable => "Serializable",
             IsolationLevel::WriteSerializable => "WriteSerializable",
@@ -41,7 +42,8 @@ impl IsolationLevel {
 
 /// What a transaction read from its snapshot.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ReadSet {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct ReadSet {
     /// T scanned the whole table (any concurrent add may have been relevant).
     pub whole_table: bool,
     /// Partitions T read (partition values as in the log); relevant when not `whole_table`.
@@ -54,19 +56,19 @@ pub struct ReadSet {
 
 impl ReadSet {
     /// A transaction that read nothing (a blind append).
-    pub fn nothing() -> Self {
+    pub(crate) fn nothing() -> Self {
         ReadSet::default()
     }
 
     /// Whether nothing was read.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         !self.whole_table && self.partitions.is_empty() && self.files.is_empty()
     }
 }
 
 /// The outcome of checking T against one winning commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// T can be retried at a later version.
     Compatible,
     /// W already recorded T's appId at or past T's version.
@@ -77,7 +79,7 @@ pub enum Verdict {
 
 /// Whether T, given its actions, is a blind append: only data-changing adds (plus txns), and
 /// nothing read.
-pub fn is_blind_append(actions: &[Action], read: &ReadSet) -> bool {
+pub(crate) fn is_blind_append(actions: &[Action], read: &ReadSet) -> bool {
     read.is_empty()
         && actions.iter().all(|a| {
             matches!(a, Action::Add(add) if add.data_change) || matches!(a, Action::Txn(_) | Action::CommitInfo(_))
@@ -86,7 +88,7 @@ pub fn is_blind_append(actions: &[Action], read: &ReadSet) -> bool {
 
 /// Whether T may be checked under snapshot isolation (Spark `canDowngradeToSnapshotIsolation`):
 /// only file actions and none of them changes data, as in a compaction.
-pub fn can_downgrade(actions: &[Action]) -> bool {
+pub(crate) fn can_downgrade(actions: &[Action]) -> bool {
     actions.iter().all(|a| match a {
         Action::Add(x) => !x.data_change,
         Action::Remove(x) => !x.data_change,
@@ -97,7 +99,7 @@ pub fn can_downgrade(actions: &[Action]) -> bool {
 }
 
 /// Checks T (its `actions`, `read` set and isolation) against winning commit `winner`.
-pub fn check(
+pub(crate) fn check(
     actions: &[Action],
     read: &ReadSet,
     isolation: IsolationLevel,

@@ -183,7 +183,8 @@ fn same_but_case(fields: &[(String, Seen)], prefix: &str) -> std::result::Result
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when the sample is not JSON objects or nests too deep.
-pub fn infer_schema(sample: &[&str]) -> Result<StructType> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn infer_schema(sample: &[&str]) -> Result<StructType> {
     let mut seen = Seen::Struct(Vec::new());
     for (i, l) in sample.iter().enumerate() {
         let v = serde_json::from_str::<&serde_json::value::RawValue>(l).map_err(|e| {
@@ -221,7 +222,7 @@ const NEEDS_COLUMN_MAPPING: &[char] = &[' ', ',', ';', '{', '}', '(', ')', '\n',
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the column and the fix.
-pub fn check_column_names(schema: &StructType, column_mapping: bool) -> Result<()> {
+pub(crate) fn check_column_names(schema: &StructType, column_mapping: bool) -> Result<()> {
     fn walk(fields: &[StructField], path: &str, mapped: bool) -> Result<()> {
         for f in fields {
             let name = if path.is_empty() { f.name.clone() } else { format!("{path}.{}", f.name) };
@@ -263,7 +264,8 @@ pub fn check_column_names(schema: &StructType, column_mapping: bool) -> Result<(
 /// # Errors
 /// [`Error::InvalidArgument`] for unknown partition columns or partition columns of a type that
 /// cannot partition; [`Error::Unsupported`] for properties asking for unwritable features.
-pub fn new_table(
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn new_table(
     schema: StructType,
     partition_columns: &[String],
     properties: &HashMap<String, String>,
@@ -365,7 +367,7 @@ fn assign_column_mapping(fields: &mut [StructField], next: &mut i64) {
 /// table's `delta.columnMapping.maxColumnId` and a fresh physical name (whatever ids or names
 /// it carried from elsewhere, such as another table's schema), and the maximum is raised;
 /// fields the table already has keep theirs, so data already written reads as before.
-pub fn evolved_metadata(current: &Metadata, mode: ColumnMappingMode, schema: StructType) -> Metadata {
+pub(crate) fn evolved_metadata(current: &Metadata, mode: ColumnMappingMode, schema: StructType) -> Metadata {
     let mut schema = schema;
     let mut configuration = current.configuration.clone();
     if mode != ColumnMappingMode::None {
@@ -430,7 +432,7 @@ fn strip_column_mapping(fields: &mut [StructField]) {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a new column whose name needs column mapping.
-pub fn merge_schema(current: &StructType, incoming: &StructType) -> Result<Option<StructType>> {
+pub(crate) fn merge_schema(current: &StructType, incoming: &StructType) -> Result<Option<StructType>> {
     let mut merged = current.clone();
     let mut changed = false;
     for f in &incoming.fields {
@@ -456,7 +458,7 @@ pub fn merge_schema(current: &StructType, incoming: &StructType) -> Result<Optio
 }
 
 /// The dotted paths of the fields `merged` has and `current` does not (nested ones too).
-pub fn added_fields(current: &StructType, merged: &StructType) -> Vec<String> {
+pub(crate) fn added_fields(current: &StructType, merged: &StructType) -> Vec<String> {
     let mut out = Vec::new();
     for f in &merged.fields {
         match current.fields.iter().find(|c| c.name == f.name) {
@@ -479,7 +481,7 @@ pub fn added_fields(current: &StructType, merged: &StructType) -> Vec<String> {
 ///
 /// # Errors
 /// The refusal's reason.
-pub fn add_columns(current: &StructType, incoming: &StructType) -> std::result::Result<Option<StructType>, String> {
+pub(crate) fn add_columns(current: &StructType, incoming: &StructType) -> std::result::Result<Option<StructType>, String> {
     add_fields(current, incoming, "")
 }
 

@@ -13,7 +13,7 @@ use super::z85;
 use crate::error::{Error, Result};
 
 /// Magic number of the portable RoaringBitmapArray format (little-endian on disk).
-pub const PORTABLE_MAGIC: u32 = 1_681_511_377;
+pub(crate) const PORTABLE_MAGIC: u32 = 1_681_511_377;
 /// Magic of Spark's legacy "native" format, which deltabus refuses.
 const NATIVE_MAGIC: u32 = 1_681_511_376;
 
@@ -113,7 +113,8 @@ impl DeletionVectorDescriptor {
 /// # Errors
 /// [`Error::DeletionVector`] for a wrong magic (including the legacy native format) or a
 /// corrupt bitmap.
-pub fn decode_bitmap(bytes: &[u8], id: &str) -> Result<RoaringTreemap> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn decode_bitmap(bytes: &[u8], id: &str) -> Result<RoaringTreemap> {
     if bytes.len() < 4 {
         return Err(Error::dv(id, "bitmap shorter than its magic"));
     }
@@ -128,7 +129,7 @@ pub fn decode_bitmap(bytes: &[u8], id: &str) -> Result<RoaringTreemap> {
 }
 
 /// Serialises a bitmap with its magic, as stored inline or inside a DV file record.
-pub fn encode_bitmap(bitmap: &RoaringTreemap) -> Vec<u8> {
+pub(crate) fn encode_bitmap(bitmap: &RoaringTreemap) -> Vec<u8> {
     let mut out = Vec::with_capacity(4 + bitmap.serialized_size());
     out.extend_from_slice(&PORTABLE_MAGIC.to_le_bytes());
     // Writing into a Vec cannot fail.
@@ -141,7 +142,8 @@ pub fn encode_bitmap(bitmap: &RoaringTreemap) -> Vec<u8> {
 ///
 /// # Errors
 /// [`Error::DeletionVector`] on any mismatch or truncation.
-pub fn decode_file_record(record: &[u8], expected_size: usize, id: &str) -> Result<RoaringTreemap> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn decode_file_record(record: &[u8], expected_size: usize, id: &str) -> Result<RoaringTreemap> {
     if record.len() < 8 + expected_size {
         return Err(Error::dv(id, "DV file is truncated"));
     }
@@ -161,7 +163,9 @@ pub fn decode_file_record(record: &[u8], expected_size: usize, id: &str) -> Resu
 
 /// Builds a DV file holding one record (version byte, size, bitmap, CRC); the record is at
 /// offset 1.
-pub fn encode_file(bitmap: &RoaringTreemap) -> Vec<u8> {
+#[cfg(any(test, feature = "internal-api"))]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn encode_file(bitmap: &RoaringTreemap) -> Vec<u8> {
     let data = encode_bitmap(bitmap);
     let mut out = Vec::with_capacity(data.len() + 9);
     out.push(1u8);
@@ -172,7 +176,7 @@ pub fn encode_file(bitmap: &RoaringTreemap) -> Vec<u8> {
 }
 
 /// The descriptor for an inline DV holding `bitmap`.
-pub fn inline_descriptor(bitmap: &RoaringTreemap) -> DeletionVectorDescriptor {
+pub(crate) fn inline_descriptor(bitmap: &RoaringTreemap) -> DeletionVectorDescriptor {
     let data = encode_bitmap(bitmap);
     DeletionVectorDescriptor {
         storage_type: "i".to_string(),

@@ -9,8 +9,10 @@ use crate::error::{Error, Result};
 
 /// The table features deltabus decides on by name (a typo is a compile error, not a feature
 /// silently absent).
+/// Some variants are only named by the legacy writer versions that imply them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Feature {
+#[allow(dead_code)]
+pub(crate) enum Feature {
     AppendOnly,
     ChangeDataFeed,
     CheckConstraints,
@@ -27,7 +29,7 @@ pub enum Feature {
 
 impl Feature {
     /// The feature's name in the protocol action.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Feature::AppendOnly => "appendOnly",
             Feature::ChangeDataFeed => "changeDataFeed",
@@ -58,7 +60,7 @@ impl Feature {
 }
 
 /// Reader features deltabus implements.
-pub const SUPPORTED_READER_FEATURES: &[&str] = &[
+pub(crate) const SUPPORTED_READER_FEATURES: &[&str] = &[
     "columnMapping",
     "deletionVectors",
     "timestampNtz",
@@ -76,7 +78,7 @@ pub const SUPPORTED_READER_FEATURES: &[&str] = &[
 ///
 /// # Errors
 /// [`Error::InvalidLog`] when feature lists disagree with the versions.
-pub fn validate_protocol(p: &Protocol) -> Result<()> {
+pub(crate) fn validate_protocol(p: &Protocol) -> Result<()> {
     let bad = |m: &str| Err(Error::invalid_log("protocol", m));
     if p.min_reader_version < 1 || p.min_writer_version < 1 {
         return bad("versions must be at least 1");
@@ -104,7 +106,7 @@ pub fn validate_protocol(p: &Protocol) -> Result<()> {
 /// # Errors
 /// [`Error::Unsupported`] naming the reader version or the first unknown reader feature;
 /// [`Error::InvalidLog`] when the action is malformed.
-pub fn check_readable(p: &Protocol) -> Result<()> {
+pub(crate) fn check_readable(p: &Protocol) -> Result<()> {
     validate_protocol(p)?;
     if p.min_reader_version > 3 {
         return Err(Error::unsupported(format!("reader version {} (deltabus reads up to 3)", p.min_reader_version)));
@@ -119,7 +121,7 @@ pub fn check_readable(p: &Protocol) -> Result<()> {
 
 /// Whether the protocol enables a feature (explicitly listed on v3/v7, or implied by legacy
 /// versions).
-pub fn has_reader_feature(p: &Protocol, feature: Feature) -> bool {
+pub(crate) fn has_reader_feature(p: &Protocol, feature: Feature) -> bool {
     match &p.reader_features {
         Some(list) => list.iter().any(|f| f == feature.name()),
         None => feature == Feature::ColumnMapping && p.min_reader_version >= 2,
@@ -127,7 +129,7 @@ pub fn has_reader_feature(p: &Protocol, feature: Feature) -> bool {
 }
 
 /// Writer features deltabus honours when appending.
-pub const SUPPORTED_WRITER_FEATURES: &[&str] = &[
+pub(crate) const SUPPORTED_WRITER_FEATURES: &[&str] = &[
     "appendOnly",
     "changeDataFeed",
     "deletionVectors",
@@ -160,7 +162,7 @@ const UNIMPLEMENTED_FEATURES: &[(&str, &str)] = &[
 
 /// Why `config` cannot make a new table, when one of its properties turns on a feature
 /// deltabus does not implement.
-pub fn unimplemented_feature(config: &std::collections::HashMap<String, String>) -> Option<String> {
+pub(crate) fn unimplemented_feature(config: &std::collections::HashMap<String, String>) -> Option<String> {
     let value = |key: &str| config.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.trim());
     for (key, feature) in UNIMPLEMENTED_FEATURES {
         if value(key).is_some_and(|v| v.eq_ignore_ascii_case("true")) {
@@ -184,7 +186,7 @@ pub fn unimplemented_feature(config: &std::collections::HashMap<String, String>)
 /// (invariants, CHECK constraints, identity columns, column defaults, generated columns with
 /// an expression other than the date and time ones of [`super::generated`]) that deltabus
 /// cannot enforce.
-pub fn check_writable(p: &Protocol, metadata: &super::actions::Metadata) -> Result<()> {
+pub(crate) fn check_writable(p: &Protocol, metadata: &super::actions::Metadata) -> Result<()> {
     check_readable(p)?;
     if p.min_writer_version > 7 {
         return Err(Error::unsupported(format!("writer version {} (deltabus writes up to 7)", p.min_writer_version)));
@@ -223,7 +225,7 @@ pub fn check_writable(p: &Protocol, metadata: &super::actions::Metadata) -> Resu
 
 /// Whether a writer feature is supported by the protocol (explicitly, or through legacy
 /// writer versions).
-pub fn has_writer_feature(p: &Protocol, feature: Feature) -> bool {
+pub(crate) fn has_writer_feature(p: &Protocol, feature: Feature) -> bool {
     match &p.writer_features {
         Some(list) => list.iter().any(|f| f == feature.name()),
         None => feature.legacy_writer_version().is_some_and(|v| p.min_writer_version >= v),
@@ -237,7 +239,7 @@ pub fn has_writer_feature(p: &Protocol, feature: Feature) -> bool {
 ///
 /// # Errors
 /// [`Error::Unsupported`] when a property asks for a feature deltabus cannot write.
-pub fn protocol_for_new_table(
+pub(crate) fn protocol_for_new_table(
     config: &std::collections::HashMap<String, String>,
     uses_timestamp_ntz: bool,
 ) -> Result<Protocol> {

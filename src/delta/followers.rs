@@ -27,12 +27,12 @@ use super::dv::DeletionVectorDescriptor;
 use super::properties::TableProperties;
 
 /// The directory (under the table root) that holds follower registrations.
-pub const FOLLOWERS_DIR: &str = "_deltabus/followers";
+pub(crate) const FOLLOWERS_DIR: &str = "_deltabus/followers";
 
 /// One registration: `_deltabus/followers/<id>.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FollowerRecord {
+pub(crate) struct FollowerRecord {
     pub follower_id: String,
     /// The first source version the follower has not processed yet.
     pub next_version: u64,
@@ -43,7 +43,7 @@ pub struct FollowerRecord {
 }
 
 /// Follower ids are file names: letters, digits, `-`, `_` and `.`, not starting with `.`.
-pub fn valid_follower_id(id: &str) -> bool {
+pub(crate) fn valid_follower_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 200
         && !id.starts_with('.')
@@ -51,12 +51,12 @@ pub fn valid_follower_id(id: &str) -> bool {
 }
 
 /// The registration file of `id`, relative to the table root.
-pub fn record_path(id: &str) -> String {
+pub(crate) fn record_path(id: &str) -> String {
     format!("{FOLLOWERS_DIR}/{id}.json")
 }
 
 /// The lowest version any follower still needs, or `None` without followers.
-pub fn oldest_needed(records: &[FollowerRecord]) -> Option<u64> {
+pub(crate) fn oldest_needed(records: &[FollowerRecord]) -> Option<u64> {
     records.iter().map(|r| r.next_version).min()
 }
 
@@ -64,7 +64,7 @@ pub fn oldest_needed(records: &[FollowerRecord]) -> Option<u64> {
 /// the log): change data files, the data files and deletion vectors of every add (a file
 /// mirror copies the `dataChange=false` adds of compactions too) and of data-changing removes
 /// (their rows become delete rows). A compaction's removes are read by nobody.
-pub fn commit_paths(actions: &[Action]) -> Vec<(&str, Option<&DeletionVectorDescriptor>)> {
+pub(crate) fn commit_paths(actions: &[Action]) -> Vec<(&str, Option<&DeletionVectorDescriptor>)> {
     actions
         .iter()
         .filter_map(|a| match a {
@@ -78,7 +78,7 @@ pub fn commit_paths(actions: &[Action]) -> Vec<(&str, Option<&DeletionVectorDesc
 
 /// A follower's standing against the table's retention.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PositionHealth {
+pub(crate) enum PositionHealth {
     Fresh,
     /// Close to the limit: the message says how close.
     Warn(String),
@@ -88,7 +88,7 @@ pub enum PositionHealth {
 
 /// Judges a follower whose oldest unprocessed commit was written at `oldest_unprocessed_ms`
 /// (`None` when it is caught up).
-pub fn position_health(
+pub(crate) fn position_health(
     oldest_unprocessed_ms: Option<i64>,
     now_ms: i64,
     version: u64,

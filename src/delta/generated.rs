@@ -27,11 +27,11 @@ use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
 use crate::error::{Error, Result};
 
 /// The metadata key of a generated column's expression.
-pub const GENERATION_EXPRESSION: &str = "delta.generationExpression";
+pub(crate) const GENERATION_EXPRESSION: &str = "delta.generationExpression";
 
 /// What a generated column computes from its source column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
+pub(crate) enum Part {
     /// The date (`CAST(ts AS DATE)`).
     Date,
     /// `date_format(ts, <pattern>)`: a string.
@@ -44,7 +44,7 @@ pub enum Part {
 
 /// The `date_format` patterns deltabus computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pattern {
+pub(crate) enum Pattern {
     Y,
     Ym,
     Ymd,
@@ -72,14 +72,14 @@ impl Pattern {
 
 /// A generation expression over one source column.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Expr {
+pub(crate) struct Expr {
     pub part: Part,
     pub source: String,
 }
 
 /// One generated column of a table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Generated {
+pub(crate) struct Generated {
     pub column: String,
     pub expr: Expr,
 }
@@ -94,7 +94,7 @@ fn quote(name: &str) -> String {
 
 impl Expr {
     /// The expression as Spark writes it.
-    pub fn to_sql(&self) -> String {
+    pub(crate) fn to_sql(&self) -> String {
         let s = quote(&self.source);
         match self.part {
             Part::Date => format!("CAST({s} AS DATE)"),
@@ -107,7 +107,7 @@ impl Expr {
     }
 
     /// The Delta type of the column.
-    pub fn data_type(&self) -> DataType {
+    pub(crate) fn data_type(&self) -> DataType {
         DataType::Primitive(match self.part {
             Part::Date => PrimitiveType::Date,
             Part::Format(_) => PrimitiveType::String,
@@ -119,7 +119,7 @@ impl Expr {
     ///
     /// # Errors
     /// [`Error::Unsupported`] naming the expression.
-    pub fn parse(sql: &str) -> Result<Expr> {
+    pub(crate) fn parse(sql: &str) -> Result<Expr> {
         let unsupported =
             || Error::unsupported(format!("generation expression `{sql}`, which deltabus cannot compute"));
         let text = sql.trim();
@@ -162,7 +162,7 @@ impl Expr {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the source is not a timestamp or date column.
-    pub fn evaluate(&self, source: &dyn Array) -> Result<ArrayRef> {
+    pub(crate) fn evaluate(&self, source: &dyn Array) -> Result<ArrayRef> {
         let micros: Vec<Option<i64>> = match source.data_type() {
             A::Timestamp(_, _) => {
                 let c = cast(source, &A::Timestamp(TimeUnit::Microsecond, None)).map_err(|e| self.bad(e))?;
@@ -218,7 +218,7 @@ fn column_name(s: &str) -> Option<String> {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a call that is not one of the derivations.
-pub fn parse_partition_spec(spec: &str) -> Result<Option<Generated>> {
+pub(crate) fn parse_partition_spec(spec: &str) -> Result<Option<Generated>> {
     let spec = spec.trim();
     if !spec.contains('(') {
         return Ok(None);
@@ -254,7 +254,7 @@ pub fn parse_partition_spec(spec: &str) -> Result<Option<Generated>> {
 
 impl Generated {
     /// The schema field of the column.
-    pub fn field(&self) -> StructField {
+    pub(crate) fn field(&self) -> StructField {
         let mut f = StructField::new(&self.column, self.expr.data_type(), true);
         f.metadata.insert(GENERATION_EXPRESSION.into(), serde_json::Value::String(self.expr.to_sql()));
         f
@@ -266,7 +266,7 @@ impl Generated {
 /// # Errors
 /// [`Error::Unsupported`] for an expression deltabus cannot compute, or a nested generated
 /// column; [`Error::InvalidArgument`] for a source column that is missing or not a timestamp.
-pub fn generated_columns(schema: &StructType) -> Result<Vec<Generated>> {
+pub(crate) fn generated_columns(schema: &StructType) -> Result<Vec<Generated>> {
     let mut out = Vec::new();
     for f in &schema.fields {
         let Some(sql) = f.metadata.get(GENERATION_EXPRESSION) else { continue };
@@ -298,7 +298,7 @@ pub fn generated_columns(schema: &StructType) -> Result<Vec<Generated>> {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when a source column is not a timestamp or date.
-pub fn disagreeing_rows(batch: &RecordBatch, generated: &[Generated]) -> Result<Vec<(usize, String)>> {
+pub(crate) fn disagreeing_rows(batch: &RecordBatch, generated: &[Generated]) -> Result<Vec<(usize, String)>> {
     let mut out: Vec<(usize, String)> = Vec::new();
     let schema = batch.schema();
     for g in generated {
@@ -342,7 +342,7 @@ pub fn disagreeing_rows(batch: &RecordBatch, generated: &[Generated]) -> Result<
 /// # Errors
 /// [`Error::InvalidArgument`] naming the column, the row and both values when a given value
 /// differs from the expression's.
-pub fn apply(batch: &RecordBatch, generated: &[Generated]) -> Result<RecordBatch> {
+pub(crate) fn apply(batch: &RecordBatch, generated: &[Generated]) -> Result<RecordBatch> {
     if generated.is_empty() {
         return Ok(batch.clone());
     }

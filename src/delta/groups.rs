@@ -21,15 +21,16 @@
 use serde::{Deserialize, Serialize};
 
 /// Where groups live under the table root.
-pub const GROUPS_DIR: &str = "_deltabus/groups";
+pub(crate) const GROUPS_DIR: &str = "_deltabus/groups";
 
 /// The slices of a new group unless given.
-pub const DEFAULT_SLICES: u32 = 16;
+pub(crate) const DEFAULT_SLICES: u32 = 16;
 
 /// `group.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GroupSpec {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct GroupSpec {
     pub slices: u32,
     #[serde(default)]
     pub key_columns: Vec<String>,
@@ -41,7 +42,7 @@ pub struct GroupSpec {
 /// `members/<member>.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MemberRecord {
+pub(crate) struct MemberRecord {
     pub member: String,
     pub expires_at: i64,
 }
@@ -49,7 +50,7 @@ pub struct MemberRecord {
 /// `slices/<slice>/<epoch>.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Lease {
+pub(crate) struct Lease {
     pub member: String,
     /// A fresh id per record: how a writer whose answer was lost recognises its own record.
     pub token: String,
@@ -59,24 +60,24 @@ pub struct Lease {
     pub next_version: Option<u64>,
 }
 
-pub fn group_dir(group: &str) -> String {
+pub(crate) fn group_dir(group: &str) -> String {
     format!("{GROUPS_DIR}/{group}")
 }
 
-pub fn spec_path(group: &str) -> String {
+pub(crate) fn spec_path(group: &str) -> String {
     format!("{GROUPS_DIR}/{group}/group.json")
 }
 
-pub fn member_path(group: &str, member: &str) -> String {
+pub(crate) fn member_path(group: &str, member: &str) -> String {
     format!("{GROUPS_DIR}/{group}/members/{member}.json")
 }
 
-pub fn lease_path(group: &str, slice: u32, epoch: u64) -> String {
+pub(crate) fn lease_path(group: &str, slice: u32, epoch: u64) -> String {
     format!("{GROUPS_DIR}/{group}/slices/{slice:05}/{epoch:020}.json")
 }
 
 /// A listed path under the group's directory, understood: `(slice, epoch)` for a lease record.
-pub fn parse_lease_path(group: &str, path: &str) -> Option<(u32, u64)> {
+pub(crate) fn parse_lease_path(group: &str, path: &str) -> Option<(u32, u64)> {
     let rest = path.strip_prefix(&format!("{GROUPS_DIR}/{group}/slices/"))?;
     let (slice, file) = rest.split_once('/')?;
     let epoch = file.strip_suffix(".json")?;
@@ -87,12 +88,12 @@ pub fn parse_lease_path(group: &str, path: &str) -> Option<(u32, u64)> {
 }
 
 /// The member a listed path belongs to, for a heartbeat record.
-pub fn parse_member_path<'a>(group: &str, path: &'a str) -> Option<&'a str> {
+pub(crate) fn parse_member_path<'a>(group: &str, path: &'a str) -> Option<&'a str> {
     path.strip_prefix(&format!("{GROUPS_DIR}/{group}/members/"))?.strip_suffix(".json")
 }
 
 /// Slice `s` → the member that should hold it, for live `members` (any order).
-pub fn assignment(members: &[String], slices: u32) -> Vec<Option<String>> {
+pub(crate) fn assignment(members: &[String], slices: u32) -> Vec<Option<String>> {
     let mut sorted: Vec<&String> = members.iter().collect();
     sorted.sort();
     sorted.dedup();
@@ -101,7 +102,7 @@ pub fn assignment(members: &[String], slices: u32) -> Vec<Option<String>> {
 
 /// What a member may do about a slice whose newest lease record is `latest` (at `epoch`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LeaseState {
+pub(crate) enum LeaseState {
     /// Nobody ever held it: take epoch 0.
     Free,
     /// Held by `me` until `expires_at`.
@@ -112,7 +113,7 @@ pub enum LeaseState {
     Expired { epoch: u64 },
 }
 
-pub fn lease_state(latest: Option<(u64, &Lease)>, me: &str, now_ms: i64) -> LeaseState {
+pub(crate) fn lease_state(latest: Option<(u64, &Lease)>, me: &str, now_ms: i64) -> LeaseState {
     match latest {
         None => LeaseState::Free,
         Some((epoch, l)) if l.expires_at <= now_ms => LeaseState::Expired { epoch },
@@ -122,7 +123,8 @@ pub fn lease_state(latest: Option<(u64, &Lease)>, me: &str, now_ms: i64) -> Leas
 }
 
 /// FNV-1a over `bytes`, continuing from `hash`.
-pub fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
     for b in bytes {
         hash ^= u64::from(*b);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
@@ -131,21 +133,23 @@ pub fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
 }
 
 /// The FNV-1a offset basis.
-pub const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// The slice of a hash.
-pub fn slice_of(hash: u64, slices: u32) -> u32 {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn slice_of(hash: u64, slices: u32) -> u32 {
     (hash % u64::from(slices.max(1))) as u32
 }
 
 /// The slice of every row of the file at `path` (as the log names it), for a group without
 /// keys: a member reads only its slices' files.
-pub fn slice_of_path(path: &str, slices: u32) -> u32 {
+pub(crate) fn slice_of_path(path: &str, slices: u32) -> u32 {
     slice_of(fnv1a(FNV_START, path.as_bytes()), slices)
 }
 
 /// Group and member names are file names: letters, digits, `-`, `_` and `.` (not first).
-pub fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     super::followers::valid_follower_id(name)
 }
 

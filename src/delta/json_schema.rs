@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the property that has no Delta type.
-pub fn delta_schema(text: &str) -> Result<StructType> {
+pub(crate) fn delta_schema(text: &str) -> Result<StructType> {
     let root: Value = serde_json::from_str(text).map_err(|e| Error::InvalidArgument(format!("JSON Schema: {e}")))?;
     match convert(&root, &root, "", 0)? {
         (DataType::Struct(s), _) => Ok(*s),

@@ -100,7 +100,7 @@ pub(crate) fn minified(text: &str) -> String {
 ///
 /// # Errors
 /// The reason, naming the value.
-pub fn check_timestamp_text(text: &str) -> Result<(), String> {
+pub(crate) fn check_timestamp_text(text: &str) -> Result<(), String> {
     let Some(dot) = text.find('.') else { return Ok(()) };
     if !text[..dot].contains(':') {
         return Ok(());

@@ -32,7 +32,7 @@ use arrow::datatypes::{DataType as A, Schema};
 use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-pub use super::json_text::check_timestamp_text;
+pub(crate) use super::json_text::check_timestamp_text;
 use super::json_text::{exact_integer, minified, plain, quoted, rfc3339, Plain};
 
 /// What a column takes.
@@ -90,13 +90,13 @@ impl Slot {
 
 /// The rules for records of one table schema.
 #[derive(Debug, Clone)]
-pub struct RecordRules {
+pub(crate) struct RecordRules {
     root: Slot,
 }
 
 /// What [`RecordRules::check`] found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Decode the record as it is.
     AsIs,
     /// Decode these bytes instead (same record, values spelled as the columns take them).
@@ -104,7 +104,7 @@ pub enum Verdict {
 }
 
 impl RecordRules {
-    pub fn new(schema: &Schema) -> RecordRules {
+    pub(crate) fn new(schema: &Schema) -> RecordRules {
         RecordRules {
             root: Slot::Struct(schema.fields().iter().map(|f| (f.name().clone(), Slot::of(f.data_type()))).collect()),
         }
@@ -115,7 +115,7 @@ impl RecordRules {
     ///
     /// # Errors
     /// `field "a.b": <why>` for a value its column cannot hold exactly.
-    pub fn check(&self, record: &[u8]) -> Result<Verdict, String> {
+    pub(crate) fn check(&self, record: &[u8]) -> Result<Verdict, String> {
         let ctx = Walk {
             path: RefCell::new(Vec::new()),
             problem: RefCell::new(None),

@@ -9,7 +9,8 @@ use serde_json::Value;
 /// The fields of `_last_checkpoint` that deltabus uses or writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LastCheckpoint {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct LastCheckpoint {
     pub version: u64,
     pub size: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -24,7 +25,8 @@ pub struct LastCheckpoint {
 
 impl LastCheckpoint {
     /// Parses the hint; `None` when it cannot be used.
-    pub fn parse(bytes: &[u8]) -> Option<LastCheckpoint> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn parse(bytes: &[u8]) -> Option<LastCheckpoint> {
         let value: Value = serde_json::from_slice(bytes).ok()?;
         if let Some(expected) = value.get("checksum").and_then(Value::as_str) {
             if checksum(&value) != expected {
@@ -35,7 +37,7 @@ impl LastCheckpoint {
     }
 
     /// Serialises with a checksum, as Spark writes it.
-    pub fn to_json_with_checksum(&self) -> String {
+    pub(crate) fn to_json_with_checksum(&self) -> String {
         let mut plain = self.clone();
         plain.checksum = None;
         let mut value = serde_json::to_value(&plain).unwrap_or(Value::Null);
@@ -84,7 +86,7 @@ fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
 }
 
 /// The `_last_checkpoint` checksum of a JSON object (its own `checksum` key excluded).
-pub fn checksum(v: &Value) -> String {
+pub(crate) fn checksum(v: &Value) -> String {
     let mut pairs = Vec::new();
     if let Value::Object(m) = v {
         for (k, x) in m.iter().filter(|(k, _)| k.as_str() != "checksum") {

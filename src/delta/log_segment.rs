@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 
 /// The kind of a checkpoint file.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum CheckpointKind {
+pub(crate) enum CheckpointKind {
     /// `%020d.checkpoint.parquet`
     Classic,
     /// `%020d.checkpoint.%010d.%010d.parquet` (part, total)
@@ -22,7 +22,7 @@ pub enum CheckpointKind {
 
 /// What a `_delta_log` entry is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LogFileKind {
+pub(crate) enum LogFileKind {
     Commit,
     Checkpoint(CheckpointKind),
     Compaction { end: u64 },
@@ -31,7 +31,7 @@ pub enum LogFileKind {
 
 /// A recognised `_delta_log` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogFile {
+pub(crate) struct LogFile {
     /// File name inside `_delta_log/`.
     pub name: String,
     pub version: u64,
@@ -50,7 +50,7 @@ fn is_uuid(s: &str) -> bool {
 }
 
 /// Parses a `_delta_log` file name; `None` for anything that is not a Delta log file.
-pub fn parse_log_name(name: &str) -> Option<(u64, LogFileKind)> {
+pub(crate) fn parse_log_name(name: &str) -> Option<(u64, LogFileKind)> {
     let parts: Vec<&str> = name.split('.').collect();
     let version = digits(parts.first()?, 20)?;
     let kind = match parts.as_slice() {
@@ -76,14 +76,14 @@ pub fn parse_log_name(name: &str) -> Option<(u64, LogFileKind)> {
 
 /// A complete checkpoint: all the files that make it up.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Checkpoint {
+pub(crate) struct Checkpoint {
     pub version: u64,
     pub files: Vec<LogFile>,
 }
 
 /// The files needed to reconstruct one version of a table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogSegment {
+pub(crate) struct LogSegment {
     pub version: u64,
     pub checkpoint: Option<Checkpoint>,
     /// Commits after the checkpoint, ascending, contiguous up to `version`.
@@ -92,14 +92,14 @@ pub struct LogSegment {
 
 /// Everything recognised in one listing, indexed by version.
 #[derive(Debug, Clone, Default)]
-pub struct LogListing {
+pub(crate) struct LogListing {
     pub commits: BTreeMap<u64, LogFile>,
     pub checkpoints: BTreeMap<u64, Vec<LogFile>>,
 }
 
 impl LogListing {
     /// Indexes `(name, size, modified_ms)` entries of `_delta_log/`.
-    pub fn new(entries: impl IntoIterator<Item = (String, u64, i64)>) -> Self {
+    pub(crate) fn new(entries: impl IntoIterator<Item = (String, u64, i64)>) -> Self {
         let mut listing = LogListing::default();
         for (name, size, modified_ms) in entries {
             let Some((version, kind)) = parse_log_name(&name) else {
@@ -118,14 +118,14 @@ impl LogListing {
     }
 
     /// The newest version for which a commit or a complete checkpoint exists.
-    pub fn latest_version(&self) -> Option<u64> {
+    pub(crate) fn latest_version(&self) -> Option<u64> {
         let c = self.commits.keys().next_back().copied();
         let k = self.checkpoints.keys().rev().find(|v| self.complete_checkpoint(**v).is_some()).copied();
         c.max(k)
     }
 
     /// The best complete checkpoint at exactly `version` (V2 > multi-part > classic, as Spark).
-    pub fn complete_checkpoint(&self, version: u64) -> Option<Checkpoint> {
+    pub(crate) fn complete_checkpoint(&self, version: u64) -> Option<Checkpoint> {
         let files = self.checkpoints.get(&version)?;
         if let Some(v2) = files.iter().find(|f| matches!(f.kind, LogFileKind::Checkpoint(CheckpointKind::V2 { .. }))) {
             return Some(Checkpoint { version, files: vec![v2.clone()] });
@@ -155,7 +155,7 @@ impl LogListing {
 
     /// The oldest version whose state can be rebuilt from what is listed: 0 when every
     /// commit from 0 is there, else the oldest complete checkpoint with every commit after it.
-    pub fn oldest_readable(&self) -> Option<u64> {
+    pub(crate) fn oldest_readable(&self) -> Option<u64> {
         let latest = self.latest_version()?;
         let contiguous_from = |start: u64| (start..=latest).all(|v| self.commits.contains_key(&v));
         if contiguous_from(0) {
@@ -172,7 +172,7 @@ impl LogListing {
     /// # Errors
     /// [`Error::NotATable`] when nothing is listed; [`Error::MissingVersion`] when the target
     /// is beyond the log or a commit needed for it is missing.
-    pub fn segment(&self, target: Option<u64>, skip_checkpoints: &[u64], location: &str) -> Result<LogSegment> {
+    pub(crate) fn segment(&self, target: Option<u64>, skip_checkpoints: &[u64], location: &str) -> Result<LogSegment> {
         let latest = self.latest_version().ok_or_else(|| Error::NotATable { location: location.to_string() })?;
         let version = target.unwrap_or(latest);
         if version > latest {
@@ -219,7 +219,7 @@ impl LogListing {
 }
 
 /// The commit file name of a version.
-pub fn commit_name(version: u64) -> String {
+pub(crate) fn commit_name(version: u64) -> String {
     format!("{version:020}.json")
 }
 

@@ -5,7 +5,8 @@
 use parquet::file::metadata::ParquetMetaData;
 
 /// Why a footer cannot be trusted, if it cannot.
-pub fn footer_problem(metadata: &ParquetMetaData, file_len: Option<u64>) -> Option<String> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn footer_problem(metadata: &ParquetMetaData, file_len: Option<u64>) -> Option<String> {
     for (g, group) in metadata.row_groups().iter().enumerate() {
         if group.num_rows() < 0 {
             return Some(format!("row group {g} has a negative row count"));

@@ -72,7 +72,7 @@ fn known_field(header: Header, id: i16) -> Option<Field> {
 
 /// Why the pages of a column chunk cannot be read safely, if they cannot. `chunk` holds the
 /// chunk's bytes, from its first page header to its end.
-pub fn chunk_problem(chunk: &[u8]) -> Option<String> {
+pub(crate) fn chunk_problem(chunk: &[u8]) -> Option<String> {
     let mut at = 0usize;
     let mut page = 0usize;
     while at < chunk.len() {
@@ -104,20 +104,22 @@ pub fn chunk_problem(chunk: &[u8]) -> Option<String> {
 /// none) and any container with more elements than bytes left. A footer crafted so that the
 /// crate reads it differently from this walk is caught by the decoding deadline
 /// ([`crate::panic_guard::with_deadline`]).
-pub fn footer_problem(footer: &[u8]) -> Option<String> {
+pub(crate) fn footer_problem(footer: &[u8]) -> Option<String> {
     let mut reader = Reader { buf: footer, at: 0 };
     reader.skip_value(STRUCT, 0).err().map(|problem| format!("damaged footer: {problem}"))
 }
 
 /// The length of the Thrift footer a file's last 8 bytes announce (`<len u32 LE>PAR1`).
-pub fn footer_len(tail: &[u8]) -> Option<usize> {
+pub(crate) fn footer_len(tail: &[u8]) -> Option<usize> {
     let tail = tail.get(tail.len().checked_sub(8)?..)?;
     (&tail[4..] == b"PAR1").then(|| u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize)
 }
 
 /// [`footer_problem`] for a whole file in memory; files too short for a footer are left to
 /// the Parquet reader to refuse.
-pub fn file_footer_problem(file: &[u8]) -> Option<String> {
+#[cfg(any(test, feature = "internal-api"))]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn file_footer_problem(file: &[u8]) -> Option<String> {
     let n = footer_len(file)?;
     let end = file.len() - 8;
     footer_problem(file.get(end.checked_sub(n)?..end)?)
@@ -125,7 +127,8 @@ pub fn file_footer_problem(file: &[u8]) -> Option<String> {
 
 /// [`chunk_problem`] for every column chunk of a whole file in memory. Call it after
 /// [`super::parquet_footer::footer_problem`] found the chunk ranges sound.
-pub fn file_problem(metadata: &parquet::file::metadata::ParquetMetaData, file: &[u8]) -> Option<String> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn file_problem(metadata: &parquet::file::metadata::ParquetMetaData, file: &[u8]) -> Option<String> {
     for (g, group) in metadata.row_groups().iter().enumerate() {
         for (c, column) in group.columns().iter().enumerate() {
             let (start, len) = column.byte_range();

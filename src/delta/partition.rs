@@ -7,7 +7,7 @@ use arrow::datatypes::{DataType as A, TimeUnit, TimestampMicrosecondType};
 use super::arrow_value::decimal_string;
 
 /// The `partitionValues` string of row `i` (`None` for null), as Spark writes it.
-pub fn serialize_value(array: &dyn Array, i: usize) -> Option<String> {
+pub(crate) fn serialize_value(array: &dyn Array, i: usize) -> Option<String> {
     if array.is_null(i) {
         return None;
     }
@@ -68,7 +68,7 @@ fn java_double(v: f64) -> String {
 const HIVE_ESCAPE: &[u8] = b"\"#%'*/:=?\\{[]^\x7f";
 
 /// Hive escaping of a directory name component.
-pub fn hive_escape(s: &str) -> String {
+pub(crate) fn hive_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if (c as u32) < 0x20 || (c.is_ascii() && HIVE_ESCAPE.contains(&(c as u8))) {
@@ -81,7 +81,7 @@ pub fn hive_escape(s: &str) -> String {
 }
 
 /// The relative directory of a partition: `a=1/b=__HIVE_DEFAULT_PARTITION__/`.
-pub fn partition_dir(columns: &[(String, Option<String>)]) -> String {
+pub(crate) fn partition_dir(columns: &[(String, Option<String>)]) -> String {
     let mut out = String::new();
     for (name, value) in columns {
         let v = match value {
@@ -95,7 +95,7 @@ pub fn partition_dir(columns: &[(String, Option<String>)]) -> String {
 
 /// URI-encodes a relative file path for `add.path` (controls, space, and
 /// `"#%<>?[\]^`{|}` are escaped; `/` separates segments).
-pub fn encode_add_path(rel: &str) -> String {
+pub(crate) fn encode_add_path(rel: &str) -> String {
     // Non-ASCII characters stay as they are (as Spark writes them); only ASCII controls and
     // URI delimiters are escaped.
     let mut out = String::with_capacity(rel.len());

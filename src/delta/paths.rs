@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 ///
 /// # Errors
 /// [`Error::PathRefused`] for anything that does not stay inside the root.
-pub fn resolve_in_table(raw: &str, root_url: &str, allow_absolute: bool) -> Result<String> {
+pub(crate) fn resolve_in_table(raw: &str, root_url: &str, allow_absolute: bool) -> Result<String> {
     let refuse = |reason: &str| Error::PathRefused { path: raw.to_string(), reason: reason.to_string() };
     if raw.is_empty() {
         return Err(refuse("empty path"));

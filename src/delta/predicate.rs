@@ -322,7 +322,8 @@ impl Parser {
 ///
 /// # Errors
 /// A message pointing at what does not parse.
-pub fn parse(s: &str) -> Result<Expr, String> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn parse(s: &str) -> Result<Expr, String> {
     let mut p = Parser { toks: tokenize(s)?, pos: 0, depth: 0 };
     let e = p.or()?;
     if p.pos < p.toks.len() {

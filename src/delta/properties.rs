@@ -111,7 +111,7 @@ impl TableProperties {
 
 /// The `delta.*` table properties Delta engines know (Delta Lake's `DeltaConfigs`, the
 /// protocol's table features); `delta.feature.<name>` is open-ended.
-pub const KNOWN_PROPERTIES: &[&str] = &[
+pub(crate) const KNOWN_PROPERTIES: &[&str] = &[
     "delta.appendOnly",
     "delta.autoOptimize.autoCompact",
     "delta.autoOptimize.optimizeWrite",
@@ -158,7 +158,7 @@ pub const KNOWN_PROPERTIES: &[&str] = &[
 ///
 /// # Errors
 /// [`crate::Error::InvalidArgument`] naming the key and a suggestion.
-pub fn check_property_names<'a>(keys: impl IntoIterator<Item = &'a String>) -> crate::Result<()> {
+pub(crate) fn check_property_names<'a>(keys: impl IntoIterator<Item = &'a String>) -> crate::Result<()> {
     for key in keys {
         let Some(_) = key.strip_prefix("delta.") else { continue };
         if key.starts_with("delta.feature.") || KNOWN_PROPERTIES.iter().any(|k| k.eq_ignore_ascii_case(key)) {
@@ -234,7 +234,7 @@ fn kind_of(key: &str) -> Option<Kind> {
 ///
 /// # Errors
 /// [`crate::Error::InvalidArgument`] naming the key, the value and what it takes.
-pub fn checked_properties(properties: &HashMap<String, String>) -> crate::Result<HashMap<String, String>> {
+pub(crate) fn checked_properties(properties: &HashMap<String, String>) -> crate::Result<HashMap<String, String>> {
     check_property_names(properties.keys())?;
     let mut out = HashMap::with_capacity(properties.len());
     for (key, value) in properties {
@@ -273,7 +273,7 @@ pub fn checked_properties(properties: &HashMap<String, String>) -> crate::Result
 }
 
 /// Parses Spark's interval strings: `interval 1 week`, `30 days`, `interval 2 hours 30 minutes`.
-pub fn parse_interval(s: &str) -> Option<Duration> {
+pub(crate) fn parse_interval(s: &str) -> Option<Duration> {
     let s = s.trim().to_ascii_lowercase();
     let s = s.strip_prefix("interval").unwrap_or(&s);
     let mut words = s.split_whitespace();
@@ -300,7 +300,7 @@ pub fn parse_interval(s: &str) -> Option<Duration> {
 }
 
 /// Parses a byte size: plain bytes or with a `kb`/`mb`/`gb` suffix.
-pub fn parse_size(s: &str) -> Option<u64> {
+pub(crate) fn parse_size(s: &str) -> Option<u64> {
     let lower = s.trim().to_ascii_lowercase();
     let (num, mult) = [("gb", 1u64 << 30), ("mb", 1 << 20), ("kb", 1 << 10), ("b", 1)]
         .iter()

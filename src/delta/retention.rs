@@ -7,24 +7,24 @@ use std::collections::HashSet;
 use super::log_segment::{parse_log_name, LogFileKind, LogListing};
 
 /// The largest retention accepted from a user, in hours (about 1,000 years).
-pub const MAX_RETENTION_HOURS: u64 = 24 * 366 * 1000;
+pub(crate) const MAX_RETENTION_HOURS: u64 = 24 * 366 * 1000;
 
 /// `now - retention` in milliseconds, saturating: a huge retention (a table property of
 /// billions of weeks) keeps everything instead of wrapping around into the future.
-pub fn cutoff_ms(now_ms: i64, retention: std::time::Duration) -> i64 {
+pub(crate) fn cutoff_ms(now_ms: i64, retention: std::time::Duration) -> i64 {
     now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Whether a path (relative to the table root) lies in a hidden directory or is a hidden file:
 /// a segment starting with `_` or `.`, except `_change_data` and `_col=value` partition
 /// directories. VACUUM never touches hidden paths (including `_delta_log`).
-pub fn is_hidden(rel: &str) -> bool {
+pub(crate) fn is_hidden(rel: &str) -> bool {
     rel.split('/')
         .any(|seg| (seg.starts_with('_') || seg.starts_with('.')) && seg != "_change_data" && !seg.contains('='))
 }
 
 /// VACUUM candidates: files not hidden, not in `keep`, and last modified before `cutoff_ms`.
-pub fn vacuum_candidates<'a>(
+pub(crate) fn vacuum_candidates<'a>(
     files: &'a [(String, u64, i64)],
     keep: &HashSet<String>,
     cutoff_ms: i64,
@@ -40,7 +40,7 @@ pub fn vacuum_candidates<'a>(
 /// `keep_from` is the oldest version a registered follower still needs: the anchor is then also
 /// at or before `keep_from - 1`, so the follower can rebuild its snapshot and read every commit
 /// from `keep_from` on.
-pub fn expired_log_files(
+pub(crate) fn expired_log_files(
     listing: &LogListing,
     other_names: &[(String, i64)],
     cutoff_ms: i64,

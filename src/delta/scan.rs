@@ -24,7 +24,8 @@ const FIELD_ID_KEY: &str = "PARQUET:field_id";
 
 /// What is needed to turn file batches into logical rows, built once per snapshot.
 #[derive(Debug, Clone)]
-pub struct ScanPlan {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct ScanPlan {
     pub schema: StructType,
     pub partition_columns: Vec<String>,
     pub mode: ColumnMappingMode,
@@ -33,7 +34,7 @@ pub struct ScanPlan {
 
 impl ScanPlan {
     /// A plan for reading all columns of a table.
-    pub fn new(schema: &StructType, partition_columns: &[String], mode: ColumnMappingMode) -> Self {
+    pub(crate) fn new(schema: &StructType, partition_columns: &[String], mode: ColumnMappingMode) -> Self {
         ScanPlan {
             schema: schema.clone(),
             partition_columns: partition_columns.to_vec(),
@@ -48,7 +49,8 @@ impl ScanPlan {
     /// # Errors
     /// [`Error::DataFile`] when a column cannot be converted or a partition value does not
     /// parse as its column's type.
-    pub fn to_logical(
+    #[cfg(test)]
+    pub(crate) fn to_logical(
         &self,
         batch: &RecordBatch,
         partition_values: &PartitionValues,
@@ -68,7 +70,7 @@ impl ScanPlan {
     ///
     /// # Errors
     /// As [`ScanPlan::to_logical`].
-    pub fn to_logical_filtered(
+    pub(crate) fn to_logical_filtered(
         &self,
         batch: &RecordBatch,
         partition_values: &PartitionValues,
@@ -111,7 +113,7 @@ impl ScanPlan {
 
     /// A plan that reads only these columns (in table order); the reader then decodes only the
     /// matching Parquet columns.
-    pub fn projected(&self, columns: &[String]) -> ScanPlan {
+    pub(crate) fn projected(&self, columns: &[String]) -> ScanPlan {
         let mut schema = self.schema.clone();
         schema.fields.retain(|f| columns.contains(&f.name));
         ScanPlan::new(&schema, &self.partition_columns, self.mode)
@@ -119,7 +121,7 @@ impl ScanPlan {
 
     /// The top-level physical column names a file needs for this plan, or `None` when columns
     /// are matched by field id (then every column is read).
-    pub fn physical_columns(&self) -> Option<Vec<&str>> {
+    pub(crate) fn physical_columns(&self) -> Option<Vec<&str>> {
         if self.mode == ColumnMappingMode::Id {
             return None;
         }
@@ -135,7 +137,7 @@ impl ScanPlan {
 
     /// A plan whose output has one more string column (as change-data files carry
     /// `_change_type`).
-    pub fn with_extra_string_column(&self, name: &str) -> ScanPlan {
+    pub(crate) fn with_extra_string_column(&self, name: &str) -> ScanPlan {
         let mut schema = self.schema.clone();
         schema.fields.push(StructField::new(name, DataType::Primitive(super::schema::PrimitiveType::String), true));
         ScanPlan::new(&schema, &self.partition_columns, self.mode)
@@ -144,7 +146,7 @@ impl ScanPlan {
 
 /// Which physical rows of a file to keep, by 0-based row index.
 #[derive(Debug, Clone, Copy)]
-pub enum RowFilter<'a> {
+pub(crate) enum RowFilter<'a> {
     All,
     /// Every row not in the bitmap (a deletion vector).
     Exclude(&'a RoaringTreemap),

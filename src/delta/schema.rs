@@ -15,8 +15,8 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 
 /// Column-mapping metadata keys.
-pub const CM_ID: &str = "delta.columnMapping.id";
-pub const CM_PHYSICAL_NAME: &str = "delta.columnMapping.physicalName";
+pub(crate) const CM_ID: &str = "delta.columnMapping.id";
+pub(crate) const CM_PHYSICAL_NAME: &str = "delta.columnMapping.physicalName";
 
 /// A primitive Delta type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

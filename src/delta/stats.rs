@@ -45,7 +45,7 @@ struct Leaf {
 
 /// Accumulates statistics for one data file across its batches.
 #[derive(Debug, Clone)]
-pub struct StatsCollector {
+pub(crate) struct StatsCollector {
     leaves: Vec<Leaf>,
     rows: i64,
     prefix: usize,
@@ -53,7 +53,7 @@ pub struct StatsCollector {
 
 impl StatsCollector {
     /// Chooses the stats columns for a table's data (physical) schema.
-    pub fn new(
+    pub(crate) fn new(
         schema: &StructType,
         partition_columns: &[String],
         props: &TableProperties,
@@ -107,7 +107,7 @@ impl StatsCollector {
     }
 
     /// Adds a batch in the physical schema (partition columns dropped).
-    pub fn update(&mut self, batch: &RecordBatch) {
+    pub(crate) fn update(&mut self, batch: &RecordBatch) {
         self.rows += batch.num_rows() as i64;
         for leaf in &mut self.leaves {
             let Some(array) = find(batch, &leaf.path) else {
@@ -132,13 +132,8 @@ impl StatsCollector {
         }
     }
 
-    /// Rows seen so far.
-    pub fn num_records(&self) -> i64 {
-        self.rows
-    }
-
     /// The `stats` JSON string for the file.
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         let (mut mins, mut maxs, mut nulls) = (Map::new(), Map::new(), Map::new());
         for leaf in &self.leaves {
             insert(&mut nulls, &leaf.path, json!(leaf.nulls));

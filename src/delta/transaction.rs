@@ -18,7 +18,8 @@ use crate::error::{Error, Result};
 
 /// The result of a commit attempt. A conflict is an outcome, not an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CommitOutcome {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum CommitOutcome {
     /// The commit landed as this version.
     Committed { version: u64 },
     /// The table's txn for `app_id` is already at or past this transaction's: nothing written.
@@ -30,7 +31,8 @@ pub enum CommitOutcome {
 /// What a commit does, as `commitInfo.operation` names it (the names Spark writes, so that
 /// `DESCRIBE HISTORY` and change-feed readers read them as they read Spark's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Operation {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum Operation {
     /// A new table (with or without rows).
     CreateTable,
     /// A one-shot append (`deltabus write`, push groups).
@@ -51,7 +53,7 @@ pub enum Operation {
 
 impl Operation {
     /// The name written to `commitInfo.operation`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Operation::CreateTable => "CREATE TABLE",
             Operation::Write => "WRITE",
@@ -73,7 +75,8 @@ impl std::fmt::Display for Operation {
 
 /// A transaction ready to commit.
 #[derive(Debug, Clone)]
-pub struct Transaction {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Transaction {
     /// What the commit does (`commitInfo.operation`).
     pub operation: Operation,
     /// `commitInfo.operationParameters`.
@@ -90,7 +93,8 @@ pub struct Transaction {
 
 impl Transaction {
     /// A new transaction.
-    pub fn new(operation: Operation, actions: Vec<Action>) -> Self {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn new(operation: Operation, actions: Vec<Action>) -> Self {
         Transaction {
             operation,
             parameters: Map::new(),
@@ -103,31 +107,31 @@ impl Transaction {
     }
 
     /// Sets an operation parameter.
-    pub fn with_parameter(mut self, key: &str, value: impl Into<Value>) -> Self {
+    pub(crate) fn with_parameter(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.parameters.insert(key.to_string(), value.into());
         self
     }
 
     /// Sets an operation metric.
-    pub fn with_metric(mut self, key: &str, value: impl ToString) -> Self {
+    pub(crate) fn with_metric(mut self, key: &str, value: impl ToString) -> Self {
         self.metrics.insert(key.to_string(), value.to_string());
         self
     }
 
     /// Whether this is a blind append.
-    pub fn is_blind_append(&self) -> bool {
+    pub(crate) fn is_blind_append(&self) -> bool {
         is_blind_append(&self.actions, &self.read)
     }
 
     /// The (appId, version) pairs this transaction records.
-    pub fn txns(&self) -> impl Iterator<Item = (&str, i64)> {
+    pub(crate) fn txns(&self) -> impl Iterator<Item = (&str, i64)> {
         self.actions
             .iter()
             .filter_map(|a| if let Action::Txn(t) = a { Some((t.app_id.as_str(), t.version)) } else { None })
     }
 
     /// If the snapshot already holds one of our txns at or past our version, that txn.
-    pub fn already_applied_in(&self, snapshot: &Snapshot) -> Option<(String, i64)> {
+    pub(crate) fn already_applied_in(&self, snapshot: &Snapshot) -> Option<(String, i64)> {
         self.txns().find_map(|(app, v)| match snapshot.txn_version(app) {
             Some(existing) if existing >= v => Some((app.to_string(), existing)),
             _ => None,
@@ -137,7 +141,7 @@ impl Transaction {
     /// Whether a commit's actions are this transaction's: its `commitInfo.txnId` is ours.
     /// After a lost answer (the PUT landed, the reply did not) this is how the committer
     /// recognises its own commit among the versions it finds.
-    pub fn is_own_commit(&self, actions: &[Action]) -> bool {
+    pub(crate) fn is_own_commit(&self, actions: &[Action]) -> bool {
         let ours = self.txn_id.to_string();
         actions.iter().any(|a| match a {
             Action::CommitInfo(info) => info.get("txnId").and_then(Value::as_str) == Some(ours.as_str()),
@@ -151,7 +155,7 @@ impl Transaction {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the broken rule.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidArgument(format!("invalid transaction: {m}")));
         let (mut meta, mut proto) = (0, 0);
         let mut apps = HashSet::new();
@@ -196,7 +200,7 @@ impl Transaction {
     ///
     /// # Errors
     /// Only if an action cannot be serialised.
-    pub fn commit_bytes(
+    pub(crate) fn commit_bytes(
         &self,
         read_version: Option<u64>,
         now_ms: i64,
@@ -236,10 +240,10 @@ impl Transaction {
 }
 
 /// The `delta.rowTracking` domain name.
-pub const ROW_TRACKING_DOMAIN: &str = "delta.rowTracking";
+pub(crate) const ROW_TRACKING_DOMAIN: &str = "delta.rowTracking";
 
 /// The row-id high-water mark recorded in a domain configuration, if any.
-pub fn row_id_high_water_mark(domain_configuration: &str) -> Option<i64> {
+pub(crate) fn row_id_high_water_mark(domain_configuration: &str) -> Option<i64> {
     serde_json::from_str::<Value>(domain_configuration).ok()?.get("rowIdHighWaterMark")?.as_i64()
 }
 
@@ -252,7 +256,7 @@ pub fn row_id_high_water_mark(domain_configuration: &str) -> Option<i64> {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when a new file has no `numRecords` statistic.
-pub fn assign_row_tracking(actions: &[Action], high_water_mark: Option<i64>, version: u64) -> Result<Vec<Action>> {
+pub(crate) fn assign_row_tracking(actions: &[Action], high_water_mark: Option<i64>, version: u64) -> Result<Vec<Action>> {
     let mut hwm = high_water_mark.unwrap_or(-1);
     let mut out = Vec::with_capacity(actions.len() + 1);
     let mut assigned = false;

@@ -15,7 +15,7 @@ fn decode_table() -> [u8; 256] {
 }
 
 /// Encodes bytes, zero-padding the input to a multiple of 4.
-pub fn encode(input: &[u8]) -> String {
+pub(crate) fn encode(input: &[u8]) -> String {
     let mut out = String::with_capacity(input.len().div_ceil(4) * 5);
     for chunk in input.chunks(4) {
         let mut block = [0u8; 4];
@@ -36,7 +36,8 @@ pub fn encode(input: &[u8]) -> String {
 /// # Errors
 /// A message when the length is wrong, a character is outside the alphabet, or a block
 /// overflows 32 bits.
-pub fn decode(input: &str) -> Result<Vec<u8>, String> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn decode(input: &str) -> Result<Vec<u8>, String> {
     let bytes = input.as_bytes();
     if bytes.len() % 5 != 0 {
         return Err(format!("z85 length {} is not a multiple of 5", bytes.len()));

@@ -21,7 +21,8 @@ use crate::storage::Table;
 
 /// The changes of one commit.
 #[derive(Debug)]
-pub struct CommitChanges {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct CommitChanges {
     pub version: u64,
     pub timestamp_ms: i64,
     pub batches: Vec<RecordBatch>,
@@ -33,7 +34,7 @@ pub struct CommitChanges {
 
 impl CommitChanges {
     /// The same commit carrying `batches` instead (a part of its rows).
-    pub fn with_batches(&self, batches: Vec<RecordBatch>) -> CommitChanges {
+    pub(crate) fn with_batches(&self, batches: Vec<RecordBatch>) -> CommitChanges {
         CommitChanges {
             version: self.version,
             timestamp_ms: self.timestamp_ms,
@@ -44,16 +45,18 @@ impl CommitChanges {
     }
 
     /// The number of change rows.
-    pub fn rows(&self) -> u64 {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn rows(&self) -> u64 {
         self.batches.iter().map(|b| b.num_rows() as u64).sum()
     }
 }
 
 /// A file's slice (its path as the log names it), or `None` to leave the file unread.
-pub type SliceOfFile = dyn Fn(&str) -> Option<u32> + Sync;
+pub(crate) type SliceOfFile = dyn Fn(&str) -> Option<u32> + Sync;
 
 /// Reads commits from a start version onwards.
-pub struct ChangeCursor {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct ChangeCursor {
     table: Table,
     snapshot: Option<Snapshot>,
     next: u64,
@@ -71,7 +74,8 @@ impl ChangeCursor {
     ///
     /// # Errors
     /// As [`Table::snapshot`] for version `from - 1`.
-    pub async fn open(table: &Table, from: u64) -> Result<ChangeCursor> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn open(table: &Table, from: u64) -> Result<ChangeCursor> {
         let snapshot = if from == 0 { None } else { Some(table.snapshot(Some(from - 1)).await?) };
         Ok(ChangeCursor {
             table: table.clone(),
@@ -91,7 +95,7 @@ impl ChangeCursor {
     ///
     /// # Errors
     /// As [`ChangeCursor::open`] when nothing after `from` can be rebuilt either.
-    pub async fn open_skipping_gaps(table: &Table, from: u64) -> Result<ChangeCursor> {
+    pub(crate) async fn open_skipping_gaps(table: &Table, from: u64) -> Result<ChangeCursor> {
         match ChangeCursor::open(table, from).await {
             Err(Error::MissingVersion { version, reason }) => {
                 let listing = table.list_log(None).await?;
@@ -109,7 +113,7 @@ impl ChangeCursor {
     }
 
     /// Skip over commits removed from the log (with a warning) instead of failing.
-    pub fn skip_gaps(mut self, skip: bool) -> Self {
+    pub(crate) fn skip_gaps(mut self, skip: bool) -> Self {
         self.skip_gaps = skip;
         self
     }
@@ -120,7 +124,7 @@ impl ChangeCursor {
     ///
     /// # Errors
     /// As [`Table::snapshot`] and [`Table::commit_changes`].
-    pub async fn snapshot_rows(
+    pub(crate) async fn snapshot_rows(
         table: &Table,
         version: u64,
         filter: Option<Expr>,
@@ -155,18 +159,18 @@ impl ChangeCursor {
 
     /// Only rows matching `filter`; files that cannot match (by partition values and
     /// statistics) are not read.
-    pub fn with_filter(mut self, filter: Option<Expr>) -> Self {
+    pub(crate) fn with_filter(mut self, filter: Option<Expr>) -> Self {
         self.filter = filter;
         self
     }
 
     /// The next version the cursor will read.
-    pub fn next_version(&self) -> u64 {
+    pub(crate) fn next_version(&self) -> u64 {
         self.next
     }
 
     /// The table as of the last commit read.
-    pub fn snapshot(&self) -> Option<&Snapshot> {
+    pub(crate) fn snapshot(&self) -> Option<&Snapshot> {
         self.snapshot.as_ref()
     }
 
@@ -175,7 +179,7 @@ impl ChangeCursor {
     ///
     /// # Errors
     /// [`Error::MissingVersion`] for a gap without `skip_gaps`; storage errors.
-    pub async fn check_gap(&mut self) -> Result<bool> {
+    pub(crate) async fn check_gap(&mut self) -> Result<bool> {
         self.skip_gap(self.next).await
     }
 
@@ -221,7 +225,8 @@ impl ChangeCursor {
     /// # Errors
     /// [`Error::MissingVersion`] when the next commit is gone while later ones exist;
     /// protocol errors when a commit makes the table unreadable; storage and data errors.
-    pub async fn poll(&mut self) -> Result<Option<CommitChanges>> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn poll(&mut self) -> Result<Option<CommitChanges>> {
         Ok(self.poll_inner(None).await?.map(|(changes, _)| changes))
     }
 
@@ -230,7 +235,7 @@ impl ChangeCursor {
     ///
     /// # Errors
     /// As [`ChangeCursor::poll`].
-    pub async fn poll_by_file(&mut self, slice_of: &SliceOfFile) -> Result<Option<(CommitChanges, Vec<u32>)>> {
+    pub(crate) async fn poll_by_file(&mut self, slice_of: &SliceOfFile) -> Result<Option<(CommitChanges, Vec<u32>)>> {
         self.poll_inner(Some(slice_of)).await
     }
 

@@ -39,7 +39,8 @@ use crate::storage::Table;
 
 /// What a follower run did.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct FollowerReport {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct FollowerReport {
     pub source_commits: u64,
     pub rows: u64,
     pub schema_changes: u64,
@@ -49,7 +50,7 @@ pub struct FollowerReport {
 
 impl FollowerReport {
     /// The command output.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         json!({"sourceCommits": self.source_commits, "rows": self.rows, "schemaChanges": self.schema_changes, "position": self.position})
     }
 }
@@ -63,7 +64,8 @@ impl FollowerReport {
     name = "follow", level = "info", skip_all,
     fields(source = %source.url(), sink = sink.name(), follower = opts.follower_id.as_deref().unwrap_or("-"))
 )]
-pub async fn run_follower<S: ChangeSink>(
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) async fn run_follower<S: ChangeSink>(
     source: &Table,
     sink: &mut S,
     opts: &FollowerOptions,

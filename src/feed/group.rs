@@ -26,7 +26,8 @@ use crate::error::{Error, Result};
 use crate::storage::Table;
 
 /// One member's view of its group.
-pub struct Member {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Member {
     table: Table,
     opts: GroupOptions,
     pub spec: GroupSpec,
@@ -41,7 +42,8 @@ impl Member {
     ///
     /// # Errors
     /// Invalid names, a group whose shape differs from what was asked, storage errors.
-    pub async fn join(table: &Table, opts: GroupOptions, start_version: u64) -> Result<Member> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn join(table: &Table, opts: GroupOptions, start_version: u64) -> Result<Member> {
         for (what, name) in [("group", &opts.group), ("member", &opts.member)] {
             if !valid_name(name) {
                 return Err(Error::InvalidArgument(format!(
@@ -83,7 +85,7 @@ impl Member {
     ///
     /// # Errors
     /// Another start (a group starts at one version); as [`Member::join`].
-    pub async fn join_from(table: &Table, opts: GroupOptions, start: &StartAt) -> Result<Member> {
+    pub(crate) async fn join_from(table: &Table, opts: GroupOptions, start: &StartAt) -> Result<Member> {
         let version = match start {
             StartAt::Version(v) => *v,
             StartAt::Latest => table.latest_version().await? + 1,
@@ -94,15 +96,15 @@ impl Member {
         Member::join(table, opts, version).await
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.opts.member
     }
 
-    pub fn spec_group(&self) -> &str {
+    pub(crate) fn spec_group(&self) -> &str {
         &self.opts.group
     }
 
-    pub fn lease(&self) -> Duration {
+    pub(crate) fn lease(&self) -> Duration {
         self.opts.lease
     }
 
@@ -111,25 +113,25 @@ impl Member {
     }
 
     /// Slices held now (whatever their time left).
-    pub fn held(&self) -> Vec<u32> {
+    pub(crate) fn held(&self) -> Vec<u32> {
         self.held.keys().copied().collect()
     }
 
     /// The next version the slice's previous holder recorded when this member took it.
-    pub fn recorded_position(&self, slice: u32) -> Option<u64> {
+    pub(crate) fn recorded_position(&self, slice: u32) -> Option<u64> {
         self.recorded.get(&slice).copied()
     }
 
     /// Gives up `slice` without writing its lease: its next holder fenced this member out (the
     /// newer lease is that holder's; the next beat sees it taken).
-    pub fn forget(&mut self, slice: u32) {
+    pub(crate) fn forget(&mut self, slice: u32) {
         if self.held.remove(&slice).is_some() {
             tracing::warn!(group = %self.opts.group, member = %self.opts.member, slice, "group.slice_lost: fenced");
         }
     }
 
     /// Slices this member may deliver at `now_ms`.
-    pub fn deliverable(&self, now_ms: i64) -> Vec<u32> {
+    pub(crate) fn deliverable(&self, now_ms: i64) -> Vec<u32> {
         let margin = self.lease_ms() / 4;
         self.held.iter().filter(|(_, (_, expires))| *expires - margin > now_ms).map(|(s, _)| *s).collect()
     }
@@ -138,7 +140,7 @@ impl Member {
     ///
     /// # Errors
     /// Storage errors (the held leases simply run out when beats keep failing).
-    pub async fn beat(&mut self, positions: &BTreeMap<u32, u64>) -> Result<()> {
+    pub(crate) async fn beat(&mut self, positions: &BTreeMap<u32, u64>) -> Result<()> {
         let now = self.table.clock().now_ms();
         let me = self.opts.member.clone();
         let heartbeat = MemberRecord { member: me.clone(), expires_at: now + self.lease_ms() };
@@ -217,7 +219,7 @@ impl Member {
     ///
     /// # Errors
     /// Storage errors (the leases then run out on their own).
-    pub async fn leave(&mut self, positions: &BTreeMap<u32, u64>) -> Result<()> {
+    pub(crate) async fn leave(&mut self, positions: &BTreeMap<u32, u64>) -> Result<()> {
         for (slice, (epoch, _)) in std::mem::take(&mut self.held) {
             self.write_lease(slice, epoch + 1, 0, positions.get(&slice).copied()).await?;
         }

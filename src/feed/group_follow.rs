@@ -45,7 +45,8 @@ use crate::storage::Table;
 ///
 /// # Errors
 /// Source read errors, sink errors past their retries, a group record that is unreadable.
-pub async fn run_member<S: ChangeSink>(
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) async fn run_member<S: ChangeSink>(
     source: &Table,
     sink: &mut S,
     member: &mut Member,
@@ -217,7 +218,7 @@ fn by_file(changes: &CommitChanges, tags: &[u32], due: &[u32]) -> BTreeMap<u32, 
 ///
 /// # Errors
 /// A key column missing from the rows; an Arrow error while cutting the batches.
-pub fn split(changes: &CommitChanges, spec: &GroupSpec, due: &[u32]) -> Result<BTreeMap<u32, Vec<RecordBatch>>> {
+pub(crate) fn split(changes: &CommitChanges, spec: &GroupSpec, due: &[u32]) -> Result<BTreeMap<u32, Vec<RecordBatch>>> {
     let mut out: BTreeMap<u32, Vec<RecordBatch>> = due.iter().map(|s| (*s, Vec::new())).collect();
     for batch in &changes.batches {
         let keys: Vec<&dyn Array> = spec

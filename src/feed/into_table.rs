@@ -23,7 +23,7 @@ use crate::storage::Table;
 
 /// How the target follows the source.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// The source's change rows appended, with `_change_type`, `_commit_version` and
     /// `_commit_timestamp`.
     ChangeRows,
@@ -36,7 +36,7 @@ pub enum Target {
 
 impl Target {
     /// The target of `--mirror` with these key columns (none: by files), or of a plain follower.
-    pub fn of(mirror: bool, keys: &[String]) -> Target {
+    pub(crate) fn of(mirror: bool, keys: &[String]) -> Target {
         match (mirror, keys.is_empty()) {
             (false, _) => Target::ChangeRows,
             (true, true) => Target::MirrorByFiles,
@@ -47,7 +47,7 @@ impl Target {
 
 /// What following did.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Followed {
+pub(crate) struct Followed {
     pub report: FollowerReport,
     /// Target commits made and rows written (or source rows applied, for a mirror).
     pub commits: u64,
@@ -61,7 +61,7 @@ pub struct Followed {
 impl Followed {
     /// What `follow` prints: the follower's report with the target commits and rows this run
     /// made (a commit another run had already landed is not counted).
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         let mut out = self.report.to_json();
         out["targetCommits"] = self.commits.into();
         out["rows"] = self.rows.into();
@@ -81,7 +81,7 @@ impl Followed {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the table.
-pub fn refuse_own_target(source: &Table, target: &Table) -> Result<()> {
+pub(crate) fn refuse_own_target(source: &Table, target: &Table) -> Result<()> {
     if source.url() == target.url() {
         return Err(Error::InvalidArgument(format!(
             "{} is both the source and the target (follow into another table)",
@@ -98,7 +98,7 @@ pub fn refuse_own_target(source: &Table, target: &Table) -> Result<()> {
 /// The target being the source; a file mirror with options it cannot honour; the follower
 /// loops' and sinks' errors.
 #[allow(clippy::too_many_arguments)]
-pub async fn follow_into_table(
+pub(crate) async fn follow_into_table(
     source: &Table,
     target: &Table,
     follower_id: &str,

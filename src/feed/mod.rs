@@ -17,11 +17,11 @@
 //!   ([`crate::storage::followers`], [`crate::storage::groups`]).
 //! - [`sink`]: the sink trait and its three sinks (JSON lines, a Kafka topic, a Delta table).
 
-pub mod changes;
-pub(crate) mod core;
-pub mod follow;
-pub mod group;
-pub mod group_follow;
-pub mod into_table;
-pub mod sink;
-pub(crate) mod turns;
+internal_mods!(changes);
+internal_mods!(core);
+internal_mods!(follow);
+internal_mods!(group);
+internal_mods!(group_follow);
+internal_mods!(into_table);
+internal_mods!(sink);
+internal_mods!(turns);

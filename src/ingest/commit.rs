@@ -30,7 +30,8 @@ use crate::storage::{commit_exactly_once, DataWriter, Landed, Plan, Planner, Ret
 use crate::write::batch::PartitionBatch;
 
 /// What a flush needs besides the data; owned, so that a flush can run in its own task.
-pub struct Flusher {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Flusher {
     pub table: Table,
     pub app_id: String,
     pub topic: String,
@@ -46,7 +47,8 @@ pub struct Flusher {
 
 /// What a flush did.
 #[derive(Debug, Default)]
-pub struct FlushResult {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct FlushResult {
     /// The version committed, if anything was.
     pub version: Option<u64>,
     pub rows: u64,
@@ -65,7 +67,7 @@ pub struct FlushResult {
 
 impl FlushResult {
     /// Adds what the flush did to the pipeline's counters.
-    pub fn count(&self, m: &crate::metrics::PipelineMetrics) {
+    pub(crate) fn count(&self, m: &crate::metrics::PipelineMetrics) {
         m.rows_dropped.inc_by(self.rows_dropped);
         m.conflicts.inc_by(self.conflicts);
         if !self.committed.is_empty() {
@@ -84,7 +86,8 @@ impl Flusher {
     /// # Errors
     /// Storage, dead-letter and protocol errors; [`Error::CommitConflict`] after repeated
     /// conflicts that are not explained by moved partitions. Nothing is half-committed.
-    pub async fn flush(
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn flush(
         &mut self,
         mut parts: BTreeMap<i32, PartitionBatch>,
         reason: FlushReason,

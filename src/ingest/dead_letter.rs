@@ -19,7 +19,8 @@ use crate::storage::Table;
 use crate::write::dead_letters::append_letters;
 
 /// Where a pipeline's dead letters go.
-pub enum DeadLetterSink {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum DeadLetterSink {
     /// Logged and counted only.
     Discard,
     Table {
@@ -36,7 +37,7 @@ impl DeadLetterSink {
     ///
     /// # Errors
     /// Storage or broker errors: the main commit must not happen then.
-    pub async fn deliver(&self, topic: &str, letters: &BTreeMap<i32, Vec<DeadLetter>>) -> Result<()> {
+    pub(crate) async fn deliver(&self, topic: &str, letters: &BTreeMap<i32, Vec<DeadLetter>>) -> Result<()> {
         if letters.values().all(Vec::is_empty) {
             return Ok(());
         }

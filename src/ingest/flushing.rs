@@ -63,18 +63,18 @@ pub(crate) struct FlushSlot {
 }
 
 impl FlushSlot {
-    pub fn new(flusher: Flusher) -> FlushSlot {
+    pub(super) fn new(flusher: Flusher) -> FlushSlot {
         let (done_tx, done_rx) = unbounded_channel();
         FlushSlot { flusher: Some(flusher), inflight: None, done_tx, done_rx }
     }
 
     /// Buffered bytes the running flush holds.
-    pub fn bytes(&self) -> u64 {
+    pub(super) fn bytes(&self) -> u64 {
         self.inflight.as_ref().map_or(0, |f| f.bytes)
     }
 
     /// The table as the flusher last read it (while no flush runs).
-    pub fn snapshot(&self) -> Option<&Snapshot> {
+    pub(super) fn snapshot(&self) -> Option<&Snapshot> {
         self.flusher.as_ref().and_then(|f| f.snapshot.as_ref())
     }
 
@@ -82,7 +82,7 @@ impl FlushSlot {
     ///
     /// # Errors
     /// [`Error::Internal`] when a flush is already running.
-    pub fn start(&mut self, parts: BTreeMap<i32, PartitionBatch>, bytes: u64, reason: FlushReason) -> Result<()> {
+    pub(super) fn start(&mut self, parts: BTreeMap<i32, PartitionBatch>, bytes: u64, reason: FlushReason) -> Result<()> {
         let Some(mut flusher) = self.flusher.take() else {
             return Err(Error::Internal("a flush started while another runs".into()));
         };
@@ -107,7 +107,7 @@ impl FlushSlot {
     }
 
     /// The running flush's end; pending forever while none runs (for `select!`).
-    pub async fn finished(&mut self) -> Finished {
+    pub(super) async fn finished(&mut self) -> Finished {
         if self.inflight.is_none() {
             return std::future::pending().await;
         }
@@ -116,7 +116,7 @@ impl FlushSlot {
     }
 
     /// Waits for the running flush, if any.
-    pub async fn wait(&mut self) -> Option<Finished> {
+    pub(super) async fn wait(&mut self) -> Option<Finished> {
         self.inflight.as_ref()?;
         let done = self.done_rx.recv().await;
         Some(self.accept(done))
@@ -146,7 +146,7 @@ impl FlushSlot {
     }
 
     /// Marks the running flush aborted when it holds one of `partitions`.
-    pub fn abort_if_holds(&self, partitions: &[i32]) {
+    pub(super) fn abort_if_holds(&self, partitions: &[i32]) {
         if let Some(f) = &self.inflight {
             if partitions.iter().any(|p| f.first_offsets.contains_key(p)) {
                 f.abort.store(true, Release);

@@ -26,14 +26,14 @@
 //! The process around the pipelines (several pipelines, Delta sources, metrics, shutdown) is
 //! the composition root's: [`crate::app`].
 
-pub mod commit;
-pub mod coordinated;
-pub mod dead_letter;
-pub mod decode;
+internal_mods!(commit);
+internal_mods!(coordinated);
+internal_mods!(dead_letter);
+internal_mods!(decode);
 mod flushing;
-pub mod one_table;
+internal_mods!(one_table);
 mod ownership;
-pub mod positions;
-pub mod routed;
-pub mod runner;
-pub mod schema;
+internal_mods!(positions);
+internal_mods!(routed);
+internal_mods!(runner);
+internal_mods!(schema);

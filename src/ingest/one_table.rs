@@ -33,7 +33,7 @@ use crate::storage::Table;
 use crate::write::batch::Buffer;
 
 /// One table's open batch and flush slot.
-pub struct OneTable {
+pub(crate) struct OneTable {
     cfg: KafkaPipeline,
     table: Table,
     metrics: Arc<PipelineMetrics>,
@@ -47,7 +47,7 @@ impl OneTable {
     ///
     /// # Errors
     /// A missing table without `create`, storage and protocol errors.
-    pub async fn open(
+    pub(crate) async fn open(
         cfg: KafkaPipeline,
         table: Table,
         dead: DeadLetterSink,

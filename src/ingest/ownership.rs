@@ -34,18 +34,18 @@ pub(crate) struct Ownership {
 
 impl Ownership {
     /// `stop_at_end`: ends are recorded at assignment.
-    pub fn new(stop_at_end: bool) -> Ownership {
+    pub(super) fn new(stop_at_end: bool) -> Ownership {
         Ownership { owned: BTreeMap::new(), ends: stop_at_end.then(BTreeMap::new) }
     }
 
     /// Whether the run stops at the partitions' ends.
-    pub fn stops_at_end(&self) -> bool {
+    pub(super) fn stops_at_end(&self) -> bool {
         self.ends.is_some()
     }
 
     /// Takes `positions` (where each assigned partition starts); `marks` are the partitions'
     /// (low, high) watermarks when known, which place `Beginning` and `End` starts.
-    pub fn assign(&mut self, positions: &BTreeMap<i32, StartOffset>, marks: &BTreeMap<i32, (i64, i64)>) {
+    pub(super) fn assign(&mut self, positions: &BTreeMap<i32, StartOffset>, marks: &BTreeMap<i32, (i64, i64)>) {
         if let Some(ends) = self.ends.as_mut() {
             ends.extend(marks.iter().map(|(p, (_, high))| (*p, *high)));
         }
@@ -60,32 +60,32 @@ impl Ownership {
     }
 
     /// Forgets `parts` (revoked).
-    pub fn revoke(&mut self, parts: &[i32]) {
+    pub(super) fn revoke(&mut self, parts: &[i32]) {
         for p in parts {
             self.owned.remove(p);
         }
     }
 
     /// Every partition owned.
-    pub fn partitions(&self) -> Vec<i32> {
+    pub(super) fn partitions(&self) -> Vec<i32> {
         self.owned.keys().copied().collect()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.owned.is_empty()
     }
 
-    pub fn owns(&self, partition: i32) -> bool {
+    pub(super) fn owns(&self, partition: i32) -> bool {
         self.owned.contains_key(&partition)
     }
 
     /// Whether a record at `offset` of `partition` is taken.
-    pub fn accepts(&self, partition: i32, offset: i64) -> bool {
+    pub(super) fn accepts(&self, partition: i32, offset: i64) -> bool {
         self.owned.get(&partition).is_some_and(|o| o.seek.is_none() && offset >= o.accept_from)
     }
 
     /// Records up to `last` of `partition` were taken.
-    pub fn consumed(&mut self, partition: i32, last: i64) {
+    pub(super) fn consumed(&mut self, partition: i32, last: i64) {
         if let Some(o) = self.owned.get_mut(&partition) {
             o.accept_from = o.accept_from.max(last + 1);
         }
@@ -93,7 +93,7 @@ impl Ownership {
 
     /// `partition` starts again at `next` (a seek is pending until [`Ownership::retry_seeks`]
     /// gets it accepted). Ignored for a partition not owned.
-    pub fn restart(&mut self, partition: i32, next: i64) {
+    pub(super) fn restart(&mut self, partition: i32, next: i64) {
         if let Some(o) = self.owned.get_mut(&partition) {
             o.seek = Some(next);
             o.accept_from = next;
@@ -101,12 +101,12 @@ impl Ownership {
     }
 
     /// Whether a seek waits for librdkafka.
-    pub fn seeks_pending(&self) -> bool {
+    pub(super) fn seeks_pending(&self) -> bool {
         self.owned.values().any(|o| o.seek.is_some())
     }
 
     /// Tries every pending seek with `seek`; the accepted ones are done.
-    pub fn retry_seeks<E: std::fmt::Display>(&mut self, mut seek: impl FnMut(i32, i64) -> Result<(), E>) {
+    pub(super) fn retry_seeks<E: std::fmt::Display>(&mut self, mut seek: impl FnMut(i32, i64) -> Result<(), E>) {
         for (p, o) in self.owned.iter_mut() {
             if let Some(target) = o.seek {
                 match seek(*p, target) {
@@ -118,7 +118,7 @@ impl Ownership {
     }
 
     /// `stop_at_end`: every owned partition consumed up to the end it had when assigned.
-    pub fn reached_the_end(&self) -> bool {
+    pub(super) fn reached_the_end(&self) -> bool {
         let Some(ends) = &self.ends else { return false };
         !self.owned.is_empty()
             && self.owned.iter().all(|(p, o)| o.seek.is_none() && ends.get(p).is_some_and(|end| o.accept_from >= *end))

@@ -102,7 +102,7 @@ pub(crate) async fn resolve(
 
 /// The verdict on a recorded position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resume {
+pub(crate) enum Resume {
     /// Resume at this offset.
     At(i64),
     /// The broker deleted `lost` offsets before they were ingested; its earliest is `earliest`.
@@ -113,7 +113,7 @@ pub enum Resume {
 
 /// Checks `next` (the offset after the recorded position) against the broker's `(low, high)`
 /// watermarks.
-pub fn check(next: i64, (low, high): (i64, i64)) -> Resume {
+pub(crate) fn check(next: i64, (low, high): (i64, i64)) -> Resume {
     if next < low {
         Resume::Lost { lost: low - next, earliest: low }
     } else if next > high {
@@ -124,7 +124,7 @@ pub fn check(next: i64, (low, high): (i64, i64)) -> Resume {
 }
 
 /// The error for data that cannot be ingested exactly.
-pub fn data_loss_error(topic: &str, partition: i32, verdict: Resume) -> Option<Error> {
+pub(crate) fn data_loss_error(topic: &str, partition: i32, verdict: Resume) -> Option<Error> {
     match verdict {
         Resume::At(_) => None,
         Resume::Lost { lost, earliest } => Some(Error::Kafka(format!(
@@ -141,7 +141,7 @@ pub fn data_loss_error(topic: &str, partition: i32, verdict: Resume) -> Option<E
 ///
 /// # Errors
 /// Storage errors; a commit that cannot be decided.
-pub async fn record_latest(
+pub(crate) async fn record_latest(
     table: &Table,
     snapshot: Option<&crate::delta::snapshot::Snapshot>,
     app: &str,
@@ -156,7 +156,7 @@ pub async fn record_latest(
 ///
 /// # Errors
 /// Storage errors; a conflicting or undecidable commit.
-pub async fn record_positions(
+pub(crate) async fn record_positions(
     table: &Table,
     snapshot: Option<&crate::delta::snapshot::Snapshot>,
     app: &str,

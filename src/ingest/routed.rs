@@ -63,9 +63,9 @@ struct Span {
 
 /// The tables of a routed pipeline, with the route state.
 /// A task to run beside a routed table (given the table), for as long as the router lives.
-pub type Background = Arc<dyn Fn(Table) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
+pub(crate) type Background = Arc<dyn Fn(Table) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
 
-pub struct Router {
+pub(crate) struct Router {
     cfg: KafkaPipeline,
     topic: String,
     route: Route,
@@ -95,7 +95,7 @@ impl Router {
     ///
     /// # Errors
     /// Storage and protocol errors.
-    pub async fn open(
+    pub(crate) async fn open(
         cfg: KafkaPipeline,
         storage: StorageOptions,
         dead: DeadLetterSink,
@@ -132,7 +132,7 @@ impl Router {
     }
 
     /// The route state's clock (every table shares the storage options' clock).
-    pub fn clock(&self) -> crate::common::clock::Clock {
+    pub(crate) fn clock(&self) -> crate::common::clock::Clock {
         self.state.clock().clone()
     }
 

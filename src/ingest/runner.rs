@@ -44,7 +44,8 @@ use crate::source::kafka::stage::{KafkaSource, Poll, SourceRecord, StartOffset};
 
 /// What a pipeline did, reported when it stops.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunReport {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct RunReport {
     pub records: u64,
     pub rows_committed: u64,
     pub dead_letters: u64,
@@ -53,7 +54,7 @@ pub struct RunReport {
 
 impl RunReport {
     /// The report of a pipeline's counters.
-    pub fn of(m: &PipelineMetrics) -> RunReport {
+    pub(crate) fn of(m: &PipelineMetrics) -> RunReport {
         RunReport {
             records: m.records_in.get(),
             rows_committed: m.rows_committed.get(),
@@ -65,7 +66,7 @@ impl RunReport {
 
 /// What a finished flush means for the partitions.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Committed partitions: last offset and its record's timestamp.
     pub committed: BTreeMap<i32, (i64, Option<i64>)>,
     /// Partitions to start again at an offset (another worker committed them, or the flush
@@ -75,7 +76,7 @@ pub struct Outcome {
 
 /// Where a pipeline's rows go: decoding, buffering, flushing and committing, for one table or
 /// many. The consume loop calls it; it never sees the Kafka client but through `source`.
-pub trait Rows: Send {
+pub(crate) trait Rows: Send {
     /// Where `parts` (just assigned) resume, after the destination re-read its tables.
     fn resume(
         &mut self,
@@ -127,7 +128,7 @@ pub(crate) fn open_source(
 }
 
 /// A Kafka pipeline ready to run, its rows going to `R`.
-pub struct Runner<R> {
+pub(crate) struct Runner<R> {
     rows: R,
     cfg: KafkaPipeline,
     clock: crate::common::clock::Clock,
@@ -166,7 +167,7 @@ impl<R: Rows> Runner<R> {
     ///
     /// # Errors
     /// Kafka client creation, storage, protocol errors; a commit that keeps conflicting.
-    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<RunReport> {
+    pub(crate) async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<RunReport> {
         let (source, mut events) = open_source(&self.cfg.kafka, self.cfg.policy.max_bytes)?;
         tracing::info!(topic = %source.topic(), "pipeline started");
         let result = self.consume(&source, &mut events, &mut shutdown).await;

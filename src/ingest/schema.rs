@@ -38,7 +38,8 @@ use crate::decode::projection::{project, Mismatch};
 const EVOLVE_ATTEMPTS: u32 = 5;
 
 /// The table as the pipeline last saw it.
-pub struct TableSchema {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct TableSchema {
     pub snapshot: Option<Snapshot>,
     /// The JSON decoder of the snapshot's schema (every format ends in JSON or Arrow rows
     /// checked against it), with the schema string it was made for.
@@ -56,7 +57,8 @@ impl TableSchema {
     ///
     /// # Errors
     /// A missing table without `create`; storage and protocol errors.
-    pub async fn open(table: &Table, cfg: &KafkaPipeline, registries: &Registries) -> Result<TableSchema> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn open(table: &Table, cfg: &KafkaPipeline, registries: &Registries) -> Result<TableSchema> {
         let snapshot = match table.snapshot(None).await {
             Ok(s) => Some(s),
             Err(Error::NotATable { .. }) if cfg.create => None,
@@ -93,7 +95,7 @@ impl TableSchema {
     }
 
     /// The topic's payload format.
-    pub fn format(&self) -> &Format {
+    pub(crate) fn format(&self) -> &Format {
         &self.format
     }
 
@@ -101,14 +103,14 @@ impl TableSchema {
     ///
     /// # Errors
     /// Storage and log errors; a protocol deltabus cannot write.
-    pub async fn refresh(&mut self, table: &Table) -> Result<()> {
+    pub(crate) async fn refresh(&mut self, table: &Table) -> Result<()> {
         table.refresh(&mut self.snapshot).await?;
         self.sync_decoder();
         Ok(())
     }
 
     /// Whether the table's schema (as `snapshot` shows it) differs from the decoder's.
-    pub fn differs_from(&self, snapshot: Option<&Snapshot>) -> bool {
+    pub(crate) fn differs_from(&self, snapshot: Option<&Snapshot>) -> bool {
         match (snapshot, &self.decoder) {
             (Some(s), Some((k, _))) => *k != s.metadata.schema_string,
             (Some(_), None) => true,
@@ -117,7 +119,7 @@ impl TableSchema {
     }
 
     /// The table's position for a partition (its `txn` version).
-    pub fn position(&self, app: &str, topic: &str, partition: i32) -> Option<i64> {
+    pub(crate) fn position(&self, app: &str, topic: &str, partition: i32) -> Option<i64> {
         let id = TxnAppId::KafkaPartition { app: app.into(), topic: topic.into(), partition };
         self.snapshot.as_ref().and_then(|s| id.version_in(s))
     }
@@ -137,7 +139,8 @@ impl TableSchema {
     ///
     /// # Errors
     /// Storage and commit errors of a creation or schema change.
-    pub async fn decode(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn decode(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
         match &self.format {
             Format::Avro(_) => self.decode_avro(table, cfg, raw).await,
             Format::JsonSchema(registry) => {

@@ -10,9 +10,9 @@
 //! The HTTP endpoint is in [`server`]: `GET /metrics` (OpenMetrics text), `GET /health`,
 //! `GET /ready`.
 
-pub mod process;
-pub mod push;
-pub mod server;
+internal_mods!(process);
+internal_mods!(push);
+internal_mods!(server);
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -27,7 +27,8 @@ use prometheus_client::registry::Registry;
 
 use crate::common::flush::FlushReason;
 
-pub use server::serve;
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) use server::serve;
 
 const BUCKETS: [f64; 12] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 
@@ -168,7 +169,8 @@ struct PartitionLag {
 
 /// One pipeline's handles into the families.
 #[derive(Debug)]
-pub struct PipelineMetrics {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct PipelineMetrics {
     name: String,
     families: Arc<Families>,
     pub records_in: Counter,
@@ -227,14 +229,16 @@ impl PipelineMetrics {
     }
 
     /// Counts a flush and its commit latency.
-    pub fn flushed(&self, reason: FlushReason, seconds: f64) {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn flushed(&self, reason: FlushReason, seconds: f64) {
         let labels = ReasonLabels { pipeline: self.name.clone(), reason: reason.as_str().to_string() };
         self.families.flushes.get_or_create(&labels).inc();
         self.families.commit_seconds.get_or_create(&self.label()).observe(seconds);
     }
 
     /// Records high watermarks from the client statistics.
-    pub fn high_watermarks(&self, marks: &BTreeMap<i32, i64>) {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn high_watermarks(&self, marks: &BTreeMap<i32, i64>) {
         if let Ok(mut lag) = self.lag.lock() {
             for (p, hw) in marks {
                 lag.entry(*p).or_default().high_watermark = Some(*hw);
@@ -243,7 +247,8 @@ impl PipelineMetrics {
     }
 
     /// Records a partition's committed position (next offset) and its last record's time.
-    pub fn position(&self, partition: i32, next_offset: i64, last_timestamp_ms: Option<i64>) {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn position(&self, partition: i32, next_offset: i64, last_timestamp_ms: Option<i64>) {
         if let Ok(mut lag) = self.lag.lock() {
             let e = lag.entry(partition).or_default();
             e.position = Some(next_offset);
@@ -253,14 +258,15 @@ impl PipelineMetrics {
     }
 
     /// Records a Delta source's position, versions behind and seconds behind.
-    pub fn source_lag(&self, position: Option<u64>, versions_behind: u64, seconds_behind: f64) {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn source_lag(&self, position: Option<u64>, versions_behind: u64, seconds_behind: f64) {
         if let Ok(mut s) = self.source.lock() {
             *s = Some((position, versions_behind, seconds_behind));
         }
     }
 
     /// Forgets partitions no longer assigned.
-    pub fn forget(&self, partitions: &[i32]) {
+    pub(crate) fn forget(&self, partitions: &[i32]) {
         if let Ok(mut lag) = self.lag.lock() {
             for p in partitions {
                 lag.remove(p);
@@ -300,7 +306,8 @@ impl PipelineMetrics {
 
 /// Every pipeline's metrics, the registry they live in, and the process's.
 #[derive(Debug)]
-pub struct Metrics {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Metrics {
     registry: Registry,
     families: Arc<Families>,
     pipelines: Mutex<BTreeMap<String, Arc<PipelineMetrics>>>,
@@ -321,7 +328,8 @@ impl Default for Metrics {
 
 impl Metrics {
     /// The metrics of a pipeline (created on first use).
-    pub fn pipeline(&self, name: &str) -> Arc<PipelineMetrics> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn pipeline(&self, name: &str) -> Arc<PipelineMetrics> {
         let mut map = self.pipelines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         map.entry(name.to_string())
             .or_insert_with(|| Arc::new(PipelineMetrics::new(name, self.families.clone())))
@@ -329,7 +337,7 @@ impl Metrics {
     }
 
     /// The push-ingest metrics of a server table.
-    pub fn push_table(&self, table: &str) -> Arc<push::PushMetrics> {
+    pub(crate) fn push_table(&self, table: &str) -> Arc<push::PushMetrics> {
         Arc::new(push::PushMetrics::new(table, self.push.clone()))
     }
 
@@ -339,7 +347,8 @@ impl Metrics {
     }
 
     /// The exposition (OpenMetrics text).
-    pub fn render(&self) -> String {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn render(&self) -> String {
         let now = self.clock.now_ms();
         for m in self.all() {
             m.refresh(now);
@@ -352,7 +361,7 @@ impl Metrics {
     }
 
     /// Whether every pipeline is ready.
-    pub fn ready(&self) -> bool {
+    pub(crate) fn ready(&self) -> bool {
         let all = self.all();
         !all.is_empty() && all.iter().all(|m| m.ready.load(Relaxed))
     }

@@ -19,7 +19,7 @@ struct BuildLabels {
 }
 
 /// Registers the process collector and the build information.
-pub fn register(registry: &mut Registry) {
+pub(crate) fn register(registry: &mut Registry) {
     let build: Family<BuildLabels, Gauge> = Family::default();
     build.get_or_create(&BuildLabels { version: env!("CARGO_PKG_VERSION").to_string() }).set(1);
     registry.register("deltabus_build_info", "The running deltabus version (always 1)", build);
@@ -28,7 +28,7 @@ pub fn register(registry: &mut Registry) {
 
 /// What `/proc/self` says, read at each scrape.
 #[derive(Debug, Default, PartialEq)]
-pub struct ProcessStats {
+pub(crate) struct ProcessStats {
     pub cpu_seconds: f64,
     pub resident_bytes: u64,
     pub virtual_bytes: u64,
@@ -38,7 +38,7 @@ pub struct ProcessStats {
 }
 
 /// Reads the process's statistics (`None` off Linux).
-pub fn read() -> Option<ProcessStats> {
+pub(crate) fn read() -> Option<ProcessStats> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Fields after the command name (which may hold spaces) in parentheses.
     let rest = stat.get(stat.rfind(')')? + 2..)?;

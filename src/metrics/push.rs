@@ -18,7 +18,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 /// Producers named in labels before the rest count as `other`.
-pub const MAX_PRODUCER_LABELS: usize = 1000;
+pub(crate) const MAX_PRODUCER_LABELS: usize = 1000;
 
 const LATENCY_BUCKETS: [f64; 12] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 
@@ -54,7 +54,7 @@ struct ReasonLabels {
 
 /// The push families, registered once per registry.
 #[derive(Debug)]
-pub struct PushFamilies {
+pub(crate) struct PushFamilies {
     requests: Family<OutcomeLabels, Counter>,
     rows: Family<ProducerLabels, Counter>,
     bytes: Family<ProducerLabels, Counter>,
@@ -122,7 +122,7 @@ impl PushFamilies {
 
 /// One table's handles into the push families.
 #[derive(Debug)]
-pub struct PushMetrics {
+pub(crate) struct PushMetrics {
     table: String,
     families: Arc<PushFamilies>,
     pub commits: Counter,
@@ -139,7 +139,7 @@ impl PushMetrics {
 
     /// Counts an answered request: its outcome (`committed`, `already_committed`, `rejected`),
     /// and for a committed one its rows and bytes.
-    pub fn answered(&self, producer: Option<&str>, outcome: &str, rows: u64, bytes: u64, seconds: f64) {
+    pub(crate) fn answered(&self, producer: Option<&str>, outcome: &str, rows: u64, bytes: u64, seconds: f64) {
         let producer = self.families.producer_label(producer);
         let f = &self.families;
         let labels = OutcomeLabels { table: self.table.clone(), producer: producer.clone(), outcome: outcome.into() };
@@ -153,19 +153,19 @@ impl PushMetrics {
     }
 
     /// Counts a commit group by what closed it (`window`, `everyone`, `size`).
-    pub fn group_closed(&self, closed: &str) {
+    pub(crate) fn group_closed(&self, closed: &str) {
         let labels = ClosedLabels { table: self.table.clone(), closed: closed.into() };
         self.families.groups.get_or_create(&labels).inc();
     }
 
     /// Counts a refused request by reason (`bad_line`, `too_large`, `unauthorized`, ...).
-    pub fn rejected(&self, reason: &str) {
+    pub(crate) fn rejected(&self, reason: &str) {
         let labels = ReasonLabels { table: self.table.clone(), reason: reason.into() };
         self.families.rejections.get_or_create(&labels).inc();
     }
 
     /// The gauge of bytes held by requests in flight (shared by every table).
-    pub fn buffered(&self) -> &Gauge {
+    pub(crate) fn buffered(&self) -> &Gauge {
         &self.families.buffered_bytes
     }
 }

@@ -35,7 +35,8 @@ async fn ready(State(m): State<Arc<Metrics>>) -> (StatusCode, &'static str) {
 ///
 /// # Errors
 /// [`Error::Io`] when the address cannot be bound.
-pub async fn serve(addr: &str, metrics_state: Arc<Metrics>) -> Result<tokio::task::JoinHandle<()>> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) async fn serve(addr: &str, metrics_state: Arc<Metrics>) -> Result<tokio::task::JoinHandle<()>> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| Error::Io(std::io::Error::new(e.kind(), format!("metrics endpoint {addr}: {e}"))))?;

@@ -23,7 +23,8 @@ use crate::write::deletion::{change_data_actions, dv_actions, find_rows, rewrite
 
 /// What a delete did.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct DeleteReport {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct DeleteReport {
     pub files_scanned: usize,
     pub files_skipped: usize,
     pub files_changed: usize,
@@ -36,7 +37,8 @@ pub struct DeleteReport {
 
 /// How to delete.
 #[derive(Debug, Clone, Default)]
-pub struct DeleteOptions {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct DeleteOptions {
     pub retry: RetryPolicy,
     /// Find and count the matching rows and files; write nothing.
     pub dry_run: bool,
@@ -44,7 +46,7 @@ pub struct DeleteOptions {
 
 impl DeleteReport {
     /// The command output.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({
             "version": self.version, "filesScanned": self.files_scanned, "filesSkipped": self.files_skipped,
             "filesChanged": self.files_changed, "rowsDeleted": self.rows_deleted,
@@ -60,7 +62,8 @@ impl DeleteReport {
 /// [`Error::InvalidArgument`] for a predicate that does not parse or names unknown columns
 /// (nothing is committed); [`Error::Unsupported`] for tables deltabus may not write or that
 /// are append-only; [`Error::CommitConflict`] when a concurrent commit invalidates the delete.
-pub async fn delete(table: &Table, predicate: &str, opts: &DeleteOptions) -> Result<DeleteReport> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) async fn delete(table: &Table, predicate: &str, opts: &DeleteOptions) -> Result<DeleteReport> {
     let retry = &opts.retry;
     let expr = parse(predicate).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?;
     let snapshot = table.snapshot(None).await?;

@@ -28,7 +28,7 @@ use crate::storage::Table;
 
 /// VACUUM settings.
 #[derive(Debug, Clone, Default)]
-pub struct VacuumOptions {
+pub(crate) struct VacuumOptions {
     /// Defaults to the table's `delta.deletedFileRetentionDuration` (7 days).
     pub retention: Option<Duration>,
     pub dry_run: bool,
@@ -44,7 +44,7 @@ pub struct VacuumOptions {
 
 /// What maintenance deleted (or would delete).
 #[derive(Debug, Clone, Default)]
-pub struct MaintenanceReport {
+pub(crate) struct MaintenanceReport {
     pub dry_run: bool,
     pub files: Vec<String>,
     pub bytes: u64,
@@ -58,11 +58,11 @@ pub struct MaintenanceReport {
 /// Files that no version of the log names (a write in flight, or a failed one) are deleted
 /// only once older than this, whatever the retention (`--force` does not lower it): a running
 /// writer's staged files survive any VACUUM.
-pub const UNCOMMITTED_FLOOR: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const UNCOMMITTED_FLOOR: Duration = Duration::from_secs(24 * 3600);
 
 impl MaintenanceReport {
     /// The command output.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         let mut out = json!({"dryRun": self.dry_run, "numFiles": self.files.len(), "bytes": self.bytes, "files": self.files,
             "followers": self.followers, "keptFromVersion": self.kept_from_version});
         if let Some(hours) = self.uncommitted_floor_hours {
@@ -100,7 +100,7 @@ fn dv_file(d: Option<&DeletionVectorDescriptor>, table: &Table) -> Result<Option
 /// # Errors
 /// [`Error::Unsupported`] when deltabus may not write the table; [`Error::InvalidArgument`] for
 /// a retention below the table's without `force`; storage errors.
-pub async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceReport> {
+pub(crate) async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<MaintenanceReport> {
     let snapshot = table.snapshot(None).await?;
     check_writable(&snapshot.protocol, &snapshot.metadata)?;
     let table_retention = snapshot.properties.deleted_file_retention;
@@ -208,7 +208,7 @@ fn leaves_root_locally(table: &Table, rel: &str) -> bool {
 ///
 /// # Errors
 /// Storage errors.
-pub async fn cleanup_log(table: &Table, dry_run: bool, ignore_followers: bool) -> Result<MaintenanceReport> {
+pub(crate) async fn cleanup_log(table: &Table, dry_run: bool, ignore_followers: bool) -> Result<MaintenanceReport> {
     let snapshot = table.snapshot(None).await?;
     check_writable(&snapshot.protocol, &snapshot.metadata)?;
     let now = table.clock().now_ms();

@@ -4,6 +4,6 @@
 //! - [`maintenance`]: VACUUM and log cleanup (keeping what followers need).
 //! - [`write`]: JSON lines to data files and one commit (`deltabus write`).
 
-pub mod delete;
-pub mod maintenance;
-pub mod write;
+internal_mods!(delete);
+internal_mods!(maintenance);
+internal_mods!(write);

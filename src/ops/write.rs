@@ -32,7 +32,8 @@ const SAMPLE_LINES: usize = 1000;
 
 /// Whether the table may or must be created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteMode {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum WriteMode {
     /// Append, creating the table when it does not exist.
     Append,
     /// Create the table; fail if it exists.
@@ -41,7 +42,8 @@ pub enum WriteMode {
 
 /// Options of a write.
 #[derive(Debug, Clone)]
-pub struct WriteOptions {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct WriteOptions {
     pub mode: WriteMode,
     pub partition_by: Vec<String>,
     pub merge_schema: bool,
@@ -79,7 +81,8 @@ impl Default for WriteOptions {
 
 /// What a write did.
 #[derive(Debug, Clone, PartialEq)]
-pub struct WriteReport {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct WriteReport {
     /// `None` when there was nothing to commit (empty input on an existing table).
     pub outcome: Option<CommitOutcome>,
     pub rows: u64,
@@ -91,7 +94,7 @@ pub struct WriteReport {
 
 impl WriteReport {
     /// The report as one JSON object (the `deltabus write` output).
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         match &self.outcome {
             None => json!({"outcome": "nothing_to_commit", "rows": 0}),
             Some(CommitOutcome::Committed { version }) if !self.properties_set.is_empty() => json!({
@@ -117,7 +120,9 @@ impl WriteReport {
 /// [`Error::InvalidArgument`] for a record that does not fit (naming line and column), a
 /// schema change without `merge_schema`, or `Create` on an existing table; protocol and
 /// storage errors as the committer reports them.
-pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
+#[cfg(any(test, feature = "internal-api"))]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) async fn write_json_lines<R: AsyncBufRead + Unpin>(
     table: &Table,
     input: R,
     opts: &WriteOptions,
@@ -131,7 +136,7 @@ pub async fn write_json_lines<R: AsyncBufRead + Unpin>(
 ///
 /// # Errors
 /// As [`write_json_lines`]; an [`Error::Io`] of kind `Interrupted` when stopped.
-pub async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
+pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
     table: &Table,
     mut input: R,
     opts: &WriteOptions,

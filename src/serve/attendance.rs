@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// Who has been sending to one table.
 #[derive(Debug, Default)]
-pub struct Attendance {
+pub(crate) struct Attendance {
     last_seen: HashMap<String, Instant>,
     last_anonymous: Option<Instant>,
     horizon: Duration,
@@ -27,7 +27,7 @@ pub struct Attendance {
 
 /// The producers expected in the group now gathering.
 #[derive(Debug)]
-pub struct Roll {
+pub(crate) struct Roll {
     expected: HashSet<String>,
     present: usize,
     anonymous_recently: bool,
@@ -35,13 +35,13 @@ pub struct Roll {
 
 impl Attendance {
     /// Attendance for groups of `window`.
-    pub fn new(window: Duration) -> Attendance {
+    pub(crate) fn new(window: Duration) -> Attendance {
         let horizon = (window * 4).max(Duration::from_secs(1));
         Attendance { horizon, ..Attendance::default() }
     }
 
     /// Records a request's arrival (`None`: a request without a producer id).
-    pub fn arrived(&mut self, producer: Option<&str>, now: Instant) {
+    pub(crate) fn arrived(&mut self, producer: Option<&str>, now: Instant) {
         match producer {
             Some(id) => {
                 if let Some(t) = self.last_seen.get_mut(id) {
@@ -56,7 +56,7 @@ impl Attendance {
 
     /// The roll of a group opening at `now`, before its first request is recorded; forgets
     /// producers gone quiet.
-    pub fn open(&mut self, now: Instant) -> Roll {
+    pub(crate) fn open(&mut self, now: Instant) -> Roll {
         let horizon = self.horizon;
         self.last_seen.retain(|_, t| now.saturating_duration_since(*t) <= horizon);
         let anonymous_recently = self.last_anonymous.is_some_and(|t| now.saturating_duration_since(t) <= horizon);
@@ -66,7 +66,7 @@ impl Attendance {
 
 impl Roll {
     /// Marks `producer` present (each once).
-    pub fn present(&mut self, producer: Option<&str>) {
+    pub(crate) fn present(&mut self, producer: Option<&str>) {
         if let Some(id) = producer {
             if self.expected.remove(id) {
                 self.present += 1;
@@ -75,7 +75,7 @@ impl Roll {
     }
 
     /// Whether the group can close now: every recent producer is in it.
-    pub fn complete(&self) -> bool {
+    pub(crate) fn complete(&self) -> bool {
         self.present > 0 && self.expected.is_empty() && !self.anonymous_recently
     }
 }

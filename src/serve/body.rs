@@ -25,7 +25,7 @@ const SAMPLE_LINES: usize = 1000;
 
 /// What to do with lines that do not fit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BadLines {
+pub(crate) enum BadLines {
     /// The request fails naming the first bad line; nothing is written.
     Refuse,
     /// Bad lines go to the dead-letter table; the rest is written.
@@ -34,7 +34,8 @@ pub enum BadLines {
 
 /// A decoded request.
 #[derive(Debug)]
-pub struct Rows {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Rows {
     pub batches: Vec<RecordBatch>,
     /// The schema the batches are in (the table's, evolved or inferred).
     pub schema: Arc<StructType>,
@@ -44,7 +45,8 @@ pub struct Rows {
 
 /// Why a body is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum Refusal {
     /// 400: a line (1-based) that does not fit, or a body that is not what it says.
     Bad(String),
     /// 413: a line over the limit.
@@ -57,7 +59,7 @@ pub enum Refusal {
 ///
 /// # Errors
 /// A [`Refusal`] naming the line and field.
-pub fn json_lines(
+pub(crate) fn json_lines(
     body: &[u8],
     table: &ResolvedTable,
     current: Option<&StructType>,
@@ -110,7 +112,8 @@ pub fn json_lines(
 ///
 /// # Errors
 /// A [`Refusal`] when the stream does not read or its columns do not fit.
-pub fn arrow_stream(body: &[u8], table: &ResolvedTable, current: Option<&StructType>) -> Result<Rows, Refusal> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn arrow_stream(body: &[u8], table: &ResolvedTable, current: Option<&StructType>) -> Result<Rows, Refusal> {
     let bad = |e: &dyn std::fmt::Display| Refusal::Bad(format!("Arrow IPC stream: {e}"));
     let reader = arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(body), None).map_err(|e| bad(&e))?;
     let incoming = delta_struct_of(reader.schema().as_ref()).map_err(|e| bad(&e))?;

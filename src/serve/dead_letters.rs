@@ -16,7 +16,7 @@ use crate::write::dead_letters::append_letters;
 /// # Errors
 /// Storage errors, or a dead-letter table that keeps conflicting: the rows' commit must not
 /// happen then.
-pub async fn write(table: &Table, name: &str, taken: &[&Pending]) -> Result<()> {
+pub(crate) async fn write(table: &Table, name: &str, taken: &[&Pending]) -> Result<()> {
     let letters = taken
         .iter()
         .flat_map(|p| {

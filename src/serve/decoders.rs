@@ -21,7 +21,7 @@ use tokio::sync::oneshot;
 type Job = Box<dyn FnOnce() + Send>;
 
 /// A fixed set of decoding threads.
-pub struct Decoders {
+pub(crate) struct Decoders {
     jobs: Mutex<Sender<Job>>,
 }
 
@@ -30,7 +30,7 @@ impl Decoders {
     ///
     /// # Errors
     /// The operating system's refusal to start a thread.
-    pub fn start(threads: usize) -> std::io::Result<Decoders> {
+    pub(crate) fn start(threads: usize) -> std::io::Result<Decoders> {
         let (tx, rx) = channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..threads.max(1) {
@@ -41,7 +41,7 @@ impl Decoders {
     }
 
     /// Runs `f` on a decoding thread; `None` when it panicked or the pool is gone.
-    pub async fn run<T, F>(&self, f: F) -> Option<T>
+    pub(crate) async fn run<T, F>(&self, f: F) -> Option<T>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,

@@ -38,7 +38,7 @@ use crate::metrics::push::PushMetrics;
 use crate::storage::{commit_exactly_once, DataWriter, Landed, Plan, Planner, RetryPolicy, Table, WriterConfig};
 
 /// A decoded request waiting for its commit.
-pub struct Pending {
+pub(crate) struct Pending {
     /// The producer's id and this request's sequence; `None`: at-least-once.
     pub producer: Option<(String, i64)>,
     /// The rows, in the Arrow form of `schema`.
@@ -49,13 +49,12 @@ pub struct Pending {
     pub bad_lines: Vec<DeadLetter>,
     /// Body bytes (the group's size bound counts them).
     pub bytes: u64,
-    pub arrived: Instant,
     pub reply: oneshot::Sender<Outcome>,
 }
 
 /// What a request's commit came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Committed {
         version: u64,
     },
@@ -73,7 +72,7 @@ pub enum Outcome {
 }
 
 /// One table's committer task.
-pub struct GroupCommitter {
+pub(crate) struct GroupCommitter {
     pub table: Table,
     pub settings: ResolvedTable,
     pub window: std::time::Duration,
@@ -86,7 +85,7 @@ pub struct GroupCommitter {
 impl GroupCommitter {
     /// Commits groups until the channel closes (every sender dropped) or `stop` turns true;
     /// then commits what is queued and returns.
-    pub async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Pending>, mut stop: watch::Receiver<bool>) {
+    pub(crate) async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Pending>, mut stop: watch::Receiver<bool>) {
         let mut attendance = Attendance::new(self.window);
         loop {
             let first = tokio::select! {

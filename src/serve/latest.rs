@@ -29,7 +29,7 @@ use crate::storage::Table;
 /// What handlers need of the table: the schema to decode with and each push producer's
 /// committed sequence.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TableView {
+pub(crate) struct TableView {
     pub version: u64,
     pub schema: StructType,
     pub producers: std::collections::HashMap<String, i64>,
@@ -37,7 +37,7 @@ pub struct TableView {
 
 impl TableView {
     /// The view of `snapshot`.
-    pub fn of(snapshot: &Snapshot) -> TableView {
+    pub(crate) fn of(snapshot: &Snapshot) -> TableView {
         let producers = snapshot
             .state()
             .txns
@@ -49,7 +49,7 @@ impl TableView {
 }
 
 /// One table's snapshot (shared by its committer and the handlers' fresh reads) and view.
-pub struct Latest {
+pub(crate) struct Latest {
     table: Table,
     /// The committer holds it for a whole group; a fresh read waits for that group.
     pub snapshot: Mutex<Option<Snapshot>>,
@@ -59,7 +59,7 @@ pub struct Latest {
 }
 
 impl Latest {
-    pub fn new(table: Table) -> Arc<Latest> {
+    pub(crate) fn new(table: Table) -> Arc<Latest> {
         Arc::new(Latest {
             table,
             snapshot: Mutex::new(None),
@@ -69,12 +69,12 @@ impl Latest {
     }
 
     /// Now, by the table's clock (the one clock): when a request arrived.
-    pub fn now_ms(&self) -> i64 {
+    pub(crate) fn now_ms(&self) -> i64 {
         self.table.clock().now_ms()
     }
 
     /// The view as last published (`None`: no table yet, or not read yet).
-    pub fn cached(&self) -> Option<Arc<TableView>> {
+    pub(crate) fn cached(&self) -> Option<Arc<TableView>> {
         self.view.borrow().clone()
     }
 
@@ -82,7 +82,7 @@ impl Latest {
     ///
     /// # Errors
     /// Storage errors; a table whose log is gone.
-    pub async fn fresh(&self) -> Result<Option<Arc<TableView>>> {
+    pub(crate) async fn fresh(&self) -> Result<Option<Arc<TableView>>> {
         let mut snapshot = self.snapshot.lock().await;
         self.refresh(&mut snapshot).await?;
         self.publish(snapshot.as_ref());
@@ -90,7 +90,7 @@ impl Latest {
     }
 
     /// Publishes the view of `snapshot` when it is newer than the published one.
-    pub fn publish(&self, snapshot: Option<&Snapshot>) {
+    pub(crate) fn publish(&self, snapshot: Option<&Snapshot>) {
         // `None` after a failed read says nothing: a table never stops existing.
         let Some(s) = snapshot else { return };
         self.view.send_if_modified(|view| {
@@ -106,7 +106,7 @@ impl Latest {
     ///
     /// # Errors
     /// Storage errors; a protocol deltabus cannot write; a table seen before whose log is gone.
-    pub async fn refresh(&self, snapshot: &mut Option<Snapshot>) -> Result<()> {
+    pub(crate) async fn refresh(&self, snapshot: &mut Option<Snapshot>) -> Result<()> {
         self.table.refresh(snapshot).await?;
         self.check(snapshot.as_ref())
     }
@@ -115,7 +115,7 @@ impl Latest {
     ///
     /// # Errors
     /// [`Error::NotATable`] for a table this server has seen that no longer exists.
-    pub fn check(&self, snapshot: Option<&Snapshot>) -> Result<()> {
+    pub(crate) fn check(&self, snapshot: Option<&Snapshot>) -> Result<()> {
         match snapshot {
             Some(_) => self.existed.store(true, Ordering::Release),
             None if self.existed.load(Ordering::Acquire) => {

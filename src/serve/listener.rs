@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 ///
 /// # Errors
 /// [`Error::Io`] naming the address.
-pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
+pub(crate) async fn bind(addr: SocketAddr) -> Result<TcpListener> {
     TcpListener::bind(addr)
         .await
         .map_err(|e| Error::Io(std::io::Error::new(e.kind(), format!("server.listen {addr}: {e}"))))
@@ -32,7 +32,7 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the file that does not read or hold what it should.
-pub fn tls_acceptor(cert: &str, key: &str) -> Result<TlsAcceptor> {
+pub(crate) fn tls_acceptor(cert: &str, key: &str) -> Result<TlsAcceptor> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let bad = |what: &str, e: &dyn std::fmt::Display| Error::InvalidArgument(format!("server.{what}: {e}"));
@@ -56,7 +56,7 @@ pub fn tls_acceptor(cert: &str, key: &str) -> Result<TlsAcceptor> {
 }
 
 /// Serves `app` on `listener` until `stop` turns true, then drains for up to `grace`.
-pub fn spawn(
+pub(crate) fn spawn(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     app: Router,

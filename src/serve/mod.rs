@@ -16,15 +16,15 @@
 //! or another server on the same table, answers a retry of n "already committed" and a jump
 //! past the next sequence 409. Success is answered only after the commit landed.
 
-pub mod attendance;
-pub mod body;
-pub mod dead_letters;
-pub mod decoders;
-pub mod group;
-pub mod latest;
-pub mod listener;
-pub mod routes;
-pub mod sequence;
+internal_mods!(attendance);
+internal_mods!(body);
+internal_mods!(dead_letters);
+internal_mods!(decoders);
+internal_mods!(group);
+internal_mods!(latest);
+internal_mods!(listener);
+internal_mods!(routes);
+internal_mods!(sequence);
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -43,7 +43,8 @@ use crate::metrics::Metrics;
 use crate::storage::{StorageOptions, Table};
 
 /// A running server.
-pub struct Server {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Server {
     /// Where it listens (the port chosen when `listen` said 0).
     pub local_addr: SocketAddr,
     listener: tokio::task::JoinHandle<()>,
@@ -57,7 +58,8 @@ pub struct Server {
 /// # Errors
 /// A table URL that does not open, an address that cannot be bound, TLS files that do not
 /// read.
-pub async fn start(
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) async fn start(
     config: ResolvedServer,
     storage: StorageOptions,
     metrics: Arc<Metrics>,
@@ -145,7 +147,8 @@ pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
 impl Server {
     /// Waits until the server has stopped: connections drained, then every table's queued
     /// requests committed and answered.
-    pub async fn stopped(mut self) {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn stopped(mut self) {
         let _ = (&mut self.listener).await;
         let _ = self.stop_committers.send(true);
         while self.committers.join_next().await.is_some() {}

@@ -32,13 +32,13 @@ use crate::metrics::push::PushMetrics;
 use crate::metrics::Metrics;
 
 /// The OpenAPI document of these endpoints.
-pub const OPENAPI: &str = include_str!("openapi.json");
+pub(crate) const OPENAPI: &str = include_str!("openapi.json");
 
 /// The content type of Arrow IPC streams.
 const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
 
 /// One table as the handlers see it.
-pub struct TableHandle {
+pub(crate) struct TableHandle {
     pub settings: ResolvedTable,
     /// The table as this server knows it; read fresh for answers about positions.
     pub latest: Arc<Latest>,
@@ -48,7 +48,7 @@ pub struct TableHandle {
 }
 
 /// What every handler shares.
-pub struct AppState {
+pub(crate) struct AppState {
     pub config: ResolvedServer,
     pub tables: std::collections::BTreeMap<String, TableHandle>,
     pub buffered: Arc<Semaphore>,
@@ -58,7 +58,7 @@ pub struct AppState {
 }
 
 /// The router over `state`.
-pub fn router(state: Arc<AppState>) -> Router {
+pub(crate) fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/v1/tables/{name}/records", post(records))
         .route("/v1/tables/{name}/producers/{id}", get(producer))
@@ -307,7 +307,6 @@ async fn records(
         schema: rows.schema,
         bad_lines: rows.bad,
         bytes: body_bytes,
-        arrived: started,
         reply,
     };
     if table.commits.send(pending).is_err() {

@@ -19,12 +19,12 @@ use std::collections::BTreeMap;
 use crate::delta::app_id::TxnAppId;
 
 /// The `txn` appId of a push producer (`deltabus-push:<id>`).
-pub fn producer_app_id(producer: &str) -> TxnAppId {
+pub(crate) fn producer_app_id(producer: &str) -> TxnAppId {
     TxnAppId::PushProducer { producer: producer.to_string() }
 }
 
 /// Why a producer id is refused, if it is: 1 to 256 bytes of UTF-8 without control characters.
-pub fn check_producer_id(id: &str) -> Result<(), String> {
+pub(crate) fn check_producer_id(id: &str) -> Result<(), String> {
     if id.is_empty() || id.len() > 256 {
         return Err("Producer-Id must be 1 to 256 bytes".into());
     }
@@ -36,7 +36,7 @@ pub fn check_producer_id(id: &str) -> Result<(), String> {
 
 /// What happens to one request of a group.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// It lands in this commit.
     Take,
     /// The table already holds it (or a later sequence of its producer).
@@ -54,7 +54,7 @@ type Producer<'a> = (&'a str, i64, Option<i64>, Option<(i64, usize)>);
 /// Decides every request of a group: `producers[i]` is request `i`'s (id, sequence), `None`
 /// for an anonymous one; `committed(id)` is the producer's sequence in the table. Returns the
 /// verdicts in request order and, per producer taking part, the `txn` version to commit.
-pub fn decide<'a>(
+pub(crate) fn decide<'a>(
     producers: &[Option<(&'a str, i64)>],
     committed: impl Fn(&str) -> Option<i64>,
 ) -> (Vec<Verdict>, BTreeMap<&'a str, i64>) {

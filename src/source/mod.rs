@@ -3,4 +3,4 @@
 //! - [`kafka`]: the Kafka source stage: a consumer group's records handed to the pipeline as
 //!   plain values. (A Delta table as a source is the change feed, [`crate::feed`].)
 
-pub mod kafka;
+internal_mods!(kafka);

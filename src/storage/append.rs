@@ -25,7 +25,8 @@ use crate::error::Result;
 ///
 /// # Errors
 /// Storage errors; the batches not fitting the table.
-pub async fn append_plan(
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) async fn append_plan(
     table: &Table,
     snapshot: Option<&Snapshot>,
     new_table: impl FnOnce() -> Result<(Protocol, Metadata)>,

@@ -18,7 +18,7 @@ use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 
 /// The change-type column name.
-pub const CHANGE_TYPE: &str = "_change_type";
+pub(crate) const CHANGE_TYPE: &str = "_change_type";
 
 impl Table {
     /// Reads commit `version` and its file's modification time (ms).
@@ -26,7 +26,7 @@ impl Table {
     /// # Errors
     /// [`Error::MissingVersion`] when the commit file does not exist (never written, or
     /// removed by log cleanup).
-    pub async fn read_commit_with_time(&self, version: u64) -> Result<(Vec<Action>, i64)> {
+    pub(crate) async fn read_commit_with_time(&self, version: u64) -> Result<(Vec<Action>, i64)> {
         let name = commit_name(version);
         match self.store.get(&self.log_path(&name)).await {
             Ok(r) => {
@@ -47,7 +47,7 @@ impl Table {
     ///
     /// # Errors
     /// Storage, data-file and deletion-vector errors of the files the commit references.
-    pub async fn commit_changes(
+    pub(crate) async fn commit_changes(
         &self,
         snapshot: &Snapshot,
         version: u64,
@@ -65,7 +65,7 @@ impl Table {
     ///
     /// # Errors
     /// As [`Table::commit_changes`].
-    pub async fn commit_changes_by_file(
+    pub(crate) async fn commit_changes_by_file(
         &self,
         snapshot: &Snapshot,
         version: u64,

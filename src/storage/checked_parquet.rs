@@ -18,7 +18,7 @@ use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 const FOOTER_PREFETCH: u64 = 64 * 1024;
 
 /// Wraps a reader of a file of `size` bytes; chunk ranges are learnt from its footer.
-pub struct CheckedReader<R> {
+pub(super) struct CheckedReader<R> {
     inner: R,
     size: u64,
     /// Byte ranges of the file's column chunks.
@@ -30,7 +30,7 @@ fn damaged(what: String) -> ParquetError {
 }
 
 impl<R: AsyncFileReader> CheckedReader<R> {
-    pub fn new(inner: R, size: u64) -> Self {
+    pub(super) fn new(inner: R, size: u64) -> Self {
         Self { inner, size, chunks: Vec::new() }
     }
 

@@ -24,7 +24,8 @@ impl Table {
     ///
     /// # Errors
     /// [`Error::Storage`] when a PUT fails; [`Error::Internal`] when encoding fails.
-    pub async fn write_checkpoint(&self, snapshot: &Snapshot) -> Result<LastCheckpoint> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn write_checkpoint(&self, snapshot: &Snapshot) -> Result<LastCheckpoint> {
         // A checkpoint is a write: a protocol deltabus cannot write is refused here too.
         crate::delta::features::check_writable(&snapshot.protocol, &snapshot.metadata)?;
         let actions = checkpoint_actions(snapshot);

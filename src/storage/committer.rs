@@ -29,7 +29,8 @@ static ATTEMPTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::ne
 static LANDED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// (commit PUTs sent, commits landed) by this process so far.
-pub fn commit_counts() -> (u64, u64) {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn commit_counts() -> (u64, u64) {
     use std::sync::atomic::Ordering::Relaxed;
     (ATTEMPTS.load(Relaxed), LANDED.load(Relaxed))
 }
@@ -56,7 +57,8 @@ fn unknown_if_pending(pending: Option<u64>, e: Error) -> Error {
 /// The one retry policy of every commit: how often and how patiently to retry after losing a
 /// commit race, after a conflict that needs a new plan, and after a store fault.
 #[derive(Debug, Clone)]
-pub struct RetryPolicy {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct RetryPolicy {
     /// PUT attempts of one planned commit, including the first (versions taken by compatible
     /// commits are skipped without a new plan).
     pub max_attempts: u32,
@@ -89,7 +91,8 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// The default, riding out 20 store faults in place: for writers whose caller cannot
     /// retry (a Kafka flush: its pipeline would stop).
-    pub fn riding_faults() -> Self {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn riding_faults() -> Self {
         RetryPolicy { store_faults: 20, ..RetryPolicy::default() }
     }
 
@@ -110,7 +113,8 @@ impl Table {
         name = "commit", level = "info", skip_all,
         fields(table = %self.url(), operation = %txn.operation, version = tracing::field::Empty)
     )]
-    pub async fn commit(
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn commit(
         &self,
         snapshot: Option<&Snapshot>,
         txn: &Transaction,

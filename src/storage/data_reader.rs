@@ -20,7 +20,8 @@ use crate::error::{Error, Result};
 
 /// The logical rows of one data file.
 #[derive(Debug)]
-pub struct FileRows {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct FileRows {
     pub path: String,
     pub batches: Vec<RecordBatch>,
     /// Rows in the file before any selection.
@@ -29,7 +30,8 @@ pub struct FileRows {
 
 impl Table {
     /// The scan plan (logical schema, partitioning, column mapping) of a snapshot.
-    pub fn scan_plan(&self, snapshot: &Snapshot) -> ScanPlan {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn scan_plan(&self, snapshot: &Snapshot) -> ScanPlan {
         ScanPlan::new(&snapshot.schema, &snapshot.metadata.partition_columns, snapshot.column_mapping())
     }
 
@@ -38,7 +40,8 @@ impl Table {
     /// # Errors
     /// [`Error::PathRefused`] for paths outside the table; [`Error::DataFile`] and
     /// [`Error::DeletionVector`] for unreadable content; [`Error::Storage`] for I/O.
-    pub async fn read_file(&self, plan: &ScanPlan, add: &Add) -> Result<FileRows> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn read_file(&self, plan: &ScanPlan, add: &Add) -> Result<FileRows> {
         let mut batches = Vec::new();
         let mut rows = self
             .visit_file(plan, add, &mut |b| {
@@ -54,7 +57,7 @@ impl Table {
     ///
     /// # Errors
     /// As [`Table::read_file`].
-    pub async fn read_rows(
+    pub(crate) async fn read_rows(
         &self,
         plan: &ScanPlan,
         raw_path: &str,
@@ -136,7 +139,7 @@ impl Table {
     ///
     /// # Errors
     /// As [`Table::read_file`], and `visit`'s errors.
-    pub async fn visit_file(
+    pub(crate) async fn visit_file(
         &self,
         plan: &ScanPlan,
         add: &Add,
@@ -176,7 +179,7 @@ impl Table {
     /// # Errors
     /// [`Error::DeletionVector`] for bad encodings or checksums; [`Error::PathRefused`] for a
     /// DV path outside the table.
-    pub async fn load_dv(&self, d: &crate::delta::dv::DeletionVectorDescriptor) -> Result<RoaringTreemap> {
+    pub(crate) async fn load_dv(&self, d: &crate::delta::dv::DeletionVectorDescriptor) -> Result<RoaringTreemap> {
         let id = d.unique_id();
         let bitmap = match d.location()? {
             DvLocation::Inline(bytes) => decode_bitmap(&bytes, &id)?,

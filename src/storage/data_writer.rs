@@ -35,7 +35,8 @@ use crate::error::{Error, Result};
 
 /// How data files are written.
 #[derive(Debug, Clone)]
-pub struct WriterConfig {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct WriterConfig {
     /// Roll to a new file past this many bytes (default: `delta.targetFileSize` or 128 MiB).
     pub target_file_size: u64,
     pub compression: Codec,
@@ -43,7 +44,7 @@ pub struct WriterConfig {
 
 impl WriterConfig {
     /// The defaults for a table: its properties, else 128 MiB and zstd.
-    pub fn for_snapshot(s: &Snapshot) -> Self {
+    pub(crate) fn for_snapshot(s: &Snapshot) -> Self {
         WriterConfig {
             target_file_size: s.properties.target_file_size.unwrap_or(128 << 20),
             compression: s.properties.compression_codec.unwrap_or_default(),
@@ -72,7 +73,8 @@ struct OpenFile {
 }
 
 /// Writes a table's data files for one transaction.
-pub struct DataWriter {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct DataWriter {
     table: Table,
     snapshot: Snapshot,
     physical: SchemaRef,
@@ -94,7 +96,8 @@ impl DataWriter {
     /// # Errors
     /// [`Error::InvalidArgument`] for an unknown codec; [`Error::Unsupported`] for generated
     /// columns deltabus cannot compute.
-    pub fn new(table: &Table, snapshot: &Snapshot, config: WriterConfig) -> Result<Self> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn new(table: &Table, snapshot: &Snapshot, config: WriterConfig) -> Result<Self> {
         let (compression, ext) = codec(config.compression);
         let physical = Arc::new(physical_schema(
             &snapshot.schema,
@@ -119,7 +122,7 @@ impl DataWriter {
     /// A writer of rows the table already holds (compaction, copy-on-write deletes, their
     /// change data): generated columns keep their stored values, unchecked (rows another
     /// engine wrote in another time zone stay rewritable).
-    pub fn rewriting(mut self) -> Self {
+    pub(crate) fn rewriting(mut self) -> Self {
         self.generated.clear();
         self
     }
@@ -130,7 +133,7 @@ impl DataWriter {
     ///
     /// # Errors
     /// As [`DataWriter::new`].
-    pub fn for_change_data(table: &Table, snapshot: &Snapshot, config: WriterConfig) -> Result<Self> {
+    pub(crate) fn for_change_data(table: &Table, snapshot: &Snapshot, config: WriterConfig) -> Result<Self> {
         let mut with_type = snapshot.clone();
         with_type.schema.fields.push(crate::delta::schema::StructField::new(
             super::change_reader::CHANGE_TYPE,
@@ -146,7 +149,7 @@ impl DataWriter {
     ///
     /// # Errors
     /// As [`DataWriter::finish`].
-    pub async fn finish_cdc(self) -> Result<Vec<crate::delta::actions::Cdc>> {
+    pub(crate) async fn finish_cdc(self) -> Result<Vec<crate::delta::actions::Cdc>> {
         Ok(self
             .finish()
             .await?
@@ -168,7 +171,8 @@ impl DataWriter {
     /// [`Error::InvalidArgument`] when the batch does not fit the schema (for example a null in
     /// a non-nullable column, or a generated column's value that differs from its
     /// expression's); [`Error::Storage`] for I/O.
-    pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let batch = &crate::delta::generated::apply(batch, &self.generated)?;
         for (dir, values, part) in self.split(batch)? {
             let physical = self.to_physical(&part)?;
@@ -195,7 +199,7 @@ impl DataWriter {
     ///
     /// # Errors
     /// As [`DataWriter::write`] and [`DataWriter::finish`].
-    pub async fn write_all<'b>(mut self, batches: impl IntoIterator<Item = &'b RecordBatch>) -> Result<Vec<Add>> {
+    pub(crate) async fn write_all<'b>(mut self, batches: impl IntoIterator<Item = &'b RecordBatch>) -> Result<Vec<Add>> {
         for b in batches {
             if let Err(e) = self.write(b).await {
                 self.abort().await;
@@ -209,7 +213,8 @@ impl DataWriter {
     ///
     /// # Errors
     /// [`Error::Storage`] when a final upload fails.
-    pub async fn finish(mut self) -> Result<Vec<Add>> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn finish(mut self) -> Result<Vec<Add>> {
         let mut open: Vec<(String, OpenFile)> = self.open.drain().collect();
         open.sort_by(|a, b| a.0.cmp(&b.0));
         for (_, f) in open {
@@ -220,7 +225,7 @@ impl DataWriter {
     }
 
     /// Deletes the files written so far (after a failed or abandoned transaction).
-    pub async fn abort(self) {
+    pub(crate) async fn abort(self) {
         self.table.delete_uncommitted(&self.done.iter().map(|a| a.path.clone()).collect::<Vec<_>>()).await;
         for f in self.open.into_values() {
             let path = self.table.relative_path(&f.rel);

@@ -39,7 +39,8 @@ use crate::error::{Error, Result};
 
 /// A commit a planner wants, planned against the snapshot it was handed.
 #[derive(Debug)]
-pub struct Planned<T> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Planned<T> {
     /// The transaction, without the positions' `txn` actions (the helper adds them).
     pub txn: Transaction,
     /// The positions this commit records: one `txn` each.
@@ -52,7 +53,8 @@ pub struct Planned<T> {
 
 /// What follows a landed commit.
 #[derive(Debug)]
-pub enum Then<T> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum Then<T> {
     /// The work is done: this is the answer.
     Done(T),
     /// The commit was a step (a table created, a schema carried over): plan again.
@@ -61,7 +63,8 @@ pub enum Then<T> {
 
 /// A planner's answer for the table as it is now.
 #[derive(Debug)]
-pub enum Plan<T> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum Plan<T> {
     /// Nothing (left) to commit: the table holds it already.
     Nothing(T),
     /// Commit this.
@@ -70,19 +73,22 @@ pub enum Plan<T> {
 
 impl<T> Plan<T> {
     /// A commit whose landing ends the work with `answer`.
-    pub fn commit(txn: Transaction, positions: Vec<(TxnAppId, i64)>, files: Vec<String>, answer: T) -> Self {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn commit(txn: Transaction, positions: Vec<(TxnAppId, i64)>, files: Vec<String>, answer: T) -> Self {
         Plan::Commit(Box::new(Planned { txn, positions, files, then: Then::Done(answer) }))
     }
 
     /// A commit after which the planner plans again (creating a table, evolving a schema).
-    pub fn step(txn: Transaction, files: Vec<String>) -> Self {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn step(txn: Transaction, files: Vec<String>) -> Self {
         Plan::Commit(Box::new(Planned { txn, positions: Vec::new(), files, then: Then::PlanAgain }))
     }
 }
 
 /// How the work ended.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Landed<T> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum Landed<T> {
     /// The last commit landed as `version`.
     Committed { version: u64, answer: T },
     /// The table already held everything; nothing (more) was committed.
@@ -91,14 +97,15 @@ pub enum Landed<T> {
 
 impl<T> Landed<T> {
     /// The planner's answer.
-    pub fn answer(self) -> T {
+    pub(crate) fn answer(self) -> T {
         match self {
             Landed::Committed { answer, .. } | Landed::Nothing(answer) => answer,
         }
     }
 
     /// The version committed, if anything was.
-    pub fn version(&self) -> Option<u64> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn version(&self) -> Option<u64> {
         match self {
             Landed::Committed { version, .. } => Some(*version),
             Landed::Nothing(_) => None,
@@ -107,7 +114,8 @@ impl<T> Landed<T> {
 }
 
 /// A writer's side of the commit path: what to commit against the table as it is now.
-pub trait Planner: Send {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) trait Planner: Send {
     type Answer: Send;
 
     /// Plans against `snapshot` (`None`: no table yet). Called again after every conflict,
@@ -124,7 +132,8 @@ pub trait Planner: Send {
 
 /// A planner from a synchronous function of the table: schema changes, table creation and
 /// positions alone, whose plans write no files.
-pub struct PlanFn<F>(pub F);
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct PlanFn<F>(pub F);
 
 impl<T: Send, F: FnMut(Option<&Snapshot>) -> Result<Plan<T>> + Send> Planner for PlanFn<F> {
     type Answer = T;
@@ -141,7 +150,8 @@ impl<T: Send, F: FnMut(Option<&Snapshot>) -> Result<Plan<T>> + Send> Planner for
 /// The planner's errors; [`Error::CommitConflict`] after `policy.replans` lost commits in a
 /// row; store errors after `policy.store_faults` retried faults ([`Error::CommitUnknown`] when
 /// the last commit's outcome is unknown: its files are kept).
-pub async fn commit_exactly_once<P: Planner>(
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) async fn commit_exactly_once<P: Planner>(
     table: &Table,
     snapshot: &mut Option<Snapshot>,
     policy: &RetryPolicy,

@@ -31,7 +31,8 @@ use crate::error::{Error, Result};
 
 /// What to inject, and how often.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FaultConfig {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct FaultConfig {
     /// Seed of the generator (runs with the same seed draw the same sequence).
     pub seed: u64,
     /// Probability that a call fails or is slowed, 0.0-1.0.
@@ -52,7 +53,7 @@ impl FaultConfig {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the bad part.
-    pub fn parse(spec: &str) -> Result<FaultConfig> {
+    pub(crate) fn parse(spec: &str) -> Result<FaultConfig> {
         let mut cfg = FaultConfig { seed: 1, rate: 0.05, only: None, lose: Vec::new(), delay: None };
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let bad = || {
@@ -75,7 +76,8 @@ impl FaultConfig {
 
 /// How many faults of each kind were injected.
 #[derive(Debug, Default)]
-pub struct FaultCounts {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct FaultCounts {
     pub calls: AtomicU64,
     pub unavailable: AtomicU64,
     pub lost_answers: AtomicU64,
@@ -85,7 +87,9 @@ pub struct FaultCounts {
 
 impl FaultCounts {
     /// Faults that made a call fail (slow calls succeed).
-    pub fn failures(&self) -> u64 {
+    #[cfg(any(test, feature = "internal-api"))]
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn failures(&self) -> u64 {
         self.unavailable.load(Relaxed) + self.lost_answers.load(Relaxed) + self.cut_listings.load(Relaxed)
     }
 }
@@ -171,19 +175,24 @@ impl Dice {
 
 /// The decorator.
 #[derive(Debug)]
-pub struct FaultyStore {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct FaultyStore {
     inner: Arc<dyn ObjectStore>,
     dice: Dice,
 }
 
 impl FaultyStore {
     /// Wraps `inner`.
-    pub fn new(inner: Arc<dyn ObjectStore>, config: FaultConfig) -> FaultyStore {
+    #[cfg(any(test, feature = "internal-api"))]
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn new(inner: Arc<dyn ObjectStore>, config: FaultConfig) -> FaultyStore {
         FaultyStore { inner, dice: Dice::new(config) }
     }
 
     /// The counts of injected faults (shared: they keep counting after this call).
-    pub fn counts(&self) -> Arc<FaultCounts> {
+    #[cfg(any(test, feature = "internal-api"))]
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn counts(&self) -> Arc<FaultCounts> {
         self.dice.counts.clone()
     }
 
@@ -360,12 +369,12 @@ static EVERYWHERE: std::sync::OnceLock<Dice> = std::sync::OnceLock::new();
 
 /// Makes every table opened from now on in this process go through one fault-injecting
 /// store (the binary calls this for `DELTABUS_FAULTS`). Ignored when already set.
-pub fn inject_everywhere(config: FaultConfig) {
+pub(crate) fn inject_everywhere(config: FaultConfig) {
     let _ = EVERYWHERE.set(Dice::new(config));
 }
 
 /// The counts of [`inject_everywhere`]'s faults, when armed.
-pub fn everywhere_counts() -> Option<Arc<FaultCounts>> {
+pub(crate) fn everywhere_counts() -> Option<Arc<FaultCounts>> {
     EVERYWHERE.get().map(|d| d.counts.clone())
 }
 

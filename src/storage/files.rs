@@ -12,11 +12,13 @@ use crate::error::{Error, Result};
 
 /// The part size of a streamed copy ([`Table::copy_file_from`]); files up to this size are
 /// copied with one request. Above S3's 5 MiB minimum part size.
-pub const COPY_PART: usize = 8 * 1024 * 1024;
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) const COPY_PART: usize = 8 * 1024 * 1024;
 
 /// One listed file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListedFile {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct ListedFile {
     /// Relative to the table root, `/`-separated.
     pub path: String,
     pub size: u64,
@@ -29,7 +31,7 @@ impl Table {
     ///
     /// # Errors
     /// Storage errors.
-    pub async fn list_files(&self, dir: &str) -> Result<Vec<ListedFile>> {
+    pub(crate) async fn list_files(&self, dir: &str) -> Result<Vec<ListedFile>> {
         let root = self.root_path();
         let under = if dir.is_empty() { root.clone() } else { self.relative_path(dir) };
         let listed: Vec<_> =
@@ -49,7 +51,8 @@ impl Table {
     ///
     /// # Errors
     /// Storage errors, including not found.
-    pub async fn read_bytes(&self, rel: &str) -> Result<Bytes> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn read_bytes(&self, rel: &str) -> Result<Bytes> {
         self.get_bytes(&self.relative_path(rel)).await
     }
 
@@ -57,7 +60,8 @@ impl Table {
     ///
     /// # Errors
     /// Storage errors.
-    pub async fn put_bytes(&self, rel: &str, bytes: impl Into<Bytes>) -> Result<()> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn put_bytes(&self, rel: &str, bytes: impl Into<Bytes>) -> Result<()> {
         let path = self.relative_path(rel);
         self.store.put(&path, PutPayload::from(bytes.into())).await.map_err(|e| Error::storage(rel, e))?;
         Ok(())
@@ -71,7 +75,8 @@ impl Table {
     ///
     /// # Errors
     /// Storage errors on either side, including the source file not found.
-    pub async fn copy_file_from(&self, source: &Table, rel: &str) -> Result<u64> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn copy_file_from(&self, source: &Table, rel: &str) -> Result<u64> {
         let fail = |e| Error::storage(format!("{}/{rel}", source.url()), e);
         let got = source.store.get(&source.relative_path(rel)).await.map_err(fail)?;
         let size = got.meta.size;
@@ -112,7 +117,7 @@ impl Table {
     ///
     /// # Errors
     /// Storage errors, including an outcome not known.
-    pub async fn create_file(&self, rel: &str, bytes: impl Into<Bytes>) -> Result<bool> {
+    pub(crate) async fn create_file(&self, rel: &str, bytes: impl Into<Bytes>) -> Result<bool> {
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
         match self.store.put_opts(&self.relative_path(rel), PutPayload::from(bytes.into()), opts).await {
             Ok(_) => Ok(true),
@@ -125,7 +130,8 @@ impl Table {
     ///
     /// # Errors
     /// Storage errors other than not found.
-    pub async fn file_size(&self, rel: &str) -> Result<Option<u64>> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn file_size(&self, rel: &str) -> Result<Option<u64>> {
         match self.store.head(&self.relative_path(rel)).await {
             Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -137,7 +143,8 @@ impl Table {
     ///
     /// # Errors
     /// Storage errors.
-    pub async fn delete_file(&self, rel: &str) -> Result<()> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn delete_file(&self, rel: &str) -> Result<()> {
         match self.store.delete(&self.relative_path(rel)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(Error::storage(format!("{}/{rel}", self.url()), e)),

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 /// # Errors
 /// Storage errors, and [`Error::InvalidArgument`] for an unreadable registration (a
 /// maintenance run must not guess what a follower needs).
-pub async fn list_followers(table: &Table) -> Result<Vec<FollowerRecord>> {
+pub(crate) async fn list_followers(table: &Table) -> Result<Vec<FollowerRecord>> {
     let listed = table.list_files(FOLLOWERS_DIR).await?;
     let mut out = Vec::new();
     for file in listed.into_iter().filter(|f| f.path.ends_with(".json")) {
@@ -43,7 +43,7 @@ pub async fn list_followers(table: &Table) -> Result<Vec<FollowerRecord>> {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for an id that is not a safe file name; storage errors.
-pub async fn register(table: &Table, record: &FollowerRecord) -> Result<()> {
+pub(crate) async fn register(table: &Table, record: &FollowerRecord) -> Result<()> {
     check_id(&record.follower_id)?;
     let body = serde_json::to_vec(record).map_err(|e| Error::Internal(e.to_string()))?;
     table.put_bytes(&record_path(&record.follower_id), body).await
@@ -53,7 +53,7 @@ pub async fn register(table: &Table, record: &FollowerRecord) -> Result<()> {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for an invalid id; storage errors.
-pub async fn unregister(table: &Table, id: &str) -> Result<bool> {
+pub(crate) async fn unregister(table: &Table, id: &str) -> Result<bool> {
     check_id(id)?;
     let path = record_path(id);
     if table.file_size(&path).await?.is_none() {
@@ -78,7 +78,7 @@ fn check_id(id: &str) -> Result<()> {
 ///
 /// # Errors
 /// Storage and log errors, including [`Error::MissingVersion`] for a commit already gone.
-pub async fn needed_paths(table: &Table, from: u64, latest: u64) -> Result<HashSet<String>> {
+pub(crate) async fn needed_paths(table: &Table, from: u64, latest: u64) -> Result<HashSet<String>> {
     let mut out = HashSet::new();
     for v in from..=latest {
         let actions = table.read_commit(v).await?;
@@ -91,7 +91,7 @@ pub async fn needed_paths(table: &Table, from: u64, latest: u64) -> Result<HashS
 }
 
 /// Keeps one follower's registration current, throttled.
-pub struct Registrar {
+pub(crate) struct Registrar {
     table: Table,
     id: String,
     kind: &'static str,
@@ -101,20 +101,20 @@ pub struct Registrar {
 
 impl Registrar {
     /// How often an advancing follower rewrites its registration.
-    pub const EVERY: Duration = Duration::from_secs(10);
+    pub(crate) const EVERY: Duration = Duration::from_secs(10);
 
     /// A registrar for `id` on `table`.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an id that is not a safe file name.
-    pub fn new(table: &Table, id: &str, kind: &'static str) -> Result<Registrar> {
+    pub(crate) fn new(table: &Table, id: &str, kind: &'static str) -> Result<Registrar> {
         check_id(id)?;
         Ok(Registrar { table: table.clone(), id: id.to_string(), kind, last: None, warned_unwritable: false })
     }
 
     /// Records that the follower next needs `next_version`: written at once the first time and
     /// when `now` is set, else at most every [`Registrar::EVERY`].
-    pub async fn advance(&mut self, next_version: u64, now: bool) {
+    pub(crate) async fn advance(&mut self, next_version: u64, now: bool) {
         if let Some((at, v)) = self.last {
             if v == next_version || (!now && at.elapsed() < Self::EVERY) {
                 return;

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 
 /// One slice of a group as its newest lease record shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SliceStatus {
+pub(crate) struct SliceStatus {
     pub slice: u32,
     pub epoch: u64,
     pub lease: Lease,
@@ -21,7 +21,7 @@ pub struct SliceStatus {
 
 /// A group on a table: its shape, live members and slices.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupStatus {
+pub(crate) struct GroupStatus {
     pub group: String,
     pub spec: GroupSpec,
     pub members: Vec<MemberRecord>,
@@ -30,7 +30,7 @@ pub struct GroupStatus {
 
 impl GroupStatus {
     /// The next version of `slice`: its holder's record, else the group's start.
-    pub fn next_version(&self, slice: &SliceStatus) -> u64 {
+    pub(crate) fn next_version(&self, slice: &SliceStatus) -> u64 {
         slice.lease.next_version.unwrap_or(self.spec.start_version)
     }
 }
@@ -39,7 +39,7 @@ impl GroupStatus {
 ///
 /// # Errors
 /// Storage errors and unreadable group records (maintenance must not guess what a group needs).
-pub async fn list_groups(table: &Table) -> Result<Vec<GroupStatus>> {
+pub(crate) async fn list_groups(table: &Table) -> Result<Vec<GroupStatus>> {
     let listed = table.list_files(crate::delta::groups::GROUPS_DIR).await?;
     let mut names: Vec<String> = listed
         .iter()
@@ -85,7 +85,7 @@ pub async fn list_groups(table: &Table) -> Result<Vec<GroupStatus>> {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a record that is not what it should be.
-pub fn parse<T: serde::de::DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T> {
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|e| {
         Error::InvalidArgument(format!(
             "group record {path} is unreadable ({e}); remove the group's directory to reset it"

@@ -57,7 +57,8 @@ impl std::fmt::Debug for StorageOptions {
 
 /// An open table location.
 #[derive(Debug, Clone)]
-pub struct Table {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Table {
     pub(crate) store: Arc<dyn ObjectStore>,
     /// The table root inside the store.
     pub(crate) root: Path,
@@ -72,7 +73,8 @@ impl Table {
     /// # Errors
     /// [`Error::InvalidArgument`] for an unparsable location or unsupported scheme;
     /// [`Error::Storage`] when the backend rejects its configuration.
-    pub fn open(location: &str, options: StorageOptions) -> Result<Table> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn open(location: &str, options: StorageOptions) -> Result<Table> {
         let url = parse_location(location)?;
         check_option_keys(location, &options)?;
         let (store, root): (Arc<dyn ObjectStore>, Path) = match url.scheme() {
@@ -129,7 +131,8 @@ impl Table {
     ///
     /// # Errors
     /// As [`Table::open`], and [`Error::Io`] when the directory cannot be created.
-    pub fn open_for_write(location: &str, options: StorageOptions) -> Result<Table> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn open_for_write(location: &str, options: StorageOptions) -> Result<Table> {
         let looks_local = !location.contains("://") || location.starts_with("file://");
         if looks_local {
             let path = location.strip_prefix("file://").unwrap_or(location);
@@ -146,25 +149,28 @@ impl Table {
     /// The same table through a decorated store (request counting, throttling, fault
     /// injection): `wrap` receives the current store and returns its replacement.
     #[must_use]
-    pub fn map_store(mut self, wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>) -> Table {
+    #[cfg(any(test, feature = "internal-api"))]
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn map_store(mut self, wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>) -> Table {
         self.store = wrap(self.store);
         self
     }
 
     /// The clock this table's commits, files and retention rules read.
-    pub fn clock(&self) -> &crate::common::clock::Clock {
+    pub(crate) fn clock(&self) -> &crate::common::clock::Clock {
         &self.options.clock
     }
 
     /// The table root as a URL.
-    pub fn url(&self) -> &str {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
     /// Best-effort deletion of files a transaction wrote but did not commit (paths as they
     /// would appear in the log). Nothing references them, so a failure only leaves an orphan
     /// for vacuum.
-    pub async fn delete_uncommitted(&self, log_paths: &[String]) {
+    pub(crate) async fn delete_uncommitted(&self, log_paths: &[String]) {
         use object_store::ObjectStoreExt;
         for raw in log_paths {
             if let Ok((path, _)) = self.data_path(raw.as_str()) {
@@ -178,7 +184,7 @@ impl Table {
     ///
     /// # Errors
     /// Storage errors other than not-found; paths outside the root.
-    pub async fn first_missing(&self, log_paths: &[String]) -> Result<Option<String>> {
+    pub(crate) async fn first_missing(&self, log_paths: &[String]) -> Result<Option<String>> {
         use object_store::ObjectStoreExt;
         for raw in log_paths {
             let (path, rel) = self.data_path(raw.as_str())?;
@@ -192,22 +198,14 @@ impl Table {
     }
 
     /// The table root inside [`Table::object_store`].
-    pub fn root_path(&self) -> Path {
+    pub(crate) fn root_path(&self) -> Path {
         self.root.clone()
     }
 
-    /// The object path of a decoded path relative to the root (already contained).
-    pub fn object_path(&self, rel: &str) -> Path {
-        self.relative_path(rel)
-    }
-
-    /// Whether absolute paths inside the root are accepted.
-    pub fn allows_absolute_paths(&self) -> bool {
-        self.options.allow_absolute_paths
-    }
-
     /// The object store holding the table (its root is [`Table::url`]'s path).
-    pub fn object_store(&self) -> Arc<dyn ObjectStore> {
+    #[cfg(any(test, feature = "internal-api"))]
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn object_store(&self) -> Arc<dyn ObjectStore> {
         self.store.clone()
     }
 

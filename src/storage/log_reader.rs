@@ -29,7 +29,7 @@ const FETCH_CONCURRENCY: usize = 32;
 
 /// One commit's provenance, for `history`.
 #[derive(Debug, Clone)]
-pub struct CommitRecord {
+pub(crate) struct CommitRecord {
     pub version: u64,
     /// The commit's timestamp: in-commit timestamp, else commitInfo.timestamp, else file time.
     pub timestamp: i64,
@@ -48,7 +48,7 @@ impl Table {
     ///
     /// # Errors
     /// As [`Table::snapshot`], except [`Error::NotATable`].
-    pub async fn existing_snapshot(&self) -> Result<Option<Snapshot>> {
+    pub(crate) async fn existing_snapshot(&self) -> Result<Option<Snapshot>> {
         match self.snapshot(None).await {
             Ok(s) => Ok(Some(s)),
             Err(Error::NotATable { .. }) => Ok(None),
@@ -64,7 +64,7 @@ impl Table {
     /// # Errors
     /// As [`Table::update_snapshot`] and [`Table::snapshot`]; [`Error::Unsupported`] for an
     /// unwritable protocol.
-    pub async fn refresh(&self, snapshot: &mut Option<Snapshot>) -> Result<()> {
+    pub(crate) async fn refresh(&self, snapshot: &mut Option<Snapshot>) -> Result<()> {
         let read = match snapshot.as_mut() {
             Some(s) => self.update_snapshot(s).await.map(|_| ()),
             None => self.existing_snapshot().await.map(|s| *snapshot = s),
@@ -84,7 +84,8 @@ impl Table {
     /// # Errors
     /// [`Error::NotATable`], [`Error::MissingVersion`], [`Error::InvalidLog`],
     /// [`Error::Unsupported`] or [`Error::Storage`].
-    pub async fn snapshot(&self, version: Option<u64>) -> Result<Snapshot> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn snapshot(&self, version: Option<u64>) -> Result<Snapshot> {
         let hint = self.last_checkpoint().await?;
         let hinted = match (&hint, version) {
             (Some(h), Some(v)) if h.version > v => None,
@@ -150,7 +151,8 @@ impl Table {
     /// # Errors
     /// Storage and parse errors; protocol errors when a new commit makes the table unreadable;
     /// [`Error::NotATable`] when the log the snapshot came from is gone.
-    pub async fn update_snapshot(&self, snapshot: &mut Snapshot) -> Result<u64> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn update_snapshot(&self, snapshot: &mut Snapshot) -> Result<u64> {
         let mut applied = 0;
         loop {
             let next = snapshot.version + 1;
@@ -196,7 +198,8 @@ impl Table {
     ///
     /// # Errors
     /// [`Error::NotATable`] when the log is empty.
-    pub async fn latest_version(&self) -> Result<u64> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn latest_version(&self) -> Result<u64> {
         let listing = self.list_log(None).await?;
         listing.latest_version().ok_or_else(|| Error::NotATable { location: self.url.clone() })
     }
@@ -205,7 +208,7 @@ impl Table {
     ///
     /// # Errors
     /// [`Error::NotATable`] or storage and parse errors of the commits read.
-    pub async fn history(&self, limit: Option<usize>) -> Result<Vec<CommitRecord>> {
+    pub(crate) async fn history(&self, limit: Option<usize>) -> Result<Vec<CommitRecord>> {
         let listing = self.list_log(None).await?;
         if listing.latest_version().is_none() {
             return Err(Error::NotATable { location: self.url.clone() });
@@ -234,7 +237,8 @@ impl Table {
     ///
     /// # Errors
     /// [`Error::MissingVersion`] when the commit file does not exist.
-    pub async fn read_commit(&self, version: u64) -> Result<Vec<Action>> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn read_commit(&self, version: u64) -> Result<Vec<Action>> {
         let name = commit_name(version);
         match self.store.get(&self.log_path(&name)).await {
             Ok(r) => {

@@ -13,26 +13,31 @@ mod committer;
 mod data_reader;
 mod data_writer;
 mod exactly_once;
-pub mod faulty;
+internal_mods!(faulty);
 mod files;
-pub mod followers;
-pub mod groups;
+internal_mods!(followers);
+internal_mods!(groups);
 mod location;
 mod log_reader;
-pub mod retrying;
+internal_mods!(retrying);
 mod staged;
 
-pub use append::append_plan;
-pub use change_reader::CHANGE_TYPE;
-pub use committer::{commit_counts, RetryPolicy};
-pub use data_reader::FileRows;
-pub use data_writer::{DataWriter, WriterConfig};
-pub use exactly_once::{commit_exactly_once, Landed, Plan, PlanFn, Planned, Planner, Then};
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) use append::append_plan;
+pub(crate) use change_reader::CHANGE_TYPE;
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) use committer::{commit_counts, RetryPolicy};
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) use data_writer::{DataWriter, WriterConfig};
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) use exactly_once::{commit_exactly_once, Landed, Plan, PlanFn, Planned, Planner, Then};
+#[cfg(feature = "internal-api")]
 pub use files::{ListedFile, COPY_PART};
-pub use location::{StorageOptions, Table};
-pub use log_reader::CommitRecord;
-pub use retrying::requests as store_requests;
-pub use staged::StagedCommit;
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) use location::{StorageOptions, Table};
+pub(crate) use log_reader::CommitRecord;
+pub(crate) use retrying::requests as store_requests;
+pub(crate) use staged::StagedCommit;
 
 #[cfg(test)]
 mod send_checks {

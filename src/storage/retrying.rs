@@ -36,12 +36,12 @@ fn sent() {
 }
 
 /// Store requests sent by this process so far.
-pub fn requests() -> u64 {
+pub(crate) fn requests() -> u64 {
     REQUESTS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Whether `e` may go away on its own (anything the store did not answer definitively).
-pub fn is_transient(e: &object_store::Error) -> bool {
+pub(crate) fn is_transient(e: &object_store::Error) -> bool {
     matches!(e, object_store::Error::Generic { .. } | object_store::Error::JoinError { .. })
 }
 
@@ -51,13 +51,15 @@ fn backoff(retry: u32) -> Duration {
 
 /// The decorator.
 #[derive(Debug)]
-pub struct RetryingStore {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct RetryingStore {
     inner: Arc<dyn ObjectStore>,
 }
 
 impl RetryingStore {
     /// Wraps `inner`.
-    pub fn new(inner: Arc<dyn ObjectStore>) -> RetryingStore {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn new(inner: Arc<dyn ObjectStore>) -> RetryingStore {
         RetryingStore { inner }
     }
 }

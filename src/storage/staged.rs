@@ -19,25 +19,25 @@ use crate::error::{Error, Result};
 
 /// Files written for one commit that has not been decided yet.
 #[derive(Debug)]
-pub struct StagedCommit<'a> {
+pub(crate) struct StagedCommit<'a> {
     table: &'a Table,
     files: Vec<String>,
 }
 
 impl<'a> StagedCommit<'a> {
     /// Nothing staged yet.
-    pub fn new(table: &'a Table) -> Self {
+    pub(crate) fn new(table: &'a Table) -> Self {
         StagedCommit { table, files: Vec::new() }
     }
 
     /// Records files written for this commit (paths as the log will name them).
-    pub fn stage(&mut self, paths: impl IntoIterator<Item = String>) {
+    pub(crate) fn stage(&mut self, paths: impl IntoIterator<Item = String>) {
         self.files.extend(paths);
     }
 
     /// Records the files that `actions` add (data, change data and deletion-vector files are
     /// staged by whoever writes them; adds are the common case).
-    pub fn stage_adds(&mut self, actions: &[Action]) {
+    pub(crate) fn stage_adds(&mut self, actions: &[Action]) {
         self.files.extend(actions.iter().filter_map(|a| match a {
             Action::Add(a) => Some(a.path.clone()),
             _ => None,
@@ -45,12 +45,12 @@ impl<'a> StagedCommit<'a> {
     }
 
     /// The files staged so far.
-    pub fn files(&self) -> &[String] {
+    pub(crate) fn files(&self) -> &[String] {
         &self.files
     }
 
     /// Gives up before committing: every staged file is deleted (best effort).
-    pub async fn discard(self) {
+    pub(crate) async fn discard(self) {
         self.table.delete_uncommitted(&self.files).await;
     }
 
@@ -60,7 +60,7 @@ impl<'a> StagedCommit<'a> {
     ///
     /// # Errors
     /// As [`StagedCommit::commit`].
-    pub async fn create_or_append(
+    pub(crate) async fn create_or_append(
         self,
         txn: &Transaction,
         policy: &RetryPolicy,
@@ -87,7 +87,7 @@ impl<'a> StagedCommit<'a> {
     ///
     /// # Errors
     /// As [`Table::commit`]; after [`Error::CommitUnknown`] the staged files are kept.
-    pub async fn commit(
+    pub(crate) async fn commit(
         self,
         snapshot: Option<&Snapshot>,
         txn: &Transaction,

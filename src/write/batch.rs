@@ -15,7 +15,8 @@ use crate::common::record::DeadLetter;
 
 /// One Kafka partition's part of the batch.
 #[derive(Debug, Default)]
-pub struct PartitionBatch {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct PartitionBatch {
     pub batches: Vec<RecordBatch>,
     pub dead_letters: Vec<DeadLetter>,
     /// First and last offsets consumed into this batch (rows and dead letters).
@@ -36,7 +37,7 @@ pub struct PartitionBatch {
 
 /// The open batch of a pipeline.
 #[derive(Debug)]
-pub struct Buffer {
+pub(crate) struct Buffer {
     parts: BTreeMap<i32, PartitionBatch>,
     first_record_ms: Option<i64>,
     /// Parquet bytes per Arrow byte, from the last flush.
@@ -51,7 +52,7 @@ impl Default for Buffer {
 
 /// What was consumed from one partition in one poll.
 #[derive(Debug)]
-pub struct Consumed {
+pub(crate) struct Consumed {
     pub partition: i32,
     pub batch: Option<RecordBatch>,
     pub dead_letters: Vec<DeadLetter>,
@@ -66,7 +67,7 @@ pub struct Consumed {
 
 impl Buffer {
     /// Adds what was consumed at `now_ms`.
-    pub fn add(&mut self, c: Consumed, now_ms: i64) {
+    pub(crate) fn add(&mut self, c: Consumed, now_ms: i64) {
         self.first_record_ms.get_or_insert(now_ms);
         let part = self
             .parts
@@ -87,7 +88,7 @@ impl Buffer {
     }
 
     /// Drops a partition's data (revoked, or its position moved); returns its row count.
-    pub fn drop_partition(&mut self, partition: i32) -> u64 {
+    pub(crate) fn drop_partition(&mut self, partition: i32) -> u64 {
         let rows = self.parts.remove(&partition).map_or(0, |p| p.rows);
         if self.parts.is_empty() {
             self.first_record_ms = None;
@@ -96,7 +97,7 @@ impl Buffer {
     }
 
     /// The state the flush policy decides on.
-    pub fn state(&self) -> BatchState {
+    pub(crate) fn state(&self) -> BatchState {
         let arrow: u64 = self.parts.values().map(|p| p.arrow_bytes).sum();
         BatchState {
             first_record_ms: self.first_record_ms,
@@ -107,23 +108,18 @@ impl Buffer {
     }
 
     /// Whether nothing is buffered.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.parts.is_empty()
     }
 
-    /// The partitions with data.
-    pub fn partitions(&self) -> impl Iterator<Item = (&i32, &PartitionBatch)> {
-        self.parts.iter()
-    }
-
     /// Takes the batch out, leaving the buffer empty.
-    pub fn take(&mut self) -> BTreeMap<i32, PartitionBatch> {
+    pub(crate) fn take(&mut self) -> BTreeMap<i32, PartitionBatch> {
         self.first_record_ms = None;
         std::mem::take(&mut self.parts)
     }
 
     /// Records the compression ratio a flush achieved.
-    pub fn observe_ratio(&mut self, arrow_bytes: u64, parquet_bytes: u64) {
+    pub(crate) fn observe_ratio(&mut self, arrow_bytes: u64, parquet_bytes: u64) {
         if arrow_bytes > 0 && parquet_bytes > 0 {
             self.ratio = (parquet_bytes as f64 / arrow_bytes as f64).clamp(0.01, 2.0);
         }

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::storage::{append_plan, commit_exactly_once, Plan, Planner, RetryPolicy, Table};
 
 /// The schema of a dead-letter table.
-pub fn dead_letter_schema() -> StructType {
+pub(crate) fn dead_letter_schema() -> StructType {
     let p = |t| DataType::Primitive(t);
     StructType::new(vec![
         StructField::new("reason", p(PrimitiveType::String), false),
@@ -39,7 +39,7 @@ pub fn dead_letter_schema() -> StructType {
 
 /// A letter, the position that records it (`None`: none, at least once) and its mark on that
 /// position (a Kafka offset, a push sequence).
-pub type MarkedLetter<'a> = (Option<TxnAppId>, i64, &'a DeadLetter);
+pub(crate) type MarkedLetter<'a> = (Option<TxnAppId>, i64, &'a DeadLetter);
 
 /// Appends the letters not yet in the dead-letter `table` (created when missing) through the
 /// commit path: a letter whose mark is at or below its position's `txn` is skipped, and each
@@ -49,7 +49,7 @@ pub type MarkedLetter<'a> = (Option<TxnAppId>, i64, &'a DeadLetter);
 /// # Errors
 /// Storage errors, or a dead-letter table that keeps conflicting: the main commit must not
 /// happen then.
-pub async fn append_letters(
+pub(crate) async fn append_letters(
     table: &Table,
     letters: Vec<MarkedLetter<'_>>,
     pipeline: &str,

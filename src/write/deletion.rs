@@ -30,7 +30,7 @@ pub(crate) struct FoundRows {
 
 impl FoundRows {
     /// Rows selected in all files.
-    pub fn rows(&self) -> u64 {
+    pub(crate) fn rows(&self) -> u64 {
         self.changes.iter().map(|(_, m, _)| m.len()).sum()
     }
 }

@@ -9,7 +9,7 @@
 //!   and change-data files.
 //! - [`dead_letters`]: the dead-letter table, appended through the commit path.
 
-pub mod batch;
-pub mod dead_letters;
-pub mod deletion;
-pub mod upsert;
+internal_mods!(batch);
+internal_mods!(dead_letters);
+internal_mods!(deletion);
+internal_mods!(upsert);

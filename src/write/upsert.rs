@@ -32,7 +32,7 @@ use crate::storage::{DataWriter, Table, WriterConfig};
 
 /// What the keyed flush will commit.
 #[derive(Debug, Default)]
-pub struct UpsertPlan {
+pub(crate) struct UpsertPlan {
     pub actions: Vec<Action>,
     /// Files written (deleted again when the commit does not land).
     pub written: Vec<String>,
@@ -87,7 +87,7 @@ fn may_hold(add: &Add, column: &str, keys: &[Bound]) -> bool {
 /// WriteSerializable with the changed files as its read set, so blind appends beside it do not
 /// conflict but a change to a file whose rows it replaced does (and it is planned again).
 /// `source_rows` counts every change, upserts and deletes.
-pub fn merge_transaction(
+pub(crate) fn merge_transaction(
     plan: UpsertPlan,
     keys: &[String],
     query_id: &str,
@@ -116,7 +116,7 @@ pub fn merge_transaction(
 ///
 /// # Errors
 /// Storage and data errors; [`Error::Internal`] for rows without their offsets.
-pub async fn plan(
+pub(crate) async fn plan(
     table: &Table,
     snapshot: &Snapshot,
     key_columns: &[String],

@@ -30,7 +30,8 @@ use crate::feed::changes::CommitChanges;
 use crate::storage::{commit_exactly_once, Plan, Planned, Planner, RetryPolicy, Table, Then};
 
 /// The file mirror sink.
-pub struct FileMirror {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct FileMirror {
     source: Table,
     target: Table,
     snapshot: Option<Snapshot>,
@@ -45,7 +46,8 @@ impl FileMirror {
     ///
     /// # Errors
     /// Target read errors other than "no table yet".
-    pub async fn open(source: &Table, target: &Table, follower_id: &str, source_table_id: &str) -> Result<FileMirror> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn open(source: &Table, target: &Table, follower_id: &str, source_table_id: &str) -> Result<FileMirror> {
         let app_id =
             TxnAppId::Follower { follower: follower_id.to_string(), source_table_id: source_table_id.to_string() };
         let snapshot = target.existing_snapshot().await?;

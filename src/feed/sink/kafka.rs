@@ -41,7 +41,7 @@ const TXN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where and how the sink produces.
 #[derive(Debug, Clone)]
-pub struct KafkaSinkConfig {
+pub(crate) struct KafkaSinkConfig {
     pub brokers: String,
     pub topic: String,
     pub progress_topic: String,
@@ -68,7 +68,7 @@ impl KafkaSinkConfig {
 }
 
 /// The transactional Kafka sink.
-pub struct KafkaSink {
+pub(crate) struct KafkaSink {
     cfg: KafkaSinkConfig,
     producer: FutureProducer<LoggedContext>,
     /// Transactions committed and rows produced.
@@ -128,7 +128,7 @@ impl KafkaSink {
     ///
     /// # Errors
     /// [`Error::Kafka`] when the producer cannot be created or initialised.
-    pub async fn open(cfg: KafkaSinkConfig) -> Result<KafkaSink> {
+    pub(crate) async fn open(cfg: KafkaSinkConfig) -> Result<KafkaSink> {
         let for_topic = cfg.clone();
         blocking(move || ensure_progress_topic(&for_topic)).await?;
         let mut client = cfg.client(Role::Producer);
@@ -305,7 +305,7 @@ impl ChangeSink for KafkaSink {
 /// record (key `<group>.<slice>-<source table id>`) in each of its transactions. Taking a
 /// slice starts its producer, which fences the slice's previous holder (a paused member that
 /// wakes up can no longer commit for it) before its position is read.
-pub struct KafkaGroupSink {
+pub(crate) struct KafkaGroupSink {
     cfg: KafkaSinkConfig,
     slices: BTreeMap<u32, KafkaSink>,
     /// The group as one follower named after it (opened when first used that way).
@@ -314,13 +314,8 @@ pub struct KafkaGroupSink {
 
 impl KafkaGroupSink {
     /// `cfg.follower_id` is the group's name.
-    pub fn new(cfg: KafkaSinkConfig) -> KafkaGroupSink {
+    pub(crate) fn new(cfg: KafkaSinkConfig) -> KafkaGroupSink {
         KafkaGroupSink { cfg, slices: BTreeMap::new(), whole: None }
-    }
-
-    /// Transactions committed and rows produced.
-    pub fn counts(&self) -> (u64, u64) {
-        self.slices.values().chain(&self.whole).fold((0, 0), |(t, r), s| (t + s.transactions, r + s.rows))
     }
 
     async fn whole(&mut self) -> Result<&mut KafkaSink> {

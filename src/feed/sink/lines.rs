@@ -39,7 +39,8 @@ enum Output<'a> {
 }
 
 /// The JSON-lines sink.
-pub struct LinesSink<'a> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct LinesSink<'a> {
     out: Output<'a>,
     table: String,
     state_file: Option<PathBuf>,
@@ -49,7 +50,8 @@ pub struct LinesSink<'a> {
 
 impl<'a> LinesSink<'a> {
     /// Lines to `out` (stdout, or any writer).
-    pub fn stream(out: &'a mut (dyn Write + Send), table: &str, state_file: Option<PathBuf>) -> LinesSink<'a> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn stream(out: &'a mut (dyn Write + Send), table: &str, state_file: Option<PathBuf>) -> LinesSink<'a> {
         LinesSink { out: Output::Stream(out), table: table.to_string(), state_file, rows: 0 }
     }
 
@@ -58,7 +60,7 @@ impl<'a> LinesSink<'a> {
     ///
     /// # Errors
     /// File I/O and an unreadable or foreign state file.
-    pub fn file(path: &std::path::Path, table: &str, state_file: Option<PathBuf>) -> Result<LinesSink<'a>> {
+    pub(crate) fn file(path: &std::path::Path, table: &str, state_file: Option<PathBuf>) -> Result<LinesSink<'a>> {
         let mut file = OpenOptions::new()
             .create(true)
             .write(true)
@@ -113,7 +115,8 @@ fn save_state(path: &std::path::Path, state: &LinesState) -> Result<()> {
 ///
 /// # Errors
 /// Output I/O.
-pub fn write_lines(out: &mut dyn Write, changes: &CommitChanges) -> Result<u64> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn write_lines(out: &mut dyn Write, changes: &CommitChanges) -> Result<u64> {
     let mut rows = 0;
     for batch in &changes.batches {
         let rows_array = StructArray::from(batch.clone());

@@ -37,7 +37,8 @@ use crate::write::batch::PartitionBatch;
 use crate::write::upsert::{merge_transaction, plan};
 
 /// The mirror sink.
-pub struct MirrorSink {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct MirrorSink {
     source: Table,
     target: Table,
     snapshot: Option<Snapshot>,
@@ -53,7 +54,8 @@ impl MirrorSink {
     ///
     /// # Errors
     /// No key columns; target read errors other than "no table yet".
-    pub async fn open(
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn open(
         source: &Table,
         target: &Table,
         follower_id: &str,
@@ -79,7 +81,7 @@ impl MirrorSink {
         })
     }
 
-    pub fn app_id(&self) -> String {
+    pub(crate) fn app_id(&self) -> String {
         self.app_id.to_string()
     }
 

@@ -15,11 +15,11 @@
 //! One loop drives every sink ([`crate::feed::turns`]), in the role of one follower
 //! ([`crate::feed::follow`]) or of a group member by slices ([`crate::feed::group_follow`]).
 
-pub mod file_mirror;
-pub mod kafka;
-pub mod lines;
-pub mod mirror;
-pub mod table;
+internal_mods!(file_mirror);
+internal_mods!(kafka);
+internal_mods!(lines);
+internal_mods!(mirror);
+internal_mods!(table);
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -36,7 +36,8 @@ use crate::feed::changes::CommitChanges;
 /// hands over slices of commits ([`ChangeSink::slice_position`],
 /// [`ChangeSink::deliver_slices`]), which a sink without per-slice positions takes as one
 /// delivery.
-pub trait ChangeSink: Send {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) trait ChangeSink: Send {
     /// The last source version completely delivered, as the sink itself recorded it.
     fn position(&mut self) -> impl Future<Output = Result<Option<u64>>> + Send;
 

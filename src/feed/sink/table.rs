@@ -33,7 +33,8 @@ fn change_schema(source: &StructType) -> StructType {
 }
 
 /// The Delta-table sink.
-pub struct TableSink {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct TableSink {
     target: Table,
     snapshot: Option<Snapshot>,
     app_id: TxnAppId,
@@ -47,7 +48,8 @@ impl TableSink {
     ///
     /// # Errors
     /// Target read errors other than "no table yet".
-    pub async fn open(target: &Table, follower_id: &str, source_table_id: &str) -> Result<TableSink> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn open(target: &Table, follower_id: &str, source_table_id: &str) -> Result<TableSink> {
         let app_id =
             TxnAppId::Follower { follower: follower_id.to_string(), source_table_id: source_table_id.to_string() };
         let snapshot = target.existing_snapshot().await?;
@@ -55,7 +57,8 @@ impl TableSink {
     }
 
     /// The `txn` appId holding this follower's position.
-    pub fn app_id(&self) -> String {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn app_id(&self) -> String {
         self.app_id.to_string()
     }
 
@@ -165,7 +168,7 @@ fn evolve_target(
 /// The Delta-table sink of a consumer group: each slice's position is its own `txn`
 /// (`<group>.<slice>-<source table id>`), and one target commit carries the rows and the
 /// `txn`s of every slice delivered together.
-pub struct GroupTableSink {
+pub(crate) struct GroupTableSink {
     target: TableSink,
     group: String,
     source_table_id: String,
@@ -174,7 +177,7 @@ pub struct GroupTableSink {
 impl GroupTableSink {
     /// # Errors
     /// Target read errors other than "no table yet".
-    pub async fn open(target: &Table, group: &str, source_table_id: &str) -> Result<GroupTableSink> {
+    pub(crate) async fn open(target: &Table, group: &str, source_table_id: &str) -> Result<GroupTableSink> {
         Ok(GroupTableSink {
             target: TableSink::open(target, group, source_table_id).await?,
             group: group.to_string(),
@@ -187,7 +190,7 @@ impl GroupTableSink {
     }
 
     /// Target commits made and rows written.
-    pub fn counts(&self) -> (u64, u64) {
+    pub(crate) fn counts(&self) -> (u64, u64) {
         (self.target.commits, self.target.rows)
     }
 }

@@ -27,7 +27,7 @@ type Waiting = Arc<Mutex<HashMap<String, oneshot::Sender<(Option<u64>, Answer)>>
 
 /// What became of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decided {
+pub(crate) enum Decided {
     /// Its rows are in the table (`version` when the answer named the commit).
     Committed { version: Option<u64> },
     /// Not committed: each partition's position in the table, to resume after.
@@ -35,7 +35,8 @@ pub enum Decided {
 }
 
 /// A worker's connection to its table's committer.
-pub struct CommitClient {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct CommitClient {
     producer: ControlProducer,
     waiting: Waiting,
     reader: tokio::task::JoinHandle<()>,
@@ -55,7 +56,7 @@ impl CommitClient {
     ///
     /// # Errors
     /// [`Error::Kafka`] when a client cannot be created or the topic's end not read.
-    pub async fn open(
+    pub(crate) async fn open(
         brokers: &str,
         properties: &BTreeMap<String, String>,
         topic: &str,
@@ -102,7 +103,7 @@ impl CommitClient {
     ///
     /// # Errors
     /// Only a request that cannot be encoded; Kafka and store faults are waited out.
-    pub async fn submit(&self, request: &CommitRequest, table: &Table) -> Result<Decided> {
+    pub(crate) async fn submit(&self, request: &CommitRequest, table: &Table) -> Result<Decided> {
         let bytes = serde_json::to_vec(&Control::Request(request.clone()))
             .map_err(|e| Error::Internal(format!("commit request: {e}")))?;
         let mut sends = 0u32;

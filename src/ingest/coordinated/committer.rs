@@ -30,7 +30,8 @@ use crate::storage::{commit_exactly_once, Landed, Plan, PlanFn, RetryPolicy, Tab
 
 /// Decides requests against one table and commits them: what a committer does once it holds
 /// requests (no Kafka here, so it can be driven directly).
-pub struct Decider {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Decider {
     pub table: Table,
     pub app_id: String,
     pub topic: String,
@@ -39,7 +40,7 @@ pub struct Decider {
 }
 
 /// One table's committer candidate.
-pub struct Committer {
+pub(crate) struct Committer {
     pub decider: Decider,
     pub group: ControlGroup,
     pub producer: ControlProducer,
@@ -50,7 +51,7 @@ pub struct Committer {
 
 impl Committer {
     /// Runs until the task is aborted.
-    pub async fn run(self) {
+    pub(crate) async fn run(self) {
         let mut pending: Vec<CommitRequest> = Vec::new();
         let mut next_offset: Option<i64> = None;
         let mut last = Instant::now().checked_sub(self.interval).unwrap_or_else(Instant::now);
@@ -132,7 +133,8 @@ impl Decider {
     ///
     /// # Errors
     /// A store or protocol error that is not transient, or a table that keeps moving.
-    pub async fn commit(&self, requests: &[CommitRequest], snapshot: &mut Option<Snapshot>) -> Result<Answers> {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn commit(&self, requests: &[CommitRequest], snapshot: &mut Option<Snapshot>) -> Result<Answers> {
         let decide = |s: Option<&Snapshot>| {
             let Some(s) = s else { return Err(Error::NotATable { location: self.table.url().to_string() }) };
             let sel = select(requests, |p| self.app(p).version_in(s));

@@ -25,7 +25,8 @@ use crate::delta::actions::Add;
 /// tagged: partition maps keep their integer keys).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Control {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum Control {
     Request(CommitRequest),
     Answers(Answers),
 }
@@ -33,7 +34,8 @@ pub enum Control {
 /// A worker's flush, for the committer to commit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CommitRequest {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct CommitRequest {
     /// Unique per flush; sent again unchanged when no answer comes.
     pub id: String,
     /// The sending worker (its group member name), for logs.
@@ -51,7 +53,8 @@ pub struct CommitRequest {
 /// One partition's part of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Batch {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Batch {
     /// The table's `txn` version this batch continues (`None`: the table has none).
     pub base: Option<i64>,
     /// The last offset in the batch: the partition's `txn` version once committed.
@@ -61,7 +64,8 @@ pub struct Batch {
 /// The committer's answers after one commit (or after finding nothing to commit).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Answers {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Answers {
     pub committer: String,
     /// The version committed, when one was.
     pub version: Option<u64>,
@@ -71,7 +75,8 @@ pub struct Answers {
 /// What became of one request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Answer {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Answer {
     pub id: String,
     /// Its files are in `Answers::version`.
     pub committed: bool,
@@ -81,7 +86,8 @@ pub struct Answer {
 
 /// The requests the committer takes, in order, and the positions once they are committed.
 #[derive(Debug, Default, PartialEq)]
-pub struct Selection {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Selection {
     pub taken: Vec<usize>,
     /// Every requested partition's position after the commit of the taken requests.
     pub positions: BTreeMap<i32, Option<i64>>,
@@ -89,7 +95,8 @@ pub struct Selection {
 
 /// The committer's rule: which of `requests` (in arrival order) continue the table, whose
 /// `txn` version of a partition `position` gives.
-pub fn select(requests: &[CommitRequest], position: impl Fn(i32) -> Option<i64>) -> Selection {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn select(requests: &[CommitRequest], position: impl Fn(i32) -> Option<i64>) -> Selection {
     let mut s = Selection::default();
     for (i, r) in requests.iter().enumerate() {
         for p in r.partitions.keys() {
@@ -108,7 +115,8 @@ pub fn select(requests: &[CommitRequest], position: impl Fn(i32) -> Option<i64>)
 
 /// What positions say about a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum Verdict {
     /// Every partition is at the request's last offset.
     Committed,
     /// Every partition is still at the request's base.
@@ -118,7 +126,8 @@ pub enum Verdict {
 }
 
 /// The worker's reading of the table's (or an answer's) positions for `request`.
-pub fn verdict(request: &CommitRequest, position: impl Fn(i32) -> Option<i64>) -> Verdict {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn verdict(request: &CommitRequest, position: impl Fn(i32) -> Option<i64>) -> Verdict {
     let now: BTreeMap<i32, Option<i64>> = request.partitions.keys().map(|p| (*p, position(*p))).collect();
     if request.partitions.iter().all(|(p, b)| now[p] == Some(b.last)) {
         Verdict::Committed

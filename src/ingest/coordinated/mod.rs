@@ -15,6 +15,6 @@
 //! - [`client`]: the worker's side.
 //! - [`committer`]: the committer's loop.
 
-pub mod client;
-pub mod committer;
-pub mod messages;
+internal_mods!(client);
+internal_mods!(committer);
+internal_mods!(messages);

@@ -9,7 +9,7 @@ use rdkafka::config::ClientConfig;
 
 /// What the client is: a producer refuses consumer-only settings, so those are left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     Consumer,
     Producer,
 }
@@ -21,7 +21,7 @@ fn consumer_only(key: &str) -> bool {
 
 /// The settings of a client of `brokers` with the user's `properties` (for a producer, the
 /// consumer-only ones left out).
-pub fn client_config(brokers: &str, properties: &BTreeMap<String, String>, role: Role) -> ClientConfig {
+pub(crate) fn client_config(brokers: &str, properties: &BTreeMap<String, String>, role: Role) -> ClientConfig {
     let mut cfg = ClientConfig::new();
     cfg.set("bootstrap.servers", brokers);
     for (k, v) in properties {

@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 
 /// What a callback reports to the pipeline task.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ConsumerEvent {
+pub(crate) enum ConsumerEvent {
     /// Partitions given to this member; the task must call [`assign`] with their positions.
     Assigned(Vec<i32>),
     /// Partitions taken from this member; the task must drop their data and call [`unassign`].
@@ -44,7 +44,7 @@ pub enum ConsumerEvent {
 }
 
 /// The consumer context: forwards callbacks as [`ConsumerEvent`]s.
-pub struct EventContext {
+pub(crate) struct EventContext {
     topic: String,
     events: UnboundedSender<ConsumerEvent>,
     /// Repeated failures (a broker down) are logged once, then at a backoff.
@@ -137,7 +137,7 @@ fn tpl_of(topic: &str, positions: &BTreeMap<i32, Offset>) -> Result<TopicPartiti
 ///
 /// # Errors
 /// librdkafka's complaint about the first property it refuses.
-pub fn check_properties(properties: &BTreeMap<String, String>) -> std::result::Result<(), String> {
+pub(crate) fn check_properties(properties: &BTreeMap<String, String>) -> std::result::Result<(), String> {
     let mut cfg = ClientConfig::new();
     for (k, v) in properties {
         cfg.set(k, v);
@@ -154,7 +154,7 @@ pub fn check_properties(properties: &BTreeMap<String, String>) -> std::result::R
 ///
 /// # Errors
 /// [`Error::Kafka`] when librdkafka refuses the assignment.
-pub fn assign(consumer: &PipelineConsumer, topic: &str, positions: &BTreeMap<i32, Offset>) -> Result<()> {
+pub(crate) fn assign(consumer: &PipelineConsumer, topic: &str, positions: &BTreeMap<i32, Offset>) -> Result<()> {
     let tpl = tpl_of(topic, positions)?;
     match consumer.rebalance_protocol() {
         RebalanceProtocol::Cooperative => consumer.incremental_assign(&tpl),
@@ -164,11 +164,11 @@ pub fn assign(consumer: &PipelineConsumer, topic: &str, positions: &BTreeMap<i32
 }
 
 /// The pipeline's consumer.
-pub type PipelineConsumer = StreamConsumer<EventContext>;
+pub(crate) type PipelineConsumer = StreamConsumer<EventContext>;
 
 /// Settings for [`create_consumer`].
 #[derive(Debug, Clone)]
-pub struct ConsumerSettings<'a> {
+pub(crate) struct ConsumerSettings<'a> {
     pub brokers: &'a str,
     pub topic: &'a str,
     pub group_id: &'a str,
@@ -183,7 +183,7 @@ pub struct ConsumerSettings<'a> {
 /// The prefetch for a pipeline buffering `max_bytes` per batch: a quarter of it, between 1 and
 /// 16 MB. librdkafka holds about three times the queued payload bytes (message structures and
 /// decompressed message sets), so this keeps the prefetch below the batches' own memory.
-pub fn prefetch_kbytes(max_bytes: u64) -> u64 {
+pub(crate) fn prefetch_kbytes(max_bytes: u64) -> u64 {
     (max_bytes / 4 / 1024).clamp(1024, 16 * 1024)
 }
 
@@ -191,7 +191,7 @@ pub fn prefetch_kbytes(max_bytes: u64) -> u64 {
 ///
 /// # Errors
 /// [`Error::Kafka`] when librdkafka refuses the configuration.
-pub fn create_consumer(
+pub(crate) fn create_consumer(
     s: &ConsumerSettings<'_>,
     events: UnboundedSender<ConsumerEvent>,
     throttle: std::sync::Arc<crate::common::throttle::LogThrottle>,
@@ -227,7 +227,7 @@ pub fn create_consumer(
 ///
 /// # Errors
 /// [`Error::Kafka`].
-pub fn seek(consumer: &PipelineConsumer, topic: &str, partition: i32, offset: Offset) -> Result<()> {
+pub(crate) fn seek(consumer: &PipelineConsumer, topic: &str, partition: i32, offset: Offset) -> Result<()> {
     consumer
         .seek(topic, partition, offset, Duration::from_secs(2))
         .map_err(|e| Error::Kafka(format!("seek {topic}/{partition} to {offset:?}: {e}")))
@@ -237,7 +237,7 @@ pub fn seek(consumer: &PipelineConsumer, topic: &str, partition: i32, offset: Of
 ///
 /// # Errors
 /// [`Error::Kafka`] when the brokers do not answer.
-pub fn offsets_for_timestamp(
+pub(crate) fn offsets_for_timestamp(
     consumer: &PipelineConsumer,
     topic: &str,
     partitions: &[i32],
@@ -258,7 +258,7 @@ pub fn offsets_for_timestamp(
 ///
 /// # Errors
 /// [`Error::Kafka`] when the broker does not answer.
-pub fn watermarks(consumer: &PipelineConsumer, topic: &str, partitions: &[i32]) -> Result<BTreeMap<i32, (i64, i64)>> {
+pub(crate) fn watermarks(consumer: &PipelineConsumer, topic: &str, partitions: &[i32]) -> Result<BTreeMap<i32, (i64, i64)>> {
     partitions
         .iter()
         .map(|p| {
@@ -271,7 +271,7 @@ pub fn watermarks(consumer: &PipelineConsumer, topic: &str, partitions: &[i32]) 
 }
 
 /// Commits `next offset` per partition to the group, asynchronously (courtesy for lag tools).
-pub fn commit_courtesy(consumer: &PipelineConsumer, topic: &str, next: &BTreeMap<i32, i64>) {
+pub(crate) fn commit_courtesy(consumer: &PipelineConsumer, topic: &str, next: &BTreeMap<i32, i64>) {
     let mut tpl = TopicPartitionList::new();
     for (p, o) in next {
         if tpl.add_partition_offset(topic, *p, Offset::Offset(*o)).is_err() {

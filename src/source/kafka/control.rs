@@ -34,7 +34,7 @@ fn client(brokers: &str, properties: &BTreeMap<String, String>, consumer: bool) 
 ///
 /// # Errors
 /// [`Error::Kafka`] naming the topic and how to create it.
-pub async fn ensure_topic(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Result<()> {
+pub(crate) async fn ensure_topic(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Result<()> {
     let (cfg, t) = (client(brokers, properties, false), topic.to_string());
     let how = format!("create it with one partition, or name another with commit.control_topic ({t})");
     let created = tokio::task::spawn_blocking(move || super::topics::ensure_one_partition(&cfg, &t, &[], &how))
@@ -51,7 +51,7 @@ fn kafka(what: &'static str) -> impl Fn(rdkafka::error::KafkaError) -> Error {
 }
 
 /// Sends records to the control topic.
-pub struct ControlProducer {
+pub(crate) struct ControlProducer {
     producer: FutureProducer<LoggedContext>,
     topic: String,
 }
@@ -59,7 +59,7 @@ pub struct ControlProducer {
 impl ControlProducer {
     /// # Errors
     /// [`Error::Kafka`] when librdkafka refuses the configuration.
-    pub fn create(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Result<ControlProducer> {
+    pub(crate) fn create(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Result<ControlProducer> {
         let mut cfg = client(brokers, properties, false);
         cfg.set("enable.idempotence", "true").set("linger.ms", "0");
         let producer = cfg.create_with_context(LoggedContext).map_err(kafka("producer"))?;
@@ -70,7 +70,7 @@ impl ControlProducer {
     ///
     /// # Errors
     /// [`Error::Kafka`] when the broker does not acknowledge it within `timeout`.
-    pub async fn send(&self, payload: &[u8], timeout: Duration) -> Result<()> {
+    pub(crate) async fn send(&self, payload: &[u8], timeout: Duration) -> Result<()> {
         let record = FutureRecord::<[u8], [u8]>::to(&self.topic).partition(0).payload(payload);
         self.producer
             .send(record, timeout)
@@ -81,14 +81,14 @@ impl ControlProducer {
 }
 
 /// Reads the control topic from its end at opening.
-pub struct ControlTail {
+pub(crate) struct ControlTail {
     consumer: StreamConsumer<LoggedContext>,
 }
 
 impl ControlTail {
     /// # Errors
     /// [`Error::Kafka`] when the client cannot be created or the partition's end not read.
-    pub async fn open(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Result<ControlTail> {
+    pub(crate) async fn open(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Result<ControlTail> {
         let mut cfg = client(brokers, properties, true);
         cfg.set("group.id", format!("deltabus-control-tail-{}", uuid::Uuid::new_v4().simple()))
             .set("enable.auto.commit", "false")
@@ -114,14 +114,14 @@ impl ControlTail {
     ///
     /// # Errors
     /// [`Error::Kafka`] for a consumer error.
-    pub async fn next(&self) -> Result<Vec<u8>> {
+    pub(crate) async fn next(&self) -> Result<Vec<u8>> {
         let m = self.consumer.recv().await.map_err(kafka("read"))?;
         Ok(m.payload().unwrap_or_default().to_vec())
     }
 }
 
 /// A member of the committer group.
-pub struct ControlGroup {
+pub(crate) struct ControlGroup {
     consumer: StreamConsumer<LoggedContext>,
     topic: String,
 }
@@ -131,7 +131,7 @@ impl ControlGroup {
     ///
     /// # Errors
     /// [`Error::Kafka`] when the client cannot be created or subscribed.
-    pub fn join(
+    pub(crate) fn join(
         brokers: &str,
         properties: &BTreeMap<String, String>,
         topic: &str,
@@ -156,7 +156,7 @@ impl ControlGroup {
     ///
     /// # Errors
     /// [`Error::Kafka`] for a consumer error.
-    pub async fn next(&self, wait: Duration) -> Result<Option<(i64, Vec<u8>)>> {
+    pub(crate) async fn next(&self, wait: Duration) -> Result<Option<(i64, Vec<u8>)>> {
         match tokio::time::timeout(wait, self.consumer.recv()).await {
             Err(_) => Ok(None),
             Ok(Err(e)) => Err(kafka("read")(e)),
@@ -165,12 +165,12 @@ impl ControlGroup {
     }
 
     /// Whether this member owns the control partition (is the committer).
-    pub fn leads(&self) -> bool {
+    pub(crate) fn leads(&self) -> bool {
         self.consumer.assignment().is_ok_and(|a| a.elements_for_topic(&self.topic).iter().any(|e| e.partition() == 0))
     }
 
     /// Records that every request before `next` is done (a courtesy: the table decides).
-    pub fn commit(&self, next: i64) {
+    pub(crate) fn commit(&self, next: i64) {
         let mut tpl = TopicPartitionList::new();
         if tpl.add_partition_offset(&self.topic, 0, Offset::Offset(next)).is_ok() {
             if let Err(e) = self.consumer.commit(&tpl, rdkafka::consumer::CommitMode::Async) {

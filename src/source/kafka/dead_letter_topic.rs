@@ -12,7 +12,8 @@ use crate::common::record::DeadLetter;
 use crate::error::{Error, Result};
 
 /// An idempotent producer to one dead-letter topic.
-pub struct DeadLetterTopic {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct DeadLetterTopic {
     producer: FutureProducer<crate::common::kafka_log::LoggedContext>,
     topic: String,
 }
@@ -23,7 +24,7 @@ impl DeadLetterTopic {
     ///
     /// # Errors
     /// [`Error::Kafka`] when librdkafka refuses the configuration.
-    pub fn create(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Result<DeadLetterTopic> {
+    pub(crate) fn create(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Result<DeadLetterTopic> {
         let mut cfg = super::client::client_config(brokers, properties, super::client::Role::Producer);
         cfg.set("enable.idempotence", "true");
         let producer = cfg
@@ -36,7 +37,7 @@ impl DeadLetterTopic {
     ///
     /// # Errors
     /// [`Error::Kafka`] for the first send the broker did not acknowledge.
-    pub async fn send<'a>(&self, letters: impl Iterator<Item = &'a DeadLetter>) -> Result<()> {
+    pub(crate) async fn send<'a>(&self, letters: impl Iterator<Item = &'a DeadLetter>) -> Result<()> {
         let mut pending = Vec::new();
         for l in letters {
             let headers = OwnedHeaders::new()

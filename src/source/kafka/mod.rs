@@ -8,9 +8,9 @@
 //! - [`dead_letter_topic`]: the producer of a dead-letter topic.
 //! - [`topics`]: the topics a `topic_pattern` matches.
 
-pub mod client;
-pub mod consumer;
-pub mod control;
-pub mod dead_letter_topic;
-pub mod stage;
-pub mod topics;
+internal_mods!(client);
+internal_mods!(consumer);
+internal_mods!(control);
+internal_mods!(dead_letter_topic);
+internal_mods!(stage);
+internal_mods!(topics);

@@ -27,7 +27,7 @@ const MAX_POLL: usize = 4096;
 
 /// Where a partition's fetching starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartOffset {
+pub(crate) enum StartOffset {
     Beginning,
     End,
     At(i64),
@@ -45,14 +45,14 @@ impl StartOffset {
 
 /// One record of a poll.
 #[derive(Debug, Clone)]
-pub struct SourceRecord<'a> {
+pub(crate) struct SourceRecord<'a> {
     pub raw: RawRecord<'a>,
     /// Empty unless headers were asked for.
     pub headers: Headers<'a>,
 }
 
 /// The consumer of one pipeline's topic.
-pub struct KafkaSource {
+pub(crate) struct KafkaSource {
     consumer: Arc<PipelineConsumer>,
     topic: String,
     throttle: Arc<LogThrottle>,
@@ -63,13 +63,13 @@ impl KafkaSource {
     ///
     /// # Errors
     /// [`crate::Error::Kafka`] when librdkafka refuses the configuration.
-    pub fn open(settings: &ConsumerSettings<'_>, events: UnboundedSender<ConsumerEvent>) -> Result<KafkaSource> {
+    pub(crate) fn open(settings: &ConsumerSettings<'_>, events: UnboundedSender<ConsumerEvent>) -> Result<KafkaSource> {
         let throttle = Arc::new(LogThrottle::default());
         let consumer = Arc::new(consumer::create_consumer(settings, events, throttle.clone())?);
         Ok(KafkaSource { consumer, topic: settings.topic.to_string(), throttle })
     }
 
-    pub fn topic(&self) -> &str {
+    pub(crate) fn topic(&self) -> &str {
         &self.topic
     }
 
@@ -77,7 +77,7 @@ impl KafkaSource {
     ///
     /// # Errors
     /// [`crate::Error::Kafka`] when librdkafka refuses it.
-    pub fn assign(&self, positions: &BTreeMap<i32, StartOffset>) -> Result<()> {
+    pub(crate) fn assign(&self, positions: &BTreeMap<i32, StartOffset>) -> Result<()> {
         let positions = positions.iter().map(|(p, o)| (*p, o.offset())).collect();
         consumer::assign(&self.consumer, &self.topic, &positions)
     }
@@ -86,7 +86,7 @@ impl KafkaSource {
     ///
     /// # Errors
     /// [`crate::Error::Kafka`].
-    pub fn seek(&self, partition: i32, offset: i64) -> Result<()> {
+    pub(crate) fn seek(&self, partition: i32, offset: i64) -> Result<()> {
         consumer::seek(&self.consumer, &self.topic, partition, Offset::Offset(offset))
     }
 
@@ -94,7 +94,7 @@ impl KafkaSource {
     ///
     /// # Errors
     /// [`crate::Error::Kafka`] when the broker does not answer.
-    pub async fn watermarks(&self, partitions: &[i32]) -> Result<BTreeMap<i32, (i64, i64)>> {
+    pub(crate) async fn watermarks(&self, partitions: &[i32]) -> Result<BTreeMap<i32, (i64, i64)>> {
         let (consumer, topic, partitions) = (self.consumer.clone(), self.topic.clone(), partitions.to_vec());
         tokio::task::spawn_blocking(move || consumer::watermarks(&consumer, &topic, &partitions))
             .await
@@ -105,7 +105,7 @@ impl KafkaSource {
     ///
     /// # Errors
     /// [`crate::Error::Kafka`] when the brokers do not answer.
-    pub async fn offsets_for_timestamp(
+    pub(crate) async fn offsets_for_timestamp(
         &self,
         partitions: &[i32],
         timestamp_ms: i64,
@@ -131,19 +131,19 @@ impl KafkaSource {
     }
 
     /// Commits `next offset` per partition to the group (a courtesy for lag tools).
-    pub fn commit_courtesy(&self, next: &BTreeMap<i32, i64>) {
+    pub(crate) fn commit_courtesy(&self, next: &BTreeMap<i32, i64>) {
         consumer::commit_courtesy(&self.consumer, &self.topic, next);
     }
 
     /// The consumer's messages, up to [`MAX_POLL`] at a time.
-    pub fn polls(&self) -> impl Stream<Item = Poll<'_>> + '_ {
+    pub(crate) fn polls(&self) -> impl Stream<Item = Poll<'_>> + '_ {
         let throttle = self.throttle.clone();
         self.consumer.stream().ready_chunks(MAX_POLL).map(move |messages| Poll { messages, throttle: throttle.clone() })
     }
 
     /// After messages arrived: logs once that the brokers are reachable again, if they had
     /// failed.
-    pub fn note_healthy(&self) {
+    pub(crate) fn note_healthy(&self) {
         if self.throttle.failing() {
             self.throttle.clear();
             tracing::info!("kafka.reachable: messages arrive again");
@@ -152,7 +152,7 @@ impl KafkaSource {
 
     /// Leaves the group and destroys the client with a deadline: `rd_kafka_destroy` has been
     /// seen to block forever with librdkafka's mock cluster, and shutdown must not hang.
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         let consumer = self.consumer;
         consumer.unsubscribe();
         let closing = tokio::task::spawn_blocking(move || drop(consumer));
@@ -163,29 +163,25 @@ impl KafkaSource {
 }
 
 /// The messages of one poll.
-pub struct Poll<'c> {
+pub(crate) struct Poll<'c> {
     messages: Vec<KafkaResult<BorrowedMessage<'c>>>,
     throttle: Arc<LogThrottle>,
 }
 
 impl Poll<'_> {
     /// The messages received, consume errors included.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.messages.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.messages.is_empty()
-    }
-
     /// Consume errors among them.
-    pub fn errors(&self) -> usize {
+    pub(crate) fn errors(&self) -> usize {
         self.messages.iter().filter(|m| m.is_err()).count()
     }
 
     /// The records `accept(partition, offset)` keeps, per partition in offset order, with
     /// their headers when `with_headers`. Consume errors are logged and skipped.
-    pub fn records<'s>(
+    pub(crate) fn records<'s>(
         &'s self,
         topic: &'s str,
         with_headers: bool,

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 ///
 /// # Errors
 /// [`Error::Kafka`] when the client cannot be created or the metadata request fails.
-pub async fn matching(
+pub(crate) async fn matching(
     brokers: &str,
     properties: &BTreeMap<String, String>,
     pattern: &regex::Regex,
@@ -50,7 +50,7 @@ const CREATE_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// # Errors
 /// [`Error::Kafka`] naming the topic, why, and `how` to create it by hand.
-pub fn ensure_one_partition(client: &ClientConfig, topic: &str, configs: &[(&str, &str)], how: &str) -> Result<bool> {
+pub(crate) fn ensure_one_partition(client: &ClientConfig, topic: &str, configs: &[(&str, &str)], how: &str) -> Result<bool> {
     use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
     use rdkafka::types::RDKafkaErrorCode;
     let ctx = || crate::common::kafka_log::LoggedContext;
