@@ -29,6 +29,8 @@ pub(crate) const POINTS: &[&str] = &[
     "commit.before_put",
     "commit.after_put",
     "commit.before_checkpoint",
+    "commit.before_uniform",
+    "uniform.before_metadata",
     "checkpoint.before_last_checkpoint",
     "follow.before_registration",
     "routed.between_tables",

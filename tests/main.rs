@@ -36,6 +36,7 @@ mod s3_emulator;
 mod schema_race;
 mod storage;
 mod support;
+mod uniform;
 mod upsert;
 mod vacuum_safety;
 mod values;

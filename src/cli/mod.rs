@@ -213,6 +213,10 @@ pub enum Command {
     },
     /// Write a checkpoint of the latest version (and `_last_checkpoint`); prints it as JSON.
     Checkpoint { table: String },
+    /// Bring a UniForm table's Iceberg metadata (`<table>/metadata/`) up to its latest Delta
+    /// version, after a writer died between a commit and its conversion; prints the Iceberg
+    /// snapshot as JSON.
+    Uniform { table: String },
     /// Run the pipelines of the configuration file (Kafka topics into Delta tables) until
     /// SIGTERM/SIGINT; then flush, commit and exit 0.
     Run {
@@ -451,6 +455,27 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             let written = table.write_checkpoint(&snapshot).await?;
             writeln_json(out, &serde_json::to_value(&written).map_err(|e| Error::Internal(e.to_string()))?)
         }
+        Command::Uniform { table } => {
+            let table = Table::open(&table, storage)?;
+            let snapshot = table.snapshot(None).await?;
+            if !crate::delta::iceberg::enabled(&snapshot.metadata.configuration) {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is not a UniForm table (delta.universalFormat.enabledFormats does not name iceberg)",
+                    table.url()
+                )));
+            }
+            let before = table.iceberg_state().await?;
+            let state = table.sync_iceberg(&snapshot).await?;
+            writeln_json(
+                out,
+                &json!({
+                    "deltaVersion": state.delta_version,
+                    "icebergSnapshotId": state.snapshot_id,
+                    "metadata": format!("metadata/{}", crate::delta::iceberg::metadata_file_name(state.metadata_version)),
+                    "converted": before.as_ref() != Some(&state),
+                }),
+            )
+        }
     }
 }
 
@@ -516,6 +541,19 @@ async fn describe(table: &Table, version: Option<u64>, out: &mut (dyn Write + Se
     let properties: BTreeMap<&String, &String> = s.metadata.configuration.iter().collect();
     let domains: BTreeMap<&String, &String> = s.domains().iter().map(|(k, d)| (k, &d.configuration)).collect();
     let schema: Value = serde_json::from_str(&s.metadata.schema_string).unwrap_or(Value::Null);
+    let iceberg = if crate::delta::iceberg::enabled(&s.metadata.configuration) {
+        match table.iceberg_state().await? {
+            Some(st) => json!({
+                "metadata": format!("metadata/{}", crate::delta::iceberg::metadata_file_name(st.metadata_version)),
+                "snapshotId": st.snapshot_id,
+                "deltaVersion": st.delta_version,
+                "behind": s.version.saturating_sub(st.delta_version),
+            }),
+            None => json!({"metadata": null, "behind": s.version + 1}),
+        }
+    } else {
+        Value::Null
+    };
     writeln_json(
         out,
         &json!({
@@ -534,6 +572,7 @@ async fn describe(table: &Table, version: Option<u64>, out: &mut (dyn Write + Se
             "numFiles": s.file_count(),
             "sizeInBytes": s.total_bytes(),
             "lastCheckpoint": s.checkpoint_version,
+            "iceberg": iceberg,
         }),
     )
 }

@@ -312,6 +312,7 @@ pub(crate) fn new_table(
         ));
     }
     let uses_ntz = schema.contains(&|t| *t == DataType::Primitive(PrimitiveType::TimestampNtz));
+    let properties = &uniform_properties(properties)?;
     let properties = &crate::delta::properties::checked_properties(properties)?;
     check_column_names(&schema, properties.get("delta.columnMapping.mode").is_some_and(|m| m != "none"))?;
     let protocol = if generated > 0 {
@@ -331,6 +332,9 @@ pub(crate) fn new_table(
         assign_column_mapping(&mut schema.fields, &mut next);
         configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
     }
+    if iceberg_compat(properties) {
+        crate::delta::iceberg::schema::check_convertible(&schema, partition_columns, ColumnMappingMode::Name)?;
+    }
     let metadata = Metadata {
         id: uuid::Uuid::new_v4().to_string(),
         name: None,
@@ -343,6 +347,53 @@ pub(crate) fn new_table(
         created_time: None,
     };
     Ok((protocol, metadata))
+}
+
+/// Whether `delta.enableIcebergCompatV2` is on.
+fn iceberg_compat(properties: &HashMap<String, String>) -> bool {
+    properties.get("delta.enableIcebergCompatV2").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// The properties of a new table with what UniForm Iceberg needs filled in: asking for
+/// `delta.universalFormat.enabledFormats = iceberg` turns on `delta.enableIcebergCompatV2`
+/// and column mapping (`name` mode unless `id` is asked for).
+///
+/// # Errors
+/// [`Error::Unsupported`] when the properties contradict it: icebergCompatV2 or column
+/// mapping turned off, or deletion vectors turned on (icebergCompatV2 forbids them; deletes
+/// and upserts on such a table rewrite files instead).
+fn uniform_properties(properties: &HashMap<String, String>) -> Result<HashMap<String, String>> {
+    let mut out = properties.clone();
+    let get = |k: &str| properties.iter().find(|(p, _)| p.eq_ignore_ascii_case(k)).map(|(_, v)| v.trim().to_string());
+    let uniform = crate::delta::iceberg::enabled(properties);
+    let compat = get("delta.enableIcebergCompatV2");
+    if uniform && compat.as_deref().is_some_and(|v| !v.eq_ignore_ascii_case("true")) {
+        return Err(Error::unsupported(
+            "UniForm Iceberg (delta.universalFormat.enabledFormats=iceberg) needs delta.enableIcebergCompatV2=true",
+        ));
+    }
+    if !uniform && !compat.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        return Ok(out);
+    }
+    out.retain(|k, _| !k.eq_ignore_ascii_case("delta.enableIcebergCompatV2"));
+    out.insert("delta.enableIcebergCompatV2".into(), "true".into());
+    match get("delta.columnMapping.mode") {
+        None => {
+            out.insert("delta.columnMapping.mode".into(), "name".into());
+        }
+        Some(m) if m.eq_ignore_ascii_case("none") => {
+            return Err(Error::unsupported(
+                "icebergCompatV2 needs column mapping: delta.columnMapping.mode cannot be none",
+            ))
+        }
+        Some(_) => {}
+    }
+    if get("delta.enableDeletionVectors").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        return Err(Error::unsupported(
+            "icebergCompatV2 forbids deletion vectors: drop delta.enableDeletionVectors=true (deletes and upserts rewrite files instead)",
+        ));
+    }
+    Ok(out)
 }
 
 /// Gives every field without one a column-mapping id and physical name.

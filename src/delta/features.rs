@@ -147,6 +147,9 @@ pub(crate) const SUPPORTED_WRITER_FEATURES: &[&str] = &[
     "checkConstraints",
     "identityColumns",
     "allowColumnDefaults",
+    // Files with partition values materialised and field ids, no deletion vectors, numRecords
+    // on every add; Iceberg metadata beside the log when UniForm asks for it.
+    "icebergCompatV2",
 ];
 
 /// Properties that turn on a table feature deltabus does not implement, with what each needs:
@@ -155,7 +158,6 @@ pub(crate) const SUPPORTED_WRITER_FEATURES: &[&str] = &[
 /// implemented.
 const UNIMPLEMENTED_FEATURES: &[(&str, &str)] = &[
     ("delta.enableIcebergCompatV1", "icebergCompatV1 (Iceberg-compatible files and metadata)"),
-    ("delta.enableIcebergCompatV2", "icebergCompatV2 (Iceberg-compatible files and metadata)"),
     ("delta.enableTypeWidening", "typeWidening (column types widened in place)"),
     ("delta.enableVariantShredding", "variantShredding (shredded variant columns)"),
 ];
@@ -172,8 +174,8 @@ pub(crate) fn unimplemented_feature(config: &std::collections::HashMap<String, S
         }
     }
     match value("delta.universalFormat.enabledFormats") {
-        Some(formats) if !formats.is_empty() => Some(format!(
-            "table property delta.universalFormat.enabledFormats={formats} asks for UniForm metadata ({formats}) beside the Delta log, which deltabus does not write yet"
+        Some(formats) => formats.split(',').map(str::trim).find(|f| !f.is_empty() && !f.eq_ignore_ascii_case("iceberg")).map(|f| format!(
+            "table property delta.universalFormat.enabledFormats={formats} asks for UniForm metadata in {f}, which deltabus does not write (it writes iceberg)"
         )),
         _ => None,
     }
@@ -198,6 +200,15 @@ pub(crate) fn check_writable(p: &Protocol, metadata: &super::actions::Metadata) 
     }
     let schema = &metadata.schema_string;
     let in_use = |needle: &str| schema.contains(needle);
+    let compat = metadata.configuration.get("delta.enableIcebergCompatV2").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if compat {
+        let parsed = super::schema::StructType::parse(schema)?;
+        if parsed.contains(&|t| matches!(t, super::schema::DataType::Array(_) | super::schema::DataType::Map(_))) {
+            return Err(Error::unsupported(
+                "the table is icebergCompatV2 with array or map columns, whose nested field ids deltabus does not write",
+            ));
+        }
+    }
     if in_use("delta.invariants") {
         return Err(Error::unsupported(
             "the schema has column invariants (delta.invariants), which deltabus cannot enforce",
@@ -272,6 +283,9 @@ pub(crate) fn protocol_for_new_table(
     if on("delta.appendOnly") {
         writer.push(Feature::AppendOnly.name());
     }
+    if on("delta.enableIcebergCompatV2") {
+        writer.push("icebergCompatV2");
+    }
     // Classic V1 checkpoints are valid under v2Checkpoint, and those are what deltabus writes.
     if config.get("delta.checkpointPolicy").is_some_and(|v| v.eq_ignore_ascii_case("v2")) {
         both("v2Checkpoint", &mut reader, &mut writer);
@@ -328,11 +342,9 @@ mod tests {
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
         };
         for (k, v) in [
-            ("delta.enableIcebergCompatV2", "true"),
             ("delta.enableIcebergCompatV1", "TRUE"),
             ("delta.enableTypeWidening", "true"),
             ("delta.enableVariantShredding", "true"),
-            ("delta.universalFormat.enabledFormats", "iceberg"),
             ("delta.universalFormat.enabledFormats", "hudi,iceberg"),
         ] {
             let e = protocol_for_new_table(&cfg(&[(k, v)]), false).unwrap_err().to_string();
@@ -342,6 +354,12 @@ mod tests {
         for (k, v) in [("delta.enableIcebergCompatV2", "false"), ("delta.universalFormat.enabledFormats", "")] {
             assert!(protocol_for_new_table(&cfg(&[(k, v)]), false).is_ok(), "{k}={v}");
         }
+        let compat = protocol_for_new_table(
+            &cfg(&[("delta.enableIcebergCompatV2", "true"), ("delta.columnMapping.mode", "name")]),
+            false,
+        )
+        .unwrap();
+        assert!(compat.writer_features.unwrap().iter().any(|f| f == "icebergCompatV2"));
         let p = protocol_for_new_table(&cfg(&[("delta.checkpointPolicy", "v2")]), false).unwrap();
         assert!(p.reader_features.iter().flatten().any(|f| f == "v2Checkpoint"), "{p:?}");
         assert!(p.writer_features.iter().flatten().any(|f| f == "v2Checkpoint"), "{p:?}");

@@ -41,6 +41,7 @@ internal_mods!(features);
 internal_mods!(followers);
 internal_mods!(generated);
 internal_mods!(groups);
+internal_mods!(iceberg);
 internal_mods!(json_schema);
 internal_mods!(json_text);
 internal_mods!(json_values);

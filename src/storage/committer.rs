@@ -255,6 +255,8 @@ impl Table {
         LANDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         crate::failpoint::hit("commit.before_checkpoint");
         self.maybe_checkpoint(snapshot, version).await;
+        crate::failpoint::hit("commit.before_uniform");
+        self.maybe_uniform(snapshot, txn).await;
         CommitOutcome::Committed { version }
     }
 
@@ -269,6 +271,37 @@ impl Table {
             _ => None,
         });
         Ok(prev_ict.map_or(now, |p| now.max(p + 1)))
+    }
+
+    /// On a UniForm table, the Iceberg metadata of the new version. A failure never fails the
+    /// commit: it is logged, and the next commit or `deltabus uniform` catches up.
+    async fn maybe_uniform(&self, snapshot: Option<&Snapshot>, txn: &Transaction) {
+        let configuration = txn
+            .actions
+            .iter()
+            .find_map(|a| match a {
+                Action::Metadata(m) => Some(&m.configuration),
+                _ => None,
+            })
+            .or(snapshot.map(|s| &s.metadata.configuration));
+        if !configuration.is_some_and(crate::delta::iceberg::enabled) {
+            return;
+        }
+        let result = async {
+            let fresh = match snapshot {
+                Some(s) => {
+                    let mut s = s.clone();
+                    self.update_snapshot(&mut s).await?;
+                    s
+                }
+                None => self.snapshot(None).await?,
+            };
+            self.sync_iceberg(&fresh).await
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "uniform.behind: the commit stands; the next commit or `deltabus uniform` writes the Iceberg metadata");
+        }
     }
 
     async fn maybe_checkpoint(&self, snapshot: Option<&Snapshot>, version: u64) {

@@ -2,7 +2,7 @@
 //!
 //! Rows are split by partition value into Hive-style directories (escaped as Spark does); each
 //! partition has one open file that rolls at the target size. Files use physical column names
-//! (and field ids under column mapping), never contain partition columns, are named
+//! (and field ids under column mapping), contain partition columns only under icebergCompatV2, are named
 //! `part-<n>-<uuid>-c000.<codec>.parquet`, and carry statistics computed from the batches as
 //! they are written. Generated columns (`delta.generationExpression`) are computed before the
 //! split, so derived partitions (`date(ts)`) are filled. Nothing is committed here: the caller
@@ -101,7 +101,7 @@ impl DataWriter {
         let (compression, ext) = codec(config.compression);
         let physical = Arc::new(physical_schema(
             &snapshot.schema,
-            &snapshot.metadata.partition_columns,
+            dropped_partition_columns(snapshot),
             snapshot.column_mapping(),
         ));
         Ok(DataWriter {
@@ -246,7 +246,7 @@ impl DataWriter {
         let writer = AsyncArrowWriter::try_new(sink, self.physical.clone(), Some(self.props.clone()))
             .map_err(|e| Error::data_file(&rel, e))?;
         let s = &self.snapshot;
-        let stats = StatsCollector::new(&s.schema, &s.metadata.partition_columns, &s.properties, s.column_mapping());
+        let stats = StatsCollector::new(&s.schema, dropped_partition_columns(s), &s.properties, s.column_mapping());
         Ok(OpenFile { writer, clock: self.table.clock().clone(), rel, partition_values: values, stats })
     }
 
@@ -335,8 +335,8 @@ impl DataWriter {
     /// Drops partition columns and relabels the rest with physical names and types.
     fn to_physical(&self, batch: &RecordBatch) -> Result<RecordBatch> {
         let mut columns = Vec::with_capacity(self.physical.fields().len());
-        let data_fields =
-            self.snapshot.schema.fields.iter().filter(|f| !self.snapshot.metadata.partition_columns.contains(&f.name));
+        let dropped = dropped_partition_columns(&self.snapshot);
+        let data_fields = self.snapshot.schema.fields.iter().filter(|f| !dropped.contains(&f.name));
         for (logical, physical) in data_fields.zip(self.physical.fields()) {
             let col = match batch.column_by_name(&logical.name) {
                 Some(c) => relabel(c, physical.data_type())?,
@@ -346,6 +346,21 @@ impl DataWriter {
         }
         RecordBatch::try_new(self.physical.clone(), columns)
             .map_err(|e| Error::InvalidArgument(format!("rows do not fit the table schema: {e}")))
+    }
+}
+
+/// The partition columns left out of data files: all of them, except under icebergCompatV2,
+/// which materialises partition values in the files (Iceberg readers read them there).
+fn dropped_partition_columns(snapshot: &Snapshot) -> &[String] {
+    let materialise = snapshot
+        .metadata
+        .configuration
+        .get("delta.enableIcebergCompatV2")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if materialise {
+        &[]
+    } else {
+        &snapshot.metadata.partition_columns
     }
 }
 

@@ -1,0 +1,38 @@
+//! UniForm: the Iceberg v2 view of a Delta table, built from its log (no I/O here).
+//!
+//! A table with `delta.universalFormat.enabledFormats = iceberg` carries the `icebergCompatV2`
+//! writer feature and column mapping; after each commit the storage shell
+//! (`storage/iceberg.rs`) writes, under `<table>/metadata/`:
+//! - manifests (Avro): one entry per data file with its record count, size, partition tuple
+//!   and the column statistics converted from the Delta stats ([`files`]);
+//! - a manifest list (Avro) per Iceberg snapshot ([`avro`]);
+//! - `v<N>.metadata.json`: schemas with the column-mapping ids as field ids, the partition
+//!   spec (identity transforms of the partition columns), snapshots and their log, each
+//!   snapshot's summary naming the Delta version it mirrors ([`metadata`]);
+//! - `version-hint.text`: `N`, the Hadoop-catalog pointer readers open without a catalog.
+//!
+//! Contract: the same Parquet files serve both formats; nothing here changes a Delta commit.
+
+internal_mods!(avro, files, metadata, schema);
+
+use std::collections::HashMap;
+
+/// The folder of the Iceberg metadata, under the table root.
+pub(crate) const METADATA_DIR: &str = "metadata";
+/// The Hadoop-catalog pointer to the current `v<N>.metadata.json`.
+pub(crate) const VERSION_HINT: &str = "version-hint.text";
+/// The snapshot-summary key holding the Delta version an Iceberg snapshot mirrors.
+pub(crate) const DELTA_VERSION: &str = "delta-version";
+
+/// Whether a table's configuration asks for Iceberg metadata.
+pub(crate) fn enabled(configuration: &HashMap<String, String>) -> bool {
+    configuration
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("delta.universalFormat.enabledFormats"))
+        .is_some_and(|(_, v)| v.split(',').any(|f| f.trim().eq_ignore_ascii_case("iceberg")))
+}
+
+/// The name of metadata file `n`.
+pub(crate) fn metadata_file_name(n: u64) -> String {
+    format!("v{n}.metadata.json")
+}

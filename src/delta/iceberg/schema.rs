@@ -1,0 +1,226 @@
+//! Delta schemas as Iceberg schemas and partition specs.
+//!
+//! Field ids are the column-mapping ids (`delta.columnMapping.id`), so the Parquet field ids
+//! deltabus writes under column mapping are the ones Iceberg readers resolve. Types map as
+//! `byte`/`short`/`integer` → `int`, `long`, `float`, `double`, `decimal(p, s)`, `string`,
+//! `binary`, `boolean`, `date`, `timestamp` → `timestamptz`, `timestamp_ntz` → `timestamp`,
+//! structs with their fields; other types (arrays and maps without nested ids, variant, void)
+//! are refused with the column that has them. Partition columns become identity partition
+//! fields with ids from 1000.
+
+use serde_json::{json, Value};
+
+use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
+use crate::error::{Error, Result};
+
+/// The first partition field id, as Iceberg numbers them.
+pub(crate) const FIRST_PARTITION_FIELD_ID: i32 = 1000;
+
+/// What a partition value is in Iceberg (and in the manifests' Avro).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum PartitionKind {
+    Int,
+    Long,
+    Float,
+    Double,
+    Boolean,
+    String,
+    Date,
+    /// Microseconds since the epoch; `true`: adjusted to UTC (`timestamptz`).
+    Timestamp(bool),
+}
+
+/// One identity partition field.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct PartitionField {
+    /// The partition column's (logical) name, also the partition field's name.
+    pub name: String,
+    /// Its name in `partitionValues` (the physical name under column mapping).
+    pub physical: String,
+    pub source_id: i32,
+    pub field_id: i32,
+    pub kind: PartitionKind,
+    /// The Delta type, to parse `partitionValues` strings.
+    pub delta_type: DataType,
+}
+
+fn refuse(column: &str, what: &str) -> Error {
+    Error::unsupported(format!("column {column:?}: {what} cannot be written as Iceberg (UniForm) metadata"))
+}
+
+fn field_id(f: &StructField, path: &str) -> Result<i32> {
+    let id = f.column_mapping_id().ok_or_else(|| {
+        Error::unsupported(format!("column {path:?} has no column-mapping id: UniForm needs column mapping"))
+    })?;
+    i32::try_from(id).map_err(|_| refuse(path, "a field id above 2^31"))
+}
+
+/// The Iceberg type of a Delta type (`path` names the column in errors).
+fn iceberg_type(t: &DataType, path: &str) -> Result<Value> {
+    use PrimitiveType as P;
+    Ok(match t {
+        DataType::Primitive(p) => json!(match p {
+            P::Byte | P::Short | P::Integer => "int".to_string(),
+            P::Long => "long".into(),
+            P::Float => "float".into(),
+            P::Double => "double".into(),
+            P::Decimal { precision, scale } => format!("decimal({precision}, {scale})"),
+            P::String => "string".into(),
+            P::Binary => "binary".into(),
+            P::Boolean => "boolean".into(),
+            P::Date => "date".into(),
+            P::Timestamp => "timestamptz".into(),
+            P::TimestampNtz => "timestamp".into(),
+            P::Void => return Err(refuse(path, "the void type")),
+        }),
+        DataType::Struct(s) => struct_type(&s.fields, path)?,
+        DataType::Array(_) => return Err(refuse(path, "an array")),
+        DataType::Map(_) => return Err(refuse(path, "a map")),
+        DataType::Variant => return Err(refuse(path, "the variant type")),
+    })
+}
+
+fn struct_type(fields: &[StructField], prefix: &str) -> Result<Value> {
+    let mut out = Vec::with_capacity(fields.len());
+    for f in fields {
+        let path = if prefix.is_empty() { f.name.clone() } else { format!("{prefix}.{}", f.name) };
+        out.push(json!({
+            "id": field_id(f, &path)?,
+            "name": f.name,
+            "required": !f.nullable,
+            "type": iceberg_type(&f.data_type, &path)?,
+        }));
+    }
+    Ok(json!({"type": "struct", "fields": out}))
+}
+
+/// The Iceberg schema of a Delta schema, with id `schema_id`.
+///
+/// # Errors
+/// [`Error::Unsupported`] naming the first column Iceberg cannot hold or that has no id.
+pub(crate) fn iceberg_schema(schema: &StructType, schema_id: i64) -> Result<Value> {
+    let mut s = struct_type(&schema.fields, "")?;
+    s["schema-id"] = json!(schema_id);
+    Ok(s)
+}
+
+/// The highest field id of a schema (Iceberg's `last-column-id`).
+pub(crate) fn max_field_id(schema: &StructType) -> i64 {
+    fn walk(fields: &[StructField]) -> i64 {
+        fields
+            .iter()
+            .map(|f| {
+                let own = f.column_mapping_id().unwrap_or(0);
+                match &f.data_type {
+                    DataType::Struct(s) => own.max(walk(&s.fields)),
+                    _ => own,
+                }
+            })
+            .max()
+            .unwrap_or(0)
+    }
+    walk(&schema.fields)
+}
+
+/// The identity partition fields of `partition_columns`.
+///
+/// # Errors
+/// [`Error::Unsupported`] for a partition column whose type has no identity partition here
+/// (decimal, binary).
+pub(crate) fn partition_fields(
+    schema: &StructType,
+    partition_columns: &[String],
+    mode: crate::delta::schema::ColumnMappingMode,
+) -> Result<Vec<PartitionField>> {
+    use PrimitiveType as P;
+    let mut out = Vec::new();
+    for (i, name) in partition_columns.iter().enumerate() {
+        let f = schema.field(name).ok_or_else(|| Error::invalid_log("metadata", format!("no partition column {name:?}")))?;
+        let kind = match &f.data_type {
+            DataType::Primitive(P::Byte | P::Short | P::Integer) => PartitionKind::Int,
+            DataType::Primitive(P::Long) => PartitionKind::Long,
+            DataType::Primitive(P::Float) => PartitionKind::Float,
+            DataType::Primitive(P::Double) => PartitionKind::Double,
+            DataType::Primitive(P::Boolean) => PartitionKind::Boolean,
+            DataType::Primitive(P::String) => PartitionKind::String,
+            DataType::Primitive(P::Date) => PartitionKind::Date,
+            DataType::Primitive(P::Timestamp) => PartitionKind::Timestamp(true),
+            DataType::Primitive(P::TimestampNtz) => PartitionKind::Timestamp(false),
+            _ => return Err(refuse(name, "a partition column of this type")),
+        };
+        out.push(PartitionField {
+            name: name.clone(),
+            physical: f.physical_name(mode).to_string(),
+            source_id: field_id(f, name)?,
+            field_id: FIRST_PARTITION_FIELD_ID + i32::try_from(i).unwrap_or(i32::MAX - FIRST_PARTITION_FIELD_ID),
+            kind,
+            delta_type: f.data_type.clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// The partition spec (id 0) of these fields.
+pub(crate) fn partition_spec(fields: &[PartitionField]) -> Value {
+    json!({
+        "spec-id": 0,
+        "fields": fields.iter().map(|p| json!({
+            "name": p.name, "transform": "identity", "source-id": p.source_id, "field-id": p.field_id,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Checks that a table made with this schema and partitioning can carry Iceberg metadata.
+///
+/// # Errors
+/// As [`iceberg_schema`] and [`partition_fields`].
+pub(crate) fn check_convertible(
+    schema: &StructType,
+    partition_columns: &[String],
+    mode: crate::delta::schema::ColumnMappingMode,
+) -> Result<()> {
+    iceberg_schema(schema, 0)?;
+    partition_fields(schema, partition_columns, mode)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delta::schema::ColumnMappingMode;
+
+    fn mapped(fields: Vec<StructField>) -> StructType {
+        let mut s = StructType::new(fields);
+        for (i, f) in s.fields.iter_mut().enumerate() {
+            f.metadata.insert(crate::delta::schema::CM_ID.into(), json!(i + 1));
+            f.metadata.insert("delta.columnMapping.physicalName".into(), json!(format!("col-{i}")));
+        }
+        s
+    }
+
+    #[test]
+    fn types_and_ids_map_and_unsupported_ones_are_named() {
+        let s = mapped(vec![
+            StructField::new("n", DataType::Primitive(PrimitiveType::Short), false),
+            StructField::new("ts", DataType::Primitive(PrimitiveType::Timestamp), true),
+            StructField::new("d", DataType::Primitive(PrimitiveType::Decimal { precision: 10, scale: 2 }), true),
+            StructField::new("é", DataType::Primitive(PrimitiveType::String), true),
+        ]);
+        let v = iceberg_schema(&s, 3).unwrap();
+        assert_eq!(v["schema-id"], 3);
+        assert_eq!(v["fields"][0], json!({"id": 1, "name": "n", "required": true, "type": "int"}));
+        assert_eq!(v["fields"][1]["type"], "timestamptz");
+        assert_eq!(v["fields"][2]["type"], "decimal(10, 2)");
+        assert_eq!(v["fields"][3]["name"], "é");
+        assert_eq!(max_field_id(&s), 4);
+        let parts = partition_fields(&s, &["é".into()], ColumnMappingMode::Name).unwrap();
+        assert_eq!((parts[0].source_id, parts[0].field_id, parts[0].physical.as_str()), (4, 1000, "col-3"));
+        assert!(partition_fields(&s, &["d".into()], ColumnMappingMode::Name).is_err());
+        let unmapped = StructType::new(vec![StructField::new("a", DataType::Primitive(PrimitiveType::Long), true)]);
+        assert!(iceberg_schema(&unmapped, 0).unwrap_err().to_string().contains("column mapping"));
+        let variant = mapped(vec![StructField::new("v", DataType::Variant, true)]);
+        assert!(iceberg_schema(&variant, 0).unwrap_err().to_string().contains("\"v\""));
+    }
+}
