@@ -127,10 +127,15 @@ fn uniform_tables_read_alike_in_iceberg_and_delta_readers() {
 
 /// `deltabus write` with `input`, dying at crash point `point`.
 fn crashing_write(table: &Path, point: &str, input: &str) -> Output {
+    write_with_env(table, ("DELTABUS_CRASH_AT", point), input)
+}
+
+/// `deltabus write` with `input` and one environment variable set (a test hook).
+fn write_with_env(table: &Path, (key, value): (&str, &str), input: &str) -> Output {
     use std::io::Write as _;
     let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
         .args(["write", table.to_str().unwrap()])
-        .env("DELTABUS_CRASH_AT", point)
+        .env(key, value)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -175,19 +180,8 @@ fn store_faults_under_the_conversion_never_corrupt_the_pointer() {
     let table = dir.path().join("t");
     ok(&write_jsonl(&table, UNIFORM, "{\"id\":0}\n"));
     for i in 1..12 {
-        let out = Command::new(env!("CARGO_BIN_EXE_deltabus"))
-            .args(["write", table.to_str().unwrap()])
-            .env("DELTABUS_FAULTS", format!("rate=0.15,seed={i}"))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut c| {
-                use std::io::Write as _;
-                c.stdin.take().unwrap().write_all(format!("{{\"id\":{i}}}\n").as_bytes())?;
-                c.wait_with_output()
-            })
-            .unwrap();
+        let faults = format!("rate=0.15,seed={i}");
+        let out = write_with_env(&table, ("DELTABUS_FAULTS", &faults), &format!("{{\"id\":{i}}}\n"));
         // Whatever happened, the pointer opens a complete snapshot that matches its Delta version.
         if table.join("metadata/version-hint.text").exists() {
             let meta = metadata(&table);

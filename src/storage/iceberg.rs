@@ -140,6 +140,11 @@ impl Table {
                     Action::Add(add) => {
                         let (_, rel) = self.data_path(&add.path)?;
                         c.data_change |= add.data_change;
+                        if !add.data_change {
+                            // A recommit of a file already in the table (new statistics)
+                            // replaces its entry rather than listing it twice.
+                            c.removed.insert(rel.clone());
+                        }
                         c.added.insert(rel, add);
                     }
                     Action::Remove(r) => {
