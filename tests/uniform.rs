@@ -44,7 +44,7 @@ fn metadata(table: &Path) -> Value {
 
 /// Every Iceberg reader sees what `deltabus cat` prints at the version each snapshot mirrors,
 /// for every snapshot of the current metadata.
-fn assert_readers_agree(py: &str, table: &Path) {
+pub(crate) fn assert_readers_agree(py: &str, table: &Path) {
     let meta = metadata(table);
     let file = current_metadata(table);
     let latest = meta["current-snapshot-id"].as_i64().unwrap();
@@ -68,7 +68,7 @@ fn assert_readers_agree(py: &str, table: &Path) {
     }
 }
 
-fn python_or_skip() -> Option<String> {
+pub(crate) fn python_or_skip() -> Option<String> {
     let py = python();
     required(py.is_some(), "DELTABUS_TEST_PYTHON is not set", "scripts/setup.sh installs pyiceberg and duckdb")
         .then_some(())?;
@@ -123,6 +123,60 @@ fn uniform_tables_read_alike_in_iceberg_and_delta_readers() {
     // Partition values are materialised in the data files (icebergCompatV2).
     let summary = &last["summary"];
     assert_eq!(summary["delta-version"], run_json(&["describe", table.to_str().unwrap()])["version"].to_string());
+}
+
+#[test]
+fn uniform_turned_on_for_an_existing_table_reads_alike() {
+    let Some(py) = python_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let t = table.to_str().unwrap();
+    // A plain Delta table: no column mapping, partition values only in the log, files without
+    // field ids, a nested struct, Unicode names and values, two commits.
+    ok(&write_jsonl(
+        &table,
+        &["--partition-by", "région"],
+        "{\"id\":1,\"région\":\"é\",\"名前\":\"一\",\"s\":{\"x\":1.5,\"ü\":\"a\"}}\n{\"id\":2,\"région\":\"日本\",\"名前\":\"二\",\"s\":null}\n",
+    ));
+    ok(&write_jsonl(&table, &[], "{\"id\":3,\"région\":null,\"名前\":\"三\",\"s\":{\"x\":-2.0,\"ü\":null}}\n"));
+    let out = deltabus(&["uniform", t]);
+    assert_clean_failure(&out, "--enable");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--enable"), "the error names the way to turn it on");
+    let before = cat(&table, None);
+    let enabled = ok(&deltabus(&["uniform", "--enable", t]));
+    assert_eq!(enabled["enabledAt"], 2, "{enabled}");
+    assert_eq!(enabled["deltaVersion"], 2);
+    compare_rows(&before, &cat(&table, None)).unwrap();
+    let d = run_json(&["describe", t]);
+    let features: Vec<&str> =
+        d["protocol"]["writerFeatures"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(features.contains(&"icebergCompatV2") && features.contains(&"columnMapping"), "{features:?}");
+    assert_eq!(d["iceberg"]["behind"], 0);
+    // The files written before read by name on both sides.
+    assert_readers_agree(&py, &table);
+    // New files carry field ids and their partition values.
+    ok(&write_jsonl(&table, &[], "{\"id\":4,\"région\":\"é\",\"名前\":\"四\",\"s\":{\"x\":4.0,\"ü\":\"ö\"}}\n"));
+    ok(&write_jsonl(&table, &["--merge-schema"], "{\"id\":5,\"région\":\"日本\",\"名前\":\"五\",\"new\":true}\n"));
+    assert_readers_agree(&py, &table);
+    let again = ok(&deltabus(&["uniform", "--enable", t]));
+    assert_eq!((again["enabledAt"].clone(), again["converted"].clone()), (Value::Null, Value::Bool(false)));
+
+    // Deletion vectors in live files are refused until a compaction rewrites them.
+    let dv = dir.path().join("dv");
+    let d = dv.to_str().unwrap();
+    ok(&write_jsonl(&dv, &["--property", "delta.enableDeletionVectors=true"], "{\"id\":1}\n{\"id\":2}\n"));
+    assert_eq!(ok(&deltabus(&["delete", d, "--where", "id = 1"]))["mode"], "deletion-vectors");
+    let out = deltabus(&["uniform", "--enable", d]);
+    assert_clean_failure(&out, "deletion vectors");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("deletion vectors"));
+    assert_eq!(run_json(&["describe", d])["version"], 1, "nothing committed");
+    ok(&deltabus(&["compact", d]));
+    ok(&deltabus(&["uniform", "--enable", d]));
+    assert_eq!(run_json(&["describe", d])["properties"]["delta.enableDeletionVectors"], "false");
+    assert_readers_agree(&py, &dv);
+    let deleted = ok(&deltabus(&["delete", d, "--where", "id = 2"]));
+    assert_eq!(deleted["mode"], "copy-on-write", "deletes rewrite files once UniForm is on");
+    assert_readers_agree(&py, &dv);
 }
 
 /// `deltabus write` with `input`, dying at crash point `point`.

@@ -216,7 +216,15 @@ pub enum Command {
     /// Bring a UniForm table's Iceberg metadata (`<table>/metadata/`) up to its latest Delta
     /// version, after a writer died between a commit and its conversion; prints the Iceberg
     /// snapshot as JSON.
-    Uniform { table: String },
+    Uniform {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
+        table: String,
+        /// Turn UniForm on first for a table that does not have it (icebergCompatV2, column
+        /// mapping by the current names, deletion vectors off; refused with the reason when
+        /// the table cannot take it).
+        #[arg(long)]
+        enable: bool,
+    },
     /// Run the pipelines of the configuration file (Kafka topics into Delta tables) until
     /// SIGTERM/SIGINT; then flush, commit and exit 0.
     Run {
@@ -455,26 +463,9 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             let written = table.write_checkpoint(&snapshot).await?;
             writeln_json(out, &serde_json::to_value(&written).map_err(|e| Error::Internal(e.to_string()))?)
         }
-        Command::Uniform { table } => {
+        Command::Uniform { table, enable } => {
             let table = Table::open(&table, storage)?;
-            let snapshot = table.snapshot(None).await?;
-            if !crate::delta::iceberg::enabled(&snapshot.metadata.configuration) {
-                return Err(Error::InvalidArgument(format!(
-                    "{} is not a UniForm table (delta.universalFormat.enabledFormats does not name iceberg)",
-                    table.url()
-                )));
-            }
-            let before = table.iceberg_state().await?;
-            let state = table.sync_iceberg(&snapshot).await?;
-            writeln_json(
-                out,
-                &json!({
-                    "deltaVersion": state.delta_version,
-                    "icebergSnapshotId": state.snapshot_id,
-                    "metadata": format!("metadata/{}", crate::delta::iceberg::metadata_file_name(state.metadata_version)),
-                    "converted": before.as_ref() != Some(&state),
-                }),
-            )
+            writeln_json(out, &crate::ops::uniform::uniform(&table, enable).await?)
         }
     }
 }

@@ -59,6 +59,45 @@ impl Feature {
     }
 }
 
+/// `p` as a table-features protocol (reader 3, writer 7) with `reader` features (each also a
+/// writer feature) and `writer` features added; the features legacy versions implied are
+/// listed by name, so the new protocol takes nothing away.
+pub(crate) fn with_features(p: &Protocol, reader: &[&str], writer: &[&str]) -> Protocol {
+    const LEGACY: [Feature; 7] = [
+        Feature::AppendOnly,
+        Feature::Invariants,
+        Feature::CheckConstraints,
+        Feature::ChangeDataFeed,
+        Feature::GeneratedColumns,
+        Feature::ColumnMapping,
+        Feature::IdentityColumns,
+    ];
+    let mut r: Vec<String> = match &p.reader_features {
+        Some(list) => list.clone(),
+        None if p.min_reader_version >= 2 => vec![Feature::ColumnMapping.name().to_string()],
+        None => Vec::new(),
+    };
+    let mut w: Vec<String> = match &p.writer_features {
+        Some(list) => list.clone(),
+        None => LEGACY
+            .iter()
+            .filter(|f| f.legacy_writer_version().is_some_and(|v| p.min_writer_version >= v))
+            .map(|f| f.name().to_string())
+            .collect(),
+    };
+    for f in reader {
+        if !r.iter().any(|x| x == f) {
+            r.push((*f).to_string());
+        }
+    }
+    for f in reader.iter().chain(writer) {
+        if !w.iter().any(|x| x == f) {
+            w.push((*f).to_string());
+        }
+    }
+    Protocol { min_reader_version: 3, min_writer_version: 7, reader_features: Some(r), writer_features: Some(w) }
+}
+
 /// Reader features deltabus implements.
 pub(crate) const SUPPORTED_READER_FEATURES: &[&str] = &[
     "columnMapping",
@@ -404,5 +443,24 @@ mod tests {
         assert!(check_readable(&proto(4, 7, None, Some(&[]))).is_err());
         assert!(matches!(check_readable(&proto(1, 2, Some(&[]), None)), Err(Error::InvalidLog { .. })));
         assert!(matches!(check_readable(&proto(3, 7, None, Some(&[]))), Err(Error::InvalidLog { .. })));
+    }
+
+    #[test]
+    fn legacy_protocols_become_feature_lists_with_nothing_lost() {
+        let p = with_features(&proto(2, 5, None, None), &["columnMapping"], &["icebergCompatV2"]);
+        assert_eq!((p.min_reader_version, p.min_writer_version), (3, 7));
+        assert_eq!(p.reader_features.as_deref(), Some(&["columnMapping".to_string()][..]));
+        let w = p.writer_features.unwrap();
+        for f in ["appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", "columnMapping", "icebergCompatV2"] {
+            assert!(w.iter().any(|x| x == f), "{f} in {w:?}");
+        }
+        assert!(!w.iter().any(|x| x == "identityColumns"));
+        let p = with_features(&proto(1, 2, None, None), &["columnMapping"], &[]);
+        assert_eq!(p.writer_features.unwrap(), ["appendOnly", "invariants", "columnMapping"]);
+        let listed = proto(3, 7, Some(&["timestampNtz"]), Some(&["timestampNtz", "rowTracking"]));
+        let p = with_features(&listed, &["columnMapping"], &[]);
+        assert_eq!(p.reader_features.unwrap(), ["timestampNtz", "columnMapping"]);
+        assert_eq!(p.writer_features.unwrap(), ["timestampNtz", "rowTracking", "columnMapping"]);
+        validate_protocol(&with_features(&proto(1, 2, None, None), &[], &[])).unwrap();
     }
 }

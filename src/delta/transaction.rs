@@ -49,6 +49,8 @@ pub(crate) enum Operation {
     AddColumns,
     /// A column changed (a mirror taking its source's schema).
     ChangeColumn,
+    /// Table properties (and the protocol they need) set: UniForm turned on.
+    SetTableProperties,
 }
 
 impl Operation {
@@ -63,6 +65,7 @@ impl Operation {
             Operation::Optimize => "OPTIMIZE",
             Operation::AddColumns => "ADD COLUMNS",
             Operation::ChangeColumn => "CHANGE COLUMN",
+            Operation::SetTableProperties => "SET TBLPROPERTIES",
         }
     }
 }

@@ -25,7 +25,9 @@ use crate::delta::actions::{Action, Add};
 use crate::delta::iceberg::avro::{self, Entry, ManifestFile, ADDED, DELETED, EXISTING};
 use crate::delta::iceberg::files::data_file;
 use crate::delta::iceberg::metadata::{self, NewSnapshot};
-use crate::delta::iceberg::schema::{iceberg_schema, max_field_id, partition_fields, partition_spec, PartitionField};
+use crate::delta::iceberg::schema::{
+    iceberg_schema, max_field_id, name_mapping, partition_fields, partition_spec, PartitionField,
+};
 use crate::delta::iceberg::{metadata_file_name, METADATA_DIR, VERSION_HINT};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
@@ -186,6 +188,7 @@ impl Table {
         let spec = partition_fields(&snapshot.schema, &snapshot.metadata.partition_columns, mode)?;
         let spec_json = partition_spec(&spec);
         let last_column_id = max_field_id(&snapshot.schema);
+        let mapping = name_mapping(&snapshot.schema, mode).to_string();
         let mut last_error = String::new();
         for attempt in 0..5u32 {
             if attempt > 0 {
@@ -216,6 +219,7 @@ impl Table {
                 return Err(Error::unsupported("the table's partition columns differ from its Iceberg partition spec"));
             }
             metadata::set_schema(&mut meta, iceberg_schema(&snapshot.schema, 0)?, last_column_id);
+            meta["properties"]["schema.name-mapping.default"] = Value::String(mapping.clone());
             let schema_id = meta["current-schema-id"].clone();
             let schema = meta["schemas"]
                 .as_array()
@@ -284,6 +288,10 @@ impl Table {
                 // Readers of the hint see the previous snapshot; the next conversion finds
                 // this one past it.
                 tracing::warn!(error = %e, "uniform.hint_not_written");
+            }
+            // The metadata file that just left the metadata log is no longer referenced.
+            if let Some(old) = n.checked_sub(metadata::KEPT_SNAPSHOTS as u64).filter(|o| *o > 0) {
+                let _ = self.store.delete(&self.iceberg_path(&metadata_file_name(old))).await;
             }
             tracing::debug!(metadata = n + 1, delta_version = snapshot.version, operation, "uniform.converted");
             return Ok(IcebergState { metadata_version: n + 1, snapshot_id, delta_version: snapshot.version });

@@ -11,6 +11,10 @@ use serde_json::{json, Value};
 use super::DELTA_VERSION;
 use crate::error::{Error, Result};
 
+/// Snapshots (and metadata-log entries) a metadata file keeps: older ones expire, as
+/// Iceberg writers expire snapshots, so a conversion costs the same at any table age.
+pub(crate) const KEPT_SNAPSHOTS: usize = 100;
+
 /// What a conversion reads from the current metadata.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
@@ -146,6 +150,12 @@ pub(crate) fn add_snapshot(meta: &mut Value, s: &NewSnapshot, previous_file: Opt
     if let Some((file, ts)) = previous_file {
         push(meta, "metadata-log", json!({"timestamp-ms": ts, "metadata-file": file}));
     }
+    for key in ["snapshots", "snapshot-log", "metadata-log"] {
+        if let Some(list) = meta[key].as_array_mut() {
+            let excess = list.len().saturating_sub(KEPT_SNAPSHOTS);
+            list.drain(..excess);
+        }
+    }
     meta["current-snapshot-id"] = json!(s.snapshot_id);
     meta["last-sequence-number"] = json!(sequence);
     meta["last-updated-ms"] = json!(s.timestamp_ms.max(meta["last-updated-ms"].as_i64().unwrap_or(0)));
@@ -199,5 +209,11 @@ mod tests {
         assert_eq!((m["current-schema-id"].as_i64(), m["last-column-id"].as_i64()), (Some(1), Some(2)));
         assert_eq!(m["refs"]["main"]["snapshot-id"], 8);
         assert_eq!(next_sequence_number(&m), 3);
+        for i in 0..2 * KEPT_SNAPSHOTS as i64 {
+            add_snapshot(&mut m, &snap(100 + i, 4 + i as u64), Some(("file:///t/metadata/vx.metadata.json", 10)));
+        }
+        assert_eq!(m["snapshots"].as_array().unwrap().len(), KEPT_SNAPSHOTS, "old snapshots expire");
+        assert_eq!(m["metadata-log"].as_array().unwrap().len(), KEPT_SNAPSHOTS);
+        assert_eq!(current(&m).unwrap().unwrap().snapshot_id, 100 + 2 * KEPT_SNAPSHOTS as i64 - 1);
     }
 }

@@ -124,6 +124,31 @@ pub(crate) fn max_field_id(schema: &StructType) -> i64 {
     walk(&schema.fields)
 }
 
+/// The Iceberg name mapping (`schema.name-mapping.default`) of a schema: each field id with
+/// the column name data files use for it (the physical name). Readers resolve columns of
+/// files written without Parquet field ids (files a table held before UniForm was turned on)
+/// through it.
+pub(crate) fn name_mapping(schema: &StructType, mode: crate::delta::schema::ColumnMappingMode) -> Value {
+    fn walk(fields: &[StructField], mode: crate::delta::schema::ColumnMappingMode) -> Vec<Value> {
+        fields
+            .iter()
+            .filter_map(|f| {
+                let id = f.column_mapping_id()?;
+                let mut names = vec![f.physical_name(mode).to_string()];
+                if names[0] != f.name {
+                    names.push(f.name.clone());
+                }
+                let mut entry = json!({"field-id": id, "names": names});
+                if let DataType::Struct(s) = &f.data_type {
+                    entry["fields"] = json!(walk(&s.fields, mode));
+                }
+                Some(entry)
+            })
+            .collect()
+    }
+    json!(walk(&schema.fields, mode))
+}
+
 /// The identity partition fields of `partition_columns`.
 ///
 /// # Errors
@@ -222,5 +247,20 @@ mod tests {
         assert!(iceberg_schema(&unmapped, 0).unwrap_err().to_string().contains("column mapping"));
         let variant = mapped(vec![StructField::new("v", DataType::Variant, true)]);
         assert!(iceberg_schema(&variant, 0).unwrap_err().to_string().contains("\"v\""));
+    }
+
+    #[test]
+    fn name_mapping_names_physical_and_logical_names() {
+        let mut inner = mapped(vec![StructField::new("x", DataType::Primitive(PrimitiveType::Long), true)]);
+        inner.fields[0].metadata.insert(crate::delta::schema::CM_ID.into(), json!(3));
+        let mut s = mapped(vec![
+            StructField::new("id", DataType::Primitive(PrimitiveType::Long), true),
+            StructField::new("s", DataType::Struct(Box::new(inner)), true),
+        ]);
+        s.fields[0].metadata.insert("delta.columnMapping.physicalName".into(), json!("id"));
+        let m = name_mapping(&s, ColumnMappingMode::Name);
+        assert_eq!(m[0], json!({"field-id": 1, "names": ["id"]}));
+        assert_eq!(m[1]["names"], json!(["col-1", "s"]));
+        assert_eq!(m[1]["fields"][0], json!({"field-id": 3, "names": ["col-0", "x"]}));
     }
 }
