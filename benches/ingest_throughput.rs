@@ -13,7 +13,7 @@
 //!    runs alongside, at most ~80,000 records ahead (payloads are generated, never held),
 //!    and the consumer gets `fetch.wait.max.ms=20` (the mock does not wake a waiting fetch when
 //!    data arrives; a real broker does). Records/s, MB/s, CPU seconds, peak RSS of the process.
-//! 4. **Latency**: one record every 10 ms for 20 s with a 1 s flush interval; for each record,
+//! 4. **Latency** (`support::send_to_visible`): one record every 10 ms for 20 s with a 1 s flush interval; for each record,
 //!    the time from its send to the commit whose txn covers its offset (the `lastUpdated` of
 //!    that txn): p50 / p99.
 //!
@@ -35,7 +35,6 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,7 +43,6 @@ use deltabus::common::record::RawRecord;
 use deltabus::common::units::HumanDuration;
 use deltabus::config::pipeline::PipelineConfig;
 use deltabus::decode::json::PayloadDecoder;
-use deltabus::delta::actions::Action;
 use deltabus::metrics::Metrics;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
@@ -499,60 +497,16 @@ async fn mock_preproduced(n: usize, size: usize) -> (f64, Ingested) {
 
 /// Send → visible latencies (ms) at a 1 s flush, one record every 10 ms for 20 s.
 async fn latency() -> Vec<f64> {
-    let cluster = MockCluster::new(1).unwrap();
-    cluster.create_topic("lat", 1, 1).unwrap();
-    let brokers = cluster.bootstrap_servers();
-    let dir = tempfile::tempdir().unwrap();
-    let table = dir.path().join("t").to_string_lossy().into_owned();
-    let metrics = Arc::new(Metrics::default());
-    let m = metrics.pipeline("lat");
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let mut p = pipeline(&brokers, "lat", &table, 1000, 1_000_000);
-    p.app_id = Some("lat".into());
-    let opts = ServiceOptions {
-        pipelines: vec![p.validate("lat").unwrap()],
-        storage: Default::default(),
-        metrics_addr: None,
-        shutdown_timeout: Duration::from_secs(60),
-    };
-    let service = tokio::spawn(run(opts, metrics, rx));
-    while !m.ready.load(Relaxed) {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let producer = support::producer(&brokers);
-    let mut sent = Vec::new();
-    for i in 0..2000 {
-        let t = chrono::Utc::now().timestamp_millis();
-        let offset = producer
-            .send(FutureRecord::<(), String>::to("lat").payload(&payload(i, 250)), Duration::from_secs(5))
-            .await
-            .unwrap()
-            .offset;
-        sent.push((offset, t));
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    while m.rows_committed.get() < 2000 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let _ = tx.send(true);
-    service.await.unwrap().unwrap();
-    // When each offset became visible: the lastUpdated of the first txn covering it.
-    let t = deltabus::storage::Table::open(&table, Default::default()).unwrap();
-    let latest = t.snapshot(None).await.unwrap().version;
-    let mut visible = Vec::new();
-    for v in 1..=latest {
-        for a in t.read_commit(v).await.unwrap() {
-            if let Action::Txn(txn) = a {
-                visible.push((txn.version, txn.last_updated.unwrap_or(0)));
-            }
-        }
-    }
-    sent.iter()
-        .map(|(offset, at)| {
-            let (_, seen) = visible.iter().find(|(v, _)| v >= offset).expect("every offset committed");
-            (seen - at) as f64
-        })
-        .collect()
+    support::send_to_visible(
+        |brokers, table| {
+            let mut p = pipeline(brokers, "lat", table, 1000, 1_000_000);
+            p.app_id = Some("lat".into());
+            p
+        },
+        |i| payload(i, 250),
+        false,
+    )
+    .await
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {

@@ -1,20 +1,77 @@
-//! What UniForm costs a commit: sequential one-file appends to a plain table and to a UniForm
-//! table (Iceberg metadata written after every commit), as each grows from 0 to 10,000 files,
-//! measured in the same run. Prints the mean commit latency (Delta commit, plus the Iceberg
-//! conversion on the UniForm table) around 100, 1,000 and 10,000 files and the ratio between
-//! the two tables: a flat ratio means the conversion is incremental, not a rewrite per commit.
+//! What UniForm costs: the same work on a plain table and on a UniForm table (Iceberg metadata
+//! written after every commit), measured in the same run.
 //!
-//! Run: `cargo bench --bench uniform_commit` (`BENCH_COMMITS`, default 10000).
+//! 1. **Ingest**: `BENCH_RECORDS` (default 1,000,000) JSON records of ~250 B produced to
+//!    librdkafka's in-process mock cluster alongside a pipeline with a 1 s flush: records/s
+//!    and the ratio between the two tables.
+//! 2. **Produce → visible at a 1 s flush**: one record every 10 ms for 20 s; on the plain
+//!    table visible at its Delta commit, on the UniForm table at the Iceberg metadata file
+//!    that first holds it: p50 / p99 and the difference.
+//! 3. **Commit latency as the table grows**: sequential one-file appends from 0 to
+//!    `BENCH_COMMITS` (default 10,000) files; the mean commit latency (Delta commit, plus the
+//!    Iceberg conversion on the UniForm table) around 100, 1,000 and 10,000 files: a flat
+//!    difference means the conversion is incremental, not a rewrite per commit.
+//!
+//! Run: `cargo bench --bench uniform_commit` (`BENCH_ONLY_COMMITS=1` runs part 3 only).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
 use std::collections::HashMap;
 use std::time::Instant;
 
+use deltabus::common::units::HumanDuration;
+use deltabus::config::PipelineConfig;
+
 use deltabus::delta::actions::{Action, Add};
 use deltabus::delta::create::{infer_schema, new_table};
 use deltabus::delta::transaction::{CommitOutcome, Operation, Transaction};
 use deltabus::storage::{RetryPolicy, StorageOptions, Table};
+
+#[path = "support/mod.rs"]
+mod support;
+
+fn payload(i: usize) -> String {
+    format!(
+        r#"{{"id":{i},"user":"user-{}","country":"{}","amount":{}.25,"ok":{},"note":"{}"}}"#,
+        i % 1000,
+        ["fr", "日本", "us", "ch"][i % 4],
+        i % 997,
+        i % 2 == 0,
+        "x".repeat(150)
+    )
+}
+
+fn pipeline(brokers: &str, topic: &str, table: &str, uniform: bool) -> PipelineConfig {
+    let mut p = PipelineConfig::new(table, brokers, topic);
+    p.app_id = Some("bench".into());
+    p.create = true;
+    p.kafka.properties.insert("fetch.wait.max.ms".into(), "20".into());
+    p.flush.max_latency = HumanDuration::from_millis(1000);
+    p.flush.max_rows = 250_000;
+    if uniform {
+        p.properties.insert("delta.universalFormat.enabledFormats".into(), "iceberg".into());
+    }
+    p
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Parts 1 and 2, for one table kind: (records/s, commits, latencies in ms, sorted).
+async fn ingest(n: u64, uniform: bool) -> (f64, u64, Vec<f64>) {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t").to_string_lossy().into_owned();
+    let (seconds, commits) = support::ingest_alongside(
+        n,
+        |brokers| pipeline(brokers, "bench", &table, uniform),
+        |i| (None, payload(i as usize), (i % 4) as i32),
+    )
+    .await;
+    let mut lat = support::send_to_visible(|b, t| pipeline(b, "lat", t, uniform), payload, uniform).await;
+    lat.sort_by(f64::total_cmp);
+    (n as f64 / seconds, commits, lat)
+}
 
 fn add(i: usize) -> Action {
     Action::Add(Add {
@@ -71,6 +128,21 @@ fn mean_around(lat: &[f64], files: usize) -> f64 {
 
 #[tokio::main]
 async fn main() {
+    if std::env::var("BENCH_ONLY_COMMITS").is_err() {
+        let n: u64 = std::env::var("BENCH_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+        let (plain_rate, plain_commits, plain_lat) = ingest(n, false).await;
+        let (uni_rate, uni_commits, uni_lat) = ingest(n, true).await;
+        println!(
+            "ingest {n} records of ~250 B at a 1 s flush: plain {plain_rate:.0} records/s ({plain_commits} commits), UniForm {uni_rate:.0} records/s ({uni_commits} commits): {:.1}% of the plain throughput lost",
+            (1.0 - uni_rate / plain_rate) * 100.0
+        );
+        let (p50, p99) = (percentile(&plain_lat, 0.5), percentile(&plain_lat, 0.99));
+        let (u50, u99) = (percentile(&uni_lat, 0.5), percentile(&uni_lat, 0.99));
+        println!(
+            "produce -> visible at a 1 s flush: plain (Delta commit) p50 {p50:.0} ms, p99 {p99:.0} ms; UniForm (Iceberg metadata) p50 {u50:.0} ms, p99 {u99:.0} ms: +{:.0} ms at p99",
+            u99 - p99
+        );
+    }
     let commits: usize = std::env::var("BENCH_COMMITS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
     let uniform: HashMap<String, String> =
         [("delta.universalFormat.enabledFormats".to_string(), "iceberg".to_string())].into_iter().collect();

@@ -14,7 +14,10 @@
 //! sent its commit request, no answer yet), `coordinated.committed` (the committer's commit
 //! landed, no answer sent), `coordinated.answered` (answers sent, the control offset not
 //! committed), `push.files_written` (a push group's files written, its commit not sent),
-//! `push.committed` (a push group's commit landed, no producer answered).
+//! `push.committed` (a push group's commit landed, no producer answered),
+//! `commit.before_uniform` (a UniForm commit landed, its Iceberg metadata not written),
+//! `uniform.before_metadata` (manifests written, the metadata file not),
+//! `uniform.before_glue` (the Iceberg metadata written, the Glue pointer not moved).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -31,6 +34,7 @@ pub(crate) const POINTS: &[&str] = &[
     "commit.before_checkpoint",
     "commit.before_uniform",
     "uniform.before_metadata",
+    "uniform.before_glue",
     "checkpoint.before_last_checkpoint",
     "follow.before_registration",
     "routed.between_tables",

@@ -37,6 +37,7 @@ mod schema_race;
 mod storage;
 mod support;
 mod uniform;
+mod uniform_glue;
 mod uniform_sources;
 mod upsert;
 mod vacuum_safety;

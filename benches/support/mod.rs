@@ -1,6 +1,6 @@
 //! Shared by the Kafka benchmarks (included with `#[path]`): the producer settings, producing
 //! alongside a consuming pipeline without outrunning the mock cluster's 5 MB per partition,
-//! and timing until everything is committed.
+//! timing until everything is committed, and produce → visible latency.
 
 #![allow(dead_code)] // each benchmark uses its part
 
@@ -124,4 +124,95 @@ pub async fn ingest_alongside(
     producing.await.unwrap();
     assert_eq!(reports["bench"].rows_committed, n);
     (seconds, reports["bench"].commits)
+}
+
+/// Produce → visible latency: one record (`payload(i)`) every 10 ms for 20 s into a fresh
+/// table through `pipeline(brokers, table)` (reading topic `lat`, pipeline `lat`); for each
+/// record, the milliseconds from its send to the commit whose txn covers its offset (the
+/// `lastUpdated` of that txn), or with `iceberg` to the Iceberg metadata file that first
+/// holds that commit (its modification time: when an Iceberg reader could see the row).
+pub async fn send_to_visible(
+    pipeline: impl FnOnce(&str, &str) -> PipelineConfig,
+    payload: impl Fn(usize) -> String,
+    iceberg: bool,
+) -> Vec<f64> {
+    use deltabus::delta::actions::Action;
+    use std::sync::atomic::Ordering::Relaxed;
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic("lat", 1, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t").to_string_lossy().into_owned();
+    let metrics = Arc::new(Metrics::default());
+    let m = metrics.pipeline("lat");
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let opts = ServiceOptions {
+        pipelines: vec![pipeline(&brokers, &table).validate("lat").unwrap()],
+        storage: Default::default(),
+        metrics_addr: None,
+        shutdown_timeout: Duration::from_secs(60),
+    };
+    let service = tokio::spawn(run(opts, metrics, rx));
+    while !m.ready.load(Relaxed) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let producer = producer(&brokers);
+    let mut sent = Vec::new();
+    for i in 0..2000 {
+        let t = chrono::Utc::now().timestamp_millis();
+        let offset = producer
+            .send(FutureRecord::<(), String>::to("lat").payload(&payload(i)), Duration::from_secs(5))
+            .await
+            .unwrap()
+            .offset;
+        sent.push((offset, t));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    while m.rows_committed.get() < 2000 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = tx.send(true);
+    service.await.unwrap().unwrap();
+    let t = deltabus::storage::Table::open(&table, Default::default()).unwrap();
+    let latest = t.snapshot(None).await.unwrap().version;
+    // When each Delta version became visible to Iceberg readers: the first metadata file
+    // mirroring it or a later one.
+    let mut mirrored: Vec<(u64, i64)> = Vec::new();
+    if iceberg {
+        for e in std::fs::read_dir(dir.path().join("t/metadata")).unwrap() {
+            let path = e.unwrap().path();
+            if !path.to_string_lossy().ends_with(".metadata.json") {
+                continue;
+            }
+            let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            let current = meta["current-snapshot-id"].clone();
+            let Some(snap) = meta["snapshots"].as_array().and_then(|s| s.iter().find(|s| s["snapshot-id"] == current))
+            else {
+                continue;
+            };
+            let version: u64 = snap["summary"]["delta-version"].as_str().unwrap().parse().unwrap();
+            let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+            let ms = mtime.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+            mirrored.push((version, ms));
+        }
+    }
+    let mut visible = Vec::new();
+    for v in 1..=latest {
+        for a in t.read_commit(v).await.unwrap() {
+            if let Action::Txn(txn) = a {
+                let at = if iceberg {
+                    mirrored.iter().filter(|(m, _)| *m >= v).map(|(_, ms)| *ms).min().expect("every version mirrored")
+                } else {
+                    txn.last_updated.unwrap_or(0)
+                };
+                visible.push((txn.version, at));
+            }
+        }
+    }
+    sent.iter()
+        .map(|(offset, at)| {
+            let (_, seen) = visible.iter().find(|(v, _)| v >= offset).expect("every offset committed");
+            (seen - at) as f64
+        })
+        .collect()
 }

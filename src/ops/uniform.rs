@@ -57,7 +57,9 @@ pub(crate) async fn uniform(table: &Table, enable: bool) -> Result<Value> {
     }
     let before = table.iceberg_state().await?;
     let state = table.sync_iceberg(&snapshot).await?;
+    let glue = table.register_uniform(&snapshot, &state).await?;
     Ok(json!({
+        "glue": glue.map(|g| g.to_json()),
         "deltaVersion": state.delta_version,
         "icebergSnapshotId": state.snapshot_id,
         "metadata": format!("metadata/{}", metadata_file_name(state.metadata_version)),

@@ -296,11 +296,19 @@ impl Table {
                 }
                 None => self.snapshot(None).await?,
             };
-            self.sync_iceberg(&fresh).await
+            self.sync_iceberg(&fresh).await.map(|state| (fresh, state))
         }
         .await;
-        if let Err(e) = result {
-            tracing::warn!(error = %e, "uniform.behind: the commit stands; the next commit or `deltabus uniform` writes the Iceberg metadata");
+        match result {
+            Ok((fresh, state)) => {
+                crate::failpoint::hit("uniform.before_glue");
+                if let Err(e) = self.register_uniform(&fresh, &state).await {
+                    tracing::warn!(error = %e, "uniform.glue_behind: the commit and its Iceberg metadata stand; the next commit or `deltabus uniform` moves the Glue pointer");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "uniform.behind: the commit stands; the next commit or `deltabus uniform` writes the Iceberg metadata");
+            }
         }
     }
 

@@ -17,6 +17,7 @@ internal_mods!(faulty);
 mod files;
 internal_mods!(followers);
 internal_mods!(groups);
+mod glue;
 mod iceberg;
 mod location;
 mod log_reader;
