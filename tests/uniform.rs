@@ -11,68 +11,15 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::support::python::{compare_rows, iceberg_rows, python};
-use crate::support::{assert_clean_failure, deltabus, kernel_oracle, required, run_json, write_jsonl};
+use crate::support::python::{compare_rows, iceberg_rows};
+use crate::support::uniform::{assert_readers_agree, cat, current_metadata, metadata, python_or_skip};
+use crate::support::{assert_clean_failure, deltabus, run_json, write_jsonl};
 
 const UNIFORM: &[&str] = &["--property", "delta.universalFormat.enabledFormats=iceberg"];
 
 fn ok(out: &Output) -> Value {
     assert!(out.status.success(), "deltabus failed: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(out.stdout.split(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or(b"null")).unwrap()
-}
-
-fn cat(table: &Path, version: Option<u64>) -> Vec<u8> {
-    let mut args = vec!["cat".to_string(), table.to_str().unwrap().to_string()];
-    if let Some(v) = version {
-        args.extend(["--version".to_string(), v.to_string()]);
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = deltabus(&args);
-    assert!(out.status.success(), "cat: {}", String::from_utf8_lossy(&out.stderr));
-    out.stdout
-}
-
-/// The current metadata file, as the hint names it.
-fn current_metadata(table: &Path) -> std::path::PathBuf {
-    let hint = std::fs::read_to_string(table.join("metadata/version-hint.text")).expect("version-hint.text");
-    table.join(format!("metadata/v{}.metadata.json", hint.trim()))
-}
-
-fn metadata(table: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(current_metadata(table)).unwrap()).unwrap()
-}
-
-/// Every Iceberg reader sees what `deltabus cat` prints at the version each snapshot mirrors,
-/// for every snapshot of the current metadata.
-pub(crate) fn assert_readers_agree(py: &str, table: &Path) {
-    let meta = metadata(table);
-    let file = current_metadata(table);
-    let latest = meta["current-snapshot-id"].as_i64().unwrap();
-    for s in meta["snapshots"].as_array().unwrap() {
-        let id = s["snapshot-id"].as_i64().unwrap();
-        let version: u64 = s["summary"]["delta-version"].as_str().unwrap().parse().unwrap();
-        let want = cat(table, Some(version));
-        let got = iceberg_rows(py, &file, "pyiceberg", Some(id)).unwrap();
-        compare_rows(&want, &got).unwrap_or_else(|e| panic!("pyiceberg at snapshot {id} (Delta {version}): {e}"));
-        if id == latest {
-            let got = iceberg_rows(py, &file, "duckdb", None).unwrap();
-            compare_rows(&want, &got).unwrap_or_else(|e| panic!("duckdb at Delta {version}: {e}"));
-            // The Delta side stays readable by the reference reader (delta-rs's Python
-            // reader refuses column mapping).
-            if let Some(oracle) = kernel_oracle() {
-                let out = Command::new(oracle).arg("rows").arg(table).output().unwrap();
-                assert!(out.status.success(), "kernel-oracle: {}", String::from_utf8_lossy(&out.stderr));
-                compare_rows(&cat(table, None), &out.stdout).unwrap_or_else(|e| panic!("kernel-oracle: {e}"));
-            }
-        }
-    }
-}
-
-pub(crate) fn python_or_skip() -> Option<String> {
-    let py = python();
-    required(py.is_some(), "DELTABUS_TEST_PYTHON is not set", "scripts/setup.sh installs pyiceberg and duckdb")
-        .then_some(())?;
-    py
 }
 
 #[test]
@@ -136,7 +83,7 @@ fn uniform_turned_on_for_an_existing_table_reads_alike() {
     ok(&write_jsonl(
         &table,
         &["--partition-by", "région"],
-        "{\"id\":1,\"région\":\"é\",\"名前\":\"一\",\"s\":{\"x\":1.5,\"ü\":\"a\"}}\n{\"id\":2,\"région\":\"日本\",\"名前\":\"二\",\"s\":null}\n",
+        "{\"id\":1,\"région\":\"é\",\"名前\":\"一\",\"s\":{\"x\":1.5,\"ü\":\"a\"},\"tags\":[\"a\",null]}\n{\"id\":2,\"région\":\"日本\",\"名前\":\"二\",\"s\":null,\"tags\":[]}\n",
     ));
     ok(&write_jsonl(&table, &[], "{\"id\":3,\"région\":null,\"名前\":\"三\",\"s\":{\"x\":-2.0,\"ü\":null}}\n"));
     let out = deltabus(&["uniform", t]);
@@ -177,6 +124,47 @@ fn uniform_turned_on_for_an_existing_table_reads_alike() {
     let deleted = ok(&deltabus(&["delete", d, "--where", "id = 2"]));
     assert_eq!(deleted["mode"], "copy-on-write", "deletes rewrite files once UniForm is on");
     assert_readers_agree(&py, &dv);
+}
+
+#[test]
+fn arrays_and_maps_get_nested_field_ids_and_read_alike() {
+    let Some(py) = python_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let schema = dir.path().join("schema.json");
+    let long = "\"long\"";
+    std::fs::write(
+        &schema,
+        format!(
+            r#"{{"type":"struct","fields":[
+            {{"name":"id","type":{long},"nullable":true,"metadata":{{}}}},
+            {{"name":"tags","type":{{"type":"array","elementType":"string","containsNull":true}},"nullable":true,"metadata":{{}}}},
+            {{"name":"grid","type":{{"type":"array","elementType":{{"type":"array","elementType":{long},"containsNull":true}},"containsNull":true}},"nullable":true,"metadata":{{}}}},
+            {{"name":"attrs","type":{{"type":"map","keyType":"string","valueType":{long},"valueContainsNull":true}},"nullable":true,"metadata":{{}}}}
+            ]}}"#
+        ),
+    )
+    .unwrap();
+    let mut args = UNIFORM.to_vec();
+    args.extend(["--schema", schema.to_str().unwrap()]);
+    ok(&write_jsonl(
+        &table,
+        &args,
+        "{\"id\":1,\"tags\":[\"a\",\"ü\",null],\"grid\":[[1,2],[],null],\"attrs\":{\"größe\":3,\"n\":null}}\n{\"id\":2,\"tags\":null,\"grid\":[],\"attrs\":{}}\n",
+    ));
+    let d = run_json(&["describe", table.to_str().unwrap()]);
+    let fields = d["schema"]["fields"].as_array().unwrap();
+    let ids = |name: &str| {
+        fields.iter().find(|f| f["name"] == name).unwrap()["metadata"]["delta.columnMapping.nested.ids"].clone()
+    };
+    assert_eq!(ids("tags").as_object().unwrap().len(), 1, "{d}");
+    assert_eq!(ids("grid").as_object().unwrap().len(), 2);
+    assert_eq!(ids("attrs").as_object().unwrap().len(), 2);
+    assert_eq!(d["properties"]["delta.columnMapping.maxColumnId"], "9", "column and nested ids share the counter");
+    // A new array column mid-stream gets its ids too.
+    ok(&write_jsonl(&table, &["--merge-schema"], "{\"id\":3,\"tags\":[\"日本\"],\"more\":[1.5]}\n"));
+    assert_eq!(run_json(&["describe", table.to_str().unwrap()])["properties"]["delta.columnMapping.maxColumnId"], "11");
+    assert_readers_agree(&py, &table);
 }
 
 /// `deltabus write` with `input`, dying at crash point `point`.
@@ -261,7 +249,7 @@ fn what_iceberg_cannot_hold_is_refused_before_anything_is_written() {
         (&["delta.enableDeletionVectors=true"][..], "{\"id\":1}\n", "deletion vectors"),
         (&["delta.enableIcebergCompatV2=false"], "{\"id\":1}\n", "enableIcebergCompatV2"),
         (&["delta.columnMapping.mode=none"], "{\"id\":1}\n", "column mapping"),
-        (&[], "{\"id\":1,\"tags\":[\"a\"]}\n", "array"),
+        (&[], "{\"id\":1,\"items\":[{\"x\":1}]}\n", "struct inside an array"),
     ] {
         let table = dir.path().join(format!("t{}", needle.len()));
         let mut args = UNIFORM.to_vec();

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use crate::support::python::compare_rows;
 use crate::support::stores::emulator;
+use crate::support::uniform::python_or_skip;
 use crate::support::{assert_clean_failure, run_python};
-use crate::uniform::python_or_skip;
 
 const ENV: [(&str, &str); 4] = [
     ("AWS_ACCESS_KEY_ID", "testing"),

@@ -11,8 +11,8 @@ use deltabus::config::server::{ServerConfig, ServerTable};
 use rdkafka::mocking::MockCluster;
 
 use crate::support::kafka::{committed, pipeline, produce, run_until, runtime};
+use crate::support::uniform::{assert_readers_agree, python_or_skip};
 use crate::support::{deltabus, run_json};
-use crate::uniform::{assert_readers_agree, python_or_skip};
 
 const REGIONS: [&str; 4] = ["é", "日本", "Zürich", "north"];
 

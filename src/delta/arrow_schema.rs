@@ -62,28 +62,47 @@ pub(crate) fn arrow_schema(schema: &StructType) -> Schema {
 }
 
 /// The Arrow field written to data files for a Delta field: the physical name and, under
-/// column mapping, the Parquet field id.
+/// column mapping, the Parquet field id (and the ids of list elements and map keys and
+/// values, where icebergCompatV2 gave them).
 pub(crate) fn physical_field(f: &StructField, mode: super::schema::ColumnMappingMode) -> Field {
-    let data_type = physical_type(&f.data_type, mode);
+    let data_type = physical_type(&f.data_type, mode, f, f.physical_name(mode));
     let field = Field::new(f.physical_name(mode), data_type, f.nullable);
     match (mode, f.column_mapping_id()) {
         (super::schema::ColumnMappingMode::None, _) | (_, None) => field,
-        (_, Some(id)) => field.with_metadata(
-            [("PARQUET:field_id".to_string(), id.to_string())].into_iter().collect::<std::collections::HashMap<_, _>>(),
-        ),
+        (_, Some(id)) => with_field_id(field, Some(id)),
     }
 }
 
-fn physical_type(t: &DataType, mode: super::schema::ColumnMappingMode) -> ArrowType {
+fn with_field_id(field: Field, id: Option<i64>) -> Field {
+    match id {
+        Some(id) => field.with_metadata(
+            [("PARQUET:field_id".to_string(), id.to_string())].into_iter().collect::<std::collections::HashMap<_, _>>(),
+        ),
+        None => field,
+    }
+}
+
+/// `owner` is the nearest struct field, holding the nested ids below `id_path`.
+fn physical_type(t: &DataType, mode: super::schema::ColumnMappingMode, owner: &StructField, id_path: &str) -> ArrowType {
+    let id = |p: &str| match mode {
+        super::schema::ColumnMappingMode::None => None,
+        _ => super::iceberg::nested::nested_id(owner, p),
+    };
     match t {
         DataType::Struct(s) => ArrowType::Struct(s.fields.iter().map(|f| physical_field(f, mode)).collect()),
         DataType::Array(a) => {
-            ArrowType::List(Arc::new(Field::new("element", physical_type(&a.element_type, mode), a.contains_null)))
+            let e = format!("{id_path}.element");
+            let element = Field::new("element", physical_type(&a.element_type, mode, owner, &e), a.contains_null);
+            ArrowType::List(Arc::new(with_field_id(element, id(&e))))
         }
         DataType::Map(m) => {
+            let (k, v) = (format!("{id_path}.key"), format!("{id_path}.value"));
             let entries = Fields::from(vec![
-                Field::new("key", physical_type(&m.key_type, mode), false),
-                Field::new("value", physical_type(&m.value_type, mode), m.value_contains_null),
+                with_field_id(Field::new("key", physical_type(&m.key_type, mode, owner, &k), false), id(&k)),
+                with_field_id(
+                    Field::new("value", physical_type(&m.value_type, mode, owner, &v), m.value_contains_null),
+                    id(&v),
+                ),
             ]);
             ArrowType::Map(Arc::new(Field::new("key_value", ArrowType::Struct(entries), false)), false)
         }

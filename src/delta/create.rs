@@ -333,7 +333,14 @@ pub(crate) fn new_table(
         configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
     }
     if iceberg_compat(properties) {
-        crate::delta::iceberg::schema::check_convertible(&schema, partition_columns, ColumnMappingMode::Name)?;
+        let mode = match properties.get("delta.columnMapping.mode").map(String::as_str) {
+            Some("id") => ColumnMappingMode::Id,
+            _ => ColumnMappingMode::Name,
+        };
+        let mut next = configuration.get("delta.columnMapping.maxColumnId").and_then(|v| v.parse().ok()).unwrap_or(0);
+        crate::delta::iceberg::nested::assign_nested_ids(&mut schema.fields, mode, &mut next);
+        configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
+        crate::delta::iceberg::schema::check_convertible(&schema, partition_columns, mode)?;
     }
     let metadata = Metadata {
         id: uuid::Uuid::new_v4().to_string(),
@@ -426,6 +433,10 @@ pub(crate) fn evolved_metadata(current: &Metadata, mode: ColumnMappingMode, sche
         let recorded = configuration.get("delta.columnMapping.maxColumnId").and_then(|v| v.parse::<i64>().ok());
         let mut next = recorded.unwrap_or(0).max(max_column_id(&existing.fields));
         map_new_fields(&existing.fields, &mut schema.fields, &mut next);
+        if configuration.get("delta.enableIcebergCompatV2").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+            next = next.max(crate::delta::iceberg::nested::max_nested_id(&existing.fields));
+            crate::delta::iceberg::nested::assign_nested_ids(&mut schema.fields, mode, &mut next);
+        }
         configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
     }
     Metadata { schema_string: schema.to_json(), configuration, ..current.clone() }
@@ -468,6 +479,8 @@ fn strip_column_mapping(fields: &mut [StructField]) {
     for f in fields {
         f.metadata.remove(CM_ID);
         f.metadata.remove(CM_PHYSICAL_NAME);
+        f.metadata.remove(crate::delta::iceberg::nested::NESTED_IDS);
+        f.metadata.remove("parquet.field.nested.ids");
         if let DataType::Struct(s) = &mut f.data_type {
             strip_column_mapping(&mut s.fields);
         }

@@ -242,10 +242,19 @@ pub(crate) fn check_writable(p: &Protocol, metadata: &super::actions::Metadata) 
     let compat = metadata.configuration.get("delta.enableIcebergCompatV2").is_some_and(|v| v.eq_ignore_ascii_case("true"));
     if compat {
         let parsed = super::schema::StructType::parse(schema)?;
-        if parsed.contains(&|t| matches!(t, super::schema::DataType::Array(_) | super::schema::DataType::Map(_))) {
-            return Err(Error::unsupported(
-                "the table is icebergCompatV2 with array or map columns, whose nested field ids deltabus does not write",
-            ));
+        let mode = match metadata.configuration.get("delta.columnMapping.mode").map(String::as_str) {
+            Some("id") => super::schema::ColumnMappingMode::Id,
+            _ => super::schema::ColumnMappingMode::Name,
+        };
+        if let Some(c) = super::iceberg::nested::struct_in_collection(&parsed.fields, "") {
+            return Err(Error::unsupported(format!(
+                "the table is icebergCompatV2 with a struct inside an array or a map (column {c:?}), which deltabus does not write"
+            )));
+        }
+        if let Some(c) = super::iceberg::nested::missing_nested_id(&parsed.fields, mode, "") {
+            return Err(Error::unsupported(format!(
+                "the table is icebergCompatV2 and column {c:?} has an array or map element without a field id (delta.columnMapping.nested.ids)"
+            )));
         }
     }
     if in_use("delta.invariants") {

@@ -10,6 +10,7 @@ pub mod processes;
 pub mod python;
 pub mod stores;
 pub mod tables;
+pub mod uniform;
 
 pub use kafka::*;
 pub use processes::*;

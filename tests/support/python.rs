@@ -46,6 +46,11 @@ import json, sys, datetime, decimal, glob, os, sysconfig
 meta, reader = sys.argv[1], sys.argv[2]
 snap = int(sys.argv[3]) if len(sys.argv) > 3 else None
 def norm(v):
+    if isinstance(v, list):
+        # Maps (pyarrow: a list of (key, value) tuples) as `deltabus cat` prints them.
+        if v and all(isinstance(e, tuple) and len(e) == 2 for e in v):
+            return [{"key": norm(a), "value": norm(b)} for a, b in v]
+        return [norm(e) for e in v]
     if isinstance(v, dict):
         return {k: norm(x) for k, x in v.items()}
     if isinstance(v, (bytes, bytearray)):
@@ -74,7 +79,13 @@ else:
     q = "SELECT * FROM iceberg_scan(?" + (", snapshot_from_id = " + str(snap) if snap is not None else "") + ")"
     cur = con.execute(q, [meta])
     cols = [d[0] for d in cur.description]
+    types = [str(d[1]) for d in cur.description]
     rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+    # DuckDB gives maps as dicts: as (key, value) pairs, like pyarrow.
+    for row in rows:
+        for c, t in zip(cols, types):
+            if t.startswith("MAP(") and isinstance(row[c], dict):
+                row[c] = [(k, x) for k, x in row[c].items()]
 for row in rows:
     print(json.dumps(norm(row), ensure_ascii=False))
 "#;

@@ -54,6 +54,13 @@ pub(crate) fn enable_uniform(snapshot: &Snapshot) -> Result<Option<(Protocol, Me
         configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
         mode = ColumnMappingMode::Name;
     }
+    let mut next = configuration
+        .get("delta.columnMapping.maxColumnId")
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(0)
+        .max(super::schema::max_field_id(&schema));
+    super::nested::assign_nested_ids(&mut schema.fields, mode, &mut next);
+    configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
     super::schema::check_convertible(&schema, &snapshot.metadata.partition_columns, mode)?;
     configuration.retain(|k, _| {
         !k.eq_ignore_ascii_case("delta.universalFormat.enabledFormats")

@@ -4,13 +4,15 @@
 //! deltabus writes under column mapping are the ones Iceberg readers resolve. Types map as
 //! `byte`/`short`/`integer` → `int`, `long`, `float`, `double`, `decimal(p, s)`, `string`,
 //! `binary`, `boolean`, `date`, `timestamp` → `timestamptz`, `timestamp_ntz` → `timestamp`,
-//! structs with their fields; other types (arrays and maps without nested ids, variant, void)
-//! are refused with the column that has them. Partition columns become identity partition
+//! structs with their fields, arrays as lists and maps as maps (element, key and value ids from
+//! [`super::nested`]); other types (structs inside arrays or maps, variant, void) are refused
+//! with the column that has them. Partition columns become identity partition
 //! fields with ids from 1000.
 
 use serde_json::{json, Value};
 
-use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
+use super::nested::{max_nested_id, nested_id};
+use crate::delta::schema::{ColumnMappingMode, DataType, PrimitiveType, StructField, StructType};
 use crate::error::{Error, Result};
 
 /// The first partition field id, as Iceberg numbers them.
@@ -57,9 +59,16 @@ fn field_id(f: &StructField, path: &str) -> Result<i32> {
     i32::try_from(id).map_err(|_| refuse(path, "a field id above 2^31"))
 }
 
-/// The Iceberg type of a Delta type (`path` names the column in errors).
-fn iceberg_type(t: &DataType, path: &str) -> Result<Value> {
+/// The Iceberg type of a Delta type (`path` names the column in errors); `owner` is the
+/// nearest struct field, holding the ids of elements, keys and values below `id_path`.
+fn iceberg_type(t: &DataType, path: &str, owner: &StructField, id_path: &str) -> Result<Value> {
     use PrimitiveType as P;
+    let nested = |p: &str| {
+        let id = nested_id(owner, p).ok_or_else(|| {
+            Error::unsupported(format!("column {path:?} has no field id for {p} (delta.columnMapping.nested.ids)"))
+        })?;
+        i32::try_from(id).map_err(|_| refuse(path, "a field id above 2^31"))
+    };
     Ok(match t {
         DataType::Primitive(p) => json!(match p {
             P::Byte | P::Short | P::Integer => "int".to_string(),
@@ -75,9 +84,28 @@ fn iceberg_type(t: &DataType, path: &str) -> Result<Value> {
             P::TimestampNtz => "timestamp".into(),
             P::Void => return Err(refuse(path, "the void type")),
         }),
-        DataType::Struct(s) => struct_type(&s.fields, path)?,
-        DataType::Array(_) => return Err(refuse(path, "an array")),
-        DataType::Map(_) => return Err(refuse(path, "a map")),
+        DataType::Struct(s) if id_path == owner.physical_name(ColumnMappingMode::Name) => struct_type(&s.fields, path)?,
+        DataType::Struct(_) => return Err(refuse(path, "a struct inside an array or a map")),
+        DataType::Array(a) => {
+            let e = format!("{id_path}.element");
+            json!({
+                "type": "list",
+                "element-id": nested(&e)?,
+                "element": iceberg_type(&a.element_type, path, owner, &e)?,
+                "element-required": !a.contains_null,
+            })
+        }
+        DataType::Map(m) => {
+            let (k, v) = (format!("{id_path}.key"), format!("{id_path}.value"));
+            json!({
+                "type": "map",
+                "key-id": nested(&k)?,
+                "key": iceberg_type(&m.key_type, path, owner, &k)?,
+                "value-id": nested(&v)?,
+                "value": iceberg_type(&m.value_type, path, owner, &v)?,
+                "value-required": !m.value_contains_null,
+            })
+        }
         DataType::Variant => return Err(refuse(path, "the variant type")),
     })
 }
@@ -90,7 +118,7 @@ fn struct_type(fields: &[StructField], prefix: &str) -> Result<Value> {
             "id": field_id(f, &path)?,
             "name": f.name,
             "required": !f.nullable,
-            "type": iceberg_type(&f.data_type, &path)?,
+            "type": iceberg_type(&f.data_type, &path, f, f.physical_name(ColumnMappingMode::Name))?,
         }));
     }
     Ok(json!({"type": "struct", "fields": out}))
@@ -121,7 +149,7 @@ pub(crate) fn max_field_id(schema: &StructType) -> i64 {
             .max()
             .unwrap_or(0)
     }
-    walk(&schema.fields)
+    walk(&schema.fields).max(max_nested_id(&schema.fields))
 }
 
 /// The Iceberg name mapping (`schema.name-mapping.default`) of a schema: each field id with
@@ -139,12 +167,37 @@ pub(crate) fn name_mapping(schema: &StructType, mode: crate::delta::schema::Colu
                     names.push(f.name.clone());
                 }
                 let mut entry = json!({"field-id": id, "names": names});
-                if let DataType::Struct(s) = &f.data_type {
-                    entry["fields"] = json!(walk(&s.fields, mode));
+                match &f.data_type {
+                    DataType::Struct(s) => entry["fields"] = json!(walk(&s.fields, mode)),
+                    t => {
+                        let inner = collection(f, t, f.physical_name(mode));
+                        if !inner.is_empty() {
+                            entry["fields"] = json!(inner);
+                        }
+                    }
                 }
                 Some(entry)
             })
             .collect()
+    }
+    /// The entries of the elements, keys and values below `id_path` (named as Parquet
+    /// names them: `element`, `key`, `value`).
+    fn collection(owner: &StructField, t: &DataType, id_path: &str) -> Vec<Value> {
+        let entry = |name: &str, inner: &DataType| {
+            let p = format!("{id_path}.{name}");
+            let id = nested_id(owner, &p)?;
+            let mut e = json!({"field-id": id, "names": [name]});
+            let below = collection(owner, inner, &p);
+            if !below.is_empty() {
+                e["fields"] = json!(below);
+            }
+            Some(e)
+        };
+        match t {
+            DataType::Array(a) => entry("element", &a.element_type).into_iter().collect(),
+            DataType::Map(m) => [entry("key", &m.key_type), entry("value", &m.value_type)].into_iter().flatten().collect(),
+            _ => Vec::new(),
+        }
     }
     json!(walk(&schema.fields, mode))
 }
@@ -206,6 +259,9 @@ pub(crate) fn check_convertible(
     partition_columns: &[String],
     mode: crate::delta::schema::ColumnMappingMode,
 ) -> Result<()> {
+    if let Some(c) = super::nested::struct_in_collection(&schema.fields, "") {
+        return Err(refuse(&c, "a struct inside an array or a map"));
+    }
     iceberg_schema(schema, 0)?;
     partition_fields(schema, partition_columns, mode)?;
     Ok(())
