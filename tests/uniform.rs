@@ -167,6 +167,36 @@ fn arrays_and_maps_get_nested_field_ids_and_read_alike() {
     assert_readers_agree(&py, &table);
 }
 
+#[test]
+fn vacuum_keeps_the_iceberg_metadata_and_deletes_its_orphans() {
+    let Some(py) = python_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let t = table.to_str().unwrap();
+    ok(&write_jsonl(&table, UNIFORM, "{\"id\":1}\n"));
+    for i in 2..5 {
+        ok(&write_jsonl(&table, &[], &format!("{{\"id\":{i}}}\n")));
+    }
+    ok(&deltabus(&["compact", t]));
+    // A manifest no snapshot lists (a conversion that lost its put), and everything old.
+    std::fs::write(table.join("metadata/lost-m.avro"), b"x").unwrap();
+    let ten_days_ago = format!("@{}", chrono::Utc::now().timestamp() - 10 * 86_400);
+    for e in std::fs::read_dir(table.join("metadata")).unwrap() {
+        let path = e.unwrap().path();
+        assert!(Command::new("touch").arg("-d").arg(&ten_days_ago).arg(&path).status().unwrap().success());
+    }
+    let before = std::fs::read_dir(table.join("metadata")).unwrap().count();
+    let report = ok(&deltabus(&["vacuum", t, "--retention-hours", "0", "--force"]));
+    assert!(!table.join("metadata/lost-m.avro").exists(), "the orphan goes: {report}");
+    let after = std::fs::read_dir(table.join("metadata")).unwrap().count();
+    assert_eq!(after, before - 1, "only the orphan went");
+    // The current snapshot still opens (earlier ones name files the zero retention removed).
+    for reader in ["pyiceberg", "duckdb"] {
+        let got = iceberg_rows(&py, &current_metadata(&table), reader, None).unwrap();
+        compare_rows(&cat(&table, None), &got).unwrap_or_else(|e| panic!("{reader} after vacuum: {e}"));
+    }
+}
+
 /// `deltabus write` with `input`, dying at crash point `point`.
 fn crashing_write(table: &Path, point: &str, input: &str) -> Output {
     write_with_env(table, ("DELTABUS_CRASH_AT", point), input)

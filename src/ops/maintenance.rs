@@ -156,6 +156,15 @@ pub(crate) async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<Mainte
     } else {
         let files: Vec<(String, u64, i64)> =
             table.list_files("").await?.into_iter().map(|f| (f.path, f.size, f.modified_ms)).collect();
+        // A UniForm table's Iceberg metadata: what it references stays.
+        let iceberg: Vec<String> = files
+            .iter()
+            .filter(|(p, _, _)| p.starts_with(&format!("{}/", crate::delta::iceberg::METADATA_DIR)))
+            .map(|(p, _, _)| p.clone())
+            .collect();
+        if !iceberg.is_empty() && iceberg.iter().any(|p| p.ends_with(crate::delta::iceberg::VERSION_HINT) || p.ends_with(".metadata.json")) {
+            keep.extend(table.iceberg_referenced(&iceberg).await);
+        }
         // Paths some version named (removed since): the retention applies. Any other file may
         // belong to a write in flight: the floor applies too.
         let mut named: HashSet<String> = HashSet::new();

@@ -84,7 +84,7 @@ impl Table {
         }
     }
 
-    async fn get_required(&self, url: &str) -> Result<bytes::Bytes> {
+    pub(super) async fn get_required(&self, url: &str) -> Result<bytes::Bytes> {
         let path = self.iceberg_object(url)?;
         self.get_opt(&path)
             .await?

@@ -19,6 +19,7 @@ internal_mods!(followers);
 internal_mods!(groups);
 mod glue;
 mod iceberg;
+mod iceberg_files;
 mod location;
 mod log_reader;
 internal_mods!(retrying);
