@@ -197,6 +197,31 @@ fn vacuum_keeps_the_iceberg_metadata_and_deletes_its_orphans() {
     }
 }
 
+#[test]
+fn manifests_are_merged_past_sixty_four_and_the_rows_stay() {
+    let Some(py) = python_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    ok(&write_jsonl(&table, UNIFORM, "{\"id\":0}\n"));
+    for i in 1..80 {
+        ok(&write_jsonl(&table, &[], &format!("{{\"id\":{i}}}\n")));
+    }
+    let meta = metadata(&table);
+    let current = meta["current-snapshot-id"].clone();
+    let snap = meta["snapshots"].as_array().unwrap().iter().find(|s| s["snapshot-id"] == current).unwrap().clone();
+    assert_eq!(snap["summary"]["total-data-files"], "80", "{snap}");
+    for reader in ["pyiceberg", "duckdb"] {
+        let got = iceberg_rows(&py, &current_metadata(&table), reader, None).unwrap();
+        compare_rows(&cat(&table, None), &got).unwrap_or_else(|e| panic!("{reader}: {e}"));
+    }
+    // Every manifest the current snapshot lists, and no more than the merge allows.
+    let script = "import sys\nfrom pyiceberg.table import StaticTable\nt = StaticTable.from_metadata(sys.argv[1])\nprint(len(t.current_snapshot().manifests(t.io)))\n";
+    let out = crate::support::run_python(&py, script, &[current_metadata(&table).as_os_str()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let manifests: usize = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert!(manifests <= 64, "{manifests} manifests");
+}
+
 /// `deltabus write` with `input`, dying at crash point `point`.
 fn crashing_write(table: &Path, point: &str, input: &str) -> Output {
     write_with_env(table, ("DELTABUS_CRASH_AT", point), input)

@@ -3,8 +3,8 @@
 //! One conversion turns the Delta commits after the last converted version into one Iceberg
 //! snapshot: their adds become a new manifest, manifests holding removed files are rewritten
 //! (the removed entries marked deleted, the rest existing), untouched manifests are carried
-//! over, and small manifests are merged once a snapshot lists more than
-//! [`MAX_MANIFESTS`]. A full conversion (every live file) happens only when there is no
+//! over, and the smallest half of the manifests are merged once a snapshot lists more than
+//! [`MAX_MANIFESTS`] (size-tiered: a conversion costs the same however large the table). A full conversion (every live file) happens only when there is no
 //! Iceberg metadata yet or the commits after it are gone from the log.
 //!
 //! Order of writes: manifests and the manifest list (new, unique names), then
@@ -384,10 +384,22 @@ impl Table {
         Ok((out, operation, added, deleted))
     }
 
-    /// Merges the manifests with fewer than [`MANIFEST_ENTRIES`] live files into one.
-    async fn merge_small(&self, manifests: Vec<ManifestFile>, ctx: &Ctx<'_>) -> Result<Vec<ManifestFile>> {
-        let (small, mut keep): (Vec<_>, Vec<_>) =
-            manifests.into_iter().partition(|m| m.live_files() < MANIFEST_ENTRIES as i64);
+    /// Merges the smallest half of the manifests (those with fewer than [`MANIFEST_ENTRIES`]
+    /// live files) into one: size-tiered, so an entry is rewritten about log(files) times
+    /// over the table's life rather than at every merge, and a conversion costs the same at
+    /// 100 files and at 10,000.
+    async fn merge_small(&self, mut manifests: Vec<ManifestFile>, ctx: &Ctx<'_>) -> Result<Vec<ManifestFile>> {
+        manifests.sort_by_key(ManifestFile::live_files);
+        let take = manifests
+            .iter()
+            .take(MAX_MANIFESTS / 2)
+            .take_while(|m| m.live_files() < MANIFEST_ENTRIES as i64)
+            .count();
+        if take < 2 {
+            return Ok(manifests);
+        }
+        let mut keep = manifests.split_off(take);
+        let small = manifests;
         let mut merged = Vec::new();
         for m in &small {
             for e in avro::read_manifest(&self.get_required(&m.path).await?)? {
