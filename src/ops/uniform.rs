@@ -57,7 +57,7 @@ pub(crate) async fn uniform(table: &Table, enable: bool) -> Result<Value> {
     }
     let before = table.iceberg_state().await?;
     let state = table.sync_iceberg(&snapshot).await?;
-    let glue = table.register_uniform(&snapshot, &state).await?;
+    let glue = table.register_uniform(&crate::storage::UniformVersion::of(&snapshot), &state).await?;
     Ok(json!({
         "glue": glue.map(|g| g.to_json()),
         "deltaVersion": state.delta_version,

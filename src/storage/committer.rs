@@ -256,7 +256,7 @@ impl Table {
         crate::failpoint::hit("commit.before_checkpoint");
         self.maybe_checkpoint(snapshot, version).await;
         crate::failpoint::hit("commit.before_uniform");
-        self.maybe_uniform(snapshot, txn).await;
+        self.maybe_uniform(snapshot, txn, version).await;
         CommitOutcome::Committed { version }
     }
 
@@ -274,41 +274,34 @@ impl Table {
     }
 
     /// On a UniForm table, the Iceberg metadata of the new version. A failure never fails the
-    /// commit: it is logged, and the next commit or `deltabus uniform` catches up.
-    async fn maybe_uniform(&self, snapshot: Option<&Snapshot>, txn: &Transaction) {
-        let configuration = txn
+    /// commit: it is logged, and the next commit or `deltabus uniform` catches up. The
+    /// conversion reads the commits since the last converted one, not the table's state: the
+    /// metadata is the commit's own or the one it was planned on (a metadata change by
+    /// another writer would have been a conflict).
+    async fn maybe_uniform(&self, snapshot: Option<&Snapshot>, txn: &Transaction, version: u64) {
+        let metadata = txn
             .actions
             .iter()
             .find_map(|a| match a {
-                Action::Metadata(m) => Some(&m.configuration),
+                Action::Metadata(m) => Some(m),
                 _ => None,
             })
-            .or(snapshot.map(|s| &s.metadata.configuration));
-        if !configuration.is_some_and(crate::delta::iceberg::enabled) {
-            return;
-        }
+            .or(snapshot.map(|s| &s.metadata));
+        let Some(metadata) = metadata.filter(|m| crate::delta::iceberg::enabled(&m.configuration)) else { return };
         let result = async {
-            let fresh = match snapshot {
-                Some(s) => {
-                    let mut s = s.clone();
-                    self.update_snapshot(&mut s).await?;
-                    s
-                }
-                None => self.snapshot(None).await?,
-            };
-            self.sync_iceberg(&fresh).await.map(|state| (fresh, state))
+            let schema = crate::delta::schema::StructType::parse(&metadata.schema_string)?;
+            let mode = crate::delta::properties::TableProperties::from_config(&metadata.configuration).column_mapping_mode;
+            let at = super::iceberg::DeltaVersion { version, metadata, schema: &schema, mode, snapshot: None };
+            let state = self.sync_iceberg_at(&at).await?;
+            crate::failpoint::hit("uniform.before_glue");
+            if let Err(e) = self.register_uniform(&at, &state).await {
+                tracing::warn!(error = %e, "uniform.glue_behind: the commit and its Iceberg metadata stand; the next commit or `deltabus uniform` moves the Glue pointer");
+            }
+            Ok::<_, crate::error::Error>(())
         }
         .await;
-        match result {
-            Ok((fresh, state)) => {
-                crate::failpoint::hit("uniform.before_glue");
-                if let Err(e) = self.register_uniform(&fresh, &state).await {
-                    tracing::warn!(error = %e, "uniform.glue_behind: the commit and its Iceberg metadata stand; the next commit or `deltabus uniform` moves the Glue pointer");
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "uniform.behind: the commit stands; the next commit or `deltabus uniform` writes the Iceberg metadata");
-            }
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "uniform.behind: the commit stands; the next commit or `deltabus uniform` writes the Iceberg metadata");
         }
     }
 

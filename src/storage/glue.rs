@@ -170,11 +170,11 @@ impl Table {
     /// As [`Table::register_glue`].
     pub(crate) async fn register_uniform(
         &self,
-        snapshot: &crate::delta::snapshot::Snapshot,
+        at: &super::iceberg::DeltaVersion<'_>,
         state: &IcebergState,
     ) -> Result<Option<Registered>> {
-        let schema = crate::delta::iceberg::schema::iceberg_schema(&snapshot.schema, 0)?;
-        self.register_glue(&snapshot.metadata.configuration, state, &schema).await
+        let schema = crate::delta::iceberg::schema::iceberg_schema(at.schema, 0)?;
+        self.register_glue(&at.metadata.configuration, state, &schema).await
     }
 
     /// Registers the converted state in Glue, or moves the Glue pointer to it, when the

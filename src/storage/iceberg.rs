@@ -47,6 +47,25 @@ pub(crate) struct IcebergState {
     pub delta_version: u64,
 }
 
+/// What a conversion needs of a Delta version: its number, metadata and schema, and the
+/// snapshot itself when the caller has it (a full conversion reads it otherwise), so that the
+/// committer converts a commit without copying the table's state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DeltaVersion<'a> {
+    pub version: u64,
+    pub metadata: &'a crate::delta::actions::Metadata,
+    pub schema: &'a crate::delta::schema::StructType,
+    pub mode: crate::delta::schema::ColumnMappingMode,
+    pub snapshot: Option<&'a Snapshot>,
+}
+
+impl<'a> DeltaVersion<'a> {
+    /// The version a snapshot is at.
+    pub(crate) fn of(s: &'a Snapshot) -> Self {
+        DeltaVersion { version: s.version, metadata: &s.metadata, schema: &s.schema, mode: s.column_mapping(), snapshot: Some(s) }
+    }
+}
+
 /// The Delta changes after a converted version: removed paths and the adds that are live at
 /// the end, both as decoded paths relative to the root.
 struct Changes {
@@ -182,13 +201,21 @@ impl Table {
     /// [`Error::Unsupported`] for a table Iceberg cannot describe (see
     /// [`crate::delta::iceberg::schema`]); storage errors; [`Error::InvalidLog`] for
     /// unreadable Iceberg metadata.
-    #[tracing::instrument(name = "uniform", level = "debug", skip_all, fields(table = %self.url(), version = snapshot.version))]
     pub(crate) async fn sync_iceberg(&self, snapshot: &Snapshot) -> Result<IcebergState> {
-        let mode = snapshot.column_mapping();
-        let spec = partition_fields(&snapshot.schema, &snapshot.metadata.partition_columns, mode)?;
+        self.sync_iceberg_at(&DeltaVersion::of(snapshot)).await
+    }
+
+    /// [`Table::sync_iceberg`] for a version described by `snapshot`.
+    ///
+    /// # Errors
+    /// As [`Table::sync_iceberg`].
+    #[tracing::instrument(name = "uniform", level = "debug", skip_all, fields(table = %self.url(), version = snapshot.version))]
+    pub(crate) async fn sync_iceberg_at(&self, snapshot: &DeltaVersion<'_>) -> Result<IcebergState> {
+        let mode = snapshot.mode;
+        let spec = partition_fields(snapshot.schema, &snapshot.metadata.partition_columns, mode)?;
         let spec_json = partition_spec(&spec);
-        let last_column_id = max_field_id(&snapshot.schema);
-        let mapping = name_mapping(&snapshot.schema, mode).to_string();
+        let last_column_id = max_field_id(snapshot.schema);
+        let mapping = name_mapping(snapshot.schema, mode).to_string();
         let mut last_error = String::new();
         for attempt in 0..5u32 {
             if attempt > 0 {
@@ -202,7 +229,7 @@ impl Table {
                     metadata::new_metadata(
                         &snapshot.metadata.id,
                         self.url().trim_end_matches('/'),
-                        iceberg_schema(&snapshot.schema, 0)?,
+                        iceberg_schema(snapshot.schema, 0)?,
                         last_column_id,
                         spec_json.clone(),
                         now,
@@ -218,7 +245,7 @@ impl Table {
             if meta["partition-specs"][0]["fields"] != spec_json["fields"] {
                 return Err(Error::unsupported("the table's partition columns differ from its Iceberg partition spec"));
             }
-            metadata::set_schema(&mut meta, iceberg_schema(&snapshot.schema, 0)?, last_column_id);
+            metadata::set_schema(&mut meta, iceberg_schema(snapshot.schema, 0)?, last_column_id);
             meta["properties"]["schema.name-mapping.default"] = Value::String(mapping.clone());
             let schema_id = meta["current-schema-id"].clone();
             let schema = meta["schemas"]
@@ -310,7 +337,15 @@ impl Table {
     }
 
     /// Every live file, in fresh manifests.
-    async fn full(&self, snapshot: &Snapshot, ctx: &Ctx<'_>, replacing: bool) -> Result<(Vec<ManifestFile>, &'static str, (i64, i64), (i64, i64))> {
+    async fn full(&self, version: &DeltaVersion<'_>, ctx: &Ctx<'_>, replacing: bool) -> Result<(Vec<ManifestFile>, &'static str, (i64, i64), (i64, i64))> {
+        let loaded;
+        let snapshot = match version.snapshot.filter(|s| s.version == version.version) {
+            Some(s) => s,
+            None => {
+                loaded = self.snapshot(Some(version.version)).await?;
+                &loaded
+            }
+        };
         let mut entries = Vec::new();
         for add in snapshot.files() {
             let (_, rel) = self.data_path(&add.path)?;
@@ -328,7 +363,7 @@ impl Table {
     /// The previous snapshot's manifests with `changes` applied.
     async fn incremental(
         &self,
-        snapshot: &Snapshot,
+        snapshot: &DeltaVersion<'_>,
         current: &metadata::Current,
         changes: Changes,
         ctx: &Ctx<'_>,
@@ -365,7 +400,7 @@ impl Table {
         }
         let mut added_entries = Vec::with_capacity(changes.added.len());
         for (rel, add) in &changes.added {
-            let file = data_file(add, self.url(), rel, &snapshot.schema, snapshot.column_mapping(), ctx.spec)?;
+            let file = data_file(add, self.url(), rel, snapshot.schema, snapshot.mode, ctx.spec)?;
             added_entries.push(Entry { status: ADDED, snapshot_id: ctx.snapshot_id, sequence_number: ctx.sequence, file_sequence_number: ctx.sequence, file });
         }
         let added = (added_entries.len() as i64, added_entries.iter().map(|e| e.file.record_count).sum());

@@ -38,6 +38,7 @@ pub(crate) use exactly_once::{commit_exactly_once, Landed, Plan, PlanFn, Planned
 pub use files::{ListedFile, COPY_PART};
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) use location::{StorageOptions, Table};
+pub(crate) use iceberg::DeltaVersion as UniformVersion;
 pub(crate) use log_reader::CommitRecord;
 pub(crate) use retrying::requests as store_requests;
 pub(crate) use staged::StagedCommit;
