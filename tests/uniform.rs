@@ -222,6 +222,30 @@ fn manifests_are_merged_past_sixty_four_and_the_rows_stay() {
     assert!(manifests <= 64, "{manifests} manifests");
 }
 
+#[test]
+fn a_generated_partition_column_is_an_identity_partition() {
+    let Some(py) = python_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let schema = dir.path().join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"ts","type":"timestamp","nullable":true,"metadata":{}}]}"#,
+    )
+    .unwrap();
+    let mut args = UNIFORM.to_vec();
+    args.extend(["--schema", schema.to_str().unwrap(), "--partition-by", "date(ts)"]);
+    ok(&write_jsonl(
+        &table,
+        &args,
+        "{\"id\":1,\"ts\":\"2026-01-02T03:04:05Z\"}\n{\"id\":2,\"ts\":\"2026-02-02T00:00:00Z\"}\n",
+    ));
+    let spec = &metadata(&table)["partition-specs"][0]["fields"];
+    assert_eq!(spec.as_array().unwrap().len(), 1, "{spec}");
+    assert_eq!((spec[0]["name"].as_str(), spec[0]["transform"].as_str()), (Some("ts_date"), Some("identity")));
+    assert_readers_agree(&py, &table);
+}
+
 /// `deltabus write` with `input`, dying at crash point `point`.
 fn crashing_write(table: &Path, point: &str, input: &str) -> Output {
     write_with_env(table, ("DELTABUS_CRASH_AT", point), input)

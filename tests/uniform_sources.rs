@@ -2,7 +2,8 @@
 //! extension against `deltabus cat` at every converted snapshot: a partitioned table ingested
 //! from Kafka over many flushes (Unicode partition values), a keyed upsert pipeline (replaced
 //! rows are rewritten: icebergCompatV2 forbids deletion vectors), a coordinated-commit table,
-//! and push ingest over HTTP.
+//! push ingest over HTTP, and a follower and a mirror into UniForm tables (the mirror carries
+//! a new source column over without losing the target's column mapping).
 
 use std::time::Duration;
 
@@ -216,4 +217,48 @@ async fn push_ingest_into_a_uniform_table_is_read_alike() {
     })
     .await
     .unwrap();
+}
+
+#[test]
+fn a_follower_and_a_mirror_into_uniform_tables_are_read_alike() {
+    let Some(py) = python_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (source, follow, mirror) = (dir.path().join("s"), dir.path().join("f"), dir.path().join("m"));
+    let s = source.to_str().unwrap();
+    for i in 1..4 {
+        crate::support::write_jsonl(&source, &[], &format!("{{\"id\":{i},\"名前\":\"é{i}\"}}\n"));
+    }
+    let uniform = ["--property", "delta.universalFormat.enabledFormats=iceberg"];
+    crate::support::write_jsonl(&follow, &uniform, "{\"id\":0,\"名前\":\"own\"}\n");
+    crate::support::write_jsonl(&mirror, &uniform, "{\"id\":0,\"名前\":\"own\"}\n");
+    let once = |target: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["follow", s, "--into", target.to_str().unwrap(), "--once"];
+        args.extend(extra);
+        let out = deltabus(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    let mirror_args = ["--follower-id", "m", "--mirror", "--key-columns", "id"];
+    once(&follow, &["--follower-id", "f"]);
+    once(&mirror, &mirror_args);
+    // A new source column, an update and a delete.
+    crate::support::write_jsonl(&source, &["--merge-schema"], "{\"id\":4,\"名前\":\"é4\",\"größe\":1.5}\n");
+    assert!(deltabus(&["delete", s, "--where", "id = 2"]).status.success());
+    once(&follow, &["--follower-id", "f"]);
+    once(&mirror, &mirror_args);
+    for target in [&follow, &mirror] {
+        let d = run_json(&["describe", target.to_str().unwrap()]);
+        assert_eq!(d["iceberg"]["behind"], 0, "{d}");
+        for f in d["schema"]["fields"].as_array().unwrap() {
+            assert!(f["metadata"]["delta.columnMapping.physicalName"].is_string(), "column mapping kept: {f}");
+        }
+        assert_readers_agree(&py, target);
+    }
+    let out = deltabus(&["cat", mirror.to_str().unwrap()]);
+    let mut ids: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_i64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [0, 1, 3, 4], "the target's own row stays readable, the deleted one goes");
+    no_deletion_vectors(mirror.to_str().unwrap());
 }

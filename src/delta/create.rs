@@ -442,6 +442,30 @@ pub(crate) fn evolved_metadata(current: &Metadata, mode: ColumnMappingMode, sche
     Metadata { schema_string: schema.to_json(), configuration, ..current.clone() }
 }
 
+/// `incoming` (another table's schema, a mirror's source) with the column mapping of the
+/// fields `current` already has (id, physical name, nested ids; by name, inside structs too),
+/// ready for [`evolved_metadata`]: the columns a table holds keep the names its files use,
+/// new ones get fresh ids there.
+pub(crate) fn with_current_mapping(current: &StructType, incoming: &StructType) -> StructType {
+    fn carry(existing: &[StructField], fields: &mut [StructField]) {
+        for f in fields {
+            let Some(e) = existing.iter().find(|e| e.name == f.name) else { continue };
+            for key in [CM_ID, CM_PHYSICAL_NAME, crate::delta::iceberg::nested::NESTED_IDS, "parquet.field.nested.ids"] {
+                match e.metadata.get(key) {
+                    Some(v) => f.metadata.insert(key.into(), v.clone()),
+                    None => f.metadata.remove(key),
+                };
+            }
+            if let (DataType::Struct(old), DataType::Struct(new)) = (&e.data_type, &mut f.data_type) {
+                carry(&old.fields, &mut new.fields);
+            }
+        }
+    }
+    let mut out = incoming.clone();
+    carry(&current.fields, &mut out.fields);
+    out
+}
+
 /// The largest column-mapping id among `fields` and their nested fields.
 fn max_column_id(fields: &[StructField]) -> i64 {
     fields

@@ -27,7 +27,8 @@ use super::ChangeSink;
 use crate::decode::keyed::keys_of_batch;
 use crate::delta::actions::{Action, Metadata};
 use crate::delta::app_id::TxnAppId;
-use crate::delta::create::new_table;
+use crate::delta::create::{evolved_metadata, new_table, with_current_mapping};
+use crate::delta::schema::ColumnMappingMode;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
@@ -139,7 +140,14 @@ impl MirrorSink {
                 target.metadata.partition_columns
             )));
         }
-        let metadata = Metadata { schema_string: source.metadata.schema_string.clone(), ..target.metadata.clone() };
+        // A column-mapped target keeps its columns' ids and physical names (its files use
+        // them); the source's new columns get fresh ones.
+        let metadata = match target.column_mapping() {
+            ColumnMappingMode::None => {
+                Metadata { schema_string: source.metadata.schema_string.clone(), ..target.metadata.clone() }
+            }
+            mode => evolved_metadata(&target.metadata, mode, with_current_mapping(&target.schema, &source.schema)),
+        };
         tracing::info!(target = self.target.url(), "mirror: carrying the source's schema over");
         Ok(Transaction::new(Operation::ChangeColumn, vec![Action::Metadata(metadata)])
             .with_parameter("queryId", self.app_id.to_string()))
@@ -210,7 +218,8 @@ impl Planner for Merge<'_> {
         if m.app_id.version_in(target).is_some_and(|v| v >= version) {
             return Ok(Plan::Nothing(0));
         }
-        if target.metadata.schema_string != self.source.metadata.schema_string {
+        // The source's schema, with the column mapping the target keeps for its columns.
+        if with_current_mapping(&target.schema, &self.source.schema) != target.schema {
             return Ok(Plan::step(m.evolve(target, self.source)?, Vec::new()));
         }
         let (parts, applied) = m.changes_as_batch(self.source, self.changes)?;
