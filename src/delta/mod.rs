@@ -9,7 +9,8 @@
 //! - [`properties`]: typed table properties with Spark's defaults.
 //! - [`json_schema`]: a registry's JSON Schema as a Delta schema.
 //! - [`json_values`]: how a JSON value lands in a column (exactly, or refused by field).
-//! - [`create`]: new-table metadata and protocol, schema inference from JSON, schema merging.
+//! - [`create`]: new-table metadata and protocol, schema inference from JSON.
+//! - [`evolve`]: schema merging and the metadata of an evolved (column-mapped) table.
 //! - [`features`]: protocol validation and the reader-feature check.
 //! - [`commit_plan`]: what a commit carries besides its actions (append-only, in-commit
 //!   timestamps, row ids), decided before it is written.
@@ -37,6 +38,7 @@ internal_mods!(commit_plan);
 internal_mods!(conflict);
 internal_mods!(create);
 internal_mods!(dv);
+internal_mods!(evolve);
 internal_mods!(features);
 internal_mods!(followers);
 internal_mods!(generated);

@@ -1,0 +1,215 @@
+//! Schema changes of an existing table: additive merges of incoming schemas (JSON records,
+//! another table's rows), and the metadata of the evolved table, where a column-mapped table
+//! gives new fields fresh ids and physical names and keeps those of the fields it has.
+
+use super::create::{assign_column_mapping, check_column_names};
+use crate::delta::actions::Metadata;
+use crate::delta::schema::{ColumnMappingMode, DataType, StructField, StructType, CM_ID, CM_PHYSICAL_NAME};
+use crate::error::Result;
+
+/// The table's metadata with its schema evolved to `schema` (its current schema with columns
+/// added, at the top level or inside structs). On a column-mapped table (name or id mode)
+/// every added field, nested ones included, gets a fresh `delta.columnMapping.id` above the
+/// table's `delta.columnMapping.maxColumnId` and a fresh physical name (whatever ids or names
+/// it carried from elsewhere, such as another table's schema), and the maximum is raised;
+/// fields the table already has keep theirs, so data already written reads as before.
+pub(crate) fn evolved_metadata(current: &Metadata, mode: ColumnMappingMode, schema: StructType) -> Metadata {
+    let mut schema = schema;
+    let mut configuration = current.configuration.clone();
+    if mode != ColumnMappingMode::None {
+        let existing = StructType::parse(&current.schema_string).unwrap_or_default();
+        let recorded = configuration.get("delta.columnMapping.maxColumnId").and_then(|v| v.parse::<i64>().ok());
+        let mut next = recorded.unwrap_or(0).max(max_column_id(&existing.fields));
+        map_new_fields(&existing.fields, &mut schema.fields, &mut next);
+        if configuration.get("delta.enableIcebergCompatV2").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+            next = next.max(crate::delta::iceberg::nested::max_nested_id(&existing.fields));
+            crate::delta::iceberg::nested::assign_nested_ids(&mut schema.fields, mode, &mut next);
+        }
+        configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
+    }
+    Metadata { schema_string: schema.to_json(), configuration, ..current.clone() }
+}
+
+/// `incoming` (another table's schema, a mirror's source) with the column mapping of the
+/// fields `current` already has (id, physical name, nested ids; by name, inside structs too),
+/// ready for [`evolved_metadata`]: the columns a table holds keep the names its files use,
+/// new ones get fresh ids there.
+pub(crate) fn with_current_mapping(current: &StructType, incoming: &StructType) -> StructType {
+    fn carry(existing: &[StructField], fields: &mut [StructField]) {
+        for f in fields {
+            let Some(e) = existing.iter().find(|e| e.name == f.name) else { continue };
+            for key in [CM_ID, CM_PHYSICAL_NAME, crate::delta::iceberg::nested::NESTED_IDS, "parquet.field.nested.ids"] {
+                match e.metadata.get(key) {
+                    Some(v) => f.metadata.insert(key.into(), v.clone()),
+                    None => f.metadata.remove(key),
+                };
+            }
+            if let (DataType::Struct(old), DataType::Struct(new)) = (&e.data_type, &mut f.data_type) {
+                carry(&old.fields, &mut new.fields);
+            }
+        }
+    }
+    let mut out = incoming.clone();
+    carry(&current.fields, &mut out.fields);
+    out
+}
+
+/// The largest column-mapping id among `fields` and their nested fields.
+fn max_column_id(fields: &[StructField]) -> i64 {
+    fields
+        .iter()
+        .map(|f| {
+            let inner = match &f.data_type {
+                DataType::Struct(s) => max_column_id(&s.fields),
+                _ => 0,
+            };
+            f.column_mapping_id().unwrap_or(0).max(inner)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Fresh ids and physical names for the fields of `fields` that `existing` does not have
+/// (recursively inside structs both have).
+fn map_new_fields(existing: &[StructField], fields: &mut [StructField], next: &mut i64) {
+    for f in fields {
+        match existing.iter().find(|e| e.name == f.name) {
+            Some(e) => {
+                if let (DataType::Struct(old), DataType::Struct(new)) = (&e.data_type, &mut f.data_type) {
+                    map_new_fields(&old.fields, &mut new.fields, next);
+                }
+            }
+            None => {
+                strip_column_mapping(std::slice::from_mut(f));
+                assign_column_mapping(std::slice::from_mut(f), next);
+            }
+        }
+    }
+}
+
+fn strip_column_mapping(fields: &mut [StructField]) {
+    for f in fields {
+        f.metadata.remove(CM_ID);
+        f.metadata.remove(CM_PHYSICAL_NAME);
+        f.metadata.remove(crate::delta::iceberg::nested::NESTED_IDS);
+        f.metadata.remove("parquet.field.nested.ids");
+        if let DataType::Struct(s) = &mut f.data_type {
+            strip_column_mapping(&mut s.fields);
+        }
+    }
+}
+
+/// Adds the fields of `incoming` missing from `current` (as nullable columns), at the top
+/// level and inside structs both have. Returns `None` when nothing is new.
+///
+/// Existing columns keep their table type: JSON inference cannot tell a map from a struct or a
+/// timestamp from a string, so whether a value fits is left to the decoder, which reports the
+/// line and column of a value that does not.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a new column whose name needs column mapping.
+pub(crate) fn merge_schema(current: &StructType, incoming: &StructType) -> Result<Option<StructType>> {
+    let mut merged = current.clone();
+    let mut changed = false;
+    for f in &incoming.fields {
+        match merged.fields.iter_mut().find(|c| c.name.eq_ignore_ascii_case(&f.name)) {
+            None => {
+                check_column_names(&StructType::new(vec![f.clone()]), false)?;
+                let mut nf = f.clone();
+                nf.nullable = true;
+                merged.fields.push(nf);
+                changed = true;
+            }
+            Some(c) => {
+                if let (DataType::Struct(have), DataType::Struct(new)) = (&c.data_type, &f.data_type) {
+                    if let Some(inner) = merge_schema(have, new)? {
+                        c.data_type = DataType::Struct(Box::new(inner));
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    Ok(changed.then_some(merged))
+}
+
+/// The dotted paths of the fields `merged` has and `current` does not (nested ones too).
+pub(crate) fn added_fields(current: &StructType, merged: &StructType) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in &merged.fields {
+        match current.fields.iter().find(|c| c.name == f.name) {
+            None => out.push(f.name.clone()),
+            Some(c) => {
+                if let (DataType::Struct(have), DataType::Struct(new)) = (&c.data_type, &f.data_type) {
+                    out.extend(added_fields(have, new).into_iter().map(|p| format!("{}.{p}", f.name)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The schema a copy of another table's rows needs: `current` with the columns `incoming` adds
+/// (top level or inside structs, made nullable), `None` when `incoming` fits as it is. Only
+/// additive changes are expressible in a copy that already holds rows: a column whose type
+/// changed, or a required column the incoming rows no longer have, is refused (the message
+/// names the column and both types).
+///
+/// # Errors
+/// The refusal's reason.
+pub(crate) fn add_columns(current: &StructType, incoming: &StructType) -> std::result::Result<Option<StructType>, String> {
+    add_fields(current, incoming, "")
+}
+
+fn add_fields(
+    current: &StructType,
+    incoming: &StructType,
+    prefix: &str,
+) -> std::result::Result<Option<StructType>, String> {
+    let mut merged = current.clone();
+    let mut changed = false;
+    let path = |name: &str| if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") };
+    for f in &incoming.fields {
+        match merged.fields.iter_mut().find(|c| c.name == f.name) {
+            None => {
+                if let Some(c) = current.fields.iter().find(|c| c.name.eq_ignore_ascii_case(&f.name)) {
+                    return Err(format!("column {:?} differs from {:?} only in case", path(&f.name), path(&c.name)));
+                }
+                let mut nf = f.clone();
+                nf.nullable = true;
+                merged.fields.push(nf);
+                changed = true;
+            }
+            Some(c) if c.data_type == f.data_type => {}
+            Some(c) => match (&c.data_type, &f.data_type) {
+                (DataType::Struct(a), DataType::Struct(b)) => {
+                    if let Some(inner) = add_fields(a, b, &path(&f.name))? {
+                        c.data_type = DataType::Struct(Box::new(inner));
+                        changed = true;
+                    }
+                }
+                (a, b) => {
+                    return Err(format!(
+                        "column {:?} changed type from {} to {}",
+                        path(&f.name),
+                        type_text(a),
+                        type_text(b)
+                    ))
+                }
+            },
+        }
+    }
+    for c in &current.fields {
+        if !c.nullable && !incoming.fields.iter().any(|f| f.name == c.name) {
+            return Err(format!("required column {:?} is no longer in the rows", path(&c.name)));
+        }
+    }
+    Ok(changed.then_some(merged))
+}
+
+fn type_text(t: &DataType) -> String {
+    match t {
+        DataType::Primitive(p) => p.to_string(),
+        other => serde_json::to_string(other).unwrap_or_else(|_| "a nested type".into()),
+    }
+}
