@@ -195,11 +195,13 @@ impl Table {
         let location = self.url().trim_end_matches('/').to_string();
         let metadata_location = format!("{location}/metadata/{}", metadata_file_name(state.metadata_version));
         let mut moved = false;
+        let mut settled = false;
         for _ in 0..8 {
             let Some(current) = glue.get_table(&target, &target.table).await? else {
                 let input = iceberg_table_input(&target.table, &location, &metadata_location, None, iceberg_schema);
                 if glue.create_table(&target, &input).await? {
                     moved = true;
+                    settled = true;
                     break;
                 }
                 continue;
@@ -219,7 +221,8 @@ impl Table {
                 )));
             }
             if metadata_number(there).is_some_and(|n| n >= state.metadata_version) {
-                break;
+                settled = true;
+                    break;
             }
             let input =
                 iceberg_table_input(&target.table, &location, &metadata_location, Some(there).filter(|p| !p.is_empty()), iceberg_schema);
@@ -231,12 +234,19 @@ impl Table {
             match glue.call("UpdateTable", &body).await? {
                 Ok(_) => {
                     moved = true;
+                    settled = true;
                     break;
                 }
                 // Another writer moved it first: read again.
                 Err(e) if e.kind == "ConcurrentModificationException" => continue,
                 Err(e) => return Err(glue_failed(format!("UpdateTable {}.{}: {}: {}", target.database, target.table, e.kind, e.message))),
             }
+        }
+        if !settled {
+            return Err(glue_failed(format!(
+                "{}.{}: other writers kept moving the pointer; the next commit or `deltabus uniform` tries again",
+                target.database, target.table
+            )));
         }
         if let Some(name) = &target.delta_table {
             if glue.get_table(&target, name).await?.is_none() {
