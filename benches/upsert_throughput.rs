@@ -1,21 +1,25 @@
-//! Keyed ingestion (upserts) against a 10-million-row table, with plain appends of the same
-//! records as the baseline in the same run.
+//! Keyed ingestion (upserts) against tables of 1, 10 and 50 million rows, with plain appends of
+//! the same records as the baseline in the same run.
 //!
-//! The base table (10,000,000 rows: `id` 0..10M, user, country, amount, note; ~100 B per row
-//! as JSON; deletion vectors enabled; 10 commits) is generated once under
-//! `target/bench-data/upsert/` and copied for each run. Then `BENCH_RECORDS` (default
-//! 1,000,000) keyed records — 10% updates of random existing ids, 90% new ids — are produced to
-//! librdkafka's in-process mock cluster (4 partitions, by key) while the pipeline consumes and
-//! commits every 250,000 records:
+//! Each base table (`id` 0..N, user, country, amount, note; ~100 B per row as JSON; deletion
+//! vectors enabled; 10 commits) is generated once under `target/bench-data/upsert/`, its key
+//! index built (timed: the rebuild figure), and copied for each run. Then `BENCH_RECORDS`
+//! (default 1,000,000) keyed records — 10% updates of random existing ids, 90% new ids — are
+//! produced to librdkafka's in-process mock cluster (4 partitions, by key) while the pipeline
+//! consumes and commits every 250,000 records:
 //!
 //! 1. **upsert**: `[upsert] key_columns = ["id"]`: each flush finds the rows of the batch's keys
-//!    (files pruned by `id` min/max), marks them deleted with deletion vectors and appends the
-//!    new rows, in one `MERGE` commit.
+//!    in the key index, marks them deleted with deletion vectors and appends the new rows, in
+//!    one `MERGE` commit.
 //! 2. **append** (baseline): the same records appended, no keys.
 //!
-//! Prints records/s, commits, and the ratio; then checks the upserted table's row count.
+//! Prints records/s, commits and the ratio per size, the index's size on disk per key, the
+//! peak RSS of each run, the ratio at the largest size against the smallest; then checks the
+//! upserted table's row count.
 //!
-//! Run: `cargo bench --bench upsert_throughput` (`BENCH_RECORDS=N` to change the count).
+//! Run: `cargo bench --bench upsert_throughput` (`BENCH_RECORDS=N` to change the count,
+//! `BENCH_SIZES=1000000,10000000` for other table sizes, `BENCH_INDEX_MEMORY=2GiB` for the
+//! index's budget).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
@@ -30,7 +34,30 @@ use deltabus::storage::{StorageOptions, Table};
 #[path = "support/mod.rs"]
 mod support;
 
-const BASE_ROWS: u64 = 10_000_000;
+fn sizes() -> Vec<u64> {
+    std::env::var("BENCH_SIZES")
+        .unwrap_or_else(|_| "1000000,10000000,50000000".into())
+        .split(',')
+        .map(|s| s.trim().parse().expect("BENCH_SIZES: row counts"))
+        .collect()
+}
+
+fn index_memory() -> deltabus::common::units::ByteSize {
+    std::env::var("BENCH_INDEX_MEMORY").unwrap_or_else(|_| "2GiB".into()).parse().expect("BENCH_INDEX_MEMORY")
+}
+
+/// Peak RSS since the last reset, in MiB; resets it (Linux `clear_refs` 5).
+fn peak_rss_mib_and_reset() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    kb / 1024.0
+}
 
 fn records() -> u64 {
     std::env::var("BENCH_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000)
@@ -45,38 +72,52 @@ fn row(id: u64, version: u64) -> String {
     )
 }
 
-async fn base_table(dir: &Path) -> PathBuf {
-    let base = dir.join("base");
+async fn base_table(dir: &Path, rows: u64) -> PathBuf {
+    let base = dir.join(format!("base-{rows}"));
     let table = Table::open_for_write(base.to_str().unwrap(), StorageOptions::default()).unwrap();
-    if table.latest_version().await.ok() == Some(9) {
+    if table.latest_version().await.ok() == Some(9) && base.join("_deltabus/key_index").is_dir() {
         return base;
     }
     let _ = std::fs::remove_dir_all(&base);
     let table = Table::open_for_write(base.to_str().unwrap(), StorageOptions::default()).unwrap();
     let t0 = Instant::now();
     for chunk in 0..10 {
-        let text: String = (chunk * BASE_ROWS / 10..(chunk + 1) * BASE_ROWS / 10).map(|i| row(i, 0) + "\n").collect();
+        let text: String = (chunk * rows / 10..(chunk + 1) * rows / 10).map(|i| row(i, 0) + "\n").collect();
         let mut opts = WriteOptions::default();
         opts.properties.insert("delta.enableDeletionVectors".into(), "true".into());
         write_json_lines(&table, text.as_bytes(), &opts).await.unwrap();
     }
-    println!("generated the 10,000,000-row base table in {:.1} s", t0.elapsed().as_secs_f64());
+    println!("generated the {rows}-row base table in {:.1} s", t0.elapsed().as_secs_f64());
+    // The key index, built from the table as a keyed pipeline's first flush would.
+    let t0 = Instant::now();
+    let snapshot = table.snapshot(None).await.unwrap();
+    let stats = table.build_key_index(&snapshot, &["id".to_string()], index_memory().get()).await.unwrap();
+    println!(
+        "built the key index of {rows} rows from the table in {:.2} s ({} files read)",
+        t0.elapsed().as_secs_f64(),
+        stats.files_from_data
+    );
     base
 }
 
-/// The id of record `i`: every tenth updates a random existing row, the rest are new.
-fn id_of(i: u64) -> u64 {
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |d| d.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum())
+}
+
+/// The id of record `i` over a `base`-row table: every tenth updates a random existing row,
+/// the rest are new.
+fn id_of(i: u64, base: u64) -> u64 {
     if i % 10 == 0 {
         let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D;
         x ^= x >> 29;
-        x % BASE_ROWS
+        x % base
     } else {
-        BASE_ROWS + i
+        base + i
     }
 }
 
 /// Seconds from the first record consumed to the last commit, and the commits.
-async fn ingest(table: &str, keyed: bool, n: u64) -> (f64, u64) {
+async fn ingest(table: &str, keyed: bool, n: u64, base: u64) -> (f64, u64) {
     let pipeline = |brokers: &str| {
         let mut p = PipelineConfig::new(table, brokers, "bench");
         p.app_id = Some("bench".into());
@@ -88,12 +129,13 @@ async fn ingest(table: &str, keyed: bool, n: u64) -> (f64, u64) {
                 key_columns: vec!["id".into()],
                 format: deltabus::config::UpsertFormat::Plain,
                 op_field: None,
+                index_memory: index_memory(),
             });
         }
         p
     };
-    support::ingest_alongside(n, pipeline, |i| {
-        let id = id_of(i);
+    support::ingest_alongside(n, pipeline, move |i| {
+        let id = id_of(i, base);
         (Some(id.to_string()), row(id, 1), (id % 4) as i32)
     })
     .await
@@ -127,23 +169,45 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let n = records();
+    println!("key index budget (upsert.index_memory): {}", index_memory());
+    let mut ratios = Vec::new();
     rt.block_on(async {
-        let base = base_table(&dir).await;
-        let updates = (0..n).filter(|i| i % 10 == 0).map(id_of).collect::<std::collections::HashSet<_>>().len();
-        println!("{n} keyed records: {updates} distinct existing ids updated, {} new ids", n - n.div_ceil(10));
-        let work = dir.join("work");
-        copy_table(&base, &work);
-        let (append_s, append_commits) = ingest(work.to_str().unwrap(), false, n).await;
-        println!("append (baseline): {append_s:.2} s = {:.0} records/s, {append_commits} commits", n as f64 / append_s);
-        copy_table(&base, &work);
-        let (upsert_s, upsert_commits) = ingest(work.to_str().unwrap(), true, n).await;
-        println!(
-            "upsert (10% updates over {BASE_ROWS} rows): {upsert_s:.2} s = {:.0} records/s, {upsert_commits} commits",
-            n as f64 / upsert_s
-        );
-        println!("upsert takes {:.2}x the time of appending the same records", upsert_s / append_s);
-        let rows = live_rows(work.to_str().unwrap()).await;
-        assert_eq!(rows, BASE_ROWS + n - n.div_ceil(10), "live rows after the upserts");
-        println!("live rows after the upserts: {rows} (as expected)");
+        for base_rows in sizes() {
+            let base = base_table(&dir, base_rows).await;
+            let updates =
+                (0..n).filter(|i| i % 10 == 0).map(|i| id_of(i, base_rows)).collect::<std::collections::HashSet<_>>();
+            println!(
+                "\n== {base_rows} rows; {n} keyed records: {} distinct existing ids updated, {} new ids",
+                updates.len(),
+                n - n.div_ceil(10)
+            );
+            let index = dir_bytes(&base.join("_deltabus/key_index"));
+            println!("key index on disk: {:.1} MiB, {:.1} bytes a key", index as f64 / 1048576.0, index as f64 / base_rows as f64);
+            let work = dir.join("work");
+            copy_table(&base, &work);
+            peak_rss_mib_and_reset();
+            let (append_s, append_commits) = ingest(work.to_str().unwrap(), false, n, base_rows).await;
+            let append_rss = peak_rss_mib_and_reset();
+            println!(
+                "append (baseline): {append_s:.2} s = {:.0} records/s, {append_commits} commits, peak RSS {append_rss:.0} MiB",
+                n as f64 / append_s
+            );
+            copy_table(&base, &work);
+            peak_rss_mib_and_reset();
+            let (upsert_s, upsert_commits) = ingest(work.to_str().unwrap(), true, n, base_rows).await;
+            let upsert_rss = peak_rss_mib_and_reset();
+            println!(
+                "upsert (10% updates over {base_rows} rows): {upsert_s:.2} s = {:.0} records/s, {upsert_commits} commits, peak RSS {upsert_rss:.0} MiB",
+                n as f64 / upsert_s
+            );
+            println!("upsert takes {:.2}x the time of appending the same records at {base_rows} rows", upsert_s / append_s);
+            ratios.push((base_rows, upsert_s / append_s));
+            let rows = live_rows(work.to_str().unwrap()).await;
+            assert_eq!(rows, base_rows + n - n.div_ceil(10), "live rows after the upserts");
+            println!("live rows after the upserts: {rows} (as expected)");
+        }
     });
+    if let (Some((small, first)), Some((large, last))) = (ratios.first(), ratios.last()) {
+        println!("\nupsert/append ratio at {large} rows over the ratio at {small} rows: {:.2}", last / first);
+    }
 }

@@ -184,7 +184,12 @@ fn run_script(py: &str, script: &str) -> String {
 
 /// Keyed ingestion by the `id` column, in `format` (`plain` or `debezium`).
 fn upsert_by_id(format: &str) -> deltabus::config::UpsertConfig {
-    deltabus::config::UpsertConfig { key_columns: vec!["id".into()], format: format.parse().unwrap(), op_field: None }
+    deltabus::config::UpsertConfig {
+        key_columns: vec!["id".into()],
+        format: format.parse().unwrap(),
+        op_field: None,
+        index_memory: deltabus::config::DEFAULT_INDEX_MEMORY,
+    }
 }
 
 /// Bytes from hex text.

@@ -284,6 +284,7 @@ fn a_moved_partition_is_dropped_not_duplicated_and_an_aborted_flush_commits_noth
             dead: Arc::new(DeadLetterSink::Discard),
             target_file_size: None,
             key_columns: None,
+            key_index_memory: deltabus::config::DEFAULT_INDEX_MEMORY.get(),
             snapshot: None,
             coordinator: None,
         };

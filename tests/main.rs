@@ -22,6 +22,7 @@ mod hostile;
 mod ingest;
 mod ingest_process;
 mod kafka;
+mod key_index;
 mod layout;
 mod maintenance;
 mod mirror;

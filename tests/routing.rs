@@ -118,6 +118,7 @@ fn topic_routing_and_envelope_settings_are_checked() {
         key_columns: vec!["id".into()],
         format: deltabus::config::UpsertFormat::Debezium,
         op_field: None,
+        index_memory: deltabus::config::DEFAULT_INDEX_MEMORY,
     });
     let e = p.validate("p").unwrap_err().to_string();
     assert!(e.contains("upsert.format") && e.contains("protobuf"), "{e}");

@@ -85,6 +85,7 @@ fn kafka_ingest_and_keyed_upserts_into_uniform_tables() {
             key_columns: vec!["id".into()],
             format: Default::default(),
             op_field: None,
+            index_memory: deltabus::config::DEFAULT_INDEX_MEMORY,
         });
         k.flush.max_rows = 100;
         let first: Vec<_> = (0..100).map(|i| (i % 2, None, Some(format!(r#"{{"id":{i},"v":"a{i}"}}"#)))).collect();

@@ -46,6 +46,7 @@ fn debezium_changes_and_tombstones_replace_rows_by_key() {
             key_columns: vec!["id".into()],
             format: deltabus::config::UpsertFormat::Debezium,
             op_field: None,
+            index_memory: deltabus::config::DEFAULT_INDEX_MEMORY,
         });
         let rec = |id: i64, payload: Option<String>| ((id % 2) as i32, Some(format!("{{\"id\":{id}}}")), payload);
         let creates: Vec<_> = (0..100).map(|id| rec(id, Some(debezium("c", id, "v1")))).collect();
@@ -124,6 +125,7 @@ fn plain_payloads_with_an_op_field() {
             key_columns: vec!["id".into()],
             format: deltabus::config::UpsertFormat::Plain,
             op_field: Some("op".into()),
+            index_memory: deltabus::config::DEFAULT_INDEX_MEMORY,
         });
         let row =
             |id: i64, name: &str, op: &str| (0, None, Some(format!(r#"{{"id":{id},"name":"{name}","op":"{op}"}}"#)));
@@ -280,6 +282,7 @@ fn keyed_changes_on_a_change_data_table_carry_update_images() {
             key_columns: vec!["id".into()],
             format: deltabus::config::UpsertFormat::Plain,
             op_field: None,
+            index_memory: deltabus::config::DEFAULT_INDEX_MEMORY,
         });
         let row = |id: i64, name: &str| (0, Some(id.to_string()), Some(format!(r#"{{"id":{id},"name":"{name}"}}"#)));
         produce(&brokers, "kv", &(0..10).map(|i| row(i, "a")).collect::<Vec<_>>()).await;

@@ -155,6 +155,7 @@ impl IngestArgs {
                     .parse()
                     .map_err(|e| Error::InvalidArgument(format!("--upsert-format {e}")))?,
                 op_field: self.upsert_op_field.clone(),
+                index_memory: crate::config::DEFAULT_INDEX_MEMORY,
             });
         }
         // Metrics and logs name the pipeline by its app id; errors name the flags.

@@ -29,7 +29,7 @@ pub mod sources;
 
 pub use pipeline::{
     DeltaPipeline, KafkaPipeline, PayloadFormat, Pipeline, PipelineConfig, PipelineSource, ResolvedCompaction,
-    ResolvedKafka, ResolvedPipeline, Route, StartPosition, Topics, UpsertConfig, UpsertFormat,
+    ResolvedKafka, ResolvedPipeline, Route, StartPosition, Topics, UpsertConfig, UpsertFormat, DEFAULT_INDEX_MEMORY,
 };
 
 /// The embedded defaults file.

@@ -16,7 +16,7 @@ pub use super::resolved::{
     DeltaPipeline, KafkaPipeline, PayloadFormat, Pipeline, PipelineSource, ResolvedCompaction, ResolvedKafka,
     ResolvedPipeline, Route, StartPosition, Topics,
 };
-pub use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig, UpsertFormat};
+pub use super::sources::{DeltaSourceConfig, ResolvedDeltaSource, UpsertConfig, UpsertFormat, DEFAULT_INDEX_MEMORY};
 
 /// One pipeline.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -420,11 +420,20 @@ mod tests {
     #[test]
     fn upsert_settings_are_checked() {
         let mut c = minimal();
-        c.upsert =
-            Some(UpsertConfig { key_columns: vec!["id".into()], format: UpsertFormat::Debezium, op_field: None });
+        c.upsert = Some(UpsertConfig {
+            key_columns: vec!["id".into()],
+            format: UpsertFormat::Debezium,
+            op_field: None,
+            index_memory: crate::config::DEFAULT_INDEX_MEMORY,
+        });
         assert_eq!(c.validate("p").unwrap().upsert.unwrap().key_columns, vec!["id".to_string()]);
         assert_eq!("avro".parse::<UpsertFormat>().unwrap_err(), "\"avro\": plain or debezium");
-        c.upsert = Some(UpsertConfig { key_columns: vec![], format: UpsertFormat::Plain, op_field: None });
+        c.upsert = Some(UpsertConfig {
+            key_columns: vec![],
+            format: UpsertFormat::Plain,
+            op_field: None,
+            index_memory: crate::config::DEFAULT_INDEX_MEMORY,
+        });
         assert!(c.validate("p").unwrap_err().to_string().contains("upsert.key_columns"));
     }
 

@@ -94,6 +94,17 @@ pub struct UpsertConfig {
     /// key (the column is part of the table like any other).
     #[serde(default)]
     pub op_field: Option<String>,
+    /// Memory the table's key index may keep resident (buckets beyond it are evicted and read
+    /// again from their sidecar files when a flush needs them): about 24 bytes a key.
+    #[serde(default = "default_index_memory")]
+    pub index_memory: ByteSize,
+}
+
+/// The default of `upsert.index_memory`.
+pub const DEFAULT_INDEX_MEMORY: ByteSize = ByteSize::mib(512);
+
+fn default_index_memory() -> ByteSize {
+    DEFAULT_INDEX_MEMORY
 }
 
 /// What a keyed record's payload is (`upsert.format`).

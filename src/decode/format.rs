@@ -79,7 +79,7 @@ mod tests {
         }
         if keyed {
             p.upsert =
-                Some(UpsertConfig { key_columns: vec!["id".into()], format: UpsertFormat::Plain, op_field: None });
+                Some(UpsertConfig { key_columns: vec!["id".into()], format: UpsertFormat::Plain, op_field: None, index_memory: crate::config::DEFAULT_INDEX_MEMORY });
         }
         match p.validate("p").unwrap_or_else(|e| panic!("{format}: {e}")).kind() {
             Pipeline::Kafka(k) => k,

@@ -11,6 +11,7 @@
 //! - [`json_values`]: how a JSON value lands in a column (exactly, or refused by field).
 //! - [`create`]: new-table metadata and protocol, schema inference from JSON.
 //! - [`evolve`]: schema merging and the metadata of an evolved (column-mapped) table.
+//! - [`key_index`]: key → (file, row) of keyed tables, its sidecar format and memory bound.
 //! - [`features`]: protocol validation and the reader-feature check.
 //! - [`commit_plan`]: what a commit carries besides its actions (append-only, in-commit
 //!   timestamps, row ids), decided before it is written.
@@ -47,6 +48,7 @@ internal_mods!(iceberg);
 internal_mods!(json_schema);
 internal_mods!(json_text);
 internal_mods!(json_values);
+internal_mods!(key_index);
 internal_mods!(last_checkpoint);
 internal_mods!(log_segment);
 internal_mods!(parquet_footer);

@@ -39,6 +39,8 @@ pub(crate) struct Flusher {
     pub target_file_size: Option<u64>,
     /// Keyed ingestion: the key columns.
     pub key_columns: Option<Vec<String>>,
+    /// Keyed ingestion: the resident bytes the key index may keep (`upsert.index_memory`).
+    pub key_index_memory: u64,
     /// The table as this flusher last read it (refreshed at the start of every attempt).
     pub snapshot: Option<Snapshot>,
     /// Coordinated commits: the table's committer commits the flush.
@@ -63,6 +65,8 @@ pub(crate) struct FlushResult {
     pub parquet_bytes: u64,
     /// The abort flag was set before the commit: nothing was committed.
     pub aborted: bool,
+    /// Keyed flushes: the key index's figures after the last plan.
+    pub key_index: Option<crate::storage::IndexStats>,
 }
 
 impl FlushResult {
@@ -70,6 +74,9 @@ impl FlushResult {
     pub(crate) fn count(&self, m: &crate::metrics::PipelineMetrics) {
         m.rows_dropped.inc_by(self.rows_dropped);
         m.conflicts.inc_by(self.conflicts);
+        if let Some(s) = self.key_index {
+            m.key_index(s);
+        }
         if !self.committed.is_empty() {
             m.commits.inc_by(1);
             m.rows_committed.inc_by(self.rows);
@@ -127,12 +134,12 @@ impl Flusher {
     }
 
     /// Writes the files and builds the transaction (without txns): (transaction, files
-    /// written, rows, files, bytes).
+    /// written, rows, files, bytes, the key index's figures).
     async fn plan(
         &self,
         snapshot: &Snapshot,
         parts: &BTreeMap<i32, PartitionBatch>,
-    ) -> Result<(Transaction, Vec<String>, u64, usize, i64)> {
+    ) -> Result<(Transaction, Vec<String>, u64, usize, i64, Option<crate::storage::IndexStats>)> {
         let mut config = WriterConfig::for_snapshot(snapshot);
         if let Some(t) = self.target_file_size {
             config.target_file_size = t;
@@ -152,15 +159,17 @@ impl Flusher {
                     .with_metric("numOutputRows", rows)
                     .with_metric("numOutputBytes", bytes)
                     .with_metric("numRemovedFiles", 0);
-                (txn, written, rows, files, bytes)
+                (txn, written, rows, files, bytes, None)
             }
             Some(keys) => {
-                let p = crate::write::upsert::plan(&self.table, snapshot, keys, parts, config).await?;
+                let p =
+                    crate::write::upsert::plan(&self.table, snapshot, keys, parts, config, self.key_index_memory)
+                        .await?;
                 // Keyed: every change counts (upserts and deletes), not only the rows written.
                 let changes = parts.values().map(|b| b.rows).sum::<u64>();
-                let (files, bytes) = (p.files_added, p.bytes_added);
+                let (files, bytes, index) = (p.files_added, p.bytes_added, p.index);
                 let (txn, written) = crate::write::upsert::merge_transaction(p, keys, &self.app_id, changes);
-                (txn, written, changes, files, bytes)
+                (txn, written, changes, files, bytes, index)
             }
         })
     }
@@ -210,7 +219,8 @@ impl Planner for FlushPlanner<'_> {
         if parts.is_empty() {
             return Ok(Plan::Nothing(Default::default()));
         }
-        let (txn, written, rows, files, bytes) = flusher.plan(snapshot, parts).await?;
+        let (txn, written, rows, files, bytes, index) = flusher.plan(snapshot, parts).await?;
+        result.key_index = index.or(result.key_index);
         let txn = txn.with_parameter("flushReason", self.reason.as_str()).with_metric("numDeadLetters", self.letters);
         let positions: Vec<(TxnAppId, i64)> = parts.iter().map(|(p, b)| (flusher.app(*p), b.last_offset)).collect();
         if self.abort.load(Ordering::Acquire) {

@@ -190,6 +190,7 @@ mod tests {
             dead: Arc::new(DeadLetterSink::Discard),
             target_file_size: None,
             key_columns: None,
+            key_index_memory: crate::config::DEFAULT_INDEX_MEMORY.get(),
             snapshot: Some(snapshot),
             coordinator: None,
         };

@@ -156,6 +156,7 @@ impl Router {
                 dead: Arc::new(DeadLetterSink::Discard),
                 target_file_size: cfg.target_file_size,
                 key_columns: None,
+                key_index_memory: crate::config::DEFAULT_INDEX_MEMORY.get(),
                 snapshot: schema.snapshot.clone(),
                 coordinator: None,
             };

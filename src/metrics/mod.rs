@@ -80,6 +80,10 @@ struct Families {
     source_version: Family<PipelineLabel, Gauge>,
     source_lag_versions: Family<PipelineLabel, Gauge>,
     source_lag_seconds: Family<PipelineLabel, FloatGauge>,
+    index_resident: Family<PipelineLabel, Gauge>,
+    index_files: Family<PipelineLabel, Gauge>,
+    index_rebuilt: Counters,
+    index_loads: Counters,
 }
 
 impl Families {
@@ -106,9 +110,13 @@ impl Families {
             source_version: Family::default(),
             source_lag_versions: Family::default(),
             source_lag_seconds: Family::default(),
+            index_resident: Family::default(),
+            index_files: Family::default(),
+            index_rebuilt: Counters::default(),
+            index_loads: Counters::default(),
         };
         let r = registry;
-        let counters: [(&str, &str, &Counters); 12] = [
+        let counters: [(&str, &str, &Counters); 14] = [
             ("deltabus_records_in", "Records consumed (Delta sources: source rows)", &f.records_in),
             ("deltabus_bytes_in", "Payload bytes consumed", &f.bytes_in),
             ("deltabus_dead_letters", "Records sent to the dead-letter destination", &f.dead_letters),
@@ -125,6 +133,12 @@ impl Families {
             ("deltabus_kafka_errors", "Kafka client and consume errors (librdkafka retries them)", &f.kafka_errors),
             ("deltabus_compaction_commits", "OPTIMIZE commits of the background compactor", &f.compaction_commits),
             ("deltabus_compacted_files", "Files rewritten by the background compactor", &f.compacted_files),
+            (
+                "deltabus_key_index_rebuilt_files",
+                "Data files the key index read because no whole sidecar held their keys",
+                &f.index_rebuilt,
+            ),
+            ("deltabus_key_index_bucket_loads", "Evicted key index buckets read back from sidecars", &f.index_loads),
         ];
         for (name, help, family) in counters {
             r.register(name, help, family.clone());
@@ -154,6 +168,12 @@ impl Families {
             "Age of the commit being processed while behind",
             f.source_lag_seconds.clone(),
         );
+        r.register(
+            "deltabus_key_index_resident_bytes",
+            "Bytes of the key index in memory (bounded by upsert.index_memory)",
+            f.index_resident.clone(),
+        );
+        r.register("deltabus_key_index_files", "Data files the key index covers", f.index_files.clone());
         f
     }
 }
@@ -195,6 +215,8 @@ pub(crate) struct PipelineMetrics {
     /// Delta sources: the last source version processed, versions and seconds behind.
     source: Mutex<Option<(Option<u64>, u64, f64)>>,
     lag: Mutex<BTreeMap<i32, PartitionLag>>,
+    /// The key index's figures as last reported.
+    key_index: Mutex<crate::storage::IndexStats>,
 }
 
 impl PipelineMetrics {
@@ -219,6 +241,7 @@ impl PipelineMetrics {
             ready: AtomicBool::new(false),
             source: Mutex::new(None),
             lag: Mutex::new(BTreeMap::new()),
+            key_index: Mutex::new(crate::storage::IndexStats::default()),
             name: name.to_string(),
             families,
         }
@@ -263,6 +286,18 @@ impl PipelineMetrics {
         if let Ok(mut s) = self.source.lock() {
             *s = Some((position, versions_behind, seconds_behind));
         }
+    }
+
+    /// Records the key index's figures after a keyed flush (cumulative over its life).
+    pub(crate) fn key_index(&self, now: crate::storage::IndexStats) {
+        let Ok(mut last) = self.key_index.lock() else { return };
+        let l = self.label();
+        let f = &self.families;
+        f.index_rebuilt.get_or_create(&l).inc_by(now.files_from_data.saturating_sub(last.files_from_data));
+        f.index_loads.get_or_create(&l).inc_by(now.buckets_loaded.saturating_sub(last.buckets_loaded));
+        f.index_resident.get_or_create(&l).set(i64::try_from(now.resident_bytes).unwrap_or(i64::MAX));
+        f.index_files.get_or_create(&l).set(i64::try_from(now.files).unwrap_or(i64::MAX));
+        *last = now;
     }
 
     /// Forgets partitions no longer assigned.

@@ -65,6 +65,8 @@ pub(crate) struct Table {
     /// The table root as a URL string, without a trailing slash.
     pub(crate) url: String,
     pub(crate) options: StorageOptions,
+    /// The key index of keyed writes through this handle and its clones.
+    pub(crate) key_index: super::key_index::SharedIndex,
 }
 
 impl Table {
@@ -124,7 +126,7 @@ impl Table {
         // Transient errors of repeatable calls are retried; injected faults (tests) sit below.
         let store: Arc<dyn ObjectStore> =
             Arc::new(super::retrying::RetryingStore::new(super::faulty::wrap_if_armed(store)));
-        Ok(Table { store, root, url, options })
+        Ok(Table { store, root, url, options, key_index: super::key_index::SharedIndex::default() })
     }
 
     /// Opens a location for writing: a local directory is created when missing.

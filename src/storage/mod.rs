@@ -20,6 +20,7 @@ internal_mods!(groups);
 mod glue;
 mod iceberg;
 mod iceberg_files;
+mod key_index;
 mod location;
 mod log_reader;
 internal_mods!(retrying);
@@ -39,6 +40,8 @@ pub use files::{ListedFile, COPY_PART};
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) use location::{StorageOptions, Table};
 pub(crate) use iceberg::DeltaVersion as UniformVersion;
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) use key_index::IndexStats;
 pub(crate) use log_reader::CommitRecord;
 pub(crate) use retrying::requests as store_requests;
 pub(crate) use staged::StagedCommit;

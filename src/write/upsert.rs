@@ -2,8 +2,11 @@
 //! those keys have in the table (upserted and deleted keys alike) plus new files for the
 //! upserted rows, all in the flush's one commit (with its `txn` per Kafka partition).
 //!
-//! Candidate files are pruned by the first key column's `minValues`/`maxValues`: a file is read
-//! only when some changed key falls inside its range, and only its key columns are decoded. On
+//! The rows a key already has come from the table's key index (`storage::key_index`), caught
+//! up with the snapshot being planned: a flush touches only the files that hold a changed key.
+//! On tables with deletion vectors and without the change data feed it reads no data file at
+//! all (only those files' DVs); otherwise it reads just those files and matches their rows by
+//! key exactly. Rows whose key has a null column are inserts, never matched. On
 //! tables with the change data feed enabled, the commit also carries change data: the old rows
 //! as `update_preimage` (key upserted) or `delete`, the new rows as `update_postimage` (key
 //! existed) or `insert`. On tables without deletion vectors the
@@ -15,10 +18,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use arrow::array::RecordBatch;
-use serde_json::Value;
 
 use super::batch::PartitionBatch;
-use super::deletion::{change_data_actions, dv_actions, find_rows, rewrite_actions};
+use super::deletion::{change_data_actions, dv_actions, find_rows, rewrite_actions, FoundRows};
 use crate::decode::keyed::{keys_of_batch, last_change_per_key, Change, KeySet};
 use crate::delta::actions::{Action, Add};
 use crate::delta::conflict::{IsolationLevel, ReadSet};
@@ -28,7 +30,8 @@ use crate::delta::schema::{DataType, PrimitiveType};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{Operation, Transaction};
 use crate::error::{Error, Result};
-use crate::storage::{DataWriter, Table, WriterConfig};
+use crate::storage::{DataWriter, IndexStats, Table, WriterConfig};
+use roaring::RoaringTreemap;
 
 /// What the keyed flush will commit.
 #[derive(Debug, Default)]
@@ -46,41 +49,8 @@ pub(crate) struct UpsertPlan {
     pub bytes_added: i64,
     pub files_scanned: usize,
     pub files_skipped: usize,
-}
-
-/// A key column value comparable with file statistics.
-#[derive(Debug, Clone, PartialEq, PartialOrd)]
-enum Bound {
-    Num(f64),
-    Str(String),
-}
-
-fn bound(v: &Value) -> Option<Bound> {
-    match v {
-        Value::Number(n) => n.as_f64().map(Bound::Num),
-        Value::String(s) => Some(Bound::Str(s.clone())),
-        _ => None,
-    }
-}
-
-/// Whether a file may hold one of the sorted `keys` (first key column values).
-fn may_hold(add: &Add, column: &str, keys: &[Bound]) -> bool {
-    let Some(stats) = add.stats.as_deref().and_then(|s| serde_json::from_str::<Value>(s).ok()) else { return true };
-    let (Some(min), Some(max)) = (
-        stats.get("minValues").and_then(|m| m.get(column)).and_then(bound),
-        stats.get("maxValues").and_then(|m| m.get(column)).and_then(bound),
-    ) else {
-        return true;
-    };
-    // String maxima may be truncated prefixes: compare only when the types agree.
-    if std::mem::discriminant(&min) != std::mem::discriminant(&keys[0]) {
-        return true;
-    }
-    // The first changed key at or above the minimum...
-    let Some(k) = keys.get(keys.partition_point(|k| k < &min)) else { return false };
-    // ...is inside the range (a string maximum may be a truncated prefix: any key above the
-    // minimum may be inside).
-    matches!(max, Bound::Str(_)) || k <= &max
+    /// The key index after the lookup.
+    pub index: Option<IndexStats>,
 }
 
 /// The `MERGE` transaction of `plan` (without its `txn`s), and the files it wrote: at
@@ -122,6 +92,7 @@ pub(crate) async fn plan(
     key_columns: &[String],
     parts: &BTreeMap<i32, PartitionBatch>,
     config: WriterConfig,
+    index_memory: u64,
 ) -> Result<UpsertPlan> {
     for c in key_columns {
         match snapshot.schema.fields.iter().find(|f| &f.name == c).map(|f| &f.data_type) {
@@ -160,30 +131,54 @@ pub(crate) async fn plan(
     let winners = last_change_per_key(changes);
     let mut plan = UpsertPlan::default();
 
-    // 2. Rows of those keys in the table.
-    let mut first_keys: Vec<Bound> = winners
-        .keys()
-        .filter_map(|k| serde_json::from_str::<Vec<Value>>(k).ok())
-        .filter_map(|v| v.first().and_then(bound))
-        .collect();
-    first_keys.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    // 2. Rows of those keys in the table, from the key index: only the files that hold a
+    //    changed key are touched.
+    let keyed: Vec<&str> = winners.keys().map(String::as_str).filter(|k| !k.starts_with('\u{0}')).collect();
     let files = snapshot.files();
-    let candidates: Vec<&Add> = if first_keys.is_empty() {
-        Vec::new()
+    let (located, stats) = if keyed.is_empty() {
+        (Vec::new(), table.key_index_stats().await)
     } else {
-        files.iter().copied().filter(|a| may_hold(a, &key_columns[0], &first_keys)).collect()
+        table.locate_keys(snapshot, key_columns, index_memory, &keyed).await?
     };
-    plan.files_skipped = files.len() - candidates.len();
+    plan.index = Some(stats);
+    plan.files_skipped = files.len() - located.len();
     let scan = table.scan_plan(snapshot);
-    // Matching needs only the key columns; change data needs the old rows whole.
     let cdf = snapshot.properties.enable_change_data_feed;
-    let keys_only = if cdf { scan.clone() } else { scan.projected(key_columns) };
+    let use_dvs =
+        snapshot.properties.enable_deletion_vectors && has_reader_feature(&snapshot.protocol, Feature::DeletionVectors);
     let mut matched_keys: HashSet<String> = HashSet::new();
-    let key_set = KeySet::new(key_columns, winners.keys());
-    let found =
-        find_rows(table, &keys_only, candidates.into_iter(), |batch| Ok(key_set.matches(batch, &mut matched_keys)))
-            .await?;
-    plan.files_scanned = found.files_scanned;
+    let found = if use_dvs && !cdf {
+        // The index's rows are the rows: only the files' deletion vectors are read.
+        let mut found = FoundRows::default();
+        for (add, rows) in located {
+            let existing = match &add.deletion_vector {
+                Some(d) => Some(table.load_dv(d).await?),
+                None => None,
+            };
+            let mut matched = RoaringTreemap::new();
+            for (row, k) in rows {
+                if existing.as_ref().is_some_and(|dv| dv.contains(row)) {
+                    continue;
+                }
+                matched.insert(row);
+                matched_keys.insert(keyed[k].to_string());
+            }
+            if !matched.is_empty() {
+                found.changes.push((add.clone(), matched, existing));
+            }
+        }
+        found
+    } else {
+        // Change data needs the old rows whole, copy-on-write rewrites the files: the files
+        // that hold a changed key are read (and their rows matched by key exactly).
+        let keys_only = if cdf { scan.clone() } else { scan.projected(key_columns) };
+        let key_set = KeySet::new(key_columns, winners.keys());
+        let candidates = located.iter().map(|(a, _)| *a);
+        let found =
+            find_rows(table, &keys_only, candidates, |batch| Ok(key_set.matches(batch, &mut matched_keys))).await?;
+        plan.files_scanned = found.files_scanned;
+        found
+    };
     plan.read = found.changes.iter().map(|(a, _, _)| FileKey::of_add(a)).collect();
     for (key, change) in &winners {
         match (change.row.is_some(), matched_keys.contains(key)) {
@@ -197,8 +192,6 @@ pub(crate) async fn plan(
     // 3. Deletion vectors (or rewrites) for the old rows, new files for the winners' rows.
     let now = table.clock().now_ms();
     if !found.changes.is_empty() {
-        let use_dvs = snapshot.properties.enable_deletion_vectors
-            && has_reader_feature(&snapshot.protocol, Feature::DeletionVectors);
         let built = if use_dvs {
             dv_actions(table, &found.changes, now, &mut plan.actions, &mut plan.written).await
         } else {
@@ -265,33 +258,18 @@ pub(crate) async fn plan(
             return Err(e);
         }
     }
+    // Their keys, for the index of whoever plans next (rewritten files included).
+    let new_files: Vec<Add> = plan
+        .actions
+        .iter()
+        .filter_map(|a| if let Action::Add(a) = a { Some(a) } else { None })
+        .chain(adds.iter())
+        .filter(|a| a.deletion_vector.is_none())
+        .cloned()
+        .collect();
+    table.key_index_prepare(snapshot, key_columns, new_files).await;
     plan.files_added = adds.len();
     plan.bytes_added = adds.iter().map(|a| a.size).sum();
     plan.actions.extend(adds.into_iter().map(Action::Add));
     Ok(plan)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn add(stats: &str) -> Add {
-        serde_json::from_value(serde_json::json!({"path": "f", "partitionValues": {}, "size": 1,
-            "modificationTime": 0, "dataChange": true, "stats": stats}))
-        .unwrap()
-    }
-
-    #[test]
-    fn statistics_prune_files_without_a_changed_key() {
-        let file = add(r#"{"numRecords":10,"minValues":{"id":100},"maxValues":{"id":199}}"#);
-        let keys = |v: &[f64]| v.iter().map(|x| Bound::Num(*x)).collect::<Vec<_>>();
-        assert!(may_hold(&file, "id", &keys(&[5.0, 150.0, 900.0])));
-        assert!(may_hold(&file, "id", &keys(&[100.0])));
-        assert!(may_hold(&file, "id", &keys(&[199.0])));
-        assert!(!may_hold(&file, "id", &keys(&[5.0, 99.0, 200.0, 900.0])));
-        assert!(may_hold(&add(r#"{"numRecords":10}"#), "id", &keys(&[1.0])), "no stats: read it");
-        let strings = add(r#"{"numRecords":10,"minValues":{"id":"b"},"maxValues":{"id":"c"}}"#);
-        assert!(may_hold(&strings, "id", &[Bound::Str("z".into())]), "truncated string maxima are not trusted");
-        assert!(!may_hold(&strings, "id", &[Bound::Str("a".into())]));
-    }
 }

@@ -225,7 +225,7 @@ impl Planner for Merge<'_> {
         let (parts, applied) = m.changes_as_batch(self.source, self.changes)?;
         let mut config = WriterConfig::for_snapshot(target);
         config.target_file_size = config.target_file_size.max(1);
-        let upsert = plan(&m.target, target, &m.keys, &parts, config).await?;
+        let upsert = plan(&m.target, target, &m.keys, &parts, config, crate::config::DEFAULT_INDEX_MEMORY.get()).await?;
         let (txn, written) = merge_transaction(upsert, &m.keys, &m.app_id.to_string(), applied);
         let txn = txn.with_parameter("epochId", self.changes.version.to_string());
         Ok(Plan::commit(txn, vec![(m.app_id.clone(), version)], written, applied))
