@@ -156,6 +156,28 @@ fn the_index_catches_up_with_foreign_writers_and_is_rebuilt_when_lost_or_damaged
     expected.extend((100..140).map(|i| (i, 4)));
     check(&table, &expected, 0);
     assert_eq!(metric(&m, "deltabus_key_index_rebuilt_files_total"), before, "every file rebuilt once: {m}");
+
+    // 4. VACUUM drops sidecars of files no longer live once past its retention, keeps the rest.
+    let dir = std::path::Path::new(&table).join("_deltabus/key_index");
+    let some = sidecars(&table).pop().unwrap();
+    let fingerprint = some.file_name().unwrap().to_string_lossy().split_once('-').unwrap().1.to_string();
+    let orphan = dir.join(format!("{}-{fingerprint}", "0".repeat(32)));
+    std::fs::copy(&some, &orphan).unwrap();
+    for f in sidecars(&table) {
+        let when = chrono::Utc::now().timestamp() - 8 * 86_400;
+        assert!(std::process::Command::new("touch")
+            .arg("-d")
+            .arg(format!("@{when}"))
+            .arg(&f)
+            .status()
+            .unwrap()
+            .success());
+    }
+    let out = crate::support::deltabus(&["vacuum", &table]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!orphan.exists(), "the orphan sidecar was vacuumed");
+    assert_eq!(sidecars(&table).len(), active_files(&table), "one sidecar per live file stays");
+    check(&table, &expected, 0);
 }
 
 #[test]

@@ -24,6 +24,7 @@ use std::ops::Range;
 use twox_hash::{XxHash3_128, XxHash3_64};
 
 /// Buckets of the index (by the top byte of the key hash).
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) const BUCKETS: usize = 256;
 /// Resident bytes per entry.
 pub(crate) const ENTRY_BYTES: u64 = std::mem::size_of::<Entry>() as u64;
@@ -36,6 +37,7 @@ const FORMAT: u8 = 1;
 const SIDECAR_ENTRY: usize = 20;
 
 /// A key's hash.
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct KeyHash(pub u64, pub u64);
 
@@ -56,13 +58,26 @@ pub(crate) fn columns_fingerprint(columns: &[String]) -> u64 {
     XxHash3_64::oneshot(serde_json::to_string(columns).unwrap_or_default().as_bytes())
 }
 
-/// The sidecar of data file `path` for the key with fingerprint `columns`.
+/// The sidecar of data file `path` (as the log spells it) for the key with fingerprint
+/// `columns`.
 pub(crate) fn sidecar_path(path: &str, columns: u64) -> String {
-    format!("{INDEX_DIR}/{:032x}-{columns:016x}.keys", XxHash3_128::oneshot(path.as_bytes()))
+    format!("{INDEX_DIR}/{}-{columns:016x}.keys", path_tag(path))
+}
+
+/// The part of a sidecar's name that names its data file.
+pub(crate) fn path_tag(path: &str) -> String {
+    format!("{:032x}", XxHash3_128::oneshot(path.as_bytes()))
+}
+
+/// The data-file tag of a sidecar at `rel` (relative to the root); `None` for other files.
+pub(crate) fn sidecar_tag(rel: &str) -> Option<&str> {
+    let name = rel.strip_prefix(INDEX_DIR)?.strip_prefix('/')?.strip_suffix(".keys")?;
+    name.split_once('-').map(|(tag, _)| tag).filter(|t| t.len() == 32)
 }
 
 /// One data file's keys: the content of its sidecar.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) struct FileKeys {
     pub path: String,
     pub columns: u64,
@@ -74,6 +89,7 @@ pub(crate) struct FileKeys {
 
 /// Where a decoded sidecar keeps each bucket's entries (for reloading one bucket).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) struct Layout {
     entries_at: u64,
     starts: Vec<u32>,
@@ -81,6 +97,7 @@ pub(crate) struct Layout {
 
 impl Layout {
     /// The byte range of bucket `b`'s entries in the sidecar.
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn range(&self, b: usize) -> Range<u64> {
         let at = |i: usize| self.entries_at + u64::from(self.starts[i]) * SIDECAR_ENTRY as u64;
         at(b)..at(b + 1)
@@ -127,6 +144,7 @@ impl FileKeys {
     }
 
     /// The sidecar bytes and their layout.
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn encode(&self) -> (Vec<u8>, Layout) {
         let starts = self.starts();
         let mut out = Vec::with_capacity(30 + self.path.len() + 4 * starts.len() + SIDECAR_ENTRY * self.entries.len());
@@ -153,6 +171,7 @@ impl FileKeys {
     ///
     /// # Errors
     /// A one-line reason for anything that is not a whole, undamaged sidecar.
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn decode(bytes: &[u8]) -> Result<(FileKeys, Layout), String> {
         let (body, crc) = bytes.split_at_checked(bytes.len().saturating_sub(4)).ok_or("empty")?;
         let crc = u32::from_le_bytes(crc.try_into().map_err(|_| "too short")?);
@@ -194,6 +213,7 @@ impl FileKeys {
 ///
 /// # Errors
 /// A section whose length is not whole entries.
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) fn decode_section(bytes: &[u8]) -> Result<Vec<(KeyHash, u32)>, String> {
     if bytes.len() % SIDECAR_ENTRY != 0 {
         return Err("a bucket section of partial entries".into());
@@ -441,6 +461,14 @@ mod tests {
             bad[i] ^= 0x40;
             assert!(FileKeys::decode(&bad).is_err(), "flip at {i}");
         }
+    }
+
+    #[test]
+    fn sidecar_names_carry_their_file_tag() {
+        let p = sidecar_path("x=ü/part-1.parquet", 0xab);
+        assert_eq!(sidecar_tag(&p), Some(path_tag("x=ü/part-1.parquet").as_str()));
+        assert_eq!(sidecar_tag("_deltabus/followers/a.json"), None);
+        assert_eq!(sidecar_tag("_deltabus/key_index/zz.keys"), None);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! - [`json_values`]: how a JSON value lands in a column (exactly, or refused by field).
 //! - [`create`]: new-table metadata and protocol, schema inference from JSON.
 //! - [`evolve`]: schema merging and the metadata of an evolved (column-mapped) table.
+//! - [`row_keys`]: the canonical key of a row (keyed ingestion, mirrors, the key index).
 //! - [`key_index`]: key → (file, row) of keyed tables, its sidecar format and memory bound.
 //! - [`features`]: protocol validation and the reader-feature check.
 //! - [`commit_plan`]: what a commit carries besides its actions (append-only, in-commit
@@ -60,6 +61,7 @@ internal_mods!(predicate_types);
 internal_mods!(properties);
 internal_mods!(replay);
 internal_mods!(retention);
+internal_mods!(row_keys);
 internal_mods!(scan);
 internal_mods!(schema);
 internal_mods!(snapshot);

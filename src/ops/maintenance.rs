@@ -173,12 +173,25 @@ pub(crate) async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<Mainte
             named.extend(dv_file(r.deletion_vector.as_ref(), table)?);
         }
         let floor = cutoff_ms(now, UNCOMMITTED_FLOOR).min(cutoff);
-        vacuum_candidates(&files, &keep, cutoff)
+        let mut out: Vec<(String, u64)> = vacuum_candidates(&files, &keep, cutoff)
             .into_iter()
             .filter(|(p, _, modified)| named.contains(p) || *modified < floor)
             .filter(|(p, _, _)| !leaves_root_locally(table, p))
             .map(|(p, s, _)| (p.clone(), *s))
-            .collect()
+            .collect();
+        // Key index sidecars of files no longer live (past the floor: a flush in flight writes
+        // them before its commit); only live files are ever indexed.
+        let tags: HashSet<String> =
+            snapshot.files().iter().map(|a| crate::delta::key_index::path_tag(&a.path)).collect();
+        out.extend(
+            files
+                .iter()
+                .filter(|(p, _, modified)| {
+                    crate::delta::key_index::sidecar_tag(p).is_some_and(|t| !tags.contains(t)) && *modified < floor
+                })
+                .map(|(p, s, _)| (p.clone(), *s)),
+        );
+        out
     };
     let mut report = delete_all(table, candidates, opts.dry_run, opts.progress).await?;
     report.followers = followers;

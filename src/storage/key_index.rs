@@ -23,9 +23,9 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
 
 use super::location::Table;
-use crate::decode::keyed::keys_of_batch;
 use crate::delta::actions::Add;
 use crate::delta::key_index::{decode_section, sidecar_path, FileKeys, KeyHash, KeyIndex, Layout};
+use crate::delta::row_keys::keys_of_batch;
 use crate::delta::scan::RowFilter;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
