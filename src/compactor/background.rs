@@ -1,10 +1,12 @@
 //! The background compactor of a pipeline (`[pipelines.<name>.compaction] enabled = true`).
 //!
 //! Every `interval_ms` it plans the table with the compactor's planner, limited to partitions
-//! holding at least `min_files` small files (Spark's auto compaction rule), and rewrites them
-//! with `dataChange=false` OPTIMIZE commits. Those commits never conflict with the pipeline's
-//! blind appends, and a bin whose inputs changed meanwhile is abandoned, never forced; change
-//! feed readers skip them. Failures are logged and retried at the next interval, except a
+//! holding at least `min_files` small files (Spark's auto compaction rule) or a file whose
+//! deletion vector deletes more than `deleted_rows_ratio` of its rows (so a keyed pipeline's
+//! deleted rows are purged under steady change), and rewrites them with `dataChange=false`
+//! OPTIMIZE commits. Those commits never conflict with the pipeline's blind appends; rows a
+//! keyed flush deletes in a bin's inputs meanwhile are carried onto its outputs; change feed
+//! readers skip them. A keyed pipeline's compactor writes its outputs' key index sidecars. Failures are logged and retried at the next interval, except a
 //! table the compactor may not rewrite (for example row tracking), which stops it for good.
 //! The service aborts the task at shutdown: an interrupted rewrite leaves only unreferenced
 //! files for vacuum, never a partial commit.
@@ -28,12 +30,17 @@ pub(crate) async fn run(
     only_while: Option<Arc<std::sync::atomic::AtomicBool>>,
 ) {
     let Some(c) = &cfg.compaction else { return };
-    let mut plan = PlanConfig { min_partition_candidates: c.min_files, ..PlanConfig::default() };
+    let mut plan = PlanConfig {
+        min_partition_candidates: c.min_files,
+        dv_ratio: c.deleted_rows_ratio,
+        ..PlanConfig::default()
+    };
     if let Some(t) = c.target_file_size {
         plan.target_size = t;
         plan.min_file_size = t;
     }
-    let opts = CompactOptions { plan, ..CompactOptions::default() };
+    let key_columns = cfg.upsert.as_ref().map(|u| u.key_columns.clone());
+    let opts = CompactOptions { plan, key_columns, ..CompactOptions::default() };
     loop {
         tokio::time::sleep(c.interval).await;
         if only_while.as_ref().is_some_and(|f| !f.load(std::sync::atomic::Ordering::Acquire)) {

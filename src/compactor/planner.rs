@@ -1,7 +1,8 @@
 //! Compaction planning: per partition, the candidate files and their bins.
 //!
 //! A file is a candidate when it is smaller than `min_file_size`, or when its deletion vector
-//! removes more than `dv_ratio` of its rows (or its row count is unknown). Candidates are
+//! removes more than `dv_ratio` of its rows (or its row count is unknown). A partition with
+//! fewer than `min_partition_candidates` candidates keeps only the latter. Candidates are
 //! packed first-fit, smallest first, into bins of about `target_size` bytes. A bin of one file
 //! is kept only when that file carries a DV (rewriting it purges the deleted rows).
 
@@ -52,9 +53,11 @@ pub(crate) fn num_records(a: &Add) -> Option<i64> {
 }
 
 fn is_candidate(a: &Add, cfg: &PlanConfig) -> bool {
-    if (a.size as u64) < cfg.min_file_size {
-        return true;
-    }
+    (a.size as u64) < cfg.min_file_size || dv_heavy(a, cfg)
+}
+
+/// Whether a file's DV deletes more than `dv_ratio` of its rows (or its row count is unknown).
+fn dv_heavy(a: &Add, cfg: &PlanConfig) -> bool {
     match &a.deletion_vector {
         Some(dv) => match num_records(a) {
             Some(n) if n > 0 => dv.cardinality as f64 / n as f64 > cfg.dv_ratio,
@@ -75,8 +78,9 @@ pub(crate) fn plan(files: &[&Add], cfg: &PlanConfig, keep: &dyn Fn(&PartitionVal
     }
     let mut bins = Vec::new();
     for (key, mut files) in by_partition {
+        // A partition below the count still purges its DV-heavy files.
         if files.len() < cfg.min_partition_candidates {
-            continue;
+            files.retain(|f| dv_heavy(f, cfg));
         }
         files.sort_by(|a, b| a.size.cmp(&b.size).then_with(|| a.path.cmp(&b.path)));
         let mut current: Vec<Add> = Vec::new();
@@ -201,7 +205,11 @@ mod tests {
         let busy_bins = plan(&refs, &busy, &|_| true);
         let names: Vec<Vec<&str>> =
             busy_bins.iter().map(|b| b.files.iter().map(|f| f.path.as_str()).collect()).collect();
-        assert_eq!(names, vec![vec!["a1", "a2"]], "partition a has 3 candidates, b and c one each");
+        assert_eq!(
+            names,
+            vec![vec!["a1", "a2"], vec!["c-dv"]],
+            "partition a has 3 candidates; b one small file (left), c a DV-heavy file (purged anyway)"
+        );
     }
 
     /// Properties over random file sets (a deterministic xorshift source): every planned file

@@ -2,17 +2,19 @@
 //!
 //! Each bin is read with its deletion vectors applied (so deleted rows are purged), written
 //! through the same data writer as ingest (statistics included), and committed on its own with
-//! the bin's inputs as the transaction's read set. The committer's rules then make the bin
-//! abandon — its new files deleted — if any input (path and DV id) was removed or given a new
-//! DV meanwhile, so a deleted row is never resurrected; concurrent blind appends never
-//! conflict with it.
+//! the bin's inputs as the transaction's read set. When an input was given a new DV meanwhile
+//! (a keyed flush, a delete), the rows it newly deletes are carried onto the outputs as their
+//! DVs (`remap`) and the bin commits against the new table, so neither the deletion nor the
+//! compaction is lost; when an input was removed (or a deleted row came back), the bin is
+//! abandoned — its new files deleted — so a deleted row is never resurrected. Concurrent blind
+//! appends never conflict with it.
 
 use std::sync::Arc;
 
 use serde_json::json;
 
 use super::planner::{plan, Bin, PlanConfig};
-use crate::delta::actions::{Action, Remove};
+use crate::delta::actions::{Action, Add, Remove};
 use crate::delta::conflict::ReadSet;
 use crate::delta::features::{check_writable, has_writer_feature, Feature};
 use crate::delta::replay::FileKey;
@@ -32,6 +34,8 @@ pub(crate) struct CompactOptions {
     pub retry: RetryPolicy,
     /// Show progress over bins on stderr (a bar on a terminal, periodic lines otherwise).
     pub progress: bool,
+    /// A keyed pipeline's key columns: the outputs' key index sidecars are written with them.
+    pub key_columns: Option<Vec<String>>,
 }
 
 /// What a compaction run did (or, dry, would do).
@@ -48,6 +52,8 @@ pub(crate) struct CompactReport {
     pub versions: Vec<u64>,
     /// Bins abandoned because their inputs changed, with the reason.
     pub abandoned: Vec<String>,
+    /// Bins committed with deletions made meanwhile carried onto their outputs.
+    pub remapped_bins: usize,
     pub dry_run: bool,
 }
 
@@ -58,6 +64,7 @@ impl CompactReport {
             "dryRun": self.dry_run, "bins": self.bins, "filesIn": self.files_in, "filesOut": self.files_out,
             "bytesIn": self.bytes_in, "bytesOut": self.bytes_out, "rows": self.rows,
             "dvRowsPurged": self.dv_rows_purged, "versions": self.versions, "abandoned": self.abandoned,
+            "remappedBins": self.remapped_bins,
         })
     }
 }
@@ -128,6 +135,7 @@ pub(crate) async fn compact(table: &Table, opts: &CompactOptions) -> Result<Comp
         report.bytes_out += part.bytes_out;
         report.rows += part.rows;
         report.abandoned.extend(part.abandoned);
+        report.remapped_bins += part.remapped_bins;
     }
     progress.finish();
     report.versions.sort_unstable();
@@ -166,6 +174,7 @@ async fn rewrite_bin(
     writer_cfg.target_file_size = cfg.target_size;
     let mut writer = DataWriter::new(table, snapshot, writer_cfg)?.rewriting();
     let mut rows = 0u64;
+    let mut live: Vec<u64> = Vec::with_capacity(bin.files.len());
     for f in &bin.files {
         let read = match table.read_file(&plan, f).await {
             Ok(r) => r,
@@ -174,20 +183,93 @@ async fn rewrite_bin(
                 return Err(e);
             }
         };
+        let mut n = 0u64;
         for batch in &read.batches {
-            rows += batch.num_rows() as u64;
+            n += batch.num_rows() as u64;
             if let Err(e) = writer.write(batch).await {
                 writer.abort().await;
                 return Err(e);
             }
         }
+        rows += n;
+        live.push(n);
     }
     let mut adds = writer.finish().await?;
     for a in &mut adds {
         a.data_change = false;
     }
+    let mut staged = StagedCommit::new(table);
+    staged.stage(adds.iter().map(|a| a.path.clone()));
+    if let Some(keys) = &opts.key_columns {
+        table.key_index_prepare(snapshot, keys, adds.clone()).await;
+    }
     let now = table.clock().now_ms();
-    let removes = bin.files.iter().map(|f| {
+    let bytes_out: i64 = adds.iter().map(|a| a.size).sum();
+    let mut txn = optimize_txn(bin, &bin.files, adds.clone(), cfg, now, 0);
+    let mut fresh: Option<Snapshot> = None;
+    let mut remapped = false;
+    for attempt in 0.. {
+        let base = fresh.as_ref().unwrap_or(snapshot);
+        let reason = match staged.try_commit(Some(base), &txn, &opts.retry).await {
+            Ok(CommitOutcome::Committed { version }) => {
+                report.versions.push(version);
+                report.files_out += adds.len();
+                report.bytes_out += bytes_out;
+                report.rows += rows;
+                report.remapped_bins += usize::from(remapped);
+                return Ok(report);
+            }
+            Ok(CommitOutcome::Conflict { reason, .. } | CommitOutcome::AlreadyApplied { app_id: reason, .. }) => reason,
+            Err(e) => return Err(e),
+        };
+        // Inputs given more deleted rows meanwhile: those deletions are carried onto the
+        // outputs and the bin commits against the new table; anything else abandons it.
+        let carried = if attempt < MAX_REMAPS {
+            match table.snapshot(None).await {
+                Ok(s) => {
+                    let mut dv_files = Vec::new();
+                    let carried = carry(table, &s, bin, &live, &adds, cfg, now, &mut dv_files).await;
+                    staged.stage(dv_files);
+                    match carried {
+                        Ok(Some(t)) => Some((s, t)),
+                        Ok(None) => None,
+                        Err(e) => {
+                            staged.discard().await;
+                            return Err(e);
+                        }
+                    }
+                }
+                Err(e) => {
+                    staged.discard().await;
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        match carried {
+            Some((s, t)) => {
+                tracing::info!(reason = %reason, "compact.bin_remapped: deletions made meanwhile carried onto the outputs");
+                (fresh, txn, remapped) = (Some(s), t, true);
+            }
+            None => {
+                tracing::info!(reason = %reason, "compact.bin_abandoned");
+                staged.discard().await;
+                report.abandoned.push(reason);
+                return Ok(report);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Conflicts a bin rides out by carrying deletions over before it gives up.
+const MAX_REMAPS: usize = 8;
+
+/// The `OPTIMIZE` of `bin`: `inputs` (the inputs as the table holds them now) removed,
+/// `adds` added, with the inputs as the read set.
+fn optimize_txn(bin: &Bin, inputs: &[Add], adds: Vec<Add>, cfg: &PlanConfig, now: i64, remapped: usize) -> Transaction {
+    let removes = inputs.iter().map(|f| {
         Action::Remove(Remove {
             path: f.path.clone(),
             deletion_timestamp: Some(now),
@@ -203,32 +285,78 @@ async fn rewrite_bin(
         })
     });
     let bytes_out: i64 = adds.iter().map(|a| a.size).sum();
+    let added = adds.len();
     let mut actions: Vec<Action> = removes.collect();
-    actions.extend(adds.iter().cloned().map(Action::Add));
+    actions.extend(adds.into_iter().map(Action::Add));
     let predicate: Vec<String> =
         bin.partition_values.iter().map(|(k, v)| format!("{k} = {}", v.as_deref().unwrap_or("NULL"))).collect();
     let mut txn = Transaction::new(Operation::Optimize, actions)
         .with_parameter("predicate", serde_json::to_string(&predicate).unwrap_or_default())
         .with_parameter("targetSize", cfg.target_size.to_string())
-        .with_metric("numRemovedFiles", bin.files.len())
-        .with_metric("numAddedFiles", adds.len())
+        .with_metric("numRemovedFiles", inputs.len())
+        .with_metric("numAddedFiles", added)
         .with_metric("numRemovedBytes", bin.bytes())
         .with_metric("numAddedBytes", bytes_out)
-        .with_metric("numDeletionVectorsRemoved", bin.files.iter().filter(|f| f.deletion_vector.is_some()).count());
-    txn.read = ReadSet { files: bin.files.iter().map(FileKey::of_add).collect(), ..ReadSet::default() };
-    let mut staged = StagedCommit::new(table);
-    staged.stage_adds(&txn.actions);
-    match staged.commit(Some(snapshot), &txn, &opts.retry).await? {
-        CommitOutcome::Committed { version } => {
-            report.versions.push(version);
-            report.files_out += adds.len();
-            report.bytes_out += bytes_out;
-            report.rows += rows;
-        }
-        CommitOutcome::Conflict { reason, .. } | CommitOutcome::AlreadyApplied { app_id: reason, .. } => {
-            tracing::info!(reason = %reason, "compact.bin_abandoned");
-            report.abandoned.push(reason);
-        }
+        .with_metric("numDeletionVectorsRemoved", inputs.iter().filter(|f| f.deletion_vector.is_some()).count());
+    if remapped > 0 {
+        txn = txn.with_metric("numDeletionVectorsRemapped", remapped);
     }
-    Ok(report)
+    txn.read = ReadSet { files: inputs.iter().map(FileKey::of_add).collect(), ..ReadSet::default() };
+    txn
+}
+
+/// The bin's commit against `now` with the rows its inputs lost since the rewrite read them
+/// deleted in its outputs; `None` when that cannot be (an input removed, nothing new deleted,
+/// a row undeleted). DV files written go to `written`.
+#[allow(clippy::too_many_arguments)]
+async fn carry(
+    table: &Table,
+    now: &Snapshot,
+    bin: &Bin,
+    live: &[u64],
+    adds: &[Add],
+    cfg: &PlanConfig,
+    at: i64,
+    written: &mut Vec<String>,
+) -> Result<Option<Transaction>> {
+    let files = now.files();
+    let current: Option<Vec<Add>> =
+        bin.files.iter().map(|f| files.iter().find(|a| a.path == f.path).map(|a| (*a).clone())).collect();
+    let Some(current) = current else { return Ok(None) };
+    let unique = |a: &Add| a.deletion_vector.as_ref().map(|d| d.unique_id());
+    if bin.files.iter().zip(&current).all(|(f, c)| unique(f) == unique(c)) {
+        return Ok(None);
+    }
+    let mut inputs = Vec::with_capacity(current.len());
+    let mut dvs = Vec::with_capacity(current.len());
+    for ((f, c), n) in bin.files.iter().zip(&current).zip(live) {
+        let read_dv = match &f.deletion_vector {
+            Some(d) => table.load_dv(d).await?,
+            None => roaring::RoaringTreemap::new(),
+        };
+        inputs.push(super::remap::Input { live: *n, read_dv });
+        dvs.push(match &c.deletion_vector {
+            Some(d) => table.load_dv(d).await?,
+            None => roaring::RoaringTreemap::new(),
+        });
+    }
+    let outputs: Option<Vec<u64>> =
+        adds.iter().map(|a| super::planner::num_records(a).and_then(|n| u64::try_from(n).ok())).collect();
+    let Some(outputs) = outputs else { return Ok(None) };
+    let bitmaps = match super::remap::remap(&inputs, &dvs, &outputs) {
+        Ok(b) => b,
+        Err(why) => {
+            tracing::info!(%why, "compact.remap_refused");
+            return Ok(None);
+        }
+    };
+    let changed: Vec<usize> = (0..bitmaps.len()).filter(|i| !bitmaps[*i].is_empty()).collect();
+    let wanted: Vec<roaring::RoaringTreemap> = changed.iter().map(|i| bitmaps[*i].clone()).collect();
+    let descriptors = crate::write::deletion::dv_descriptors(table, &wanted, written).await?;
+    let mut out = adds.to_vec();
+    for (i, d) in changed.iter().zip(descriptors) {
+        out[*i].deletion_vector = Some(d);
+        out[*i].stats = out[*i].stats.as_deref().map(crate::write::deletion::loose_stats);
+    }
+    Ok(Some(optimize_txn(bin, &current, out, cfg, at, changed.len())))
 }

@@ -122,6 +122,9 @@ pub struct CompactionConfig {
     pub target_file_size: Option<ByteSize>,
     /// How often to look.
     pub interval: HumanDuration,
+    /// A file whose deletion vector deletes more than this fraction of its rows is rewritten
+    /// (purging them) whatever `min_files` says: keyed pipelines' deleted rows stay bounded.
+    pub deleted_rows_ratio: f64,
 }
 
 impl Default for CompactionConfig {
@@ -131,6 +134,7 @@ impl Default for CompactionConfig {
             min_files: 50,
             target_file_size: None,
             interval: HumanDuration::from_secs(60),
+            deleted_rows_ratio: 0.2,
         }
     }
 }

@@ -199,6 +199,9 @@ pub struct ResolvedCompaction {
     /// Target size (`None`: the table's `delta.targetFileSize`, else 128 MiB).
     pub target_file_size: Option<u64>,
     pub interval: Duration,
+    /// Files deleting more than this fraction of their rows are rewritten regardless of
+    /// `min_files`.
+    pub deleted_rows_ratio: f64,
 }
 
 /// A pipeline reading a Kafka topic: its settings, with the Kafka ones at hand (the stages
@@ -360,10 +363,14 @@ impl PipelineConfig {
         if c.enabled && (c.min_files < 2 || c.interval.get().is_zero()) {
             return Err(bad("compaction", "min_files must be at least 2 and interval positive".into()));
         }
+        if !(c.deleted_rows_ratio > 0.0 && c.deleted_rows_ratio <= 1.0) {
+            return Err(bad("compaction.deleted_rows_ratio", "a fraction above 0 and at most 1, e.g. 0.2".into()));
+        }
         let compaction = c.enabled.then(|| ResolvedCompaction {
             min_files: c.min_files,
             target_file_size: c.target_file_size.map(|s| s.get()),
             interval: c.interval.get(),
+            deleted_rows_ratio: c.deleted_rows_ratio,
         });
         let format = match (self.kafka.format.as_str(), &self.schema_registry) {
             ("json", _) => PayloadFormat::Json,

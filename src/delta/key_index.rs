@@ -507,4 +507,75 @@ mod tests {
         }
         assert_eq!(ix.lookup(&wanted), vec![vec![(p, 5)], vec![(u, 500)]]);
     }
+
+    /// Random adds, forgets, evictions and reloads against a plain model: a lookup always
+    /// answers exactly the (file, row) pairs of the files still indexed.
+    #[test]
+    fn random_histories_answer_like_a_model() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _round in 0..20 {
+            let mut ix = KeyIndex::new(&["id".to_string()]);
+            let mut model: Vec<(String, Vec<String>)> = Vec::new();
+            let mut sidecars: HashMap<String, Vec<u8>> = HashMap::new();
+            for step in 0..60 {
+                match next() % 5 {
+                    0 | 1 => {
+                        let path = format!("f{step}");
+                        let keys: Vec<String> = (0..next() % 40).map(|_| format!("[{}]", next() % 200)).collect();
+                        let fk = keys_of(&path, &keys);
+                        let layout = (next() % 4 != 0).then(|| {
+                            let (bytes, layout) = fk.encode();
+                            sidecars.insert(path.clone(), bytes);
+                            layout
+                        });
+                        ix.add_file(&fk, layout);
+                        model.push((path, keys));
+                    }
+                    2 => {
+                        let drop = (next() % 3 == 0).then(|| model.first().map(|m| m.0.clone())).flatten();
+                        ix.retain_files(|p| Some(p.to_string()) != drop);
+                        model.retain(|m| Some(&m.0) != drop.as_ref());
+                    }
+                    _ => {
+                        ix.evict_to(next() % 2000);
+                    }
+                }
+                let wanted: Vec<KeyHash> = (0..10).map(|_| KeyHash::of(&format!("[{}]", next() % 200))).collect();
+                for b in ix.evicted(wanted.iter().map(|h| h.bucket())) {
+                    let sections = ix
+                        .sections(b)
+                        .into_iter()
+                        .map(|(id, _, r)| {
+                            let bytes = &sidecars[ix.path(id).unwrap()];
+                            (id, decode_section(&bytes[r.start as usize..r.end as usize]).unwrap())
+                        })
+                        .collect();
+                    ix.load(b, sections);
+                }
+                for (h, got) in wanted.iter().zip(ix.lookup(&wanted)) {
+                    let mut got: Vec<(String, u32)> =
+                        got.into_iter().map(|(f, r)| (ix.path(f).unwrap().to_string(), r)).collect();
+                    got.sort();
+                    let mut want: Vec<(String, u32)> = model
+                        .iter()
+                        .flat_map(|(p, ks)| {
+                            ks.iter().enumerate().filter(|(_, k)| KeyHash::of(k) == *h).map(|(r, _)| (p.clone(), r as u32))
+                        })
+                        .collect();
+                    want.sort();
+                    assert_eq!(got, want);
+                }
+            }
+        }
+    }
+
+    fn keys_of(path: &str, keys: &[String]) -> FileKeys {
+        FileKeys::from_keys(path, 7, keys.iter().map(|k| Some(k.as_str()))).unwrap()
+    }
 }

@@ -97,6 +97,33 @@ impl<'a> StagedCommit<'a> {
         self.finish(txn, result).await
     }
 
+    /// Commits `txn` like [`StagedCommit::commit`], except that a conflict or an
+    /// already-applied txn keeps the staged files: the caller re-plans with them (more files
+    /// may be staged) and commits again, or [`discard`](StagedCommit::discard)s them.
+    ///
+    /// # Errors
+    /// As [`StagedCommit::commit`] (the files are deleted unless the outcome is unknown).
+    pub(crate) async fn try_commit(
+        &mut self,
+        snapshot: Option<&Snapshot>,
+        txn: &Transaction,
+        policy: &RetryPolicy,
+    ) -> Result<CommitOutcome> {
+        let result = self.table.commit(snapshot, txn, policy).await;
+        match &result {
+            Ok(_) | Err(Error::CommitUnknown { .. }) => {}
+            Err(_) => {
+                self.table.delete_uncommitted(&self.files).await;
+                self.files.clear();
+            }
+        }
+        if let Err(Error::CommitUnknown { version, .. }) = &result {
+            tracing::warn!(version, files = self.files.len(), operation = %txn.operation,
+                "commit.outcome_unknown: staged files kept (vacuum removes them if the commit did not land)");
+        }
+        result
+    }
+
     async fn finish(self, txn: &Transaction, result: Result<CommitOutcome>) -> Result<CommitOutcome> {
         match &result {
             Ok(CommitOutcome::Committed { .. }) => {}

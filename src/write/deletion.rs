@@ -83,7 +83,7 @@ pub(crate) async fn find_rows<'a>(
     Ok(found)
 }
 
-fn remove_of(add: &Add, now: i64) -> Remove {
+pub(crate) fn remove_of(add: &Add, now: i64) -> Remove {
     Remove {
         path: add.path.clone(),
         deletion_timestamp: Some(now),
@@ -147,18 +147,49 @@ pub(crate) async fn dv_actions(
     actions: &mut Vec<Action>,
     written: &mut Vec<String>,
 ) -> Result<()> {
+    let bitmaps: Vec<RoaringTreemap> = changes
+        .iter()
+        .map(|(_, matched, existing)| {
+            let mut bitmap = matched.clone();
+            if let Some(old) = existing {
+                bitmap |= old;
+            }
+            bitmap
+        })
+        .collect();
+    let descriptors = dv_descriptors(table, &bitmaps, written).await?;
+    for ((add, _, _), descriptor) in changes.iter().zip(descriptors) {
+        actions.push(Action::Remove(remove_of(add, now)));
+        let mut new_add = add.clone();
+        new_add.deletion_vector = Some(descriptor);
+        new_add.data_change = true;
+        new_add.modification_time = now;
+        new_add.stats = add.stats.as_deref().map(loose_stats);
+        actions.push(Action::Add(new_add));
+    }
+    Ok(())
+}
+
+/// The descriptors of `bitmaps`: small ones inline, the rest as records of one checksummed
+/// `deletion_vector_<uuid>.bin` (written, and its name pushed to `written` before the PUT: a
+/// PUT whose answer is lost may still have created it).
+///
+/// # Errors
+/// Storage errors writing the DV file.
+pub(crate) async fn dv_descriptors(
+    table: &Table,
+    bitmaps: &[RoaringTreemap],
+    written: &mut Vec<String>,
+) -> Result<Vec<DeletionVectorDescriptor>> {
     let uuid = uuid::Uuid::new_v4();
     let file_name = format!("deletion_vector_{}.bin", uuid.hyphenated());
     let encoded_path = z85::encode(uuid.as_bytes());
     let mut file = vec![1u8];
-    for (add, matched, existing) in changes {
-        let mut bitmap = matched.clone();
-        if let Some(old) = existing {
-            bitmap |= old;
-        }
-        let data = encode_bitmap(&bitmap);
-        let descriptor = if data.len() <= INLINE_MAX_BYTES {
-            inline_descriptor(&bitmap)
+    let mut out = Vec::with_capacity(bitmaps.len());
+    for bitmap in bitmaps {
+        let data = encode_bitmap(bitmap);
+        out.push(if data.len() <= INLINE_MAX_BYTES {
+            inline_descriptor(bitmap)
         } else {
             let offset = file.len() as i32;
             file.extend_from_slice(&(data.len() as u32).to_be_bytes());
@@ -171,26 +202,17 @@ pub(crate) async fn dv_actions(
                 size_in_bytes: data.len() as i32,
                 cardinality: bitmap.len() as i64,
             }
-        };
-        actions.push(Action::Remove(remove_of(add, now)));
-        let mut new_add = add.clone();
-        new_add.deletion_vector = Some(descriptor);
-        new_add.data_change = true;
-        new_add.modification_time = now;
-        new_add.stats = add.stats.as_deref().map(loose_stats);
-        actions.push(Action::Add(new_add));
+        });
     }
-    if file.len() == 1 {
-        // Every vector is inline: no file.
-        return Ok(());
+    if file.len() > 1 {
+        written.push(file_name.clone());
+        table.put_bytes(&file_name, file).await?;
     }
-    // Staged before the PUT: a PUT whose answer is lost may still have created the file.
-    written.push(file_name.clone());
-    table.put_bytes(&file_name, file).await
+    Ok(out)
 }
 
 /// Stats of a file with a new DV: min/max no longer tight (Spark writes `tightBounds: false`).
-fn loose_stats(stats: &str) -> String {
+pub(crate) fn loose_stats(stats: &str) -> String {
     match serde_json::from_str::<Value>(stats) {
         Ok(Value::Object(mut m)) => {
             m.insert("tightBounds".into(), Value::Bool(false));

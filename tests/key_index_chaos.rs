@@ -1,0 +1,208 @@
+//! A keyed table under everything at once: `deltabus run` workers killed with -9 at random
+//! moments, every store call failing 3% of the time (before or after it took effect), the
+//! background compactor rewriting files the flushes are deleting rows from, and a concurrent
+//! `deltabus delete` by predicate. At the end every key has exactly its last value (deltabus
+//! and the reference reader), and the change data feed is exactly what the records imply:
+//! replayed per key in commit order, each pre-image is the row the key had, each post-image or
+//! insert its next value, and the replay ends at the table's rows.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use rdkafka::mocking::MockCluster;
+use serde_json::Value;
+
+const KEYS: i64 = 1_500;
+const VERSIONS: i64 = 4;
+/// Keys written once, then deleted by predicate while the workers run.
+const DOOMED: std::ops::Range<i64> = 10_000..10_100;
+
+fn producer(brokers: String, seconds: u64) -> std::thread::JoinHandle<()> {
+    use rdkafka::config::ClientConfig;
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let producer: FutureProducer =
+                ClientConfig::new().set("bootstrap.servers", &brokers).set("linger.ms", "5").create().unwrap();
+            let rounds = VERSIONS + 1;
+            for v in 0..rounds {
+                for chunk in 0..10 {
+                    let mut pending = Vec::new();
+                    let mut ids: Vec<i64> = ((chunk * KEYS / 10)..((chunk + 1) * KEYS / 10)).collect();
+                    if v == 0 && chunk == 0 {
+                        ids.extend(DOOMED);
+                    }
+                    for id in ids {
+                        let key = id.to_string();
+                        let payload = format!(r#"{{"id":{id},"v":{v}}}"#);
+                        let record = FutureRecord::<String, String>::to("cdc").key(&key);
+                        let record = match v {
+                            v if v < VERSIONS => record.payload(&payload),
+                            _ if id % 10 == 0 => record, // tombstone
+                            _ => continue,
+                        };
+                        pending.push(producer.send_result(record).unwrap());
+                    }
+                    for d in futures::future::join_all(pending).await {
+                        d.unwrap().unwrap();
+                    }
+                    tokio::time::sleep(Duration::from_millis(seconds * 1000 / (rounds as u64 * 10))).await;
+                }
+            }
+        });
+    })
+}
+
+fn expected() -> BTreeMap<i64, i64> {
+    (0..KEYS).filter(|id| id % 10 != 0).map(|id| (id, VERSIONS - 1)).collect()
+}
+
+/// id → v of the live rows, `None` while the table cannot be read; a key twice fails.
+fn live(out: &std::process::Output) -> Option<BTreeMap<i64, i64>> {
+    if !out.status.success() {
+        return None;
+    }
+    let mut m = BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let r: Value = serde_json::from_str(l).unwrap();
+        let id = r["id"].as_i64().unwrap();
+        assert!(m.insert(id, r["v"].as_i64().unwrap()).is_none(), "key {id} appears twice");
+    }
+    Some(m)
+}
+
+/// Replays the change feed per key in commit order (within a commit, removals before
+/// additions) and returns the state it ends at; a change that does not follow from the key's
+/// state fails.
+fn replay(feed: &str) -> BTreeMap<i64, i64> {
+    let mut rows: Vec<(i64, u8, i64, i64, String)> = feed
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|r| {
+            let kind = r["_change_type"].as_str().unwrap().to_string();
+            let order = u8::from(matches!(kind.as_str(), "insert" | "update_postimage"));
+            (r["_commit_version"].as_i64().unwrap(), order, r["id"].as_i64().unwrap(), r["v"].as_i64().unwrap(), kind)
+        })
+        .collect();
+    rows.sort();
+    let mut state: BTreeMap<i64, i64> = BTreeMap::new();
+    for (version, _, id, v, kind) in rows {
+        match kind.as_str() {
+            "insert" => assert!(state.insert(id, v).is_none(), "v{version}: insert of live key {id}"),
+            "update_postimage" => {
+                assert!(state.insert(id, v).is_none(), "v{version}: post-image of {id} without its pre-image")
+            }
+            "update_preimage" | "delete" => {
+                assert_eq!(state.remove(&id), Some(v), "v{version}: {kind} of {id} is not the row it had")
+            }
+            other => panic!("unknown change type {other}"),
+        }
+    }
+    state
+}
+
+#[test]
+fn keyed_upserts_with_compaction_deletes_kills_and_faults_keep_every_key_and_change_exact() {
+    use std::process::{Command, Stdio};
+    let _guard = crate::support::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("keyed").to_string_lossy().into_owned();
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic("cdc", 4, 1).unwrap();
+    let brokers = cluster.bootstrap_servers();
+    let config = dir.path().join("deltabus.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[pipelines.kv]\ntable = \"{table}\"\napp_id = \"kv\"\ncreate = true\n\
+             properties = {{ \"delta.enableChangeDataFeed\" = \"true\" }}\n\
+             [pipelines.kv.kafka]\nbrokers = \"{brokers}\"\ntopic = \"cdc\"\n\
+             properties = {{ \"session.timeout.ms\" = \"6000\", \"heartbeat.interval.ms\" = \"500\" }}\n\
+             [pipelines.kv.flush]\nmax_latency = \"300ms\"\nmax_rows = 600\n\
+             [pipelines.kv.upsert]\nkey_columns = [\"id\"]\n\
+             [pipelines.kv.compaction]\nenabled = true\nmin_files = 3\ninterval = \"400ms\"\ndeleted_rows_ratio = 0.05\n"
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("workers.log");
+    let spawn = || {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_deltabus"))
+            .args(["run", "--config", config.to_str().unwrap()])
+            .env("DELTABUS_FAULTS", "rate=0.03,seed=29")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+    let producer = producer(brokers.clone(), 14);
+    // The predicate delete, once the doomed keys are in, beside the workers (retried through
+    // its own faults and conflicts until it reports success).
+    let deleter = {
+        let table = table.clone();
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while Instant::now() < deadline {
+                let in_table = live(&crate::support::deltabus(&["cat", &table]))
+                    .is_some_and(|m| DOOMED.clone().all(|id| m.contains_key(&id)));
+                if in_table {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            loop {
+                let out = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+                    .args(["delete", &table, "--where", &format!("id >= {}", DOOMED.start)])
+                    .env("DELTABUS_FAULTS", "rate=0.03,seed=31")
+                    .output()
+                    .unwrap();
+                if out.status.success() {
+                    return String::from_utf8_lossy(&out.stdout).to_string();
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the delete never succeeded: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        })
+    };
+    crate::support::kill_at_random_moments(3, spawn);
+    let last = spawn();
+    producer.join().unwrap();
+    let deleted = deleter.join().unwrap();
+    eprintln!("delete: {deleted}");
+    let expected = expected();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut got = None;
+    while Instant::now() < deadline {
+        got = live(&crate::support::deltabus(&["cat", &table]));
+        if got.as_ref() == Some(&expected) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (status, _) = crate::support::terminate(last);
+    assert!(status.success(), "graceful exit");
+    drop(cluster);
+    let got = got.unwrap_or_default();
+    let log_tail =
+        || std::fs::read_to_string(&log).unwrap_or_default().lines().rev().take(20).collect::<Vec<_>>().join("\n");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    eprintln!(
+        "compactor bins: {} remapped, {} abandoned",
+        text.matches("compact.bin_remapped").count(),
+        text.matches("compact.bin_abandoned").count()
+    );
+    assert!(got == expected, "{} keys live, {} expected; log:\n{}", got.len(), expected.len(), log_tail());
+    if let Some(oracle) = crate::support::kernel_oracle() {
+        let out = Command::new(oracle).args(["rows", &table]).output().unwrap();
+        assert_eq!(live(&out), Some(expected.clone()), "the reference reader");
+    }
+    let feed = crate::support::deltabus(&["changes", &table, "--from", "0"]);
+    assert!(feed.status.success(), "{}", String::from_utf8_lossy(&feed.stderr));
+    assert_eq!(replay(&String::from_utf8_lossy(&feed.stdout)), expected, "the change feed replays to the table");
+    let history = String::from_utf8_lossy(&crate::support::deltabus(&["history", &table]).stdout).to_string();
+    assert!(history.contains("\"OPTIMIZE\""), "the compactor ran beside the flushes");
+}
