@@ -50,8 +50,10 @@ pub(crate) async fn run(
             Ok(r) if r.bins > 0 => {
                 metrics.compaction_commits.inc_by(r.versions.len() as u64);
                 metrics.compacted_files.inc_by(r.files_in as u64);
+                metrics.compaction_abandoned.inc_by(r.abandoned.len() as u64);
+                metrics.compaction_remapped.inc_by(r.remapped_bins as u64);
                 tracing::info!(pipeline = %cfg.name, files_in = r.files_in, files_out = r.files_out,
-                    versions = ?r.versions, abandoned = r.abandoned.len(), "auto compaction");
+                    versions = ?r.versions, abandoned = r.abandoned.len(), remapped = r.remapped_bins, "auto compaction");
             }
             Ok(_) | Err(Error::NotATable { .. }) => {}
             Err(e @ Error::Unsupported { .. }) => {

@@ -249,8 +249,12 @@ struct Entry {
 #[derive(Debug, Default)]
 struct Bucket {
     resident: bool,
-    /// Resident: every entry (sorted when `sorted`); evicted: entries of unpersisted files.
+    /// Resident: every entry but `recent`, sorted; evicted: entries of unpersisted files.
     entries: Vec<Entry>,
+    /// Resident: entries added since the last merge (sorted when `sorted`), merged into
+    /// `entries` once they outgrow a quarter of it, so adding a file costs its own entries,
+    /// not the bucket's.
+    recent: Vec<Entry>,
     sorted: bool,
     last_use: u64,
 }
@@ -310,9 +314,12 @@ impl KeyIndex {
         for (hash, row) in &keys.entries {
             let b = &mut self.buckets[hash.bucket()];
             // An evicted bucket reloads persisted files from their sidecars.
-            if b.resident || !persisted {
-                b.entries.push(Entry { hash: *hash, file: id, row: *row });
+            let e = Entry { hash: *hash, file: id, row: *row };
+            if b.resident {
+                b.recent.push(e);
                 b.sorted = false;
+            } else if !persisted {
+                b.entries.push(e);
             }
         }
         id
@@ -339,6 +346,7 @@ impl KeyIndex {
         let files = &self.files;
         for b in &mut self.buckets {
             b.entries.retain(|e| files[e.file as usize].is_some());
+            b.recent.retain(|e| files[e.file as usize].is_some());
         }
         gone.into_iter().map(|(p, _)| p).collect()
     }
@@ -378,7 +386,8 @@ impl KeyIndex {
             }
         }
         // A file persisted after the eviction is both kept and in its section: once is enough.
-        bucket.entries.sort_unstable();
+        // (Each section is sorted: the stable sort merges the runs.)
+        bucket.entries.sort();
         bucket.entries.dedup();
         bucket.resident = true;
         bucket.sorted = true;
@@ -394,19 +403,30 @@ impl KeyIndex {
                 let b = &mut self.buckets[h.bucket()];
                 debug_assert!(b.resident, "lookup in an evicted bucket");
                 if !b.sorted {
-                    b.entries.sort_unstable();
+                    if b.recent.len() * 4 > b.entries.len() {
+                        // Runs of sorted files: the stable sort merges runs instead of sorting.
+                        b.entries.append(&mut b.recent);
+                        b.entries.sort();
+                    } else {
+                        b.recent.sort();
+                    }
                     b.sorted = true;
                 }
                 b.last_use = tick;
-                let from = b.entries.partition_point(|e| e.hash < *h);
-                b.entries[from..].iter().take_while(|e| e.hash == *h).map(|e| (e.file, e.row)).collect()
+                let run = |v: &[Entry]| {
+                    let from = v.partition_point(|e| e.hash < *h);
+                    v[from..].iter().take_while(|e| e.hash == *h).map(|e| (e.file, e.row)).collect::<Vec<_>>()
+                };
+                let mut found = run(&b.entries);
+                found.extend(run(&b.recent));
+                found
             })
             .collect()
     }
 
     /// Bytes of entries in memory.
     pub(crate) fn resident_bytes(&self) -> u64 {
-        self.buckets.iter().map(|b| b.entries.len() as u64).sum::<u64>() * ENTRY_BYTES
+        self.buckets.iter().map(|b| (b.entries.len() + b.recent.len()) as u64).sum::<u64>() * ENTRY_BYTES
     }
 
     /// Evicts least recently used buckets until the resident size is at most `budget` (entries
@@ -422,6 +442,8 @@ impl KeyIndex {
             }
             let files = &self.files;
             let bucket = &mut self.buckets[b];
+            bucket.entries.append(&mut bucket.recent);
+            bucket.recent.shrink_to_fit();
             let before = bucket.entries.len() as u64;
             bucket.entries.retain(|e| files[e.file as usize].as_ref().is_some_and(|f| f.layout.is_none()));
             bucket.entries.shrink_to_fit();

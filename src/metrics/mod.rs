@@ -71,6 +71,8 @@ struct Families {
     kafka_errors: Counters,
     compaction_commits: Counters,
     compacted_files: Counters,
+    compaction_abandoned: Counters,
+    compaction_remapped: Counters,
     flushes: Family<ReasonLabels, Counter>,
     commit_seconds: Family<PipelineLabel, Histogram, fn() -> Histogram>,
     buffer_bytes: Family<PipelineLabel, Gauge>,
@@ -101,6 +103,8 @@ impl Families {
             kafka_errors: Counters::default(),
             compaction_commits: Counters::default(),
             compacted_files: Counters::default(),
+            compaction_abandoned: Counters::default(),
+            compaction_remapped: Counters::default(),
             flushes: Family::default(),
             commit_seconds: Family::new_with_constructor(commit_histogram),
             buffer_bytes: Family::default(),
@@ -116,7 +120,7 @@ impl Families {
             index_loads: Counters::default(),
         };
         let r = registry;
-        let counters: [(&str, &str, &Counters); 14] = [
+        let counters: [(&str, &str, &Counters); 16] = [
             ("deltabus_records_in", "Records consumed (Delta sources: source rows)", &f.records_in),
             ("deltabus_bytes_in", "Payload bytes consumed", &f.bytes_in),
             ("deltabus_dead_letters", "Records sent to the dead-letter destination", &f.dead_letters),
@@ -133,6 +137,16 @@ impl Families {
             ("deltabus_kafka_errors", "Kafka client and consume errors (librdkafka retries them)", &f.kafka_errors),
             ("deltabus_compaction_commits", "OPTIMIZE commits of the background compactor", &f.compaction_commits),
             ("deltabus_compacted_files", "Files rewritten by the background compactor", &f.compacted_files),
+            (
+                "deltabus_compaction_abandoned_bins",
+                "Background compaction bins given up because an input was removed meanwhile",
+                &f.compaction_abandoned,
+            ),
+            (
+                "deltabus_compaction_remapped_bins",
+                "Background compaction bins committed with rows deleted meanwhile carried onto them",
+                &f.compaction_remapped,
+            ),
             (
                 "deltabus_key_index_rebuilt_files",
                 "Data files the key index read because no whole sidecar held their keys",
@@ -209,6 +223,8 @@ pub(crate) struct PipelineMetrics {
     pub kafka_errors: Counter,
     pub compaction_commits: Counter,
     pub compacted_files: Counter,
+    pub compaction_abandoned: Counter,
+    pub compaction_remapped: Counter,
     pub buffer_bytes: AtomicU64,
     pub buffer_limit: AtomicU64,
     pub ready: AtomicBool,
@@ -236,6 +252,8 @@ impl PipelineMetrics {
             kafka_errors: c(&families.kafka_errors),
             compaction_commits: c(&families.compaction_commits),
             compacted_files: c(&families.compacted_files),
+            compaction_abandoned: c(&families.compaction_abandoned),
+            compaction_remapped: c(&families.compaction_remapped),
             buffer_bytes: AtomicU64::new(0),
             buffer_limit: AtomicU64::new(0),
             ready: AtomicBool::new(false),
