@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use object_store::ObjectStoreExt;
 
 use super::location::Table;
@@ -162,13 +162,13 @@ impl Table {
         let columns = ix.columns.clone();
         let plan = self.scan_plan(snapshot).projected(&columns);
         let (plan, columns_ref) = (&plan, &columns);
-        let indexed: Vec<(FileKeys, Option<Layout>, Option<bytes::Bytes>, bool)> = futures::stream::iter(
+        // Added as they come: at most PARALLEL files' keys are in flight besides the index.
+        let mut indexed = std::pin::pin!(futures::stream::iter(
             new.into_iter().map(|add| async move { self.index_file(plan, columns_ref, fingerprint, &add).await }),
         )
-        .buffered(PARALLEL)
-            .try_collect()
-            .await?;
-        for (keys, layout, unwritten, from_data) in indexed {
+        .buffered(PARALLEL));
+        while let Some(next) = indexed.next().await {
+            let (keys, layout, unwritten, from_data) = next?;
             if from_data && state.written.remove(&keys.path) {
                 state.stats.files_written += 1;
             } else if from_data {
