@@ -208,3 +208,54 @@ fn a_small_memory_budget_evicts_and_reloads_buckets_with_unicode_multi_column_ke
     // Null keys are never matched: each of their rows stays.
     check(&table, &expected, 2);
 }
+
+#[test]
+fn sidecars_deleted_while_a_pipeline_runs_are_rebuilt_from_the_data() {
+    let _guard = crate::support::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t").to_string_lossy().into_owned();
+    let rendered = Arc::new(Mutex::new(String::new()));
+    let seen = rendered.clone();
+    runtime().block_on(async {
+        let cluster = MockCluster::new(1).unwrap();
+        cluster.create_topic("kv", 2, 1).unwrap();
+        let brokers = cluster.bootstrap_servers();
+        let mut p = pipeline(&brokers, "kv", &table);
+        p.flush.max_rows = 60;
+        p.upsert = Some(deltabus::config::UpsertConfig {
+            key_columns: vec!["id".into()],
+            format: deltabus::config::UpsertFormat::Plain,
+            op_field: None,
+            // Every bucket evicted after each flush: the next one reads the sidecars back.
+            index_memory: "1KiB".parse().unwrap(),
+        });
+        let records = |v: i64| -> Vec<_> {
+            (0..300).map(|i| upsert(i, v)).enumerate().map(|(n, (k, p))| ((n % 2) as i32, Some(k), p)).collect()
+        };
+        produce(&brokers, "kv", &records(1)).await;
+        // Once the first records are in, the index directory is deleted, and only then are the
+        // updates produced: every later flush finds its sidecars gone.
+        let (index_dir, second) = (std::path::Path::new(&table).join("_deltabus/key_index"), records(2));
+        let pending = Mutex::new(Some((brokers.clone(), second)));
+        let sent = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let producer_done = sent.clone();
+        run_until(vec![p], None, move |m| {
+            *seen.lock().unwrap() = m.render();
+            if committed(m, "p0") >= 300 {
+                if let Some((brokers, second)) = pending.lock().unwrap().take() {
+                    std::fs::remove_dir_all(&index_dir).unwrap();
+                    let done = producer_done.clone();
+                    std::thread::spawn(move || {
+                        runtime().block_on(produce(&brokers, "kv", &second));
+                        done.store(true, std::sync::atomic::Ordering::SeqCst);
+                    });
+                }
+            }
+            sent.load(std::sync::atomic::Ordering::SeqCst) && committed(m, "p0") >= 600
+        })
+        .await;
+    });
+    let m = rendered.lock().unwrap().clone();
+    assert!(metric(&m, "deltabus_key_index_rebuilt_files_total") > 0, "the lost sidecars were rebuilt: {m}");
+    check(&table, &(0..300).map(|i| (i, 2)).collect(), 0);
+}

@@ -37,11 +37,9 @@ const PARALLEL: usize = 8;
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) struct IndexStats {
-    /// Files indexed from their data that this handle did not just write (no sidecar, or a
-    /// damaged one: a lost index, another writer's files): the rebuild count.
+    /// Files indexed from their data (no sidecar, or a damaged one: a lost index, another
+    /// writer's files, a sidecar write that failed): the rebuild count.
     pub files_from_data: u64,
-    /// Files this handle's own flushes wrote, indexed from their data once committed.
-    pub files_written: u64,
     /// Files indexed from their sidecar.
     pub files_from_sidecars: u64,
     pub buckets_loaded: u64,
@@ -57,8 +55,6 @@ pub(crate) struct IndexState {
     index: Option<KeyIndex>,
     /// Sidecars not yet written: path → (bytes, layout).
     pending: HashMap<String, (bytes::Bytes, Layout)>,
-    /// Data files this handle's flushes wrote (not rebuilds when they are indexed).
-    written: std::collections::HashSet<String>,
     stats: IndexStats,
 }
 
@@ -169,9 +165,7 @@ impl Table {
         .buffered(PARALLEL));
         while let Some(next) = indexed.next().await {
             let (keys, layout, unwritten, from_data) = next?;
-            if from_data && state.written.remove(&keys.path) {
-                state.stats.files_written += 1;
-            } else if from_data {
+            if from_data {
                 state.stats.files_from_data += 1;
                 tracing::info!(file = %keys.path, "key_index.rebuilt: indexed from the file's data");
             } else {
@@ -289,13 +283,12 @@ enum Miss {
 
 impl Table {
     /// Writes the sidecars of data files a keyed flush just wrote (before its commit, so that
-    /// whoever indexes them next reads the sidecar, not the data), and notes them as this
-    /// handle's own. A sidecar that cannot be written is left to the next catch-up.
+    /// whoever indexes them next reads the sidecar, not the data). A sidecar that cannot be
+    /// written is left to the next catch-up (which counts it as a rebuild).
     pub(crate) async fn key_index_prepare(&self, snapshot: &Snapshot, columns: &[String], adds: Vec<Add>) {
         let fingerprint = crate::delta::key_index::columns_fingerprint(columns);
         let plan = self.scan_plan(snapshot).projected(columns);
         let plan = &plan;
-        let paths: Vec<String> = adds.iter().map(|a| a.path.clone()).collect();
         futures::stream::iter(adds.into_iter().map(|add| async move {
             if let Err(e) = self.index_file(plan, columns, fingerprint, &add).await {
                 tracing::debug!(file = %add.path, error = %e, "key_index.prepare_failed: left for the next catch-up");
@@ -304,16 +297,6 @@ impl Table {
         .buffer_unordered(PARALLEL)
         .collect::<Vec<()>>()
         .await;
-        self.key_index_wrote(paths).await;
-    }
-
-    /// Notes data files a keyed flush of this handle wrote (for its index's figures).
-    pub(crate) async fn key_index_wrote(&self, paths: impl IntoIterator<Item = String>) {
-        let mut state = self.key_index.lock().await;
-        if state.written.len() > 100_000 {
-            state.written.clear();
-        }
-        state.written.extend(paths);
     }
 
     /// Catches this handle's key index up with `snapshot` (building it, sidecars included, on
