@@ -30,8 +30,10 @@ use crate::delta::scan::RowFilter;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 
-/// Files indexed at once when catching up.
-const PARALLEL: usize = 8;
+/// Files indexed (or bucket sections read) at once: enough to hide an object store's latency,
+/// few enough that the files' keys in flight stay small beside the index (about 44 bytes a key
+/// each while decoded).
+const PARALLEL: usize = 4;
 
 /// What an index did, cumulative over its life.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -158,7 +160,7 @@ impl Table {
         let columns = ix.columns.clone();
         let plan = self.scan_plan(snapshot).projected(&columns);
         let (plan, columns_ref) = (&plan, &columns);
-        // Added as they come: at most PARALLEL files' keys are in flight besides the index.
+        // Added as they come: at most PARALLEL files' keys are in flight beside the index.
         let mut indexed = std::pin::pin!(futures::stream::iter(
             new.into_iter().map(|add| async move { self.index_file(plan, columns_ref, fingerprint, &add).await }),
         )

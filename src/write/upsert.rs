@@ -135,6 +135,7 @@ pub(crate) async fn plan(
     //    changed key are touched.
     let keyed: Vec<&str> = winners.keys().map(String::as_str).filter(|k| !k.starts_with('\u{0}')).collect();
     let files = snapshot.files();
+    let started = std::time::Instant::now();
     let (located, stats) = if keyed.is_empty() {
         (Vec::new(), table.key_index_stats().await)
     } else {
@@ -179,6 +180,7 @@ pub(crate) async fn plan(
         plan.files_scanned = found.files_scanned;
         found
     };
+    let found_ms = started.elapsed().as_millis();
     plan.read = found.changes.iter().map(|(a, _, _)| FileKey::of_add(a)).collect();
     for (key, change) in &winners {
         match (change.row.is_some(), matched_keys.contains(key)) {
@@ -267,7 +269,15 @@ pub(crate) async fn plan(
         .filter(|a| a.deletion_vector.is_none())
         .cloned()
         .collect();
+    let written_ms = started.elapsed().as_millis();
     table.key_index_prepare(snapshot, key_columns, new_files).await;
+    tracing::debug!(
+        found_ms,
+        written_ms,
+        total_ms = started.elapsed().as_millis(),
+        files = plan.read.len(),
+        "upsert.planned: rows found, files written, sidecars written"
+    );
     plan.files_added = adds.len();
     plan.bytes_added = adds.iter().map(|a| a.size).sum();
     plan.actions.extend(adds.into_iter().map(Action::Add));
