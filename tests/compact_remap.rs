@@ -5,21 +5,11 @@
 //! and the reference reader both read exactly the rows the delete left. A competitor that
 //! removes an input instead still makes the bin abandon.
 
-use std::fmt;
-use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
-use bytes::Bytes;
 use deltabus::compactor::rewriter::{compact, CompactOptions};
 use deltabus::ops::delete::{delete, DeleteOptions};
 use deltabus::storage::{StorageOptions, Table};
-use futures::stream::BoxStream;
-use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMode,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+
+use crate::support::racing::{GoesFirst, Hook};
 
 /// What lands just before the compactor's first `OPTIMIZE` commit reaches the store (through
 /// a clean handle of the same table, so at the version the compactor is going for).
@@ -29,81 +19,6 @@ enum Competitor {
     Delete(&'static str),
     /// A compaction of the same files (every input removed).
     Compact,
-}
-
-#[derive(Debug)]
-struct DeleteFirst {
-    inner: Arc<dyn ObjectStore>,
-    clean: Table,
-    competitor: Competitor,
-    done: AtomicBool,
-}
-
-impl fmt::Display for DeleteFirst {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DeleteFirst({})", self.inner)
-    }
-}
-
-#[async_trait::async_trait]
-impl ObjectStore for DeleteFirst {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        let bytes: Vec<u8> = payload.iter().flat_map(|b| b.to_vec()).collect();
-        let optimize = String::from_utf8_lossy(&bytes).contains("\"operation\":\"OPTIMIZE\"");
-        if matches!(opts.mode, PutMode::Create) && optimize && !self.done.swap(true, Ordering::SeqCst) {
-            match self.competitor {
-                Competitor::Delete(predicate) => {
-                    let report = delete(&self.clean, predicate, &DeleteOptions::default()).await.expect("the delete");
-                    assert!(report.rows_deleted > 0, "the competitor deleted rows");
-                }
-                Competitor::Compact => {
-                    let report = compact(&self.clean, &CompactOptions::default()).await.expect("the compaction");
-                    assert_eq!(report.versions.len(), 1, "the competitor compacted");
-                }
-            }
-        }
-        self.inner.put_opts(location, PutPayload::from(bytes), opts).await
-    }
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> object_store::Result<Vec<Bytes>> {
-        self.inner.get_ranges(location, ranges).await
-    }
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    fn list_with_offset(
-        &self,
-        prefix: Option<&Path>,
-        offset: &Path,
-    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list_with_offset(prefix, offset)
-    }
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
 }
 
 /// Four small files of 25 rows (ids 0..100), deletion vectors on; rows `pre` already deleted.
@@ -135,10 +50,24 @@ fn compact_racing(location: &str, competitor: Competitor) -> deltabus::compactor
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let clean = Table::open(location, StorageOptions::default()).unwrap();
-        let table = clean.clone().map_store(|inner| {
-            Arc::new(DeleteFirst { inner, clean: clean.clone(), competitor, done: AtomicBool::new(false) })
-                as Arc<dyn ObjectStore>
+        let other = clean.clone();
+        let hook: Hook = Box::new(move |_, _, _, _| {
+            let other = other.clone();
+            Box::pin(async move {
+                match competitor {
+                    Competitor::Delete(predicate) => {
+                        let report = delete(&other, predicate, &DeleteOptions::default()).await.expect("the delete");
+                        assert!(report.rows_deleted > 0, "the competitor deleted rows");
+                    }
+                    Competitor::Compact => {
+                        let report = compact(&other, &CompactOptions::default()).await.expect("the compaction");
+                        assert_eq!(report.versions.len(), 1, "the competitor compacted");
+                    }
+                }
+                Ok(())
+            })
         });
+        let table = clean.clone().map_store(|inner| GoesFirst::wrap(inner, "\"operation\":\"OPTIMIZE\"", hook));
         compact(&table, &CompactOptions::default()).await.unwrap()
     })
 }

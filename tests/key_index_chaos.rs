@@ -17,43 +17,6 @@ const VERSIONS: i64 = 4;
 /// Keys written once, then deleted by predicate while the workers run.
 const DOOMED: std::ops::Range<i64> = 10_000..10_100;
 
-fn producer(brokers: String, seconds: u64) -> std::thread::JoinHandle<()> {
-    use rdkafka::config::ClientConfig;
-    use rdkafka::producer::{FutureProducer, FutureRecord};
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async {
-            let producer: FutureProducer =
-                ClientConfig::new().set("bootstrap.servers", &brokers).set("linger.ms", "5").create().unwrap();
-            let rounds = VERSIONS + 1;
-            for v in 0..rounds {
-                for chunk in 0..10 {
-                    let mut pending = Vec::new();
-                    let mut ids: Vec<i64> = ((chunk * KEYS / 10)..((chunk + 1) * KEYS / 10)).collect();
-                    if v == 0 && chunk == 0 {
-                        ids.extend(DOOMED);
-                    }
-                    for id in ids {
-                        let key = id.to_string();
-                        let payload = format!(r#"{{"id":{id},"v":{v}}}"#);
-                        let record = FutureRecord::<String, String>::to("cdc").key(&key);
-                        let record = match v {
-                            v if v < VERSIONS => record.payload(&payload),
-                            _ if id % 10 == 0 => record, // tombstone
-                            _ => continue,
-                        };
-                        pending.push(producer.send_result(record).unwrap());
-                    }
-                    for d in futures::future::join_all(pending).await {
-                        d.unwrap().unwrap();
-                    }
-                    tokio::time::sleep(Duration::from_millis(seconds * 1000 / (rounds as u64 * 10))).await;
-                }
-            }
-        });
-    })
-}
-
 fn expected() -> BTreeMap<i64, i64> {
     (0..KEYS).filter(|id| id % 10 != 0).map(|id| (id, VERSIONS - 1)).collect()
 }
@@ -136,7 +99,7 @@ fn keyed_upserts_with_compaction_deletes_kills_and_faults_keep_every_key_and_cha
             .spawn()
             .unwrap()
     };
-    let producer = producer(brokers.clone(), 14);
+    let producer = crate::support::start_keyed_producer(brokers.clone(), "cdc", KEYS, VERSIONS, DOOMED, 14);
     // The predicate delete, once the doomed keys are in, beside the workers (retried through
     // its own faults and conflicts until it reports success).
     let deleter = {

@@ -3,95 +3,28 @@
 //! pipeline's commit goes to. The pipeline re-reads the table, evolves again (now from the
 //! schema with `y`), and decodes every record.
 
-use std::fmt;
-use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
-use bytes::Bytes;
 use deltabus::common::record::RawRecord;
 use deltabus::config::pipeline::PipelineConfig;
 use deltabus::ingest::schema::TableSchema;
 use deltabus::storage::{StorageOptions, Table};
-use futures::stream::BoxStream;
-use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMode,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+use object_store::PutPayload;
+
+use crate::support::racing::{GoesFirst, Hook};
 
 /// Before the first `ADD COLUMNS` commit reaches the store, a competing commit that adds
-/// column `y` lands at the same version.
-#[derive(Debug)]
-struct Racing {
-    inner: Arc<dyn ObjectStore>,
-    raced: AtomicBool,
-}
-
-impl fmt::Display for Racing {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Racing({})", self.inner)
-    }
-}
-
-#[async_trait::async_trait]
-impl ObjectStore for Racing {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        let bytes: Vec<u8> = payload.iter().flat_map(|b| b.to_vec()).collect();
-        let text = String::from_utf8_lossy(&bytes).to_string();
-        if matches!(opts.mode, PutMode::Create)
-            && text.contains("ADD COLUMNS")
-            && !self.raced.swap(true, Ordering::SeqCst)
-        {
-            // The competitor: the same schema change with `y` for `x`, another writer's txnId.
+/// column `y` lands at the same version: the same schema change with `y` for `x`, another
+/// writer's txnId.
+fn competitor() -> Hook {
+    Box::new(|inner, location, bytes, opts| {
+        Box::pin(async move {
+            let text = String::from_utf8_lossy(&bytes).to_string();
             let start = text.find("\"txnId\":\"").unwrap() + 9;
             let theirs = format!("{}{}{}", &text[..start], "00000000-0000-4000-8000-000000000000", &text[start + 36..])
                 .replace("\\\"x\\\"", "\\\"y\\\"")
                 .replace("[\\\"x\\\"]", "[\\\"y\\\"]");
-            self.inner.put_opts(location, PutPayload::from(theirs.into_bytes()), opts.clone()).await?;
-        }
-        self.inner.put_opts(location, PutPayload::from(bytes), opts).await
-    }
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> object_store::Result<Vec<Bytes>> {
-        self.inner.get_ranges(location, ranges).await
-    }
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    fn list_with_offset(
-        &self,
-        prefix: Option<&Path>,
-        offset: &Path,
-    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list_with_offset(prefix, offset)
-    }
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
+            inner.put_opts(&location, PutPayload::from(theirs.into_bytes()), opts).await.map(|_| ())
+        })
+    })
 }
 
 #[test]
@@ -110,7 +43,7 @@ fn a_lost_schema_race_evolves_again_instead_of_dead_lettering() {
     rt.block_on(async {
         let table = Table::open(location, StorageOptions::default())
             .unwrap()
-            .map_store(|inner| Arc::new(Racing { inner, raced: AtomicBool::new(false) }) as Arc<dyn ObjectStore>);
+            .map_store(|inner| GoesFirst::wrap(inner, "ADD COLUMNS", competitor()));
         let mut schema = TableSchema::open(&table, &cfg, &Default::default()).await.unwrap();
         let payloads: Vec<String> = (1..4).map(|i| format!("{{\"id\":{i},\"x\":\"v{i}\"}}")).collect();
         let raw: Vec<RawRecord<'_>> = payloads

@@ -149,41 +149,6 @@ fn plain_payloads_with_an_op_field() {
 const KEYS: i64 = 2_000;
 const VERSIONS: i64 = 4;
 
-/// Every key gets VERSIONS upserts in order (keyed, so they share a partition), and every
-/// tenth key a tombstone at the end; spread over about `seconds`.
-fn start_keyed_producer(brokers: String, seconds: u64) -> std::thread::JoinHandle<()> {
-    use rdkafka::config::ClientConfig;
-    use rdkafka::producer::{FutureProducer, FutureRecord};
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async {
-            let producer: FutureProducer =
-                ClientConfig::new().set("bootstrap.servers", &brokers).set("linger.ms", "5").create().unwrap();
-            let rounds = VERSIONS + 1;
-            for v in 0..rounds {
-                for chunk in 0..10 {
-                    let mut pending = Vec::new();
-                    for id in (chunk * KEYS / 10)..((chunk + 1) * KEYS / 10) {
-                        let key = id.to_string();
-                        let payload = format!(r#"{{"id":{id},"v":{v}}}"#);
-                        let record = FutureRecord::<String, String>::to("keyed").key(&key);
-                        let record = match v {
-                            v if v < VERSIONS => record.payload(&payload),
-                            _ if id % 10 == 0 => record, // tombstone
-                            _ => continue,
-                        };
-                        pending.push(producer.send_result(record).unwrap());
-                    }
-                    for d in futures::future::join_all(pending).await {
-                        d.unwrap().unwrap();
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(seconds * 1000 / (rounds as u64 * 10))).await;
-                }
-            }
-        });
-    })
-}
-
 fn final_state() -> BTreeMap<i64, i64> {
     (0..KEYS).filter(|id| id % 10 != 0).map(|id| (id, VERSIONS - 1)).collect()
 }
@@ -226,7 +191,7 @@ fn keyed_workers_killed_with_sigkill_through_store_faults_apply_every_change_onc
             .spawn()
             .unwrap()
     };
-    let producer = start_keyed_producer(brokers.clone(), 12);
+    let producer = crate::support::start_keyed_producer(brokers.clone(), "keyed", KEYS, VERSIONS, 0..0, 12);
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
     eprintln!("kill -9 seed {seed}");
     let mut rnd = seed | 1;

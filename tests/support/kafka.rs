@@ -166,3 +166,49 @@ pub fn assert_once_but_repeats_after_kills<T: Ord + Clone + std::fmt::Debug, U: 
     }
     repeated
 }
+
+/// Keyed change streams for the keyed-ingestion tests: every id in `0..keys` gets upserts
+/// `{"id", "v"}` for `v` in `0..versions` in order (keyed by id, so one key stays on one
+/// partition), then every tenth id a tombstone; `extra` ids get only `v = 0`, with the first
+/// chunk. Spread over about `seconds` in ten chunks per round.
+pub fn start_keyed_producer(
+    brokers: String,
+    topic: &'static str,
+    keys: i64,
+    versions: i64,
+    extra: std::ops::Range<i64>,
+    seconds: u64,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let producer: FutureProducer =
+                ClientConfig::new().set("bootstrap.servers", &brokers).set("linger.ms", "5").create().unwrap();
+            let rounds = versions + 1;
+            for v in 0..rounds {
+                for chunk in 0..10 {
+                    let mut ids: Vec<i64> = ((chunk * keys / 10)..((chunk + 1) * keys / 10)).collect();
+                    if v == 0 && chunk == 0 {
+                        ids.extend(extra.clone());
+                    }
+                    let mut pending = Vec::new();
+                    for id in ids {
+                        let key = id.to_string();
+                        let payload = format!(r#"{{"id":{id},"v":{v}}}"#);
+                        let record = FutureRecord::<String, String>::to(topic).key(&key);
+                        let record = match v {
+                            v if v < versions => record.payload(&payload),
+                            _ if id % 10 == 0 => record, // tombstone
+                            _ => continue,
+                        };
+                        pending.push(producer.send_result(record).unwrap());
+                    }
+                    for d in futures::future::join_all(pending).await {
+                        d.unwrap().unwrap();
+                    }
+                    tokio::time::sleep(Duration::from_millis(seconds * 1000 / (rounds as u64 * 10))).await;
+                }
+            }
+        });
+    })
+}
