@@ -19,7 +19,7 @@
 //!
 //! Run: `cargo bench --bench upsert_throughput` (`BENCH_RECORDS=N` to change the count,
 //! `BENCH_SIZES=1000000,10000000` for other table sizes, `BENCH_INDEX_MEMORY=2GiB` for the
-//! index's budget).
+//! index's budget, `BENCH_LOG=deltabus=debug` for each flush's phases).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
@@ -163,6 +163,10 @@ async fn live_rows(table: &str) -> u64 {
 }
 
 fn main() {
+    // `BENCH_LOG=deltabus=debug` shows each flush's phases (`upsert.planned`).
+    if let Ok(filter) = std::env::var("BENCH_LOG") {
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    }
     let dir = std::env::var_os("DELTABUS_BENCH_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/upsert"));

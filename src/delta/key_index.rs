@@ -259,6 +259,23 @@ struct Bucket {
     last_use: u64,
 }
 
+impl Bucket {
+    /// Sorts what was added since the last lookup: merged into `entries` once it outgrows a
+    /// quarter of them (runs of sorted files: the stable sort merges runs instead of sorting).
+    fn settle(&mut self) {
+        if self.sorted {
+            return;
+        }
+        if self.recent.len() * 4 > self.entries.len() {
+            self.entries.append(&mut self.recent);
+            self.entries.sort();
+        } else {
+            self.recent.sort();
+        }
+        self.sorted = true;
+    }
+}
+
 #[derive(Debug)]
 struct FileSlot {
     path: String,
@@ -402,16 +419,7 @@ impl KeyIndex {
             .map(|h| {
                 let b = &mut self.buckets[h.bucket()];
                 debug_assert!(b.resident, "lookup in an evicted bucket");
-                if !b.sorted {
-                    if b.recent.len() * 4 > b.entries.len() {
-                        // Runs of sorted files: the stable sort merges runs instead of sorting.
-                        b.entries.append(&mut b.recent);
-                        b.entries.sort();
-                    } else {
-                        b.recent.sort();
-                    }
-                    b.sorted = true;
-                }
+                b.settle();
                 b.last_use = tick;
                 let run = |v: &[Entry]| {
                     let from = v.partition_point(|e| e.hash < *h);
@@ -422,6 +430,17 @@ impl KeyIndex {
                 found
             })
             .collect()
+    }
+
+    /// Sorts every resident bucket's new entries, on up to `threads` threads (a first lookup
+    /// after a large catch-up would otherwise sort bucket by bucket on one).
+    pub(crate) fn settle(&mut self, threads: usize) {
+        let per = BUCKETS.div_ceil(threads.max(1));
+        std::thread::scope(|scope| {
+            for chunk in self.buckets.chunks_mut(per) {
+                scope.spawn(move || chunk.iter_mut().filter(|b| b.resident).for_each(Bucket::settle));
+            }
+        });
     }
 
     /// Bytes of entries in memory.

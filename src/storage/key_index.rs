@@ -94,6 +94,9 @@ impl Table {
         let mut attempts = 0;
         let found = loop {
             self.catch_up(&mut state, snapshot, &active, budget).await?;
+            if let Some(ix) = state.index.as_mut() {
+                ix.settle(std::thread::available_parallelism().map_or(2, |n| n.get()));
+            }
             match self.lookup_by_bucket(&mut state, &hashes, &by_bucket, budget).await {
                 Ok(found) => break found,
                 Err(Miss::Fault(e)) => return Err(e),
@@ -205,7 +208,11 @@ impl Table {
         match self.store.get(&self.relative_path(&sidecar)).await {
             Ok(got) => {
                 let bytes = got.bytes().await.map_err(|e| Error::storage(&sidecar, e))?;
-                match FileKeys::decode(&bytes) {
+                // Decoding is CPU work: off the runtime's threads, so files decode in parallel.
+                let decoded = tokio::task::spawn_blocking(move || FileKeys::decode(&bytes))
+                    .await
+                    .map_err(|e| Error::Internal(format!("decoding a key index sidecar: {e}")))?;
+                match decoded {
                     Ok((keys, layout)) if keys.path == add.path && keys.columns == fingerprint => {
                         return Ok((keys, Some(layout), None, false));
                     }
@@ -217,10 +224,17 @@ impl Table {
             Err(e) => return Err(Error::storage(&sidecar, e)),
         }
         let rows = self.read_rows(plan, &add.path, &add.partition_values, Some(add.size), RowFilter::All).await?;
-        let keys: Vec<Option<String>> = rows.batches.iter().flat_map(|b| keys_of_batch(b, columns)).collect();
-        let keys = FileKeys::from_keys(&add.path, fingerprint, keys.iter().map(Option::as_deref))
-            .map_err(|e| Error::data_file(&add.path, e))?;
-        let (bytes, layout) = keys.encode();
+        let (path, columns_owned) = (add.path.clone(), columns.to_vec());
+        let (keys, (bytes, layout)) = tokio::task::spawn_blocking(move || {
+            let keys: Vec<Option<String>> =
+                rows.batches.iter().flat_map(|b| keys_of_batch(b, &columns_owned)).collect();
+            let keys = FileKeys::from_keys(&path, fingerprint, keys.iter().map(Option::as_deref))
+                .map_err(|e| Error::data_file(&path, e))?;
+            let encoded = keys.encode();
+            Ok::<_, Error>((keys, encoded))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("indexing a data file's keys: {e}")))??;
         let bytes = bytes::Bytes::from(bytes);
         tracing::debug!(file = %add.path, entries = keys.entries.len(), "key_index.file_indexed from its data");
         match self.put_bytes(&sidecar, bytes.clone()).await {
