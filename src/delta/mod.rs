@@ -12,7 +12,8 @@
 //! - [`create`]: new-table metadata and protocol, schema inference from JSON.
 //! - [`evolve`]: schema merging and the metadata of an evolved (column-mapped) table.
 //! - [`row_keys`]: the canonical key of a row (keyed ingestion, mirrors, the key index).
-//! - [`key_index`]: key → (file, row) of keyed tables, its sidecar format and memory bound.
+//! - [`key_index`], [`key_sidecar`]: key → (file, row) of keyed tables with its memory bound,
+//!   and the sidecar format it is persisted in.
 //! - [`features`]: protocol validation and the reader-feature check.
 //! - [`commit_plan`]: what a commit carries besides its actions (append-only, in-commit
 //!   timestamps, row ids), decided before it is written.
@@ -50,6 +51,7 @@ internal_mods!(json_schema);
 internal_mods!(json_text);
 internal_mods!(json_values);
 internal_mods!(key_index);
+internal_mods!(key_sidecar);
 internal_mods!(last_checkpoint);
 internal_mods!(log_segment);
 internal_mods!(parquet_footer);

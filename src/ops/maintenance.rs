@@ -182,12 +182,12 @@ pub(crate) async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<Mainte
         // Key index sidecars of files no longer live (past the floor: a flush in flight writes
         // them before its commit); only live files are ever indexed.
         let tags: HashSet<String> =
-            snapshot.files().iter().map(|a| crate::delta::key_index::path_tag(&a.path)).collect();
+            snapshot.files().iter().map(|a| crate::delta::key_sidecar::path_tag(&a.path)).collect();
         out.extend(
             files
                 .iter()
                 .filter(|(p, _, modified)| {
-                    crate::delta::key_index::sidecar_tag(p).is_some_and(|t| !tags.contains(t)) && *modified < floor
+                    crate::delta::key_sidecar::sidecar_tag(p).is_some_and(|t| !tags.contains(t)) && *modified < floor
                 })
                 .map(|(p, s, _)| (p.clone(), *s)),
         );

@@ -24,7 +24,8 @@ use object_store::ObjectStoreExt;
 
 use super::location::Table;
 use crate::delta::actions::Add;
-use crate::delta::key_index::{decode_section, sidecar_path, FileKeys, KeyHash, KeyIndex, Layout};
+use crate::delta::key_index::KeyIndex;
+use crate::delta::key_sidecar::{decode_section, sidecar_path, FileKeys, KeyHash, Layout};
 use crate::delta::row_keys::keys_of_batch;
 use crate::delta::scan::RowFilter;
 use crate::delta::snapshot::Snapshot;
@@ -302,7 +303,7 @@ impl Table {
     /// whoever indexes them next reads the sidecar, not the data). A sidecar that cannot be
     /// written is left to the next catch-up (which counts it as a rebuild).
     pub(crate) async fn key_index_prepare(&self, snapshot: &Snapshot, columns: &[String], adds: Vec<Add>) {
-        let fingerprint = crate::delta::key_index::columns_fingerprint(columns);
+        let fingerprint = crate::delta::key_sidecar::columns_fingerprint(columns);
         let plan = self.scan_plan(snapshot).projected(columns);
         let plan = &plan;
         futures::stream::iter(adds.into_iter().map(|add| async move {
