@@ -12,27 +12,15 @@ use std::time::{Duration, Instant};
 use rdkafka::mocking::MockCluster;
 use serde_json::Value;
 
+use crate::support::keyed_rows as live;
+
 const KEYS: i64 = 1_500;
 const VERSIONS: i64 = 4;
 /// Keys written once, then deleted by predicate while the workers run.
 const DOOMED: std::ops::Range<i64> = 10_000..10_100;
 
 fn expected() -> BTreeMap<i64, i64> {
-    (0..KEYS).filter(|id| id % 10 != 0).map(|id| (id, VERSIONS - 1)).collect()
-}
-
-/// id → v of the live rows, `None` while the table cannot be read; a key twice fails.
-fn live(out: &std::process::Output) -> Option<BTreeMap<i64, i64>> {
-    if !out.status.success() {
-        return None;
-    }
-    let mut m = BTreeMap::new();
-    for l in String::from_utf8_lossy(&out.stdout).lines() {
-        let r: Value = serde_json::from_str(l).unwrap();
-        let id = r["id"].as_i64().unwrap();
-        assert!(m.insert(id, r["v"].as_i64().unwrap()).is_none(), "key {id} appears twice");
-    }
-    Some(m)
+    crate::support::keyed_final_state(KEYS, VERSIONS)
 }
 
 /// Replays the change feed per key in commit order (within a commit, removals before

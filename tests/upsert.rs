@@ -150,21 +150,11 @@ const KEYS: i64 = 2_000;
 const VERSIONS: i64 = 4;
 
 fn final_state() -> BTreeMap<i64, i64> {
-    (0..KEYS).filter(|id| id % 10 != 0).map(|id| (id, VERSIONS - 1)).collect()
+    crate::support::keyed_final_state(KEYS, VERSIONS)
 }
 
 fn live_versions(table: &str) -> Option<BTreeMap<i64, i64>> {
-    let out = crate::support::deltabus(&["cat", table]);
-    if !out.status.success() {
-        return None;
-    }
-    let mut m = BTreeMap::new();
-    for l in String::from_utf8_lossy(&out.stdout).lines() {
-        let r: Value = serde_json::from_str(l).unwrap();
-        let id = r["id"].as_i64().unwrap();
-        assert!(m.insert(id, r["v"].as_i64().unwrap()).is_none(), "key {id} appears twice");
-    }
-    Some(m)
+    crate::support::keyed_rows(&crate::support::deltabus(&["cat", table]))
 }
 
 #[test]

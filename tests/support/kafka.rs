@@ -212,3 +212,23 @@ pub fn start_keyed_producer(
         });
     })
 }
+
+/// What [`start_keyed_producer`] leaves live: every id not a multiple of ten at its last version.
+pub fn keyed_final_state(keys: i64, versions: i64) -> BTreeMap<i64, i64> {
+    (0..keys).filter(|id| id % 10 != 0).map(|id| (id, versions - 1)).collect()
+}
+
+/// id → v of the rows a `cat` (or kernel-oracle `rows`) printed; `None` when it failed (the
+/// table not readable yet). A key twice fails the test.
+pub fn keyed_rows(out: &std::process::Output) -> Option<BTreeMap<i64, i64>> {
+    if !out.status.success() {
+        return None;
+    }
+    let mut m = BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let r: serde_json::Value = serde_json::from_str(l).unwrap();
+        let id = r["id"].as_i64().unwrap();
+        assert!(m.insert(id, r["v"].as_i64().unwrap()).is_none(), "key {id} appears twice");
+    }
+    Some(m)
+}
