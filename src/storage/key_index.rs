@@ -224,6 +224,19 @@ impl Table {
             Err(object_store::Error::NotFound { .. }) => {}
             Err(e) => return Err(Error::storage(&sidecar, e)),
         }
+        self.index_from_data(plan, columns, fingerprint, add).await
+    }
+
+    /// One file's keys read from its data and written as its sidecar (as [`Table::index_file`]
+    /// answers them).
+    async fn index_from_data(
+        &self,
+        plan: &crate::delta::scan::ScanPlan,
+        columns: &[String],
+        fingerprint: u64,
+        add: &Add,
+    ) -> Result<(FileKeys, Option<Layout>, Option<bytes::Bytes>, bool)> {
+        let sidecar = sidecar_path(&add.path, fingerprint);
         let rows = self.read_rows(plan, &add.path, &add.partition_values, Some(add.size), RowFilter::All).await?;
         let (path, columns_owned) = (add.path.clone(), columns.to_vec());
         let (keys, (bytes, layout)) = tokio::task::spawn_blocking(move || {
@@ -307,7 +320,8 @@ impl Table {
         let plan = self.scan_plan(snapshot).projected(columns);
         let plan = &plan;
         futures::stream::iter(adds.into_iter().map(|add| async move {
-            if let Err(e) = self.index_file(plan, columns, fingerprint, &add).await {
+            // Just written: no sidecar to look for.
+            if let Err(e) = self.index_from_data(plan, columns, fingerprint, &add).await {
                 tracing::debug!(file = %add.path, error = %e, "key_index.prepare_failed: left for the next catch-up");
             }
         }))
