@@ -2,13 +2,15 @@
 //! them: the bytes decoded against a message descriptor (nested messages, repeated fields,
 //! maps, enums, oneofs, well-known timestamps), turned into JSON by deltabus's rules and then
 //! into Arrow against the table schema derived from the descriptor. Nothing may panic, and a
-//! message that decodes is a row or a dead letter.
+//! message that decodes is a row or a dead letter; where the wire-format decoder builds a row
+//! directly, it equals the dynamic path's.
 #![no_main]
 use std::sync::{Arc, OnceLock};
 
 use deltabus::common::record::RawRecord;
 use deltabus::decode::json::PayloadDecoder;
-use deltabus::decode::protobuf::{delta_schema, proto3_options, to_json};
+use deltabus::decode::proto_arrow::ProtoColumns;
+use deltabus::decode::protobuf::{delta_schema, proto3_options, to_json, Proto3};
 use deltabus::delta::arrow_schema::arrow_schema_strict;
 use libfuzzer_sys::fuzz_target;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
@@ -33,6 +35,25 @@ message Order {
   bool ok = 14;
 }
 message Inner { bool ok = 1; repeated Inner children = 2; }
+message Flat {
+  int64 id = 1;
+  string name = 2;
+  double amount = 3;
+  repeated string tags = 4;
+  enum Kind { A = 0; B = 1; }
+  Kind kind = 5;
+  google.protobuf.Timestamp at = 7;
+  Leaf leaf = 8;
+  oneof choice { string text = 9; int32 number = 10; }
+  uint64 big = 11;
+  sint32 small = 12;
+  float ratio = 13;
+  bool ok = 14;
+  repeated sfixed64 packed = 15;
+  optional fixed32 maybe = 16;
+  repeated Leaf leaves = 17;
+}
+message Leaf { bool ok = 1; string note = 2; }
 "#;
 
 /// The one file of the schema, with Google's well-known types beside it.
@@ -48,7 +69,11 @@ impl protox::file::FileResolver for Schema {
 }
 
 fn descriptor() -> &'static MessageDescriptor {
-    static DESC: OnceLock<MessageDescriptor> = OnceLock::new();
+    &descriptors().0
+}
+
+fn descriptors() -> &'static (MessageDescriptor, MessageDescriptor) {
+    static DESC: OnceLock<(MessageDescriptor, MessageDescriptor)> = OnceLock::new();
     DESC.get_or_init(|| {
         let mut resolver = protox::file::ChainFileResolver::new();
         resolver.add(Schema);
@@ -57,11 +82,13 @@ fn descriptor() -> &'static MessageDescriptor {
         compiler.include_imports(true);
         compiler.open_file("fuzz.proto").expect("the proto compiles");
         let pool: DescriptorPool = compiler.descriptor_pool();
-        pool.get_message_by_name("fuzz.Order").expect("the message exists")
+        let order = pool.get_message_by_name("fuzz.Order").expect("the message exists");
+        (order, pool.get_message_by_name("fuzz.Flat").expect("the message exists"))
     })
 }
 
 fuzz_target!(|data: &[u8]| {
+    wire_path_agrees(data);
     let desc = descriptor();
     let Ok(message) = DynamicMessage::decode(desc.clone(), data) else { return };
     let Ok(json) = to_json(&message, &proto3_options(), data.len() * 2 + 64) else { return };
@@ -73,3 +100,16 @@ fuzz_target!(|data: &[u8]| {
     let rows = decoded.batch.as_ref().map_or(0, |b| b.num_rows());
     assert_eq!(rows + decoded.dead_letters.len(), 1, "the message is a row or a dead letter");
 });
+
+/// Where the wire-format decoder builds rows, the dynamic path builds the same ones.
+fn wire_path_agrees(data: &[u8]) {
+    let flat = &descriptors().1;
+    let schema = Arc::new(arrow_schema_strict(&delta_schema(flat).expect("a table schema")));
+    let plan = ProtoColumns::plan(flat, &schema).expect("the flat message maps onto its table");
+    let Some(direct) = plan.decode(&[data]) else { return };
+    let message = DynamicMessage::decode(flat.clone(), data).expect("what decodes directly decodes dynamically");
+    let options = proto3_options();
+    let decoder = PayloadDecoder::new(schema, 1 << 20);
+    let dynamic = decoder.decode_serialized(&[Proto3(&message, &options)]);
+    assert_eq!(Some(direct), dynamic, "the two paths give the same row");
+}

@@ -43,6 +43,12 @@ impl PayloadDecoder {
         PayloadDecoder { rules: RecordRules::new(&schema), schema, max_record_bytes }
     }
 
+    /// The Arrow schema rows are decoded into.
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
     /// Decodes the records; never fails as a whole: bad records become dead letters.
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn decode(&self, records: &[RawRecord<'_>]) -> Decoded {

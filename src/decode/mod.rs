@@ -7,7 +7,8 @@
 //!   into dead letters.
 //! - [`avro`]: Confluent-framed (or plain) Avro payloads into Arrow, writer schemas from the
 //!   registry; [`avro_refs`] [sync]: referenced Avro types inlined into a writer schema.
-//! - [`protobuf`]: Confluent-framed Protobuf payloads into proto3 JSON or Arrow.
+//! - [`protobuf`]: Confluent-framed Protobuf payloads into proto3 JSON or Arrow;
+//!   [`proto_arrow`] [sync]: messages from the wire format straight into Arrow columns.
 //! - [`registry`]: the schema-registry client, and `Registries`, one per registry for the
 //!   whole process; [`registry_schema`]: a new table's schema from a subject.
 //! - [`header_ids`] [sync]: Apicurio's header-carried schema ids as in-band frames.
@@ -33,6 +34,7 @@ internal_mods!(json);
 internal_mods!(keyed);
 internal_mods!(keyed_avro);
 internal_mods!(projection);
+internal_mods!(proto_arrow);
 internal_mods!(protobuf);
 internal_mods!(registry);
 internal_mods!(registry_schema);

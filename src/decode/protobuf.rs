@@ -4,7 +4,9 @@
 //! under the id is compiled with `protox` (well-known types importable) and the message
 //! decoded with `prost-reflect`.
 //!
-//! Decoded messages are handed on as JSON in the proto3 mapping (field names as declared,
+//! A batch whose messages are all of one type goes from the wire format straight into the
+//! table's columns ([`ProtoColumns`], no dynamic message per record); otherwise messages
+//! are decoded as dynamic messages and handed on as JSON in the proto3 mapping (field names as declared,
 //! 64-bit integers as numbers, enums as names, `Timestamp` as RFC 3339, wrappers as their
 //! value or null), which the pipeline's JSON decoder reads against the table schema; a new
 //! table takes the message descriptor's columns ([`delta_schema`]).
@@ -12,7 +14,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
 use prost_reflect::{DescriptorPool, DynamicMessage, FieldDescriptor, Kind, MessageDescriptor, SerializeOptions};
+
+use super::proto_arrow::ProtoColumns;
 
 use crate::decode::registry::{RegisteredSchema, RegistryClient, SchemaType, Unavailable};
 use crate::delta::schema::{ArrayType, DataType, MapType, PrimitiveType, StructField, StructType};
@@ -26,12 +32,17 @@ pub(crate) type Outcome = Result<(u64, Vec<u8>), String>;
 pub(crate) struct ProtoDecoder {
     registry: Arc<RegistryClient>,
     pools: HashMap<u64, Result<DescriptorPool, String>>,
+    /// Plans from the wire format into a table's columns, by (schema id, message name).
+    plans: HashMap<(u64, String), Planned>,
 }
+
+/// A message type's plan for the table schema it was made for (`None`: no direct plan).
+type Planned = (SchemaRef, Option<Arc<ProtoColumns>>);
 
 impl ProtoDecoder {
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn new(registry: Arc<RegistryClient>) -> ProtoDecoder {
-        ProtoDecoder { registry, pools: HashMap::new() }
+        ProtoDecoder { registry, pools: HashMap::new(), plans: HashMap::new() }
     }
 
     async fn pool(&mut self, id: u64) -> Result<DescriptorPool, String> {
@@ -98,6 +109,39 @@ impl ProtoDecoder {
         out
     }
 
+    /// A batch of payloads straight from the wire format into rows of `schema`, when every
+    /// one holds a message of one type the columns can be built from directly
+    /// ([`ProtoColumns`]); `None` sends the batch the dynamic way (mixed or unknown types,
+    /// bad records, values only that path handles).
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) async fn columns(&mut self, payloads: &[Option<&[u8]>], schema: &SchemaRef) -> Option<RecordBatch> {
+        let mut bodies = Vec::with_capacity(payloads.len());
+        let mut first: Option<(u64, MessageDescriptor)> = None;
+        for p in payloads {
+            let (id, desc, body) = self.message((*p)?).await.ok()?;
+            match &first {
+                Some((i, d)) if *i != id || d != &desc => return None,
+                Some(_) => {}
+                None => first = Some((id, desc)),
+            }
+            bodies.push(body);
+        }
+        let (id, desc) = first?;
+        let key = (id, desc.full_name().to_string());
+        let plan = match self.plans.get(&key) {
+            Some((s, plan)) if s == schema => plan.clone(),
+            _ => {
+                let plan = ProtoColumns::plan(&desc, schema).map(Arc::new);
+                if plan.is_none() {
+                    tracing::debug!(message = %key.1, "protobuf.dynamic: the message type is decoded through dynamic messages");
+                }
+                self.plans.insert(key, (schema.clone(), plan.clone()));
+                plan
+            }
+        };
+        plan?.decode(&bodies)
+    }
+
     /// Each payload as proto3 JSON text, or why not.
     pub(crate) async fn decode(&mut self, payloads: &[Option<&[u8]>]) -> Vec<Outcome> {
         let options = proto3_options();
@@ -158,7 +202,7 @@ pub(crate) fn first_message_schema(schema: &RegisteredSchema) -> Result<StructTy
 
 /// Compiles the registry's `.proto` text; its imports resolve to the schemas it references
 /// (by reference name, e.g. `address.proto`) and to Google's well-known types.
-fn compile(source: &str, references: &[(&str, &RegisteredSchema)]) -> Result<DescriptorPool, String> {
+pub(super) fn compile(source: &str, references: &[(&str, &RegisteredSchema)]) -> Result<DescriptorPool, String> {
     struct Files(std::collections::HashMap<String, String>);
     impl protox::file::FileResolver for Files {
         fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {

@@ -19,7 +19,9 @@
 //! `decimal(38,0)` column keeps its digits, `1.0000001` seconds is refused for a timestamp.
 //! Timestamp strings with more than six fraction digits are refused like numbers.
 //!
-//! [`RecordRules::check`] walks one record (without building a tree) and answers whether it
+//! [`RecordRules::check`] first runs the byte-level pass (`json_scan`), which approves a record
+//! whose every value its column takes as it is, in one look at the bytes; only the rest is
+//! walked in full. The walk goes through one record (without building a tree) and answers whether it
 //! can be decoded as is, must be rewritten first (numbers for timestamps, non-strings for
 //! strings, integers past 2^53 written with a fraction or exponent: the values are respelled
 //! in place, every other byte kept), or is refused with the reason.
@@ -37,7 +39,7 @@ use super::json_text::{exact_integer, minified, plain, quoted, rfc3339, Plain};
 
 /// What a column takes.
 #[derive(Debug, Clone)]
-enum Slot {
+pub(super) enum Slot {
     Integer {
         name: &'static str,
         min: i64,
@@ -53,11 +55,46 @@ enum Slot {
     Date,
     Text,
     Boolean,
-    Struct(HashMap<String, Slot>),
+    Struct(Fields),
     List(Box<Slot>),
     Map(Box<Slot>),
     /// Left to Arrow's decoder (binary and types no JSON rule covers).
     Any,
+}
+
+/// A struct's fields in schema order, found by name.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Fields {
+    pub(super) list: Vec<(String, Slot)>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Fields {
+    pub(super) fn get(&self, name: &str) -> Option<&Slot> {
+        self.by_name.get(name).map(|i| &self.list[*i].1)
+    }
+
+    /// The index of field `name`, trying `hint` first (records mostly follow schema order).
+    pub(super) fn position(&self, name: &[u8], hint: usize) -> Option<usize> {
+        if self.list.get(hint).is_some_and(|(n, _)| n.as_bytes() == name) {
+            return Some(hint);
+        }
+        std::str::from_utf8(name).ok().and_then(|n| self.by_name.get(n).copied())
+    }
+}
+
+impl FromIterator<(String, Slot)> for Fields {
+    fn from_iter<I: IntoIterator<Item = (String, Slot)>>(iter: I) -> Fields {
+        let mut fields = Fields::default();
+        for (name, slot) in iter {
+            // A name given twice keeps its first slot, as a map would keep one.
+            if !fields.by_name.contains_key(&name) {
+                fields.by_name.insert(name.clone(), fields.list.len());
+                fields.list.push((name, slot));
+            }
+        }
+        fields
+    }
 }
 
 impl Slot {
@@ -90,12 +127,14 @@ impl Slot {
 
 /// The rules for records of one table schema.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) struct RecordRules {
-    root: Slot,
+    pub(super) root: Slot,
 }
 
 /// What [`RecordRules::check`] found.
 #[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) enum Verdict {
     /// Decode the record as it is.
     AsIs,
@@ -104,6 +143,7 @@ pub(crate) enum Verdict {
 }
 
 impl RecordRules {
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn new(schema: &Schema) -> RecordRules {
         RecordRules {
             root: Slot::Struct(schema.fields().iter().map(|f| (f.name().clone(), Slot::of(f.data_type()))).collect()),
@@ -115,7 +155,25 @@ impl RecordRules {
     ///
     /// # Errors
     /// `field "a.b": <why>` for a value its column cannot hold exactly.
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn check(&self, record: &[u8]) -> Result<Verdict, String> {
+        // Most records: one byte-level pass finds every value as its column takes it.
+        if self.one_pass(record) {
+            return Ok(Verdict::AsIs);
+        }
+        self.check_walk(record)
+    }
+
+    /// Whether the byte-level pass alone approves the record as it is.
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn one_pass(&self, record: &[u8]) -> bool {
+        super::json_scan::approves(&self.root, record)
+    }
+
+    /// [`RecordRules::check`] by a full walk of the record (also what the byte-level pass
+    /// must agree with wherever it answers).
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn check_walk(&self, record: &[u8]) -> Result<Verdict, String> {
         let ctx = Walk {
             path: RefCell::new(Vec::new()),
             problem: RefCell::new(None),
@@ -198,7 +256,7 @@ struct Check<'a> {
 /// A number as the walk met it; its text is made only when a rule needs it (a refusal, a
 /// decimal's digits, a timestamp), so that plain integers and doubles allocate nothing.
 #[derive(Debug, Clone, Copy)]
-enum Num<'a> {
+pub(super) enum Num<'a> {
     Int(i128),
     Float(f64),
     /// A number written as a JSON string.
@@ -237,7 +295,7 @@ fn digits(text: &str) -> (String, String) {
 
 impl Slot {
     /// Whether the number (its shortest text) fits; `Ok(true)` when it must be respelled.
-    fn number(&self, n: Num<'_>) -> Result<bool, String> {
+    pub(super) fn number(&self, n: Num<'_>) -> Result<bool, String> {
         match self {
             Slot::Integer { name, min, max } => {
                 let value = match n {

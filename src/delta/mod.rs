@@ -48,6 +48,7 @@ internal_mods!(generated);
 internal_mods!(groups);
 internal_mods!(iceberg);
 internal_mods!(json_schema);
+mod json_scan;
 internal_mods!(json_text);
 internal_mods!(json_values);
 internal_mods!(key_index);

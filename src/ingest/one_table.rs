@@ -40,6 +40,8 @@ pub(crate) struct OneTable {
     schema: TableSchema,
     buffer: Buffer,
     slot: FlushSlot,
+    /// A keyed table's index, loading while the first batch is consumed.
+    _warm: Option<crate::storage::KeyIndexWarmUp>,
 }
 
 impl OneTable {
@@ -67,8 +69,22 @@ impl OneTable {
             snapshot: schema.snapshot.clone(),
             coordinator,
         };
+        let warm = match (&flusher.key_columns, &flusher.snapshot) {
+            (Some(keys), Some(snapshot)) if !snapshot.files().is_empty() => {
+                Some(table.warm_key_index(snapshot.clone(), keys.clone(), flusher.key_index_memory))
+            }
+            _ => None,
+        };
         tracing::info!(table = %table.url(), "table opened");
-        Ok(OneTable { slot: FlushSlot::new(flusher), cfg, table, metrics, schema, buffer: Buffer::default() })
+        Ok(OneTable {
+            slot: FlushSlot::new(flusher),
+            cfg,
+            table,
+            metrics,
+            schema,
+            buffer: Buffer::default(),
+            _warm: warm,
+        })
     }
 
     /// Applies a finished flush's result to the open batch and the metrics.

@@ -211,6 +211,17 @@ impl TableSchema {
             return Err(Error::Internal("no Protobuf decoder".into()));
         };
         let payloads: Vec<Option<&[u8]>> = raw.iter().map(|r| r.payload).collect();
+        // Fastest: one message type the columns are built from directly (no dynamic messages).
+        if let (Some((_, decoder)), false) = (&self.decoder, creating) {
+            if let Some(batch) = proto.columns(&payloads, decoder.schema()).await {
+                return Ok(Decoded {
+                    batch: Some(batch),
+                    rows_from: (0..raw.len()).collect(),
+                    dead_letters: Vec::new(),
+                    deletes: Vec::new(),
+                });
+            }
+        }
         let first = if creating { proto.first_schema(&payloads).await } else { None };
         let messages = proto.messages(&payloads).await;
         if let Some(schema) = first {

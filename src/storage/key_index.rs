@@ -94,11 +94,22 @@ impl Table {
         // A sidecar gone between catch-up and load (another writer forgot its file) is rebuilt.
         let mut attempts = 0;
         let found = loop {
+            let started = std::time::Instant::now();
             self.catch_up(&mut state, snapshot, &active, budget).await?;
+            let caught_up = started.elapsed();
             if let Some(ix) = state.index.as_mut() {
                 ix.settle(std::thread::available_parallelism().map_or(2, |n| n.get()));
             }
-            match self.lookup_by_bucket(&mut state, &hashes, &by_bucket, budget).await {
+            let settled = started.elapsed();
+            let found = self.lookup_by_bucket(&mut state, &hashes, &by_bucket, budget).await;
+            tracing::debug!(
+                keys = hashes.len(),
+                catch_up_ms = caught_up.as_millis() as u64,
+                settle_ms = (settled - caught_up).as_millis() as u64,
+                lookup_ms = (started.elapsed() - settled).as_millis() as u64,
+                "key_index.located"
+            );
+            match found {
                 Ok(found) => break found,
                 Err(Miss::Fault(e)) => return Err(e),
                 Err(Miss::Gone(id)) => {
@@ -161,6 +172,12 @@ impl Table {
         }
         let mut new: Vec<Add> = active.values().filter(|a| !ix.has_file(&a.path)).map(|a| (*a).clone()).collect();
         new.sort_by(|a, b| a.path.cmp(&b.path));
+        // The files' row counts, where their statistics give them: room for their keys at once,
+        // when that fits the budget (else buckets are evicted as they fill anyway).
+        let expected: u64 = new.iter().filter_map(|a| a.stats.as_deref().and_then(num_records)).sum();
+        if new.len() > 1 && expected.saturating_mul(crate::delta::key_index::ENTRY_BYTES) <= budget {
+            ix.reserve(expected);
+        }
         let columns = ix.columns.clone();
         let plan = self.scan_plan(snapshot).projected(&columns);
         let (plan, columns_ref) = (&plan, &columns);
@@ -301,6 +318,25 @@ impl Table {
     }
 }
 
+/// A background catch-up of a key index ([`Table::warm_key_index`]), stopped when dropped.
+#[derive(Debug)]
+pub(crate) struct WarmUp(tokio::task::JoinHandle<()>);
+
+impl Drop for WarmUp {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// `numRecords` of a file's statistics (JSON), read without parsing the rest (a sizing hint
+/// only: the first key of that name is taken).
+fn num_records(stats: &str) -> Option<u64> {
+    let at = stats.find("\"numRecords\"")? + "\"numRecords\"".len();
+    let rest = stats[at..].trim_start().strip_prefix(':')?.trim_start();
+    let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    rest[..digits].parse().ok()
+}
+
 /// One file's entries of one bucket.
 type Section = (u32, Vec<(KeyHash, u32)>);
 
@@ -340,8 +376,38 @@ impl Table {
         Ok(self.locate_keys(snapshot, columns, budget, &[]).await?.1)
     }
 
+    /// Starts catching this handle's key index up with `snapshot` in the background (a keyed
+    /// pipeline does while it consumes its first batch, so that the first flush does not load
+    /// the whole index itself). The first lookup waits for it, then catches up what is left.
+    /// A failure is only logged: the lookup retries it. Dropping the guard stops the work.
+    pub(crate) fn warm_key_index(&self, snapshot: Snapshot, columns: Vec<String>, budget: u64) -> WarmUp {
+        let table = self.clone();
+        WarmUp(tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            match table.build_key_index(&snapshot, &columns, budget).await {
+                Ok(stats) => tracing::info!(
+                    files = stats.files,
+                    resident_bytes = stats.resident_bytes,
+                    ms = started.elapsed().as_millis() as u64,
+                    "key_index.warmed"
+                ),
+                Err(e) => tracing::info!(error = %e, "key_index.warm_failed: the first flush catches up"),
+            }
+        }))
+    }
+
     /// What this handle's key index has done so far.
     pub(crate) async fn key_index_stats(&self) -> IndexStats {
         self.key_index.lock().await.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn row_counts_come_from_the_statistics_text() {
+        assert_eq!(super::num_records(r#"{"numRecords":5000000,"minValues":{"id":0}}"#), Some(5_000_000));
+        assert_eq!(super::num_records(r#"{"numRecords" : 7}"#), Some(7));
+        assert_eq!(super::num_records(r#"{"nullCount":{}}"#), None);
     }
 }

@@ -42,6 +42,7 @@ pub(crate) use location::{StorageOptions, Table};
 pub(crate) use iceberg::DeltaVersion as UniformVersion;
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) use key_index::IndexStats;
+pub(crate) use key_index::WarmUp as KeyIndexWarmUp;
 pub(crate) use log_reader::CommitRecord;
 pub(crate) use retrying::requests as store_requests;
 pub(crate) use staged::StagedCommit;
