@@ -55,15 +55,12 @@ impl PayloadDecoder {
         let mut dead = Vec::new();
         let mut good = Vec::with_capacity(records.len());
         let mut prepared: Vec<Cow<'_, [u8]>> = Vec::with_capacity(records.len());
-        // Sized once: growing by doubling copied the poll's payloads several times over.
-        let size: usize = records.iter().map(|r| r.payload.map_or(0, <[u8]>::len) + 1).sum();
-        let mut buf = Vec::with_capacity(size);
         for (i, r) in records.iter().enumerate() {
-            match self.precheck(r) {
+            // (UTF-8 is checked by the decoder, over every string at once: a batch that fails
+            // it takes the slow path, where each record is checked whole.)
+            match self.precheck(r, false) {
                 Err(reason) => dead.push(DeadLetter::of(r, reason)),
                 Ok(bytes) => {
-                    buf.extend_from_slice(&bytes);
-                    buf.push(b'\n');
                     good.push(i);
                     prepared.push(bytes);
                 }
@@ -72,13 +69,18 @@ impl PayloadDecoder {
         if good.is_empty() {
             return Decoded { batch: None, rows_from: good, dead_letters: dead, deletes: Vec::new() };
         }
-        if let Ok(batch) = self.decode_bytes(&buf, good.len()) {
+        // Each record handed to the decoder as it is: no copy of the poll into one buffer.
+        if let Ok(batch) = self.decode_each(&prepared) {
             return Decoded { batch, rows_from: good, dead_letters: dead, deletes: Vec::new() };
         }
         // Slow path: find the bad records one by one, then decode the rest together.
         let mut kept = Vec::with_capacity(good.len());
-        buf.clear();
+        let mut buf = Vec::new();
         for (i, bytes) in good.into_iter().zip(&prepared) {
+            if let Err(reason) = self.precheck(&records[i], true) {
+                dead.push(DeadLetter::of(&records[i], reason));
+                continue;
+            }
             match self.decode_bytes(bytes, 1) {
                 Ok(_) => {
                     buf.extend_from_slice(bytes);
@@ -107,12 +109,14 @@ impl PayloadDecoder {
         decoder.flush().ok()?.filter(|b| b.num_rows() == rows.len())
     }
 
-    fn precheck<'a>(&self, r: &RawRecord<'a>) -> Result<Cow<'a, [u8]>, String> {
+    /// A record's bytes as the decoder takes them, or why it is a dead letter; `utf8` checks
+    /// the whole payload's encoding too.
+    fn precheck<'a>(&self, r: &RawRecord<'a>, utf8: bool) -> Result<Cow<'a, [u8]>, String> {
         let bytes = r.payload.ok_or("null payload (tombstone)")?;
         if bytes.len() > self.max_record_bytes {
             return Err(format!("payload of {} bytes is over the limit of {}", bytes.len(), self.max_record_bytes));
         }
-        if std::str::from_utf8(bytes).is_err() {
+        if utf8 && std::str::from_utf8(bytes).is_err() {
             return Err("payload is not valid UTF-8".into());
         }
         if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -121,6 +125,34 @@ impl PayloadDecoder {
         match self.rules.check(bytes)? {
             Verdict::AsIs => Ok(Cow::Borrowed(bytes)),
             Verdict::Rewritten(spelled) => Ok(Cow::Owned(spelled)),
+        }
+    }
+
+    /// One record per element, in order, as one batch (each must hold exactly one value).
+    fn decode_each(&self, records: &[Cow<'_, [u8]>]) -> Result<Option<RecordBatch>, String> {
+        let mut decoder = arrow_json::ReaderBuilder::new(self.schema.clone())
+            .with_strict_mode(true)
+            .with_batch_size(records.len() + 1)
+            .build_decoder()
+            .map_err(|e| e.to_string())?;
+        for r in records {
+            let mut rest: &[u8] = r;
+            while !rest.is_empty() {
+                let n = decoder.decode(rest).map_err(|e| e.to_string())?;
+                if n == 0 {
+                    break;
+                }
+                rest = &rest[n..];
+            }
+            // A separator, so that a record's last value never runs into the next one's.
+            decoder.decode(b"\n").map_err(|e| e.to_string())?;
+        }
+        let batch = decoder.flush().map_err(|e| e.to_string())?;
+        match &batch {
+            Some(b) if b.num_rows() != records.len() => {
+                Err(format!("expected {} records, found {}", records.len(), b.num_rows()))
+            }
+            _ => Ok(batch),
         }
     }
 
