@@ -121,25 +121,20 @@ impl<'a> Scan<'a> {
         (self.at > from).then_some(())
     }
 
-    fn object(&mut self, fields: &Fields, depth: usize) -> Sure {
+    /// The members of an object at the cursor: `member` reads each one's value (the key given,
+    /// with whether it has escapes).
+    fn members(&mut self, mut member: impl FnMut(&mut Self, &'a [u8], bool) -> Sure) -> Sure {
         self.eat(b'{')?;
         self.ws();
         if self.eat(b'}').is_some() {
             return Some(());
         }
-        let mut hint = 0;
         loop {
             let (key, escaped) = self.string()?;
-            if escaped {
-                return None;
-            }
-            // Unknown fields are left to the walk (and the decoder's strict mode).
-            let i = fields.position(key, hint)?;
-            hint = i + 1;
             self.ws();
             self.eat(b':')?;
             self.ws();
-            self.value(&fields.list[i].1, depth + 1)?;
+            member(self, key, escaped)?;
             self.ws();
             if self.eat(b',').is_some() {
                 self.ws();
@@ -147,6 +142,19 @@ impl<'a> Scan<'a> {
             }
             return self.eat(b'}');
         }
+    }
+
+    fn object(&mut self, fields: &Fields, depth: usize) -> Sure {
+        let mut hint = 0;
+        self.members(|s, key, escaped| {
+            if escaped {
+                return None;
+            }
+            // Unknown fields are left to the walk (and the decoder's strict mode).
+            let i = fields.position(key, hint)?;
+            hint = i + 1;
+            s.value(&fields.list[i].1, depth + 1)
+        })
     }
 
     fn value(&mut self, slot: &Slot, depth: usize) -> Sure {
@@ -199,24 +207,7 @@ impl<'a> Scan<'a> {
     }
 
     fn map(&mut self, values: &Slot, depth: usize) -> Sure {
-        self.eat(b'{')?;
-        self.ws();
-        if self.eat(b'}').is_some() {
-            return Some(());
-        }
-        loop {
-            self.string()?;
-            self.ws();
-            self.eat(b':')?;
-            self.ws();
-            self.value(values, depth + 1)?;
-            self.ws();
-            if self.eat(b',').is_some() {
-                self.ws();
-                continue;
-            }
-            return self.eat(b'}');
-        }
+        self.members(|s, _, _| s.value(values, depth + 1))
     }
 
     fn list(&mut self, element: &Slot, depth: usize) -> Sure {

@@ -99,13 +99,7 @@ fn sort_entries(v: &mut Vec<Entry>, scratch: &mut Vec<Entry>) -> Vec<u32> {
         v.sort_unstable();
         return Vec::new();
     }
-    let mut starts = vec![0u32; (1 << SUB_BITS) + 1];
-    for e in v.iter() {
-        starts[sub_bucket(e.hash) + 1] += 1;
-    }
-    for i in 0..1 << SUB_BITS {
-        starts[i + 1] += starts[i];
-    }
+    let starts = directory(v);
     let mut next = starts.clone();
     scratch.clear();
     scratch.resize(v.len(), Entry { hash: KeyHash(0, 0), file: 0, row: 0 });
@@ -121,7 +115,8 @@ fn sort_entries(v: &mut Vec<Entry>, scratch: &mut Vec<Entry>) -> Vec<u32> {
     starts
 }
 
-/// The directory of sorted entries (as [`sort_entries`] returns it).
+/// The directory of sorted entries (as [`sort_entries`] returns it); for unsorted ones, where
+/// each run would start once sorted.
 fn directory(v: &[Entry]) -> Vec<u32> {
     if v.len() < SMALL {
         return Vec::new();

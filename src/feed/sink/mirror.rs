@@ -48,6 +48,8 @@ pub(crate) struct MirrorSink {
     /// Target commits made and source change rows applied.
     pub commits: u64,
     pub rows: u64,
+    /// The target's key index, loading while the mirror starts.
+    _warm: Option<crate::storage::KeyIndexWarmUp>,
 }
 
 impl MirrorSink {
@@ -71,6 +73,9 @@ impl MirrorSink {
         let app_id =
             TxnAppId::Follower { follower: follower_id.to_string(), source_table_id: source_table_id.to_string() };
         let snapshot = target.existing_snapshot().await?;
+        let warm = snapshot.as_ref().filter(|s| !s.files().is_empty()).map(|s| {
+            target.warm_key_index(s.clone(), keys.to_vec(), crate::config::DEFAULT_INDEX_MEMORY.get())
+        });
         Ok(MirrorSink {
             source: source.clone(),
             target: target.clone(),
@@ -79,6 +84,7 @@ impl MirrorSink {
             keys: keys.to_vec(),
             commits: 0,
             rows: 0,
+            _warm: warm,
         })
     }
 
