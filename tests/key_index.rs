@@ -46,8 +46,11 @@ fn keyed_run(
         let records: Vec<_> = records.into_iter().enumerate().map(|(i, (k, v))| ((i % 2) as i32, Some(k), v)).collect();
         produce(&brokers, "kv", &records).await;
         run_until(vec![p], None, move |m| {
+            // Counted first, rendered after: a flush sets the index gauges before its rows
+            // count as committed, so the last text seen holds the last flush's figures.
+            let done = committed(m, "p0") >= n;
             *seen.lock().unwrap() = m.render();
-            committed(m, "p0") >= n
+            done
         })
         .await;
     });
@@ -240,8 +243,10 @@ fn sidecars_deleted_while_a_pipeline_runs_are_rebuilt_from_the_data() {
         let sent = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let producer_done = sent.clone();
         run_until(vec![p], None, move |m| {
+            // Counted before rendering (see `keyed_run`).
+            let committed_now = committed(m, "p0");
             *seen.lock().unwrap() = m.render();
-            if committed(m, "p0") >= 300 {
+            if committed_now >= 300 {
                 if let Some((brokers, second)) = pending.lock().unwrap().take() {
                     std::fs::remove_dir_all(&index_dir).unwrap();
                     let done = producer_done.clone();
@@ -251,7 +256,7 @@ fn sidecars_deleted_while_a_pipeline_runs_are_rebuilt_from_the_data() {
                     });
                 }
             }
-            sent.load(std::sync::atomic::Ordering::SeqCst) && committed(m, "p0") >= 600
+            sent.load(std::sync::atomic::Ordering::SeqCst) && committed_now >= 600
         })
         .await;
     });

@@ -16,7 +16,11 @@ pub(crate) enum Role {
 
 /// Whether `key` is a setting only consumers take.
 fn consumer_only(key: &str) -> bool {
-    key.starts_with("fetch.") || key.starts_with("auto.") || key.starts_with("session.")
+    key.starts_with("fetch.")
+        || key.starts_with("auto.")
+        || key.starts_with("session.")
+        || key.starts_with("queued.")
+        || key == "max.partition.fetch.bytes"
 }
 
 /// The settings of a client of `brokers` with the user's `properties` (for a producer, the
@@ -39,7 +43,7 @@ mod tests {
     #[test]
     fn producers_leave_consumer_only_settings_out() {
         let props: BTreeMap<String, String> =
-            [("fetch.min.bytes", "1"), ("linger.ms", "5"), ("session.timeout.ms", "9")]
+            [("fetch.min.bytes", "1"), ("linger.ms", "5"), ("session.timeout.ms", "9"), ("max.partition.fetch.bytes", "7")]
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
@@ -49,6 +53,7 @@ mod tests {
             (p.get("linger.ms"), p.get("fetch.min.bytes"), p.get("session.timeout.ms")),
             (Some("5"), None, None)
         );
+        assert_eq!(p.get("max.partition.fetch.bytes"), None);
         let c = client_config("b:1", &props, Role::Consumer);
         assert_eq!(c.get("fetch.min.bytes"), Some("1"));
     }
