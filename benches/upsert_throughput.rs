@@ -13,7 +13,9 @@
 //!    one `MERGE` commit.
 //! 2. **append** (baseline): the same records appended, no keys.
 //!
-//! Prints records/s, commits and the ratio per size, the index's size on disk per key, the
+//! Each run is timed from its first record consumed to its last commit, and from the
+//! pipeline's start (opening the table and joining the group, while a keyed pipeline already
+//! loads its index). Prints records/s, commits and both ratios per size, the index's size on disk per key, the
 //! peak RSS of each run, the ratio at the largest size against the smallest; then checks the
 //! upserted table's row count.
 //!
