@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
 
 use crate::delta::actions::{Add, PartitionValues};
 
@@ -47,11 +46,6 @@ impl Bin {
     }
 }
 
-/// A file's `numRecords` statistic, when it has one.
-pub(crate) fn num_records(a: &Add) -> Option<i64> {
-    serde_json::from_str::<Value>(a.stats.as_deref()?).ok()?.get("numRecords")?.as_i64()
-}
-
 fn is_candidate(a: &Add, cfg: &PlanConfig) -> bool {
     (a.size as u64) < cfg.min_file_size || dv_heavy(a, cfg)
 }
@@ -59,7 +53,7 @@ fn is_candidate(a: &Add, cfg: &PlanConfig) -> bool {
 /// Whether a file's DV deletes more than `dv_ratio` of its rows (or its row count is unknown).
 fn dv_heavy(a: &Add, cfg: &PlanConfig) -> bool {
     match &a.deletion_vector {
-        Some(dv) => match num_records(a) {
+        Some(dv) => match a.num_records() {
             Some(n) if n > 0 => dv.cardinality as f64 / n as f64 > cfg.dv_ratio,
             _ => true,
         },

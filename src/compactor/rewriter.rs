@@ -105,7 +105,7 @@ pub(crate) async fn compact(table: &Table, opts: &CompactOptions) -> Result<Comp
             .flat_map(|b| &b.files)
             .map(|f| {
                 let dv = f.deletion_vector.as_ref().map_or(0, |d| d.cardinality);
-                u64::try_from(super::planner::num_records(f).unwrap_or(0) - dv).unwrap_or(0)
+                u64::try_from(f.num_records().unwrap_or(0) - dv).unwrap_or(0)
             })
             .sum();
         return Ok(report);
@@ -341,7 +341,7 @@ async fn carry(
         });
     }
     let outputs: Option<Vec<u64>> =
-        adds.iter().map(|a| super::planner::num_records(a).and_then(|n| u64::try_from(n).ok())).collect();
+        adds.iter().map(|a| a.num_records().and_then(|n| u64::try_from(n).ok())).collect();
     let Some(outputs) = outputs else { return Ok(None) };
     let bitmaps = match super::remap::remap(&inputs, &dvs, &outputs) {
         Ok(b) => b,

@@ -88,6 +88,13 @@ pub struct Add {
     pub clustering_provider: Option<String>,
 }
 
+impl Add {
+    /// The file's `numRecords` statistic, when it has one.
+    pub(crate) fn num_records(&self) -> Option<i64> {
+        serde_json::from_str::<Value>(self.stats.as_deref()?).ok()?.get("numRecords")?.as_i64()
+    }
+}
+
 /// `remove`: a logical file leaves the table (a tombstone until vacuum).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

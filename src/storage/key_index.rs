@@ -174,7 +174,7 @@ impl Table {
         new.sort_by(|a, b| a.path.cmp(&b.path));
         // The files' row counts, where their statistics give them: room for their keys at once,
         // when that fits the budget (else buckets are evicted as they fill anyway).
-        let expected: u64 = new.iter().filter_map(|a| a.stats.as_deref().and_then(num_records)).sum();
+        let expected: u64 = new.iter().filter_map(|a| a.num_records().and_then(|n| u64::try_from(n).ok())).sum();
         if new.len() > 1 && expected.saturating_mul(crate::delta::key_index::ENTRY_BYTES) <= budget {
             ix.reserve(expected);
         }
@@ -328,15 +328,6 @@ impl Drop for WarmUp {
     }
 }
 
-/// `numRecords` of a file's statistics (JSON), read without parsing the rest (a sizing hint
-/// only: the first key of that name is taken).
-fn num_records(stats: &str) -> Option<u64> {
-    let at = stats.find("\"numRecords\"")? + "\"numRecords\"".len();
-    let rest = stats[at..].trim_start().strip_prefix(':')?.trim_start();
-    let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-    rest[..digits].parse().ok()
-}
-
 /// One file's entries of one bucket.
 type Section = (u32, Vec<(KeyHash, u32)>);
 
@@ -402,12 +393,3 @@ impl Table {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn row_counts_come_from_the_statistics_text() {
-        assert_eq!(super::num_records(r#"{"numRecords":5000000,"minValues":{"id":0}}"#), Some(5_000_000));
-        assert_eq!(super::num_records(r#"{"numRecords" : 7}"#), Some(7));
-        assert_eq!(super::num_records(r#"{"nullCount":{}}"#), None);
-    }
-}
