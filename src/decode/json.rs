@@ -75,23 +75,22 @@ impl PayloadDecoder {
         }
         // Slow path: find the bad records one by one, then decode the rest together.
         let mut kept = Vec::with_capacity(good.len());
-        let mut buf = Vec::new();
-        for (i, bytes) in good.into_iter().zip(&prepared) {
+        let mut kept_bytes = Vec::with_capacity(good.len());
+        for (i, bytes) in good.into_iter().zip(prepared) {
             if let Err(reason) = self.precheck(&records[i], true) {
                 dead.push(DeadLetter::of(&records[i], reason));
                 continue;
             }
-            match self.decode_bytes(bytes, 1) {
+            match self.decode_each(std::slice::from_ref(&bytes)) {
                 Ok(_) => {
-                    buf.extend_from_slice(bytes);
-                    buf.push(b'\n');
                     kept.push(i);
+                    kept_bytes.push(bytes);
                 }
                 Err(e) => dead.push(DeadLetter::of(&records[i], e)),
             }
         }
         dead.sort_by_key(|d| d.offset);
-        let batch = if kept.is_empty() { None } else { self.decode_bytes(&buf, kept.len()).unwrap_or(None) };
+        let batch = if kept.is_empty() { None } else { self.decode_each(&kept_bytes).unwrap_or(None) };
         Decoded { batch, rows_from: kept, dead_letters: dead, deletes: Vec::new() }
     }
 
@@ -148,6 +147,7 @@ impl PayloadDecoder {
             decoder.decode(b"\n").map_err(|e| e.to_string())?;
         }
         let batch = decoder.flush().map_err(|e| e.to_string())?;
+        // One payload must be one record: two JSON values in one message is an error.
         match &batch {
             Some(b) if b.num_rows() != records.len() => {
                 Err(format!("expected {} records, found {}", records.len(), b.num_rows()))
@@ -156,27 +156,6 @@ impl PayloadDecoder {
         }
     }
 
-    fn decode_bytes(&self, bytes: &[u8], rows: usize) -> Result<Option<RecordBatch>, String> {
-        let mut decoder = arrow_json::ReaderBuilder::new(self.schema.clone())
-            .with_strict_mode(true)
-            .with_batch_size(rows.max(1) + 1)
-            .build_decoder()
-            .map_err(|e| e.to_string())?;
-        let mut rest = bytes;
-        while !rest.is_empty() {
-            let n = decoder.decode(rest).map_err(|e| e.to_string())?;
-            if n == 0 {
-                break;
-            }
-            rest = &rest[n..];
-        }
-        let batch = decoder.flush().map_err(|e| e.to_string())?;
-        // One payload must be one record: two JSON values in one message is an error.
-        match &batch {
-            Some(b) if b.num_rows() != rows => Err(format!("expected {rows} records, found {}", b.num_rows())),
-            _ => Ok(batch),
-        }
-    }
 }
 
 #[cfg(test)]
