@@ -9,6 +9,7 @@ use tokio::sync::watch;
 
 use super::key_value::KeyValue;
 use crate::common::units::HumanDuration;
+use crate::config::kafka::{KafkaListenerConfig, KafkaTopic};
 use crate::config::server::{ResolvedServer, ServerTable};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -27,6 +28,10 @@ pub struct ServeArgs {
     /// Requests within this window of the first land in one commit (server.commit_window).
     #[arg(long, value_name = "DURATION")]
     pub commit_window: Option<HumanDuration>,
+    /// Also speak the Kafka protocol on host:port (server.kafka.listen); every --table is
+    /// then a JSON topic of the same name unless [server.kafka.topics] names it.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub kafka_listen: Option<String>,
 }
 
 /// `[server]` with the flags applied, checked.
@@ -46,11 +51,19 @@ pub(super) fn resolve(config: &Config, args: &ServeArgs) -> Result<ResolvedServe
             .tables
             .insert(kv.key.clone(), ServerTable { table: kv.value.clone(), create: true, ..ServerTable::default() });
     }
+    if let Some(listen) = &args.kafka_listen {
+        let kafka = server.kafka.get_or_insert_with(KafkaListenerConfig::default);
+        kafka.listen.clone_from(listen);
+        for kv in &args.tables {
+            let topic = KafkaTopic { table: kv.key.clone(), ..KafkaTopic::default() };
+            kafka.topics.entry(kv.key.clone()).or_insert(topic);
+        }
+    }
     server.resolve(&|name| std::env::var(name).ok())
 }
 
-/// Starts the server; the line `{"listening": "host:port", "tables": [...]}` goes to `out` once
-/// it listens.
+/// Starts the server; the line `{"listening": "host:port", "tables": [...]}` (with `"kafka":
+/// "host:port"` when the Kafka-protocol listener is on) goes to `out` once it listens.
 ///
 /// # Errors
 /// As [`crate::serve::start`].
@@ -65,7 +78,10 @@ pub(super) async fn start(
     let tables: Vec<String> = server.tables.keys().cloned().collect();
     let grace = config.run.shutdown_timeout.get();
     let running = crate::serve::start(server, storage, metrics, stop, grace).await?;
-    let line = serde_json::json!({"listening": running.local_addr.to_string(), "tables": tables});
+    let mut line = serde_json::json!({"listening": running.local_addr.to_string(), "tables": tables});
+    if let Some(kafka) = running.kafka_addr {
+        line["kafka"] = serde_json::json!(kafka.to_string());
+    }
     writeln!(out, "{line}")?;
     out.flush()?;
     Ok(running)

@@ -8,7 +8,8 @@
 //!   compaction settings, and their validation.
 //! - [`commit`]: `[pipelines.<name>.commit]`, per-worker or coordinated commits.
 //! - [`sources`]: the `[delta]` source and `[upsert]` keyed-ingestion settings.
-//! - [`server`]: `[server]`, push ingest over HTTP and its tables.
+//! - [`server`]: `[server]`, push ingest over HTTP and its tables; [`kafka`]: `[server.kafka]`,
+//!   the Kafka-protocol listener whose topics are those tables.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -24,6 +25,7 @@ pub mod pipeline;
 pub mod redact;
 pub mod registry;
 mod resolved;
+pub mod kafka;
 pub mod server;
 pub mod sources;
 

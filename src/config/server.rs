@@ -48,6 +48,8 @@ pub struct ServerConfig {
     pub read_timeout: HumanDuration,
     /// The tables producers may write, by name.
     pub tables: BTreeMap<String, ServerTable>,
+    /// `[server.kafka]`: a Kafka-protocol listener whose topics are these tables.
+    pub kafka: Option<super::kafka::KafkaListenerConfig>,
 }
 
 impl Default for ServerConfig {
@@ -64,6 +66,7 @@ impl Default for ServerConfig {
             max_buffered: ByteSize(512 << 20),
             read_timeout: HumanDuration::from_secs(30),
             tables: BTreeMap::new(),
+            kafka: None,
         }
     }
 }
@@ -104,6 +107,7 @@ pub struct ResolvedServer {
     /// Tokens that open every table.
     pub tokens: Vec<String>,
     pub tables: BTreeMap<String, ResolvedTable>,
+    pub kafka: Option<super::kafka::ResolvedKafka>,
 }
 
 /// One table of the server, checked.
@@ -123,12 +127,13 @@ impl std::fmt::Debug for ResolvedServer {
             .field("tls", &self.tls.is_some())
             .field("tokens", &self.tokens.len())
             .field("tables", &self.tables.keys().collect::<Vec<_>>())
+            .field("kafka", &self.kafka)
             .finish()
     }
 }
 
 impl ResolvedServer {
-    /// Whether any token is configured: then every request needs one.
+    /// Whether any token is configured: then every HTTP request needs one.
     pub fn auth_required(&self) -> bool {
         !self.tokens.is_empty() || self.tables.values().any(|t| !t.tokens.is_empty())
     }
@@ -172,7 +177,7 @@ impl ServerConfig {
         if self.read_timeout.get().is_zero() {
             return Err(bad("read_timeout", "must be above zero".into()));
         }
-        let tokens = read_tokens("tokens", &self.tokens, lookup)?;
+        let tokens = read_secrets("tokens", &self.tokens, lookup)?;
         let mut tables = BTreeMap::new();
         for (name, t) in &self.tables {
             if !valid_table_name(name) {
@@ -192,10 +197,12 @@ impl ServerConfig {
                 ),
                 None => None,
             };
-            let own = read_tokens(&format!("tables.{name}.tokens"), &t.tokens, lookup)?;
+            let own = read_secrets(&format!("tables.{name}.tokens"), &t.tokens, lookup)?;
             tables.insert(name.clone(), ResolvedTable { name: name.clone(), settings: t.clone(), schema, tokens: own });
         }
+        let kafka = self.kafka.as_ref().map(|k| k.resolve(&self.tables, lookup)).transpose()?;
         Ok(ResolvedServer {
+            kafka,
             listen,
             tls,
             commit_window: self.commit_window.get(),
@@ -210,7 +217,7 @@ impl ServerConfig {
     }
 }
 
-fn read_tokens(key: &str, entries: &[String], lookup: &dyn Fn(&str) -> Option<String>) -> Result<Vec<String>> {
+pub(crate) fn read_secrets(key: &str, entries: &[String], lookup: &dyn Fn(&str) -> Option<String>) -> Result<Vec<String>> {
     let bad = |why: String| Error::InvalidArgument(format!("server.{key}: {why}"));
     let mut out = Vec::new();
     for entry in entries {

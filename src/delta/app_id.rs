@@ -7,6 +7,7 @@
 //! | a Kafka partition of an ingest app | `<app>-<topic>-<partition>` (app escaped, below) |
 //! | its dead letters | `<app>.dead_letters-<topic>-<partition>` (in the dead-letter table) |
 //! | a push producer (rows and dead letters) | `deltabus-push:<producer id>` |
+//! | a Kafka-protocol producer on one partition of a topic | `deltabus-kafka:<producer id>:<partition>:<topic>` |
 //! | a follower, a mirror | `<follower>-<source table id>` |
 //! | a slice of a consumer group | `<group>.<slice>-<source table id>` |
 //! | `deltabus write --app-id` | the id as given |
@@ -33,6 +34,9 @@ pub(crate) enum TxnAppId {
     DeadLetters { app: String, topic: String, partition: i32 },
     /// One push producer (its version is the producer's sequence number).
     PushProducer { producer: String },
+    /// One idempotent producer of the Kafka-protocol listener on one partition of a topic (its
+    /// version is the producer's epoch and last sequence, `epoch << 32 | sequence`).
+    KafkaProducer { producer_id: i64, topic: String, partition: i32 },
     /// One follower of one source Delta table, mirrors included (its version is the source
     /// version).
     Follower { follower: String, source_table_id: String },
@@ -46,6 +50,9 @@ pub(crate) enum TxnAppId {
 /// `<app>-<topic>-<partition>` with the app's own `-` escaped, so its first raw `-` starts a
 /// topic name, which cannot hold `:`; no Kafka position can be spelled `deltabus-push:...`.
 pub(crate) const PRODUCER_PREFIX: &str = "deltabus-push:";
+/// The prefix of every Kafka-protocol producer's appId. Producer id and partition are numbers
+/// and the topic comes last, so no two (producer, partition, topic) share an id.
+pub(crate) const KAFKA_PRODUCER_PREFIX: &str = "deltabus-kafka:";
 
 fn escape_app(app: &str) -> String {
     app.replace('%', "%25").replace('-', "%2D")
@@ -83,6 +90,9 @@ impl fmt::Display for TxnAppId {
                 write!(f, "{}-{topic}-{partition}", escape_app(&format!("{app}.dead_letters")))
             }
             TxnAppId::PushProducer { producer } => write!(f, "{PRODUCER_PREFIX}{producer}"),
+            TxnAppId::KafkaProducer { producer_id, topic, partition } => {
+                write!(f, "{KAFKA_PRODUCER_PREFIX}{producer_id}:{partition}:{topic}")
+            }
             TxnAppId::Follower { follower, source_table_id } => write!(f, "{follower}-{source_table_id}"),
             TxnAppId::GroupSlice { group, slice, source_table_id } => write!(f, "{group}.{slice}-{source_table_id}"),
             TxnAppId::Named(id) => f.write_str(id),
@@ -120,6 +130,8 @@ mod tests {
         let slice = TxnAppId::GroupSlice { group: "g".into(), slice: 3, source_table_id: "abc".into() };
         assert_eq!(slice.to_string(), "g.3-abc");
         assert_eq!(TxnAppId::Named("my-app".into()).to_string(), "my-app");
+        let kafka_producer = TxnAppId::KafkaProducer { producer_id: 4096, topic: "orders.eu".into(), partition: 2 };
+        assert_eq!(kafka_producer.to_string(), "deltabus-kafka:4096:2:orders.eu");
         // A partition's dead letters never share the partition's own id.
         assert_ne!(dl.to_string(), kafka("in-gest", "orders", 2).to_string());
     }

@@ -38,8 +38,14 @@ pub(crate) struct FollowerRecord {
     pub next_version: u64,
     /// When the registration was written (ms since the epoch).
     pub updated_at: i64,
-    /// What kind of follower: `tail`, `follow`, `kafka`, `run`.
+    /// What kind of follower: `tail`, `follow`, `kafka`, `run`, `kafka-group` (a Kafka
+    /// consumer group's committed offset on one partition of a served topic).
     pub kind: String,
+    /// A Kafka consumer group's committed offset (a feed position) and its metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<String>,
 }
 
 /// Follower ids are file names: letters, digits, `-`, `_` and `.`, not starting with `.`.
@@ -125,7 +131,7 @@ mod tests {
     use super::*;
 
     fn record(id: &str, next: u64) -> FollowerRecord {
-        FollowerRecord { follower_id: id.into(), next_version: next, updated_at: 0, kind: "tail".into() }
+        FollowerRecord { follower_id: id.into(), next_version: next, updated_at: 0, kind: "tail".into(), offset: None, metadata: None }
     }
 
     #[test]

@@ -6,12 +6,14 @@
 //! Pipelines hold [`PipelineMetrics`], handles into the families (atomic counters: no lock on
 //! the record path); lag gauges are computed from the small per-partition table at scrape
 //! time. Process metrics (`process_*`) and `deltabus_build_info` come from [`process`]; push
-//! ingest's (`deltabus_push_*`, per table and producer) from [`push`].
+//! ingest's (`deltabus_push_*`, per table and producer) from [`push`]; the Kafka-protocol
+//! listener's (`deltabus_kafka_*`) from [`kafka`].
 //! The HTTP endpoint is in [`server`]: `GET /metrics` (OpenMetrics text), `GET /health`,
 //! `GET /ready`.
 
 internal_mods!(process);
 internal_mods!(push);
+internal_mods!(kafka);
 internal_mods!(server);
 
 use std::collections::BTreeMap;
@@ -365,6 +367,7 @@ pub(crate) struct Metrics {
     families: Arc<Families>,
     pipelines: Mutex<BTreeMap<String, Arc<PipelineMetrics>>>,
     push: Arc<push::PushFamilies>,
+    kafka: Arc<kafka::KafkaMetrics>,
     /// Reads "now" for lag and staleness gauges.
     pub clock: crate::common::clock::Clock,
 }
@@ -375,7 +378,8 @@ impl Default for Metrics {
         let families = Arc::new(Families::register(&mut registry));
         process::register(&mut registry);
         let push = Arc::new(push::PushFamilies::register(&mut registry));
-        Metrics { registry, families, pipelines: Mutex::new(BTreeMap::new()), push, clock: Default::default() }
+        let kafka = Arc::new(kafka::KafkaMetrics::register(&mut registry));
+        Metrics { registry, families, pipelines: Mutex::new(BTreeMap::new()), push, kafka, clock: Default::default() }
     }
 }
 
@@ -392,6 +396,11 @@ impl Metrics {
     /// The push-ingest metrics of a server table.
     pub(crate) fn push_table(&self, table: &str) -> Arc<push::PushMetrics> {
         Arc::new(push::PushMetrics::new(table, self.push.clone()))
+    }
+
+    /// The Kafka-protocol listener's metrics.
+    pub(crate) fn kafka(&self) -> &kafka::KafkaMetrics {
+        &self.kafka
     }
 
     fn all(&self) -> Vec<Arc<PipelineMetrics>> {

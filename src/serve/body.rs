@@ -81,6 +81,20 @@ pub(crate) fn json_lines(
         }
         lines.push((i + 1, line));
     }
+    json_records(&lines, table, current, bad_lines)
+}
+
+/// Decodes JSON objects, each numbered (a line, or a record's place in its batch), against
+/// `current` as [`json_lines`] does.
+///
+/// # Errors
+/// A [`Refusal`] naming the record and field.
+pub(crate) fn json_records(
+    lines: &[(usize, &[u8])],
+    table: &ResolvedTable,
+    current: Option<&StructType>,
+    bad_lines: BadLines,
+) -> Result<Rows, Refusal> {
     let creating = current.is_none();
     let mut schema = match current {
         Some(s) => s.clone(),
@@ -92,14 +106,14 @@ pub(crate) fn json_lines(
         }
         None => match &table.schema {
             Some(s) => s.clone(),
-            None => inferred(&lines).ok_or_else(|| first_unparsable(&lines))?,
+            None => inferred(lines).ok_or_else(|| first_unparsable(lines))?,
         },
     };
-    let mut decoded = decode(&lines, &schema, &table.name);
+    let mut decoded = decode(lines, &schema, &table.name);
     if !decoded.bad.is_empty() && (table.settings.evolve_schema || (creating && table.schema.is_none())) {
-        if let Some(merged) = inferred(&lines).and_then(|inc| merge_schema(&schema, &inc).ok().flatten()) {
+        if let Some(merged) = inferred(lines).and_then(|inc| merge_schema(&schema, &inc).ok().flatten()) {
             schema = merged;
-            decoded = decode(&lines, &schema, &table.name);
+            decoded = decode(lines, &schema, &table.name);
         }
     }
     if let (BadLines::Refuse, Some(first)) = (bad_lines, decoded.bad.first()) {

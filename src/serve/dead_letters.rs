@@ -6,7 +6,6 @@
 //! number, `key` = the producer id, `payload` = the line).
 
 use super::group::Pending;
-use crate::delta::app_id::TxnAppId;
 use crate::error::Result;
 use crate::storage::Table;
 use crate::write::dead_letters::append_letters;
@@ -21,7 +20,7 @@ pub(crate) async fn write(table: &Table, name: &str, taken: &[&Pending]) -> Resu
         .iter()
         .flat_map(|p| {
             let (app, seq) = match &p.producer {
-                Some((id, seq)) => (Some(TxnAppId::PushProducer { producer: id.clone() }), *seq),
+                Some(s) => (Some(s.app.clone()), s.last),
                 None => (None, 0),
             };
             p.bad_lines.iter().map(move |l| (app.clone(), seq, l))

@@ -23,7 +23,7 @@ use tracing::Instrument;
 
 use super::attendance::Attendance;
 use super::latest::Latest;
-use super::sequence::{decide, producer_app_id, Verdict};
+use super::sequence::{decide, Sequenced, Verdict};
 use crate::common::record::DeadLetter;
 use crate::config::server::ResolvedTable;
 use crate::decode::projection::{project, Mismatch};
@@ -39,8 +39,8 @@ use crate::storage::{commit_exactly_once, DataWriter, Landed, Plan, Planner, Ret
 
 /// A decoded request waiting for its commit.
 pub(crate) struct Pending {
-    /// The producer's id and this request's sequence; `None`: at-least-once.
-    pub producer: Option<(String, i64)>,
+    /// The producer and this request's sequence range; `None`: at-least-once.
+    pub producer: Option<Sequenced>,
     /// The rows, in the Arrow form of `schema`.
     pub rows: Vec<RecordBatch>,
     /// The schema the rows were decoded in: the table's, or an evolved or inferred one.
@@ -102,7 +102,7 @@ impl GroupCommitter {
             let mut next = Some(first);
             let mut closed = "window";
             while let Some(p) = next.take() {
-                let id = p.producer.as_ref().map(|(id, _)| id.as_str());
+                let id = p.producer.as_ref().map(|s| s.key.as_str());
                 attendance.arrived(id, Instant::now());
                 roll.present(id);
                 bytes += p.bytes;
@@ -259,7 +259,7 @@ impl GroupCommitter {
         let bytes: i64 = adds.iter().map(|a| a.size).sum();
         let producers = taken
             .iter()
-            .filter_map(|p| p.producer.as_ref().map(|(id, _)| id))
+            .filter_map(|p| p.producer.as_ref().map(|s| &s.key))
             .collect::<std::collections::BTreeSet<_>>();
         let mut actions = plan.schema_actions;
         actions.extend(adds.into_iter().map(Action::Add));
@@ -299,11 +299,10 @@ impl Planner for GroupPlanner<'_> {
         self.committer.latest.check(snapshot)?;
         self.group.append(&mut self.taken);
         loop {
-            let producers: Vec<Option<(&str, i64)>> =
-                self.group.iter().map(|p| p.producer.as_ref().map(|(id, seq)| (id.as_str(), *seq))).collect();
-            let committed = |id: &str| snapshot.and_then(|s| producer_app_id(id).version_in(s));
+            let producers: Vec<Option<&Sequenced>> = self.group.iter().map(|p| p.producer.as_ref()).collect();
+            let committed = |app: &crate::delta::app_id::TxnAppId| snapshot.and_then(|s| app.version_in(s));
             let (verdicts, txns) = decide(&producers, committed);
-            let positions: Vec<_> = txns.into_iter().map(|(id, seq)| (producer_app_id(id), seq)).collect();
+            let positions: Vec<_> = txns.into_iter().collect();
             // Answer what is decided now; keep the requests to commit and their retries.
             let mut taken: Vec<(usize, Pending)> = Vec::new();
             let mut followers: Vec<(usize, Pending)> = Vec::new();

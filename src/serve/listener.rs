@@ -33,9 +33,17 @@ pub(crate) async fn bind(addr: SocketAddr) -> Result<TcpListener> {
 /// # Errors
 /// [`Error::InvalidArgument`] naming the file that does not read or hold what it should.
 pub(crate) fn tls_acceptor(cert: &str, key: &str) -> Result<TlsAcceptor> {
+    tls_acceptor_for("server", cert, key, vec![b"h2".to_vec(), b"http/1.1".to_vec()])
+}
+
+/// A TLS acceptor offering `alpn` (none: no ALPN), its errors named under `section`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the file that does not read or hold what it should.
+pub(crate) fn tls_acceptor_for(section: &str, cert: &str, key: &str, alpn: Vec<Vec<u8>>) -> Result<TlsAcceptor> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let bad = |what: &str, e: &dyn std::fmt::Display| Error::InvalidArgument(format!("server.{what}: {e}"));
+    let bad = |what: &str, e: &dyn std::fmt::Display| Error::InvalidArgument(format!("{section}.{what}: {e}"));
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .map_err(|e| bad("tls_cert", &format!("{cert}: {e}")))?
         .collect::<std::result::Result<_, _>>()
@@ -51,7 +59,7 @@ pub(crate) fn tls_acceptor(cert: &str, key: &str) -> Result<TlsAcceptor> {
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| bad("tls_key", &e))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = alpn;
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 

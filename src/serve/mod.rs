@@ -21,6 +21,7 @@ internal_mods!(body);
 internal_mods!(dead_letters);
 internal_mods!(decoders);
 internal_mods!(group);
+internal_mods!(kafka);
 internal_mods!(latest);
 internal_mods!(listener);
 internal_mods!(routes);
@@ -47,7 +48,10 @@ use crate::storage::{StorageOptions, Table};
 pub(crate) struct Server {
     /// Where it listens (the port chosen when `listen` said 0).
     pub local_addr: SocketAddr,
+    /// Where the Kafka-protocol listener listens, when `[server.kafka]` is set.
+    pub kafka_addr: Option<SocketAddr>,
     listener: tokio::task::JoinHandle<()>,
+    kafka: Option<tokio::task::JoinHandle<()>>,
     committers: JoinSet<()>,
     stop_committers: watch::Sender<bool>,
 }
@@ -93,7 +97,7 @@ pub(crate) async fn start(
         let ready = Arc::new(AtomicBool::new(false));
         let push = metrics.push_table(name);
         let committer = GroupCommitter {
-            table,
+            table: table.clone(),
             settings: settings.clone(),
             window: config.commit_window,
             max_bytes: config.max_commit_bytes,
@@ -113,7 +117,7 @@ pub(crate) async fn start(
         ));
         tables.insert(
             name.clone(),
-            TableHandle { settings: settings.clone(), latest, ready, commits: tx, metrics: push },
+            TableHandle { settings: settings.clone(), table, latest, ready, commits: tx, metrics: push },
         );
     }
     let socket = listener::bind(config.listen).await?;
@@ -135,8 +139,13 @@ pub(crate) async fn start(
         auth = state.config.auth_required(),
         "push.listening"
     );
+    let kafka = match state.config.kafka.clone() {
+        Some(k) => Some(kafka::start(state.clone(), k, stop.clone(), grace).await?),
+        None => None,
+    };
+    let kafka_addr = kafka.as_ref().map(|k| k.local_addr);
     let listener = listener::spawn(socket, tls, routes::router(state), read_timeout, grace, stop);
-    Ok(Server { local_addr, listener, committers, stop_committers })
+    Ok(Server { local_addr, kafka_addr, listener, kafka: kafka.map(|k| k.task), committers, stop_committers })
 }
 
 /// Resolves once `stop` is true (or its sender is gone).
@@ -150,6 +159,9 @@ impl Server {
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) async fn stopped(mut self) {
         let _ = (&mut self.listener).await;
+        if let Some(kafka) = self.kafka.take() {
+            let _ = kafka.await;
+        }
         let _ = self.stop_committers.send(true);
         while self.committers.join_next().await.is_some() {}
     }

@@ -40,6 +40,7 @@ const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
 /// One table as the handlers see it.
 pub(crate) struct TableHandle {
     pub settings: ResolvedTable,
+    pub table: crate::storage::Table,
     /// The table as this server knows it; read fresh for answers about positions.
     pub latest: Arc<Latest>,
     pub ready: Arc<AtomicBool>,
@@ -302,7 +303,7 @@ async fn records(
     let count = rows.count;
     let (reply, answer) = oneshot::channel();
     let pending = Pending {
-        producer: producer.clone(),
+        producer: producer.as_ref().map(|(id, seq)| super::sequence::Sequenced::push(id, *seq)),
         rows: rows.batches,
         schema: rows.schema,
         bad_lines: rows.bad,

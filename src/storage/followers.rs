@@ -125,6 +125,8 @@ impl Registrar {
             next_version,
             updated_at: self.table.clock().now_ms(),
             kind: self.kind.to_string(),
+            offset: None,
+            metadata: None,
         };
         match register(&self.table, &record).await {
             Ok(()) => self.last = Some((Instant::now(), next_version)),

@@ -1,0 +1,238 @@
+//! `[server.kafka]`: the Kafka-protocol listener beside push ingest (`deltabus serve`).
+//!
+//! Kafka clients produce into, and fetch from, topics that are tables: each entry of
+//! `[server.kafka.topics]` names a table of `[server.tables]` (its creation, schema evolution,
+//! dead letters and commit grouping are that table's), a payload format and a number of
+//! virtual partitions. SASL/PLAIN credentials are never written in the file: each entry of
+//! `users` is `env:VARIABLE` or `file:PATH` holding `user:password` lines, read once at start.
+//! Without any user the listener takes unauthenticated clients (it listens on 127.0.0.1 unless
+//! told otherwise).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::common::units::ByteSize;
+use crate::error::{Error, Result};
+
+/// `[server.kafka]` as written.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct KafkaListenerConfig {
+    /// `host:port` to listen on.
+    pub listen: String,
+    /// `host:port` clients are told to connect to (Metadata, FindCoordinator); default: the
+    /// address listened on.
+    pub advertised: Option<String>,
+    /// SASL/PLAIN users: `env:VARIABLE` or `file:PATH` entries of `user:password` lines.
+    pub users: Vec<String>,
+    /// PEM certificate chain and private key: TLS when both set.
+    pub tls_cert: Option<String>,
+    pub tls_key: Option<String>,
+    /// Largest request frame; a larger one closes the connection.
+    pub max_request: ByteSize,
+    /// The topics clients may use, by name.
+    pub topics: BTreeMap<String, KafkaTopic>,
+}
+
+impl Default for KafkaListenerConfig {
+    fn default() -> Self {
+        KafkaListenerConfig {
+            listen: "127.0.0.1:9092".into(),
+            advertised: None,
+            users: Vec::new(),
+            tls_cert: None,
+            tls_key: None,
+            max_request: ByteSize(64 << 20),
+            topics: BTreeMap::new(),
+        }
+    }
+}
+
+/// The payload format of a topic's record values.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TopicFormat {
+    /// Each value is one JSON object, decoded against the table schema as push ingest does.
+    #[default]
+    Json,
+    /// Key, value and timestamp as they are (binary columns `key` and `value`, and
+    /// `timestamp`).
+    Bytes,
+}
+
+/// What to do with records that do not decode.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum BadRecords {
+    /// The batch is refused with INVALID_RECORD naming the records; nothing of it lands.
+    #[default]
+    Refuse,
+    /// Bad records go to the table's dead-letter table (with producer and sequence); the rest
+    /// lands.
+    DeadLetter,
+}
+
+/// `[server.kafka.topics.<name>]`
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct KafkaTopic {
+    /// A key of `[server.tables]`: the table the topic writes and whose feed it reads.
+    pub table: String,
+    pub format: TopicFormat,
+    /// Virtual partitions (producers spread over them; each has its own sequences).
+    pub partitions: u32,
+    pub bad_records: BadRecords,
+}
+
+impl Default for KafkaTopic {
+    fn default() -> Self {
+        KafkaTopic { table: String::new(), format: TopicFormat::Json, partitions: 1, bad_records: BadRecords::Refuse }
+    }
+}
+
+/// `[server.kafka]`, checked.
+#[derive(Clone)]
+pub struct ResolvedKafka {
+    pub listen: std::net::SocketAddr,
+    /// Host and port told to clients.
+    pub advertised: (String, u16),
+    pub tls: Option<(String, String)>,
+    /// (user, password) pairs; empty: no authentication.
+    pub users: Vec<(String, String)>,
+    pub max_request: usize,
+    pub topics: BTreeMap<String, KafkaTopic>,
+}
+
+impl std::fmt::Debug for ResolvedKafka {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedKafka")
+            .field("listen", &self.listen)
+            .field("advertised", &self.advertised)
+            .field("tls", &self.tls.is_some())
+            .field("users", &self.users.len())
+            .field("topics", &self.topics.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// Whether `name` is a legal Kafka topic name: 1 to 249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn valid_topic_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 249
+        && name != "."
+        && name != ".."
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+impl KafkaListenerConfig {
+    /// Checks the settings against the server's `tables` and reads the users.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the key.
+    pub fn resolve(
+        &self,
+        tables: &BTreeMap<String, super::server::ServerTable>,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ResolvedKafka> {
+        let bad = |key: &str, why: String| Error::InvalidArgument(format!("server.kafka.{key}: {why}"));
+        let listen: std::net::SocketAddr = self
+            .listen
+            .parse()
+            .map_err(|_| bad("listen", format!("{:?} is not host:port (e.g. 127.0.0.1:9092)", self.listen)))?;
+        let advertised = match &self.advertised {
+            None => (listen.ip().to_string(), listen.port()),
+            Some(a) => {
+                let (host, port) = a.rsplit_once(':').ok_or_else(|| bad("advertised", format!("{a:?} is not host:port")))?;
+                let port = port.parse().map_err(|_| bad("advertised", format!("{a:?}: the port is not a number")))?;
+                if host.is_empty() {
+                    return Err(bad("advertised", format!("{a:?}: the host is empty")));
+                }
+                (host.to_string(), port)
+            }
+        };
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(c), Some(k)) if !c.is_empty() && !k.is_empty() => Some((c.clone(), k.clone())),
+            (None, None) => None,
+            _ => return Err(bad("tls_cert", "tls_cert and tls_key go together".into())),
+        };
+        let mut users = Vec::new();
+        for line in super::server::read_secrets("kafka.users", &self.users, lookup)? {
+            let (user, password) = line
+                .split_once(':')
+                .filter(|(u, p)| !u.is_empty() && !p.is_empty())
+                .ok_or_else(|| bad("users", "each user is a `user:password` line".into()))?;
+            users.push((user.to_string(), password.to_string()));
+        }
+        let max_request = usize::try_from(self.max_request.get()).unwrap_or(usize::MAX);
+        if max_request < 1024 {
+            return Err(bad("max_request", "must be at least 1 KiB".into()));
+        }
+        for (name, topic) in &self.topics {
+            if !valid_topic_name(name) {
+                return Err(bad(&format!("topics.{name}"), "a topic name is 1 to 249 of [a-zA-Z0-9._-]".into()));
+            }
+            if !tables.contains_key(&topic.table) {
+                let why = format!("{:?} is not a table of [server.tables]", topic.table);
+                return Err(bad(&format!("topics.{name}.table"), why));
+            }
+            if topic.partitions == 0 || topic.partitions > 10_000 {
+                return Err(bad(&format!("topics.{name}.partitions"), "must be 1 to 10000".into()));
+            }
+            if topic.bad_records == BadRecords::DeadLetter && tables[&topic.table].dead_letters.is_none() {
+                let why = format!("server.tables.{}.dead_letters is not set", topic.table);
+                return Err(bad(&format!("topics.{name}.bad_records"), why));
+            }
+        }
+        Ok(ResolvedKafka { listen, advertised, tls, users, max_request, topics: self.topics.clone() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::server::ServerTable;
+
+    fn tables() -> BTreeMap<String, ServerTable> {
+        BTreeMap::from([("events".to_string(), ServerTable { table: "/t".into(), ..ServerTable::default() })])
+    }
+
+    #[test]
+    fn users_come_from_the_environment_and_are_never_printed() {
+        let mut c = KafkaListenerConfig { users: vec!["env:KAFKA_USERS".into()], ..Default::default() };
+        c.topics.insert("orders".into(), KafkaTopic { table: "events".into(), ..KafkaTopic::default() });
+        let env = |k: &str| (k == "KAFKA_USERS").then(|| "alice:s3cr:et".to_string());
+        let r = c.resolve(&tables(), &env).unwrap();
+        assert_eq!(r.users, vec![("alice".to_string(), "s3cr:et".to_string())]);
+        assert_eq!(r.advertised, ("127.0.0.1".to_string(), 9092));
+        assert!(!format!("{r:?}").contains("s3cr"));
+        c.users = vec!["alice:pw".into()];
+        assert!(c.resolve(&tables(), &env).unwrap_err().to_string().contains("env:VARIABLE or file:PATH"));
+        let env = |_: &str| Some("no-colon".to_string());
+        c.users = vec!["env:X".into()];
+        assert!(c.resolve(&tables(), &env).unwrap_err().to_string().contains("user:password"));
+    }
+
+    #[test]
+    fn topics_name_served_tables() {
+        let none = |_: &str| None;
+        let mut c = KafkaListenerConfig::default();
+        c.topics.insert("orders".into(), KafkaTopic { table: "missing".into(), ..KafkaTopic::default() });
+        assert!(c.resolve(&tables(), &none).unwrap_err().to_string().contains("topics.orders.table"));
+        c.topics.clear();
+        c.topics.insert("bad/name".into(), KafkaTopic { table: "events".into(), ..KafkaTopic::default() });
+        assert!(c.resolve(&tables(), &none).unwrap_err().to_string().contains("topics.bad/name"));
+        c.topics.clear();
+        let t = KafkaTopic { table: "events".into(), bad_records: BadRecords::DeadLetter, ..KafkaTopic::default() };
+        c.topics.insert("orders".into(), t);
+        assert!(c.resolve(&tables(), &none).unwrap_err().to_string().contains("dead_letters is not set"));
+        c.advertised = Some("broker.example:x".into());
+        assert!(c.resolve(&tables(), &none).is_err());
+    }
+
+    #[test]
+    fn topic_names() {
+        assert!(valid_topic_name("orders.eu_1-a") && valid_topic_name(&"a".repeat(249)));
+        assert!(!valid_topic_name("") && !valid_topic_name("..") && !valid_topic_name("ö") && !valid_topic_name("a b"));
+    }
+}

@@ -1,0 +1,258 @@
+//! The versions spoken and the answers that need no table: ApiVersions, Metadata,
+//! FindCoordinator, SaslHandshake, SaslAuthenticate and InitProducerId; and the dispatch of
+//! every request (Produce, Fetch, ListOffsets, OffsetCommit, OffsetFetch to their modules).
+//!
+//! The listener is one broker (node 0, at the advertised address) that leads every partition
+//! of every configured topic. Versions are those librdkafka 2.x, the Java client 3.x/4.x and
+//! kafka-python negotiate, up to where a version would need what is not built (Fetch and
+//! Produce by topic id, batched OffsetFetch). Transactional producers are refused at
+//! InitProducerId (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, logged with why): transactions are
+//! not offered, and AddPartitionsToTxn and EndTxn are not spoken.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsResponse, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse, InitProducerIdRequest,
+    InitProducerIdResponse, MetadataRequest, MetadataResponse, ProducerId, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::conn::{decode, Head, Reply, Session, Step};
+use super::Shared;
+
+/// The one broker's node id.
+pub(crate) const NODE: i32 = 0;
+
+/// (API, lowest, highest version) spoken.
+pub(crate) const SPOKEN: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 9),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetFetch, 1, 7),
+    (ApiKey::Metadata, 1, 12),
+    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::SaslHandshake, 1, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+];
+
+/// Whether `version` of `api` is spoken.
+pub(crate) fn spoken(api: ApiKey, version: i16) -> bool {
+    SPOKEN.iter().any(|(a, lo, hi)| *a == api && (*lo..=*hi).contains(&version))
+}
+
+fn code(e: ResponseError) -> i16 {
+    e.code()
+}
+
+fn text(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}
+
+/// ApiVersions: the versions spoken; a version not spoken is answered at v0 with
+/// UNSUPPORTED_VERSION (the client then retries at one it finds in the list).
+pub(crate) fn api_versions(head: &Head) -> Reply {
+    let keys = SPOKEN
+        .iter()
+        .map(|(api, lo, hi)| ApiVersion::default().with_api_key(*api as i16).with_min_version(*lo).with_max_version(*hi))
+        .collect();
+    let mut answer = ApiVersionsResponse::default().with_api_keys(keys);
+    if spoken(ApiKey::ApiVersions, head.version) {
+        Reply::answer(head.encode(&answer))
+    } else {
+        answer.error_code = code(ResponseError::UnsupportedVersion);
+        Reply::answer(head.encode_as(&answer, 0))
+    }
+}
+
+/// Hands a request (header read) to its API.
+///
+/// # Errors
+/// A body that does not decode.
+pub(crate) fn dispatch(shared: &Arc<Shared>, session: &mut Session, head: &Head, body: Bytes) -> Result<Step, String> {
+    let head = *head;
+    Ok(match head.api {
+        ApiKey::Metadata => {
+            Step::Now(Reply::answer(head.encode(&metadata(shared, head.version, decode(body, head.version)?))))
+        }
+        ApiKey::FindCoordinator => {
+            Step::Now(Reply::answer(head.encode(&find_coordinator(shared, head.version, decode(body, head.version)?))))
+        }
+        ApiKey::SaslHandshake => Step::Now(sasl_handshake(session, &head, decode(body, head.version)?)),
+        ApiKey::SaslAuthenticate => Step::Now(sasl_authenticate(shared, session, &head, decode(body, head.version)?)),
+        ApiKey::InitProducerId => {
+            let request: InitProducerIdRequest = decode(body, head.version)?;
+            let shared = shared.clone();
+            Step::Later(Box::pin(async move { Reply::answer(head.encode(&init_producer_id(&shared, request).await)) }))
+        }
+        ApiKey::Produce => super::produce::take(shared, &head, decode(body, head.version)?),
+        ApiKey::Fetch => super::fetch::take_fetch(shared, &head, decode(body, head.version)?),
+        ApiKey::ListOffsets => super::fetch::take_list_offsets(shared, &head, decode(body, head.version)?),
+        ApiKey::OffsetCommit => super::offsets::take_commit(shared, &head, decode(body, head.version)?),
+        ApiKey::OffsetFetch => super::offsets::take_fetch(shared, &head, decode(body, head.version)?),
+        other => return Err(format!("{other:?} is not dispatched")),
+    })
+}
+
+/// A topic id that stays the same for a name (Metadata v10 and later carry one).
+pub(crate) fn topic_id(name: &str) -> uuid::Uuid {
+    use md5::Digest;
+    let digest = md5::Md5::digest(format!("deltabus-topic:{name}").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest);
+    uuid::Builder::from_md5_bytes(bytes).into_uuid()
+}
+
+fn metadata(shared: &Shared, version: i16, request: MetadataRequest) -> MetadataResponse {
+    let (host, port) = &shared.config.advertised;
+    let broker = MetadataResponseBroker::default()
+        .with_node_id(BrokerId(NODE))
+        .with_host(text(host.clone()))
+        .with_port(i32::from(*port));
+    let names: Vec<String> = match request.topics {
+        None => shared.config.topics.keys().cloned().collect(),
+        Some(t) if t.is_empty() => Vec::new(),
+        Some(t) => t.into_iter().filter_map(|t| t.name.map(|n| n.0.to_string())).collect(),
+    };
+    let topics = names
+        .into_iter()
+        .map(|name| {
+            let t = MetadataResponseTopic::default().with_name(Some(TopicName(text(name.clone()))));
+            match shared.config.topics.get(&name) {
+                None => t.with_error_code(code(ResponseError::UnknownTopicOrPartition)),
+                Some(topic) => t.with_topic_id(if version >= 10 { topic_id(&name) } else { uuid::Uuid::nil() }).with_partitions(
+                    (0..i32::try_from(topic.partitions).unwrap_or(i32::MAX))
+                        .map(|p| {
+                            MetadataResponsePartition::default()
+                                .with_partition_index(p)
+                                .with_leader_id(BrokerId(NODE))
+                                .with_leader_epoch(if version >= 7 { 0 } else { -1 })
+                                .with_replica_nodes(vec![BrokerId(NODE)])
+                                .with_isr_nodes(vec![BrokerId(NODE)])
+                        })
+                        .collect(),
+                ),
+            }
+        })
+        .collect();
+    MetadataResponse::default()
+        .with_brokers(vec![broker])
+        .with_cluster_id((version >= 2).then(|| text("deltabus")))
+        .with_controller_id(BrokerId(NODE))
+        .with_topics(topics)
+}
+
+fn find_coordinator(shared: &Shared, version: i16, request: FindCoordinatorRequest) -> FindCoordinatorResponse {
+    let (host, port) = &shared.config.advertised;
+    // Key type 0 is a consumer group (this broker); 1 a transactional id (not offered).
+    let (error, message) = match request.key_type {
+        0 => (0, None),
+        _ => (code(ResponseError::CoordinatorNotAvailable), Some(text("transactions are not offered by deltabus"))),
+    };
+    let answer = FindCoordinatorResponse::default();
+    if version < 4 {
+        // One key per request, answered in the top-level fields (the message only from v1).
+        return answer
+            .with_node_id(BrokerId(NODE))
+            .with_host(text(host.clone()))
+            .with_port(i32::from(*port))
+            .with_error_code(error)
+            .with_error_message(if version >= 1 { message } else { None });
+    }
+    let coordinators = request
+        .coordinator_keys
+        .into_iter()
+        .map(|key| {
+            Coordinator::default()
+                .with_key(key)
+                .with_node_id(BrokerId(NODE))
+                .with_host(text(host.clone()))
+                .with_port(i32::from(*port))
+                .with_error_code(error)
+                .with_error_message(message.clone())
+        })
+        .collect();
+    answer.with_coordinators(coordinators)
+}
+
+fn sasl_handshake(session: &mut Session, head: &Head, request: SaslHandshakeRequest) -> Reply {
+    let mut answer = SaslHandshakeResponse::default().with_mechanisms(vec![text("PLAIN")]);
+    if request.mechanism.as_str() == "PLAIN" {
+        session.plain = true;
+    } else {
+        answer.error_code = code(ResponseError::UnsupportedSaslMechanism);
+    }
+    Reply::answer(head.encode(&answer))
+}
+
+/// SASL/PLAIN: `[authzid] NUL authcid NUL password`, compared in constant time per user.
+fn sasl_authenticate(shared: &Shared, session: &mut Session, head: &Head, request: SaslAuthenticateRequest) -> Reply {
+    let fail = |why: &str| {
+        let answer = SaslAuthenticateResponse::default()
+            .with_error_code(code(ResponseError::SaslAuthenticationFailed))
+            .with_error_message(Some(text(why)));
+        Reply { frame: Some(head.encode(&answer)), close: true }
+    };
+    if !session.plain || session.authenticated && session.user.is_some() {
+        return Reply {
+            frame: Some(head.encode(
+                &SaslAuthenticateResponse::default().with_error_code(code(ResponseError::IllegalSaslState)),
+            )),
+            close: true,
+        };
+    }
+    let parts: Vec<&[u8]> = request.auth_bytes.split(|b| *b == 0).collect();
+    let [_, user, password] = parts.as_slice() else { return fail("a SASL/PLAIN message is authzid NUL user NUL password") };
+    let (user, password) = (String::from_utf8_lossy(user), String::from_utf8_lossy(password));
+    let known = shared
+        .config
+        .users
+        .iter()
+        .fold(false, |found, (u, p)| found | (same(u, &user) & same(p, &password)));
+    if !known {
+        tracing::info!(peer = %session.peer, user = %user, "kafka.authentication_failed");
+        shared.state.metrics.kafka().refused("authentication");
+        return fail("authentication failed: unknown user or wrong password");
+    }
+    session.authenticated = true;
+    session.user = Some(user.to_string());
+    Reply::answer(head.encode(&SaslAuthenticateResponse::default()))
+}
+
+/// Constant-time comparison: how long it takes says nothing about where a guess went wrong.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn init_producer_id(shared: &Shared, request: InitProducerIdRequest) -> InitProducerIdResponse {
+    let answer = InitProducerIdResponse::default();
+    if request.transactional_id.as_ref().is_some_and(|t| !t.0.is_empty()) {
+        tracing::warn!("kafka.transactional_producer_refused: deltabus takes idempotent producers, not transactions");
+        return answer
+            .with_error_code(code(ResponseError::TransactionalIdAuthorizationFailed))
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
+    }
+    // A producer that asks to bump its epoch keeps its id (its sequences restart at 0).
+    if request.producer_id.0 >= 0 && (0..i16::MAX - 1).contains(&request.producer_epoch) {
+        return answer.with_producer_id(request.producer_id).with_producer_epoch(request.producer_epoch + 1);
+    }
+    match shared.producer_ids.next().await {
+        Ok(id) => answer.with_producer_id(ProducerId(id)).with_producer_epoch(0),
+        Err(e) => {
+            tracing::warn!(error = %e, "kafka.producer_id_not_allocated");
+            answer
+                .with_error_code(code(ResponseError::CoordinatorNotAvailable))
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1)
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! One Kafka-protocol connection.
+//!
+//! Contract:
+//! - A frame is a 4-byte big-endian size and that many bytes; a size below 8 or above
+//!   `server.kafka.max_request` closes the connection (the bytes are not read).
+//! - Requests are handled concurrently (a client keeps several produce requests in flight),
+//!   at most [`MAX_IN_FLIGHT`] at once (past it the connection is not read: back-pressure), and
+//!   answered in the order they arrived, as the protocol requires.
+//! - A request that does not decode, an API or version not spoken (but ApiVersions, which is
+//!   answered UNSUPPORTED_VERSION with the versions spoken), or anything but ApiVersions and
+//!   SASL before a client authenticated when users are configured: the answers already due are
+//!   sent, then the connection closes. A failed authentication is answered, then closed.
+//! - `acks=0` produce requests get no answer.
+//! - On stop, no new request is read; those taken are answered, then the connection closes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes, BytesMut};
+use futures::future::BoxFuture;
+use futures::stream::{FuturesOrdered, StreamExt};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+
+use super::apis;
+use super::Shared;
+
+/// Requests of one connection handled at once.
+pub(crate) const MAX_IN_FLIGHT: usize = 32;
+
+/// What a handled request comes to.
+pub(crate) struct Reply {
+    /// The encoded answer (size prefix included); `None`: no answer (`acks=0`).
+    pub frame: Option<Bytes>,
+    /// Close the connection once this answer is sent.
+    pub close: bool,
+}
+
+impl Reply {
+    pub(crate) fn answer(frame: Bytes) -> Reply {
+        Reply { frame: Some(frame), close: false }
+    }
+}
+
+/// A request taken: its answer, computed now or later.
+pub(crate) enum Step {
+    Now(Reply),
+    Later(BoxFuture<'static, Reply>),
+    /// Close without answering (the reason is logged).
+    Close(String),
+}
+
+/// The authentication state of a connection.
+pub(crate) struct Session {
+    pub peer: SocketAddr,
+    /// No users configured, or the client authenticated (as `user`).
+    pub authenticated: bool,
+    pub user: Option<String>,
+    /// A SASL handshake chose PLAIN.
+    pub plain: bool,
+}
+
+/// Serves one connection until the client closes it, it breaks a rule, or `stop` turns true.
+pub(crate) async fn serve<S>(stream: S, shared: Arc<Shared>, peer: SocketAddr, mut stop: watch::Receiver<bool>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let max = shared.config.max_request;
+    let (tx, mut frames) = mpsc::channel::<Result<Bytes, String>>(2);
+    let reader = tokio::spawn(async move {
+        loop {
+            let frame = read_frame(&mut rd, max).await;
+            let last = !matches!(frame, Ok(Some(_)));
+            let sent = match frame {
+                Ok(Some(f)) => tx.send(Ok(f)).await,
+                Ok(None) => return,
+                Err(e) => tx.send(Err(e)).await,
+            };
+            if sent.is_err() || last {
+                return;
+            }
+        }
+    });
+    let mut session = Session { peer, authenticated: shared.config.users.is_empty(), user: None, plain: false };
+    let mut pending: FuturesOrdered<BoxFuture<'static, Reply>> = FuturesOrdered::new();
+    let mut closing = false;
+    shared.state.metrics.kafka().connections.inc();
+    loop {
+        if closing && pending.is_empty() {
+            break;
+        }
+        tokio::select! {
+            biased;
+            Some(reply) = pending.next(), if !pending.is_empty() => {
+                if let Some(frame) = reply.frame {
+                    if frame.is_empty() {
+                        break;
+                    }
+                    if let Err(e) = wr.write_all(&frame).await {
+                        tracing::debug!(%peer, error = %e, "kafka.write_failed");
+                        break;
+                    }
+                }
+                if reply.close {
+                    closing = true;
+                    pending.clear();
+                }
+            }
+            frame = frames.recv(), if !closing && pending.len() < MAX_IN_FLIGHT => match frame {
+                Some(Ok(bytes)) => match take(&shared, &mut session, bytes) {
+                    Step::Now(reply) => pending.push_back(Box::pin(async move { reply })),
+                    Step::Later(fut) => pending.push_back(fut),
+                    Step::Close(why) => {
+                        tracing::info!(%peer, reason = %why, "kafka.connection_closed");
+                        shared.state.metrics.kafka().refused("bad_request");
+                        closing = true;
+                    }
+                },
+                Some(Err(why)) => {
+                    tracing::info!(%peer, reason = %why, "kafka.connection_closed");
+                    shared.state.metrics.kafka().refused("bad_frame");
+                    closing = true;
+                }
+                None => closing = true,
+            },
+            () = super::super::stopped(&mut stop), if !closing => closing = true,
+        }
+    }
+    let _ = wr.shutdown().await;
+    reader.abort();
+    shared.state.metrics.kafka().connections.dec();
+}
+
+/// Reads one frame; `None` at a clean end of stream.
+async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R, max: usize) -> Result<Option<Bytes>, String> {
+    let mut size = [0u8; 4];
+    match rd.read_exact(&mut size).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(format!("reading a frame: {e}")),
+    }
+    let size = i32::from_be_bytes(size);
+    let len = usize::try_from(size).map_err(|_| format!("a negative frame size ({size})"))?;
+    if len < 8 {
+        return Err(format!("a frame of {len} bytes is too short for a request header"));
+    }
+    if len > max {
+        return Err(format!("a request of {len} bytes is over server.kafka.max_request ({max})"));
+    }
+    let mut buf = BytesMut::zeroed(len);
+    rd.read_exact(&mut buf).await.map_err(|e| format!("reading a frame of {len} bytes: {e}"))?;
+    Ok(Some(buf.freeze()))
+}
+
+/// Decodes a request's header and hands it to its API.
+fn take(shared: &Arc<Shared>, session: &mut Session, mut frame: Bytes) -> Step {
+    let key = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let Ok(api) = ApiKey::try_from(key) else { return Step::Close(format!("unknown API key {key}")) };
+    let header = match RequestHeader::decode(&mut frame, api.request_header_version(version)) {
+        Ok(h) => h,
+        Err(e) => return Step::Close(format!("a {api:?} v{version} request header that does not decode: {e}")),
+    };
+    shared.state.metrics.kafka().request(api);
+    let head = Head { api, version, correlation: header.correlation_id };
+    if api == ApiKey::ApiVersions {
+        return Step::Now(apis::api_versions(&head));
+    }
+    if !apis::spoken(api, version) {
+        return Step::Close(format!("{api:?} v{version} is not spoken here (see ApiVersions)"));
+    }
+    if !session.authenticated && !matches!(api, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
+        return Step::Close(format!("{api:?} before SASL authentication"));
+    }
+    let body = frame;
+    match apis::dispatch(shared, session, &head, body) {
+        Ok(step) => step,
+        Err(e) => Step::Close(format!("a {api:?} v{version} request that does not decode: {e}")),
+    }
+}
+
+/// The header fields an answer needs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Head {
+    pub api: ApiKey,
+    pub version: i16,
+    pub correlation: i32,
+}
+
+impl Head {
+    /// Encodes `body` as the answer to this request, size prefix included.
+    pub(crate) fn encode<R: Encodable>(&self, body: &R) -> Bytes {
+        self.encode_as(body, self.version)
+    }
+
+    /// Encodes `body` at `version` (ApiVersions answers an unknown version at 0).
+    pub(crate) fn encode_as<R: Encodable>(&self, body: &R, version: i16) -> Bytes {
+        let mut buf = BytesMut::with_capacity(256);
+        buf.extend_from_slice(&[0; 4]);
+        let header = ResponseHeader::default().with_correlation_id(self.correlation);
+        let encoded = header
+            .encode(&mut buf, self.api.response_header_version(version))
+            .and_then(|()| body.encode(&mut buf, version));
+        if let Err(e) = encoded {
+            // Every answer is built from fields of its own version; an answer that does not
+            // encode is a bug, answered by closing the connection.
+            tracing::error!(api = ?self.api, version, error = %e, "kafka.answer_not_encoded");
+            return Bytes::new();
+        }
+        let size = i32::try_from(buf.len() - 4).unwrap_or(i32::MAX);
+        buf[..4].copy_from_slice(&size.to_be_bytes());
+        buf.freeze()
+    }
+}
+
+/// Decodes a request body of `version`; bytes left over are logged and ignored.
+pub(crate) fn decode<R: Decodable>(mut body: Bytes, version: i16) -> Result<R, String> {
+    let r = R::decode(&mut body, version).map_err(|e| e.to_string())?;
+    if body.has_remaining() {
+        tracing::debug!(left = body.remaining(), "kafka.request_trailing_bytes");
+    }
+    Ok(r)
+}

@@ -1,0 +1,217 @@
+//! A topic's change feed as Kafka partitions: the positions, and the records of each commit.
+//!
+//! Contract:
+//! - An offset is a feed position: `version << ROW_BITS | row`, the row-th change row of commit
+//!   `version` in that partition (rows of a commit beyond 2^24 in one partition are not
+//!   served: the fetch fails with a clear error). Offsets grow with the feed and have gaps
+//!   (commits with no rows in a partition), which Kafka consumers step over.
+//! - Partition p of an n-partition topic holds the changes of the files whose path hashes to
+//!   slice p of n (the slicing of the table's consumer groups), so a file's rows stay in one
+//!   partition in order.
+//! - A record's value is the change row as `deltabus tail` prints it (the table's columns,
+//!   `_change_type`, `_commit_version`, `_commit_timestamp`; bytes topics: the `value` column
+//!   and the `key` column as key); header `change_type` names the change; its timestamp is the
+//!   commit's.
+//! - The end of the feed (high watermark) is `(latest version + 1) << ROW_BITS`; the start is
+//!   the first version whose changes the log still holds.
+//! - Commits read are kept decoded (the last [`CACHED_COMMITS`]), and cursors are kept at the
+//!   version after the last one read, so consumers that move along the feed read each commit
+//!   once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, AsArray, RecordBatch, StructArray};
+use bytes::Bytes;
+use tokio::sync::Mutex;
+
+use super::produce::ROW_BITS;
+use crate::config::kafka::TopicFormat;
+use crate::delta::arrow_value::value_at;
+use crate::delta::groups::slice_of_path;
+use crate::error::{Error, Result};
+use crate::feed::changes::ChangeCursor;
+use crate::storage::Table;
+
+/// Decoded commits kept per topic.
+pub(crate) const CACHED_COMMITS: usize = 64;
+/// Cursors kept per topic.
+const CURSORS: usize = 4;
+
+/// One change row as a record.
+#[derive(Debug, Clone)]
+pub(crate) struct FeedRecord {
+    pub key: Option<Bytes>,
+    pub value: Bytes,
+    pub change_type: &'static str,
+}
+
+/// One commit's records, by partition.
+#[derive(Debug)]
+pub(crate) struct FeedCommit {
+    pub timestamp_ms: i64,
+    pub partitions: Vec<Vec<FeedRecord>>,
+}
+
+/// The feed of one topic.
+pub(crate) struct Feed {
+    table: Table,
+    partitions: u32,
+    format: TopicFormat,
+    state: Mutex<FeedState>,
+}
+
+#[derive(Default)]
+struct FeedState {
+    commits: BTreeMap<u64, Arc<FeedCommit>>,
+    cursors: Vec<ChangeCursor>,
+}
+
+/// The position of row `row` of commit `version`.
+pub(crate) fn offset_of(version: u64, row: u64) -> i64 {
+    i64::try_from(version).unwrap_or(i64::MAX >> ROW_BITS) << ROW_BITS | i64::try_from(row).unwrap_or(0)
+}
+
+/// The commit and row of a position (`None` for a negative one).
+pub(crate) fn position_of(offset: i64) -> Option<(u64, u64)> {
+    let o = u64::try_from(offset).ok()?;
+    Some((o >> ROW_BITS, o & ((1 << ROW_BITS) - 1)))
+}
+
+impl Feed {
+    pub(crate) fn new(table: Table, partitions: u32, format: TopicFormat) -> Feed {
+        Feed { table, partitions, format, state: Mutex::new(FeedState::default()) }
+    }
+
+    /// The first and last versions whose changes can be served (`None`: no table yet).
+    ///
+    /// # Errors
+    /// Storage errors listing the log.
+    pub(crate) async fn bounds(&self) -> Result<Option<(u64, u64)>> {
+        let listing = self.table.list_log(None).await?;
+        let Some(latest) = listing.latest_version() else { return Ok(None) };
+        let first = match listing.oldest_readable() {
+            Some(0) | None => 0,
+            Some(c) => c + 1,
+        };
+        Ok(Some((first.min(latest + 1), latest)))
+    }
+
+    /// Commit `version`'s records (`None` when it does not exist yet).
+    ///
+    /// # Errors
+    /// A commit the log no longer holds ([`Error::MissingVersion`]); storage and data errors.
+    pub(crate) async fn commit(&self, version: u64) -> Result<Option<Arc<FeedCommit>>> {
+        let mut state = self.state.lock().await;
+        if let Some(c) = state.commits.get(&version) {
+            return Ok(Some(c.clone()));
+        }
+        let mut cursor = match state.cursors.iter().position(|c| c.next_version() == version) {
+            Some(i) => state.cursors.swap_remove(i),
+            None => ChangeCursor::open(&self.table, version).await?,
+        };
+        let partitions = self.partitions;
+        let slice = move |path: &str| Some(slice_of_path(path, partitions));
+        let polled = cursor.poll_by_file(&slice).await?;
+        let Some((changes, tags)) = polled else {
+            keep(&mut state.cursors, cursor);
+            return Ok(None);
+        };
+        let mut by_partition = vec![Vec::new(); self.partitions as usize];
+        for (batch, tag) in changes.batches.iter().zip(tags) {
+            let records = self.records(batch)?;
+            if let Some(p) = by_partition.get_mut(tag as usize) {
+                p.extend(records);
+            }
+        }
+        if by_partition.iter().any(|p| p.len() as u64 >= 1 << ROW_BITS) {
+            return Err(Error::InvalidArgument(format!(
+                "commit {version} has more than 2^{ROW_BITS} change rows in one partition: give the topic more partitions"
+            )));
+        }
+        let commit = Arc::new(FeedCommit { timestamp_ms: changes.timestamp_ms, partitions: by_partition });
+        keep(&mut state.cursors, cursor);
+        state.commits.insert(version, commit.clone());
+        while state.commits.len() > CACHED_COMMITS {
+            state.commits.pop_first();
+        }
+        Ok(Some(commit))
+    }
+
+    fn records(&self, batch: &RecordBatch) -> Result<Vec<FeedRecord>> {
+        let rows = StructArray::from(batch.clone());
+        let change = batch.column_by_name(crate::storage::CHANGE_TYPE).and_then(|c| c.as_string_opt::<i32>());
+        let kind = |i: usize| match change.map(|c| c.value(i)) {
+            Some("delete") => "delete",
+            Some("update_preimage") => "update_preimage",
+            Some("update_postimage") => "update_postimage",
+            _ => "insert",
+        };
+        let column = |name: &str| batch.column_by_name(name).and_then(|c| c.as_binary_opt::<i32>().cloned());
+        let mut out = Vec::with_capacity(rows.len());
+        match self.format {
+            TopicFormat::Json => {
+                for i in 0..rows.len() {
+                    let value = serde_json::to_vec(&value_at(&rows, i)).map_err(|e| Error::Internal(e.to_string()))?;
+                    out.push(FeedRecord { key: None, value: Bytes::from(value), change_type: kind(i) });
+                }
+            }
+            TopicFormat::Bytes => {
+                let (keys, values) = (column("key"), column("value"));
+                for i in 0..rows.len() {
+                    let at = |c: &Option<arrow::array::BinaryArray>| {
+                        c.as_ref().filter(|c| c.is_valid(i)).map(|c| Bytes::copy_from_slice(c.value(i)))
+                    };
+                    out.push(FeedRecord { key: at(&keys), value: at(&values).unwrap_or_default(), change_type: kind(i) });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The first version whose commit time is at or after `timestamp_ms`, between `first` and
+    /// `latest` (`None`: every commit is older).
+    ///
+    /// # Errors
+    /// Storage errors reading commits.
+    pub(crate) async fn version_at(&self, timestamp_ms: i64, first: u64, latest: u64) -> Result<Option<u64>> {
+        let time_of = |v: u64| async move {
+            let (actions, modified) = self.table.read_commit_with_time(v).await?;
+            Ok::<_, Error>(crate::delta::change_feed::commit_timestamp(&actions, modified))
+        };
+        if time_of(latest).await? < timestamp_ms {
+            return Ok(None);
+        }
+        let (mut lo, mut hi) = (first, latest);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if time_of(mid).await? >= timestamp_ms {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Ok(Some(lo))
+    }
+}
+
+fn keep(cursors: &mut Vec<ChangeCursor>, cursor: ChangeCursor) {
+    cursors.push(cursor);
+    if cursors.len() > CURSORS {
+        cursors.remove(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_are_commit_and_row() {
+        assert_eq!(offset_of(0, 0), 0);
+        assert_eq!(offset_of(3, 5), 3 << 24 | 5);
+        assert_eq!(position_of(offset_of(12345, 77)), Some((12345, 77)));
+        assert_eq!(position_of(-1), None);
+        assert!(offset_of(7, 0) > offset_of(6, (1 << 24) - 1));
+    }
+}

@@ -1,0 +1,230 @@
+//! Fetch and ListOffsets over topics' change feeds ([`super::feed`]).
+//!
+//! Contract:
+//! - Fetch answers each partition from its offset with whole commits' records (one record
+//!   batch per commit), up to the partition's `partition_max_bytes` and the request's
+//!   `max_bytes` (the first batch always, so a large commit still moves), reading at most
+//!   [`MAX_COMMITS_PER_FETCH`] commits. With nothing to answer it waits up to `max_wait_ms`
+//!   for new commits.
+//! - An offset past the end, or before the first version the log still holds:
+//!   OFFSET_OUT_OF_RANGE (the consumer's `auto.offset.reset` decides). Unknown topics and
+//!   partitions: UNKNOWN_TOPIC_OR_PARTITION. A topic whose table does not exist yet is an
+//!   empty feed.
+//! - ListOffsets: latest (-1) is the end of the feed, earliest (-2) its start, a timestamp the
+//!   first commit at or after it (-1 when none is).
+//! - Fetch sessions are not kept (session id 0): every fetch names its partitions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+
+use super::conn::{Head, Reply, Step};
+use super::feed::{offset_of, position_of, Feed};
+use super::Shared;
+use crate::error::Error;
+
+/// Commits one partition's answer reads at most.
+pub(crate) const MAX_COMMITS_PER_FETCH: u64 = 1000;
+
+/// Takes a Fetch request.
+pub(crate) fn take_fetch(shared: &Arc<Shared>, head: &Head, request: FetchRequest) -> Step {
+    let (shared, head) = (shared.clone(), *head);
+    Step::Later(Box::pin(async move { Reply::answer(head.encode(&fetch(&shared, head.version, request).await)) }))
+}
+
+/// Takes a ListOffsets request.
+pub(crate) fn take_list_offsets(shared: &Arc<Shared>, head: &Head, request: ListOffsetsRequest) -> Step {
+    let (shared, head) = (shared.clone(), *head);
+    Step::Later(Box::pin(async move { Reply::answer(head.encode(&list_offsets(&shared, request).await)) }))
+}
+
+fn partition_error(index: i32, e: ResponseError) -> PartitionData {
+    PartitionData::default()
+        .with_partition_index(index)
+        .with_error_code(e.code())
+        .with_high_watermark(-1)
+        .with_last_stable_offset(-1)
+        .with_log_start_offset(-1)
+        .with_preferred_read_replica(BrokerId(-1))
+}
+
+async fn fetch(shared: &Shared, request_version: i16, request: FetchRequest) -> FetchResponse {
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0).min(30_000));
+    let mut budget = usize::try_from(request.max_bytes).unwrap_or(0).max(1);
+    loop {
+        let mut any = false;
+        let mut responses = Vec::with_capacity(request.topics.len());
+        for topic in &request.topics {
+            let name = topic.topic.0.to_string();
+            let mut partitions = Vec::with_capacity(topic.partitions.len());
+            for p in &topic.partitions {
+                let limit = usize::try_from(p.partition_max_bytes).unwrap_or(0).min(budget).max(1);
+                let data = match shared.feeds.get(&name) {
+                    None => partition_error(p.partition, ResponseError::UnknownTopicOrPartition),
+                    Some(_) if u32::try_from(p.partition).map_or(true, |i| i >= feed_partitions(shared, &name)) => {
+                        partition_error(p.partition, ResponseError::UnknownTopicOrPartition)
+                    }
+                    Some(feed) => read(feed, &name, p.partition, p.fetch_offset, limit, request_version).await,
+                };
+                let got = data.records.as_ref().map_or(0, Bytes::len);
+                any |= got > 0 || data.error_code != 0;
+                budget = budget.saturating_sub(got).max(1);
+                partitions.push(data);
+            }
+            responses.push(FetchableTopicResponse::default().with_topic(topic.topic.clone()).with_partitions(partitions));
+        }
+        if any || tokio::time::Instant::now() >= deadline {
+            return FetchResponse::default().with_responses(responses);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(50)) => {}
+            () = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+}
+
+fn feed_partitions(shared: &Shared, topic: &str) -> u32 {
+    shared.config.topics.get(topic).map_or(0, |t| t.partitions)
+}
+
+/// One partition's answer from `offset`, at most `limit` bytes past its first batch.
+async fn read(feed: &Feed, topic: &str, partition: i32, offset: i64, limit: usize, version: i16) -> PartitionData {
+    let bounds = match feed.bounds().await {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::info!(topic, error = %e, "kafka.fetch_failed");
+            return partition_error(partition, ResponseError::KafkaStorageError);
+        }
+    };
+    let Some((first, latest)) = bounds else {
+        // No table yet: an empty feed at 0.
+        if offset != 0 {
+            return partition_error(partition, ResponseError::OffsetOutOfRange);
+        }
+        return PartitionData::default()
+            .with_partition_index(partition)
+            .with_preferred_read_replica(BrokerId(-1))
+            .with_records(Some(Bytes::new()));
+    };
+    let end = offset_of(latest + 1, 0);
+    let start = offset_of(first, 0);
+    let answer = PartitionData::default()
+        .with_partition_index(partition)
+        .with_high_watermark(end)
+        .with_last_stable_offset(end)
+        .with_log_start_offset(if version >= 5 { start } else { -1 })
+        .with_aborted_transactions(Some(Vec::new()))
+        .with_preferred_read_replica(BrokerId(-1));
+    let Some((mut version, mut row)) = position_of(offset).filter(|_| offset >= start && offset <= end) else {
+        return partition_error(partition, ResponseError::OffsetOutOfRange);
+    };
+    let mut out = BytesMut::new();
+    let index = usize::try_from(partition).unwrap_or(0);
+    let stop = latest.min(version.saturating_add(MAX_COMMITS_PER_FETCH));
+    while version <= stop {
+        let commit = match feed.commit(version).await {
+            Ok(Some(c)) => c,
+            Ok(None) => break,
+            Err(Error::MissingVersion { .. }) => return partition_error(partition, ResponseError::OffsetOutOfRange),
+            Err(e) => {
+                tracing::info!(topic, partition, version, error = %e, "kafka.fetch_failed");
+                if out.is_empty() {
+                    return partition_error(partition, ResponseError::KafkaStorageError);
+                }
+                break;
+            }
+        };
+        let rows = commit.partitions.get(index).map_or(&[][..], Vec::as_slice);
+        let from = usize::try_from(row).unwrap_or(usize::MAX).min(rows.len());
+        if from < rows.len() {
+            let records: Vec<Record> = rows[from..]
+                .iter()
+                .enumerate()
+                .map(|(i, r)| record(offset_of(version, (from + i) as u64), commit.timestamp_ms, r))
+                .collect();
+            let options = RecordEncodeOptions { version: 2, compression: Compression::None };
+            let mut batch = BytesMut::new();
+            if let Err(e) = RecordBatchEncoder::encode(&mut batch, &records, &options) {
+                tracing::error!(topic, version, error = %e, "kafka.fetch_not_encoded");
+                break;
+            }
+            if !out.is_empty() && out.len() + batch.len() > limit {
+                break;
+            }
+            out.extend_from_slice(&batch);
+            if out.len() >= limit {
+                break;
+            }
+        }
+        version += 1;
+        row = 0;
+    }
+    answer.with_records(Some(out.freeze()))
+}
+
+fn record(offset: i64, timestamp_ms: i64, r: &super::feed::FeedRecord) -> Record {
+    let mut record = Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: 0,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset,
+        sequence: -1,
+        timestamp: timestamp_ms,
+        key: r.key.clone(),
+        value: Some(r.value.clone()),
+        headers: Default::default(),
+    };
+    record.headers.insert(StrBytes::from_static_str("change_type"), Some(Bytes::from_static(r.change_type.as_bytes())));
+    record
+}
+
+async fn list_offsets(shared: &Shared, request: ListOffsetsRequest) -> ListOffsetsResponse {
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let name = topic.name.0.to_string();
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for p in topic.partitions {
+            let answer = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+            let feed = shared
+                .feeds
+                .get(&name)
+                .filter(|_| u32::try_from(p.partition_index).is_ok_and(|i| i < feed_partitions(shared, &name)));
+            let Some(feed) = feed else {
+                partitions.push(answer.with_error_code(ResponseError::UnknownTopicOrPartition.code()));
+                continue;
+            };
+            let found = async {
+                let Some((first, latest)) = feed.bounds().await? else { return Ok::<_, Error>((0, -1)) };
+                Ok(match p.timestamp {
+                    -1 => (offset_of(latest + 1, 0), -1),
+                    -2 => (offset_of(first, 0), -1),
+                    t => match feed.version_at(t, first, latest).await? {
+                        Some(v) => (offset_of(v, 0), t),
+                        None => (-1, -1),
+                    },
+                })
+            };
+            partitions.push(match found.await {
+                Ok((offset, timestamp)) => answer.with_offset(offset).with_timestamp(timestamp),
+                Err(e) => {
+                    tracing::info!(topic = %name, error = %e, "kafka.list_offsets_failed");
+                    answer.with_error_code(ResponseError::KafkaStorageError.code())
+                }
+            });
+        }
+        topics.push(ListOffsetsTopicResponse::default().with_name(topic.name).with_partitions(partitions));
+    }
+    ListOffsetsResponse::default().with_topics(topics)
+}

@@ -1,0 +1,166 @@
+//! OffsetCommit and OffsetFetch: a consumer group's committed offsets, kept where followers'
+//! positions live (`_deltabus/followers/<id>.json` in the topic's table), so `deltabus
+//! followers` lists them and VACUUM and log cleanup keep the commits they still need.
+//!
+//! Contract:
+//! - The id of group g's position on partition p of topic t is `kafka-group.<g>.<t>.<p>`, g
+//!   spelled with letters, digits, `-` and `_` as they are and every other byte as `~XX`
+//!   (hex), so any group name maps to one file name and no two to the same one. An id over
+//!   200 bytes (a very long group name) is refused (INVALID_GROUP_ID).
+//! - A commit writes the offset, its metadata and the version it needs (`next_version`, the
+//!   offset's commit); OffsetFetch reads it back (-1 when the group has none).
+//! - Only simple consumers (assign, seek, poll, commit) are served: generation and member ids
+//!   are not checked, and JoinGroup/SyncGroup/Heartbeat are not spoken (a subscribing consumer
+//!   fails at JoinGroup with the connection closed and a log line naming it).
+
+use std::sync::Arc;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
+use kafka_protocol::messages::offset_fetch_response::{OffsetFetchResponsePartition, OffsetFetchResponseTopic};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::conn::{Head, Reply, Step};
+use super::feed::position_of;
+use super::Shared;
+use crate::delta::followers::{record_path, FollowerRecord};
+use crate::storage::Table;
+
+/// The registration id of a group's position on one partition (`None`: too long).
+pub(crate) fn position_id(group: &str, topic: &str, partition: i32) -> Option<String> {
+    let mut g = String::with_capacity(group.len());
+    for b in group.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
+            g.push(char::from(b));
+        } else {
+            g.push_str(&format!("~{b:02X}"));
+        }
+    }
+    let id = format!("kafka-group.{g}.{topic}.{partition}");
+    (id.len() <= 200).then_some(id)
+}
+
+/// Takes an OffsetCommit request.
+pub(crate) fn take_commit(shared: &Arc<Shared>, head: &Head, request: OffsetCommitRequest) -> Step {
+    let (shared, head) = (shared.clone(), *head);
+    Step::Later(Box::pin(async move { Reply::answer(head.encode(&commit(&shared, request).await)) }))
+}
+
+/// Takes an OffsetFetch request.
+pub(crate) fn take_fetch(shared: &Arc<Shared>, head: &Head, request: OffsetFetchRequest) -> Step {
+    let (shared, head) = (shared.clone(), *head);
+    Step::Later(Box::pin(async move { Reply::answer(head.encode(&fetch(&shared, request).await)) }))
+}
+
+fn table_of<'a>(shared: &'a Shared, topic: &str) -> Option<&'a Table> {
+    let t = shared.config.topics.get(topic)?;
+    shared.state.tables.get(&t.table).map(|h| &h.table)
+}
+
+async fn commit(shared: &Shared, request: OffsetCommitRequest) -> OffsetCommitResponse {
+    let group = request.group_id.0.to_string();
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let name = topic.name.0.to_string();
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for p in topic.partitions {
+            let code = async {
+                let Some(table) = table_of(shared, &name) else { return ResponseError::UnknownTopicOrPartition.code() };
+                let Some(id) = position_id(&group, &name, p.partition_index) else {
+                    return ResponseError::InvalidGroupId.code();
+                };
+                let Some((version, _)) = position_of(p.committed_offset) else {
+                    return ResponseError::OffsetOutOfRange.code();
+                };
+                let record = FollowerRecord {
+                    follower_id: id,
+                    next_version: version,
+                    updated_at: table.clock().now_ms(),
+                    kind: "kafka-group".into(),
+                    offset: Some(p.committed_offset),
+                    metadata: p.committed_metadata.as_ref().map(ToString::to_string),
+                };
+                match crate::storage::followers::register(table, &record).await {
+                    Ok(()) => 0,
+                    Err(e) => {
+                        tracing::info!(group = %group, topic = %name, error = %e, "kafka.offset_commit_failed");
+                        ResponseError::CoordinatorNotAvailable.code()
+                    }
+                }
+            };
+            let code = code.await;
+            partitions.push(OffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(code));
+        }
+        topics.push(OffsetCommitResponseTopic::default().with_name(topic.name).with_partitions(partitions));
+    }
+    OffsetCommitResponse::default().with_topics(topics)
+}
+
+async fn fetch(shared: &Shared, request: OffsetFetchRequest) -> OffsetFetchResponse {
+    let group = request.group_id.0.to_string();
+    // No topics named: every partition of every topic.
+    let asked: Vec<(String, Vec<i32>)> = match request.topics {
+        Some(topics) => topics.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect(),
+        None => shared
+            .config
+            .topics
+            .iter()
+            .map(|(name, t)| (name.clone(), (0..i32::try_from(t.partitions).unwrap_or(0)).collect()))
+            .collect(),
+    };
+    let mut topics = Vec::with_capacity(asked.len());
+    for (name, indexes) in asked {
+        let mut partitions = Vec::with_capacity(indexes.len());
+        for index in indexes {
+            let answer = OffsetFetchResponsePartition::default().with_partition_index(index).with_committed_offset(-1);
+            let Some(table) = table_of(shared, &name) else {
+                partitions.push(answer.with_error_code(ResponseError::UnknownTopicOrPartition.code()));
+                continue;
+            };
+            let Some(id) = position_id(&group, &name, index) else {
+                partitions.push(answer.with_error_code(ResponseError::InvalidGroupId.code()));
+                continue;
+            };
+            let read = match table.file_size(&record_path(&id)).await {
+                Ok(None) => Ok(None),
+                Ok(Some(_)) => table.read_bytes(&record_path(&id)).await.map(Some),
+                Err(e) => Err(e),
+            };
+            partitions.push(match read {
+                Ok(None) => answer.with_metadata(Some(StrBytes::from_static_str(""))),
+                Ok(Some(bytes)) => match serde_json::from_slice::<FollowerRecord>(&bytes) {
+                    Ok(r) => answer
+                        .with_committed_offset(r.offset.unwrap_or(-1))
+                        .with_metadata(Some(StrBytes::from_string(r.metadata.unwrap_or_default()))),
+                    Err(_) => answer.with_error_code(ResponseError::UnknownServerError.code()),
+                },
+                Err(e) => {
+                    tracing::info!(group = %group, topic = %name, error = %e, "kafka.offset_fetch_failed");
+                    answer.with_error_code(ResponseError::CoordinatorLoadInProgress.code())
+                }
+            });
+        }
+        topics.push(
+            OffsetFetchResponseTopic::default()
+                .with_name(kafka_protocol::messages::TopicName(StrBytes::from_string(name)))
+                .with_partitions(partitions),
+        );
+    }
+    OffsetFetchResponse::default().with_topics(topics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_group_name_is_one_file_name() {
+        assert_eq!(position_id("billing", "orders.eu", 3).unwrap(), "kafka-group.billing.orders.eu.3");
+        let odd = position_id("Zürich/ops.1", "t", 0).unwrap();
+        assert_eq!(odd, "kafka-group.Z~C3~BCrich~2Fops~2E1.t.0");
+        assert!(crate::delta::followers::valid_follower_id(&odd));
+        assert_ne!(position_id("a.b", "t", 0), position_id("a~2Eb", "t", 0));
+        assert!(position_id(&"g".repeat(300), "t", 0).is_none());
+    }
+}

@@ -1,0 +1,211 @@
+//! [sync] One partition's record batches of a Produce request into sequence ranges and rows.
+//!
+//! Contract:
+//! - Batches are record batch v2 (the only format idempotence exists in), CRC checked by the
+//!   codec, any of the four codecs; a batch that claims more than [`MAX_BATCH_RECORDS`]
+//!   records, or a negative count, is refused before it is decoded (a hostile count must not
+//!   size an allocation). Transactional and control batches are refused: transactions are not
+//!   offered.
+//! - An idempotent batch (producer id ≥ 0) becomes a [`Sequenced`] range `e << 32 | b ..=
+//!   e << 32 | (b + n - 1)` for producer id, partition and topic; its sequence must not wrap
+//!   past `i32::MAX` (the producer is told to start a new epoch).
+//! - JSON topics: each value is one JSON object decoded against the table as push ingest
+//!   decodes a line (a record's number is its place in the batch, from 0). A null value is a
+//!   bad record. Bytes topics: `key`, `value` and `timestamp` as they came.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BinaryArray, RecordBatch, TimestampMicrosecondArray};
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::records::{Record, RecordBatchDecoder};
+
+use crate::common::record::DeadLetter;
+use crate::config::kafka::TopicFormat;
+use crate::config::server::ResolvedTable;
+use crate::delta::app_id::TxnAppId;
+use crate::delta::arrow_schema::arrow_schema_strict;
+use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
+use crate::serve::body::{json_records, BadLines, Refusal, Rows};
+use crate::serve::sequence::Sequenced;
+
+/// Records one batch may claim.
+pub(crate) const MAX_BATCH_RECORDS: i32 = 1_000_000;
+
+/// One decoded batch.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    pub producer: Option<Sequenced>,
+    pub epoch: i16,
+    pub records: Vec<Record>,
+    /// Bytes of the batch as sent.
+    pub bytes: u64,
+}
+
+/// Why a partition's data is refused: the error code and a message for the client.
+pub(crate) type Refused = (ResponseError, String);
+
+/// Splits a partition's records into batches.
+///
+/// # Errors
+/// CORRUPT_MESSAGE for bytes that are not record batches v2, INVALID_RECORD for what the
+/// contract refuses.
+pub(crate) fn batches(topic: &str, partition: i32, records: &Bytes) -> Result<Vec<Batch>, Refused> {
+    let corrupt = |e: &dyn std::fmt::Display| (ResponseError::CorruptMessage, format!("record batch: {e}"));
+    let infos = RecordBatchDecoder::decode_batch_info(&mut records.clone()).map_err(|e| corrupt(&e))?;
+    if let Some(i) = infos.iter().find(|i| !(0..=MAX_BATCH_RECORDS).contains(&i.record_count)) {
+        let why = format!("a batch of {} records (at most {MAX_BATCH_RECORDS})", i.record_count);
+        return Err((ResponseError::InvalidRecord, why));
+    }
+    if infos.iter().any(|i| i.transactional || i.control) {
+        let why = "transactional batches are refused: deltabus takes idempotent producers, not transactions";
+        return Err((ResponseError::InvalidRecord, why.into()));
+    }
+    let mut rest = records.clone();
+    let mut out = Vec::with_capacity(infos.len());
+    for info in &infos {
+        let before = rest.len();
+        let set = RecordBatchDecoder::decode(&mut rest).map_err(|e| corrupt(&e))?;
+        let bytes = (before - rest.len()) as u64;
+        let producer = if info.producer_id >= 0 {
+            if info.producer_epoch < 0 || info.base_sequence < 0 {
+                return Err((ResponseError::InvalidRecord, "an idempotent batch without epoch or sequence".into()));
+            }
+            let last = i64::from(info.base_sequence) + i64::from(info.record_count.max(1)) - 1;
+            if last > i64::from(i32::MAX) {
+                let why = "the batch's sequence passes 2^31: start a new epoch".to_string();
+                return Err((ResponseError::OutOfOrderSequenceNumber, why));
+            }
+            let epoch = i64::from(info.producer_epoch) << 32;
+            let app = TxnAppId::KafkaProducer { producer_id: info.producer_id, topic: topic.to_string(), partition };
+            let base = i64::from(info.base_sequence);
+            Some(Sequenced::range(app, epoch | base, epoch | last, base == 0))
+        } else {
+            None
+        };
+        out.push(Batch { producer, epoch: info.producer_epoch, records: set.records, bytes });
+    }
+    if rest.len() > 0 || out.len() != infos.len() {
+        let why = format!("{} bytes after {} batches (of {} with a v2 header)", rest.len(), out.len(), infos.len());
+        return Err(corrupt(&why));
+    }
+    Ok(out)
+}
+
+/// The rows of a batch for its topic's format.
+///
+/// # Errors
+/// A [`Refusal`] naming the record (JSON) or why the table cannot take bytes.
+pub(crate) fn rows(
+    format: TopicFormat,
+    batch: &Batch,
+    table: &ResolvedTable,
+    current: Option<&StructType>,
+    bad: BadLines,
+) -> Result<Rows, Refusal> {
+    match format {
+        TopicFormat::Json => {
+            let values: Vec<(usize, &[u8])> =
+                batch.records.iter().enumerate().map(|(i, r)| (i, r.value.as_deref().unwrap_or(b"null"))).collect();
+            json_records(&values, table, current, bad)
+        }
+        TopicFormat::Bytes => bytes_rows(batch, table, current),
+    }
+}
+
+/// The schema of a bytes topic's table.
+pub(crate) fn bytes_schema() -> StructType {
+    let field = |name: &str, t: PrimitiveType| StructField::new(name, DataType::Primitive(t), true);
+    StructType::new(vec![
+        field("key", PrimitiveType::Binary),
+        field("value", PrimitiveType::Binary),
+        field("timestamp", PrimitiveType::Timestamp),
+    ])
+}
+
+fn bytes_rows(batch: &Batch, table: &ResolvedTable, current: Option<&StructType>) -> Result<Rows, Refusal> {
+    let schema = bytes_schema();
+    match current {
+        Some(s) if *s != schema => {
+            return Err(Refusal::Bad(format!(
+                "a bytes topic writes a table of columns key binary, value binary, timestamp timestamp; {:?} has others",
+                table.name
+            )))
+        }
+        None if !table.settings.create => {
+            return Err(Refusal::NoTable(format!("table {:?} does not exist yet and create = false", table.name)))
+        }
+        _ => {}
+    }
+    let keys = BinaryArray::from_iter(batch.records.iter().map(|r| r.key.as_deref()));
+    let values = BinaryArray::from_iter(batch.records.iter().map(|r| r.value.as_deref()));
+    let times = TimestampMicrosecondArray::from_iter(
+        batch.records.iter().map(|r| (r.timestamp >= 0).then(|| r.timestamp.saturating_mul(1000))),
+    )
+    .with_timezone("UTC");
+    let columns: Vec<ArrayRef> = vec![Arc::new(keys), Arc::new(values), Arc::new(times)];
+    let arrow = Arc::new(arrow_schema_strict(&schema));
+    let rows = RecordBatch::try_new(arrow, columns).map_err(|e| Refusal::Bad(format!("bytes rows: {e}")))?;
+    let count = rows.num_rows() as u64;
+    Ok(Rows { batches: vec![rows], schema: Arc::new(schema), bad: Vec::<DeadLetter>::new(), count })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::records::{Compression, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+
+    fn record(pid: i64, epoch: i16, seq: i32, value: &str) -> Record {
+        Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: pid,
+            producer_epoch: epoch,
+            timestamp_type: TimestampType::Creation,
+            offset: i64::from(seq),
+            sequence: seq,
+            timestamp: 1_700_000_000_000,
+            key: Some(Bytes::from_static("ключ".as_bytes())),
+            value: Some(Bytes::from(value.to_string())),
+            headers: Default::default(),
+        }
+    }
+
+    fn encode(records: &[Record], compression: Compression) -> Bytes {
+        let mut buf = bytes::BytesMut::new();
+        RecordBatchEncoder::encode(&mut buf, records, &RecordEncodeOptions { version: 2, compression }).unwrap();
+        buf.freeze()
+    }
+
+    #[test]
+    fn idempotent_batches_become_ranges_in_every_codec() {
+        for c in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+            let recs: Vec<Record> = (5..8).map(|s| record(4096, 2, s, &format!("{{\"n\":{s}}}"))).collect();
+            let got = batches("orders", 3, &encode(&recs, c)).unwrap();
+            assert_eq!(got.len(), 1);
+            let p = got[0].producer.as_ref().unwrap();
+            assert_eq!((p.first, p.last, p.restarts), (2 << 32 | 5, 2 << 32 | 7, false));
+            assert_eq!(p.key, "deltabus-kafka:4096:3:orders");
+            assert_eq!(got[0].records.len(), 3);
+        }
+    }
+
+    #[test]
+    fn damaged_and_hostile_batches_are_refused() {
+        let good = encode(&[record(-1, -1, -1, "{}")], Compression::None);
+        let mut flipped = good.to_vec();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0xff;
+        assert_eq!(batches("t", 0, &Bytes::from(flipped)).unwrap_err().0, ResponseError::CorruptMessage);
+        assert_eq!(batches("t", 0, &good.slice(..good.len() - 3)).unwrap_err().0, ResponseError::CorruptMessage);
+        // A record count far past the bytes (offset 57 in the v2 header).
+        let mut huge = good.to_vec();
+        huge[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
+        assert!(batches("t", 0, &Bytes::from(huge)).is_err());
+        let mut tx = record(7, 0, 0, "{}");
+        tx.transactional = true;
+        assert_eq!(batches("t", 0, &encode(&[tx], Compression::None)).unwrap_err().0, ResponseError::InvalidRecord);
+    }
+}
