@@ -23,6 +23,7 @@ mod hostile;
 mod ingest;
 mod ingest_process;
 mod kafka;
+mod kafka_front;
 mod key_index;
 mod key_index_chaos;
 mod layout;

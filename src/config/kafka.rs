@@ -143,7 +143,8 @@ impl KafkaListenerConfig {
         let advertised = match &self.advertised {
             None => (listen.ip().to_string(), listen.port()),
             Some(a) => {
-                let (host, port) = a.rsplit_once(':').ok_or_else(|| bad("advertised", format!("{a:?} is not host:port")))?;
+                let (host, port) =
+                    a.rsplit_once(':').ok_or_else(|| bad("advertised", format!("{a:?} is not host:port")))?;
                 let port = port.parse().map_err(|_| bad("advertised", format!("{a:?}: the port is not a number")))?;
                 if host.is_empty() {
                     return Err(bad("advertised", format!("{a:?}: the host is empty")));

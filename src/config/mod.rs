@@ -20,12 +20,12 @@ use crate::error::{Error, Result};
 use crate::storage::StorageOptions;
 
 pub mod commit;
+pub mod kafka;
 mod layers;
 pub mod pipeline;
 pub mod redact;
 pub mod registry;
 mod resolved;
-pub mod kafka;
 pub mod server;
 pub mod sources;
 

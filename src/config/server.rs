@@ -217,7 +217,11 @@ impl ServerConfig {
     }
 }
 
-pub(crate) fn read_secrets(key: &str, entries: &[String], lookup: &dyn Fn(&str) -> Option<String>) -> Result<Vec<String>> {
+pub(crate) fn read_secrets(
+    key: &str,
+    entries: &[String],
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<String>> {
     let bad = |why: String| Error::InvalidArgument(format!("server.{key}: {why}"));
     let mut out = Vec::new();
     for entry in entries {

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
-pub(crate) use super::key_sidecar::{decode_section, FileKeys, KeyHash, Layout, BUCKETS};
+pub(crate) use super::key_sidecar::{FileKeys, KeyHash, Layout, BUCKETS};
 use super::key_sidecar::{columns_fingerprint, sidecar_path};
 
 /// Resident bytes per entry.
@@ -348,6 +348,7 @@ impl KeyIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delta::key_sidecar::decode_section;
 
     fn keys(path: &str, ks: &[Option<&str>]) -> FileKeys {
         FileKeys::from_keys(path, 7, ks.iter().copied()).unwrap()

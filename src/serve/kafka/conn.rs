@@ -160,6 +160,13 @@ fn take(shared: &Arc<Shared>, session: &mut Session, mut frame: Bytes) -> Step {
     let key = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let Ok(api) = ApiKey::try_from(key) else { return Step::Close(format!("unknown API key {key}")) };
+    if api == ApiKey::ApiVersions && !apis::spoken(api, version) {
+        // A version not spoken may have a header not known either: only the correlation id
+        // is read, and the answer is v0.
+        let correlation = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+        shared.state.metrics.kafka().request(api);
+        return Step::Now(apis::api_versions(&Head { api, version, correlation }));
+    }
     let header = match RequestHeader::decode(&mut frame, api.request_header_version(version)) {
         Ok(h) => h,
         Err(e) => return Step::Close(format!("a {api:?} v{version} request header that does not decode: {e}")),

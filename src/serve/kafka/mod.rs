@@ -8,7 +8,8 @@
 //!   in blocks from a table's root, put-if-absent, so no two servers or restarts hand out one
 //!   twice.
 //! - [`produce`]: Produce requests into the tables' group committers;
-//!   [`records`] [sync]: record batches into sequence ranges and rows.
+//!   [`records`] [sync]: record batches into sequence ranges and rows; [`inflate`] [sync]:
+//!   compressed records inflated within a bound.
 //! - [`feed`]: a topic's change feed as partitions and offsets; [`fetch`]: Fetch and
 //!   ListOffsets over it; [`offsets`]: OffsetCommit and OffsetFetch, a group's positions kept
 //!   as follower registrations of the table (`deltabus followers` lists them, VACUUM keeps what
@@ -27,6 +28,7 @@ internal_mods!(apis);
 internal_mods!(conn);
 internal_mods!(feed);
 internal_mods!(fetch);
+internal_mods!(inflate);
 internal_mods!(offsets);
 internal_mods!(produce);
 internal_mods!(producer_ids);

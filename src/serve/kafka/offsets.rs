@@ -4,8 +4,9 @@
 //!
 //! Contract:
 //! - The id of group g's position on partition p of topic t is `kafka-group.<g>.<t>.<p>`, g
-//!   spelled with letters, digits, `-` and `_` as they are and every other byte as `~XX`
-//!   (hex), so any group name maps to one file name and no two to the same one. An id over
+//!   spelled with letters, digits and `-` as they are and every other byte (`_` and `.`
+//!   included) as `_XX` (hex), so any group name maps to one file name, no two to the same
+//!   one, and g holds no `.`. An id over
 //!   200 bytes (a very long group name) is refused (INVALID_GROUP_ID).
 //! - A commit writes the offset, its metadata and the version it needs (`next_version`, the
 //!   offset's commit); OffsetFetch reads it back (-1 when the group has none).
@@ -31,10 +32,10 @@ use crate::storage::Table;
 pub(crate) fn position_id(group: &str, topic: &str, partition: i32) -> Option<String> {
     let mut g = String::with_capacity(group.len());
     for b in group.bytes() {
-        if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
+        if b.is_ascii_alphanumeric() || b == b'-' {
             g.push(char::from(b));
         } else {
-            g.push_str(&format!("~{b:02X}"));
+            g.push_str(&format!("_{b:02X}"));
         }
     }
     let id = format!("kafka-group.{g}.{topic}.{partition}");
@@ -158,9 +159,11 @@ mod tests {
     fn any_group_name_is_one_file_name() {
         assert_eq!(position_id("billing", "orders.eu", 3).unwrap(), "kafka-group.billing.orders.eu.3");
         let odd = position_id("Zürich/ops.1", "t", 0).unwrap();
-        assert_eq!(odd, "kafka-group.Z~C3~BCrich~2Fops~2E1.t.0");
+        assert_eq!(odd, "kafka-group.Z_C3_BCrich_2Fops_2E1.t.0");
         assert!(crate::delta::followers::valid_follower_id(&odd));
-        assert_ne!(position_id("a.b", "t", 0), position_id("a~2Eb", "t", 0));
+        assert_ne!(position_id("a.b", "t", 0), position_id("a_2Eb", "t", 0));
+        assert_ne!(position_id("a_b", "t", 0), position_id("a_5Fb", "t", 0));
+        assert!(crate::delta::followers::valid_follower_id(&position_id("~.~", "t", 0).unwrap()));
         assert!(position_id(&"g".repeat(300), "t", 0).is_none());
     }
 }

@@ -6,8 +6,8 @@
 //! - `acks=-1` (all) and `acks=1` are both answered after the commit landed (a table has no
 //!   replicas to wait for); `acks=0` is not answered, and a batch the server loses before its
 //!   commit is lost (at most once).
-//! - A partition's records hold `HOLD_FACTOR` times their bytes of `server.max_buffered` from
-//!   decoding until the answer; a request that cannot get that room within its `timeout_ms`
+//! - A partition's records hold `HOLD_FACTOR` times their inflated bytes of
+//!   `server.max_buffered` from decoding until the answer; a request that cannot get that room within its `timeout_ms`
 //!   gets REQUEST_TIMED_OUT (the client retries the same sequences), one larger than the whole
 //!   budget MESSAGE_TOO_LARGE.
 //! - Outcomes: committed → NONE with the commit's feed position as base offset; already in
@@ -58,7 +58,7 @@ async fn produce(shared: &Arc<Shared>, version: i16, request: ProduceRequest) ->
         _ if request.transactional_id.as_ref().is_some_and(|t| !t.0.is_empty()) => {
             Some(ResponseError::TransactionalIdAuthorizationFailed)
         }
-        -1 | 0 | 1 => None,
+        -1..=1 => None,
         _ => Some(ResponseError::InvalidRequiredAcks),
     };
     let millis = u64::try_from(request.timeout_ms).ok().filter(|m| *m > 0).unwrap_or(30_000).min(300_000);
@@ -135,9 +135,17 @@ async fn partition(shared: &Arc<Shared>, name: &str, data: PartitionProduceData,
     if !handle.ready.load(Ordering::Acquire) {
         return Err(fail(ResponseError::KafkaStorageError, "the table is not open yet"));
     }
-    let hold = (bytes.len() as u64).saturating_mul(crate::config::server::HOLD_FACTOR).max(1);
+    // Records inflate to at most server.kafka.max_request a batch; they hold their inflated
+    // size (or their compressed one, when larger) of the buffer budget until answered.
+    let batches = records::batches(name, data.index, &bytes, shared.config.max_request).map_err(|(e, why)| fail(e, why))?;
+    let inflated: u64 = batches
+        .iter()
+        .flat_map(|b| &b.records)
+        .map(|r| (r.key.as_ref().map_or(0, bytes::Bytes::len) + r.value.as_ref().map_or(0, bytes::Bytes::len)) as u64)
+        .sum();
+    let hold = inflated.max(bytes.len() as u64).saturating_mul(crate::config::server::HOLD_FACTOR).max(1);
     if hold > shared.state.config.max_buffered {
-        let why = format!("{} bytes of records are over what server.max_buffered can hold", bytes.len());
+        let why = format!("{inflated} bytes of records are over what server.max_buffered can hold");
         return Err(fail(ResponseError::MessageTooLarge, why));
     }
     let permits = u32::try_from(hold).unwrap_or(u32::MAX);
@@ -146,7 +154,6 @@ async fn partition(shared: &Arc<Shared>, name: &str, data: PartitionProduceData,
         metrics.refused("overloaded");
         return Err(fail(ResponseError::RequestTimedOut, "over capacity: too many bytes in flight"));
     };
-    let batches = records::batches(name, data.index, &bytes).map_err(|(e, why)| fail(e, why))?;
     let mut answers = Vec::with_capacity(batches.len());
     for batch in batches {
         let rows = decode(shared, handle, topic, &batch).await?;

@@ -77,8 +77,7 @@ impl ProducerIds {
             .max()
             .unwrap_or(0);
         let body = serde_json::json!({"claimed_by": self.token, "block_size": BLOCK}).to_string();
-        let mut block = highest + 1;
-        for _ in 0..64 {
+        for block in (highest + 1..).take(64) {
             let path = block_path(block);
             match self.table.create_file(&path, body.clone().into_bytes()).await {
                 Ok(true) => return Ok(block),
@@ -89,7 +88,6 @@ impl ProducerIds {
                     Err(_) => return Err(e),
                 },
             }
-            block += 1;
         }
         Err(Error::Internal("64 producer-id blocks in a row were claimed by others".into()))
     }

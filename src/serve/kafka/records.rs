@@ -45,12 +45,12 @@ pub(crate) struct Batch {
 /// Why a partition's data is refused: the error code and a message for the client.
 pub(crate) type Refused = (ResponseError, String);
 
-/// Splits a partition's records into batches.
+/// Splits a partition's records into batches, each inflating to at most `limit` bytes.
 ///
 /// # Errors
 /// CORRUPT_MESSAGE for bytes that are not record batches v2, INVALID_RECORD for what the
 /// contract refuses.
-pub(crate) fn batches(topic: &str, partition: i32, records: &Bytes) -> Result<Vec<Batch>, Refused> {
+pub(crate) fn batches(topic: &str, partition: i32, records: &Bytes, limit: usize) -> Result<Vec<Batch>, Refused> {
     let corrupt = |e: &dyn std::fmt::Display| (ResponseError::CorruptMessage, format!("record batch: {e}"));
     let infos = RecordBatchDecoder::decode_batch_info(&mut records.clone()).map_err(|e| corrupt(&e))?;
     if let Some(i) = infos.iter().find(|i| !(0..=MAX_BATCH_RECORDS).contains(&i.record_count)) {
@@ -65,7 +65,8 @@ pub(crate) fn batches(topic: &str, partition: i32, records: &Bytes) -> Result<Ve
     let mut out = Vec::with_capacity(infos.len());
     for info in &infos {
         let before = rest.len();
-        let set = RecordBatchDecoder::decode(&mut rest).map_err(|e| corrupt(&e))?;
+        let inflate = |c: &mut Bytes, codec| super::inflate::inflate(c, codec, limit);
+        let set = RecordBatchDecoder::decode_with_custom_compression(&mut rest, Some(&inflate)).map_err(|e| corrupt(&e))?;
         let bytes = (before - rest.len()) as u64;
         let producer = if info.producer_id >= 0 {
             if info.producer_epoch < 0 || info.base_sequence < 0 {
@@ -85,7 +86,7 @@ pub(crate) fn batches(topic: &str, partition: i32, records: &Bytes) -> Result<Ve
         };
         out.push(Batch { producer, epoch: info.producer_epoch, records: set.records, bytes });
     }
-    if rest.len() > 0 || out.len() != infos.len() {
+    if !rest.is_empty() || out.len() != infos.len() {
         let why = format!("{} bytes after {} batches (of {} with a v2 header)", rest.len(), out.len(), infos.len());
         return Err(corrupt(&why));
     }
@@ -183,7 +184,7 @@ mod tests {
     fn idempotent_batches_become_ranges_in_every_codec() {
         for c in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
             let recs: Vec<Record> = (5..8).map(|s| record(4096, 2, s, &format!("{{\"n\":{s}}}"))).collect();
-            let got = batches("orders", 3, &encode(&recs, c)).unwrap();
+            let got = batches("orders", 3, &encode(&recs, c), 1 << 20).unwrap();
             assert_eq!(got.len(), 1);
             let p = got[0].producer.as_ref().unwrap();
             assert_eq!((p.first, p.last, p.restarts), (2 << 32 | 5, 2 << 32 | 7, false));
@@ -198,14 +199,14 @@ mod tests {
         let mut flipped = good.to_vec();
         let last = flipped.len() - 1;
         flipped[last] ^= 0xff;
-        assert_eq!(batches("t", 0, &Bytes::from(flipped)).unwrap_err().0, ResponseError::CorruptMessage);
-        assert_eq!(batches("t", 0, &good.slice(..good.len() - 3)).unwrap_err().0, ResponseError::CorruptMessage);
+        assert_eq!(batches("t", 0, &Bytes::from(flipped), 1 << 20).unwrap_err().0, ResponseError::CorruptMessage);
+        assert_eq!(batches("t", 0, &good.slice(..good.len() - 3), 1 << 20).unwrap_err().0, ResponseError::CorruptMessage);
         // A record count far past the bytes (offset 57 in the v2 header).
         let mut huge = good.to_vec();
         huge[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
-        assert!(batches("t", 0, &Bytes::from(huge)).is_err());
+        assert!(batches("t", 0, &Bytes::from(huge), 1 << 20).is_err());
         let mut tx = record(7, 0, 0, "{}");
         tx.transactional = true;
-        assert_eq!(batches("t", 0, &encode(&[tx], Compression::None)).unwrap_err().0, ResponseError::InvalidRecord);
+        assert_eq!(batches("t", 0, &encode(&[tx], Compression::None), 1 << 20).unwrap_err().0, ResponseError::InvalidRecord);
     }
 }
