@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::support::python::{compare_rows, iceberg_rows};
 use crate::support::uniform::{assert_readers_agree, cat, current_metadata, metadata, python_or_skip};
-use crate::support::{assert_clean_failure, deltabus, run_json, write_jsonl};
+use crate::support::{assert_clean_failure, deltabus, kernel_oracle, run_json, write_jsonl};
 
 const UNIFORM: &[&str] = &["--property", "delta.universalFormat.enabledFormats=iceberg"];
 
@@ -165,6 +165,180 @@ fn arrays_and_maps_get_nested_field_ids_and_read_alike() {
     ok(&write_jsonl(&table, &["--merge-schema"], "{\"id\":3,\"tags\":[\"日本\"],\"more\":[1.5]}\n"));
     assert_eq!(run_json(&["describe", table.to_str().unwrap()])["properties"]["delta.columnMapping.maxColumnId"], "11");
     assert_readers_agree(&py, &table);
+}
+
+/// Every struct field of `fields`, at any depth (inside arrays and maps too), with its path.
+fn struct_fields<'a>(fields: &'a [Value], prefix: &str, out: &mut Vec<(String, &'a Value)>) {
+    fn inner<'a>(t: &'a Value, path: &str, out: &mut Vec<(String, &'a Value)>) {
+        match t["type"].as_str() {
+            Some("struct") => struct_fields(t["fields"].as_array().unwrap(), path, out),
+            Some("array") => inner(&t["elementType"], &format!("{path}.element"), out),
+            Some("map") => {
+                inner(&t["keyType"], &format!("{path}.key"), out);
+                inner(&t["valueType"], &format!("{path}.value"), out);
+            }
+            _ => {}
+        }
+    }
+    for f in fields {
+        let path = format!("{prefix}{}{}", if prefix.is_empty() { "" } else { "." }, f["name"].as_str().unwrap());
+        out.push((path.clone(), f));
+        inner(&f["type"], &path, out);
+    }
+}
+
+#[test]
+fn structs_inside_arrays_and_maps_get_ids_and_read_alike() {
+    let Some(py) = python_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let t = table.to_str().unwrap();
+    let schema = dir.path().join("schema.json");
+    let field = |name: &str, t: &str| format!(r#"{{"name":"{name}","type":{t},"nullable":true,"metadata":{{}}}}"#);
+    let st = |fields: &[String]| format!(r#"{{"type":"struct","fields":[{}]}}"#, fields.join(","));
+    let array = |e: &str| format!(r#"{{"type":"array","elementType":{e},"containsNull":true}}"#);
+    let map = |v: &str| format!(r#"{{"type":"map","keyType":"string","valueType":{v},"valueContainsNull":true}}"#);
+    let item = st(&[field("sku", "\"string\""), field("qty", "\"long\""), field("notes", &array("\"string\""))]);
+    let attr = st(&[field("v", "\"double\""), field("ü", "\"string\"")]);
+    let deep = st(&[field("y", "\"string\"")]);
+    let nested = st(&[field("inner", &array(&st(&[field("x", "\"long\"")])))]);
+    let top = st(&[
+        field("id", "\"long\""),
+        field("items", &array(&item)),
+        field("attrs", &map(&attr)),
+        field("nested", &nested),
+    ]);
+    std::fs::write(&schema, top).unwrap();
+    let mut args = UNIFORM.to_vec();
+    args.extend(["--schema", schema.to_str().unwrap()]);
+    ok(&write_jsonl(
+        &table,
+        &args,
+        concat!(
+            r#"{"id":1,"items":[{"sku":"a","qty":2,"notes":["ü",null]},null,{"sku":"日本","qty":null,"notes":[]}],"attrs":{"größe":{"v":1.5,"ü":"ö"},"n":null},"nested":{"inner":[{"x":7}]}}"#,
+            "\n",
+            r#"{"id":2,"items":[],"attrs":{},"nested":{"inner":[]}}"#,
+            "\n",
+            r#"{"id":3,"items":[null],"attrs":{"k":null},"nested":null}"#,
+            "\n",
+        ),
+    ));
+    // Every struct field, inside arrays and maps too, has its own id and physical name; the
+    // ids are unique and below maxColumnId with the nested ids.
+    let d = run_json(&["describe", t]);
+    let mut all = Vec::new();
+    struct_fields(d["schema"]["fields"].as_array().unwrap(), "", &mut all);
+    let mut ids: Vec<i64> = Vec::new();
+    for (path, f) in &all {
+        let m = &f["metadata"];
+        ids.push(m["delta.columnMapping.id"].as_i64().unwrap_or_else(|| panic!("{path} has no id: {d}")));
+        assert!(m["delta.columnMapping.physicalName"].as_str().is_some_and(|n| n.starts_with("col-")), "{path}");
+        if let Some(nested) = m["delta.columnMapping.nested.ids"].as_object() {
+            ids.extend(nested.values().map(|v| v.as_i64().unwrap()));
+        }
+    }
+    let n = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "ids are unique: {ids:?}");
+    let max: i64 = d["properties"]["delta.columnMapping.maxColumnId"].as_str().unwrap().parse().unwrap();
+    assert_eq!(max, *ids.last().unwrap());
+    // 11 struct fields (4 columns, 7 inside), and 5 elements, keys and values: items, notes,
+    // attrs (2), inner.
+    assert_eq!(n, 11 + 5, "{ids:?}");
+    assert_readers_agree(&py, &table);
+    // pyiceberg 0.12 reads a null list or map of structs as an empty one (tables it wrote
+    // itself too), and the fields of a struct inside a list inside a list as null when their
+    // ids do not come in its own order, so the rows above hold neither; DuckDB reads both.
+    // (A list of lists of structs stays out of the table above: delta-kernel-rs fails on such
+    // a column in a file written before another column was added, plain Delta tables too.)
+    let nulls = dir.path().join("nulls");
+    let with_grid = dir.path().join("grid.json");
+    let grid_schema = st(&[
+        field("id", "\"long\""),
+        field("items", &array(&item)),
+        field("attrs", &map(&attr)),
+        field("grid", &array(&array(&deep))),
+    ]);
+    std::fs::write(&with_grid, grid_schema).unwrap();
+    let null_rows = r#"{"id":9,"items":null,"attrs":null,"grid":null}"#;
+    let grid = r#"{"id":10,"items":[{"sku":"x"}],"grid":[[{"y":"z"},null],[{"y":"日本"}],[]]}"#;
+    let mut grid_args = UNIFORM.to_vec();
+    grid_args.extend(["--schema", with_grid.to_str().unwrap()]);
+    ok(&write_jsonl(&nulls, &grid_args, &format!("{null_rows}\n{grid}\n")));
+    let got = iceberg_rows(&py, &current_metadata(&nulls), "duckdb", None).unwrap();
+    compare_rows(&cat(&nulls, None), &got).unwrap_or_else(|e| panic!("duckdb: {e}"));
+    if let Some(oracle) = kernel_oracle() {
+        let out = Command::new(oracle).arg("rows").arg(&nulls).output().unwrap();
+        assert!(out.status.success(), "kernel-oracle: {}", String::from_utf8_lossy(&out.stderr));
+        compare_rows(&cat(&nulls, None), &out.stdout).unwrap_or_else(|e| panic!("kernel-oracle: {e}"));
+    }
+    // More rows, a new column holding an array of structs (by inference), a copy-on-write
+    // delete and a compaction: every step reads alike.
+    ok(&write_jsonl(
+        &table,
+        &["--merge-schema"],
+        r#"{"id":4,"items":[{"sku":"b","qty":1,"notes":["x"]}],"attrs":{},"more":{"parts":[{"k":"新","w":2}]}}"#,
+    ));
+    let d = run_json(&["describe", t]);
+    let more = d["schema"]["fields"].as_array().unwrap().iter().find(|f| f["name"] == "more").unwrap().clone();
+    let k = &more["type"]["fields"][0]["type"]["elementType"]["fields"][0];
+    assert!(k["metadata"]["delta.columnMapping.id"].as_i64().unwrap() > max, "{more}");
+    assert_readers_agree(&py, &table);
+    assert_eq!(ok(&deltabus(&["delete", t, "--where", "id = 2"]))["mode"], "copy-on-write");
+    assert_readers_agree(&py, &table);
+    let before = cat(&table, None);
+    ok(&deltabus(&["compact", t]));
+    compare_rows(&before, &cat(&table, None)).unwrap();
+    assert_readers_agree(&py, &table);
+
+    // A plain table with structs inside arrays turned into a UniForm one: the files written
+    // before (no field ids) read through the name mapping.
+    let plain = dir.path().join("plain");
+    let p = plain.to_str().unwrap();
+    ok(&write_jsonl(
+        &plain,
+        &[],
+        "{\"id\":1,\"items\":[{\"sku\":\"a\",\"ü\":[1,2]},{\"sku\":null,\"ü\":null}]}\n{\"id\":2,\"items\":[null]}\n",
+    ));
+    ok(&deltabus(&["uniform", "--enable", p]));
+    assert_readers_agree(&py, &plain);
+    ok(&write_jsonl(&plain, &[], "{\"id\":3,\"items\":[{\"sku\":\"日\",\"ü\":[]}]}\n"));
+    assert_readers_agree(&py, &plain);
+}
+
+/// The corpus table Spark wrote with icebergCompatV2 (id mode) and every nesting of arrays,
+/// maps and structs takes deltabus appends and, with UniForm turned on, reads alike in DuckDB's
+/// Iceberg reader and the reference reader.
+#[test]
+fn a_spark_compat_table_with_every_nesting_takes_appends_and_uniform() {
+    let Some(py) = python_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("spark");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(crate::support::conformance_dir().join("tables/table-with-icebegCompatV2Enabled"))
+        .arg(&table)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let t = table.to_str().unwrap();
+    let before = run_json(&["describe", t])["schema"].clone();
+    ok(&write_jsonl(
+        &table,
+        &[],
+        r#"{"IntegerType":7,"StringType":"ü","nested_struct":{"aa":"x","ac":{"aca":1}},"array_of_structs":[{"ab":3},null],"map_of_rows":{"1":{"ab":2}}}"#,
+    ));
+    assert_eq!(run_json(&["describe", t])["schema"], before, "Spark's ids and physical names are kept");
+    let enabled = ok(&deltabus(&["uniform", "--enable", t]));
+    assert_eq!(enabled["deltaVersion"], 2, "{enabled}");
+    let got = iceberg_rows(&py, &current_metadata(&table), "duckdb", None).unwrap();
+    compare_rows(&cat(&table, None), &got).unwrap_or_else(|e| panic!("duckdb: {e}"));
+    if let Some(oracle) = kernel_oracle() {
+        let out = Command::new(oracle).arg("rows").arg(&table).output().unwrap();
+        assert!(out.status.success(), "kernel-oracle: {}", String::from_utf8_lossy(&out.stderr));
+        compare_rows(&cat(&table, None), &out.stdout).unwrap_or_else(|e| panic!("kernel-oracle: {e}"));
+    }
 }
 
 #[test]
@@ -328,7 +502,6 @@ fn what_iceberg_cannot_hold_is_refused_before_anything_is_written() {
         (&["delta.enableDeletionVectors=true"][..], "{\"id\":1}\n", "deletion vectors"),
         (&["delta.enableIcebergCompatV2=false"], "{\"id\":1}\n", "enableIcebergCompatV2"),
         (&["delta.columnMapping.mode=none"], "{\"id\":1}\n", "column mapping"),
-        (&[], "{\"id\":1,\"items\":[{\"x\":1}]}\n", "struct inside an array"),
     ] {
         let table = dir.path().join(format!("t{}", needle.len()));
         let mut args = UNIFORM.to_vec();

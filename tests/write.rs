@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::support::{assert_clean_failure, conformance_dir, deltabus, kernel_oracle, write_jsonl};
+use crate::support::{assert_clean_failure, deltabus, kernel_oracle, write_jsonl};
 
 fn write(table: &Path, args: &[&str], input: &str) -> Output {
     write_jsonl(table, args, input)
@@ -253,19 +253,6 @@ fn concurrent_writer_processes_lose_nothing() {
 #[test]
 fn tables_with_unhonoured_features_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    // A corpus table that is icebergCompatV2 with arrays and maps, whose nested field ids
-    // deltabus does not write.
-    let iceberg = dir.path().join("iceberg");
-    let status = Command::new("cp")
-        .arg("-r")
-        .arg(conformance_dir().join("tables/table-with-icebegCompatV2Enabled"))
-        .arg(&iceberg)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = write(&iceberg, &[], "{\"a\":1}\n");
-    assert_clean_failure(&out, "icebergCompatV2");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("icebergCompat"), "{}", String::from_utf8_lossy(&out.stderr));
     // A CHECK constraint deltabus cannot evaluate.
     let checked = dir.path().join("checked");
     std::fs::create_dir_all(checked.join("_delta_log")).unwrap();

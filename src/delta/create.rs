@@ -405,7 +405,9 @@ fn uniform_properties(properties: &HashMap<String, String>) -> Result<HashMap<St
     Ok(out)
 }
 
-/// Gives every field without one a column-mapping id and physical name.
+/// Gives every field without one a column-mapping id and physical name, the fields of structs
+/// inside arrays and maps too (Delta maps every struct field; readers resolve each by its
+/// physical name).
 pub(super) fn assign_column_mapping(fields: &mut [StructField], next: &mut i64) {
     for f in fields {
         if f.column_mapping_id().is_none() {
@@ -415,7 +417,7 @@ pub(super) fn assign_column_mapping(fields: &mut [StructField], next: &mut i64) 
         } else {
             *next = (*next).max(f.column_mapping_id().unwrap_or(0));
         }
-        if let DataType::Struct(s) = &mut f.data_type {
+        for (_, s) in f.data_type.structs_mut() {
             assign_column_mapping(&mut s.fields, next);
         }
     }
@@ -469,6 +471,54 @@ mod tests {
         // Without column mapping the schema is taken as it is.
         let plain = evolved_metadata(&m, ColumnMappingMode::None, before.clone());
         assert_eq!(plain.configuration, m.configuration);
+    }
+
+    #[test]
+    fn structs_inside_arrays_and_maps_are_mapped_and_keep_their_mapping() {
+        let mut props = HashMap::new();
+        props.insert("delta.columnMapping.mode".to_string(), "name".to_string());
+        let schema = StructType::parse(
+            r#"{"type":"struct","fields":[
+            {"name":"items","type":{"type":"array","elementType":{"type":"struct","fields":[{"name":"sku","type":"string","nullable":true,"metadata":{}}]},"containsNull":true},"nullable":true,"metadata":{}},
+            {"name":"attrs","type":{"type":"map","keyType":"string","valueType":{"type":"array","elementType":{"type":"struct","fields":[{"name":"v","type":"long","nullable":true,"metadata":{}}]},"containsNull":true},"valueContainsNull":true},"nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap();
+        let (_, m) = new_table(schema, &[], &props).unwrap();
+        let mapped = StructType::parse(&m.schema_string).unwrap();
+        let inner = |s: &StructType| -> Vec<(i64, String)> {
+            s.fields
+                .iter()
+                .flat_map(|f| f.data_type.structs())
+                .flat_map(|(_, st)| st.fields.iter().map(|f| (f.column_mapping_id().unwrap(), f.physical_name(ColumnMappingMode::Name).to_string())))
+                .collect::<Vec<_>>()
+        };
+        let ids = inner(&mapped);
+        assert_eq!(ids.iter().map(|(i, _)| *i).collect::<Vec<_>>(), vec![2, 4], "sku and v after their columns");
+        assert!(ids.iter().all(|(_, n)| n.starts_with("col-")));
+        assert_eq!(m.configuration["delta.columnMapping.maxColumnId"], "4");
+        // A mirror carrying another table's schema over keeps the target's mapping inside
+        // arrays and maps, and a new column holding structs gets fresh ids.
+        let mut incoming = StructType::parse(&m.schema_string).unwrap();
+        fn strip(fields: &mut [StructField]) {
+            for f in fields {
+                f.metadata.clear();
+                for (_, s) in f.data_type.structs_mut() {
+                    strip(&mut s.fields);
+                }
+            }
+        }
+        strip(&mut incoming.fields);
+        let mut extra = mapped.fields[0].clone();
+        extra.name = "more".into();
+        incoming.fields.push(extra);
+        let carried = super::super::evolve::with_current_mapping(&mapped, &incoming);
+        let evolved = evolved_metadata(&m, ColumnMappingMode::Name, carried);
+        let after = StructType::parse(&evolved.schema_string).unwrap();
+        let after_ids = inner(&after);
+        assert_eq!(after_ids[..2], ids[..], "existing fields keep ids and physical names");
+        assert!(after_ids[2].0 > 4 && after_ids[2].1 != ids[0].1, "{after_ids:?}");
+        assert_eq!(after.fields[2].column_mapping_id(), Some(5));
+        assert_eq!(evolved.configuration["delta.columnMapping.maxColumnId"], "6");
     }
 
     #[test]

@@ -31,7 +31,8 @@ pub(crate) fn evolved_metadata(current: &Metadata, mode: ColumnMappingMode, sche
 }
 
 /// `incoming` (another table's schema, a mirror's source) with the column mapping of the
-/// fields `current` already has (id, physical name, nested ids; by name, inside structs too),
+/// fields `current` already has (id, physical name, nested ids; by name, inside structs too,
+/// those inside arrays and maps included),
 /// ready for [`evolved_metadata`]: the columns a table holds keep the names its files use,
 /// new ones get fresh ids there.
 pub(crate) fn with_current_mapping(current: &StructType, incoming: &StructType) -> StructType {
@@ -44,8 +45,11 @@ pub(crate) fn with_current_mapping(current: &StructType, incoming: &StructType) 
                     None => f.metadata.remove(key),
                 };
             }
-            if let (DataType::Struct(old), DataType::Struct(new)) = (&e.data_type, &mut f.data_type) {
-                carry(&old.fields, &mut new.fields);
+            let old = e.data_type.structs();
+            for (path, new) in f.data_type.structs_mut() {
+                if let Some((_, old)) = old.iter().find(|(p, _)| *p == path) {
+                    carry(&old.fields, &mut new.fields);
+                }
             }
         }
     }
@@ -59,10 +63,7 @@ fn max_column_id(fields: &[StructField]) -> i64 {
     fields
         .iter()
         .map(|f| {
-            let inner = match &f.data_type {
-                DataType::Struct(s) => max_column_id(&s.fields),
-                _ => 0,
-            };
+            let inner = f.data_type.structs().iter().map(|(_, s)| max_column_id(&s.fields)).max().unwrap_or(0);
             f.column_mapping_id().unwrap_or(0).max(inner)
         })
         .max()
@@ -70,13 +71,20 @@ fn max_column_id(fields: &[StructField]) -> i64 {
 }
 
 /// Fresh ids and physical names for the fields of `fields` that `existing` does not have
-/// (recursively inside structs both have).
+/// (recursively inside structs both have, those inside arrays and maps too).
 fn map_new_fields(existing: &[StructField], fields: &mut [StructField], next: &mut i64) {
     for f in fields {
         match existing.iter().find(|e| e.name == f.name) {
             Some(e) => {
-                if let (DataType::Struct(old), DataType::Struct(new)) = (&e.data_type, &mut f.data_type) {
-                    map_new_fields(&old.fields, &mut new.fields, next);
+                let old = e.data_type.structs();
+                for (path, new) in f.data_type.structs_mut() {
+                    match old.iter().find(|(p, _)| *p == path) {
+                        Some((_, old)) => map_new_fields(&old.fields, &mut new.fields, next),
+                        None => {
+                            strip_column_mapping(&mut new.fields);
+                            assign_column_mapping(&mut new.fields, next);
+                        }
+                    }
                 }
             }
             None => {
@@ -93,7 +101,7 @@ fn strip_column_mapping(fields: &mut [StructField]) {
         f.metadata.remove(CM_PHYSICAL_NAME);
         f.metadata.remove(crate::delta::iceberg::nested::NESTED_IDS);
         f.metadata.remove("parquet.field.nested.ids");
-        if let DataType::Struct(s) = &mut f.data_type {
+        for (_, s) in f.data_type.structs_mut() {
             strip_column_mapping(&mut s.fields);
         }
     }

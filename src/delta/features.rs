@@ -246,11 +246,6 @@ pub(crate) fn check_writable(p: &Protocol, metadata: &super::actions::Metadata) 
             Some("id") => super::schema::ColumnMappingMode::Id,
             _ => super::schema::ColumnMappingMode::Name,
         };
-        if let Some(c) = super::iceberg::nested::struct_in_collection(&parsed.fields, "") {
-            return Err(Error::unsupported(format!(
-                "the table is icebergCompatV2 with a struct inside an array or a map (column {c:?}), which deltabus does not write"
-            )));
-        }
         if let Some(c) = super::iceberg::nested::missing_nested_id(&parsed.fields, mode, "") {
             return Err(Error::unsupported(format!(
                 "the table is icebergCompatV2 and column {c:?} has an array or map element without a field id (delta.columnMapping.nested.ids)"

@@ -210,7 +210,7 @@ impl StructType {
             if !seen.insert(f.name.to_lowercase()) {
                 return Err(Error::invalid_log("metaData.schemaString", format!("duplicate column {:?}", f.name)));
             }
-            if let DataType::Struct(s) = &f.data_type {
+            for (_, s) in f.data_type.structs() {
                 s.check_unique_names()?;
             }
         }
@@ -241,6 +241,56 @@ impl StructType {
             }
         }
         self.fields.iter().any(|f| walk(&f.data_type, pred))
+    }
+}
+
+impl DataType {
+    /// The structs at this type's own level: itself when it is a struct, else the structs its
+    /// array elements and map keys and values hold (through nested arrays and maps), each with
+    /// its path below the field (`""`, `"element"`, `"value.element"`). A struct's fields are
+    /// the next level: walking every field of a schema, structs inside arrays and maps
+    /// included, is a recursion over these.
+    pub(crate) fn structs(&self) -> Vec<(String, &StructType)> {
+        fn walk<'a>(t: &'a DataType, path: String, out: &mut Vec<(String, &'a StructType)>) {
+            match t {
+                DataType::Struct(s) => out.push((path, s)),
+                DataType::Array(a) => walk(&a.element_type, below(&path, "element"), out),
+                DataType::Map(m) => {
+                    walk(&m.key_type, below(&path, "key"), out);
+                    walk(&m.value_type, below(&path, "value"), out);
+                }
+                DataType::Primitive(_) | DataType::Variant => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, String::new(), &mut out);
+        out
+    }
+
+    /// As [`DataType::structs`], mutable.
+    pub(crate) fn structs_mut(&mut self) -> Vec<(String, &mut StructType)> {
+        fn walk<'a>(t: &'a mut DataType, path: String, out: &mut Vec<(String, &'a mut StructType)>) {
+            match t {
+                DataType::Struct(s) => out.push((path, s)),
+                DataType::Array(a) => walk(&mut a.element_type, below(&path, "element"), out),
+                DataType::Map(m) => {
+                    walk(&mut m.key_type, below(&path, "key"), out);
+                    walk(&mut m.value_type, below(&path, "value"), out);
+                }
+                DataType::Primitive(_) | DataType::Variant => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, String::new(), &mut out);
+        out
+    }
+}
+
+fn below(path: &str, step: &str) -> String {
+    if path.is_empty() {
+        step.to_string()
+    } else {
+        format!("{path}.{step}")
     }
 }
 

@@ -77,15 +77,8 @@ else:
         con.execute("LOAD '" + found[0] + "'")
     con.execute("SET TimeZone = 'UTC'")
     q = "SELECT * FROM iceberg_scan(?" + (", snapshot_from_id = " + str(snap) if snap is not None else "") + ")"
-    cur = con.execute(q, [meta])
-    cols = [d[0] for d in cur.description]
-    types = [str(d[1]) for d in cur.description]
-    rows = [dict(zip(cols, r)) for r in cur.fetchall()]
-    # DuckDB gives maps as dicts: as (key, value) pairs, like pyarrow.
-    for row in rows:
-        for c, t in zip(cols, types):
-            if t.startswith("MAP(") and isinstance(row[c], dict):
-                row[c] = [(k, x) for k, x in row[c].items()]
+    # Through Arrow, as pyiceberg's rows: maps at any depth become (key, value) pairs.
+    rows = con.execute(q, [meta]).fetch_arrow_table().to_pylist()
 for row in rows:
     print(json.dumps(norm(row), ensure_ascii=False))
 "#;

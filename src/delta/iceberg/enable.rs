@@ -19,7 +19,7 @@ use serde_json::json;
 
 use crate::delta::actions::{Metadata, Protocol};
 use crate::delta::features::{check_writable, with_features, Feature};
-use crate::delta::schema::{ColumnMappingMode, DataType, StructField, CM_ID, CM_PHYSICAL_NAME};
+use crate::delta::schema::{ColumnMappingMode, StructField, CM_ID, CM_PHYSICAL_NAME};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 
@@ -79,13 +79,14 @@ pub(crate) fn enable_uniform(snapshot: &Snapshot) -> Result<Option<(Protocol, Me
     Ok(Some((protocol, metadata)))
 }
 
-/// Gives every field an id and a physical name equal to its name (the names files hold).
+/// Gives every field (inside arrays and maps too) an id and a physical name equal to its
+/// name (the names files hold).
 fn map_by_name(fields: &mut [StructField], next: &mut i64) {
     for f in fields {
         *next += 1;
         f.metadata.insert(CM_ID.into(), json!(*next));
         f.metadata.insert(CM_PHYSICAL_NAME.into(), json!(f.name.clone()));
-        if let DataType::Struct(s) = &mut f.data_type {
+        for (_, s) in f.data_type.structs_mut() {
             map_by_name(&mut s.fields, next);
         }
     }

@@ -7,8 +7,10 @@
 //! read too. The ids come after the column-mapping ids and raise
 //! `delta.columnMapping.maxColumnId` with them.
 //!
-//! Structs inside arrays or maps are not supported here (their fields would need ids and
-//! physical names of their own): [`struct_in_collection`] names the column for a refusal.
+//! A struct inside an array or a map is a level of its own: its fields carry their own
+//! column-mapping ids and physical names, and the elements, keys and values below them are
+//! keyed by those fields' physical names (`col-a.element` holds the element id of the array
+//! column `col-a`; the struct inside it has fields `col-x`, whose own list is `col-x.element`).
 
 use serde_json::{json, Map, Value};
 
@@ -43,8 +45,8 @@ pub(crate) fn nested_id(f: &StructField, path: &str) -> Option<i64> {
     [NESTED_IDS, LEGACY_NESTED_IDS].iter().find_map(|k| f.metadata.get(*k)?.get(path)?.as_i64())
 }
 
-/// Gives every element, key and value of `fields` (and of structs inside them) without an
-/// id the next one above `*next`.
+/// Gives every element, key and value of `fields` (and of the structs inside them, in arrays
+/// and maps too) without an id the next one above `*next`.
 pub(crate) fn assign_nested_ids(fields: &mut [StructField], mode: ColumnMappingMode, next: &mut i64) {
     for f in fields {
         let mut wanted = Vec::new();
@@ -62,7 +64,7 @@ pub(crate) fn assign_nested_ids(fields: &mut [StructField], mode: ColumnMappingM
             }
             f.metadata.insert(NESTED_IDS.into(), Value::Object(ids));
         }
-        if let DataType::Struct(s) = &mut f.data_type {
+        for (_, s) in f.data_type.structs_mut() {
             assign_nested_ids(&mut s.fields, mode, next);
         }
     }
@@ -79,10 +81,7 @@ pub(crate) fn max_nested_id(fields: &[StructField]) -> i64 {
                 .flat_map(|m| m.values().filter_map(Value::as_i64))
                 .max()
                 .unwrap_or(0);
-            match &f.data_type {
-                DataType::Struct(s) => own.max(max_nested_id(&s.fields)),
-                _ => own,
-            }
+            f.data_type.structs().iter().map(|(_, s)| max_nested_id(&s.fields)).fold(own, i64::max)
         })
         .max()
         .unwrap_or(0)
@@ -97,36 +96,11 @@ pub(crate) fn missing_nested_id(fields: &[StructField], mode: ColumnMappingMode,
         if wanted.iter().any(|p| nested_id(f, p).is_none()) {
             return Some(name);
         }
-        if let DataType::Struct(s) = &f.data_type {
-            if let Some(m) = missing_nested_id(&s.fields, mode, &name) {
+        for (path, s) in f.data_type.structs() {
+            let inner = if path.is_empty() { name.clone() } else { format!("{name}.{path}") };
+            if let Some(m) = missing_nested_id(&s.fields, mode, &inner) {
                 return Some(m);
             }
-        }
-    }
-    None
-}
-
-/// The first column (dotted path) holding a struct inside an array or a map.
-pub(crate) fn struct_in_collection(fields: &[StructField], prefix: &str) -> Option<String> {
-    fn inside(t: &DataType) -> bool {
-        match t {
-            DataType::Struct(_) => true,
-            DataType::Array(a) => inside(&a.element_type),
-            DataType::Map(m) => inside(&m.key_type) || inside(&m.value_type),
-            _ => false,
-        }
-    }
-    for f in fields {
-        let name = if prefix.is_empty() { f.name.clone() } else { format!("{prefix}.{}", f.name) };
-        match &f.data_type {
-            DataType::Array(a) if inside(&a.element_type) => return Some(name),
-            DataType::Map(m) if inside(&m.key_type) || inside(&m.value_type) => return Some(name),
-            DataType::Struct(s) => {
-                if let Some(n) = struct_in_collection(&s.fields, &name) {
-                    return Some(n);
-                }
-            }
-            _ => {}
         }
     }
     None
@@ -168,13 +142,28 @@ mod tests {
         assert!(!s.fields[1].metadata.contains_key(NESTED_IDS));
         assert_eq!(max_nested_id(&s.fields), 14);
         assert_eq!(missing_nested_id(&s.fields, ColumnMappingMode::Name, ""), None);
-        assert_eq!(struct_in_collection(&s.fields, ""), None);
+        // A struct inside an array: its own fields' lists are keyed by their own physical names.
+        let list_of_longs = DataType::Array(Box::new(ArrayType { element_type: long(), contains_null: true }));
+        let mut x = StructField::new("x", list_of_longs, true);
+        x.metadata.insert(CM_PHYSICAL_NAME.into(), json!("col-x"));
         let structs = DataType::Array(Box::new(ArrayType {
-            element_type: DataType::Struct(Box::new(StructType::new(vec![StructField::new("x", long(), true)]))),
+            element_type: DataType::Struct(Box::new(StructType::new(vec![x]))),
             contains_null: true,
         }));
-        let outer = StructType::new(vec![StructField::new("tags", structs, true)]);
-        let s = StructType::new(vec![StructField::new("o", DataType::Struct(Box::new(outer)), true)]);
-        assert_eq!(struct_in_collection(&s.fields, "").as_deref(), Some("o.tags"));
+        let mut tags = StructField::new("tags", structs, true);
+        tags.metadata.insert(CM_PHYSICAL_NAME.into(), json!("col-tags"));
+        tags.metadata.insert(NESTED_IDS.into(), json!({"col-tags.element": 3}));
+        let outer = StructType::new(vec![tags]);
+        let mut s = StructType::new(vec![StructField::new("o", DataType::Struct(Box::new(outer)), true)]);
+        assert_eq!(missing_nested_id(&s.fields, ColumnMappingMode::Name, "").as_deref(), Some("o.tags.element.x"));
+        let mut next = 20;
+        assign_nested_ids(&mut s.fields, ColumnMappingMode::Name, &mut next);
+        assert_eq!(next, 21);
+        let DataType::Struct(o) = &s.fields[0].data_type else { panic!("struct") };
+        let DataType::Array(a) = &o.fields[0].data_type else { panic!("array") };
+        let DataType::Struct(e) = &a.element_type else { panic!("struct element") };
+        assert_eq!(nested_id(&e.fields[0], "col-x.element"), Some(21));
+        assert_eq!(max_nested_id(&s.fields), 21);
+        assert_eq!(missing_nested_id(&s.fields, ColumnMappingMode::Name, ""), None);
     }
 }

@@ -4,9 +4,9 @@
 //! deltabus writes under column mapping are the ones Iceberg readers resolve. Types map as
 //! `byte`/`short`/`integer` → `int`, `long`, `float`, `double`, `decimal(p, s)`, `string`,
 //! `binary`, `boolean`, `date`, `timestamp` → `timestamptz`, `timestamp_ntz` → `timestamp`,
-//! structs with their fields, arrays as lists and maps as maps (element, key and value ids from
-//! [`super::nested`]); other types (structs inside arrays or maps, variant, void) are refused
-//! with the column that has them. Partition columns become identity partition
+//! structs with their fields (inside lists and maps too), arrays as lists and maps as maps
+//! (element, key and value ids from [`super::nested`]); other types (variant, void) are
+//! refused with the column that has them. Partition columns become identity partition
 //! fields with ids from 1000.
 
 use serde_json::{json, Value};
@@ -84,8 +84,7 @@ fn iceberg_type(t: &DataType, path: &str, owner: &StructField, id_path: &str) ->
             P::TimestampNtz => "timestamp".into(),
             P::Void => return Err(refuse(path, "the void type")),
         }),
-        DataType::Struct(s) if id_path == owner.physical_name(ColumnMappingMode::Name) => struct_type(&s.fields, path)?,
-        DataType::Struct(_) => return Err(refuse(path, "a struct inside an array or a map")),
+        DataType::Struct(s) => struct_type(&s.fields, path)?,
         DataType::Array(a) => {
             let e = format!("{id_path}.element");
             json!({
@@ -141,10 +140,7 @@ pub(crate) fn max_field_id(schema: &StructType) -> i64 {
             .iter()
             .map(|f| {
                 let own = f.column_mapping_id().unwrap_or(0);
-                match &f.data_type {
-                    DataType::Struct(s) => own.max(walk(&s.fields)),
-                    _ => own,
-                }
+                f.data_type.structs().iter().map(|(_, s)| walk(&s.fields)).fold(own, i64::max)
             })
             .max()
             .unwrap_or(0)
@@ -167,33 +163,30 @@ pub(crate) fn name_mapping(schema: &StructType, mode: crate::delta::schema::Colu
                     names.push(f.name.clone());
                 }
                 let mut entry = json!({"field-id": id, "names": names});
-                match &f.data_type {
-                    DataType::Struct(s) => entry["fields"] = json!(walk(&s.fields, mode)),
-                    t => {
-                        let inner = collection(f, t, f.physical_name(mode));
-                        if !inner.is_empty() {
-                            entry["fields"] = json!(inner);
-                        }
-                    }
+                let inner = below(f, &f.data_type, f.physical_name(mode), mode);
+                if !inner.is_empty() {
+                    entry["fields"] = json!(inner);
                 }
                 Some(entry)
             })
             .collect()
     }
-    /// The entries of the elements, keys and values below `id_path` (named as Parquet
-    /// names them: `element`, `key`, `value`).
-    fn collection(owner: &StructField, t: &DataType, id_path: &str) -> Vec<Value> {
+    /// The entries below a value of type `t`: a struct's fields, or the elements, keys and
+    /// values below `id_path` (named as Parquet names them: `element`, `key`, `value`), with
+    /// what is below them in turn.
+    fn below(owner: &StructField, t: &DataType, id_path: &str, mode: ColumnMappingMode) -> Vec<Value> {
         let entry = |name: &str, inner: &DataType| {
             let p = format!("{id_path}.{name}");
             let id = nested_id(owner, &p)?;
             let mut e = json!({"field-id": id, "names": [name]});
-            let below = collection(owner, inner, &p);
-            if !below.is_empty() {
-                e["fields"] = json!(below);
+            let fields = below(owner, inner, &p, mode);
+            if !fields.is_empty() {
+                e["fields"] = json!(fields);
             }
             Some(e)
         };
         match t {
+            DataType::Struct(s) => walk(&s.fields, mode),
             DataType::Array(a) => entry("element", &a.element_type).into_iter().collect(),
             DataType::Map(m) => [entry("key", &m.key_type), entry("value", &m.value_type)].into_iter().flatten().collect(),
             _ => Vec::new(),
@@ -259,9 +252,6 @@ pub(crate) fn check_convertible(
     partition_columns: &[String],
     mode: crate::delta::schema::ColumnMappingMode,
 ) -> Result<()> {
-    if let Some(c) = super::nested::struct_in_collection(&schema.fields, "") {
-        return Err(refuse(&c, "a struct inside an array or a map"));
-    }
     iceberg_schema(schema, 0)?;
     partition_fields(schema, partition_columns, mode)?;
     Ok(())
