@@ -24,7 +24,6 @@ use deltabus::common::follow::{FollowerOptions, StartAt};
 use deltabus::delta::snapshot::Snapshot;
 use deltabus::delta::transaction::CommitOutcome;
 use deltabus::error::Result;
-use deltabus::feed::changes::CommitChanges;
 use deltabus::feed::follow::run_follower;
 use deltabus::feed::group::Member;
 use deltabus::feed::group_follow::run_member;
@@ -32,6 +31,7 @@ use deltabus::feed::sink::file_mirror::FileMirror;
 use deltabus::feed::sink::mirror::MirrorSink;
 use deltabus::feed::sink::ChangeSink;
 use deltabus::ops::write::{write_json_lines, WriteOptions};
+use deltabus::storage::change_cursor::CommitChanges;
 use deltabus::storage::{StorageOptions, Table};
 
 /// Counts rows and notes when each version arrived.

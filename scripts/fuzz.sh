@@ -20,7 +20,7 @@ if ! command -v cargo-fuzz >/dev/null; then
 fi
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(log_actions last_checkpoint deletion_vectors checkpoint_parquet predicate payload config avro protobuf push_arrow control key_index)
+  targets=(log_actions last_checkpoint deletion_vectors checkpoint_parquet predicate payload config avro protobuf push_arrow control key_index kafka_request)
 fi
 mkdir -p fuzz/corpus
 # Seeds: real commit files, checkpoints and `_last_checkpoint` files of the conformance corpus.

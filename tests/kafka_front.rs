@@ -121,7 +121,7 @@ print(json.dumps({"delivered": delivered[0], "errors": errors[:5]}))
 /// kafka-python's idempotent producer, then its consumer reading every partition from the
 /// start and committing; prints what it read.
 const KAFKA_PYTHON: &str = r#"
-import json, sys
+import json, sys, time
 from kafka import KafkaProducer, KafkaConsumer, TopicPartition
 bootstrap, each, pid, partitions = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 p = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all", compression_type="gzip")
@@ -133,9 +133,12 @@ c = KafkaConsumer(bootstrap_servers=bootstrap, group_id="kp", enable_auto_commit
 tps = [TopicPartition("events", i) for i in range(partitions)]
 c.assign(tps); c.seek_to_beginning(*tps)
 ids, changes = [], set()
-while True:
-    batch = c.poll(timeout_ms=3000)
-    if not batch: break
+ends = c.end_offsets(tps)
+deadline = time.monotonic() + 300
+# Until every partition's position is the end of the feed (the high watermark).
+while any(c.position(tp) < ends[tp] for tp in tps):
+    if time.monotonic() > deadline: raise SystemExit("the end of the feed was never reached")
+    batch = c.poll(timeout_ms=1000)
     for recs in batch.values():
         for r in recs:
             ids.append(json.loads(r.value)["id"]); changes.add(dict(r.headers)["change_type"].decode())
@@ -225,6 +228,14 @@ async fn kafka_clients_produce_into_a_table_and_fetch_its_feed() {
     assert!(kafka_txns.len() >= 7, "one txn per producer and partition: {described}");
     let rendered = metrics.render();
     assert!(rendered.contains("deltabus_kafka_produced_records_total{topic=\"events\"} 1450"), "{rendered}");
+    // The whole feed was fetched, and the last fetches ended at its end.
+    let fetched: u64 = rendered
+        .lines()
+        .find_map(|l| l.strip_prefix("deltabus_kafka_fetched_records_total{topic=\"events\"} "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{rendered}"));
+    assert!(fetched >= 1450, "{fetched}");
+    assert!(rendered.contains("deltabus_kafka_fetch_lag_versions{topic=\"events\"} 0"), "{rendered}");
 }
 
 /// Eight idempotent producers (keyed and unkeyed, every codec) send while the server is
@@ -337,8 +348,9 @@ fn producers_through_kill_dash_nine_and_store_faults_land_every_record_once() {
 /// and is killed; restarted, it resumes from its committed offset: every change once, in
 /// order per partition.
 const FEED_CONSUMER: &str = r#"
-import json, sys, os
+import json, sys, os, time
 impl, bootstrap, out_path, partitions, limit = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+deadline = time.monotonic() + 300
 out = open(out_path, "a")
 def emit(p, offset, value, first):
     v = json.loads(value)
@@ -346,16 +358,22 @@ def emit(p, offset, value, first):
 seen, firsts = 0, set()
 if impl == "confluent":
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "feed", "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    from confluent_kafka import KafkaError
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "feed", "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest", "enable.partition.eof": True})
     tps = [TopicPartition("events", i) for i in range(partitions)]
     committed = c.committed(tps, timeout=10)
     c.assign([TopicPartition("events", t.partition, t.offset if t.offset >= 0 else -2) for t in committed])
-    idle = 0
-    while idle < 3:
+    # Until every partition reached the end of the feed (the high watermark).
+    at_end = set()
+    while len(at_end) < partitions:
         m = c.poll(1.0)
-        if m is None: idle += 1; continue
-        if m.error(): raise SystemExit(str(m.error()))
-        idle = 0
+        if time.monotonic() > deadline: raise SystemExit("the end of the feed was never reached")
+        if m is None: continue
+        if m.error():
+            if m.error().code() == KafkaError._PARTITION_EOF: at_end.add(m.partition()); continue
+            raise SystemExit(str(m.error()))
+        at_end.discard(m.partition())
         first = m.partition() not in firsts; firsts.add(m.partition())
         emit(m.partition(), m.offset(), m.value(), first); out.flush()
         c.commit(message=m, asynchronous=False)
@@ -366,11 +384,11 @@ else:
     c = KafkaConsumer(bootstrap_servers=bootstrap, group_id="feed", enable_auto_commit=False, auto_offset_reset="earliest")
     tps = [TopicPartition("events", i) for i in range(partitions)]
     c.assign(tps)
-    idle = 0
-    while idle < 3:
+    ends = c.end_offsets(tps)
+    # Until every partition's position is the end of the feed (the high watermark).
+    while any(c.position(tp) < ends[tp] for tp in tps):
+        if time.monotonic() > deadline: raise SystemExit("the end of the feed was never reached")
         batch = c.poll(timeout_ms=1000, max_records=1)
-        if not batch: idle += 1; continue
-        idle = 0
         for tp, recs in batch.items():
             for r in recs:
                 first = tp.partition not in firsts; firsts.add(tp.partition)

@@ -15,7 +15,6 @@ use crate::common::follow::FollowerOptions;
 use crate::common::follow::GroupOptions;
 use crate::common::units::{ByteSize, HumanDuration};
 use crate::error::{Error, Result};
-use crate::feed::changes::ChangeCursor;
 use crate::feed::follow::{run_follower, FollowerReport};
 use crate::feed::group::Member;
 use crate::feed::group_follow::run_member;
@@ -23,6 +22,7 @@ use crate::feed::into_table::{follow_into_table, refuse_own_target, Target};
 use crate::feed::sink::kafka::{KafkaGroupSink, KafkaSink, KafkaSinkConfig};
 use crate::feed::sink::lines::{write_lines, LinesSink};
 use crate::metrics::PipelineMetrics;
+use crate::storage::change_cursor::ChangeCursor;
 use crate::storage::Table;
 
 /// Options shared by `tail` and `follow`.

@@ -19,7 +19,7 @@ use arrow::array::{Array, BooleanArray, StringArray};
 use arrow::compute::filter_record_batch;
 use tokio::time::Instant;
 
-use super::changes::CommitChanges;
+use crate::storage::change_cursor::CommitChanges;
 use crate::common::follow::FollowerOptions;
 use crate::delta::followers::{position_health, PositionHealth};
 use crate::delta::snapshot::Snapshot;

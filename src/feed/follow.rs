@@ -26,7 +26,7 @@ use std::future::Future;
 
 use serde_json::json;
 
-use super::changes::{ChangeCursor, CommitChanges};
+use crate::storage::change_cursor::{ChangeCursor, CommitChanges};
 use super::core::{riding_faults, Lag};
 use super::turns::{follow_loop, Delivery, Polled, Role, Want};
 use crate::common::follow::{FollowerOptions, StartAt};

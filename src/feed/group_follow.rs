@@ -27,7 +27,7 @@ use std::time::Duration;
 use arrow::array::{Array, RecordBatch, UInt32Array};
 use arrow::compute::take_record_batch;
 
-use super::changes::{ChangeCursor, CommitChanges};
+use crate::storage::change_cursor::{ChangeCursor, CommitChanges};
 use super::core::{riding_faults, FAULT_RETRIES};
 use super::follow::FollowerReport;
 use super::group::Member;

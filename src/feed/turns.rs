@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 
-use super::changes::{ChangeCursor, CommitChanges};
+use crate::storage::change_cursor::{ChangeCursor, CommitChanges};
 use super::core::{check_health, riding_faults, shape, Lag};
 use super::follow::FollowerReport;
 use crate::common::follow::FollowerOptions;

@@ -1,6 +1,6 @@
 //! Metrics of the Kafka-protocol listener: requests by API, open connections, connections
 //! closed or requests refused by reason, produced records and produce latency per topic,
-//! produce errors by topic and error code.
+//! produce errors by topic and error code, fetched records and fetch lag per topic.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ApiKey;
@@ -42,6 +42,8 @@ pub(crate) struct KafkaMetrics {
     records: Family<TopicLabel, Counter>,
     errors: Family<ErrorLabels, Counter>,
     seconds: Family<TopicLabel, Histogram, fn() -> Histogram>,
+    fetched: Family<TopicLabel, Counter>,
+    fetch_lag: Family<TopicLabel, Gauge>,
     /// Connections open now.
     pub connections: Gauge,
 }
@@ -58,6 +60,8 @@ impl KafkaMetrics {
             records: Family::default(),
             errors: Family::default(),
             seconds: Family::new_with_constructor(latency),
+            fetched: Family::default(),
+            fetch_lag: Family::default(),
             connections: Gauge::default(),
         };
         r.register("deltabus_kafka_requests", "Kafka-protocol requests taken, by API", m.requests.clone());
@@ -69,6 +73,12 @@ impl KafkaMetrics {
         r.register("deltabus_kafka_produced_records", "Records committed from Produce requests", m.records.clone());
         r.register("deltabus_kafka_produce_errors", "Produce batches answered with an error, by code", m.errors.clone());
         r.register("deltabus_kafka_produce_seconds", "Time from a Produce request to its answer", m.seconds.clone());
+        r.register("deltabus_kafka_fetched_records", "Change records answered to Fetch requests", m.fetched.clone());
+        r.register(
+            "deltabus_kafka_fetch_lag_versions",
+            "Commits between where the latest Fetch of a topic's partition ended and the end of its feed",
+            m.fetch_lag.clone(),
+        );
         r.register("deltabus_kafka_connections", "Kafka-protocol connections open", m.connections.clone());
         m
     }
@@ -87,6 +97,13 @@ impl KafkaMetrics {
         let l = TopicLabel { topic: topic.into() };
         self.records.get_or_create(&l).inc_by(records);
         self.seconds.get_or_create(&l).observe(seconds);
+    }
+
+    /// Counts a partition's fetch: `records` answered, and `lag` commits left after them.
+    pub(crate) fn fetched(&self, topic: &str, records: u64, lag: u64) {
+        let l = TopicLabel { topic: topic.into() };
+        self.fetched.get_or_create(&l).inc_by(records);
+        self.fetch_lag.get_or_create(&l).set(i64::try_from(lag).unwrap_or(i64::MAX));
     }
 
     pub(crate) fn produce_failed(&self, topic: &str, error: ResponseError) {

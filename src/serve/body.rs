@@ -25,6 +25,7 @@ const SAMPLE_LINES: usize = 1000;
 
 /// What to do with lines that do not fit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) enum BadLines {
     /// The request fails naming the first bad line; nothing is written.
     Refuse,

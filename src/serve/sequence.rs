@@ -28,6 +28,7 @@ pub(crate) fn producer_app_id(producer: &str) -> TxnAppId {
 
 /// A request's producer and sequence range.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) struct Sequenced {
     /// Whose position the table records.
     pub app: TxnAppId,

@@ -6,6 +6,7 @@
 //! path, so a damaged or hostile log cannot make deltabus read outside the table root.
 
 mod append;
+internal_mods!(change_cursor);
 mod change_reader;
 mod checked_parquet;
 mod checkpoint_writer;

@@ -26,7 +26,7 @@ use crate::delta::paths::resolve_in_table;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
-use crate::feed::changes::CommitChanges;
+use crate::storage::change_cursor::CommitChanges;
 use crate::storage::{commit_exactly_once, Plan, Planned, Planner, RetryPolicy, Table, Then};
 
 /// The file mirror sink.

@@ -35,7 +35,7 @@ use super::ChangeSink;
 use crate::delta::arrow_value::value_at;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
-use crate::feed::changes::CommitChanges;
+use crate::storage::change_cursor::CommitChanges;
 
 const TXN_TIMEOUT: Duration = Duration::from_secs(60);
 

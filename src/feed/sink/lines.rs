@@ -19,7 +19,7 @@ use super::ChangeSink;
 use crate::delta::arrow_value::value_at;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
-use crate::feed::changes::CommitChanges;
+use crate::storage::change_cursor::CommitChanges;
 
 /// What the state file holds.
 #[derive(Debug, Serialize, Deserialize)]

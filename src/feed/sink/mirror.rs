@@ -32,7 +32,7 @@ use crate::delta::schema::ColumnMappingMode;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
-use crate::feed::changes::CommitChanges;
+use crate::storage::change_cursor::CommitChanges;
 use crate::storage::{commit_exactly_once, Landed, Plan, Planner, RetryPolicy, Table, WriterConfig, CHANGE_TYPE};
 use crate::write::batch::PartitionBatch;
 use crate::write::upsert::{merge_transaction, plan};
@@ -103,7 +103,7 @@ impl MirrorSink {
         }
         self.target.refresh(&mut self.snapshot).await?;
         let Some(at) = at.filter(|_| !started(&self.snapshot)) else { return Ok(()) };
-        let (rows, cursor) = crate::feed::changes::ChangeCursor::snapshot_rows(&self.source, at, None).await?;
+        let (rows, cursor) = crate::storage::change_cursor::ChangeCursor::snapshot_rows(&self.source, at, None).await?;
         let snapshot = cursor.snapshot().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
         tracing::info!(
             target = self.target.url(),

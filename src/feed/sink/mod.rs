@@ -28,7 +28,7 @@ use arrow::array::RecordBatch;
 
 use crate::delta::snapshot::Snapshot;
 use crate::error::Result;
-use crate::feed::changes::CommitChanges;
+use crate::storage::change_cursor::CommitChanges;
 
 /// A destination for change rows that records how far it got: the one sink contract of every
 /// follower, single or a member of a consumer group. A single follower records one position

@@ -21,7 +21,7 @@ use crate::delta::create::{add_columns, evolved_metadata, new_table};
 use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
-use crate::feed::changes::CommitChanges;
+use crate::storage::change_cursor::CommitChanges;
 use crate::storage::{append_plan, commit_exactly_once, Landed, Plan, Planner, RetryPolicy, Table};
 
 fn change_schema(source: &StructType) -> StructType {

@@ -17,8 +17,9 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse, InitProducerIdRequest,
-    InitProducerIdResponse, MetadataRequest, MetadataResponse, ProducerId, SaslAuthenticateRequest,
+    ApiKey, ApiVersionsResponse, BrokerId, FetchRequest, FindCoordinatorRequest, FindCoordinatorResponse,
+    InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest, MetadataRequest, MetadataResponse,
+    OffsetCommitRequest, OffsetFetchRequest, ProduceRequest, ProducerId, SaslAuthenticateRequest,
     SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
@@ -73,32 +74,64 @@ pub(crate) fn api_versions(head: &Head) -> Reply {
     }
 }
 
+/// A request body, decoded for its API.
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum Request {
+    Metadata(MetadataRequest),
+    FindCoordinator(FindCoordinatorRequest),
+    SaslHandshake(SaslHandshakeRequest),
+    SaslAuthenticate(SaslAuthenticateRequest),
+    InitProducerId(InitProducerIdRequest),
+    Produce(ProduceRequest),
+    Fetch(FetchRequest),
+    ListOffsets(ListOffsetsRequest),
+    OffsetCommit(OffsetCommitRequest),
+    OffsetFetch(OffsetFetchRequest),
+}
+
+/// Decodes a request body (its header read) for its API and version.
+///
+/// # Errors
+/// A body that does not decode, or an API not dispatched.
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn decode_request(head: &Head, body: Bytes) -> Result<Request, String> {
+    let v = head.version;
+    Ok(match head.api {
+        ApiKey::Metadata => Request::Metadata(decode(body, v)?),
+        ApiKey::FindCoordinator => Request::FindCoordinator(decode(body, v)?),
+        ApiKey::SaslHandshake => Request::SaslHandshake(decode(body, v)?),
+        ApiKey::SaslAuthenticate => Request::SaslAuthenticate(decode(body, v)?),
+        ApiKey::InitProducerId => Request::InitProducerId(decode(body, v)?),
+        ApiKey::Produce => Request::Produce(decode(body, v)?),
+        ApiKey::Fetch => Request::Fetch(decode(body, v)?),
+        ApiKey::ListOffsets => Request::ListOffsets(decode(body, v)?),
+        ApiKey::OffsetCommit => Request::OffsetCommit(decode(body, v)?),
+        ApiKey::OffsetFetch => Request::OffsetFetch(decode(body, v)?),
+        other => return Err(format!("{other:?} is not dispatched")),
+    })
+}
+
 /// Hands a request (header read) to its API.
 ///
 /// # Errors
 /// A body that does not decode.
 pub(crate) fn dispatch(shared: &Arc<Shared>, session: &mut Session, head: &Head, body: Bytes) -> Result<Step, String> {
     let head = *head;
-    Ok(match head.api {
-        ApiKey::Metadata => {
-            Step::Now(Reply::answer(head.encode(&metadata(shared, head.version, decode(body, head.version)?))))
-        }
-        ApiKey::FindCoordinator => {
-            Step::Now(Reply::answer(head.encode(&find_coordinator(shared, head.version, decode(body, head.version)?))))
-        }
-        ApiKey::SaslHandshake => Step::Now(sasl_handshake(session, &head, decode(body, head.version)?)),
-        ApiKey::SaslAuthenticate => Step::Now(sasl_authenticate(shared, session, &head, decode(body, head.version)?)),
-        ApiKey::InitProducerId => {
-            let request: InitProducerIdRequest = decode(body, head.version)?;
+    let v = head.version;
+    Ok(match decode_request(&head, body)? {
+        Request::Metadata(r) => Step::Now(Reply::answer(head.encode(&metadata(shared, v, r)))),
+        Request::FindCoordinator(r) => Step::Now(Reply::answer(head.encode(&find_coordinator(shared, v, r)))),
+        Request::SaslHandshake(r) => Step::Now(sasl_handshake(session, &head, r)),
+        Request::SaslAuthenticate(r) => Step::Now(sasl_authenticate(shared, session, &head, r)),
+        Request::InitProducerId(r) => {
             let shared = shared.clone();
-            Step::Later(Box::pin(async move { Reply::answer(head.encode(&init_producer_id(&shared, request).await)) }))
+            Step::Later(Box::pin(async move { Reply::answer(head.encode(&init_producer_id(&shared, r).await)) }))
         }
-        ApiKey::Produce => super::produce::take(shared, &head, decode(body, head.version)?),
-        ApiKey::Fetch => super::fetch::take_fetch(shared, &head, decode(body, head.version)?),
-        ApiKey::ListOffsets => super::fetch::take_list_offsets(shared, &head, decode(body, head.version)?),
-        ApiKey::OffsetCommit => super::offsets::take_commit(shared, &head, decode(body, head.version)?),
-        ApiKey::OffsetFetch => super::offsets::take_fetch(shared, &head, decode(body, head.version)?),
-        other => return Err(format!("{other:?} is not dispatched")),
+        Request::Produce(r) => super::produce::take(shared, &head, r, session.produce_turn()),
+        Request::Fetch(r) => super::fetch::take_fetch(shared, &head, r),
+        Request::ListOffsets(r) => super::fetch::take_list_offsets(shared, &head, r),
+        Request::OffsetCommit(r) => super::offsets::take_commit(shared, &head, r),
+        Request::OffsetFetch(r) => super::offsets::take_fetch(shared, &head, r),
     })
 }
 

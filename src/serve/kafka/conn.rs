@@ -60,6 +60,28 @@ pub(crate) struct Session {
     pub user: Option<String>,
     /// A SASL handshake chose PLAIN.
     pub plain: bool,
+    /// Signalled once the last Produce request taken has handed its batches to the committers
+    /// ([`Session::produce_turn`]).
+    pub produced: Option<tokio::sync::oneshot::Receiver<()>>,
+}
+
+/// A Produce request's place in its connection: it hands its batches over once the request
+/// before it has (`wait`), then signals the next one (`done`, sent or dropped).
+pub(crate) struct Turn {
+    pub wait: Option<tokio::sync::oneshot::Receiver<()>>,
+    pub done: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Session {
+    /// The next Produce request's turn. Requests are taken concurrently, but a producer's
+    /// batches must reach the committers in the order it sent them, as a broker appends them:
+    /// otherwise a batch could be decided before the one ahead of it and answered
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER while its predecessor succeeds, which idempotent
+    /// producers take as a fatal loss of state.
+    pub(crate) fn produce_turn(&mut self) -> Turn {
+        let (done, next) = tokio::sync::oneshot::channel();
+        Turn { wait: self.produced.replace(next), done }
+    }
 }
 
 /// Serves one connection until the client closes it, it breaks a rule, or `stop` turns true.
@@ -84,7 +106,7 @@ where
             }
         }
     });
-    let mut session = Session { peer, authenticated: shared.config.users.is_empty(), user: None, plain: false };
+    let mut session = Session { peer, authenticated: shared.config.users.is_empty(), user: None, plain: false, produced: None };
     let mut pending: FuturesOrdered<BoxFuture<'static, Reply>> = FuturesOrdered::new();
     let mut closing = false;
     shared.state.metrics.kafka().connections.inc();
@@ -167,12 +189,11 @@ fn take(shared: &Arc<Shared>, session: &mut Session, mut frame: Bytes) -> Step {
         shared.state.metrics.kafka().request(api);
         return Step::Now(apis::api_versions(&Head { api, version, correlation }));
     }
-    let header = match RequestHeader::decode(&mut frame, api.request_header_version(version)) {
+    let head = match read_head(&mut frame) {
         Ok(h) => h,
-        Err(e) => return Step::Close(format!("a {api:?} v{version} request header that does not decode: {e}")),
+        Err(why) => return Step::Close(why),
     };
     shared.state.metrics.kafka().request(api);
-    let head = Head { api, version, correlation: header.correlation_id };
     if api == ApiKey::ApiVersions {
         return Step::Now(apis::api_versions(&head));
     }
@@ -184,13 +205,32 @@ fn take(shared: &Arc<Shared>, session: &mut Session, mut frame: Bytes) -> Step {
     }
     let body = frame;
     match apis::dispatch(shared, session, &head, body) {
+        Ok(Step::Later(fut)) => {
+            use tracing::Instrument;
+            Step::Later(Box::pin(fut.instrument(tracing::info_span!("kafka.request", api = ?api, version))))
+        }
         Ok(step) => step,
         Err(e) => Step::Close(format!("a {api:?} v{version} request that does not decode: {e}")),
     }
 }
 
+/// Reads a request frame's header (the frame is at least 8 bytes), leaving the body.
+///
+/// # Errors
+/// An unknown API key, or a header that does not decode.
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn read_head(frame: &mut Bytes) -> Result<Head, String> {
+    let key = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let api = ApiKey::try_from(key).map_err(|()| format!("unknown API key {key}"))?;
+    let header = RequestHeader::decode(frame, api.request_header_version(version))
+        .map_err(|e| format!("a {api:?} v{version} request header that does not decode: {e}"))?;
+    Ok(Head { api, version, correlation: header.correlation_id })
+}
+
 /// The header fields an answer needs.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) struct Head {
     pub api: ApiKey,
     pub version: i16,

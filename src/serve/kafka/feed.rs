@@ -30,7 +30,7 @@ use crate::config::kafka::TopicFormat;
 use crate::delta::arrow_value::value_at;
 use crate::delta::groups::slice_of_path;
 use crate::error::{Error, Result};
-use crate::feed::changes::ChangeCursor;
+use crate::storage::change_cursor::ChangeCursor;
 use crate::storage::Table;
 
 /// Decoded commits kept per topic.

@@ -72,7 +72,10 @@ async fn fetch(shared: &Shared, request_version: i16, request: FetchRequest) -> 
                     Some(_) if u32::try_from(p.partition).map_or(true, |i| i >= feed_partitions(shared, &name)) => {
                         partition_error(p.partition, ResponseError::UnknownTopicOrPartition)
                     }
-                    Some(feed) => read(feed, &name, p.partition, p.fetch_offset, limit, request_version).await,
+                    Some(feed) => {
+                        let metrics = shared.state.metrics.kafka();
+                        read(feed, &name, p.partition, p.fetch_offset, limit, request_version, metrics).await
+                    }
                 };
                 let got = data.records.as_ref().map_or(0, Bytes::len);
                 any |= got > 0 || data.error_code != 0;
@@ -96,7 +99,15 @@ fn feed_partitions(shared: &Shared, topic: &str) -> u32 {
 }
 
 /// One partition's answer from `offset`, at most `limit` bytes past its first batch.
-async fn read(feed: &Feed, topic: &str, partition: i32, offset: i64, limit: usize, version: i16) -> PartitionData {
+async fn read(
+    feed: &Feed,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    limit: usize,
+    version: i16,
+    metrics: &crate::metrics::kafka::KafkaMetrics,
+) -> PartitionData {
     let bounds = match feed.bounds().await {
         Ok(b) => b,
         Err(e) => {
@@ -129,6 +140,9 @@ async fn read(feed: &Feed, topic: &str, partition: i32, offset: i64, limit: usiz
     let mut out = BytesMut::new();
     let index = usize::try_from(partition).unwrap_or(0);
     let stop = latest.min(version.saturating_add(MAX_COMMITS_PER_FETCH));
+    // Offsets read with nothing to answer in this partition, not yet covered by a batch.
+    let mut gap: Option<(i64, i64)> = None;
+    let mut answered = 0;
     while version <= stop {
         let commit = match feed.commit(version).await {
             Ok(Some(c)) => c,
@@ -136,7 +150,7 @@ async fn read(feed: &Feed, topic: &str, partition: i32, offset: i64, limit: usiz
             Err(Error::MissingVersion { .. }) => return partition_error(partition, ResponseError::OffsetOutOfRange),
             Err(e) => {
                 tracing::info!(topic, partition, version, error = %e, "kafka.fetch_failed");
-                if out.is_empty() {
+                if out.is_empty() && gap.is_none() {
                     return partition_error(partition, ResponseError::KafkaStorageError);
                 }
                 break;
@@ -144,14 +158,18 @@ async fn read(feed: &Feed, topic: &str, partition: i32, offset: i64, limit: usiz
         };
         let rows = commit.partitions.get(index).map_or(&[][..], Vec::as_slice);
         let from = usize::try_from(row).unwrap_or(usize::MAX).min(rows.len());
-        if from < rows.len() {
+        let first = offset_of(version, from as u64);
+        let last = offset_of(version + 1, 0) - 1;
+        if from == rows.len() {
+            gap = Some((gap.map_or(first, |(g, _)| g), commit.timestamp_ms));
+        } else {
             let records: Vec<Record> = rows[from..]
                 .iter()
                 .enumerate()
-                .map(|(i, r)| record(offset_of(version, (from + i) as u64), commit.timestamp_ms, r))
+                .map(|(i, r)| record(offset_of(version, (from + i) as u64), i, commit.timestamp_ms, r))
                 .collect();
-            let options = RecordEncodeOptions { version: 2, compression: Compression::None };
             let mut batch = BytesMut::new();
+            let options = RecordEncodeOptions { version: 2, compression: Compression::None };
             if let Err(e) = RecordBatchEncoder::encode(&mut batch, &records, &options) {
                 tracing::error!(topic, version, error = %e, "kafka.fetch_not_encoded");
                 break;
@@ -159,7 +177,12 @@ async fn read(feed: &Feed, topic: &str, partition: i32, offset: i64, limit: usiz
             if !out.is_empty() && out.len() + batch.len() > limit {
                 break;
             }
+            if let Some((g, ts)) = gap.take() {
+                out.extend_from_slice(&empty_batch(g, first - 1, ts));
+            }
+            span_to(&mut batch, last);
             out.extend_from_slice(&batch);
+            answered += records.len() as u64;
             if out.len() >= limit {
                 break;
             }
@@ -167,10 +190,54 @@ async fn read(feed: &Feed, topic: &str, partition: i32, offset: i64, limit: usiz
         version += 1;
         row = 0;
     }
+    // Commits read with no rows here still move the consumer on (to the end of the feed when
+    // they were the last), as the empty batches compaction leaves in a Kafka log do.
+    if let Some((g, ts)) = gap {
+        out.extend_from_slice(&empty_batch(g, offset_of(version, 0) - 1, ts));
+    }
+    metrics.fetched(topic, answered, (latest + 1).saturating_sub(version));
     answer.with_records(Some(out.freeze()))
 }
 
-fn record(offset: i64, timestamp_ms: i64, r: &super::feed::FeedRecord) -> Record {
+/// Byte positions in a record batch v2 header.
+const CRC_AT: usize = 17;
+const ATTRIBUTES_AT: usize = 21;
+const LAST_OFFSET_DELTA_AT: usize = 23;
+
+/// Makes the one record batch in `batch` end at offset `last` (past its last record, as a
+/// compacted batch does), so a consumer's next offset is the next commit's, and mends its CRC.
+fn span_to(batch: &mut BytesMut, last: i64) {
+    let base = i64::from_be_bytes(batch[..8].try_into().unwrap_or_default());
+    let delta = i32::try_from(last - base).unwrap_or(i32::MAX);
+    batch[LAST_OFFSET_DELTA_AT..LAST_OFFSET_DELTA_AT + 4].copy_from_slice(&delta.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[ATTRIBUTES_AT..]);
+    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// A record batch v2 with no records spanning offsets `first..=last`.
+fn empty_batch(first: i64, last: i64, timestamp_ms: i64) -> BytesMut {
+    let mut b = BytesMut::with_capacity(61);
+    b.extend_from_slice(&first.to_be_bytes());
+    b.extend_from_slice(&49i32.to_be_bytes()); // the bytes after this field
+    b.extend_from_slice(&0i32.to_be_bytes()); // partition leader epoch
+    b.extend_from_slice(&[2]); // magic
+    b.extend_from_slice(&[0; 4]); // CRC, set by span_to
+    b.extend_from_slice(&0i16.to_be_bytes()); // attributes
+    b.extend_from_slice(&0i32.to_be_bytes()); // last offset delta, set by span_to
+    b.extend_from_slice(&timestamp_ms.to_be_bytes());
+    b.extend_from_slice(&timestamp_ms.to_be_bytes());
+    b.extend_from_slice(&(-1i64).to_be_bytes()); // producer id
+    b.extend_from_slice(&(-1i16).to_be_bytes()); // producer epoch
+    b.extend_from_slice(&(-1i32).to_be_bytes()); // base sequence
+    b.extend_from_slice(&0i32.to_be_bytes()); // record count
+    span_to(&mut b, last);
+    b
+}
+
+/// The `i`-th record of a batch. Sequences run from -1 so that the encoder keeps a commit's
+/// records in one batch (it splits where offset minus sequence changes) with base sequence -1,
+/// as a broker writes batches of producers without idempotence.
+fn record(offset: i64, i: usize, timestamp_ms: i64, r: &super::feed::FeedRecord) -> Record {
     let mut record = Record {
         transactional: false,
         control: false,
@@ -180,7 +247,7 @@ fn record(offset: i64, timestamp_ms: i64, r: &super::feed::FeedRecord) -> Record
         producer_epoch: -1,
         timestamp_type: TimestampType::Creation,
         offset,
-        sequence: -1,
+        sequence: i32::try_from(i).unwrap_or(i32::MAX) - 1,
         timestamp: timestamp_ms,
         key: r.key.clone(),
         value: Some(r.value.clone()),

@@ -122,7 +122,8 @@ async fn accept(
         };
         let _ = tcp.set_nodelay(true);
         let (shared, stop, tls) = (shared.clone(), stop.clone(), tls.clone());
-        connections.spawn(async move {
+        let span = tracing::info_span!("kafka.conn", %peer);
+        connections.spawn(tracing::Instrument::instrument(async move {
             match tls {
                 None => conn::serve(tcp, shared, peer, stop).await,
                 Some(acceptor) => match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
@@ -131,7 +132,7 @@ async fn accept(
                     Err(_) => tracing::debug!(%peer, "kafka.tls_handshake_timed_out"),
                 },
             }
-        });
+        }, span));
     }
     drop(socket);
     let drained = async { while connections.join_next().await.is_some() {} };

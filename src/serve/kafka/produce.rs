@@ -28,7 +28,7 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use tokio::sync::oneshot;
 
-use super::conn::{Head, Reply, Step};
+use super::conn::{Head, Reply, Step, Turn};
 use super::records::{self, Batch};
 use super::Shared;
 use crate::config::kafka::{BadRecords, KafkaTopic};
@@ -39,12 +39,13 @@ use crate::serve::routes::TableHandle;
 /// Rows per commit version in a feed position (`version << ROW_BITS | row`).
 pub(crate) const ROW_BITS: u32 = 24;
 
-/// Takes a Produce request: answered once every partition's batches are decided.
-pub(crate) fn take(shared: &Arc<Shared>, head: &Head, request: ProduceRequest) -> Step {
+/// Takes a Produce request: its batches go to the committers after those of the connection's
+/// request before it (`turn`), and it is answered once every partition's batches are decided.
+pub(crate) fn take(shared: &Arc<Shared>, head: &Head, request: ProduceRequest, turn: Turn) -> Step {
     let (shared, head) = (shared.clone(), *head);
     Step::Later(Box::pin(async move {
         let acks = request.acks;
-        let answer = produce(&shared, head.version, request).await;
+        let answer = produce(&shared, head.version, request, turn).await;
         if acks == 0 {
             Reply { frame: None, close: false }
         } else {
@@ -53,7 +54,7 @@ pub(crate) fn take(shared: &Arc<Shared>, head: &Head, request: ProduceRequest) -
     }))
 }
 
-async fn produce(shared: &Arc<Shared>, version: i16, request: ProduceRequest) -> ProduceResponse {
+async fn produce(shared: &Arc<Shared>, version: i16, request: ProduceRequest, turn: Turn) -> ProduceResponse {
     let refuse_all = match request.acks {
         _ if request.transactional_id.as_ref().is_some_and(|t| !t.0.is_empty()) => {
             Some(ResponseError::TransactionalIdAuthorizationFailed)
@@ -63,16 +64,38 @@ async fn produce(shared: &Arc<Shared>, version: i16, request: ProduceRequest) ->
     };
     let millis = u64::try_from(request.timeout_ms).ok().filter(|m| *m > 0).unwrap_or(30_000).min(300_000);
     let timeout = Duration::from_millis(millis);
-    let mut responses = Vec::with_capacity(request.topic_data.len());
+    // Every partition's batches are handed over (decoded concurrently) once the request
+    // before this one's are, then the next request may hand over its own.
+    if let Some(before) = turn.wait {
+        let _ = before.await;
+    }
+    let mut topics = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
         let name = topic.name.0.to_string();
         let parts = topic.partition_data.into_iter().map(|data| {
             let (shared, name) = (shared.clone(), name.clone());
             async move {
                 let index = data.index;
-                let answer = match refuse_all {
+                let handed = match refuse_all {
                     Some(e) => Err((e, None)),
-                    None => partition(&shared, &name, data, timeout).await,
+                    None => hand_over(&shared, &name, data, timeout).await,
+                };
+                (index, handed)
+            }
+        });
+        topics.push((topic.name, futures::future::join_all(parts).await));
+    }
+    drop(turn.done);
+    let mut responses = Vec::with_capacity(topics.len());
+    for (topic, parts) in topics {
+        let name = topic.0.to_string();
+        let answers = parts.into_iter().map(|(index, handed)| {
+            let name = name.clone();
+            let metrics = shared.state.metrics.kafka();
+            async move {
+                let answer = match handed {
+                    Ok(h) => h.answer(&name, metrics).await,
+                    Err(e) => Err(e),
                 };
                 if let Err((e, detail)) = &answer {
                     let message = detail.as_ref().map_or("", |(m, _)| m.as_str());
@@ -81,8 +104,8 @@ async fn produce(shared: &Arc<Shared>, version: i16, request: ProduceRequest) ->
                 answered(index, answer, version)
             }
         });
-        let partition_responses = futures::future::join_all(parts).await;
-        responses.push(TopicProduceResponse::default().with_name(topic.name).with_partition_responses(partition_responses));
+        let partition_responses = futures::future::join_all(answers).await;
+        responses.push(TopicProduceResponse::default().with_name(topic).with_partition_responses(partition_responses));
     }
     ProduceResponse::default().with_responses(responses)
 }
@@ -119,7 +142,40 @@ fn fail(e: ResponseError, message: impl Into<String>) -> Failure {
     (e, Some((message.into(), Vec::new())))
 }
 
-async fn partition(shared: &Arc<Shared>, name: &str, data: PartitionProduceData, timeout: Duration) -> Result<i64, Failure> {
+/// A partition's batches handed to their table's committer, waiting for their outcomes; the
+/// records keep their room in `server.max_buffered` until then.
+struct Handed {
+    started: Instant,
+    batches: Vec<(Batch, oneshot::Receiver<Outcome>, u64)>,
+    _room: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Handed {
+    /// The partition's answer: the first batch's base offset, or the first error.
+    async fn answer(self, name: &str, metrics: &crate::metrics::kafka::KafkaMetrics) -> Result<i64, Failure> {
+        let mut base = -1;
+        for (batch, answer, count) in self.batches {
+            let outcome = answer.await.unwrap_or(Outcome::Failed("the commit task stopped".into()));
+            let seconds = self.started.elapsed().as_secs_f64();
+            match outcome_of(&batch, outcome) {
+                Ok(offset) => {
+                    metrics.produced(name, if offset >= 0 { count } else { 0 }, seconds);
+                    if base < 0 {
+                        base = offset;
+                    }
+                }
+                Err(e) => {
+                    metrics.produce_failed(name, e.0);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(base)
+    }
+}
+
+/// Checks, decodes and hands a partition's batches to its table's committer.
+async fn hand_over(shared: &Arc<Shared>, name: &str, data: PartitionProduceData, timeout: Duration) -> Result<Handed, Failure> {
     let started = Instant::now();
     let metrics = shared.state.metrics.kafka();
     let Some(topic) = shared.config.topics.get(name) else {
@@ -131,7 +187,9 @@ async fn partition(shared: &Arc<Shared>, name: &str, data: PartitionProduceData,
     let Some(handle) = shared.state.tables.get(&topic.table) else {
         return Err((ResponseError::UnknownTopicOrPartition, None));
     };
-    let Some(bytes) = data.records.filter(|b| !b.is_empty()) else { return Ok(-1) };
+    let Some(bytes) = data.records.filter(|b| !b.is_empty()) else {
+        return Ok(Handed { started, batches: Vec::new(), _room: None });
+    };
     if !handle.ready.load(Ordering::Acquire) {
         return Err(fail(ResponseError::KafkaStorageError, "the table is not open yet"));
     }
@@ -150,11 +208,11 @@ async fn partition(shared: &Arc<Shared>, name: &str, data: PartitionProduceData,
     }
     let permits = u32::try_from(hold).unwrap_or(u32::MAX);
     let room = tokio::time::timeout(timeout, shared.state.buffered.clone().acquire_many_owned(permits)).await;
-    let Ok(Ok(_permit)) = room else {
+    let Ok(Ok(permit)) = room else {
         metrics.refused("overloaded");
         return Err(fail(ResponseError::RequestTimedOut, "over capacity: too many bytes in flight"));
     };
-    let mut answers = Vec::with_capacity(batches.len());
+    let mut handed = Vec::with_capacity(batches.len());
     for batch in batches {
         let rows = decode(shared, handle, topic, &batch).await?;
         let letters = bad_records(topic, name, data.index, &batch, rows.bad.clone())?;
@@ -171,26 +229,9 @@ async fn partition(shared: &Arc<Shared>, name: &str, data: PartitionProduceData,
         if handle.commits.send(pending).is_err() {
             return Err(fail(ResponseError::KafkaStorageError, "the server is stopping"));
         }
-        answers.push((batch, answer, count));
+        handed.push((batch, answer, count));
     }
-    let mut base = -1;
-    for (batch, answer, count) in answers {
-        let outcome = answer.await.unwrap_or(Outcome::Failed("the commit task stopped".into()));
-        let seconds = started.elapsed().as_secs_f64();
-        match outcome_of(&batch, outcome) {
-            Ok(offset) => {
-                metrics.produced(name, if offset >= 0 { count } else { 0 }, seconds);
-                if base < 0 {
-                    base = offset;
-                }
-            }
-            Err(e) => {
-                metrics.produce_failed(name, e.0);
-                return Err(e);
-            }
-        }
-    }
-    Ok(base)
+    Ok(Handed { started, batches: handed, _room: Some(permit) })
 }
 
 /// Decodes on the decoding threads against the table as last seen, and again against the

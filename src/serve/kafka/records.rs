@@ -34,6 +34,7 @@ pub(crate) const MAX_BATCH_RECORDS: i32 = 1_000_000;
 
 /// One decoded batch.
 #[derive(Debug)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) struct Batch {
     pub producer: Option<Sequenced>,
     pub epoch: i16,
@@ -43,6 +44,7 @@ pub(crate) struct Batch {
 }
 
 /// Why a partition's data is refused: the error code and a message for the client.
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) type Refused = (ResponseError, String);
 
 /// Splits a partition's records into batches, each inflating to at most `limit` bytes.
@@ -50,6 +52,7 @@ pub(crate) type Refused = (ResponseError, String);
 /// # Errors
 /// CORRUPT_MESSAGE for bytes that are not record batches v2, INVALID_RECORD for what the
 /// contract refuses.
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) fn batches(topic: &str, partition: i32, records: &Bytes, limit: usize) -> Result<Vec<Batch>, Refused> {
     let corrupt = |e: &dyn std::fmt::Display| (ResponseError::CorruptMessage, format!("record batch: {e}"));
     let infos = RecordBatchDecoder::decode_batch_info(&mut records.clone()).map_err(|e| corrupt(&e))?;
@@ -97,6 +100,7 @@ pub(crate) fn batches(topic: &str, partition: i32, records: &Bytes, limit: usize
 ///
 /// # Errors
 /// A [`Refusal`] naming the record (JSON) or why the table cannot take bytes.
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) fn rows(
     format: TopicFormat,
     batch: &Batch,
