@@ -1,0 +1,355 @@
+//! Kafka clients straight into a table (`deltabus serve` with its Kafka-protocol listener)
+//! against push ingest over HTTP and against a broker plus `deltabus ingest`, in the same run,
+//! with the same records.
+//!
+//! 1. Produce: 8 librdkafka producers (idempotent, `acks=all`, lz4) send 50,000 records each
+//!    of ~250 bytes (400,000 rows) into a served topic of 8 partitions at a 100 ms commit
+//!    window: rows/s until every record is acknowledged, and produce → acknowledged p50/p99
+//!    per record (target: at least 0.8× push's rows/s; p99 within the window + 100 ms).
+//! 2. Push baseline: 8 HTTP producers post the same records in batches of 1,000 (exactly
+//!    once: producer id and sequence) at the same window.
+//! 3. Broker baseline (when a broker is given, `DELTABUS_BENCH_BROKERS`, e.g. tansu): the
+//!    same producers into a topic of 8 partitions while `deltabus ingest` reads it into a
+//!    table; rows/s until the table holds every row, and produce → acknowledged by the broker.
+//! 4. Fetch: a librdkafka consumer reads the served topic's change feed (every partition from
+//!    the start) against `deltabus changes` printing the same feed to stdout.
+//! 5. Overload: 16 producers send 1 MiB batches without pause at a server whose
+//!    `max_buffered` is 64 MiB: the server's peak RSS above its idle RSS.
+//!
+//! Run: `cargo build --release && cargo bench --bench kafka_produce` (add
+//! `DELTABUS_BENCH_BROKERS=127.0.0.1:9092` with a broker running for the third).
+
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
+
+#[path = "support/records.rs"]
+mod records;
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::ClientConfig;
+use records::record;
+
+const PRODUCERS: usize = 8;
+const EACH: usize = 50_000;
+const BATCH: usize = 1000;
+const PARTITIONS: usize = 8;
+
+/// Starts `deltabus serve --config <file>`; returns the child, its HTTP and Kafka addresses.
+fn serve(bin: &Path, config: &Path) -> (Child, String, String) {
+    let mut child = Command::new(bin)
+        .args(["serve", "--config"])
+        .arg(config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    (child, v["listening"].as_str().unwrap().to_string(), v["kafka"].as_str().unwrap_or_default().to_string())
+}
+
+fn server_config(root: &Path, name: &str, table: &Path, max_buffered: &str) -> PathBuf {
+    let path = root.join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\ncommit_window = \"100ms\"\nmax_buffered = \"{max_buffered}\"\n\
+             [server.tables.events]\ntable = {:?}\ncreate = true\n\
+             [server.kafka]\nlisten = \"127.0.0.1:0\"\nmax_request = \"64MiB\"\n\
+             [server.kafka.topics.events]\ntable = \"events\"\npartitions = {PARTITIONS}\n",
+            table.display().to_string()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn rss_mib(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: f64 = status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kb / 1024.0
+}
+
+fn stop(mut child: Child) {
+    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+    let _ = child.wait();
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn rows_in(bin: &Path, table: &Path) -> usize {
+    let out = Command::new(bin).arg("cat").arg(table).output().unwrap();
+    out.stdout.iter().filter(|b| **b == b'\n').count()
+}
+
+/// 8 librdkafka producers send every record; (seconds until the last acknowledgement, sorted
+/// per-record latencies in seconds).
+async fn produce(brokers: &str, topic: &str, extra: &[(&str, &str)]) -> (f64, Vec<f64>) {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for p in 0..PRODUCERS {
+        let mut cfg = ClientConfig::new();
+        cfg.set("bootstrap.servers", brokers)
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("compression.type", "lz4")
+            .set("linger.ms", "5")
+            .set("message.timeout.ms", "300000");
+        for (k, v) in extra {
+            cfg.set(*k, *v);
+        }
+        let producer: FutureProducer = cfg.create().unwrap();
+        let topic = topic.to_string();
+        tasks.push(tokio::spawn(async move {
+            let mut pending = Vec::with_capacity(EACH);
+            for n in 0..EACH {
+                let i = p * EACH + n;
+                let value = record(i);
+                let key = format!("user-{}", i % 100_000);
+                let sent = Instant::now();
+                loop {
+                    match producer.send_result(FutureRecord::to(&topic).key(&key).payload(&value)) {
+                        Ok(d) => {
+                            pending.push(async move {
+                                d.await.unwrap().unwrap();
+                                sent.elapsed().as_secs_f64()
+                            });
+                            break;
+                        }
+                        Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
+                    }
+                }
+            }
+            futures::future::join_all(pending).await
+        }));
+    }
+    let mut latencies = Vec::with_capacity(PRODUCERS * EACH);
+    for t in tasks {
+        latencies.extend(t.await.unwrap());
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    latencies.sort_by(f64::total_cmp);
+    (seconds, latencies)
+}
+
+async fn push(addr: &str) -> (f64, Vec<f64>) {
+    let url = format!("http://{addr}/v1/tables/events/records");
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for p in 0..PRODUCERS {
+        let url = url.clone();
+        tasks.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let mut lat = Vec::new();
+            for (seq, first) in (0..EACH).step_by(BATCH).enumerate() {
+                let body: String = (first..first + BATCH).map(|n| record(p * EACH + n) + "\n").collect();
+                let t = Instant::now();
+                let r = client
+                    .post(&url)
+                    .header("Content-Type", "application/x-ndjson")
+                    .header("Producer-Id", format!("bench-{p}"))
+                    .header("Producer-Sequence", seq.to_string())
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap());
+                lat.push(t.elapsed().as_secs_f64());
+            }
+            lat
+        }));
+    }
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await.unwrap());
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    lat.sort_by(f64::total_cmp);
+    (seconds, lat)
+}
+
+/// A consumer reads every partition of `topic` from the start to its end: (seconds, records).
+fn consume_all(brokers: &str, topic: &str) -> (f64, usize) {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{Message, Offset, TopicPartitionList};
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "bench-fetch")
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
+        .create()
+        .unwrap();
+    let mut list = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        list.add_partition_offset(topic, p as i32, Offset::Beginning).unwrap();
+    }
+    consumer.assign(&list).unwrap();
+    let started = Instant::now();
+    let (mut records, mut ended) = (0, std::collections::BTreeSet::new());
+    while ended.len() < PARTITIONS {
+        match consumer.poll(Duration::from_secs(5)) {
+            Some(Ok(m)) => {
+                records += 1;
+                ended.remove(&m.partition());
+            }
+            Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) => {
+                ended.insert(p);
+            }
+            Some(Err(e)) => panic!("{e}"),
+            None => {}
+        }
+    }
+    (started.elapsed().as_secs_f64(), records)
+}
+
+fn main() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/kafka_produce");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/deltabus");
+    assert!(bin.exists(), "build the binary first: cargo build --release");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rows = PRODUCERS * EACH;
+    let ms = |s: f64| s * 1000.0;
+    println!("== Kafka clients into a table: {PRODUCERS} producers x {EACH} records (~250 B), 100 ms commit window ==");
+
+    // Push over HTTP: the baseline.
+    let pushed = root.join("pushed");
+    let (server, http, _) = serve(&bin, &server_config(&root, "push", &pushed, "512MiB"));
+    let (push_s, push_lat) = rt.block_on(push(&http));
+    stop(server);
+    assert_eq!(rows_in(&bin, &pushed), rows);
+    let push_rate = rows as f64 / push_s;
+    println!(
+        "push over HTTP (batches of {BATCH})          {push_s:>6.2} s  {push_rate:>9.0} rows/s  answer p50 {:.0} ms  p99 {:.0} ms",
+        ms(percentile(&push_lat, 0.5)),
+        ms(percentile(&push_lat, 0.99))
+    );
+
+    // Kafka producers into the served topic.
+    let produced = root.join("produced");
+    let (server, _, kafka) = serve(&bin, &server_config(&root, "kafka", &produced, "512MiB"));
+    let (kafka_s, lat) = rt.block_on(produce(&kafka, "events", &[]));
+    let rss = rss_mib(server.id(), "VmHWM:");
+    let kafka_rate = rows as f64 / kafka_s;
+    println!(
+        "librdkafka producers into deltabus         {kafka_s:>6.2} s  {kafka_rate:>9.0} rows/s  ({:.2}x push)  acked p50 {:.0} ms  p99 {:.0} ms  peak RSS {rss:.0} MiB",
+        kafka_rate / push_rate,
+        ms(percentile(&lat, 0.5)),
+        ms(percentile(&lat, 0.99)),
+    );
+    // The change feed by Fetch, against `deltabus changes` to stdout.
+    let (fetch_s, fetched) = consume_all(&kafka, "events");
+    stop(server);
+    assert_eq!(fetched, rows, "the feed holds every row once");
+    assert_eq!(rows_in(&bin, &produced), rows, "every record once");
+    let started = Instant::now();
+    let out = Command::new(&bin).arg("changes").arg(&produced).stdout(Stdio::piped()).output().unwrap();
+    let changes_s = started.elapsed().as_secs_f64();
+    assert_eq!(out.stdout.iter().filter(|b| **b == b'\n').count(), rows);
+    println!(
+        "fetch: librdkafka consumer reads the feed   {fetch_s:>6.2} s  {:>9.0} rows/s  ({:.2}x `deltabus changes` to stdout: {changes_s:.2} s, {:.0} rows/s)",
+        rows as f64 / fetch_s,
+        changes_s / fetch_s,
+        rows as f64 / changes_s
+    );
+
+    // A broker plus `deltabus ingest`.
+    if let Ok(brokers) = std::env::var("DELTABUS_BENCH_BROKERS") {
+        let topic = format!("bench-{}", uuid::Uuid::new_v4().simple());
+        rt.block_on(async {
+            use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+            let admin: AdminClient<_> = ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+            let new = NewTopic::new(&topic, PARTITIONS as i32, TopicReplication::Fixed(1));
+            assert!(admin.create_topics([&new], &AdminOptions::new()).await.unwrap().iter().all(Result::is_ok));
+        });
+        let ingested = root.join("ingested");
+        let ingest = Command::new(&bin)
+            .arg("ingest")
+            .arg(&topic)
+            .arg(&ingested)
+            .args(["--brokers", &brokers, "--app-id", "bench", "--create", "--flush-interval", "100ms"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        let (broker_s, lat) = rt.block_on(produce(&brokers, &topic, &[]));
+        while rows_in(&bin, &ingested) < rows {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let landed_s = started.elapsed().as_secs_f64();
+        stop(ingest);
+        println!(
+            "librdkafka producers into the broker       {broker_s:>6.2} s  acked p50 {:.0} ms  p99 {:.0} ms; with `deltabus ingest` every row in the table after {landed_s:.2} s = {:>9.0} rows/s (deltabus direct: {:.2}x)",
+            ms(percentile(&lat, 0.5)),
+            ms(percentile(&lat, 0.99)),
+            rows as f64 / landed_s,
+            landed_s / kafka_s
+        );
+    }
+
+    // Overload: 16 producers of 1 MiB batches at a 64 MiB bound.
+    let overloaded = root.join("overloaded");
+    let (server, _, kafka) = serve(&bin, &server_config(&root, "overload", &overloaded, "64MiB"));
+    std::thread::sleep(Duration::from_millis(500));
+    let idle = rss_mib(server.id(), "VmRSS:");
+    let sent = rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut tasks = Vec::new();
+        for p in 0..16 {
+            let kafka = kafka.clone();
+            tasks.push(tokio::spawn(async move {
+                let producer: FutureProducer = ClientConfig::new()
+                    .set("bootstrap.servers", &kafka)
+                    .set("enable.idempotence", "true")
+                    .set("batch.size", "1048576")
+                    .set("linger.ms", "50")
+                    .set("message.timeout.ms", "60000")
+                    .create()
+                    .unwrap();
+                let mut sent = 0usize;
+                let mut pending = Vec::new();
+                while Instant::now() < deadline {
+                    let value = record(p * 10_000_000 + sent);
+                    match producer.send_result(FutureRecord::<(), String>::to("events").payload(&value)) {
+                        Ok(d) => {
+                            pending.push(d);
+                            sent += 1;
+                        }
+                        Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
+                    }
+                }
+                let acked =
+                    futures::future::join_all(pending).await.into_iter().filter(|r| matches!(r, Ok(Ok(_)))).count();
+                (sent, acked)
+            }));
+        }
+        let mut total = (0, 0);
+        for t in tasks {
+            let (s, a) = t.await.unwrap();
+            total = (total.0 + s, total.1 + a);
+        }
+        total
+    });
+    let peak = rss_mib(server.id(), "VmHWM:");
+    stop(server);
+    println!(
+        "overload: 16 producers, 1 MiB batches, max_buffered 64 MiB: {} records sent, {} acknowledged; peak RSS {peak:.0} MiB, {:.0} MiB above idle ({idle:.0} MiB)",
+        sent.0,
+        sent.1,
+        peak - idle
+    );
+}
