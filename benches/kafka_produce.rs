@@ -3,9 +3,11 @@
 //! with the same records.
 //!
 //! 1. Produce: 8 librdkafka producers (idempotent, `acks=all`, lz4) send 50,000 records each
-//!    of ~250 bytes (400,000 rows) into a served topic of 8 partitions at a 100 ms commit
-//!    window: rows/s until every record is acknowledged, and produce → acknowledged p50/p99
-//!    per record (target: at least 0.8× push's rows/s; p99 within the window + 100 ms).
+//!    of ~250 bytes (400,000 rows) as fast as they can into a served topic of 8 partitions at
+//!    a 100 ms commit window: rows/s until every record is acknowledged (target: at least 0.8×
+//!    push's rows/s) and the server's CPU per row; then at 40,000 records/s (below
+//!    saturation, so that latency is the server's, not the producers' queues) produce →
+//!    acknowledged p50/p99 per record (target: p99 within the window + 100 ms).
 //! 2. Push baseline: 8 HTTP producers post the same records in batches of 1,000 (exactly
 //!    once: producer id and sequence) at the same window.
 //! 3. Broker baseline (when a broker is given, `DELTABUS_BENCH_BROKERS`, e.g. tansu): the
@@ -54,13 +56,17 @@ fn serve(bin: &Path, config: &Path) -> (Child, String, String) {
 }
 
 fn server_config(root: &Path, name: &str, table: &Path, max_buffered: &str) -> PathBuf {
+    windowed_config(root, name, table, max_buffered, "100ms")
+}
+
+fn windowed_config(root: &Path, name: &str, table: &Path, max_buffered: &str, window: &str) -> PathBuf {
     let path = root.join(format!("{name}.toml"));
     std::fs::write(
         &path,
         format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\ncommit_window = \"100ms\"\nmax_buffered = \"{max_buffered}\"\n\
+            "[server]\nlisten = \"127.0.0.1:0\"\ncommit_window = \"{window}\"\nmax_buffered = \"{max_buffered}\"\nmax_body = \"8MiB\"\n\
              [server.tables.events]\ntable = {:?}\ncreate = true\n\
-             [server.kafka]\nlisten = \"127.0.0.1:0\"\nmax_request = \"64MiB\"\n\
+             [server.kafka]\nlisten = \"127.0.0.1:0\"\nmax_request = \"8MiB\"\n\
              [server.kafka.topics.events]\ntable = \"events\"\npartitions = {PARTITIONS}\n",
             table.display().to_string()
         ),
@@ -80,6 +86,15 @@ fn rss_mib(pid: u32, field: &str) -> f64 {
     kb / 1024.0
 }
 
+/// CPU seconds (user and system) a process has used.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
 fn stop(mut child: Child) {
     let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
     let _ = child.wait();
@@ -94,9 +109,16 @@ fn rows_in(bin: &Path, table: &Path) -> usize {
     out.stdout.iter().filter(|b| **b == b'\n').count()
 }
 
-/// 8 librdkafka producers send every record; (seconds until the last acknowledgement, sorted
-/// per-record latencies in seconds).
-async fn produce(brokers: &str, topic: &str, extra: &[(&str, &str)]) -> (f64, Vec<f64>) {
+/// A record sent, waiting for its acknowledgement.
+enum Pending {
+    Timed(tokio::task::JoinHandle<f64>),
+    Untimed(rdkafka::producer::DeliveryFuture),
+}
+
+/// 8 librdkafka producers send `each` records apiece, as fast as they can or at `rate` records
+/// per second each; (seconds until the last acknowledgement, sorted per-record latencies in
+/// seconds). Records `first..` of the benchmark's sequence, producer p taking its share.
+async fn produce(brokers: &str, topic: &str, first: usize, each: usize, rate: Option<f64>) -> (f64, Vec<f64>) {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for p in 0..PRODUCERS {
@@ -107,24 +129,34 @@ async fn produce(brokers: &str, topic: &str, extra: &[(&str, &str)]) -> (f64, Ve
             .set("compression.type", "lz4")
             .set("linger.ms", "5")
             .set("message.timeout.ms", "300000");
-        for (k, v) in extra {
-            cfg.set(*k, *v);
-        }
         let producer: FutureProducer = cfg.create().unwrap();
         let topic = topic.to_string();
         tasks.push(tokio::spawn(async move {
-            let mut pending = Vec::with_capacity(EACH);
-            for n in 0..EACH {
-                let i = p * EACH + n;
+            let mut pending = Vec::with_capacity(each);
+            let began = Instant::now();
+            for n in 0..each {
+                if let Some(rate) = rate {
+                    let due = began + Duration::from_secs_f64(n as f64 / rate);
+                    if due > Instant::now() {
+                        tokio::time::sleep_until(due.into()).await;
+                    }
+                }
+                let i = first + p * each + n;
                 let value = record(i);
                 let key = format!("user-{}", i % 100_000);
                 let sent = Instant::now();
                 loop {
                     match producer.send_result(FutureRecord::to(&topic).key(&key).payload(&value)) {
                         Ok(d) => {
-                            pending.push(async move {
-                                d.await.unwrap().unwrap();
-                                sent.elapsed().as_secs_f64()
+                            // Paced: a task per record, so that its acknowledgement is timed
+                            // when it arrives; flat out, the cheapest wait (no latencies).
+                            pending.push(if rate.is_some() {
+                                Pending::Timed(tokio::spawn(async move {
+                                    d.await.unwrap().unwrap();
+                                    sent.elapsed().as_secs_f64()
+                                }))
+                            } else {
+                                Pending::Untimed(d)
                             });
                             break;
                         }
@@ -132,10 +164,19 @@ async fn produce(brokers: &str, topic: &str, extra: &[(&str, &str)]) -> (f64, Ve
                     }
                 }
             }
-            futures::future::join_all(pending).await
+            let mut lat = Vec::new();
+            for p in pending {
+                match p {
+                    Pending::Timed(t) => lat.push(t.await.unwrap()),
+                    Pending::Untimed(d) => {
+                        d.await.unwrap().unwrap();
+                    }
+                }
+            }
+            lat
         }));
     }
-    let mut latencies = Vec::with_capacity(PRODUCERS * EACH);
+    let mut latencies = Vec::with_capacity(PRODUCERS * each);
     for t in tasks {
         latencies.extend(t.await.unwrap());
     }
@@ -228,42 +269,67 @@ fn main() {
     // Push over HTTP: the baseline.
     let pushed = root.join("pushed");
     let (server, http, _) = serve(&bin, &server_config(&root, "push", &pushed, "512MiB"));
+    let cpu = cpu_seconds(server.id());
     let (push_s, push_lat) = rt.block_on(push(&http));
+    let push_cpu = cpu_seconds(server.id()) - cpu;
     stop(server);
     assert_eq!(rows_in(&bin, &pushed), rows);
     let push_rate = rows as f64 / push_s;
     println!(
-        "push over HTTP (batches of {BATCH})          {push_s:>6.2} s  {push_rate:>9.0} rows/s  answer p50 {:.0} ms  p99 {:.0} ms",
+        "push over HTTP (batches of {BATCH})          {push_s:>6.2} s  {push_rate:>9.0} rows/s  answer p50 {:.0} ms  p99 {:.0} ms  server CPU {:.2} us/row",
         ms(percentile(&push_lat, 0.5)),
-        ms(percentile(&push_lat, 0.99))
+        ms(percentile(&push_lat, 0.99)),
+        push_cpu * 1e6 / rows as f64
     );
 
     // Kafka producers into the served topic.
     let produced = root.join("produced");
     let (server, _, kafka) = serve(&bin, &server_config(&root, "kafka", &produced, "512MiB"));
-    let (kafka_s, lat) = rt.block_on(produce(&kafka, "events", &[]));
+    let cpu = cpu_seconds(server.id());
+    let (kafka_s, _) = rt.block_on(produce(&kafka, "events", 0, EACH, None));
+    let kafka_cpu = cpu_seconds(server.id()) - cpu;
     let rss = rss_mib(server.id(), "VmHWM:");
     let kafka_rate = rows as f64 / kafka_s;
     println!(
-        "librdkafka producers into deltabus         {kafka_s:>6.2} s  {kafka_rate:>9.0} rows/s  ({:.2}x push)  acked p50 {:.0} ms  p99 {:.0} ms  peak RSS {rss:.0} MiB",
+        "librdkafka producers into deltabus         {kafka_s:>6.2} s  {kafka_rate:>9.0} rows/s  ({:.2}x push)  server CPU {:.2} us/row ({:.2}x push)  peak RSS {rss:.0} MiB",
         kafka_rate / push_rate,
+        kafka_cpu * 1e6 / rows as f64,
+        kafka_cpu / push_cpu,
+    );
+    // Latency below saturation: 8 producers at 5,000 records/s each for 5 s, at this window
+    // and (on a table of its own) at 20 ms.
+    let (_, lat) = rt.block_on(produce(&kafka, "events", rows, 25_000, Some(5_000.0)));
+    println!(
+        "  paced at 40,000 records/s, 100 ms window              acked p50 {:.0} ms  p99 {:.0} ms",
         ms(percentile(&lat, 0.5)),
         ms(percentile(&lat, 0.99)),
     );
+    {
+        let paced = root.join("paced");
+        let (server, _, kafka) = serve(&bin, &windowed_config(&root, "paced", &paced, "512MiB", "20ms"));
+        let (_, lat) = rt.block_on(produce(&kafka, "events", 0, 25_000, Some(5_000.0)));
+        stop(server);
+        println!(
+            "  paced at 40,000 records/s,  20 ms window              acked p50 {:.0} ms  p99 {:.0} ms",
+            ms(percentile(&lat, 0.5)),
+            ms(percentile(&lat, 0.99)),
+        );
+    }
     // The change feed by Fetch, against `deltabus changes` to stdout.
     let (fetch_s, fetched) = consume_all(&kafka, "events");
     stop(server);
-    assert_eq!(fetched, rows, "the feed holds every row once");
-    assert_eq!(rows_in(&bin, &produced), rows, "every record once");
+    let all = rows + PRODUCERS * 25_000;
+    assert_eq!(fetched, all, "the feed holds every row once");
+    assert_eq!(rows_in(&bin, &produced), all, "every record once");
     let started = Instant::now();
     let out = Command::new(&bin).arg("changes").arg(&produced).stdout(Stdio::piped()).output().unwrap();
     let changes_s = started.elapsed().as_secs_f64();
-    assert_eq!(out.stdout.iter().filter(|b| **b == b'\n').count(), rows);
+    assert_eq!(out.stdout.iter().filter(|b| **b == b'\n').count(), all);
     println!(
         "fetch: librdkafka consumer reads the feed   {fetch_s:>6.2} s  {:>9.0} rows/s  ({:.2}x `deltabus changes` to stdout: {changes_s:.2} s, {:.0} rows/s)",
-        rows as f64 / fetch_s,
+        all as f64 / fetch_s,
         changes_s / fetch_s,
-        rows as f64 / changes_s
+        all as f64 / changes_s
     );
 
     // A broker plus `deltabus ingest`.
@@ -286,16 +352,15 @@ fn main() {
             .spawn()
             .unwrap();
         let started = Instant::now();
-        let (broker_s, lat) = rt.block_on(produce(&brokers, &topic, &[]));
+        let (broker_s, _) = rt.block_on(produce(&brokers, &topic, 0, EACH, None));
         while rows_in(&bin, &ingested) < rows {
             std::thread::sleep(Duration::from_millis(200));
         }
         let landed_s = started.elapsed().as_secs_f64();
         stop(ingest);
         println!(
-            "librdkafka producers into the broker       {broker_s:>6.2} s  acked p50 {:.0} ms  p99 {:.0} ms; with `deltabus ingest` every row in the table after {landed_s:.2} s = {:>9.0} rows/s (deltabus direct: {:.2}x)",
-            ms(percentile(&lat, 0.5)),
-            ms(percentile(&lat, 0.99)),
+            "librdkafka producers into the broker       {broker_s:>6.2} s  {:>9.0} rows/s acknowledged; with `deltabus ingest` every row in the table after {landed_s:.2} s = {:>9.0} rows/s (deltabus direct: {:.2}x)",
+            rows as f64 / broker_s,
             rows as f64 / landed_s,
             landed_s / kafka_s
         );

@@ -684,3 +684,70 @@ fn not_json(pid: i64, epoch: i16, base: i32) -> bytes::Bytes {
     .unwrap();
     buf.freeze()
 }
+
+/// Commits larger than what a consumer asks for per fetch are read in parts (offsets name
+/// rows), the response stays within the consumer's limits however many partitions it reads,
+/// and every partition reaches its end: every row once, offsets increasing.
+#[tokio::test(flavor = "multi_thread")]
+async fn large_commits_are_fetched_within_the_consumers_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    // Two commits of 12,000 rows of ~200 bytes each: about 2.5 MB of change records per commit.
+    for c in 0..2 {
+        let body: String = (0..12_000)
+            .map(|n| format!("{{\"id\":{},\"pad\":\"{}\"}}\n", c * 100_000 + n, "ü".repeat(80)))
+            .collect();
+        crate::support::tables::write_lines(&events, &body);
+    }
+    let (kafka, _http, _stop, _) = start(config(&events, 4), &[]).await;
+    let rows = tokio::task::spawn_blocking(move || {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        use rdkafka::{Message, Offset, TopicPartitionList};
+        let _guard = crate::support::native_clients_lock();
+        let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &kafka)
+            .set("group.id", "large")
+            .set("enable.auto.commit", "false")
+            .set("enable.partition.eof", "true")
+            // A response larger than this is an error in librdkafka.
+            .set("fetch.max.bytes", "300000")
+            .set("message.max.bytes", "200000")
+            .set("receive.message.max.bytes", "400000")
+            .set("max.partition.fetch.bytes", "100000")
+            .create()
+            .unwrap();
+        let mut list = TopicPartitionList::new();
+        for p in 0..4 {
+            list.add_partition_offset("events", p, Offset::Beginning).unwrap();
+        }
+        consumer.assign(&list).unwrap();
+        let (mut rows, mut ended) = (Vec::new(), BTreeSet::new());
+        let mut last: BTreeMap<i32, i64> = BTreeMap::new();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while ended.len() < 4 {
+            assert!(Instant::now() < deadline, "the end of the feed was never reached: {} rows", rows.len());
+            match consumer.poll(Duration::from_millis(500)) {
+                Some(Ok(m)) => {
+                    let (p, o) = (m.partition(), m.offset());
+                    assert!(last.get(&p).is_none_or(|prev| o > *prev), "partition {p}: offsets went back to {o}");
+                    last.insert(p, o);
+                    ended.remove(&p);
+                    let v: Value = serde_json::from_slice(m.payload().unwrap()).unwrap();
+                    rows.push(v["id"].as_i64().unwrap());
+                }
+                Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) => {
+                    ended.insert(p);
+                }
+                Some(Err(e)) => panic!("{e}"),
+                None => {}
+            }
+        }
+        rows
+    })
+    .await
+    .unwrap();
+    let mut rows = rows;
+    rows.sort_unstable();
+    let expected: Vec<i64> = (0..2).flat_map(|c| (0..12_000).map(move |n| c * 100_000 + n)).collect();
+    assert_eq!(rows, expected, "every row once");
+}

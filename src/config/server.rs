@@ -201,6 +201,12 @@ impl ServerConfig {
             tables.insert(name.clone(), ResolvedTable { name: name.clone(), settings: t.clone(), schema, tokens: own });
         }
         let kafka = self.kafka.as_ref().map(|k| k.resolve(&self.tables, lookup)).transpose()?;
+        if let Some(k) = &kafka {
+            if (k.max_request as u64).saturating_mul(HOLD_FACTOR) > max_buffered {
+                let why = format!("must hold at least one Kafka request: {HOLD_FACTOR} times server.kafka.max_request");
+                return Err(bad("max_buffered", why));
+            }
+        }
         Ok(ResolvedServer {
             kafka,
             listen,

@@ -3,6 +3,8 @@
 //! Contract:
 //! - A frame is a 4-byte big-endian size and that many bytes; a size below 8 or above
 //!   `server.kafka.max_request` closes the connection (the bytes are not read).
+//! - A frame is read once `server.max_buffered` has room for its bytes, which it holds until
+//!   its request is answered (no room: the connection is not read).
 //! - Requests are handled concurrently (a client keeps several produce requests in flight),
 //!   at most [`MAX_IN_FLIGHT`] at once (past it the connection is not read: back-pressure), and
 //!   answered in the order they arrived, as the protocol requires.
@@ -22,7 +24,7 @@ use futures::stream::{FuturesOrdered, StreamExt};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 
 use super::apis;
 use super::Shared;
@@ -91,10 +93,11 @@ where
 {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let max = shared.config.max_request;
-    let (tx, mut frames) = mpsc::channel::<Result<Bytes, String>>(2);
+    let (tx, mut frames) = mpsc::channel::<Result<(Bytes, OwnedSemaphorePermit), String>>(2);
+    let budget = shared.state.buffered.clone();
     let reader = tokio::spawn(async move {
         loop {
-            let frame = read_frame(&mut rd, max).await;
+            let frame = read_frame(&mut rd, max, &budget).await;
             let last = !matches!(frame, Ok(Some(_)));
             let sent = match frame {
                 Ok(Some(f)) => tx.send(Ok(f)).await,
@@ -132,9 +135,14 @@ where
                 }
             }
             frame = frames.recv(), if !closing && pending.len() < MAX_IN_FLIGHT => match frame {
-                Some(Ok(bytes)) => match take(&shared, &mut session, bytes) {
+                // The frame's room in the buffer budget is held until its request is answered.
+                Some(Ok((bytes, room))) => match take(&shared, &mut session, bytes) {
                     Step::Now(reply) => pending.push_back(Box::pin(async move { reply })),
-                    Step::Later(fut) => pending.push_back(fut),
+                    Step::Later(fut) => pending.push_back(Box::pin(async move {
+                        let reply = fut.await;
+                        drop(room);
+                        reply
+                    })),
                     Step::Close(why) => {
                         tracing::info!(%peer, reason = %why, "kafka.connection_closed");
                         shared.state.metrics.kafka().refused("bad_request");
@@ -156,8 +164,14 @@ where
     shared.state.metrics.kafka().connections.dec();
 }
 
-/// Reads one frame; `None` at a clean end of stream.
-async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R, max: usize) -> Result<Option<Bytes>, String> {
+/// Reads one frame, once the budget (`server.max_buffered`) has room for it: while it has none,
+/// the connection is not read, and the client's own limits hold its requests back. `None` at a
+/// clean end of stream.
+async fn read_frame<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    max: usize,
+    budget: &Arc<tokio::sync::Semaphore>,
+) -> Result<Option<(Bytes, OwnedSemaphorePermit)>, String> {
     let mut size = [0u8; 4];
     match rd.read_exact(&mut size).await {
         Ok(_) => {}
@@ -172,9 +186,11 @@ async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R, max: usize) -> Result<Opti
     if len > max {
         return Err(format!("a request of {len} bytes is over server.kafka.max_request ({max})"));
     }
+    let permits = u32::try_from(len).unwrap_or(u32::MAX);
+    let room = budget.clone().acquire_many_owned(permits).await.map_err(|_| "the server is stopping".to_string())?;
     let mut buf = BytesMut::zeroed(len);
     rd.read_exact(&mut buf).await.map_err(|e| format!("reading a frame of {len} bytes: {e}"))?;
-    Ok(Some(buf.freeze()))
+    Ok(Some((buf.freeze(), room)))
 }
 
 /// Decodes a request's header and hands it to its API.

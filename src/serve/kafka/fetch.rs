@@ -1,11 +1,14 @@
 //! Fetch and ListOffsets over topics' change feeds ([`super::feed`]).
 //!
 //! Contract:
-//! - Fetch answers each partition from its offset with whole commits' records (one record
-//!   batch per commit), up to the partition's `partition_max_bytes` and the request's
-//!   `max_bytes` (the first batch always, so a large commit still moves), reading at most
-//!   [`MAX_COMMITS_PER_FETCH`] commits. With nothing to answer it waits up to `max_wait_ms`
-//!   for new commits.
+//! - Fetch answers each partition from its offset with its commits' records, in record batches
+//!   of at most [`BATCH_BYTES`] (a fetch may end inside a commit: offsets name rows), up to
+//!   the partition's `partition_max_bytes` and what is left of the request's `max_bytes`;
+//!   only the first partition with records may exceed them, by one batch, so a consumer
+//!   always moves on. It reads at most [`MAX_COMMITS_PER_FETCH`] commits. A commit's last
+//!   batch spans to the commit's end, and commits without rows in the partition are covered
+//!   by an empty batch, so a consumer's position reaches the high watermark. With nothing to
+//!   answer it waits up to `max_wait_ms` for new commits.
 //! - An offset past the end, or before the first version the log still holds:
 //!   OFFSET_OUT_OF_RANGE (the consumer's `auto.offset.reset` decides). Unknown topics and
 //!   partitions: UNKNOWN_TOPIC_OR_PARTITION. A topic whose table does not exist yet is an
@@ -61,12 +64,14 @@ async fn fetch(shared: &Shared, request_version: i16, request: FetchRequest) -> 
     let mut budget = usize::try_from(request.max_bytes).unwrap_or(0).max(1);
     loop {
         let mut any = false;
+        // Only the first partition with records may exceed the limits (one batch).
+        let mut may_exceed = true;
         let mut responses = Vec::with_capacity(request.topics.len());
         for topic in &request.topics {
             let name = topic.topic.0.to_string();
             let mut partitions = Vec::with_capacity(topic.partitions.len());
             for p in &topic.partitions {
-                let limit = usize::try_from(p.partition_max_bytes).unwrap_or(0).min(budget).max(1);
+                let room = Room { limit: usize::try_from(p.partition_max_bytes).unwrap_or(0).min(budget), may_exceed };
                 let data = match shared.feeds.get(&name) {
                     None => partition_error(p.partition, ResponseError::UnknownTopicOrPartition),
                     Some(_) if u32::try_from(p.partition).map_or(true, |i| i >= feed_partitions(shared, &name)) => {
@@ -74,12 +79,13 @@ async fn fetch(shared: &Shared, request_version: i16, request: FetchRequest) -> 
                     }
                     Some(feed) => {
                         let metrics = shared.state.metrics.kafka();
-                        read(feed, &name, p.partition, p.fetch_offset, limit, request_version, metrics).await
+                        read(feed, &name, p.partition, p.fetch_offset, room, request_version, metrics).await
                     }
                 };
                 let got = data.records.as_ref().map_or(0, Bytes::len);
                 any |= got > 0 || data.error_code != 0;
-                budget = budget.saturating_sub(got).max(1);
+                may_exceed &= got == 0;
+                budget = budget.saturating_sub(got);
                 partitions.push(data);
             }
             responses.push(FetchableTopicResponse::default().with_topic(topic.topic.clone()).with_partitions(partitions));
@@ -98,13 +104,22 @@ fn feed_partitions(shared: &Shared, topic: &str) -> u32 {
     shared.config.topics.get(topic).map_or(0, |t| t.partitions)
 }
 
-/// One partition's answer from `offset`, at most `limit` bytes past its first batch.
+/// What a partition's answer may hold: `limit` bytes, and its first batch more when
+/// `may_exceed` (in the first partition of a fetch with records, so a consumer always moves on,
+/// as a broker answers).
+#[derive(Debug, Clone, Copy)]
+struct Room {
+    limit: usize,
+    may_exceed: bool,
+}
+
+/// One partition's answer from `offset`, within `room`.
 async fn read(
     feed: &Feed,
     topic: &str,
     partition: i32,
     offset: i64,
-    limit: usize,
+    Room { limit, may_exceed }: Room,
     version: i16,
     metrics: &crate::metrics::kafka::KafkaMetrics,
 ) -> PartitionData {
@@ -143,7 +158,7 @@ async fn read(
     // Offsets read with nothing to answer in this partition, not yet covered by a batch.
     let mut gap: Option<(i64, i64)> = None;
     let mut answered = 0;
-    while version <= stop {
+    'versions: while version <= stop {
         let commit = match feed.commit(version).await {
             Ok(Some(c)) => c,
             Ok(None) => break,
@@ -157,13 +172,22 @@ async fn read(
             }
         };
         let rows = commit.partitions.get(index).map_or(&[][..], Vec::as_slice);
-        let from = usize::try_from(row).unwrap_or(usize::MAX).min(rows.len());
-        let first = offset_of(version, from as u64);
-        let last = offset_of(version + 1, 0) - 1;
+        let mut from = usize::try_from(row).unwrap_or(usize::MAX).min(rows.len());
         if from == rows.len() {
-            gap = Some((gap.map_or(first, |(g, _)| g), commit.timestamp_ms));
-        } else {
-            let records: Vec<Record> = rows[from..]
+            gap = Some((gap.map_or(offset_of(version, from as u64), |(g, _)| g), commit.timestamp_ms));
+        }
+        // The commit's rows from `from`, in batches of at most BATCH_BYTES (or what is left of
+        // the limit); the last one spans to the end of the commit.
+        while from < rows.len() {
+            let oversize = out.is_empty() && gap.is_none() && may_exceed;
+            let room = if oversize { limit.max(1) } else { limit.saturating_sub(out.len()) }.min(BATCH_BYTES);
+            let mut to = from;
+            let mut size = 0;
+            while to < rows.len() && (to == from || size + record_bytes(&rows[to]) <= room) {
+                size += record_bytes(&rows[to]);
+                to += 1;
+            }
+            let records: Vec<Record> = rows[from..to]
                 .iter()
                 .enumerate()
                 .map(|(i, r)| record(offset_of(version, (from + i) as u64), i, commit.timestamp_ms, r))
@@ -172,19 +196,23 @@ async fn read(
             let options = RecordEncodeOptions { version: 2, compression: Compression::None };
             if let Err(e) = RecordBatchEncoder::encode(&mut batch, &records, &options) {
                 tracing::error!(topic, version, error = %e, "kafka.fetch_not_encoded");
-                break;
+                break 'versions;
             }
-            if !out.is_empty() && out.len() + batch.len() > limit {
-                break;
+            let gap_bytes = if gap.is_some() { EMPTY_BATCH_BYTES } else { 0 };
+            if !oversize && out.len() + gap_bytes + batch.len() > limit {
+                break 'versions;
             }
             if let Some((g, ts)) = gap.take() {
-                out.extend_from_slice(&empty_batch(g, first - 1, ts));
+                out.extend_from_slice(&empty_batch(g, offset_of(version, from as u64) - 1, ts));
             }
-            span_to(&mut batch, last);
+            if to == rows.len() {
+                span_to(&mut batch, offset_of(version + 1, 0) - 1);
+            }
             out.extend_from_slice(&batch);
             answered += records.len() as u64;
+            from = to;
             if out.len() >= limit {
-                break;
+                break 'versions;
             }
         }
         version += 1;
@@ -193,10 +221,23 @@ async fn read(
     // Commits read with no rows here still move the consumer on (to the end of the feed when
     // they were the last), as the empty batches compaction leaves in a Kafka log do.
     if let Some((g, ts)) = gap {
-        out.extend_from_slice(&empty_batch(g, offset_of(version, 0) - 1, ts));
+        if out.len() + EMPTY_BATCH_BYTES <= limit || (out.is_empty() && may_exceed) {
+            out.extend_from_slice(&empty_batch(g, offset_of(version, 0) - 1, ts));
+        }
     }
     metrics.fetched(topic, answered, (latest + 1).saturating_sub(version));
     answer.with_records(Some(out.freeze()))
+}
+
+/// Record bytes in a fetched batch: at most this much per batch, so that consumers can take a
+/// large commit in parts (offsets name rows, so a fetch may stop inside a commit).
+const BATCH_BYTES: usize = 1 << 20;
+/// The size of a record batch without records.
+const EMPTY_BATCH_BYTES: usize = 61;
+
+/// About what a record takes in a batch.
+fn record_bytes(r: &super::feed::FeedRecord) -> usize {
+    r.value.len() + r.key.as_ref().map_or(0, Bytes::len) + r.change_type.len() + 32
 }
 
 /// Byte positions in a record batch v2 header.
@@ -294,4 +335,47 @@ async fn list_offsets(shared: &Shared, request: ListOffsetsRequest) -> ListOffse
         topics.push(ListOffsetsTopicResponse::default().with_name(topic.name).with_partitions(partitions));
     }
     ListOffsetsResponse::default().with_topics(topics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::records::RecordBatchDecoder;
+
+    fn last_offset(batch: &[u8]) -> i64 {
+        let base = i64::from_be_bytes(batch[..8].try_into().unwrap());
+        base + i64::from(i32::from_be_bytes(batch[LAST_OFFSET_DELTA_AT..LAST_OFFSET_DELTA_AT + 4].try_into().unwrap()))
+    }
+
+    #[test]
+    fn batches_span_to_their_commits_end_and_empty_ones_cover_gaps() {
+        let feed_record = |v: &str| super::super::feed::FeedRecord {
+            key: None,
+            value: Bytes::copy_from_slice(v.as_bytes()),
+            change_type: "insert",
+        };
+        let rows = [feed_record("{\"a\":1}"), feed_record("{\"a\":2}")];
+        let records: Vec<Record> =
+            rows.iter().enumerate().map(|(i, r)| record(offset_of(3, 5 + i as u64), i, 7, r)).collect();
+        let mut batch = BytesMut::new();
+        let options = RecordEncodeOptions { version: 2, compression: Compression::None };
+        RecordBatchEncoder::encode(&mut batch, &records, &options).unwrap();
+        assert_eq!(RecordBatchDecoder::decode_batch_info(&mut batch.clone().freeze()).unwrap().len(), 1, "one batch");
+        span_to(&mut batch, offset_of(4, 0) - 1);
+        assert_eq!(last_offset(&batch), offset_of(4, 0) - 1);
+        // The CRC still holds, the records and their offsets are unchanged, base sequence -1.
+        let mut bytes = batch.freeze();
+        let info = RecordBatchDecoder::decode_batch_info(&mut bytes.clone()).unwrap();
+        assert_eq!((info[0].min_offset, info[0].record_count, info[0].base_sequence), (offset_of(3, 5), 2, -1));
+        let set = RecordBatchDecoder::decode(&mut bytes).unwrap();
+        let offsets: Vec<i64> = set.records.iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, vec![offset_of(3, 5), offset_of(3, 6)]);
+        let empty = empty_batch(offset_of(4, 0), offset_of(9, 0) - 1, 7);
+        assert_eq!(empty.len(), EMPTY_BATCH_BYTES);
+        assert_eq!(last_offset(&empty), offset_of(9, 0) - 1);
+        let mut bytes = empty.freeze();
+        let info = RecordBatchDecoder::decode_batch_info(&mut bytes.clone()).unwrap();
+        assert_eq!((info[0].min_offset, info[0].record_count), (offset_of(4, 0), 0));
+        assert!(RecordBatchDecoder::decode(&mut bytes).unwrap().records.is_empty(), "a valid batch, CRC included");
+    }
 }

@@ -6,8 +6,9 @@
 //! - `acks=-1` (all) and `acks=1` are both answered after the commit landed (a table has no
 //!   replicas to wait for); `acks=0` is not answered, and a batch the server loses before its
 //!   commit is lost (at most once).
-//! - A partition's records hold `HOLD_FACTOR` times their inflated bytes of
-//!   `server.max_buffered` from decoding until the answer; a request that cannot get that room within its `timeout_ms`
+//! - A request's frame holds its bytes of `server.max_buffered` from when it is read, and a
+//!   partition's records `HOLD_FACTOR - 1` times their inflated bytes more from decoding until
+//!   the answer; a request that cannot get that room within its `timeout_ms`
 //!   gets REQUEST_TIMED_OUT (the client retries the same sequences), one larger than the whole
 //!   budget MESSAGE_TOO_LARGE.
 //! - Outcomes: committed → NONE with the commit's feed position as base offset; already in
@@ -201,7 +202,8 @@ async fn hand_over(shared: &Arc<Shared>, name: &str, data: PartitionProduceData,
         .flat_map(|b| &b.records)
         .map(|r| (r.key.as_ref().map_or(0, bytes::Bytes::len) + r.value.as_ref().map_or(0, bytes::Bytes::len)) as u64)
         .sum();
-    let hold = inflated.max(bytes.len() as u64).saturating_mul(crate::config::server::HOLD_FACTOR).max(1);
+    // The frame holds its own bytes already (`conn`).
+    let hold = inflated.max(bytes.len() as u64).saturating_mul(crate::config::server::HOLD_FACTOR - 1).max(1);
     if hold > shared.state.config.max_buffered {
         let why = format!("{inflated} bytes of records are over what server.max_buffered can hold");
         return Err(fail(ResponseError::MessageTooLarge, why));
