@@ -694,9 +694,8 @@ async fn large_commits_are_fetched_within_the_consumers_limits() {
     let events = dir.path().join("events").to_string_lossy().into_owned();
     // Two commits of 12,000 rows of ~200 bytes each: about 2.5 MB of change records per commit.
     for c in 0..2 {
-        let body: String = (0..12_000)
-            .map(|n| format!("{{\"id\":{},\"pad\":\"{}\"}}\n", c * 100_000 + n, "ü".repeat(80)))
-            .collect();
+        let body: String =
+            (0..12_000).map(|n| format!("{{\"id\":{},\"pad\":\"{}\"}}\n", c * 100_000 + n, "ü".repeat(80))).collect();
         crate::support::tables::write_lines(&events, &body);
     }
     let (kafka, _http, _stop, _) = start(config(&events, 4), &[]).await;
