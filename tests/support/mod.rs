@@ -126,14 +126,19 @@ pub fn kernel_oracle() -> Option<PathBuf> {
     required(path.exists(), &missing, "scripts/setup.sh builds it").then_some(path)
 }
 
-/// Runs a Python snippet (the `deltalake` reference package) and returns its output. The
-/// reference process occasionally aborts inside its native code under load ("terminate
-/// called without an active exception", or death by a signal): such crashes are retried up
-/// to five times with a growing pause; any other failure is returned as is for the caller to
-/// report.
+/// Runs a Python snippet (the `deltalake` reference package) and returns its output. Arrow's
+/// C++ thread pools can abort the interpreter's shutdown after the work is done ("terminate
+/// called without an active exception", apache/arrow#34314, delta-rs#2184), so a snippet that
+/// ran to its end flushes its output and leaves at once (`os._exit(0)`), skipping the
+/// destructors; an exception still exits non-zero with its traceback. Crashes before that
+/// point (death by a signal) are retried up to five times with a growing pause; any other
+/// failure is returned as is for the caller to report.
 pub fn run_python(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> Output {
     use std::os::unix::process::ExitStatusExt;
     let _guard = native_clients_lock();
+    let script =
+        format!("{script}\nimport os as _os, sys as _sys\n_sys.stdout.flush()\n_sys.stderr.flush()\n_os._exit(0)\n");
+    let script = script.as_str();
     let mut last = None;
     for attempt in 0..5u64 {
         if attempt > 0 {
