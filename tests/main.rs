@@ -24,6 +24,7 @@ mod ingest;
 mod ingest_process;
 mod kafka;
 mod kafka_front;
+mod kafka_keyed;
 mod key_index;
 mod key_index_chaos;
 mod layout;

@@ -177,6 +177,11 @@ impl KafkaListenerConfig {
                 let why = format!("{:?} is not a table of [server.tables]", topic.table);
                 return Err(bad(&format!("topics.{name}.table"), why));
             }
+            if topic.format == TopicFormat::Bytes && !tables[&topic.table].key_columns.is_empty() {
+                let why =
+                    format!("a bytes topic cannot write the keyed table {:?} (its key column is binary)", topic.table);
+                return Err(bad(&format!("topics.{name}.format"), why));
+            }
             if topic.partitions == 0 || topic.partitions > 10_000 {
                 return Err(bad(&format!("topics.{name}.partitions"), "must be 1 to 10000".into()));
             }

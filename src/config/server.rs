@@ -89,6 +89,9 @@ pub struct ServerTable {
     pub evolve_schema: bool,
     /// A Delta table for the bad lines of requests that ask for it (`?bad_lines=dead_letter`).
     pub dead_letters: Option<String>,
+    /// Key columns (strings or integers): rows upsert by key instead of appending, as keyed
+    /// pipelines do, and Kafka tombstones (a null value) delete their record key's row.
+    pub key_columns: Vec<String>,
     /// Tokens that open this table only (`env:` / `file:` entries).
     pub tokens: Vec<String>,
 }
@@ -197,6 +200,17 @@ impl ServerConfig {
                 ),
                 None => None,
             };
+            let mut seen = std::collections::BTreeSet::new();
+            for k in &t.key_columns {
+                if k.trim().is_empty() || !seen.insert(k) {
+                    return Err(bad(&format!("tables.{name}.key_columns"), format!("{k:?}: empty or repeated")));
+                }
+                if let Some(s) = &schema {
+                    if s.field(k).is_none() {
+                        return Err(bad(&format!("tables.{name}.key_columns"), format!("{k:?} is not in the schema")));
+                    }
+                }
+            }
             let own = read_secrets(&format!("tables.{name}.tokens"), &t.tokens, lookup)?;
             tables.insert(name.clone(), ResolvedTable { name: name.clone(), settings: t.clone(), schema, tokens: own });
         }

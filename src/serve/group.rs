@@ -49,7 +49,19 @@ pub(crate) struct Pending {
     pub bad_lines: Vec<DeadLetter>,
     /// Body bytes (the group's size bound counts them).
     pub bytes: u64,
+    /// On a keyed table: where each row stood among the request's records, and the keys its
+    /// records delete (`None`: its rows in order, nothing deleted).
+    pub keyed: Option<KeyedChanges>,
     pub reply: oneshot::Sender<Outcome>,
+}
+
+/// A request's changes to a keyed table beside its rows: the place of each row among the
+/// request's records (in row order), and the keys deleted with the place of their records.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct KeyedChanges {
+    pub row_records: Vec<u32>,
+    pub deletes: Vec<(u32, String)>,
 }
 
 /// What a request's commit came to.
@@ -242,15 +254,19 @@ impl GroupCommitter {
     async fn write(
         &self,
         snapshot: Option<&Snapshot>,
-        plan: Rows,
+        mut plan: Rows,
         taken: &[&Pending],
     ) -> Result<(Transaction, Vec<String>)> {
         if let Some(dl) = &self.dead_letters {
             super::dead_letters::write(dl, &self.settings.name, taken).await?;
         }
-        let Some(write_snapshot) = plan.changed.as_ref().or(snapshot) else {
+        let changed = plan.changed.take();
+        let Some(write_snapshot) = changed.as_ref().or(snapshot) else {
             return Err(Error::Internal("a commit to a table that does not exist plans its creation".into()));
         };
+        if !self.settings.settings.key_columns.is_empty() {
+            return self.write_keyed(write_snapshot, plan, taken).await;
+        }
         let adds = DataWriter::new(&self.table, write_snapshot, WriterConfig::for_snapshot(write_snapshot))?
             .write_all(&plan.rows)
             .await?;
@@ -275,6 +291,62 @@ impl GroupCommitter {
             .with_metric("numOutputBytes", bytes)
             .with_metric("numRequests", taken.len())
             .with_metric("numProducers", producers.len());
+        crate::failpoint::hit("push.files_written");
+        Ok((txn, files))
+    }
+}
+
+impl GroupCommitter {
+    /// A keyed table's group as one `MERGE`: every request's rows and deletes in the order its
+    /// producer sent them (a request's records in their order, a producer's requests by
+    /// sequence), the last change per key winning, as a keyed pipeline's flush.
+    async fn write_keyed(
+        &self,
+        write_snapshot: &Snapshot,
+        plan: Rows,
+        taken: &[&Pending],
+    ) -> Result<(Transaction, Vec<String>)> {
+        let keys = &self.settings.settings.key_columns;
+        // Requests in the order their changes apply: a producer's by sequence, others as they
+        // came (the order between producers is theirs to keep by key).
+        let mut order: Vec<usize> = (0..taken.len()).collect();
+        order.sort_by_key(|&i| taken[i].producer.as_ref().map(|s| (s.key.clone(), s.first)));
+        let mut rank = vec![0i64; taken.len()];
+        for (r, i) in order.into_iter().enumerate() {
+            rank[i] = r as i64;
+        }
+        let mut part = crate::write::batch::PartitionBatch { batches: plan.rows, ..Default::default() };
+        for (i, p) in taken.iter().enumerate() {
+            let base = rank[i] << 32;
+            match &p.keyed {
+                Some(k) => {
+                    part.row_offsets.extend(k.row_records.iter().map(|j| base | i64::from(*j)));
+                    part.deletes.extend(k.deletes.iter().map(|(j, key)| (base | i64::from(*j), key.clone())));
+                }
+                None => {
+                    let n: usize = p.rows.iter().map(RecordBatch::num_rows).sum();
+                    part.row_offsets.extend((0..n).map(|j| base | j as i64));
+                }
+            }
+        }
+        part.rows = (part.row_offsets.len() + part.deletes.len()) as u64;
+        let changes = part.rows;
+        let parts = std::collections::BTreeMap::from([(0, part)]);
+        let config = WriterConfig::for_snapshot(write_snapshot);
+        let planned = crate::write::upsert::plan(
+            &self.table,
+            write_snapshot,
+            keys,
+            &parts,
+            config,
+            crate::config::DEFAULT_INDEX_MEMORY.get(),
+        )
+        .await?;
+        let (mut txn, files) = crate::write::upsert::merge_transaction(planned, keys, &self.settings.name, changes);
+        let mut actions = plan.schema_actions;
+        actions.append(&mut txn.actions);
+        txn.actions = actions;
+        let txn = txn.with_parameter("source", "http").with_metric("numRequests", taken.len());
         crate::failpoint::hit("push.files_written");
         Ok((txn, files))
     }

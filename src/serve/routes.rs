@@ -308,6 +308,7 @@ async fn records(
         schema: rows.schema,
         bad_lines: rows.bad,
         bytes: body_bytes,
+        keyed: None,
         reply,
     };
     if table.commits.send(pending).is_err() {

@@ -34,7 +34,7 @@ use super::records::{self, Batch};
 use super::Shared;
 use crate::config::kafka::{BadRecords, KafkaTopic};
 use crate::serve::body::{BadLines, Refusal, Rows};
-use crate::serve::group::{Outcome, Pending};
+use crate::serve::group::{KeyedChanges, Outcome, Pending};
 use crate::serve::routes::TableHandle;
 
 /// Rows per commit version in a feed position (`version << ROW_BITS | row`).
@@ -216,7 +216,7 @@ async fn hand_over(shared: &Arc<Shared>, name: &str, data: PartitionProduceData,
     };
     let mut handed = Vec::with_capacity(batches.len());
     for batch in batches {
-        let rows = decode(shared, handle, topic, &batch).await?;
+        let (rows, keyed) = decode(shared, handle, topic, &batch).await?;
         let letters = bad_records(topic, name, data.index, &batch, rows.bad.clone())?;
         let (reply, answer) = oneshot::channel();
         let count = rows.count;
@@ -226,6 +226,7 @@ async fn hand_over(shared: &Arc<Shared>, name: &str, data: PartitionProduceData,
             schema: rows.schema,
             bad_lines: letters,
             bytes: batch.bytes,
+            keyed,
             reply,
         };
         if handle.commits.send(pending).is_err() {
@@ -238,7 +239,12 @@ async fn hand_over(shared: &Arc<Shared>, name: &str, data: PartitionProduceData,
 
 /// Decodes on the decoding threads against the table as last seen, and again against the
 /// table as it is when that refuses the records (another writer may have added a column).
-async fn decode(shared: &Shared, handle: &TableHandle, topic: &KafkaTopic, batch: &Batch) -> Result<Rows, Failure> {
+async fn decode(
+    shared: &Shared,
+    handle: &TableHandle,
+    topic: &KafkaTopic,
+    batch: &Batch,
+) -> Result<(Rows, Option<KeyedChanges>), Failure> {
     let bad = match topic.bad_records {
         BadRecords::Refuse | BadRecords::DeadLetter => BadLines::DeadLetter,
     };

@@ -26,7 +26,9 @@ use crate::config::server::ResolvedTable;
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema_strict;
 use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
+use crate::decode::keyed::key_of_kafka_key;
 use crate::serve::body::{json_records, BadLines, Refusal, Rows};
+use crate::serve::group::KeyedChanges;
 use crate::serve::sequence::Sequenced;
 
 /// Records one batch may claim.
@@ -96,7 +98,8 @@ pub(crate) fn batches(topic: &str, partition: i32, records: &Bytes, limit: usize
     Ok(out)
 }
 
-/// The rows of a batch for its topic's format.
+/// The rows of a batch for its topic's format; on a keyed table also where each row stood
+/// among the batch's records and the keys its tombstones delete.
 ///
 /// # Errors
 /// A [`Refusal`] naming the record (JSON) or why the table cannot take bytes.
@@ -107,15 +110,77 @@ pub(crate) fn rows(
     table: &ResolvedTable,
     current: Option<&StructType>,
     bad: BadLines,
-) -> Result<Rows, Refusal> {
+) -> Result<(Rows, Option<KeyedChanges>), Refusal> {
+    let keys = &table.settings.key_columns;
     match format {
-        TopicFormat::Json => {
+        TopicFormat::Json if keys.is_empty() => {
             let values: Vec<(usize, &[u8])> =
                 batch.records.iter().enumerate().map(|(i, r)| (i, r.value.as_deref().unwrap_or(b"null"))).collect();
-            json_records(&values, table, current, bad)
+            Ok((json_records(&values, table, current, bad)?, None))
         }
-        TopicFormat::Bytes => bytes_rows(batch, table, current),
+        TopicFormat::Json => keyed_json(batch, table, current, bad, keys),
+        TopicFormat::Bytes => Ok((bytes_rows(batch, table, current)?, None)),
     }
+}
+
+/// A keyed table's batch: records with a value upsert their row; a tombstone (null value)
+/// deletes the row of its record key (a JSON object with the key columns, or for one key
+/// column a JSON scalar or plain text), and one whose key names no key is a bad record.
+fn keyed_json(
+    batch: &Batch,
+    table: &ResolvedTable,
+    current: Option<&StructType>,
+    bad: BadLines,
+    keys: &[String],
+) -> Result<(Rows, Option<KeyedChanges>), Refusal> {
+    let mut values = Vec::new();
+    let mut deletes = Vec::new();
+    let mut unreadable = Vec::new();
+    for (i, r) in batch.records.iter().enumerate() {
+        match (&r.value, r.key.as_deref().and_then(|k| key_of_kafka_key(k, keys))) {
+            (Some(v), _) => values.push((i, v.as_ref())),
+            (None, Some(key)) => deletes.push((index(i), key)),
+            (None, None) => unreadable.push(i),
+        }
+    }
+    let why = format!("a tombstone (null value) whose record key names no value of the key columns {keys:?}");
+    if let (BadLines::Refuse, Some(i)) = (bad, unreadable.first()) {
+        return Err(Refusal::Bad(format!("record {i}: {why}")));
+    }
+    let mut rows = match current {
+        None if values.is_empty() => {
+            return Err(Refusal::Bad(format!("only tombstones for table {:?}, which does not exist yet", table.name)))
+        }
+        Some(s) if values.is_empty() => {
+            Rows { batches: Vec::new(), schema: Arc::new(s.clone()), bad: Vec::new(), count: 0 }
+        }
+        _ => json_records(&values, table, current, bad)?,
+    };
+    let refused: std::collections::HashSet<i64> = rows.bad.iter().map(|l| l.offset).collect();
+    let row_records: Vec<u32> =
+        values.iter().map(|(i, _)| *i).filter(|i| !refused.contains(&(*i as i64))).map(index).collect();
+    let decoded: usize = rows.batches.iter().map(RecordBatch::num_rows).sum();
+    if decoded != row_records.len() {
+        return Err(Refusal::Bad(format!("{decoded} rows decoded from {} records", row_records.len())));
+    }
+    for i in unreadable {
+        let r = &batch.records[i];
+        rows.bad.push(DeadLetter {
+            reason: why.clone(),
+            topic: table.name.clone(),
+            partition: 0,
+            offset: i as i64,
+            timestamp_ms: (r.timestamp >= 0).then_some(r.timestamp),
+            key: r.key.as_ref().map(|k| k.to_vec()),
+            payload: None,
+        });
+    }
+    rows.count += deletes.len() as u64;
+    Ok((rows, Some(KeyedChanges { row_records, deletes })))
+}
+
+fn index(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
 }
 
 /// The schema of a bytes topic's table.
@@ -212,5 +277,63 @@ mod tests {
         let mut tx = record(7, 0, 0, "{}");
         tx.transactional = true;
         assert_eq!(batches("t", 0, &encode(&[tx], Compression::None), 1 << 20).unwrap_err().0, ResponseError::InvalidRecord);
+    }
+
+    #[test]
+    fn keyed_tables_take_tombstones_as_deletes_in_record_order() {
+        use crate::config::server::ServerTable;
+        let keyed = |keys: &[&str]| ResolvedTable {
+            name: "t".into(),
+            settings: ServerTable {
+                create: true,
+                key_columns: keys.iter().map(|k| k.to_string()).collect(),
+                ..ServerTable::default()
+            },
+            schema: None,
+            tokens: Vec::new(),
+        };
+        let with_key = |key: Option<&str>, value: Option<&str>| {
+            let mut r = record(7, 0, 0, "{}");
+            r.key = key.map(|k| Bytes::from(k.to_string()));
+            r.value = value.map(|v| Bytes::from(v.to_string()));
+            r
+        };
+        let batch = Batch {
+            producer: None,
+            epoch: 0,
+            records: vec![
+                with_key(Some("1"), Some(r#"{"id":1,"v":"ä"}"#)),
+                with_key(Some("2"), None),
+                with_key(Some(r#"{"id":3}"#), None),
+                with_key(None, None),
+                with_key(Some("4"), Some(r#"{"id":4,"v":"not json"#)),
+                with_key(Some("5"), Some(r#"{"id":5,"v":"b"}"#)),
+            ],
+            bytes: 0,
+        };
+        let (got, changes) = rows(TopicFormat::Json, &batch, &keyed(&["id"]), None, BadLines::DeadLetter).unwrap();
+        let changes = changes.unwrap();
+        assert_eq!(changes.row_records, vec![0, 5], "rows keep their records' places");
+        assert_eq!(changes.deletes, vec![(1, "[2]".to_string()), (2, "[3]".to_string())]);
+        let bad: Vec<i64> = got.bad.iter().map(|l| l.offset).collect();
+        assert_eq!(bad, vec![4, 3], "a bad value and a tombstone without a key are bad records");
+        assert_eq!(got.batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 2);
+        assert_eq!(got.count, 4, "two upserts and two deletes");
+        // Refused as a whole when bad records are refused; only tombstones need a table.
+        let e = rows_refused(&batch, &keyed(&["id"]));
+        assert!(e.contains("record 3"), "{e}");
+        let only = Batch { records: vec![with_key(Some("2"), None)], ..batch };
+        assert!(rows(TopicFormat::Json, &only, &keyed(&["id"]), None, BadLines::DeadLetter).is_err());
+        let table = StructType::parse(r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}"#).unwrap();
+        let (got, changes) = rows(TopicFormat::Json, &only, &keyed(&["id"]), Some(&table), BadLines::Refuse).unwrap();
+        assert!(got.batches.is_empty());
+        assert_eq!(changes.unwrap().deletes, vec![(0, "[2]".to_string())]);
+    }
+
+    fn rows_refused(batch: &Batch, table: &ResolvedTable) -> String {
+        match rows(TopicFormat::Json, batch, table, None, BadLines::Refuse) {
+            Err(Refusal::Bad(why)) => why,
+            other => panic!("{other:?}"),
+        }
     }
 }
