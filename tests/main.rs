@@ -25,6 +25,7 @@ mod ingest_process;
 mod kafka;
 mod kafka_front;
 mod kafka_keyed;
+mod kafka_registry;
 mod key_index;
 mod key_index_chaos;
 mod layout;

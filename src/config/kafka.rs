@@ -59,6 +59,19 @@ pub enum TopicFormat {
     /// Key, value and timestamp as they are (binary columns `key` and `value`, and
     /// `timestamp`).
     Bytes,
+    /// Confluent- or Apicurio-framed Avro, writer schemas from the topic's `schema_registry`
+    /// (a new table takes the first writer schema's columns and types).
+    Avro,
+    /// Confluent- or Apicurio-framed Protobuf, `.proto` schemas from the topic's
+    /// `schema_registry` (a new table takes the first message type's columns).
+    Protobuf,
+}
+
+impl TopicFormat {
+    /// Whether values are framed with schema ids of a registry.
+    pub fn uses_registry(self) -> bool {
+        matches!(self, TopicFormat::Avro | TopicFormat::Protobuf)
+    }
 }
 
 /// What to do with records that do not decode.
@@ -83,11 +96,20 @@ pub struct KafkaTopic {
     /// Virtual partitions (producers spread over them; each has its own sequences).
     pub partitions: u32,
     pub bad_records: BadRecords,
+    /// Avro and Protobuf topics: the registry their schema ids name (the top-level
+    /// `[schema_registry]` when not given).
+    pub schema_registry: Option<crate::config::registry::RegistryConfig>,
 }
 
 impl Default for KafkaTopic {
     fn default() -> Self {
-        KafkaTopic { table: String::new(), format: TopicFormat::Json, partitions: 1, bad_records: BadRecords::Refuse }
+        KafkaTopic {
+            table: String::new(),
+            format: TopicFormat::Json,
+            partitions: 1,
+            bad_records: BadRecords::Refuse,
+            schema_registry: None,
+        }
     }
 }
 
@@ -182,6 +204,20 @@ impl KafkaListenerConfig {
                     format!("a bytes topic cannot write the keyed table {:?} (its key column is binary)", topic.table);
                 return Err(bad(&format!("topics.{name}.format"), why));
             }
+            match (&topic.schema_registry, topic.format.uses_registry()) {
+                (Some(r), true) if r.url.trim().is_empty() => {
+                    return Err(bad(&format!("topics.{name}.schema_registry.url"), "is empty".into()))
+                }
+                (Some(_), true) | (None, false) => {}
+                (None, true) => {
+                    let why = format!("a {:?} topic needs schema_registry (its url)", topic.format);
+                    return Err(bad(&format!("topics.{name}.schema_registry"), why.to_lowercase()));
+                }
+                (Some(_), false) => {
+                    let why = "only avro and protobuf topics read a schema registry".to_string();
+                    return Err(bad(&format!("topics.{name}.schema_registry"), why));
+                }
+            }
             if topic.partitions == 0 || topic.partitions > 10_000 {
                 return Err(bad(&format!("topics.{name}.partitions"), "must be 1 to 10000".into()));
             }
@@ -232,6 +268,19 @@ mod tests {
         let t = KafkaTopic { table: "events".into(), bad_records: BadRecords::DeadLetter, ..KafkaTopic::default() };
         c.topics.insert("orders".into(), t);
         assert!(c.resolve(&tables(), &none).unwrap_err().to_string().contains("dead_letters is not set"));
+        c.topics.clear();
+        let t = KafkaTopic { table: "events".into(), format: TopicFormat::Avro, ..KafkaTopic::default() };
+        c.topics.insert("orders".into(), t.clone());
+        let e = c.resolve(&tables(), &none).unwrap_err().to_string();
+        assert!(e.contains("topics.orders.schema_registry: a avro topic needs schema_registry"), "{e}");
+        let registry =
+            crate::config::registry::RegistryConfig { url: "http://127.0.0.1:8081".into(), ..Default::default() };
+        c.topics.insert("orders".into(), KafkaTopic { schema_registry: Some(registry.clone()), ..t });
+        assert!(c.resolve(&tables(), &none).is_ok());
+        let t = KafkaTopic { table: "events".into(), schema_registry: Some(registry), ..KafkaTopic::default() };
+        c.topics.insert("orders".into(), t);
+        assert!(c.resolve(&tables(), &none).unwrap_err().to_string().contains("only avro and protobuf topics"));
+        c.topics.clear();
         c.advertised = Some("broker.example:x".into());
         assert!(c.resolve(&tables(), &none).is_err());
     }

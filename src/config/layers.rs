@@ -116,10 +116,24 @@ pub(super) fn env_overrides(vars: &[(String, String)], existing: &Value) -> Resu
 }
 
 /// Copies the `[kafka]` defaults (brokers, properties) into every pipeline with a Kafka source
-/// and `[schema_registry]` into every pipeline without its own; a pipeline's own keys win.
+/// and `[schema_registry]` into every pipeline, and every Avro or Protobuf topic of
+/// `[server.kafka]`, without its own; a pipeline's own keys win.
 pub(super) fn apply_defaults(tree: &mut Value) {
     let kafka = tree.get("kafka").cloned();
     let registry = tree.get("schema_registry").cloned();
+    if let Some(r) = &registry {
+        let topics = tree
+            .get_mut("server")
+            .and_then(|s| s.get_mut("kafka"))
+            .and_then(|k| k.get_mut("topics"))
+            .and_then(Value::as_table_mut);
+        for (_, t) in topics.into_iter().flat_map(|t| t.iter_mut()) {
+            let Some(t) = t.as_table_mut() else { continue };
+            if matches!(t.get("format").and_then(Value::as_str), Some("avro" | "protobuf")) {
+                t.entry("schema_registry").or_insert_with(|| r.clone());
+            }
+        }
+    }
     let Some(pipelines) = tree.get_mut("pipelines").and_then(Value::as_table_mut) else { return };
     for (_, p) in pipelines.iter_mut() {
         let Some(p) = p.as_table_mut() else { continue };

@@ -219,7 +219,8 @@ impl Config {
         if let Some(k) = shown.kafka.as_mut() {
             k.properties.iter_mut().for_each(|(k, v)| hide(k, v));
         }
-        if let Some(r) = shown.schema_registry.as_mut() {
+        let topics = shown.server.kafka.iter_mut().flat_map(|k| k.topics.values_mut());
+        for r in shown.schema_registry.iter_mut().chain(topics.filter_map(|t| t.schema_registry.as_mut())) {
             r.password = r.password.as_ref().map(|_| "<redacted>".into());
             r.token = r.token.as_ref().map(|_| "<redacted>".into());
         }
@@ -263,6 +264,26 @@ mod tests {
         let shown = format!("{p:?}");
         assert!(!shown.contains("pw@") && !shown.contains("hunter2") && shown.contains("broker:9092"), "{shown}");
         assert!(!c.to_redacted_toml().contains("hunter2"));
+    }
+
+    #[test]
+    fn registry_topics_of_the_kafka_listener_take_the_top_level_registry_and_hide_its_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "[schema_registry]\nurl = \"http://127.0.0.1:8081\"\nusername = \"svc\"\npassword = \"hunter2\"\n\
+             [server.tables.t]\ntable = \"/t\"\n\
+             [server.kafka.topics.a]\ntable = \"t\"\nformat = \"avro\"\n\
+             [server.kafka.topics.j]\ntable = \"t\"\n",
+        )
+        .unwrap();
+        let c = Config::load_with_env(Some(path.as_path()), env(&[])).unwrap();
+        let topics = &c.server.kafka.as_ref().unwrap().topics;
+        assert_eq!(topics["a"].schema_registry.as_ref().map(|r| r.url.as_str()), Some("http://127.0.0.1:8081"));
+        assert!(topics["j"].schema_registry.is_none(), "JSON topics read no registry");
+        let shown = c.to_redacted_toml();
+        assert!(!shown.contains("hunter2") && shown.contains("svc"), "{shown}");
     }
 
     #[test]

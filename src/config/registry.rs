@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::units::HumanDuration;
 
 /// `[pipelines.<name>.schema_registry]`
-#[derive(Clone, Deserialize, Serialize)]
+#[derive(Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RegistryConfig {
     /// Base URL, e.g. `http://registry:8081`.

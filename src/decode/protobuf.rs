@@ -200,14 +200,18 @@ pub(crate) fn first_message_schema(schema: &RegisteredSchema) -> Result<StructTy
     delta_schema(&desc)
 }
 
-/// Compiles the registry's `.proto` text; its imports resolve to the schemas it references
+/// Compiles the registry's schema: `.proto` text, or a base64 `FileDescriptorProto` (the form
+/// Confluent's Python serializer registers); its imports resolve to the schemas it references
 /// (by reference name, e.g. `address.proto`) and to Google's well-known types.
 pub(super) fn compile(source: &str, references: &[(&str, &RegisteredSchema)]) -> Result<DescriptorPool, String> {
     struct Files(std::collections::HashMap<String, String>);
     impl protox::file::FileResolver for Files {
         fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {
             match self.0.get(name) {
-                Some(text) => protox::file::File::from_source(name, text),
+                Some(text) => match serialized_file(name, text) {
+                    Some(file) => Ok(file),
+                    None => protox::file::File::from_source(name, text),
+                },
                 None => Err(protox::Error::file_not_found(name)),
             }
         }
@@ -222,6 +226,20 @@ pub(super) fn compile(source: &str, references: &[(&str, &RegisteredSchema)]) ->
     compiler.include_imports(true);
     compiler.open_file(SCHEMA_FILE).map_err(|e| e.to_string())?;
     Ok(compiler.descriptor_pool())
+}
+
+/// A schema in its serialized form: base64 of a `FileDescriptorProto` (one word, no `.proto`
+/// syntax), named `name` whatever name it was serialized with.
+fn serialized_file(name: &str, text: &str) -> Option<protox::file::File> {
+    use base64::Engine;
+    let word = text.trim();
+    if word.is_empty() || word.contains(|c: char| c.is_whitespace() || matches!(c, ';' | '{' | '"')) {
+        return None;
+    }
+    let bytes = base64::engine::general_purpose::STANDARD.decode(word).ok()?;
+    let mut file = <prost_reflect::prost_types::FileDescriptorProto as prost::Message>::decode(bytes.as_slice()).ok()?;
+    file.name = Some(name.to_string());
+    Some(protox::file::File::from_file_descriptor_proto(file))
 }
 
 fn zigzag_varint(buf: &mut &[u8]) -> Option<i64> {
@@ -333,6 +351,20 @@ mod tests {
         assert!(delta_schema(&desc).unwrap().to_json().contains("city"));
         let e = compile("syntax = \"proto3\"; import \"missing.proto\"; message M { int32 a = 1; }", &[]).unwrap_err();
         assert!(e.contains("missing.proto"), "{e}");
+    }
+
+    #[test]
+    fn serialized_descriptors_compile_like_their_text() {
+        use base64::Engine;
+        let text = "syntax = \"proto3\"; package shop; import \"google/protobuf/timestamp.proto\";\n\
+                    message Order { int64 id = 1; google.protobuf.Timestamp at = 2; }";
+        let pool = compile(text, &[]).unwrap();
+        let file = pool.get_file_by_name(SCHEMA_FILE).unwrap().file_descriptor_proto().clone();
+        let encoded = base64::engine::general_purpose::STANDARD.encode(prost::Message::encode_to_vec(&file));
+        let again = compile(&encoded, &[]).unwrap();
+        let (a, b) = (pool.get_message_by_name("shop.Order").unwrap(), again.get_message_by_name("shop.Order").unwrap());
+        assert_eq!(delta_schema(&a).unwrap(), delta_schema(&b).unwrap());
+        assert!(compile("bm90IGEgZGVzY3JpcHRvcg==", &[]).is_err(), "base64 of something else is no schema");
     }
 
     #[test]

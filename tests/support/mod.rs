@@ -9,6 +9,7 @@ pub mod kafka;
 pub mod processes;
 pub mod python;
 pub mod racing;
+pub mod registry;
 pub mod stores;
 pub mod tables;
 pub mod uniform;

@@ -150,7 +150,8 @@ impl Feed {
         let column = |name: &str| batch.column_by_name(name).and_then(|c| c.as_binary_opt::<i32>().cloned());
         let mut out = Vec::with_capacity(rows.len());
         match self.format {
-            TopicFormat::Json => {
+            // Registry topics' feeds are JSON too (the rows carry no writer schema to frame).
+            TopicFormat::Json | TopicFormat::Avro | TopicFormat::Protobuf => {
                 for i in 0..rows.len() {
                     let value = serde_json::to_vec(&value_at(&rows, i)).map_err(|e| Error::Internal(e.to_string()))?;
                     out.push(FeedRecord { key: None, value: Bytes::from(value), change_type: kind(i) });

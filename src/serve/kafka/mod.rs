@@ -33,6 +33,7 @@ internal_mods!(offsets);
 internal_mods!(produce);
 internal_mods!(producer_ids);
 internal_mods!(records);
+internal_mods!(registered);
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -52,6 +53,8 @@ pub(crate) struct Shared {
     pub producer_ids: producer_ids::ProducerIds,
     /// Each topic's change feed.
     pub feeds: std::collections::BTreeMap<String, feed::Feed>,
+    /// Avro and Protobuf topics' registry clients and decoders.
+    pub registered: registered::ByTopic,
 }
 
 /// A running listener.
@@ -92,7 +95,14 @@ pub(crate) async fn start(
             Some((name.clone(), feed::Feed::new(table, t.partitions, t.format)))
         })
         .collect();
-    let shared = Arc::new(Shared { state, config, producer_ids, feeds });
+    let registries = crate::decode::registry::Registries::default();
+    let mut registered = registered::ByTopic::new();
+    for (name, t) in &config.topics {
+        if let (true, Some(r)) = (t.format.uses_registry(), &t.schema_registry) {
+            registered.insert(name.clone(), registered::TopicDecoders::new(registries.client(r)?, t.format));
+        }
+    }
+    let shared = Arc::new(Shared { state, config, producer_ids, feeds, registered });
     tracing::info!(addr = %local_addr, tls = tls.is_some(), topics = shared.config.topics.len(),
         sasl = !shared.config.users.is_empty(), "kafka.listening");
     let task = tokio::spawn(accept(socket, tls, shared, stop, grace));

@@ -31,6 +31,7 @@ use tokio::sync::oneshot;
 
 use super::conn::{Head, Reply, Step, Turn};
 use super::records::{self, Batch};
+use super::registered;
 use super::Shared;
 use crate::config::kafka::{BadRecords, KafkaTopic};
 use crate::serve::body::{BadLines, Refusal, Rows};
@@ -216,7 +217,7 @@ async fn hand_over(shared: &Arc<Shared>, name: &str, data: PartitionProduceData,
     };
     let mut handed = Vec::with_capacity(batches.len());
     for batch in batches {
-        let (rows, keyed) = decode(shared, handle, topic, &batch).await?;
+        let (rows, keyed) = decode(shared, handle, name, topic, &batch, timeout).await?;
         let letters = bad_records(topic, name, data.index, &batch, rows.bad.clone())?;
         let (reply, answer) = oneshot::channel();
         let count = rows.count;
@@ -239,23 +240,41 @@ async fn hand_over(shared: &Arc<Shared>, name: &str, data: PartitionProduceData,
 
 /// Decodes on the decoding threads against the table as last seen, and again against the
 /// table as it is when that refuses the records (another writer may have added a column).
+/// Registry topics first decode their values with the registry's schemas, within `timeout`.
 async fn decode(
     shared: &Shared,
     handle: &TableHandle,
+    name: &str,
     topic: &KafkaTopic,
     batch: &Batch,
+    timeout: Duration,
 ) -> Result<(Rows, Option<KeyedChanges>), Failure> {
     let bad = match topic.bad_records {
         BadRecords::Refuse | BadRecords::DeadLetter => BadLines::DeadLetter,
     };
+    let view = handle.latest.cached();
+    let prepared = match shared.registered.get(name) {
+        Some(decoders) => {
+            let columns = view.as_ref().map(|v| Arc::new(crate::delta::arrow_schema::arrow_schema_strict(&v.schema)));
+            let keys = &handle.settings.settings.key_columns;
+            match tokio::time::timeout(timeout, registered::prepare(decoders, batch, keys, columns)).await {
+                Ok(p) => Some(Arc::new(p)),
+                Err(_) => return Err(fail(ResponseError::KafkaStorageError, "the schema registry did not answer in time")),
+            }
+        }
+        None => None,
+    };
     let run = |view: Option<Arc<crate::serve::latest::TableView>>| {
-        let (settings, format) = (handle.settings.clone(), topic.format);
+        let (settings, format, prepared) = (handle.settings.clone(), topic.format, prepared.clone());
         let records = Batch { producer: None, epoch: batch.epoch, records: batch.records.clone(), bytes: 0 };
         shared.state.decoders.run(move || {
-            records::rows(format, &records, &settings, view.as_ref().map(|v| &v.schema), bad)
+            let current = view.as_ref().map(|v| &v.schema);
+            match &prepared {
+                Some(p) => registered::rows(p, &records, &settings, current),
+                None => records::rows(format, &records, &settings, current, bad),
+            }
         })
     };
-    let view = handle.latest.cached();
     let mut decoded = run(view.clone()).await;
     if matches!(decoded, Some(Err(Refusal::Bad(_) | Refusal::NoTable(_)))) {
         if let Ok(fresh) = handle.latest.fresh().await {

@@ -120,6 +120,10 @@ pub(crate) fn rows(
         }
         TopicFormat::Json => keyed_json(batch, table, current, bad, keys),
         TopicFormat::Bytes => Ok((bytes_rows(batch, table, current)?, None)),
+        // Decoded with their registry first (`registered`).
+        TopicFormat::Avro | TopicFormat::Protobuf => {
+            Err(Refusal::Bad("registry topics are decoded with their registry first".into()))
+        }
     }
 }
 
