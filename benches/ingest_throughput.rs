@@ -28,7 +28,8 @@
 //!    In the same run, the baseline: a bare librdkafka consumer reading the same records
 //!    without decoding. `BENCH_EXTERNAL_TOPIC_250` / `_1024` reuse a topic produced earlier
 //!    (so the process's peak RSS is the pipeline's own), `BENCH_MAX_BYTES` sets
-//!    `flush.max_bytes`, `BENCH_ONLY_EXTERNAL=1` skips the in-process parts,
+//!    `flush.max_bytes`, `BENCH_EXTERNAL_SIZE=250|1024` runs one record size,
+//!    `BENCH_ONLY_EXTERNAL=1` skips the in-process parts,
 //!    `BENCH_ONLY_PREPRODUCED=1` runs only part 5.
 //!
 //! Run: `cargo bench --bench ingest_throughput` (`BENCH_RECORDS=N` to change the count).
@@ -576,7 +577,12 @@ fn main() {
     if let Some(brokers) = std::env::var("DELTABUS_BENCH_BROKERS").ok().filter(|_| !only_pre) {
         let big: usize =
             std::env::var("BENCH_EXTERNAL_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000_000);
+        // BENCH_EXTERNAL_SIZE=250 or 1024 runs one record size (a clean peak RSS for each).
+        let only_size: Option<usize> = std::env::var("BENCH_EXTERNAL_SIZE").ok().and_then(|v| v.parse().ok());
         for (count, size) in [(big, 250usize), (big / 10, 1024)] {
+            if only_size.is_some_and(|s| s != size) {
+                continue;
+            }
             let mb = (0..1000).map(|i| payload(i, size).len()).sum::<usize>() as f64 * count as f64 / 1000.0 / 1e6;
             let r = rt.block_on(external(&brokers, count, size));
             println!(

@@ -187,6 +187,16 @@ pub(crate) fn prefetch_kbytes(max_bytes: u64) -> u64 {
     (max_bytes / 4 / 1024).clamp(1024, 16 * 1024)
 }
 
+/// What one fetch response may hold (`fetch.max.bytes`) for a prefetch of `prefetch_kbytes`: a
+/// quarter of it, between 1 and 4 MiB, and never below `message.max.bytes` (librdkafka's own
+/// rule). librdkafka holds a response whole until its messages are queued, and brokers that
+/// answer past the limits (tansu) send several times this, so this bounds the consumer's
+/// memory beside the queue; reading tansu, 4 MiB was also faster than larger responses.
+pub(crate) fn fetch_max_bytes(prefetch_kbytes: u64, properties: &BTreeMap<String, String>) -> u64 {
+    let floor = properties.get("message.max.bytes").and_then(|v| v.parse::<u64>().ok()).unwrap_or(1_000_000);
+    (prefetch_kbytes * 1024 / 4).clamp(1 << 20, 4 << 20).max(floor + 512)
+}
+
 /// Creates the consumer and subscribes it to the topic.
 ///
 /// # Errors
@@ -210,7 +220,8 @@ pub(crate) fn create_consumer(
         // instead of librdkafka's default 1 s: with the default, a pipeline that consumes in
         // bursts (decode, then the next poll) stalled for up to a second at a time and ran at
         // 0.5x the rate a bare consumer reads (1.08x its time with 20 ms; see BENCHMARKS.md).
-        .set("fetch.queue.backoff.ms", "20");
+        .set("fetch.queue.backoff.ms", "20")
+        .set("fetch.max.bytes", fetch_max_bytes(s.prefetch_kbytes, s.properties).to_string());
     for (k, v) in s.properties {
         cfg.set(k, v);
     }
@@ -292,6 +303,27 @@ mod tests {
         assert_eq!(prefetch_kbytes(16 << 20), 4096);
         assert_eq!(prefetch_kbytes(1 << 20), 1024);
         assert_eq!(prefetch_kbytes(256 << 20), 16384);
+    }
+
+    #[tokio::test]
+    async fn fetch_responses_are_capped_and_librdkafka_takes_the_cap() {
+        let none = BTreeMap::new();
+        assert_eq!(fetch_max_bytes(16384, &none), 4 << 20);
+        assert_eq!(fetch_max_bytes(1024, &none), 1 << 20);
+        let big: BTreeMap<String, String> = [("message.max.bytes".to_string(), "10000000".to_string())].into();
+        assert_eq!(fetch_max_bytes(16384, &big), 10_000_512, "never below message.max.bytes");
+        for props in [none, big] {
+            let s = ConsumerSettings {
+                brokers: "127.0.0.1:1",
+                topic: "t",
+                group_id: "g",
+                assignment: crate::config::pipeline::Assignment::CooperativeSticky,
+                properties: &props,
+                prefetch_kbytes: 16384,
+            };
+            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            assert!(create_consumer(&s, tx, Default::default()).is_ok(), "{props:?}");
+        }
     }
 
     #[tokio::test]
