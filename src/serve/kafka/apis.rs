@@ -289,3 +289,21 @@ async fn init_producer_id(shared: &Shared, request: InitProducerIdRequest) -> In
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_larger_than_the_frame_are_refused_before_they_size_an_allocation() {
+        // Metadata v1 declaring 0x75757575 topics in 14 bytes (a fuzzer's find: unbounded, the
+        // decoder asked for hundreds of GiB and the process aborted).
+        let mut frame = Bytes::from_static(&[0, 3, 0, 1, 0, 0, 0, 0, 0, 0, 0x75, 0x75, 0x75, 0x75]);
+        let head = super::super::conn::read_head(&mut frame).unwrap();
+        assert!(decode_request(&head, frame).is_err());
+        // Metadata v9 (flexible): a compact array of 2^31 - 2 topics.
+        let mut frame = Bytes::from_static(&[0, 3, 0, 9, 0, 0, 0, 7, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x07]);
+        let head = super::super::conn::read_head(&mut frame).unwrap();
+        assert!(decode_request(&head, frame).is_err());
+    }
+}
