@@ -18,7 +18,8 @@
 //! 5. Overload: 16 producers send 1 MiB batches without pause at a server whose
 //!    `max_buffered` is 64 MiB: the server's peak RSS above its idle RSS.
 //!
-//! Run: `cargo build --release && cargo bench --bench kafka_produce` (add
+//! Run: `cargo build --release && cargo bench --bench kafka_produce` (`BENCH_SERVER_LOG=path`
+//! keeps the servers' logs; add
 //! `DELTABUS_BENCH_BROKERS=127.0.0.1:9092` with a broker running for the third).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
@@ -46,13 +47,21 @@ fn serve(bin: &Path, config: &Path) -> (Child, String, String) {
         .args(["serve", "--config"])
         .arg(config)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(server_log())
         .spawn()
         .unwrap();
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let v: serde_json::Value = serde_json::from_str(&line).unwrap();
     (child, v["listening"].as_str().unwrap().to_string(), v["kafka"].as_str().unwrap_or_default().to_string())
+}
+
+/// The servers' log: appended to `BENCH_SERVER_LOG` when set, else dropped.
+fn server_log() -> Stdio {
+    match std::env::var("BENCH_SERVER_LOG") {
+        Ok(path) => std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap().into(),
+        Err(_) => Stdio::null(),
+    }
 }
 
 fn server_config(root: &Path, name: &str, table: &Path, max_buffered: &str) -> PathBuf {
