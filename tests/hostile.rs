@@ -290,6 +290,17 @@ fn every_command_refuses_hostile_tables_cleanly() {
             METADATA.into(),
         ]),
         ("no metadata", vec![PROTOCOL.into(), add("f.parquet", "")]),
+        ("claimed row counts", {
+            let huge = r#","stats":"{\"numRecords\":9223372036854775807}""#;
+            let mut lines = vec![PROTOCOL.to_string(), METADATA.to_string()];
+            lines.extend(["a", "b", "c"].map(|f| add(&format!("{f}.parquet"), huge)));
+            lines.push(add("f.parquet", r#","stats":"{\"numRecords\":-9223372036854775808}""#));
+            lines.push(
+                add("d.parquet", "").replace(r#""size":0"#, r#""size":-9223372036854775808"#),
+            );
+            lines.push(add("e.parquet", "").replace(r#""size":0"#, r#""size":9223372036854775807"#));
+            lines
+        }),
     ];
     for (name, lines) in tables {
         let table = dir.path().join(name.replace(' ', "-"));
@@ -307,6 +318,7 @@ fn every_command_refuses_hostile_tables_cleanly() {
             vec!["tail", t, "--from", "0", "--once"],
             vec!["follow", t, "--into", target, "--follower-id", "f", "--once"],
             vec!["delete", t, "--where", "id = 1"],
+            vec!["compact", t, "--dry-run"],
             vec!["compact", t],
             vec!["vacuum", t, "--retention-hours", "0", "--force"],
             vec!["cleanup-log", t],

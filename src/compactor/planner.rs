@@ -42,7 +42,8 @@ pub(crate) struct Bin {
 impl Bin {
     /// Total input bytes.
     pub(crate) fn bytes(&self) -> i64 {
-        self.files.iter().map(|f| f.size).sum()
+        // (Saturating: sizes are the log's claims.)
+        self.files.iter().map(|f| f.size).fold(0, i64::saturating_add)
     }
 }
 
@@ -88,11 +89,13 @@ pub(crate) fn plan(files: &[&Add], cfg: &PlanConfig, keep: &dyn Fn(&PartitionVal
             }
         };
         for f in files {
-            if !current.is_empty() && size + f.size as u64 > cfg.target_size {
+            // (A negative size in the log counts as none.)
+            let bytes = u64::try_from(f.size).unwrap_or(0);
+            if !current.is_empty() && size.saturating_add(bytes) > cfg.target_size {
                 flush(&mut current, &mut bins);
                 size = 0;
             }
-            size += f.size as u64;
+            size = size.saturating_add(bytes);
             current.push(f.clone());
         }
         flush(&mut current, &mut bins);

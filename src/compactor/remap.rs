@@ -28,9 +28,10 @@ pub(crate) fn remap(inputs: &[Input], now: &[RoaringTreemap], outputs: &[u64]) -
     if inputs.len() != now.len() {
         return Err("one deletion vector per input is needed".into());
     }
-    let total: u64 = inputs.iter().map(|i| i.live).sum();
-    if outputs.iter().sum::<u64>() != total {
-        return Err(format!("the outputs hold {} rows, the inputs {total}", outputs.iter().sum::<u64>()));
+    let total: u64 = inputs.iter().map(|i| i.live).fold(0, u64::saturating_add);
+    let held: u64 = outputs.iter().copied().fold(0, u64::saturating_add);
+    if held != total {
+        return Err(format!("the outputs hold {held} rows, the inputs {total}"));
     }
     let mut starts = Vec::with_capacity(outputs.len());
     let mut at = 0u64;

@@ -96,7 +96,7 @@ pub(crate) async fn compact(table: &Table, opts: &CompactOptions) -> Result<Comp
         report.files_in += bin.files.len();
         report.bytes_in += bin.bytes();
         report.dv_rows_purged +=
-            bin.files.iter().filter_map(|f| f.deletion_vector.as_ref()).map(|d| d.cardinality).sum::<i64>();
+            bin.files.iter().filter_map(|f| f.deletion_vector.as_ref()).map(|d| d.cardinality).fold(0, i64::saturating_add);
     }
     if opts.dry_run {
         // The rows a run would rewrite, from the files' statistics (live rows: minus DVs).
@@ -105,9 +105,9 @@ pub(crate) async fn compact(table: &Table, opts: &CompactOptions) -> Result<Comp
             .flat_map(|b| &b.files)
             .map(|f| {
                 let dv = f.deletion_vector.as_ref().map_or(0, |d| d.cardinality);
-                u64::try_from(f.num_records().unwrap_or(0) - dv).unwrap_or(0)
+                u64::try_from(f.num_records().unwrap_or(0).saturating_sub(dv)).unwrap_or(0)
             })
-            .sum();
+            .fold(0, u64::saturating_add);
         return Ok(report);
     }
     // Bins are independent (disjoint inputs, one commit each): rewrite one per core at a time.

@@ -271,7 +271,7 @@ impl Table {
             };
             let list = avro::manifest_list_bytes(&manifests, snapshot_id, current.as_ref().map(|c| c.snapshot_id), ctx.sequence)?;
             let (list_url, _) = self.put_new(&format!("snap-{snapshot_id}-{}.avro", uuid::Uuid::new_v4()), list).await?;
-            let live = |f: fn(&ManifestFile) -> i64| manifests.iter().map(f).sum::<i64>();
+            let live = |f: fn(&ManifestFile) -> i64| manifests.iter().map(f).fold(0, i64::saturating_add);
             metadata::add_snapshot(
                 &mut meta,
                 &NewSnapshot {

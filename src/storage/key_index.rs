@@ -174,7 +174,11 @@ impl Table {
         new.sort_by(|a, b| a.path.cmp(&b.path));
         // The files' row counts, where their statistics give them: room for their keys at once,
         // when that fits the budget (else buckets are evicted as they fill anyway).
-        let expected: u64 = new.iter().filter_map(|a| a.num_records().and_then(|n| u64::try_from(n).ok())).sum();
+        // (Saturating: the counts are a table's claims, a hostile one's included.)
+        let expected: u64 = new
+            .iter()
+            .filter_map(|a| a.num_records().and_then(|n| u64::try_from(n).ok()))
+            .fold(0, u64::saturating_add);
         if new.len() > 1 && expected.saturating_mul(crate::delta::key_index::ENTRY_BYTES) <= budget {
             ix.reserve(expected);
         }

@@ -456,7 +456,7 @@ pub(crate) fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFile>> {
 /// The manifest-list entry of a manifest holding `entries`, written by `snapshot_id`.
 pub(crate) fn summarise(path: String, length: i64, entries: &[Entry], snapshot_id: i64, sequence_number: i64, partitions: usize) -> ManifestFile {
     let count = |s: i32| i32::try_from(entries.iter().filter(|e| e.status == s).count()).unwrap_or(i32::MAX);
-    let rows = |s: i32| entries.iter().filter(|e| e.status == s).map(|e| e.file.record_count).sum::<i64>();
+    let rows = |s: i32| entries.iter().filter(|e| e.status == s).map(|e| e.file.record_count).fold(0, i64::saturating_add);
     let live = entries.iter().filter(|e| e.status != DELETED);
     let partition_nulls =
         (0..partitions).map(|i| entries.iter().any(|e| e.file.partition.get(i).is_some_and(Option::is_none))).collect();
