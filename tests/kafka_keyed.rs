@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::processes::terminate;
+use crate::support::processes::{serve as spawn, terminate};
 use crate::support::python::python;
 use crate::support::{deltabus, kernel_oracle, Rng};
 
@@ -56,16 +56,6 @@ fn rows_by_id(jsonl: &[u8]) -> BTreeMap<i64, String> {
         assert!(out.insert(id, v["v"].as_str().unwrap_or_default().to_string()).is_none(), "id {id} twice");
     }
     out
-}
-
-fn spawn(cfg: &std::path::Path, log: &std::path::Path, faults: Option<u64>) -> Child {
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_deltabus"));
-    cmd.args(["serve", "--config"]).arg(cfg).stdout(Stdio::piped()).stderr(log);
-    if let Some(seed) = faults {
-        cmd.env("DELTABUS_FAULTS", format!("rate=0.03,seed={seed}"));
-    }
-    cmd.spawn().unwrap()
 }
 
 /// The HTTP address the server prints once it listens.

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use serde_json::Value;
 
@@ -120,13 +120,7 @@ print(json.dumps({"delivered": delivered[0], "sent": sent[0], "errors": errors[:
 "#;
 
 fn spawn(cfg: &std::path::Path, log: &std::path::Path, faults: Option<u64>) -> Child {
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_deltabus"));
-    cmd.args(["serve", "--config"]).arg(cfg).stdout(Stdio::piped()).stderr(log);
-    if let Some(seed) = faults {
-        cmd.env("DELTABUS_FAULTS", format!("rate=0.03,seed={seed}"));
-    }
-    let mut child = cmd.spawn().unwrap();
+    let mut child = crate::support::processes::serve(cfg, log, faults);
     // The server prints its HTTP address once it listens (the Kafka listener is up by then).
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();

@@ -18,6 +18,25 @@ pub(crate) enum Mismatch {
     Refused(String),
 }
 
+/// The fields of `batch` named in `names` (what [`project`] found extra), made nullable: the
+/// columns schema evolution adds to the table for them.
+///
+/// # Errors
+/// A field of a type Delta cannot hold.
+pub(crate) fn extra_fields(batch: &RecordBatch, names: &[String]) -> crate::Result<crate::delta::schema::StructType> {
+    let writer = crate::delta::arrow_schema::delta_struct_of(&batch.schema())?;
+    let fields = writer
+        .fields
+        .into_iter()
+        .filter(|f| names.contains(&f.name))
+        .map(|mut f| {
+            f.nullable = true;
+            f
+        })
+        .collect();
+    Ok(crate::delta::schema::StructType::new(fields))
+}
+
 /// `batch` in `target`'s columns and types.
 ///
 /// # Errors

@@ -372,18 +372,7 @@ impl TableSchema {
                     Err(Mismatch::Extra(fields)) if cfg.evolve_schema && attempts < EVOLVE_ATTEMPTS => {
                         attempts += 1;
                         let Some(current) = self.snapshot.as_ref() else { break };
-                        let writer = delta_struct_of(&run.batch.schema())?;
-                        let incoming = StructType::new(
-                            writer
-                                .fields
-                                .into_iter()
-                                .filter(|f| fields.contains(&f.name))
-                                .map(|mut f| {
-                                    f.nullable = true;
-                                    f
-                                })
-                                .collect(),
-                        );
+                        let incoming = crate::decode::projection::extra_fields(&run.batch, &fields)?;
                         if let Some(merged) = merge_schema(&current.schema, &incoming)? {
                             add_columns(table, cfg, current, merged, fields).await?;
                         }

@@ -9,6 +9,18 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 
 pub const TOTAL: i64 = 12_000;
 
+/// `deltabus serve --config <cfg>` with stdout piped (its first line names the addresses), its
+/// log appended to `log`, and 3% store faults seeded with `fault_seed` when given.
+pub fn serve(cfg: &std::path::Path, log: &std::path::Path, fault_seed: Option<u64>) -> Child {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_deltabus"));
+    cmd.args(["serve", "--config"]).arg(cfg).stdout(std::process::Stdio::piped()).stderr(log);
+    if let Some(seed) = fault_seed {
+        cmd.env("DELTABUS_FAULTS", format!("rate=0.03,seed={seed}"));
+    }
+    cmd.spawn().unwrap()
+}
+
 /// SIGTERM, then the exit status and stdout within 40 s.
 pub fn terminate(mut child: Child) -> (std::process::ExitStatus, String) {
     let ok = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap().success();

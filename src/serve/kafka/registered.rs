@@ -29,7 +29,7 @@ use crate::config::kafka::TopicFormat;
 use crate::config::server::ResolvedTable;
 use crate::decode::avro::{writer_name, AvroDecoder, AvroRun};
 use crate::decode::keyed_avro::{tombstone_keys, KeyDecoder};
-use crate::decode::projection::{project, Mismatch};
+use crate::decode::projection::{extra_fields, project, Mismatch};
 use crate::decode::protobuf::ProtoDecoder;
 use crate::decode::registry::RegistryClient;
 use crate::delta::arrow_schema::{arrow_schema_strict, delta_struct_of};
@@ -283,18 +283,7 @@ fn avro_rows(
                 continue;
             }
             Err(Mismatch::Extra(fields)) if table.settings.evolve_schema => {
-                let writer = delta_struct_of(&run.batch.schema()).map_err(|e| Refusal::Bad(e.to_string()))?;
-                let incoming = StructType::new(
-                    writer
-                        .fields
-                        .into_iter()
-                        .filter(|f| fields.contains(&f.name))
-                        .map(|mut f| {
-                            f.nullable = true;
-                            f
-                        })
-                        .collect(),
-                );
+                let incoming = extra_fields(&run.batch, &fields).map_err(|e| Refusal::Bad(e.to_string()))?;
                 match merge_schema(&schema, &incoming) {
                     Ok(Some(merged)) => {
                         schema = merged;
