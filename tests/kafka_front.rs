@@ -315,17 +315,7 @@ fn producers_through_kill_dash_nine_and_store_faults_land_every_record_once() {
         next += 2;
         server = spawn(rng.next() % 10_000);
     }
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let status = loop {
-        if let Some(s) = client.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "producers did not finish");
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let (mut out, mut err) = (String::new(), String::new());
-    client.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    client.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let (status, out, err) = crate::support::processes::wait_for_client(client, "producers");
     assert!(status.success(), "producers: {err}\nserver log:\n{}", std::fs::read_to_string(&log).unwrap());
     let (status, _) = terminate(server);
     assert!(status.success(), "a stopped server exits 0");

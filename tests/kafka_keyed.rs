@@ -3,13 +3,13 @@
 //! the reference reader; push requests to the same table upsert too.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::processes::{serve as spawn, terminate};
+use crate::support::processes::{serve as spawn, terminate, wait_for_client};
 use crate::support::python::python;
 use crate::support::{deltabus, kernel_oracle, Rng};
 
@@ -111,17 +111,7 @@ fn keyed_topics_upsert_and_delete_by_key_exactly_once_through_kill_and_faults() 
     server.kill().unwrap();
     server.wait().unwrap();
     let server = spawn(&cfg, &log, Some(rng.next() % 10_000));
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let status = loop {
-        if let Some(s) = client.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "the producer did not finish");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let (mut out, mut err) = (String::new(), String::new());
-    client.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    client.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let (status, out, err) = wait_for_client(client, "the producer");
     assert!(status.success(), "producer: {err}\nserver log:\n{}", std::fs::read_to_string(&log).unwrap());
     let summary: Value = serde_json::from_str(out.trim().lines().last().unwrap()).unwrap();
     assert_eq!(summary["delivered"], summary["sent"], "{summary}");

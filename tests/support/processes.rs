@@ -21,6 +21,22 @@ pub fn serve(cfg: &std::path::Path, log: &std::path::Path, fault_seed: Option<u6
     cmd.spawn().unwrap()
 }
 
+/// Waits (up to 300 s) for a client process to exit: its status, stdout and stderr.
+pub fn wait_for_client(mut client: Child, what: &str) -> (std::process::ExitStatus, String, String) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let status = loop {
+        if let Some(s) = client.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "{what} did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (mut out, mut err) = (String::new(), String::new());
+    std::io::Read::read_to_string(&mut client.stdout.take().unwrap(), &mut out).unwrap();
+    std::io::Read::read_to_string(&mut client.stderr.take().unwrap(), &mut err).unwrap();
+    (status, out, err)
+}
+
 /// SIGTERM, then the exit status and stdout within 40 s.
 pub fn terminate(mut child: Child) -> (std::process::ExitStatus, String) {
     let ok = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap().success();

@@ -305,6 +305,17 @@ mod tests {
         assert_eq!(prefetch_kbytes(256 << 20), 16384);
     }
 
+    fn settings(properties: &BTreeMap<String, String>) -> ConsumerSettings<'_> {
+        ConsumerSettings {
+            brokers: "127.0.0.1:1",
+            topic: "t",
+            group_id: "g",
+            assignment: crate::config::pipeline::Assignment::CooperativeSticky,
+            properties,
+            prefetch_kbytes: 16384,
+        }
+    }
+
     #[tokio::test]
     async fn fetch_responses_are_capped_and_librdkafka_takes_the_cap() {
         let none = BTreeMap::new();
@@ -313,14 +324,7 @@ mod tests {
         let big: BTreeMap<String, String> = [("message.max.bytes".to_string(), "10000000".to_string())].into();
         assert_eq!(fetch_max_bytes(16384, &big), 10_000_512, "never below message.max.bytes");
         for props in [none, big] {
-            let s = ConsumerSettings {
-                brokers: "127.0.0.1:1",
-                topic: "t",
-                group_id: "g",
-                assignment: crate::config::pipeline::Assignment::CooperativeSticky,
-                properties: &props,
-                prefetch_kbytes: 16384,
-            };
+            let s = settings(&props);
             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
             assert!(create_consumer(&s, tx, Default::default()).is_ok(), "{props:?}");
         }
@@ -337,14 +341,7 @@ mod tests {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-        let s = ConsumerSettings {
-            brokers: "127.0.0.1:1",
-            topic: "t",
-            group_id: "g",
-            assignment: crate::config::pipeline::Assignment::CooperativeSticky,
-            properties: &props,
-            prefetch_kbytes: 16384,
-        };
+        let s = settings(&props);
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let created = create_consumer(&s, tx, Default::default());
         assert!(created.is_ok(), "TLS and SCRAM are compiled in: {:?}", created.err());
