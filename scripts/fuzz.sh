@@ -37,6 +37,13 @@ seed() {
 seed log_actions "*.json"
 seed last_checkpoint "_last_checkpoint"
 seed checkpoint_parquet "*.checkpoint*.parquet"
+# Payload seeds: records of every column kind, one poll per file.
+mkdir -p fuzz/corpus/payload
+if [ -z "$(ls -A fuzz/corpus/payload)" ]; then
+  printf '%s\n' '{"id":1,"name":"a\"b \u00e9 \ud83d\ude00","amount":2.5,"ts":"2024-01-02T03:04:05.123456Z","day":"2024-02-29"}' \
+    '{"id":-7,"tags":1.5,"nested":-128,"ntz":"2024-01-02 03:04:05","d":123456.789,"ok":true}' \
+    '{"id":2.0,"name":5,"ts":1700000000}' >fuzz/corpus/payload/seed-records
+fi
 for t in "${targets[@]}"; do
   mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
   log=$(mktemp)

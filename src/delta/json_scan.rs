@@ -32,36 +32,43 @@ pub(super) fn approves(root: &Slot, record: &[u8]) -> bool {
     s.at == s.b.len()
 }
 
-struct Scan<'a> {
-    b: &'a [u8],
-    at: usize,
+/// Whether a `float` column surely holds the number as written: below 10^38 (no exponent, at
+/// most 38 integer digits).
+pub(super) fn float32_holds(text: &str) -> bool {
+    let int = text.trim_start_matches('-').split('.').next().unwrap_or("");
+    !text.contains(['e', 'E']) && int.len() <= 38
+}
+
+pub(super) struct Scan<'a> {
+    pub(super) b: &'a [u8],
+    pub(super) at: usize,
 }
 
 /// `None`: not certain, the full walk decides.
-type Sure = Option<()>;
+pub(super) type Sure = Option<()>;
 
 impl<'a> Scan<'a> {
-    fn peek(&self) -> Option<u8> {
+    pub(super) fn peek(&self) -> Option<u8> {
         self.b.get(self.at).copied()
     }
 
-    fn ws(&mut self) {
+    pub(super) fn ws(&mut self) {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.at += 1;
         }
     }
 
-    fn eat(&mut self, byte: u8) -> Sure {
+    pub(super) fn eat(&mut self, byte: u8) -> Sure {
         (self.peek() == Some(byte)).then(|| self.at += 1)
     }
 
-    fn literal(&mut self, word: &[u8]) -> Sure {
+    pub(super) fn literal(&mut self, word: &[u8]) -> Sure {
         let end = self.at + word.len();
         (self.b.get(self.at..end) == Some(word)).then(|| self.at = end)
     }
 
     /// A string at the cursor: its content (between the quotes) and whether it has escapes.
-    fn string(&mut self) -> Option<(&'a [u8], bool)> {
+    pub(super) fn string(&mut self) -> Option<(&'a [u8], bool)> {
         self.eat(b'"')?;
         let start = self.at;
         let mut escaped = false;
@@ -81,7 +88,7 @@ impl<'a> Scan<'a> {
 
     /// A number at the cursor, as JSON spells one (anything else: `None`), and whether it has
     /// a fraction or an exponent.
-    fn number(&mut self) -> Option<(&'a str, bool)> {
+    pub(super) fn number(&mut self) -> Option<(&'a str, bool)> {
         let start = self.at;
         self.eat(b'-');
         match self.peek()? {
@@ -123,7 +130,7 @@ impl<'a> Scan<'a> {
 
     /// The members of an object at the cursor: `member` reads each one's value (the key given,
     /// with whether it has escapes).
-    fn members(&mut self, mut member: impl FnMut(&mut Self, &'a [u8], bool) -> Sure) -> Sure {
+    pub(super) fn members(&mut self, mut member: impl FnMut(&mut Self, &'a [u8], bool) -> Sure) -> Sure {
         self.eat(b'{')?;
         self.ws();
         if self.eat(b'}').is_some() {
@@ -185,10 +192,7 @@ impl<'a> Scan<'a> {
                         (*min..=*max).contains(&v).then_some(())
                     }
                     // Below 10^38 a float column holds it: no exponent, at most 38 digits.
-                    Slot::Float32 if !text.contains(['e', 'E']) => {
-                        let int = text.trim_start_matches('-').split('.').next().unwrap_or("");
-                        (int.len() <= 38).then_some(())
-                    }
+                    Slot::Float32 => float32_holds(text).then_some(()),
                     Slot::Decimal { .. } => (slot.number(Num::Text(text)) == Ok(false)).then_some(()),
                     _ => None,
                 }

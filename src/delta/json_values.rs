@@ -286,6 +286,11 @@ fn float_text(x: f64) -> String {
     format!("{x}")
 }
 
+/// Whether a `decimal(precision, scale)` column takes the number as written, as it is.
+pub(super) fn decimal_fits(text: &str, precision: u8, scale: i8) -> bool {
+    Slot::Decimal { precision, scale }.number(Num::Text(text)) == Ok(false)
+}
+
 /// Integer and fraction digits of a plain decimal text (`-12.340` → ("12", "34")).
 fn digits(text: &str) -> (String, String) {
     let t = text.trim_start_matches(['-', '+']);

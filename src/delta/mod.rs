@@ -9,6 +9,7 @@
 //! - [`properties`]: typed table properties with Spark's defaults.
 //! - [`json_schema`]: a registry's JSON Schema as a Delta schema.
 //! - [`json_values`]: how a JSON value lands in a column (exactly, or refused by field).
+//! - [`json_columns`]: JSON records straight into Arrow columns, the rules applied on the way.
 //! - [`create`]: new-table metadata and protocol, schema inference from JSON.
 //! - [`evolve`]: schema merging and the metadata of an evolved (column-mapped) table.
 //! - [`row_keys`]: the canonical key of a row (keyed ingestion, mirrors, the key index).
@@ -47,6 +48,7 @@ internal_mods!(followers);
 internal_mods!(generated);
 internal_mods!(groups);
 internal_mods!(iceberg);
+internal_mods!(json_columns);
 internal_mods!(json_schema);
 mod json_scan;
 internal_mods!(json_text);

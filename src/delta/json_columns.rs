@@ -1,0 +1,402 @@
+//! JSON records straight into Arrow columns [sync]: one scan per record that applies the value
+//! rules and appends the values, with no tape and no second pass over the bytes.
+//!
+//! Contract:
+//! - [`Columns::plan`] covers tables of flat columns of the common types (integers, `float`,
+//!   `double`, `boolean`, `string`, `date`, `timestamp` and `timestamp_ntz`, `decimal`);
+//!   other tables answer `None` and keep `arrow_json`'s decoder.
+//! - [`Rows::push`] takes a record only where the value rules take it as it is (the byte-level
+//!   pass's conditions, [`super::json_scan`]) and where `arrow_json` would build the same values
+//!   (same number parsing, same escapes, the same date and timestamp parsers). Anything else
+//!   (an unknown or repeated field, a value a rule must respell or refuse, a null in a column
+//!   that takes none, a syntax error) answers `false` with nothing appended, and the caller
+//!   decodes that record and the rest the other way. A property test and the payload fuzz
+//!   target hold the two paths to the same rows.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::builder::{
+    BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder, Float64Builder, Int16Builder, Int32Builder,
+    Int64Builder, Int8Builder, StringBuilder, TimestampMicrosecondBuilder, TimestampMillisecondBuilder,
+    TimestampNanosecondBuilder, TimestampSecondBuilder,
+};
+use arrow::array::timezone::Tz;
+use arrow::array::{ArrayRef, RecordBatch};
+use arrow::compute::kernels::cast_utils::{parse_decimal, string_to_datetime, Parser};
+use arrow::error::ArrowError;
+use arrow::datatypes::{DataType as A, Date32Type, Decimal128Type, SchemaRef, TimeUnit};
+use chrono::{TimeZone, Utc};
+
+use super::json_scan::{float32_holds, Scan};
+use super::json_text::check_timestamp_text;
+use super::json_values::decimal_fits;
+
+/// How a table's records are decoded column by column.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Columns {
+    schema: SchemaRef,
+    columns: Vec<Column>,
+    by_name: HashMap<Box<[u8]>, usize>,
+}
+
+#[derive(Debug, Clone)]
+struct Column {
+    name: Box<[u8]>,
+    kind: Kind,
+    nullable: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Integer { min: i64, max: i64 },
+    Float32,
+    Float64,
+    Boolean,
+    Text,
+    Date,
+    /// `None`: no zone (`timestamp_ntz`), read as UTC as `arrow_json` does.
+    Timestamp { unit: TimeUnit, zone: Option<Tz> },
+    Decimal { precision: u8, scale: i8 },
+}
+
+/// One decoded value, held until its record is known to be whole.
+enum Val<'a> {
+    Null,
+    Int(i64),
+    F32(f32),
+    F64(f64),
+    Bool(bool),
+    Str(Cow<'a, str>),
+    Day(i32),
+    Dec(i128),
+}
+
+impl Kind {
+    fn of(t: &A) -> Option<Kind> {
+        let int = |min, max| Some(Kind::Integer { min, max });
+        match t {
+            A::Int8 => int(i8::MIN.into(), i8::MAX.into()),
+            A::Int16 => int(i16::MIN.into(), i16::MAX.into()),
+            A::Int32 => int(i32::MIN.into(), i32::MAX.into()),
+            A::Int64 => int(i64::MIN, i64::MAX),
+            A::Float32 => Some(Kind::Float32),
+            A::Float64 => Some(Kind::Float64),
+            A::Boolean => Some(Kind::Boolean),
+            A::Utf8 => Some(Kind::Text),
+            A::Date32 => Some(Kind::Date),
+            A::Timestamp(unit, zone) => {
+                let zone = match zone {
+                    Some(z) => Some(z.parse::<Tz>().ok()?),
+                    None => None,
+                };
+                Some(Kind::Timestamp { unit: *unit, zone })
+            }
+            A::Decimal128(precision, scale) => Some(Kind::Decimal { precision: *precision, scale: *scale }),
+            _ => None,
+        }
+    }
+
+    /// The value at the cursor as this column takes it; `None`: not certain.
+    fn value<'a>(&self, s: &mut Scan<'a>) -> Option<Val<'a>> {
+        match (s.peek()?, self) {
+            (b'n', _) => s.literal(b"null").map(|()| Val::Null),
+            (b't', Kind::Boolean) => s.literal(b"true").map(|()| Val::Bool(true)),
+            (b'f', Kind::Boolean) => s.literal(b"false").map(|()| Val::Bool(false)),
+            (b'"', Kind::Text) => text(s).map(Val::Str),
+            (b'"', Kind::Date) => Date32Type::parse(&text(s)?).map(Val::Day),
+            (b'"', Kind::Timestamp { unit, zone }) => {
+                let (raw, escaped) = s.string()?;
+                let raw = std::str::from_utf8(raw).ok().filter(|_| !escaped)?;
+                check_timestamp_text(raw).ok()?;
+                match zone {
+                    Some(zone) => in_unit(&string_to_datetime(zone, raw).ok()?, *unit),
+                    None => in_unit(&string_to_datetime(&Utc, raw).ok()?, *unit),
+                }
+                .map(Val::Int)
+            }
+            (b'-' | b'0'..=b'9', _) => {
+                let (number, real) = s.number()?;
+                match self {
+                    Kind::Integer { min, max } if !real => {
+                        number.parse().ok().filter(|v| (*min..=*max).contains(v)).map(Val::Int)
+                    }
+                    Kind::Float64 => number.parse().ok().filter(|x: &f64| x.is_finite()).map(Val::F64),
+                    Kind::Float32 if float32_holds(number) => {
+                        number.parse().ok().filter(|x: &f32| x.is_finite()).map(Val::F32)
+                    }
+                    Kind::Decimal { precision, scale } if decimal_fits(number, *precision, *scale) => {
+                        parse_decimal::<Decimal128Type>(number, *precision, *scale).ok().map(Val::Dec)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A timestamp in the column's unit, as `arrow_json` computes it.
+fn in_unit<Z: TimeZone>(t: &chrono::DateTime<Z>, unit: TimeUnit) -> Option<i64> {
+    match unit {
+        TimeUnit::Second => Some(t.timestamp()),
+        TimeUnit::Millisecond => Some(t.timestamp_millis()),
+        TimeUnit::Microsecond => Some(t.timestamp_micros()),
+        TimeUnit::Nanosecond => t.timestamp_nanos_opt(),
+    }
+}
+
+/// A string value at the cursor, its escapes read as `arrow_json` reads them.
+fn text<'a>(s: &mut Scan<'a>) -> Option<Cow<'a, str>> {
+    let (raw, escaped) = s.string()?;
+    if !escaped {
+        return std::str::from_utf8(raw).ok().map(Cow::Borrowed);
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(i) = memchr::memchr(b'\\', rest) {
+        out.extend_from_slice(&rest[..i]);
+        let (c, used) = escape(&rest[i + 1..])?;
+        let mut utf8 = [0; 4];
+        out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+        rest = &rest[i + 1 + used..];
+    }
+    out.extend_from_slice(rest);
+    String::from_utf8(out).ok().map(Cow::Owned)
+}
+
+/// The character an escape (after its backslash) stands for, and the bytes it took.
+fn escape(b: &[u8]) -> Option<(char, usize)> {
+    let c = match *b.first()? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let high = hex4(b.get(1..5)?)?;
+            if let Some(c) = char::from_u32(high.into()) {
+                return Some((c, 5));
+            }
+            // A surrogate: a high one followed by `\u` and a low one, or nothing.
+            if b.get(5..7)? != b"\\u" {
+                return None;
+            }
+            let low = hex4(b.get(7..11)?)?;
+            if !(0xD800..=0xDBFF).contains(&high) || !(0xDC00..=0xDFFF).contains(&low) {
+                return None;
+            }
+            let n = ((u32::from(high) - 0xD800) << 10 | (u32::from(low) - 0xDC00)) + 0x1_0000;
+            return char::from_u32(n).map(|c| (c, 11));
+        }
+        _ => return None,
+    };
+    Some((c, 1))
+}
+
+fn hex4(b: &[u8]) -> Option<u16> {
+    b.iter().try_fold(0u16, |n, d| Some(n << 4 | char::from(*d).to_digit(16)? as u16))
+}
+
+impl Columns {
+    /// The plan for a table schema, or `None` when a column is outside what this decoder covers.
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn plan(schema: &SchemaRef) -> Option<Columns> {
+        let mut columns = Vec::with_capacity(schema.fields().len());
+        let mut by_name = HashMap::new();
+        for (i, f) in schema.fields().iter().enumerate() {
+            let name: Box<[u8]> = f.name().as_bytes().into();
+            if by_name.insert(name.clone(), i).is_some() {
+                return None;
+            }
+            columns.push(Column { name, kind: Kind::of(f.data_type())?, nullable: f.is_nullable() });
+        }
+        Some(Columns { schema: schema.clone(), columns, by_name })
+    }
+
+    /// An empty set of rows with room for `records`.
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn rows<'a>(&'a self, records: usize) -> Rows<'a> {
+        let builders = self.schema.fields().iter().map(|f| Builder::new(f.data_type(), records)).collect();
+        Rows { plan: self, builders, pending: Vec::with_capacity(self.columns.len()), rows: 0 }
+    }
+
+    fn position(&self, key: &[u8], hint: usize) -> Option<usize> {
+        if self.columns.get(hint).is_some_and(|c| *c.name == *key) {
+            return Some(hint);
+        }
+        self.by_name.get(key).copied()
+    }
+}
+
+/// Rows being decoded into columns.
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct Rows<'a> {
+    plan: &'a Columns,
+    builders: Vec<Builder>,
+    pending: Vec<Option<Val<'a>>>,
+    rows: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// Appends one record (one JSON object) as a row; `false`, with nothing appended, when
+    /// this decoder is not certain of it.
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn push(&mut self, record: &'a [u8]) -> bool {
+        if self.read(record).is_none() {
+            return false;
+        }
+        for (builder, value) in self.builders.iter_mut().zip(self.pending.drain(..)) {
+            builder.append(value.unwrap_or(Val::Null));
+        }
+        self.rows += 1;
+        true
+    }
+
+    /// The rows as one batch (`None` when there are none).
+    ///
+    /// # Errors
+    /// Arrow's, should the columns not make a batch of the schema (a defect: the caller then
+    /// decodes the records the other way).
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn finish(self) -> Result<Option<RecordBatch>, ArrowError> {
+        if self.rows == 0 {
+            return Ok(None);
+        }
+        let arrays: Vec<ArrayRef> = self.builders.into_iter().map(Builder::finish).collect();
+        RecordBatch::try_new(self.plan.schema.clone(), arrays).map(Some)
+    }
+
+    /// Reads one record's values into `pending` (one slot per column).
+    fn read(&mut self, record: &'a [u8]) -> Option<()> {
+        let plan = self.plan;
+        self.pending.clear();
+        self.pending.resize_with(plan.columns.len(), || None);
+        let pending = &mut self.pending;
+        let mut s = Scan { b: record, at: 0 };
+        s.ws();
+        let mut hint = 0;
+        s.members(|s, key, escaped| {
+            if escaped {
+                return None;
+            }
+            let i = plan.position(key, hint)?;
+            hint = i + 1;
+            let column = &plan.columns[i];
+            let value = column.kind.value(s)?;
+            if matches!(value, Val::Null) && !column.nullable {
+                return None;
+            }
+            // A field given twice is left to the other decoder.
+            pending[i].replace(value).is_none().then_some(())
+        })?;
+        s.ws();
+        if s.at != record.len() {
+            return None;
+        }
+        let missing_required = pending.iter().zip(&plan.columns).any(|(v, c)| v.is_none() && !c.nullable);
+        (!missing_required).then_some(())
+    }
+}
+
+/// One column's builder.
+enum Builder {
+    I8(Int8Builder),
+    I16(Int16Builder),
+    I32(Int32Builder),
+    I64(Int64Builder),
+    F32(Float32Builder),
+    F64(Float64Builder),
+    Bool(BooleanBuilder),
+    Text(StringBuilder),
+    Date(Date32Builder),
+    TsS(TimestampSecondBuilder),
+    TsMs(TimestampMillisecondBuilder),
+    TsUs(TimestampMicrosecondBuilder),
+    TsNs(TimestampNanosecondBuilder),
+    Dec(Decimal128Builder),
+}
+
+impl Builder {
+    /// Only for the types [`Kind::of`] covers.
+    fn new(t: &A, n: usize) -> Builder {
+        match t {
+            A::Int8 => Builder::I8(Int8Builder::with_capacity(n)),
+            A::Int16 => Builder::I16(Int16Builder::with_capacity(n)),
+            A::Int32 => Builder::I32(Int32Builder::with_capacity(n)),
+            A::Int64 => Builder::I64(Int64Builder::with_capacity(n)),
+            A::Float32 => Builder::F32(Float32Builder::with_capacity(n)),
+            A::Float64 => Builder::F64(Float64Builder::with_capacity(n)),
+            A::Boolean => Builder::Bool(BooleanBuilder::with_capacity(n)),
+            A::Date32 => Builder::Date(Date32Builder::with_capacity(n)),
+            A::Timestamp(TimeUnit::Second, _) => Builder::TsS(TimestampSecondBuilder::with_capacity(n).with_data_type(t.clone())),
+            A::Timestamp(TimeUnit::Millisecond, _) => {
+                Builder::TsMs(TimestampMillisecondBuilder::with_capacity(n).with_data_type(t.clone()))
+            }
+            A::Timestamp(TimeUnit::Microsecond, _) => {
+                Builder::TsUs(TimestampMicrosecondBuilder::with_capacity(n).with_data_type(t.clone()))
+            }
+            A::Timestamp(TimeUnit::Nanosecond, _) => {
+                Builder::TsNs(TimestampNanosecondBuilder::with_capacity(n).with_data_type(t.clone()))
+            }
+            A::Decimal128(..) => Builder::Dec(Decimal128Builder::with_capacity(n).with_data_type(t.clone())),
+            _ => Builder::Text(StringBuilder::with_capacity(n, n * 16)),
+        }
+    }
+
+    /// Appends a value [`Kind::value`] produced for this column (range already checked).
+    fn append(&mut self, v: Val<'_>) {
+        macro_rules! put {
+            ($b:expr, $x:expr) => {
+                match $x {
+                    Some(x) => $b.append_value(x),
+                    None => $b.append_null(),
+                }
+            };
+        }
+        let int = |v: &Val<'_>| match v {
+            Val::Int(i) => Some(*i),
+            _ => None,
+        };
+        match self {
+            Builder::I8(b) => put!(b, int(&v).map(|i| i as i8)),
+            Builder::I16(b) => put!(b, int(&v).map(|i| i as i16)),
+            Builder::I32(b) => put!(b, int(&v).map(|i| i as i32)),
+            Builder::I64(b) => put!(b, int(&v)),
+            Builder::TsS(b) => put!(b, int(&v)),
+            Builder::TsMs(b) => put!(b, int(&v)),
+            Builder::TsUs(b) => put!(b, int(&v)),
+            Builder::TsNs(b) => put!(b, int(&v)),
+            Builder::F32(b) => put!(b, if let Val::F32(x) = v { Some(x) } else { None }),
+            Builder::F64(b) => put!(b, if let Val::F64(x) = v { Some(x) } else { None }),
+            Builder::Bool(b) => put!(b, if let Val::Bool(x) = v { Some(x) } else { None }),
+            Builder::Text(b) => put!(b, if let Val::Str(x) = v { Some(x) } else { None }),
+            Builder::Date(b) => put!(b, if let Val::Day(x) = v { Some(x) } else { None }),
+            Builder::Dec(b) => put!(b, if let Val::Dec(x) = v { Some(x) } else { None }),
+        }
+    }
+
+    fn finish(self) -> ArrayRef {
+        match self {
+            Builder::I8(mut b) => Arc::new(b.finish()),
+            Builder::I16(mut b) => Arc::new(b.finish()),
+            Builder::I32(mut b) => Arc::new(b.finish()),
+            Builder::I64(mut b) => Arc::new(b.finish()),
+            Builder::F32(mut b) => Arc::new(b.finish()),
+            Builder::F64(mut b) => Arc::new(b.finish()),
+            Builder::Bool(mut b) => Arc::new(b.finish()),
+            Builder::Text(mut b) => Arc::new(b.finish()),
+            Builder::Date(mut b) => Arc::new(b.finish()),
+            Builder::TsS(mut b) => Arc::new(b.finish()),
+            Builder::TsMs(mut b) => Arc::new(b.finish()),
+            Builder::TsUs(mut b) => Arc::new(b.finish()),
+            Builder::TsNs(mut b) => Arc::new(b.finish()),
+            Builder::Dec(mut b) => Arc::new(b.finish()),
+        }
+    }
+}
