@@ -28,6 +28,15 @@ fn cases() -> Vec<(&'static str, String, Result<String, &'static str>)> {
         ("\"timestamp\"", "\"2024-01-02T03:04:05.123456Z\"".into(), Ok("2024-01-02T03:04:05.123456Z".into())),
         ("\"timestamp\"", "1704164645.1234567".into(), Err("finer than a microsecond")),
         ("\"string\"", "123456789012345678901234567890".into(), Ok("123456789012345678901234567890".into())),
+        // Characters past U+1FFFF escaped as surrogate pairs (Arrow's JSON decoder alone reads them
+        // as other characters), in a string, in an array and inside a text of JSON.
+        ("\"string\"", r#""\ud84d\ude00\ud83d\ude00""#.into(), Ok("\u{23600}\u{1F600}".into())),
+        (
+            r#"{"type":"array","elementType":"string","containsNull":true}"#,
+            r#"["\udbff\udfff"]"#.into(),
+            Ok("[\"\u{10FFFF}\"]".into()),
+        ),
+        ("\"string\"", r#"{"k":"\ud840\udc00"}"#.into(), Ok("{\"k\":\"\u{20000}\"}".into())),
     ]
 }
 

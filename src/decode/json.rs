@@ -288,7 +288,7 @@ mod tests {
         ];
         const INTS: &[&str] = &["0", "-0", "12", "-7", "127", "-128", "32767", "2147483647", "9223372036854775807", "null"];
         const FLOATS: &[&str] = &["0.1", "-2.5", "1e3", "1.7976931348623157e308", "4.9e-324", "16777217", "3.4028235e38", "-0.0", "12"];
-        const TEXTS: &[&str] = &["\"a\"", "\"ü ключ\"", "\"a\\\"b\"", "\"\\u00e9\\n\\t\\/\\\\\"", "\"\\ud83d\\ude00\"", "\"\"", "\"tab\there\""];
+        const TEXTS: &[&str] = &["\"a\"", "\"ü ключ\"", "\"a\\\"b\"", "\"\\u00e9\\n\\t\\/\\\\\"", "\"\\ud83d\\ude00\"", "\"\"", "\"tab\there\"", "\"\\ud84d\\ude00 \\uDBFF\\uDFFF\"", "\"\\ud840\"", "\"\\\\ud840\\\\udc00\""];
         const TIMES: &[&str] = &[
             "\"2024-01-02T03:04:05Z\"", "\"2024-01-02T03:04:05.123456+02:00\"", "\"2024-01-02 03:04:05\"", "\"2024-01-02\"",
             "\"1969-12-31T23:59:59.999999Z\"", "\"2024-03-31T02:30:00\"", "\"0001-01-01T00:00:00Z\"",
@@ -386,5 +386,38 @@ mod tests {
         }
         // The generator is not all noise: a good share of the records takes the one scan.
         assert!(direct * 5 > tried, "{direct} of {tried} records in one scan");
+    }
+}
+
+#[cfg(test)]
+mod unicode {
+    use super::*;
+    use arrow::array::{Array, AsArray, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    /// Characters past U+1FFFF escaped as surrogate pairs land as themselves, in flat tables
+    /// (one scan) and nested ones (Arrow's decoder, which on its own reads them wrong).
+    #[test]
+    fn escaped_characters_past_the_first_two_planes_land_as_themselves() {
+        let text = Field::new("s", DataType::Utf8, true);
+        let list = Field::new("l", DataType::List(Arc::new(Field::new("element", DataType::Utf8, true))), true);
+        let payload = br#"{"s": "\ud84d\ude00 \uD83D\uDE00 \udbff\udfff \\ud840\\udc00"}"#;
+        let nested = br#"{"s": "\ud84d\ude00 \uD83D\uDE00 \udbff\udfff \\ud840\\udc00", "l": ["\ud840\udc00"]}"#;
+        let want = "\u{23600} \u{1F600} \u{10FFFF} \\ud840\\udc00";
+        let raw = |p: &'static [u8]| [RawRecord { topic: "t", partition: 0, offset: 0, timestamp_ms: None, key: None, payload: Some(p) }];
+        for (schema, payload) in [(vec![text.clone()], &payload[..]), (vec![text, list], &nested[..])] {
+            let decoder = PayloadDecoder::new(Arc::new(Schema::new(schema)), 1 << 20);
+            for d in [decoder.clone(), decoder.reference()] {
+                let out = d.decode(&raw(payload));
+                let batch = out.batch.unwrap_or_else(|| panic!("{:?}", out.dead_letters));
+                assert_eq!(batch.column(0).as_any().downcast_ref::<StringArray>().unwrap().value(0), want);
+                if let Some(l) = batch.column_by_name("l") {
+                    let element = l.as_list::<i32>().value(0);
+                    assert_eq!(element.as_string::<i32>().value(0), "\u{20000}");
+                    assert_eq!(element.len(), 1);
+                }
+            }
+        }
     }
 }

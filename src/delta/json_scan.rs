@@ -14,7 +14,7 @@
 //!
 //! [`RecordRules::check_walk`]: super::json_values::RecordRules::check_walk
 
-use super::json_text::check_timestamp_text;
+use super::json_text::{check_timestamp_text, is_astral_escape};
 use super::json_values::{Fields, Num, Slot};
 
 /// Deeper than this, the full walk decides (its own recursion limit included).
@@ -77,6 +77,10 @@ impl<'a> Scan<'a> {
             if self.b[i] == b'"' {
                 self.at = i + 1;
                 return Some((&self.b[start..i], escaped));
+            }
+            // Characters past U+1FFFF escaped as surrogates are respelled by the walk.
+            if is_astral_escape(&self.b[i..]) {
+                return None;
             }
             escaped = true;
             self.at = i + 2;

@@ -111,3 +111,49 @@ pub(crate) fn check_timestamp_text(text: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Whether the escape starting at `b` (its backslash) is the high half of a surrogate pair
+/// for a character past U+1FFFF (`\ud840` and above): `arrow_json` decodes those pairs to the
+/// wrong character, so such records are respelled first ([`astral_escapes_decoded`]).
+pub(crate) fn is_astral_escape(b: &[u8]) -> bool {
+    b.get(..2) == Some(b"\\u") && b.get(2..6).and_then(hex4).is_some_and(is_wide_high)
+}
+
+/// The record with every surrogate-pair escape of a character past U+1FFFF written as the
+/// character itself (every other byte as sent); `None` when it has none.
+pub(crate) fn astral_escapes_decoded(record: &[u8]) -> Option<Vec<u8>> {
+    let mut out: Option<Vec<u8>> = None;
+    let (mut at, mut copied) = (0, 0);
+    while let Some(i) = memchr::memchr(b'\\', record.get(at..)?) {
+        let i = at + i;
+        let pair = || {
+            let high = record.get(i + 2..i + 6).and_then(hex4)?;
+            let low = record.get(i + 8..i + 12).and_then(hex4)?;
+            (record.get(i + 6..i + 8)? == b"\\u").then_some((high, low))
+        };
+        match pair().filter(|_| is_astral_escape(&record[i..])) {
+            Some((high, low)) if (0xDC00..=0xDFFF).contains(&low) => {
+                let n = 0x1_0000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+                let c = char::from_u32(n)?;
+                let out = out.get_or_insert_with(|| Vec::with_capacity(record.len()));
+                out.extend_from_slice(&record[copied..i]);
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                copied = i + 12;
+                at = i + 12;
+            }
+            _ => at = i + 2,
+        }
+    }
+    let mut out = out?;
+    out.extend_from_slice(record.get(copied..).unwrap_or_default());
+    Some(out)
+}
+
+/// A high surrogate whose pairs land past U+1FFFF.
+fn is_wide_high(unit: u16) -> bool {
+    (0xD840..=0xDBFF).contains(&unit)
+}
+
+fn hex4(b: &[u8]) -> Option<u16> {
+    b.iter().try_fold(0u16, |n, d| Some(n << 4 | char::from(*d).to_digit(16)? as u16))
+}

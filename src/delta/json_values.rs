@@ -35,7 +35,7 @@ use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAcces
 use serde_json::value::RawValue;
 
 pub(crate) use super::json_text::check_timestamp_text;
-use super::json_text::{exact_integer, minified, plain, quoted, rfc3339, Plain};
+use super::json_text::{astral_escapes_decoded, exact_integer, minified, plain, quoted, rfc3339, Plain};
 
 /// What a column takes.
 #[derive(Debug, Clone)]
@@ -174,6 +174,13 @@ impl RecordRules {
     /// must agree with wherever it answers).
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn check_walk(&self, record: &[u8]) -> Result<Verdict, String> {
+        // Arrow's decoder reads escaped characters past U+1FFFF wrong: they go to it as UTF-8.
+        if let Some(decoded) = astral_escapes_decoded(record) {
+            return match self.check_walk(&decoded)? {
+                Verdict::AsIs => Ok(Verdict::Rewritten(decoded)),
+                rewritten => Ok(rewritten),
+            };
+        }
         let ctx = Walk {
             path: RefCell::new(Vec::new()),
             problem: RefCell::new(None),
