@@ -48,20 +48,24 @@ pub(super) struct Scan<'a> {
 pub(super) type Sure = Option<()>;
 
 impl<'a> Scan<'a> {
+    #[inline]
     pub(super) fn peek(&self) -> Option<u8> {
         self.b.get(self.at).copied()
     }
 
+    #[inline]
     pub(super) fn ws(&mut self) {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.at += 1;
         }
     }
 
+    #[inline]
     pub(super) fn eat(&mut self, byte: u8) -> Sure {
         (self.peek() == Some(byte)).then(|| self.at += 1)
     }
 
+    #[inline]
     pub(super) fn literal(&mut self, word: &[u8]) -> Sure {
         let end = self.at + word.len();
         (self.b.get(self.at..end) == Some(word)).then(|| self.at = end)

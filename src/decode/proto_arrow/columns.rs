@@ -26,23 +26,33 @@ pub(super) enum Col {
 }
 
 impl Col {
-    pub(super) fn new(f: &Field) -> Option<Col> {
+    /// A column with room for `n` rows.
+    pub(super) fn new(f: &Field, n: usize) -> Option<Col> {
         Some(match f.data_type() {
-            A::Int32 => Col::I32(Int32Builder::new()),
-            A::Int64 => Col::I64(Int64Builder::new()),
-            A::Float32 => Col::F32(Float32Builder::new()),
-            A::Float64 => Col::F64(Float64Builder::new()),
-            A::Boolean => Col::Bool(BooleanBuilder::new()),
-            A::Utf8 => Col::Str(StringBuilder::new()),
-            A::Timestamp(TimeUnit::Microsecond, tz) => Col::Ts(TimestampMicrosecondBuilder::new(), tz.clone()),
+            A::Int32 => Col::I32(Int32Builder::with_capacity(n)),
+            A::Int64 => Col::I64(Int64Builder::with_capacity(n)),
+            A::Float32 => Col::F32(Float32Builder::with_capacity(n)),
+            A::Float64 => Col::F64(Float64Builder::with_capacity(n)),
+            A::Boolean => Col::Bool(BooleanBuilder::with_capacity(n)),
+            A::Utf8 => Col::Str(StringBuilder::with_capacity(n, n * 16)),
+            A::Timestamp(TimeUnit::Microsecond, tz) => {
+                Col::Ts(TimestampMicrosecondBuilder::with_capacity(n), tz.clone())
+            }
             A::Struct(fields) => Col::Struct {
                 fields: fields.clone(),
-                children: fields.iter().map(|c| Col::new(c)).collect::<Option<_>>()?,
-                valid: Vec::new(),
+                children: fields.iter().map(|c| Col::new(c, n)).collect::<Option<_>>()?,
+                valid: Vec::with_capacity(n),
             },
-            A::List(e) => {
-                Col::List { field: e.clone(), child: Box::new(Col::new(e)?), offsets: vec![0], valid: Vec::new() }
-            }
+            A::List(e) => Col::List {
+                field: e.clone(),
+                child: Box::new(Col::new(e, n)?),
+                offsets: {
+                    let mut offsets = Vec::with_capacity(n + 1);
+                    offsets.push(0);
+                    offsets
+                },
+                valid: Vec::with_capacity(n),
+            },
             _ => return None,
         })
     }

@@ -53,6 +53,8 @@ struct MessagePlan {
     fields: Vec<FieldPlan>,
     /// Field number → index into `fields`.
     by_number: HashMap<u32, usize>,
+    /// The same for the small numbers most fields have, by index (`usize::MAX`: none).
+    by_small_number: Vec<usize>,
     /// For each Arrow column, the field it is built from (`None`: always null).
     columns: Vec<Option<usize>>,
     oneofs: usize,
@@ -113,7 +115,7 @@ impl ProtoColumns {
     /// One batch of message bodies as rows; `None` when any needs the dynamic path.
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn decode(&self, bodies: &[&[u8]]) -> Option<RecordBatch> {
-        let mut cols: Vec<Col> = self.schema.fields().iter().map(|f| Col::new(f)).collect::<Option<_>>()?;
+        let mut cols: Vec<Col> = self.schema.fields().iter().map(|f| Col::new(f, bodies.len())).collect::<Option<_>>()?;
         for body in bodies {
             decode_message(&self.root, body, &mut cols, 0)?;
         }
@@ -151,7 +153,13 @@ fn message_plan(desc: &MessageDescriptor, arrow: &Fields, depth: usize) -> Optio
     if arrow.iter().zip(&columns).any(|(c, f)| f.is_none() && !c.is_nullable()) {
         return None;
     }
-    Some(MessagePlan { fields, by_number, columns, oneofs: oneof_ids.len() })
+    let mut by_small_number = vec![usize::MAX; by_number.keys().map(|n| *n as usize + 1).max().unwrap_or(0).min(64)];
+    for (n, f) in &by_number {
+        if let Some(slot) = by_small_number.get_mut(*n as usize) {
+            *slot = *f;
+        }
+    }
+    Some(MessagePlan { fields, by_number, by_small_number, columns, oneofs: oneof_ids.len() })
 }
 
 fn all_nullable(fields: &Fields) -> bool {
@@ -248,12 +256,25 @@ fn decode_message(plan: &MessagePlan, bytes: &[u8], cols: &mut [Col], depth: usi
     if depth > MAX_DEPTH {
         return None;
     }
-    let mut held: Vec<Option<Held<'_>>> = vec![None; plan.fields.len()];
+    // (Most messages have few fields: their values held on the stack.)
+    let mut few = [None; 16];
+    let mut many;
+    let held: &mut [Option<Held<'_>>] = match few.get_mut(..plan.fields.len()) {
+        Some(few) => few,
+        None => {
+            many = vec![None; plan.fields.len()];
+            &mut many
+        }
+    };
     let mut oneof_set: Vec<Option<usize>> = vec![None; plan.oneofs];
     let mut w = Wire(bytes);
     while !w.0.is_empty() {
         let (number, wire) = w.tag()?;
-        let Some(&f) = plan.by_number.get(&number) else {
+        let f = match plan.by_small_number.get(number as usize) {
+            Some(&f) => Some(f).filter(|f| *f != usize::MAX),
+            None => plan.by_number.get(&number).copied(),
+        };
+        let Some(f) = f else {
             w.skip(wire)?;
             continue;
         };
