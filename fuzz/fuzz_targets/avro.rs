@@ -2,8 +2,8 @@
 //! (records, unions, enums, arrays, maps, timestamps, decimals): every datum becomes a row or
 //! a dead letter, never a panic. The input is cut into datums at 0xFF bytes.
 #![no_main]
-use deltabus::decode::avro::AvroDecoder;
 use deltabus::common::record::RawRecord;
+use deltabus::decode::avro::AvroDecoder;
 use libfuzzer_sys::fuzz_target;
 
 const SCHEMA: &str = r#"{"type":"record","name":"r","fields":[

@@ -19,7 +19,9 @@ fuzz_target!(|data: &[u8]| {
         Field::new("tags", DataType::List(Arc::new(Field::new("element", DataType::Utf8, true))), true),
         Field::new(
             "nested",
-            DataType::Struct(vec![Field::new("a", DataType::Int32, true), Field::new("b", DataType::Boolean, true)].into()),
+            DataType::Struct(
+                vec![Field::new("a", DataType::Int32, true), Field::new("b", DataType::Boolean, true)].into(),
+            ),
             true,
         ),
     ]));

@@ -34,7 +34,8 @@ message Order {
   float ratio = 13;
   bool ok = 14;
 }
-message Inner { bool ok = 1; repeated Inner children = 2; }
+message Inner { bool ok = 1; repeated Leaf children = 2; }
+message Tree { bool ok = 1; repeated Tree children = 2; }
 message Flat {
   int64 id = 1;
   string name = 2;
@@ -72,8 +73,8 @@ fn descriptor() -> &'static MessageDescriptor {
     &descriptors().0
 }
 
-fn descriptors() -> &'static (MessageDescriptor, MessageDescriptor) {
-    static DESC: OnceLock<(MessageDescriptor, MessageDescriptor)> = OnceLock::new();
+fn descriptors() -> &'static (MessageDescriptor, MessageDescriptor, MessageDescriptor) {
+    static DESC: OnceLock<(MessageDescriptor, MessageDescriptor, MessageDescriptor)> = OnceLock::new();
     DESC.get_or_init(|| {
         let mut resolver = protox::file::ChainFileResolver::new();
         resolver.add(Schema);
@@ -83,12 +84,20 @@ fn descriptors() -> &'static (MessageDescriptor, MessageDescriptor) {
         compiler.open_file("fuzz.proto").expect("the proto compiles");
         let pool: DescriptorPool = compiler.descriptor_pool();
         let order = pool.get_message_by_name("fuzz.Order").expect("the message exists");
-        (order, pool.get_message_by_name("fuzz.Flat").expect("the message exists"))
+        (
+            order,
+            pool.get_message_by_name("fuzz.Flat").expect("the message exists"),
+            pool.get_message_by_name("fuzz.Tree").expect("the message exists"),
+        )
     })
 }
 
 fuzz_target!(|data: &[u8]| {
     wire_path_agrees(data);
+    // A recursive message decodes within the decoder's depth limit, and no table is made of it.
+    let tree = &descriptors().2;
+    let _ = DynamicMessage::decode(tree.clone(), data);
+    assert!(delta_schema(tree).is_err(), "a recursive message is refused as a table");
     let desc = descriptor();
     let Ok(message) = DynamicMessage::decode(desc.clone(), data) else { return };
     let Ok(json) = to_json(&message, &proto3_options(), data.len() * 2 + 64) else { return };
