@@ -30,7 +30,7 @@ use arrow::datatypes::{DataType as A, Date32Type, Decimal128Type, SchemaRef, Tim
 use chrono::{TimeZone, Utc};
 
 use super::json_scan::{float32_holds, Scan};
-use super::json_text::check_timestamp_text;
+use super::json_text::{check_timestamp_text, unicode_escape};
 use super::json_values::decimal_fits;
 
 /// How a table's records are decoded column by column.
@@ -178,29 +178,10 @@ fn escape(b: &[u8]) -> Option<(char, usize)> {
         b'n' => '\n',
         b'r' => '\r',
         b't' => '\t',
-        b'u' => {
-            let high = hex4(b.get(1..5)?)?;
-            if let Some(c) = char::from_u32(high.into()) {
-                return Some((c, 5));
-            }
-            // A surrogate: a high one followed by `\u` and a low one, or nothing.
-            if b.get(5..7)? != b"\\u" {
-                return None;
-            }
-            let low = hex4(b.get(7..11)?)?;
-            if !(0xD800..=0xDBFF).contains(&high) || !(0xDC00..=0xDFFF).contains(&low) {
-                return None;
-            }
-            let n = ((u32::from(high) - 0xD800) << 10 | (u32::from(low) - 0xDC00)) + 0x1_0000;
-            return char::from_u32(n).map(|c| (c, 11));
-        }
+        b'u' => return unicode_escape(b),
         _ => return None,
     };
     Some((c, 1))
-}
-
-fn hex4(b: &[u8]) -> Option<u16> {
-    b.iter().try_fold(0u16, |n, d| Some(n << 4 | char::from(*d).to_digit(16)? as u16))
 }
 
 impl Columns {

@@ -126,15 +126,8 @@ pub(crate) fn astral_escapes_decoded(record: &[u8]) -> Option<Vec<u8>> {
     let (mut at, mut copied) = (0, 0);
     while let Some(i) = memchr::memchr(b'\\', record.get(at..)?) {
         let i = at + i;
-        let pair = || {
-            let high = record.get(i + 2..i + 6).and_then(hex4)?;
-            let low = record.get(i + 8..i + 12).and_then(hex4)?;
-            (record.get(i + 6..i + 8)? == b"\\u").then_some((high, low))
-        };
-        match pair().filter(|_| is_astral_escape(&record[i..])) {
-            Some((high, low)) if (0xDC00..=0xDFFF).contains(&low) => {
-                let n = 0x1_0000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
-                let c = char::from_u32(n)?;
+        match Some(&record[i..]).filter(|e| is_astral_escape(e)).and_then(|e| unicode_escape(&e[1..])) {
+            Some((c, _)) => {
                 let out = out.get_or_insert_with(|| Vec::with_capacity(record.len()));
                 out.extend_from_slice(&record[copied..i]);
                 out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
@@ -152,6 +145,21 @@ pub(crate) fn astral_escapes_decoded(record: &[u8]) -> Option<Vec<u8>> {
 /// A high surrogate whose pairs land past U+1FFFF.
 fn is_wide_high(unit: u16) -> bool {
     (0xD840..=0xDBFF).contains(&unit)
+}
+
+/// The character a `\u` escape stands for (`b` starts at its `u`), a surrogate pair read whole
+/// (`\ud83d\ude00`), and the bytes it took; `None` for anything else, a lone surrogate included.
+pub(crate) fn unicode_escape(b: &[u8]) -> Option<(char, usize)> {
+    let high = b.get(1..5).and_then(hex4)?;
+    if let Some(c) = char::from_u32(high.into()) {
+        return Some((c, 5));
+    }
+    let low = (b.get(5..7)? == b"\\u").then(|| b.get(7..11).and_then(hex4)).flatten()?;
+    if !(0xD800..=0xDBFF).contains(&high) || !(0xDC00..=0xDFFF).contains(&low) {
+        return None;
+    }
+    let n = 0x1_0000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+    char::from_u32(n).map(|c| (c, 11))
 }
 
 fn hex4(b: &[u8]) -> Option<u16> {
