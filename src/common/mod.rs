@@ -9,7 +9,6 @@
 //! - [`units`]: the one spelling of durations and sizes.
 //! - [`progress`]: progress bars on terminals, periodic lines otherwise.
 //! - [`throttle`]: repeated log lines once per state change, then at a backoff.
-//! - `test_rng` [tests only]: the seeded numbers of the property tests.
 
 internal_mods!(backoff);
 internal_mods!(clock);
@@ -20,8 +19,6 @@ internal_mods!(progress);
 internal_mods!(record);
 internal_mods!(throttle);
 internal_mods!(units);
-#[cfg(test)]
-pub(crate) mod test_rng;
 
 /// Writes one line to stderr, ignoring a failure (a closed stderr, as in `cmd 2>&1 | head`,
 /// must end nothing: `eprintln!` would panic).
