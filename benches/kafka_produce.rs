@@ -19,7 +19,8 @@
 //!    `max_buffered` is 64 MiB: the server's peak RSS above its idle RSS.
 //!
 //! Run: `cargo build --release && cargo bench --bench kafka_produce` (`BENCH_SERVER_LOG=path`
-//! keeps the servers' logs; add
+//! keeps the servers' logs, `BENCH_METRICS=1` prints the server's produce-answer histogram
+//! after the 20 ms run; add
 //! `DELTABUS_BENCH_BROKERS=127.0.0.1:9092` with a broker running for the third).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
@@ -142,10 +143,22 @@ async fn produce(brokers: &str, topic: &str, first: usize, each: usize, rate: Op
         let topic = topic.to_string();
         tasks.push(tokio::spawn(async move {
             let mut pending = Vec::with_capacity(each);
+            // Paced: the first record is sent and acknowledged before the clock starts, so that
+            // connecting, reading metadata and getting a producer id are not counted as the
+            // latency of the records that would wait for them.
+            let mut from = 0;
+            if rate.is_some() {
+                let (value, key) = (record(first + p * each), format!("user-{}", (first + p * each) % 100_000));
+                producer
+                    .send(FutureRecord::to(&topic).key(&key).payload(&value), Duration::from_secs(300))
+                    .await
+                    .unwrap();
+                from = 1;
+            }
             let began = Instant::now();
-            for n in 0..each {
+            for n in from..each {
                 if let Some(rate) = rate {
-                    let due = began + Duration::from_secs_f64(n as f64 / rate);
+                    let due = began + Duration::from_secs_f64((n - from) as f64 / rate);
                     if due > Instant::now() {
                         tokio::time::sleep_until(due.into()).await;
                     }
@@ -315,8 +328,16 @@ fn main() {
     );
     {
         let paced = root.join("paced");
-        let (server, _, kafka) = serve(&bin, &windowed_config(&root, "paced", &paced, "512MiB", "20ms"));
+        let (server, http, kafka) = serve(&bin, &windowed_config(&root, "paced", &paced, "512MiB", "20ms"));
         let (_, lat) = rt.block_on(produce(&kafka, "events", 0, 25_000, Some(5_000.0)));
+        if std::env::var("BENCH_METRICS").is_ok() {
+            let m = rt.block_on(async {
+                reqwest::get(format!("http://{http}/metrics")).await.unwrap().text().await.unwrap()
+            });
+            for l in m.lines().filter(|l| l.contains("kafka_produce") && l.contains("seconds")) {
+                println!("{l}");
+            }
+        }
         stop(server);
         println!(
             "  paced at 40,000 records/s,  20 ms window              acked p50 {:.0} ms  p99 {:.0} ms",
@@ -367,6 +388,14 @@ fn main() {
         }
         let landed_s = started.elapsed().as_secs_f64();
         stop(ingest);
+        // The same paced producers against the broker: the latency floor of the clients and
+        // the shared cores.
+        let (_, lat) = rt.block_on(produce(&brokers, &topic, rows, 25_000, Some(5_000.0)));
+        println!(
+            "  paced at 40,000 records/s into the broker            acked p50 {:.0} ms  p99 {:.0} ms",
+            ms(percentile(&lat, 0.5)),
+            ms(percentile(&lat, 0.99)),
+        );
         println!(
             "librdkafka producers into the broker       {broker_s:>6.2} s  {:>9.0} rows/s acknowledged; with `deltabus ingest` every row in the table after {landed_s:.2} s = {:>9.0} rows/s (deltabus direct: {:.2}x)",
             rows as f64 / broker_s,

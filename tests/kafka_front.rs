@@ -238,6 +238,47 @@ async fn kafka_clients_produce_into_a_table_and_fetch_its_feed() {
     assert!(rendered.contains("deltabus_kafka_fetch_lag_versions{topic=\"events\"} 0"), "{rendered}");
 }
 
+/// A commit group closes as soon as every connection that has been producing waits on it
+/// (has as many batches in flight as it ever had), not at the end of its window: with a
+/// ten-minute window, an idempotent librdkafka producer that waits for each record's
+/// acknowledgement before the next gets every one, and no group ran its window out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::await_holding_lock,
+    reason = "the lock keeps other tests' Python children from starting while librdkafka runs here; no task here takes it"
+)]
+async fn a_commit_group_closes_once_every_producing_connection_waits_on_it() {
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let mut cfg = config(&events, 4);
+    cfg.commit_window = deltabus::common::units::HumanDuration::from_secs(600);
+    let (kafka, _http, _stop, metrics) = start(cfg, &[]).await;
+    let _guard = crate::support::native_clients_lock();
+    let producer: FutureProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", &kafka)
+        .set("enable.idempotence", "true")
+        .set("message.timeout.ms", "300000")
+        .create()
+        .unwrap();
+    for n in 0..40i64 {
+        let value = serde_json::json!({"id": n, "name": format!("ü {n}")}).to_string();
+        let key = format!("k{}", n % 13);
+        producer
+            .send(FutureRecord::to("events").key(&key).payload(&value), Duration::from_secs(300))
+            .await
+            .expect("delivered");
+    }
+    assert_eq!(cat_ids(&events), (0..40).collect::<Vec<_>>(), "every record once");
+    let rendered = metrics.render();
+    let groups = |closed: &str| -> u64 {
+        let needle = format!("deltabus_push_groups_total{{table=\"events\",closed=\"{closed}\"}} ");
+        rendered.lines().find_map(|l| l.strip_prefix(needle.as_str())).map_or(0, |n| n.parse().unwrap())
+    };
+    assert_eq!(groups("everyone"), 40, "a group per record: {rendered}");
+    assert_eq!(groups("window"), 0, "no group waited out its window: {rendered}");
+}
+
 /// Eight idempotent producers (keyed and unkeyed, every codec) send while the server is
 /// killed with -9 twice and restarted, its store failing 3% of calls: afterwards the table
 /// holds every record exactly once.

@@ -1,6 +1,6 @@
 //! One table's group committer: the requests that arrive within the commit window of the
 //! first one (or until they hold `max_commit_bytes`, or until every producer that has been
-//! sending is in the group: [`super::attendance`]) land in one commit, with one `txn` per
+//! sending is waiting on it: [`super::attendance`]) land in one commit, with one `txn` per
 //! producer, and every request is answered only after that commit: success means durable and
 //! visible.
 //!
@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use tracing::Instrument;
 
-use super::attendance::Attendance;
+use super::attendance::{Attendance, Handed, Sender};
 use super::latest::Latest;
 use super::sequence::{decide, Sequenced, Verdict};
 use crate::common::record::DeadLetter;
@@ -52,6 +52,9 @@ pub(crate) struct Pending {
     /// On a keyed table: where each row stood among the request's records, and the keys its
     /// records delete (`None`: its rows in order, nothing deleted).
     pub keyed: Option<KeyedChanges>,
+    /// A Kafka connection's count of batches waiting for answers, held until this one is
+    /// answered (for the group's early close).
+    pub connection: Option<Handed>,
     pub reply: oneshot::Sender<Outcome>,
 }
 
@@ -106,7 +109,7 @@ impl GroupCommitter {
             };
             let Some(first) = first else { return };
             // The window opens when the first request is decoded and handed over; it closes
-            // early once every producer that has been sending is in the group.
+            // early once everyone who has been sending waits on it.
             let deadline = tokio::time::Instant::now() + self.window;
             let mut roll = attendance.open(Instant::now());
             let mut bytes = 0;
@@ -114,9 +117,13 @@ impl GroupCommitter {
             let mut next = Some(first);
             let mut closed = "window";
             while let Some(p) = next.take() {
-                let id = p.producer.as_ref().map(|s| s.key.as_str());
-                attendance.arrived(id, Instant::now());
-                roll.present(id);
+                let sender = match (&p.connection, &p.producer) {
+                    (Some(c), _) => Sender::Connection(c.connection()),
+                    (None, Some(s)) => Sender::Producer(s.key.as_str()),
+                    (None, None) => Sender::Anonymous,
+                };
+                attendance.arrived(&sender, Instant::now());
+                roll.present(&sender);
                 bytes += p.bytes;
                 group.push(p);
                 if bytes >= self.max_bytes {
@@ -128,6 +135,9 @@ impl GroupCommitter {
                     break;
                 }
                 next = tokio::time::timeout_at(deadline, requests.recv()).await.ok().flatten();
+            }
+            if closed == "window" {
+                roll.ran_out();
             }
             self.metrics.group_closed(closed);
             let span = tracing::info_span!("push.commit", table = %self.settings.name, requests = group.len());

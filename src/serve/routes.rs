@@ -309,6 +309,7 @@ async fn records(
         bad_lines: rows.bad,
         bytes: body_bytes,
         keyed: None,
+        connection: None,
         reply,
     };
     if table.commits.send(pending).is_err() {

@@ -27,6 +27,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 
 use super::apis;
+use crate::serve::attendance::InFlight;
 use super::Shared;
 
 /// Requests of one connection handled at once.
@@ -65,6 +66,8 @@ pub(crate) struct Session {
     /// Signalled once the last Produce request taken has handed its batches to the committers
     /// ([`Session::produce_turn`]).
     pub produced: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// The connection's produce batches waiting for answers (see `serve::attendance`).
+    pub in_flight: Arc<InFlight>,
 }
 
 /// A Produce request's place in its connection: it hands its batches over once the request
@@ -72,6 +75,8 @@ pub(crate) struct Session {
 pub(crate) struct Turn {
     pub wait: Option<tokio::sync::oneshot::Receiver<()>>,
     pub done: tokio::sync::oneshot::Sender<()>,
+    /// The connection's count of batches waiting for answers.
+    pub in_flight: Arc<InFlight>,
 }
 
 impl Session {
@@ -82,7 +87,7 @@ impl Session {
     /// producers take as a fatal loss of state.
     pub(crate) fn produce_turn(&mut self) -> Turn {
         let (done, next) = tokio::sync::oneshot::channel();
-        Turn { wait: self.produced.replace(next), done }
+        Turn { wait: self.produced.replace(next), done, in_flight: self.in_flight.clone() }
     }
 }
 
@@ -109,7 +114,7 @@ where
             }
         }
     });
-    let mut session = Session { peer, authenticated: shared.config.users.is_empty(), user: None, plain: false, produced: None };
+    let mut session = Session { peer, authenticated: shared.config.users.is_empty(), user: None, plain: false, produced: None, in_flight: InFlight::new() };
     let mut pending: FuturesOrdered<BoxFuture<'static, Reply>> = FuturesOrdered::new();
     let mut closing = false;
     shared.state.metrics.kafka().connections.inc();

@@ -14,9 +14,12 @@
 //!   commit's.
 //! - The end of the feed (high watermark) is `(latest version + 1) << ROW_BITS`; the start is
 //!   the first version whose changes the log still holds.
-//! - Commits read are kept decoded (the last [`CACHED_COMMITS`]), and cursors are kept at the
-//!   version after the last one read, so consumers that move along the feed read each commit
-//!   once.
+//! - Commits read are kept as their change rows in Arrow form, by partition (the least
+//!   recently used go first past [`CACHED_BYTES`] or [`CACHED_COMMITS`] commits); rows become
+//!   records only as a fetch takes them ([`Feed::records`]). Cursors are kept at the version after the last one read,
+//!   so consumers that move along the feed read each commit once: one fetch reads a megabyte
+//!   of each partition, which on a table of small commits (each in one partition) spans
+//!   hundreds of them, and every partition's answer reads the same ones.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,10 +36,17 @@ use crate::error::{Error, Result};
 use crate::storage::change_cursor::ChangeCursor;
 use crate::storage::Table;
 
+/// Bytes of change rows kept per topic (at least the latest commit read is kept).
+pub(crate) const CACHED_BYTES: usize = 64 << 20;
 /// Decoded commits kept per topic.
-pub(crate) const CACHED_COMMITS: usize = 64;
+pub(crate) const CACHED_COMMITS: usize = 16_384;
+/// Commits whose partitions with rows are remembered, per topic.
+const SHAPES: usize = 1 << 20;
 /// Cursors kept per topic.
 const CURSORS: usize = 4;
+/// Commits a kept cursor is moved over (reading only their log entries) rather than opening a
+/// new one at the version wanted.
+const CURSOR_STEPS: u64 = 1_000;
 
 /// One change row as a record.
 #[derive(Debug, Clone)]
@@ -46,11 +56,29 @@ pub(crate) struct FeedRecord {
     pub change_type: &'static str,
 }
 
-/// One commit's records, by partition.
+/// One commit's change rows, by partition, turned into records as they are fetched (a fetch
+/// takes a megabyte of one partition: converting every partition's rows of the commit for it
+/// would cost as many times more as the commit has partitions' worth of rows).
 #[derive(Debug)]
 pub(crate) struct FeedCommit {
     pub timestamp_ms: i64,
-    pub partitions: Vec<Vec<FeedRecord>>,
+    partitions: Vec<PartitionRows>,
+    /// The memory its rows hold.
+    bytes: usize,
+}
+
+/// One partition's change rows of a commit.
+#[derive(Debug, Default, Clone)]
+struct PartitionRows {
+    batches: Vec<RecordBatch>,
+    rows: usize,
+}
+
+impl FeedCommit {
+    /// Change rows of the commit in partition `p`.
+    pub(crate) fn rows(&self, p: usize) -> usize {
+        self.partitions.get(p).map_or(0, |r| r.rows)
+    }
 }
 
 /// The feed of one topic.
@@ -63,7 +91,16 @@ pub(crate) struct Feed {
 
 #[derive(Default)]
 struct FeedState {
-    commits: BTreeMap<u64, Arc<FeedCommit>>,
+    /// Version → (commit, when last used).
+    commits: BTreeMap<u64, (Arc<FeedCommit>, u64)>,
+    /// When last used → version: the least recently used commit goes first.
+    used: BTreeMap<u64, u64>,
+    tick: u64,
+    /// The `bytes` of `commits`.
+    cached_bytes: usize,
+    /// Version → (commit time, the partitions it has rows in), kept past the commit's rows:
+    /// a partition's reader steps over a commit without rows in it without reading it again.
+    shape: BTreeMap<u64, (i64, Vec<u32>)>,
     cursors: Vec<ChangeCursor>,
 }
 
@@ -97,19 +134,47 @@ impl Feed {
         Ok(Some((first.min(latest + 1), latest)))
     }
 
-    /// Commit `version`'s records (`None` when it does not exist yet).
+    /// Commit `version`'s change rows as partition `p` needs them (`None` when it does not
+    /// exist yet): without rows when it has none in `p`.
     ///
     /// # Errors
     /// A commit the log no longer holds ([`Error::MissingVersion`]); storage and data errors.
-    pub(crate) async fn commit(&self, version: u64) -> Result<Option<Arc<FeedCommit>>> {
+    pub(crate) async fn commit(&self, version: u64, p: usize) -> Result<Option<Arc<FeedCommit>>> {
         let mut state = self.state.lock().await;
-        if let Some(c) = state.commits.get(&version) {
-            return Ok(Some(c.clone()));
+        if let Some((timestamp_ms, with_rows)) = state.shape.get(&version) {
+            if !with_rows.iter().any(|w| *w as usize == p) && !state.commits.contains_key(&version) {
+                return Ok(Some(Arc::new(FeedCommit { timestamp_ms: *timestamp_ms, partitions: Vec::new(), bytes: 0 })));
+            }
         }
-        let mut cursor = match state.cursors.iter().position(|c| c.next_version() == version) {
+        state.tick += 1;
+        let tick = state.tick;
+        if let Some((c, used)) = state.commits.get_mut(&version) {
+            let (c, before) = (c.clone(), std::mem::replace(used, tick));
+            state.used.remove(&before);
+            state.used.insert(tick, version);
+            return Ok(Some(c));
+        }
+        tracing::trace!(version, partition = p, cached = state.commits.len(), bytes = state.cached_bytes, "kafka.feed_read");
+        // The cursor nearest below the version, moved up to it over commits read without their
+        // files (a partition's reader steps over commits without rows in it); else a new one.
+        let nearest = state
+            .cursors
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.next_version() <= version && version - c.next_version() <= CURSOR_STEPS)
+            .max_by_key(|(_, c)| c.next_version())
+            .map(|(i, _)| i);
+        let mut cursor = match nearest {
             Some(i) => state.cursors.swap_remove(i),
             None => ChangeCursor::open(&self.table, version).await?,
         };
+        let unread = |_: &str| None;
+        while cursor.next_version() < version {
+            if cursor.poll_by_file(&unread).await?.is_none() {
+                keep(&mut state.cursors, cursor);
+                return Ok(None);
+            }
+        }
         let partitions = self.partitions;
         let slice = move |path: &str| Some(slice_of_path(path, partitions));
         let polled = cursor.poll_by_file(&slice).await?;
@@ -117,28 +182,58 @@ impl Feed {
             keep(&mut state.cursors, cursor);
             return Ok(None);
         };
-        let mut by_partition = vec![Vec::new(); self.partitions as usize];
-        for (batch, tag) in changes.batches.iter().zip(tags) {
-            let records = self.records(batch)?;
-            if let Some(p) = by_partition.get_mut(tag as usize) {
-                p.extend(records);
+        let mut by_partition = vec![PartitionRows::default(); self.partitions as usize];
+        for (batch, tag) in changes.batches.into_iter().zip(tags) {
+            if let Some(p) = by_partition.get_mut(tag as usize).filter(|_| batch.num_rows() > 0) {
+                p.rows += batch.num_rows();
+                p.batches.push(batch);
             }
         }
-        if by_partition.iter().any(|p| p.len() as u64 >= 1 << ROW_BITS) {
+        if by_partition.iter().any(|p| p.rows as u64 >= 1 << ROW_BITS) {
             return Err(Error::InvalidArgument(format!(
                 "commit {version} has more than 2^{ROW_BITS} change rows in one partition: give the topic more partitions"
             )));
         }
-        let commit = Arc::new(FeedCommit { timestamp_ms: changes.timestamp_ms, partitions: by_partition });
+        let bytes = by_partition.iter().flat_map(|p| &p.batches).map(RecordBatch::get_array_memory_size).sum();
+        let commit = Arc::new(FeedCommit { timestamp_ms: changes.timestamp_ms, partitions: by_partition, bytes });
         keep(&mut state.cursors, cursor);
-        state.commits.insert(version, commit.clone());
-        while state.commits.len() > CACHED_COMMITS {
-            state.commits.pop_first();
+        state.cached_bytes += commit.bytes;
+        let with_rows = (0..self.partitions).filter(|p| commit.rows(*p as usize) > 0).collect();
+        state.shape.insert(version, (commit.timestamp_ms, with_rows));
+        while state.shape.len() > SHAPES {
+            state.shape.pop_first();
+        }
+        state.commits.insert(version, (commit.clone(), tick));
+        state.used.insert(tick, version);
+        // The least recently used go first: a consumer taking a large commit in parts keeps
+        // it while others move past it.
+        while state.commits.len() > 1 && (state.cached_bytes > CACHED_BYTES || state.commits.len() > CACHED_COMMITS) {
+            let Some((_, v)) = state.used.pop_first() else { break };
+            if let Some((old, _)) = state.commits.remove(&v) {
+                state.cached_bytes -= old.bytes;
+            }
         }
         Ok(Some(commit))
     }
 
-    fn records(&self, batch: &RecordBatch) -> Result<Vec<FeedRecord>> {
+    /// The records of rows `from..to` of partition `p` of `commit`.
+    ///
+    /// # Errors
+    /// A row that does not convert to JSON.
+    pub(crate) fn records(&self, commit: &FeedCommit, p: usize, from: usize, to: usize) -> Result<Vec<FeedRecord>> {
+        let mut out = Vec::with_capacity(to.saturating_sub(from));
+        let mut at = 0;
+        for batch in commit.partitions.get(p).map_or(&[][..], |r| r.batches.as_slice()) {
+            let (first, end) = (from.max(at), to.min(at + batch.num_rows()));
+            if first < end {
+                out.extend(self.batch_records(&batch.slice(first - at, end - first))?);
+            }
+            at += batch.num_rows();
+        }
+        Ok(out)
+    }
+
+    fn batch_records(&self, batch: &RecordBatch) -> Result<Vec<FeedRecord>> {
         let rows = StructArray::from(batch.clone());
         let change = batch.column_by_name(crate::storage::CHANGE_TYPE).and_then(|c| c.as_string_opt::<i32>());
         let kind = |i: usize| match change.map(|c| c.value(i)) {

@@ -70,6 +70,8 @@ async fn fetch(shared: &Shared, request_version: i16, request: FetchRequest) -> 
         for topic in &request.topics {
             let name = topic.topic.0.to_string();
             let mut partitions = Vec::with_capacity(topic.partitions.len());
+            // The feed's bounds, listed once for all of the topic's partitions.
+            let mut bounds = None;
             for p in &topic.partitions {
                 let room = Room { limit: usize::try_from(p.partition_max_bytes).unwrap_or(0).min(budget), may_exceed };
                 let data = match shared.feeds.get(&name) {
@@ -78,8 +80,19 @@ async fn fetch(shared: &Shared, request_version: i16, request: FetchRequest) -> 
                         partition_error(p.partition, ResponseError::UnknownTopicOrPartition)
                     }
                     Some(feed) => {
+                        if bounds.is_none() {
+                            bounds = Some(feed.bounds().await.map_err(|e| e.to_string()));
+                        }
                         let metrics = shared.state.metrics.kafka();
-                        read(feed, &name, p.partition, p.fetch_offset, room, request_version, metrics).await
+                        let at = At { partition: p.partition, offset: p.fetch_offset };
+                        match bounds.as_ref() {
+                            Some(Ok(b)) => read(feed, &name, at, *b, room, request_version, metrics).await,
+                            Some(Err(e)) => {
+                                tracing::info!(topic = %name, error = %e, "kafka.fetch_failed");
+                                partition_error(p.partition, ResponseError::KafkaStorageError)
+                            }
+                            None => partition_error(p.partition, ResponseError::KafkaStorageError),
+                        }
                     }
                 };
                 let got = data.records.as_ref().map_or(0, Bytes::len);
@@ -113,23 +126,24 @@ struct Room {
     may_exceed: bool,
 }
 
-/// One partition's answer from `offset`, within `room`.
+/// Where a partition's answer starts.
+#[derive(Debug, Clone, Copy)]
+struct At {
+    partition: i32,
+    offset: i64,
+}
+
+/// One partition's answer from `offset`, within `room`, in the feed's `bounds` (first and
+/// latest version; `None`: no table yet).
 async fn read(
     feed: &Feed,
     topic: &str,
-    partition: i32,
-    offset: i64,
+    At { partition, offset }: At,
+    bounds: Option<(u64, u64)>,
     Room { limit, may_exceed }: Room,
     version: i16,
     metrics: &crate::metrics::kafka::KafkaMetrics,
 ) -> PartitionData {
-    let bounds = match feed.bounds().await {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::info!(topic, error = %e, "kafka.fetch_failed");
-            return partition_error(partition, ResponseError::KafkaStorageError);
-        }
-    };
     let Some((first, latest)) = bounds else {
         // No table yet: an empty feed at 0.
         if offset != 0 {
@@ -159,7 +173,7 @@ async fn read(
     let mut gap: Option<(i64, i64)> = None;
     let mut answered = 0;
     'versions: while version <= stop {
-        let commit = match feed.commit(version).await {
+        let commit = match feed.commit(version, index).await {
             Ok(Some(c)) => c,
             Ok(None) => break,
             Err(Error::MissingVersion { .. }) => return partition_error(partition, ResponseError::OffsetOutOfRange),
@@ -171,23 +185,41 @@ async fn read(
                 break;
             }
         };
-        let rows = commit.partitions.get(index).map_or(&[][..], Vec::as_slice);
-        let mut from = usize::try_from(row).unwrap_or(usize::MAX).min(rows.len());
-        if from == rows.len() {
+        let rows = commit.rows(index);
+        let mut from = usize::try_from(row).unwrap_or(usize::MAX).min(rows);
+        if from == rows {
             gap = Some((gap.map_or(offset_of(version, from as u64), |(g, _)| g), commit.timestamp_ms));
         }
         // The commit's rows from `from`, in batches of at most BATCH_BYTES (or what is left of
-        // the limit); the last one spans to the end of the commit.
-        while from < rows.len() {
+        // the limit); the last one spans to the end of the commit. Rows become records a chunk
+        // at a time, as far as the batch has room.
+        while from < rows {
             let oversize = out.is_empty() && gap.is_none() && may_exceed;
             let room = if oversize { limit.max(1) } else { limit.saturating_sub(out.len()) }.min(BATCH_BYTES);
-            let mut to = from;
-            let mut size = 0;
-            while to < rows.len() && (to == from || size + record_bytes(&rows[to]) <= room) {
-                size += record_bytes(&rows[to]);
-                to += 1;
+            let (mut taken, mut size, mut full) = (Vec::new(), 0, false);
+            while !full && from + taken.len() < rows {
+                let at = from + taken.len();
+                let chunk = match feed.records(&commit, index, at, (at + RECORD_CHUNK).min(rows)) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        tracing::info!(topic, partition, version, error = %e, "kafka.fetch_failed");
+                        if out.is_empty() && gap.is_none() {
+                            return partition_error(partition, ResponseError::KafkaStorageError);
+                        }
+                        break 'versions;
+                    }
+                };
+                for r in chunk {
+                    if !taken.is_empty() && size + record_bytes(&r) > room {
+                        full = true;
+                        break;
+                    }
+                    size += record_bytes(&r);
+                    taken.push(r);
+                }
             }
-            let records: Vec<Record> = rows[from..to]
+            let to = from + taken.len();
+            let records: Vec<Record> = taken
                 .iter()
                 .enumerate()
                 .map(|(i, r)| record(offset_of(version, (from + i) as u64), i, commit.timestamp_ms, r))
@@ -205,7 +237,7 @@ async fn read(
             if let Some((g, ts)) = gap.take() {
                 out.extend_from_slice(&empty_batch(g, offset_of(version, from as u64) - 1, ts));
             }
-            if to == rows.len() {
+            if to == rows {
                 span_to(&mut batch, offset_of(version + 1, 0) - 1);
             }
             out.extend_from_slice(&batch);
@@ -232,6 +264,8 @@ async fn read(
 /// Record bytes in a fetched batch: at most this much per batch, so that consumers can take a
 /// large commit in parts (offsets name rows, so a fetch may stop inside a commit).
 const BATCH_BYTES: usize = 1 << 20;
+/// Rows turned into records at once while a batch fills.
+const RECORD_CHUNK: usize = 256;
 /// The size of a record batch without records.
 const EMPTY_BATCH_BYTES: usize = 61;
 

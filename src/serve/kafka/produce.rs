@@ -32,6 +32,7 @@ use tokio::sync::oneshot;
 use super::conn::{Head, Reply, Step, Turn};
 use super::records::{self, Batch};
 use super::registered;
+use crate::serve::attendance::InFlight;
 use super::Shared;
 use crate::config::kafka::{BadRecords, KafkaTopic};
 use crate::serve::body::{BadLines, Refusal, Rows};
@@ -64,6 +65,9 @@ async fn produce(shared: &Arc<Shared>, version: i16, request: ProduceRequest, tu
         -1..=1 => None,
         _ => Some(ResponseError::InvalidRequiredAcks),
     };
+    // Batches the client waits for count in its connection's attendance (`acks=0`: it waits
+    // for nothing).
+    let in_flight = (request.acks != 0).then_some(turn.in_flight);
     let millis = u64::try_from(request.timeout_ms).ok().filter(|m| *m > 0).unwrap_or(30_000).min(300_000);
     let timeout = Duration::from_millis(millis);
     // Every partition's batches are handed over (decoded concurrently) once the request
@@ -75,12 +79,12 @@ async fn produce(shared: &Arc<Shared>, version: i16, request: ProduceRequest, tu
     for topic in request.topic_data {
         let name = topic.name.0.to_string();
         let parts = topic.partition_data.into_iter().map(|data| {
-            let (shared, name) = (shared.clone(), name.clone());
+            let (shared, name, in_flight) = (shared.clone(), name.clone(), in_flight.clone());
             async move {
                 let index = data.index;
                 let handed = match refuse_all {
                     Some(e) => Err((e, None)),
-                    None => hand_over(&shared, &name, data, timeout).await,
+                    None => hand_over(&shared, &name, data, timeout, in_flight.as_ref()).await,
                 };
                 (index, handed)
             }
@@ -177,7 +181,13 @@ impl Handed {
 }
 
 /// Checks, decodes and hands a partition's batches to its table's committer.
-async fn hand_over(shared: &Arc<Shared>, name: &str, data: PartitionProduceData, timeout: Duration) -> Result<Handed, Failure> {
+async fn hand_over(
+    shared: &Arc<Shared>,
+    name: &str,
+    data: PartitionProduceData,
+    timeout: Duration,
+    in_flight: Option<&Arc<InFlight>>,
+) -> Result<Handed, Failure> {
     let started = Instant::now();
     let metrics = shared.state.metrics.kafka();
     let Some(topic) = shared.config.topics.get(name) else {
@@ -228,6 +238,7 @@ async fn hand_over(shared: &Arc<Shared>, name: &str, data: PartitionProduceData,
             bad_lines: letters,
             bytes: batch.bytes,
             keyed,
+            connection: in_flight.map(InFlight::hand),
             reply,
         };
         if handle.commits.send(pending).is_err() {
