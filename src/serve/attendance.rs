@@ -20,6 +20,7 @@
 //! - With no recent sender the group runs its window (a push producer's first request is not
 //!   a crowd); a new connection counts from its first batch (it is waiting once that batch is
 //!   all it has in flight).
+//! - A closed connection is done (and forgotten at the next group).
 //! - A window that runs out lowers the most of each connection with batches in flight to
 //!   what it has then ([`Roll::ran_out`]).
 //! - Pure but for the connections' counters, which their requests move; times are passed in.
@@ -47,6 +48,7 @@ pub(crate) struct InFlight {
     id: u64,
     handed: AtomicUsize,
     most: AtomicUsize,
+    closed: std::sync::atomic::AtomicBool,
 }
 
 static CONNECTIONS: AtomicUsize = AtomicUsize::new(0);
@@ -55,7 +57,12 @@ impl InFlight {
     /// The counters of a new connection.
     pub(crate) fn new() -> Arc<InFlight> {
         let id = CONNECTIONS.fetch_add(1, Ordering::Relaxed) as u64;
-        Arc::new(InFlight { id, handed: AtomicUsize::new(0), most: AtomicUsize::new(0) })
+        Arc::new(InFlight {
+            id,
+            handed: AtomicUsize::new(0),
+            most: AtomicUsize::new(0),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        })
     }
 
     /// Counts one batch handed over until the guard is dropped (its request answered).
@@ -65,9 +72,17 @@ impl InFlight {
         Handed(self.clone())
     }
 
-    /// Whether the connection has as many batches waiting as it ever had: it is waiting for
-    /// answers before it sends more.
+    /// Marks the connection closed: it sends nothing more.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// Whether the connection has as many batches waiting as it ever had (it is waiting for
+    /// answers before it sends more), or is closed.
     pub(crate) fn waiting(&self) -> bool {
+        if self.closed.load(Ordering::Acquire) {
+            return true;
+        }
         let handed = self.handed.load(Ordering::Acquire);
         handed > 0 && handed >= self.most.load(Ordering::Acquire)
     }
@@ -142,7 +157,9 @@ impl Attendance {
     /// senders gone quiet.
     pub(crate) fn open(&mut self, now: Instant) -> Roll {
         let horizon = self.horizon;
-        self.last_seen.retain(|_, (t, _)| now.saturating_duration_since(*t) <= horizon);
+        self.last_seen.retain(|_, (t, c)| {
+            now.saturating_duration_since(*t) <= horizon && !c.as_ref().is_some_and(|c| c.closed.load(Ordering::Acquire))
+        });
         let anonymous_recently = self.last_anonymous.is_some_and(|t| now.saturating_duration_since(t) <= horizon);
         let expected = self.last_seen.iter().map(|(who, (_, c))| (who.clone(), c.clone())).collect();
         Roll { expected, present: 0, anonymous_recently }
@@ -306,5 +323,10 @@ mod tests {
         roll.present(&Sender::Connection(&c));
         roll.present(&Sender::Producer("p"));
         assert!(!roll.complete(), "the quiet connection may still send");
+        quiet.close();
+        assert!(roll.complete(), "a closed connection sends nothing more");
+        let mut roll = a.open(t0 + W);
+        roll.present(&Sender::Producer("p"));
+        assert!(roll.complete(), "and is forgotten; c still waits");
     }
 }

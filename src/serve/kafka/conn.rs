@@ -166,6 +166,7 @@ where
     }
     let _ = wr.shutdown().await;
     reader.abort();
+    session.in_flight.close();
     shared.state.metrics.kafka().connections.dec();
 }
 
