@@ -214,13 +214,8 @@ mod tests {
     /// one-file bins only purge DVs.
     #[test]
     fn planning_properties_hold_for_random_tables() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut rnd = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n.max(1)
-        };
+        let mut raw = crate::delta::test_rng::xorshift(0x2545_F491_4F6C_DD1Du64);
+        let mut rnd = |n: u64| raw() % n.max(1);
         for _ in 0..200 {
             let cfg = PlanConfig {
                 target_size: 50 + rnd(500),

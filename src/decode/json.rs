@@ -324,13 +324,8 @@ mod tests {
         let columns = Columns::plan(&schema).expect("every column is covered");
         let decoder = PayloadDecoder::new(schema.clone(), 300);
         let reference = decoder.clone().reference();
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut raw = crate::delta::test_rng::xorshift(0x2545_F491_4F6C_DD1Du64);
+        let mut next = move |n: usize| (raw() % n as u64) as usize;
         let (mut direct, mut tried) = (0, 0);
         for _ in 0..4_000 {
             let mut poll = Vec::new();

@@ -319,13 +319,8 @@ mod tests {
             "x", "b", "g", "d", "ts", "day", "s", "f", "ok", "inner", "xs", "m", "bin", "ключ", "zz", "\\u0078", "n",
         ];
         let r = rules();
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut raw = crate::delta::test_rng::xorshift(0x9E37_79B9_7F4A_7C15u64);
+        let mut next = move |n: usize| (raw() % n as u64) as usize;
         let (mut approved, mut tried) = (0, 0);
         for _ in 0..200_000 {
             let mut rec = String::from("{");

@@ -395,13 +395,7 @@ mod tests {
     /// answers exactly the (file, row) pairs of the files still indexed.
     #[test]
     fn random_histories_answer_like_a_model() {
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::delta::test_rng::xorshift(0x9E37_79B9_7F4A_7C15u64);
         for _round in 0..20 {
             let mut ix = KeyIndex::new(&["id".to_string()]);
             let mut model: Vec<(String, Vec<String>)> = Vec::new();
@@ -461,13 +455,7 @@ mod tests {
     /// The counting sort agrees with a comparison sort, duplicates and skewed runs included.
     #[test]
     fn bucket_sort_matches_a_comparison_sort() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::delta::test_rng::xorshift(0x2545_F491_4F6C_DD1Du64);
         for len in [0usize, 1, 100, 8191, 8192, 50_000] {
             let mut v: Vec<Entry> = (0..len)
                 .map(|i| {

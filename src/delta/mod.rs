@@ -30,6 +30,8 @@
 //! - [`arrow_value`]: Arrow values as JSON.
 //! - [`parquet_footer`], [`parquet_pages`]: Parquet footers and page headers checked before
 //!   the Parquet decoder trusts them.
+//! - `test_rng` [tests only]: the seeded numbers of the property tests (here, the lowest floor,
+//!   so every module's tests may use it).
 
 internal_mods!(actions);
 internal_mods!(app_id);
@@ -73,3 +75,5 @@ internal_mods!(snapshot);
 internal_mods!(stats);
 internal_mods!(transaction);
 internal_mods!(z85);
+#[cfg(test)]
+pub(crate) mod test_rng;
