@@ -781,3 +781,114 @@ async fn large_commits_are_fetched_within_the_consumers_limits() {
     let expected: Vec<i64> = (0..2).flat_map(|c| (0..12_000).map(move |n| c * 100_000 + n)).collect();
     assert_eq!(rows, expected, "every row once");
 }
+
+/// The feed through store faults on half the calls (one read in about fifty fails through the
+/// retries): a consumer reading every partition from the start and
+/// one starting halfway (its reads move the first one's cursor over the commits between, and
+/// a fault there drops the cursor) each see every change of their range once, in order per
+/// partition; failed reads answer KAFKA_STORAGE_ERROR and the consumers retry.
+#[test]
+fn the_feed_is_fetched_exactly_once_through_store_faults() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    // 160 small commits, one file each: each commit has rows in one of the 4 partitions.
+    let commits: Vec<String> =
+        (0..160).map(|c| (0..3).map(|n| format!("{{\"id\":{},\"v\":\"ß{n}\"}}\n", c * 10 + n)).collect()).collect();
+    let commits: Vec<&str> = commits.iter().map(String::as_str).collect();
+    std::fs::create_dir_all(&events).unwrap();
+    crate::support::kafka::runtime().block_on(crate::support::tables::table_of_commits(&events, &commits));
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let cfg = dir.path().join("serve.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[server.tables.events]\ntable = {events:?}\n\
+             [server.kafka]\nlisten = \"127.0.0.1:{port}\"\n\
+             [server.kafka.topics.events]\ntable = \"events\"\npartitions = 4\n"
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("server.log");
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+    eprintln!("seed {seed}");
+    let server = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["serve", "--config"])
+        .arg(&cfg)
+        .env("DELTABUS_FAULTS", format!("rate=0.5,seed={seed}"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let (from_start, from_half) = {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        use rdkafka::{Message, Offset, TopicPartitionList};
+        let _guard = crate::support::native_clients_lock();
+        let consumer = |start: Offset| {
+            let c: BaseConsumer = rdkafka::ClientConfig::new()
+                .set("bootstrap.servers", format!("127.0.0.1:{port}"))
+                .set("group.id", "faults")
+                .set("enable.auto.commit", "false")
+                .set("enable.partition.eof", "true")
+                // A few commits per answer, so the partitions' readers are far apart.
+                .set("max.partition.fetch.bytes", "400")
+                .set("fetch.error.backoff.ms", "20")
+                .set("reconnect.backoff.max.ms", "200")
+                .create()
+                .unwrap();
+            let mut list = TopicPartitionList::new();
+            for p in 0..4 {
+                list.add_partition_offset("events", p, start).unwrap();
+            }
+            c.assign(&list).unwrap();
+            c
+        };
+        // Row 0 of commit 80: an offset is `version << 24 | row`.
+        let half = 80_i64 << 24;
+        let readers = [consumer(Offset::Beginning), consumer(Offset::Offset(half))];
+        let mut seen: [Vec<(i64, i64)>; 2] = [Vec::new(), Vec::new()];
+        let mut last: [BTreeMap<i32, i64>; 2] = [BTreeMap::new(), BTreeMap::new()];
+        let mut ended: [BTreeSet<i32>; 2] = [BTreeSet::new(), BTreeSet::new()];
+        let deadline = Instant::now() + Duration::from_secs(240);
+        while ended.iter().any(|e| e.len() < 4) {
+            assert!(Instant::now() < deadline, "the end of the feed was never reached: {:?}", seen.map(|s| s.len()));
+            for (i, reader) in readers.iter().enumerate() {
+                match reader.poll(Duration::from_millis(50)) {
+                    Some(Ok(m)) => {
+                        let (p, o) = (m.partition(), m.offset());
+                        assert!(
+                            last[i].get(&p).is_none_or(|prev| o > *prev),
+                            "partition {p}: offsets went back to {o}"
+                        );
+                        last[i].insert(p, o);
+                        ended[i].remove(&p);
+                        let v: Value = serde_json::from_slice(m.payload().unwrap()).unwrap();
+                        seen[i].push((v["_commit_version"].as_i64().unwrap(), v["id"].as_i64().unwrap()));
+                    }
+                    Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) => {
+                        ended[i].insert(p);
+                    }
+                    // A failed read reaches the application as an error; the consumer goes on.
+                    Some(Err(e)) => eprintln!("consumer {i}: {e}"),
+                    None => {}
+                }
+            }
+        }
+        let [a, b] = seen;
+        (a, b)
+    };
+    let (status, _) = terminate(server);
+    assert!(status.success(), "a stopped server exits 0");
+    let sorted = |mut v: Vec<(i64, i64)>| {
+        v.sort_unstable();
+        v
+    };
+    let expected: Vec<(i64, i64)> = (0..160).flat_map(|c| (0..3).map(move |n| (c, c * 10 + n))).collect();
+    assert_eq!(sorted(from_start), expected, "every change once from the start");
+    let later: Vec<(i64, i64)> = expected.into_iter().filter(|(v, _)| *v >= 80).collect();
+    assert_eq!(sorted(from_half), later, "every change once from halfway");
+    let logs = std::fs::read_to_string(&log).unwrap();
+    assert!(!logs.contains("panicked"), "{logs}");
+    let failed = logs.matches("kafka.fetch_failed").count();
+    eprintln!("{failed} partition reads failed");
+    assert!(failed > 0, "no read failed: the faults were not met\n{logs}");
+}
