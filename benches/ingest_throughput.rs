@@ -29,7 +29,9 @@
 //!    without decoding. `BENCH_EXTERNAL_TOPIC_250` / `_1024` reuse a topic produced earlier
 //!    (so the process's peak RSS is the pipeline's own), `BENCH_MAX_BYTES` sets
 //!    `flush.max_bytes`, `BENCH_EXTERNAL_SIZE=250|1024` runs one record size,
-//!    `BENCH_ONLY_EXTERNAL=1` skips the in-process parts,
+//!    `BENCH_ONLY_EXTERNAL=1` skips the in-process parts, `BENCH_PAYLOAD=text` draws the
+//!    padding from words (compressing 3-4x, as text does) instead of repeating patterns
+//!    (over 100x: a fetch of 4 MiB inflates to hundreds of MB in librdkafka),
 //!    `BENCH_ONLY_PREPRODUCED=1` runs only part 5.
 //!
 //! Run: `cargo bench --bench ingest_throughput` (`BENCH_RECORDS=N` to change the count).
@@ -81,9 +83,49 @@ fn payload(i: usize, size: usize) -> String {
         1_700_000_000_000u64 + i as u64
     );
     let pad = size.saturating_sub(head.len() + 2).max(1);
-    let letters = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let note: String = (0..pad).map(|k| letters[(i * 7 + k * 13) % letters.len()] as char).collect();
+    let note = if text_payload() { words(i, pad) } else { periodic(i, pad) };
     format!("{head}{note}\"}}")
+}
+
+/// `BENCH_PAYLOAD=text`: notes of words drawn at random, which compress about as log text
+/// does (zstd(1) 3-4x), instead of the default's 36 repeating patterns (over 100x).
+fn text_payload() -> bool {
+    static TEXT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TEXT.get_or_init(|| std::env::var("BENCH_PAYLOAD").is_ok_and(|v| v == "text"))
+}
+
+/// One of 36 patterns of letters and digits, repeated.
+fn periodic(i: usize, pad: usize) -> String {
+    let letters = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    (0..pad).map(|k| letters[(i * 7 + k * 13) % letters.len()] as char).collect()
+}
+
+/// Words of a 4,096-word vocabulary (made-up syllable pairs and a number), each drawn from a
+/// generator seeded by the record index.
+fn words(i: usize, pad: usize) -> String {
+    const SYLLABLES: [&str; 16] =
+        ["ka", "lo", "mi", "re", "su", "ta", "ven", "dor", "pix", "qua", "bel", "zu", "nor", "fi", "gra", "ost"];
+    let mut state = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut note = String::with_capacity(pad + 16);
+    while note.len() < pad {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let w = (state >> 20) as usize;
+        note.push_str(SYLLABLES[w % 16]);
+        note.push_str(SYLLABLES[(w >> 4) % 16]);
+        note.push_str(&((w >> 8) % 16).to_string());
+        note.push(' ');
+    }
+    note.truncate(pad);
+    note
+}
+
+/// How many times zstd(1) shrinks 1,000 consecutive payloads (what a producer's batch gets).
+fn compression_ratio(size: usize) -> f64 {
+    let raw: Vec<u8> = (0..1000).flat_map(|i| payload(i, size).into_bytes()).collect();
+    let packed = zstd::bulk::compress(&raw, 1).unwrap();
+    raw.len() as f64 / packed.len() as f64
 }
 
 fn raw(chunk: &[String]) -> Vec<RawRecord<'_>> {
@@ -596,7 +638,8 @@ fn main() {
             let mb = (0..1000).map(|i| payload(i, size).len()).sum::<usize>() as f64 * count as f64 / 1000.0 / 1e6;
             let r = rt.block_on(external(&brokers, count, size));
             println!(
-                "external {count} pre-produced records of ~{size} B from {brokers}: {:.2} s, {:.0} records/s, {:.0} MB/s, {}",
+                "external {count} pre-produced records of ~{size} B from {brokers} (zstd(1) shrinks them {:.1}x): {:.2} s, {:.0} records/s, {:.0} MB/s, {}",
+                compression_ratio(size),
                 r.seconds,
                 count as f64 / r.seconds,
                 mb / r.seconds,
