@@ -306,7 +306,17 @@ fn main() {
 
     // Kafka producers into the served topic.
     let produced = root.join("produced");
-    let (server, _, kafka) = serve(&bin, &server_config(&root, "kafka", &produced, "512MiB"));
+    let (server, kafka_http, kafka) = serve(&bin, &server_config(&root, "kafka", &produced, "512MiB"));
+    let groups = |http: &str| {
+        if std::env::var("BENCH_METRICS").is_ok() {
+            let m = rt.block_on(async {
+                reqwest::get(format!("http://{http}/metrics")).await.unwrap().text().await.unwrap()
+            });
+            for l in m.lines().filter(|l| l.starts_with("deltabus_push_groups_total")) {
+                println!("{l}");
+            }
+        }
+    };
     let cpu = cpu_seconds(server.id());
     let (kafka_s, _) = rt.block_on(produce(&kafka, "events", 0, EACH, None));
     let kafka_cpu = cpu_seconds(server.id()) - cpu;
@@ -320,7 +330,9 @@ fn main() {
     );
     // Latency below saturation: 8 producers at 5,000 records/s each for 5 s, at this window
     // and (on a table of its own) at 20 ms.
+    groups(&kafka_http);
     let (_, lat) = rt.block_on(produce(&kafka, "events", rows, 25_000, Some(5_000.0)));
+    groups(&kafka_http);
     println!(
         "  paced at 40,000 records/s, 100 ms window              acked p50 {:.0} ms  p99 {:.0} ms",
         ms(percentile(&lat, 0.5)),

@@ -279,6 +279,58 @@ async fn a_commit_group_closes_once_every_producing_connection_waits_on_it() {
     assert_eq!(groups("window"), 0, "no group waited out its window: {rendered}");
 }
 
+/// A producer that stopped sending (its connection open, nothing in flight) holds no group to
+/// the window: at a 10-minute window, a second producer's records are each acknowledged once
+/// the first has been quiet for a second, and no group waits out its window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::await_holding_lock,
+    reason = "the lock keeps other tests' Python children from starting while librdkafka runs here; no task here takes it"
+)]
+async fn a_producer_gone_quiet_holds_no_commit_group() {
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let mut cfg = config(&events, 4);
+    cfg.commit_window = deltabus::common::units::HumanDuration::from_secs(600);
+    let (kafka, _http, _stop, metrics) = start(cfg, &[]).await;
+    let _guard = crate::support::native_clients_lock();
+    let producer = || -> FutureProducer {
+        rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &kafka)
+            .set("enable.idempotence", "true")
+            .set("message.timeout.ms", "120000")
+            .create()
+            .unwrap()
+    };
+    let send = |p: &FutureProducer, n: i64| {
+        let value = serde_json::json!({"id": n, "name": format!("ø {n}")}).to_string();
+        let p = p.clone();
+        async move {
+            p.send(FutureRecord::<(), _>::to("events").payload(&value), Duration::from_secs(120))
+                .await
+                .expect("delivered");
+        }
+    };
+    let (quiet, busy) = (producer(), producer());
+    // Both send once together (the first group learns both), then only one goes on.
+    futures::join!(send(&quiet, 1000), send(&busy, 0));
+    for n in 1..20i64 {
+        send(&busy, n).await;
+    }
+    let mut expected: Vec<i64> = (0..20).collect();
+    expected.push(1000);
+    assert_eq!(cat_ids(&events), expected, "every record once");
+    let rendered = metrics.render();
+    let groups = |closed: &str| -> u64 {
+        let needle = format!("deltabus_push_groups_total{{table=\"events\",closed=\"{closed}\"}} ");
+        rendered.lines().find_map(|l| l.strip_prefix(needle.as_str())).map_or(0, |n| n.parse().unwrap())
+    };
+    assert_eq!(groups("window"), 0, "no group waited out its window: {rendered}");
+    assert!(groups("everyone") >= 20, "{rendered}");
+    drop(quiet);
+}
+
 /// Eight idempotent producers (keyed and unkeyed, every codec) send while the server is
 /// killed with -9 twice and restarted, its store failing 3% of calls: afterwards the table
 /// holds every record exactly once.

@@ -311,6 +311,42 @@ async fn a_group_closes_once_every_recent_producer_is_in_it() {
     assert_eq!(ids_of(&out.stdout), vec![0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32]);
 }
 
+/// A producer that stopped holds no group to the window: at a 3 s window, once the producer
+/// that sent only the first round has been quiet for a quarter of the window, every group of
+/// the one that goes on closes as soon as it arrives.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_producer_gone_quiet_holds_no_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    cfg.commit_window = deltabus::common::units::HumanDuration::from_secs(3);
+    cfg.tables.insert("events".into(), table_config(&events));
+    let (url, _stop, _) = start(cfg).await;
+    let c = reqwest::Client::new();
+    let records = format!("{url}/v1/tables/events/records");
+    let send = |p: &'static str, seq: usize, id: usize| {
+        let (c, records) = (c.clone(), records.clone());
+        async move {
+            let seq = seq.to_string();
+            let headers = [("Producer-Id", p), ("Producer-Sequence", seq.as_str())];
+            let (status, answer, _) = post(&c, &records, &headers, format!("{{\"id\":{id}}}\n")).await;
+            assert_eq!((status, answer["outcome"].as_str()), (200, Some("committed")), "{answer}");
+        }
+    };
+    futures::join!(send("stops", 0, 100), send("goes-on", 0, 0));
+    for seq in 1..6 {
+        send("goes-on", seq, seq).await;
+    }
+    let metrics = c.get(format!("{url}/metrics")).send().await.unwrap().text().await.unwrap();
+    let groups = |closed: &str| -> u64 {
+        let needle = format!("deltabus_push_groups_total{{table=\"events\",closed=\"{closed}\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(needle.as_str())?.parse().ok()).unwrap_or(0)
+    };
+    assert_eq!((groups("window"), groups("everyone")), (1, 5), "{metrics}");
+    let out = crate::support::deltabus(&["cat", &events]);
+    assert_eq!(ids_of(&out.stdout), vec![0, 1, 2, 3, 4, 5, 100]);
+}
+
 /// Memory stays within `max_buffered`: a slow client holding the budget makes the next
 /// request 429 with Retry-After; the slow one is cut off with 408 after `read_timeout`, and
 /// the budget is free again.

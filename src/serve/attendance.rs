@@ -21,6 +21,12 @@
 //!   a crowd); a new connection counts from its first batch (it is waiting once that batch is
 //!   all it has in flight).
 //! - A closed connection is done (and forgotten at the next group).
+//! - A sender gone quiet is done: a push producer not in the group, or a connection with
+//!   nothing in flight, whose last request arrived or was answered [`quiet_after`] ago (a
+//!   quarter of the window, 5 ms to 1 s). A producer that stopped, or one that sends less
+//!   often than that, does not hold every group to the window for the horizon. (A connection
+//!   with batches in flight below its most stays expected until the window: closing on its
+//!   quiet too made fewer, larger commits under steady load and doubled the median latency.)
 //! - A window that runs out lowers the most of each connection with batches in flight to
 //!   what it has then ([`Roll::ran_out`]).
 //! - Pure but for the connections' counters, which their requests move; times are passed in.
@@ -112,44 +118,68 @@ enum Who {
     Connection(u64),
 }
 
+/// How long a sender with nothing in the gathering group (a push producer) or nothing in
+/// flight (a connection) stays expected after its last request arrived or was answered.
+pub(crate) fn quiet_after(window: Duration) -> Duration {
+    (window / 4).clamp(Duration::from_millis(5), Duration::from_secs(1))
+}
+
 /// Who has been sending to one table.
 #[derive(Debug, Default)]
 pub(crate) struct Attendance {
-    last_seen: HashMap<Who, (Instant, Option<Arc<InFlight>>)>,
+    last_seen: HashMap<Who, Seen>,
     last_anonymous: Option<Instant>,
     horizon: Duration,
+    quiet: Duration,
 }
 
-/// The senders expected in the group now gathering: push producers not yet present (`None`),
-/// and connections (done while waiting).
+/// A recent sender: when its last request arrived, when it was last active (a request
+/// arrived or was answered), and its counters when it is a connection.
+#[derive(Debug, Clone)]
+struct Seen {
+    arrived: Instant,
+    active: Instant,
+    connection: Option<Arc<InFlight>>,
+}
+
+/// The senders expected in the group now gathering: push producers not yet present, and
+/// connections (done while waiting); each with when it was last active.
 #[derive(Debug)]
 pub(crate) struct Roll {
-    expected: HashMap<Who, Option<Arc<InFlight>>>,
+    expected: HashMap<Who, Seen>,
+    /// Who has a request in the group.
+    members: Vec<Who>,
     present: usize,
     anonymous_recently: bool,
+    quiet: Duration,
 }
 
 impl Attendance {
     /// Attendance for groups of `window`.
     pub(crate) fn new(window: Duration) -> Attendance {
         let horizon = (window * 4).max(Duration::from_secs(1));
-        Attendance { horizon, ..Attendance::default() }
+        Attendance { horizon, quiet: quiet_after(window), ..Attendance::default() }
     }
 
     /// Records a request's arrival.
     pub(crate) fn arrived(&mut self, sender: &Sender<'_>, now: Instant) {
-        match sender {
-            Sender::Producer(id) => {
-                if let Some(t) = self.last_seen.get_mut(&Who::Producer((*id).to_string())) {
-                    t.0 = now;
-                } else {
-                    self.last_seen.insert(Who::Producer((*id).to_string()), (now, None));
-                }
+        let (who, connection) = match sender {
+            Sender::Producer(id) => (Who::Producer((*id).to_string()), None),
+            Sender::Connection(c) => (Who::Connection(c.id), Some(Arc::clone(c))),
+            Sender::Anonymous => {
+                self.last_anonymous = Some(now);
+                return;
             }
-            Sender::Connection(c) => {
-                self.last_seen.insert(Who::Connection(c.id), (now, Some(Arc::clone(c))));
+        };
+        self.last_seen.insert(who, Seen { arrived: now, active: now, connection });
+    }
+
+    /// Records that the requests of a group's members were answered at `now`.
+    pub(crate) fn answered(&mut self, roll: &Roll, now: Instant) {
+        for who in &roll.members {
+            if let Some(seen) = self.last_seen.get_mut(who) {
+                seen.active = now;
             }
-            Sender::Anonymous => self.last_anonymous = Some(now),
         }
     }
 
@@ -157,28 +187,34 @@ impl Attendance {
     /// senders gone quiet.
     pub(crate) fn open(&mut self, now: Instant) -> Roll {
         let horizon = self.horizon;
-        self.last_seen.retain(|_, (t, c)| {
-            now.saturating_duration_since(*t) <= horizon && !c.as_ref().is_some_and(|c| c.closed.load(Ordering::Acquire))
+        self.last_seen.retain(|_, seen| {
+            now.saturating_duration_since(seen.arrived) <= horizon
+                && !seen.connection.as_ref().is_some_and(|c| c.closed.load(Ordering::Acquire))
         });
         let anonymous_recently = self.last_anonymous.is_some_and(|t| now.saturating_duration_since(t) <= horizon);
-        let expected = self.last_seen.iter().map(|(who, (_, c))| (who.clone(), c.clone())).collect();
-        Roll { expected, present: 0, anonymous_recently }
+        let expected = self.last_seen.iter().map(|(who, seen)| (who.clone(), seen.clone())).collect();
+        Roll { expected, members: Vec::new(), present: 0, anonymous_recently, quiet: self.quiet }
     }
 }
 
 impl Roll {
-    /// Marks `sender` present (each once). A connection stays expected (present or not, it is
-    /// done only while waiting), newcomers included.
-    pub(crate) fn present(&mut self, sender: &Sender<'_>) {
+    /// Marks `sender` present at `now` (each once). A connection stays expected (present or
+    /// not, it is done only while waiting or quiet), newcomers included.
+    pub(crate) fn present(&mut self, sender: &Sender<'_>, now: Instant) {
         match sender {
             Sender::Producer(id) => {
-                if self.expected.remove(&Who::Producer((*id).to_string())).is_some() {
+                let who = Who::Producer((*id).to_string());
+                if self.expected.remove(&who).is_some() {
                     self.present += 1;
                 }
+                self.members.push(who);
             }
             Sender::Connection(c) => {
-                self.expected.insert(Who::Connection(c.id), Some(Arc::clone(c)));
+                let who = Who::Connection(c.id);
+                let seen = Seen { arrived: now, active: now, connection: Some(Arc::clone(c)) };
+                self.expected.insert(who.clone(), seen);
                 self.present += 1;
+                self.members.push(who);
             }
             Sender::Anonymous => {}
         }
@@ -188,7 +224,7 @@ impl Roll {
     /// has as many batches in flight as it will for now, so that count becomes its most (a
     /// client whose load fell does not hold every later group to the window).
     pub(crate) fn ran_out(&self) {
-        for c in self.expected.values().flatten() {
+        for c in self.expected.values().filter_map(|s| s.connection.as_ref()) {
             let handed = c.handed.load(Ordering::Acquire);
             if handed > 0 {
                 c.most.fetch_min(handed, Ordering::AcqRel);
@@ -196,11 +232,30 @@ impl Roll {
         }
     }
 
-    /// Whether the group can close now: every recent sender is done.
-    pub(crate) fn complete(&self) -> bool {
+    /// When an expected sender that is not done becomes quiet, if one can: its last activity
+    /// plus the quiet time (a push producer, or a connection with nothing in flight).
+    fn quiet_at(&self, seen: &Seen) -> Option<Instant> {
+        match &seen.connection {
+            Some(c) if c.waiting() || c.handed.load(Ordering::Acquire) > 0 => None,
+            _ => Some(seen.active + self.quiet),
+        }
+    }
+
+    /// Whether the group can close at `now`: every recent sender is done.
+    pub(crate) fn complete(&self, now: Instant) -> bool {
         self.present > 0
             && !self.anonymous_recently
-            && self.expected.values().all(|c| c.as_ref().is_some_and(|c| c.waiting()))
+            && self.expected.values().all(|seen| {
+                seen.connection.as_ref().is_some_and(|c| c.waiting()) || self.quiet_at(seen).is_some_and(|t| now >= t)
+            })
+    }
+
+    /// When to look again at a group that is not complete at `now`: once the next expected
+    /// sender goes quiet, and at least every quiet time (a connection's batches answered by
+    /// another table's group change nothing here).
+    pub(crate) fn recheck(&self, now: Instant) -> Instant {
+        let soonest = self.expected.values().filter_map(|seen| self.quiet_at(seen)).filter(|t| *t > now).min();
+        soonest.map_or(now + self.quiet, |t| t.min(now + self.quiet))
     }
 }
 
@@ -209,63 +264,100 @@ mod tests {
     use super::*;
 
     const W: Duration = Duration::from_millis(100);
+    /// Well within the quiet time (25 ms at a 100 ms window).
+    const SOON: Duration = Duration::from_millis(2);
+
+    /// A group of `senders` at `at`, answered then.
+    fn answered(a: &mut Attendance, senders: &[Sender<'_>], at: Instant) {
+        let mut roll = a.open(at);
+        for s in senders {
+            a.arrived(s, at);
+            roll.present(s, at);
+        }
+        a.answered(&roll, at);
+    }
 
     #[test]
     fn a_group_closes_once_every_recent_producer_is_in_it() {
         let (mut a, t0) = (Attendance::new(W), Instant::now());
-        for p in ["a", "b", "c"] {
-            a.arrived(&Sender::Producer(p), t0);
-        }
-        let mut roll = a.open(t0 + W);
+        answered(&mut a, &[Sender::Producer("a"), Sender::Producer("b"), Sender::Producer("c")], t0);
+        let t = t0 + SOON;
+        let mut roll = a.open(t);
         for p in ["a", "b"] {
-            a.arrived(&Sender::Producer(p), t0 + W);
-            roll.present(&Sender::Producer(p));
+            a.arrived(&Sender::Producer(p), t);
+            roll.present(&Sender::Producer(p), t);
         }
-        roll.present(&Sender::Producer("a"));
-        assert!(!roll.complete(), "c has not arrived; a counted once");
-        roll.present(&Sender::Producer("new"));
-        assert!(!roll.complete(), "a newcomer does not stand for c");
-        roll.present(&Sender::Producer("c"));
-        assert!(roll.complete());
+        roll.present(&Sender::Producer("a"), t);
+        assert!(!roll.complete(t), "c has not arrived; a counted once");
+        roll.present(&Sender::Producer("new"), t);
+        assert!(!roll.complete(t), "a newcomer does not stand for c");
+        roll.present(&Sender::Producer("c"), t);
+        assert!(roll.complete(t));
+    }
+
+    #[test]
+    fn a_producer_gone_quiet_holds_no_group() {
+        let (mut a, t0) = (Attendance::new(W), Instant::now());
+        assert_eq!(quiet_after(W), Duration::from_millis(25));
+        assert_eq!(quiet_after(Duration::from_millis(4)), Duration::from_millis(5));
+        assert_eq!(quiet_after(Duration::from_secs(600)), Duration::from_secs(1));
+        answered(&mut a, &[Sender::Producer("busy"), Sender::Producer("stopped")], t0);
+        let t = t0 + SOON;
+        let mut roll = a.open(t);
+        roll.present(&Sender::Producer("busy"), t);
+        assert!(!roll.complete(t), "stopped was answered 2 ms ago: it may send again");
+        assert_eq!(roll.recheck(t), t0 + Duration::from_millis(25), "looked at again once it is quiet");
+        assert!(!roll.complete(t0 + Duration::from_millis(24)));
+        assert!(roll.complete(t0 + Duration::from_millis(25)), "quiet for 25 ms: done");
     }
 
     #[test]
     fn quiet_producers_are_forgotten_after_the_horizon() {
         let (mut a, t0) = (Attendance::new(W), Instant::now());
         a.arrived(&Sender::Producer("gone"), t0);
-        a.arrived(&Sender::Producer("here"), t0 + Duration::from_millis(900));
-        let mut roll = a.open(t0 + Duration::from_millis(950));
-        roll.present(&Sender::Producer("here"));
-        assert!(!roll.complete(), "gone is forgotten only once past the horizon");
-        let mut roll = a.open(t0 + Duration::from_millis(1500));
-        roll.present(&Sender::Producer("here"));
-        assert!(roll.complete(), "gone was last seen 1.5 s ago, past the 1 s horizon");
+        let mut first = a.open(t0);
+        first.present(&Sender::Producer("gone"), t0);
+        a.answered(&first, t0 + Duration::from_millis(940));
+        let t = t0 + Duration::from_millis(950);
+        a.arrived(&Sender::Producer("here"), t);
+        let mut roll = a.open(t);
+        roll.present(&Sender::Producer("here"), t);
+        assert!(!roll.complete(t), "gone is forgotten only once past the horizon, and was answered 10 ms ago");
+        let t = t0 + Duration::from_millis(1500);
+        let mut roll = a.open(t);
+        roll.present(&Sender::Producer("here"), t);
+        assert!(roll.complete(t), "gone was last seen 1.5 s ago, past the 1 s horizon");
     }
 
     #[test]
     fn the_horizon_is_four_windows_when_longer_than_a_second() {
-        let (mut a, t0) = (Attendance::new(Duration::from_millis(500)), Instant::now());
+        let w = Duration::from_millis(500);
+        let (mut a, t0) = (Attendance::new(w), Instant::now());
         a.arrived(&Sender::Producer("slow"), t0);
         a.arrived(&Sender::Producer("fast"), t0 + Duration::from_millis(1900));
-        let mut roll = a.open(t0 + Duration::from_millis(1900));
-        roll.present(&Sender::Producer("fast"));
-        assert!(!roll.complete(), "slow was seen 1.9 s ago, within 2 s");
+        let t = t0 + Duration::from_millis(1900);
+        let roll = a.open(t);
+        assert_eq!(roll.expected.len(), 2, "slow was seen 1.9 s ago, within 2 s");
+        let roll = a.open(t0 + Duration::from_millis(2100));
+        assert_eq!(roll.expected.len(), 1, "and forgotten past 2 s");
     }
 
     #[test]
     fn anonymous_requests_and_first_requests_run_the_full_window() {
         let (mut a, t0) = (Attendance::new(W), Instant::now());
         let roll = a.open(t0);
-        assert!(!roll.complete(), "nobody present yet");
+        assert!(!roll.complete(t0 + W), "nobody present yet");
         a.arrived(&Sender::Producer("p"), t0);
         a.arrived(&Sender::Anonymous, t0);
-        let mut roll = a.open(t0 + W);
-        roll.present(&Sender::Producer("p"));
-        roll.present(&Sender::Anonymous);
-        assert!(!roll.complete(), "an anonymous producer may still be sending");
-        let mut roll = a.open(t0 + Duration::from_secs(2));
-        roll.present(&Sender::Producer("p"));
-        assert!(!roll.complete(), "p is not recent any more: nobody expected, nobody waited for");
+        let t = t0 + W;
+        let mut roll = a.open(t);
+        roll.present(&Sender::Producer("p"), t);
+        roll.present(&Sender::Anonymous, t);
+        assert!(!roll.complete(t + W), "an anonymous producer may still be sending");
+        let t = t0 + Duration::from_secs(2);
+        let mut roll = a.open(t);
+        roll.present(&Sender::Producer("p"), t);
+        assert!(!roll.complete(t + W), "p is not recent any more: nobody expected, nobody waited for");
     }
 
     #[test]
@@ -277,30 +369,55 @@ mod tests {
         a.arrived(&Sender::Connection(&c), t0);
         drop(first);
         assert!(!c.waiting(), "nothing handed: an idle connection may send at any time");
-        let mut roll = a.open(t0 + W);
+        let t = t0 + SOON;
+        let mut roll = a.open(t);
         let mut now: Vec<Handed> = Vec::new();
         for n in 1..=3 {
             now.push(c.hand());
-            a.arrived(&Sender::Connection(&c), t0 + W);
-            roll.present(&Sender::Connection(&c));
-            assert_eq!(roll.complete(), n == 3, "{n} of its 3 batches in flight");
+            a.arrived(&Sender::Connection(&c), t);
+            roll.present(&Sender::Connection(&c), t);
+            assert_eq!(roll.complete(t), n == 3, "{n} of its 3 batches in flight");
         }
         // One answered (by another table's group): it may send again.
         now.pop();
-        assert!(!roll.complete());
+        assert!(!roll.complete(t));
+        assert!(!roll.complete(t + W), "with a batch in flight it is not quiet");
         now.push(c.hand());
         now.push(c.hand());
-        assert!(roll.complete(), "a new most: 4 of 4");
+        assert!(roll.complete(t), "a new most: 4 of 4");
         now.pop();
-        assert!(!roll.complete(), "3 of a most of 4");
+        assert!(!roll.complete(t), "3 of a most of 4");
         // The window runs out with 3 in flight: 3 is its most from now on.
         roll.ran_out();
-        assert!(roll.complete());
+        assert!(roll.complete(t));
         drop(now);
         roll.ran_out();
         assert!(!c.waiting(), "an idle connection keeps its most");
         let _one = c.hand();
         assert!(!c.waiting(), "1 of 3");
+    }
+
+    #[test]
+    fn a_connection_with_nothing_in_flight_is_done_once_quiet() {
+        let (mut a, t0) = (Attendance::new(W), Instant::now());
+        let (busy, idle) = (InFlight::new(), InFlight::new());
+        let held = (idle.hand(), idle.hand());
+        answered(&mut a, &[Sender::Connection(&idle)], t0);
+        drop(held);
+        let t = t0 + SOON;
+        let mut roll = a.open(t);
+        let _b = busy.hand();
+        a.arrived(&Sender::Connection(&busy), t);
+        roll.present(&Sender::Connection(&busy), t);
+        assert!(busy.waiting());
+        assert!(!roll.complete(t), "idle was answered 2 ms ago: it may send again");
+        assert_eq!(roll.recheck(t), t0 + Duration::from_millis(25));
+        assert!(roll.complete(t0 + Duration::from_millis(25)), "nothing in flight for 25 ms: done");
+        let _i = idle.hand();
+        let t = t0 + Duration::from_millis(30);
+        a.arrived(&Sender::Connection(&idle), t);
+        roll.present(&Sender::Connection(&idle), t);
+        assert!(!roll.complete(t + W), "it sent again (1 of its 2): expected until it waits");
     }
 
     #[test]
@@ -310,23 +427,24 @@ mod tests {
         let _held = c.hand();
         a.arrived(&Sender::Connection(&c), t0);
         a.arrived(&Sender::Producer("p"), t0);
-        let mut roll = a.open(t0 + W);
-        roll.present(&Sender::Connection(&c));
-        assert!(!roll.complete(), "p is recent and not here");
-        roll.present(&Sender::Producer("p"));
-        assert!(roll.complete());
-        // A recent connection with nothing in flight holds the group to its window.
+        let t = t0 + SOON;
+        let mut roll = a.open(t);
+        roll.present(&Sender::Connection(&c), t);
+        assert!(!roll.complete(t), "p is recent and not here");
+        roll.present(&Sender::Producer("p"), t);
+        assert!(roll.complete(t));
+        // A recent connection with nothing in flight holds the group until it is quiet.
         let _h = quiet.hand();
-        a.arrived(&Sender::Connection(&quiet), t0 + W);
+        a.arrived(&Sender::Connection(&quiet), t);
         drop(_h);
-        let mut roll = a.open(t0 + W);
-        roll.present(&Sender::Connection(&c));
-        roll.present(&Sender::Producer("p"));
-        assert!(!roll.complete(), "the quiet connection may still send");
+        let mut roll = a.open(t);
+        roll.present(&Sender::Connection(&c), t);
+        roll.present(&Sender::Producer("p"), t);
+        assert!(!roll.complete(t), "the quiet connection may still send");
         quiet.close();
-        assert!(roll.complete(), "a closed connection sends nothing more");
-        let mut roll = a.open(t0 + W);
-        roll.present(&Sender::Producer("p"));
-        assert!(roll.complete(), "and is forgotten; c still waits");
+        assert!(roll.complete(t), "a closed connection sends nothing more");
+        let mut roll = a.open(t);
+        roll.present(&Sender::Producer("p"), t);
+        assert!(roll.complete(t), "and is forgotten; c still waits");
     }
 }

@@ -116,25 +116,43 @@ impl GroupCommitter {
             let mut group = Vec::new();
             let mut next = Some(first);
             let mut closed = "window";
-            while let Some(p) = next.take() {
+            'gather: while let Some(p) = next.take() {
                 let sender = match (&p.connection, &p.producer) {
                     (Some(c), _) => Sender::Connection(c.connection()),
                     (None, Some(s)) => Sender::Producer(s.key.as_str()),
                     (None, None) => Sender::Anonymous,
                 };
-                attendance.arrived(&sender, Instant::now());
-                roll.present(&sender);
+                let now = Instant::now();
+                attendance.arrived(&sender, now);
+                roll.present(&sender, now);
                 bytes += p.bytes;
                 group.push(p);
                 if bytes >= self.max_bytes {
                     closed = "size";
                     break;
                 }
-                if roll.complete() {
-                    closed = "everyone";
-                    break;
+                // The next request; between requests, the group closes once everyone who has
+                // been sending waits on it or has gone quiet, and nothing more is queued.
+                loop {
+                    if roll.complete(Instant::now()) {
+                        // Requests already queued join it (a busy committer finds many).
+                        if let Ok(p) = requests.try_recv() {
+                            next = Some(p);
+                            break;
+                        }
+                        closed = "everyone";
+                        break 'gather;
+                    }
+                    let wake = deadline.min(tokio::time::Instant::from_std(roll.recheck(Instant::now())));
+                    match tokio::time::timeout_at(wake, requests.recv()).await {
+                        Ok(r) => {
+                            next = r;
+                            break;
+                        }
+                        Err(_) if wake >= deadline => break 'gather,
+                        Err(_) => {}
+                    }
                 }
-                next = tokio::time::timeout_at(deadline, requests.recv()).await.ok().flatten();
             }
             if closed == "window" {
                 roll.ran_out();
@@ -145,6 +163,7 @@ impl GroupCommitter {
             let mut snapshot = latest.snapshot.lock().await;
             self.commit_group(&mut snapshot, group).instrument(span).await;
             latest.publish(snapshot.as_ref());
+            attendance.answered(&roll, Instant::now());
         }
     }
 
