@@ -741,6 +741,46 @@ async fn sequences_decide_what_lands() {
     assert_eq!(described["txns"][format!("deltabus-kafka:{pid}:1:events")], 1, "{described}");
 }
 
+/// A batch whose records inflate past `server.kafka.max_request` (though its compressed bytes
+/// fit) is refused MESSAGE_TOO_LARGE naming the setting, which clients do not retry (not
+/// CORRUPT_MESSAGE, which they do); nothing of it lands, and the producer's next batch at the
+/// same sequence does.
+#[tokio::test(flavor = "multi_thread")]
+async fn records_inflating_past_the_request_bound_are_too_large() {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::*;
+    use kafka_protocol::protocol::StrBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let mut cfg = config(&events, 1);
+    cfg.max_body = deltabus::common::units::ByteSize(128 << 10);
+    cfg.max_buffered = deltabus::common::units::ByteSize(1 << 20);
+    cfg.kafka.as_mut().unwrap().max_request = deltabus::common::units::ByteSize(160 << 10);
+    let (kafka, _http, _stop, _) = start(cfg, &[]).await;
+    let mut s = tokio::net::TcpStream::connect(&kafka).await.unwrap();
+    let init: InitProducerIdResponse =
+        call(&mut s, ApiKey::InitProducerId, 1, &InitProducerIdRequest::default().with_transaction_timeout_ms(60_000))
+            .await;
+    let pid = init.producer_id.0;
+    let produce = |records: bytes::Bytes| {
+        ProduceRequest::default().with_acks(-1).with_timeout_ms(30_000).with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_static_str("events")))
+                .with_partition_data(vec![PartitionProduceData::default().with_index(0).with_records(Some(records))]),
+        ])
+    };
+    // About 400 KB of records, zstd-compressed under the 160 KiB bound.
+    let big = batch(pid, 0, 0, 1_000_000..1_025_000);
+    assert!(big.len() < 150 << 10, "sent, it fits: {} bytes", big.len());
+    let r: ProduceResponse = call(&mut s, ApiKey::Produce, 8, &produce(big)).await;
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 10, "MESSAGE_TOO_LARGE: {:?}", p.error_message);
+    assert!(p.error_message.as_ref().unwrap().contains("server.kafka.max_request"), "{:?}", p.error_message);
+    let r: ProduceResponse = call(&mut s, ApiKey::Produce, 8, &produce(batch(pid, 0, 0, 0..3))).await;
+    assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+    assert_eq!(cat_ids(&events), vec![0, 1, 2], "nothing of the refused batch");
+}
+
 fn not_json(pid: i64, epoch: i16, base: i32) -> bytes::Bytes {
     use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
     let record = Record {

@@ -11,17 +11,29 @@ use std::io::Read;
 use bytes::{Buf, Bytes};
 use kafka_protocol::records::Compression;
 
+/// A batch's records inflate past the bound (its records are too large, not damaged).
+#[derive(Debug)]
+pub(crate) struct InflatesPast(pub usize);
+
+impl std::fmt::Display for InflatesPast {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the batch's records inflate past {} bytes (server.kafka.max_request)", self.0)
+    }
+}
+
+impl std::error::Error for InflatesPast {}
+
 /// Inflates `compressed` (the records of one batch) to at most `limit` bytes.
 ///
 /// # Errors
-/// Bytes that do not inflate in their codec, or inflate past `limit`.
+/// Bytes that do not inflate in their codec, or inflate past `limit` ([`InflatesPast`]).
 pub(crate) fn inflate(compressed: &mut Bytes, codec: Compression, limit: usize) -> anyhow::Result<Bytes> {
     let input = compressed.split_to(compressed.len());
     let bounded = |reader: &mut dyn Read| -> anyhow::Result<Bytes> {
         let mut out = Vec::new();
         reader.take(limit as u64 + 1).read_to_end(&mut out)?;
         if out.len() > limit {
-            anyhow::bail!("the batch's records inflate past {limit} bytes");
+            return Err(InflatesPast(limit).into());
         }
         Ok(Bytes::from(out))
     };
@@ -42,7 +54,7 @@ fn snappy(mut input: Bytes, limit: usize) -> anyhow::Result<Bytes> {
     let block = |compressed: &[u8], out: &mut Vec<u8>| -> anyhow::Result<()> {
         let len = snap::raw::decompress_len(compressed)?;
         if out.len().saturating_add(len) > limit {
-            anyhow::bail!("the batch's records inflate past {limit} bytes");
+            return Err(InflatesPast(limit).into());
         }
         let start = out.len();
         out.resize(start + len, 0);

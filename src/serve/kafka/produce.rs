@@ -8,7 +8,8 @@
 //!   commit is lost (at most once).
 //! - A request's frame holds its bytes of `server.max_buffered` from when it is read, and a
 //!   partition's records `HOLD_FACTOR - 1` times their inflated bytes more from decoding until
-//!   the answer; a request that cannot get that room within its `timeout_ms`
+//!   the answer (as many times their bytes as sent before they are inflated, the rest after);
+//!   a request that cannot get that room within its `timeout_ms`
 //!   gets REQUEST_TIMED_OUT (the client retries the same sequences), one larger than the whole
 //!   budget MESSAGE_TOO_LARGE.
 //! - Outcomes: committed → NONE with the commit's feed position as base offset; already in
@@ -180,6 +181,23 @@ impl Handed {
     }
 }
 
+/// `bytes` of room in `server.max_buffered`, waited for until `deadline`.
+async fn room(
+    shared: &Shared,
+    bytes: u64,
+    deadline: tokio::time::Instant,
+    metrics: &crate::metrics::kafka::KafkaMetrics,
+) -> Result<tokio::sync::OwnedSemaphorePermit, Failure> {
+    let permits = u32::try_from(bytes).unwrap_or(u32::MAX);
+    match tokio::time::timeout_at(deadline, shared.state.buffered.clone().acquire_many_owned(permits)).await {
+        Ok(Ok(permit)) => Ok(permit),
+        _ => {
+            metrics.refused("overloaded");
+            Err(fail(ResponseError::RequestTimedOut, "over capacity: too many bytes in flight"))
+        }
+    }
+}
+
 /// Checks, decodes and hands a partition's batches to its table's committer.
 async fn hand_over(
     shared: &Arc<Shared>,
@@ -206,7 +224,20 @@ async fn hand_over(
         return Err(fail(ResponseError::KafkaStorageError, "the table is not open yet"));
     }
     // Records inflate to at most server.kafka.max_request a batch; they hold their inflated
-    // size (or their compressed one, when larger) of the buffer budget until answered.
+    // size (or their compressed one, when larger) of the buffer budget until answered. The
+    // room for their bytes as sent is taken before they are inflated, the rest after, so that
+    // requests waiting for room hold no more than the budget counts.
+    let deadline = tokio::time::Instant::now() + timeout;
+    let factor = crate::config::server::HOLD_FACTOR - 1;
+    let too_large = |inflated: u64| {
+        let why = format!("{inflated} bytes of records are over what server.max_buffered can hold");
+        fail(ResponseError::MessageTooLarge, why)
+    };
+    let sent = (bytes.len() as u64).saturating_mul(factor).max(1);
+    if sent > shared.state.config.max_buffered {
+        return Err(too_large(bytes.len() as u64));
+    }
+    let mut permit = room(shared, sent, deadline, metrics).await?;
     let batches = records::batches(name, data.index, &bytes, shared.config.max_request).map_err(|(e, why)| fail(e, why))?;
     let inflated: u64 = batches
         .iter()
@@ -214,17 +245,13 @@ async fn hand_over(
         .map(|r| (r.key.as_ref().map_or(0, bytes::Bytes::len) + r.value.as_ref().map_or(0, bytes::Bytes::len)) as u64)
         .sum();
     // The frame holds its own bytes already (`conn`).
-    let hold = inflated.max(bytes.len() as u64).saturating_mul(crate::config::server::HOLD_FACTOR - 1).max(1);
+    let hold = inflated.max(bytes.len() as u64).saturating_mul(factor).max(1);
     if hold > shared.state.config.max_buffered {
-        let why = format!("{inflated} bytes of records are over what server.max_buffered can hold");
-        return Err(fail(ResponseError::MessageTooLarge, why));
+        return Err(too_large(inflated));
     }
-    let permits = u32::try_from(hold).unwrap_or(u32::MAX);
-    let room = tokio::time::timeout(timeout, shared.state.buffered.clone().acquire_many_owned(permits)).await;
-    let Ok(Ok(permit)) = room else {
-        metrics.refused("overloaded");
-        return Err(fail(ResponseError::RequestTimedOut, "over capacity: too many bytes in flight"));
-    };
+    if hold > sent {
+        permit.merge(room(shared, hold - sent, deadline, metrics).await?);
+    }
     let mut handed = Vec::with_capacity(batches.len());
     for batch in batches {
         let (rows, keyed) = decode(shared, handle, name, topic, &batch, timeout).await?;

@@ -52,8 +52,8 @@ pub(crate) type Refused = (ResponseError, String);
 /// Splits a partition's records into batches, each inflating to at most `limit` bytes.
 ///
 /// # Errors
-/// CORRUPT_MESSAGE for bytes that are not record batches v2, INVALID_RECORD for what the
-/// contract refuses.
+/// CORRUPT_MESSAGE for bytes that are not record batches v2, MESSAGE_TOO_LARGE for records
+/// inflating past `limit`, INVALID_RECORD for what the contract refuses.
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) fn batches(topic: &str, partition: i32, records: &Bytes, limit: usize) -> Result<Vec<Batch>, Refused> {
     let corrupt = |e: &dyn std::fmt::Display| (ResponseError::CorruptMessage, format!("record batch: {e}"));
@@ -71,7 +71,12 @@ pub(crate) fn batches(topic: &str, partition: i32, records: &Bytes, limit: usize
     for info in &infos {
         let before = rest.len();
         let inflate = |c: &mut Bytes, codec| super::inflate::inflate(c, codec, limit);
-        let set = RecordBatchDecoder::decode_with_custom_compression(&mut rest, Some(&inflate)).map_err(|e| corrupt(&e))?;
+        let set = RecordBatchDecoder::decode_with_custom_compression(&mut rest, Some(&inflate)).map_err(|e| {
+            match e.downcast_ref::<super::inflate::InflatesPast>() {
+                Some(past) => (ResponseError::MessageTooLarge, format!("record batch: {past}")),
+                None => corrupt(&e),
+            }
+        })?;
         let bytes = (before - rest.len()) as u64;
         let producer = if info.producer_id >= 0 {
             if info.producer_epoch < 0 || info.base_sequence < 0 {
