@@ -11,6 +11,10 @@ use std::io::Read;
 use bytes::{Buf, Bytes};
 use kafka_protocol::records::Compression;
 
+/// How many times their compressed size records are expected to inflate to (JSON records
+/// under lz4 or zstd: 3-5 times).
+const EXPECTED_RATIO: usize = 4;
+
 /// A batch's records inflate past the bound (its records are too large, not damaged).
 #[derive(Debug)]
 pub(crate) struct InflatesPast(pub usize);
@@ -29,8 +33,11 @@ impl std::error::Error for InflatesPast {}
 /// Bytes that do not inflate in their codec, or inflate past `limit` ([`InflatesPast`]).
 pub(crate) fn inflate(compressed: &mut Bytes, codec: Compression, limit: usize) -> anyhow::Result<Bytes> {
     let input = compressed.split_to(compressed.len());
+    // Sized for what records usually inflate to, so that the output is not grown (copied and
+    // faulted in again) a doubling at a time; still read within the bound.
+    let expected = input.len().saturating_mul(EXPECTED_RATIO).min(limit.saturating_add(1));
     let bounded = |reader: &mut dyn Read| -> anyhow::Result<Bytes> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(expected);
         reader.take(limit as u64 + 1).read_to_end(&mut out)?;
         if out.len() > limit {
             return Err(InflatesPast(limit).into());
