@@ -238,6 +238,32 @@ async fn kafka_clients_produce_into_a_table_and_fetch_its_feed() {
     assert!(rendered.contains("deltabus_kafka_fetch_lag_versions{topic=\"events\"} 0"), "{rendered}");
 }
 
+/// A server on a table of its own whose commit window is ten minutes: the table, the Kafka
+/// address and the metrics (the directory and stop handle are kept alive by the caller).
+async fn ten_minute_window(dir: &std::path::Path) -> (String, String, tokio::sync::watch::Sender<bool>, Arc<Metrics>) {
+    let events = dir.join("events").to_string_lossy().into_owned();
+    let mut cfg = config(&events, 4);
+    cfg.commit_window = deltabus::common::units::HumanDuration::from_secs(600);
+    let (kafka, _http, stop, metrics) = start(cfg, &[]).await;
+    (events, kafka, stop, metrics)
+}
+
+/// An idempotent librdkafka producer whose records wait up to `timeout_ms` for delivery.
+fn idempotent_producer(kafka: &str, timeout_ms: u32) -> rdkafka::producer::FutureProducer {
+    rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", kafka)
+        .set("enable.idempotence", "true")
+        .set("message.timeout.ms", timeout_ms.to_string())
+        .create()
+        .unwrap()
+}
+
+/// The commit groups of table `events` that closed for `closed`, as the metrics render them.
+fn groups_closed(rendered: &str, closed: &str) -> u64 {
+    let needle = format!("deltabus_push_groups_total{{table=\"events\",closed=\"{closed}\"}} ");
+    rendered.lines().find_map(|l| l.strip_prefix(needle.as_str())).map_or(0, |n| n.parse().unwrap())
+}
+
 /// A commit group closes as soon as every connection that has been producing waits on it
 /// (has as many batches in flight as it ever had), not at the end of its window: with a
 /// ten-minute window, an idempotent librdkafka producer that waits for each record's
@@ -248,19 +274,11 @@ async fn kafka_clients_produce_into_a_table_and_fetch_its_feed() {
     reason = "the lock keeps other tests' Python children from starting while librdkafka runs here; no task here takes it"
 )]
 async fn a_commit_group_closes_once_every_producing_connection_waits_on_it() {
-    use rdkafka::producer::{FutureProducer, FutureRecord};
+    use rdkafka::producer::FutureRecord;
     let dir = tempfile::tempdir().unwrap();
-    let events = dir.path().join("events").to_string_lossy().into_owned();
-    let mut cfg = config(&events, 4);
-    cfg.commit_window = deltabus::common::units::HumanDuration::from_secs(600);
-    let (kafka, _http, _stop, metrics) = start(cfg, &[]).await;
+    let (events, kafka, _stop, metrics) = ten_minute_window(dir.path()).await;
     let _guard = crate::support::native_clients_lock();
-    let producer: FutureProducer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", &kafka)
-        .set("enable.idempotence", "true")
-        .set("message.timeout.ms", "300000")
-        .create()
-        .unwrap();
+    let producer = idempotent_producer(&kafka, 300_000);
     for n in 0..40i64 {
         let value = serde_json::json!({"id": n, "name": format!("ü {n}")}).to_string();
         let key = format!("k{}", n % 13);
@@ -271,12 +289,8 @@ async fn a_commit_group_closes_once_every_producing_connection_waits_on_it() {
     }
     assert_eq!(cat_ids(&events), (0..40).collect::<Vec<_>>(), "every record once");
     let rendered = metrics.render();
-    let groups = |closed: &str| -> u64 {
-        let needle = format!("deltabus_push_groups_total{{table=\"events\",closed=\"{closed}\"}} ");
-        rendered.lines().find_map(|l| l.strip_prefix(needle.as_str())).map_or(0, |n| n.parse().unwrap())
-    };
-    assert_eq!(groups("everyone"), 40, "a group per record: {rendered}");
-    assert_eq!(groups("window"), 0, "no group waited out its window: {rendered}");
+    assert_eq!(groups_closed(&rendered, "everyone"), 40, "a group per record: {rendered}");
+    assert_eq!(groups_closed(&rendered, "window"), 0, "no group waited out its window: {rendered}");
 }
 
 /// A producer that stopped sending (its connection open, nothing in flight) holds no group to
@@ -290,19 +304,8 @@ async fn a_commit_group_closes_once_every_producing_connection_waits_on_it() {
 async fn a_producer_gone_quiet_holds_no_commit_group() {
     use rdkafka::producer::{FutureProducer, FutureRecord};
     let dir = tempfile::tempdir().unwrap();
-    let events = dir.path().join("events").to_string_lossy().into_owned();
-    let mut cfg = config(&events, 4);
-    cfg.commit_window = deltabus::common::units::HumanDuration::from_secs(600);
-    let (kafka, _http, _stop, metrics) = start(cfg, &[]).await;
+    let (events, kafka, _stop, metrics) = ten_minute_window(dir.path()).await;
     let _guard = crate::support::native_clients_lock();
-    let producer = || -> FutureProducer {
-        rdkafka::ClientConfig::new()
-            .set("bootstrap.servers", &kafka)
-            .set("enable.idempotence", "true")
-            .set("message.timeout.ms", "120000")
-            .create()
-            .unwrap()
-    };
     let send = |p: &FutureProducer, n: i64| {
         let value = serde_json::json!({"id": n, "name": format!("ø {n}")}).to_string();
         let p = p.clone();
@@ -312,7 +315,7 @@ async fn a_producer_gone_quiet_holds_no_commit_group() {
                 .expect("delivered");
         }
     };
-    let (quiet, busy) = (producer(), producer());
+    let (quiet, busy) = (idempotent_producer(&kafka, 120_000), idempotent_producer(&kafka, 120_000));
     // Both send once together (the first group learns both), then only one goes on.
     futures::join!(send(&quiet, 1000), send(&busy, 0));
     for n in 1..20i64 {
@@ -322,12 +325,8 @@ async fn a_producer_gone_quiet_holds_no_commit_group() {
     expected.push(1000);
     assert_eq!(cat_ids(&events), expected, "every record once");
     let rendered = metrics.render();
-    let groups = |closed: &str| -> u64 {
-        let needle = format!("deltabus_push_groups_total{{table=\"events\",closed=\"{closed}\"}} ");
-        rendered.lines().find_map(|l| l.strip_prefix(needle.as_str())).map_or(0, |n| n.parse().unwrap())
-    };
-    assert_eq!(groups("window"), 0, "no group waited out its window: {rendered}");
-    assert!(groups("everyone") >= 20, "{rendered}");
+    assert_eq!(groups_closed(&rendered, "window"), 0, "no group waited out its window: {rendered}");
+    assert!(groups_closed(&rendered, "everyone") >= 20, "{rendered}");
     drop(quiet);
 }
 

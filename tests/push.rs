@@ -268,6 +268,23 @@ async fn arrow_streams_http2_and_tls() {
     }
 }
 
+/// A server on a table of its own with a 3 s commit window: the table, the server's URL and
+/// its stop handle.
+async fn three_second_window(dir: &std::path::Path) -> (String, String, tokio::sync::watch::Sender<bool>) {
+    let events = dir.join("events").to_string_lossy().into_owned();
+    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    cfg.commit_window = deltabus::common::units::HumanDuration::from_secs(3);
+    cfg.tables.insert("events".into(), table_config(&events));
+    let (url, stop, _) = start(cfg).await;
+    (events, url, stop)
+}
+
+/// The commit groups of table `events` that closed for `closed`, as the metrics render them.
+fn groups_closed(metrics: &str, closed: &str) -> u64 {
+    let needle = format!("deltabus_push_groups_total{{table=\"events\",closed=\"{closed}\"}} ");
+    metrics.lines().find_map(|l| l.strip_prefix(needle.as_str())?.parse().ok()).unwrap_or(0)
+}
+
 /// A group closes as soon as every producer that has been sending is in it: three producers
 /// that wait for each answer, at a 3 s window, commit their first round after the window (no
 /// one was known yet) and every later round as soon as all three have arrived. Counted by what
@@ -275,11 +292,7 @@ async fn arrow_streams_http2_and_tls() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_group_closes_once_every_recent_producer_is_in_it() {
     let dir = tempfile::tempdir().unwrap();
-    let events = dir.path().join("events").to_string_lossy().into_owned();
-    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
-    cfg.commit_window = deltabus::common::units::HumanDuration::from_secs(3);
-    cfg.tables.insert("events".into(), table_config(&events));
-    let (url, _stop, _) = start(cfg).await;
+    let (events, url, _stop) = three_second_window(dir.path()).await;
     let c = reqwest::Client::new();
     let records = format!("{url}/v1/tables/events/records");
     let round = |producers: Vec<&'static str>, seq: usize| {
@@ -302,10 +315,7 @@ async fn a_group_closes_once_every_recent_producer_is_in_it() {
         round(vec!["p1", "p2", "p3"], seq).await;
     }
     let metrics = c.get(format!("{url}/metrics")).send().await.unwrap().text().await.unwrap();
-    let groups = |closed: &str| -> u64 {
-        let needle = format!("deltabus_push_groups_total{{table=\"events\",closed=\"{closed}\"}} ");
-        metrics.lines().find_map(|l| l.strip_prefix(needle.as_str())?.parse().ok()).unwrap_or(0)
-    };
+    let groups = |closed: &str| groups_closed(&metrics, closed);
     assert_eq!((groups("window"), groups("everyone")), (1, 3), "{metrics}");
     let out = crate::support::deltabus(&["cat", &events]);
     assert_eq!(ids_of(&out.stdout), vec![0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32]);
@@ -317,11 +327,7 @@ async fn a_group_closes_once_every_recent_producer_is_in_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_producer_gone_quiet_holds_no_group() {
     let dir = tempfile::tempdir().unwrap();
-    let events = dir.path().join("events").to_string_lossy().into_owned();
-    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
-    cfg.commit_window = deltabus::common::units::HumanDuration::from_secs(3);
-    cfg.tables.insert("events".into(), table_config(&events));
-    let (url, _stop, _) = start(cfg).await;
+    let (events, url, _stop) = three_second_window(dir.path()).await;
     let c = reqwest::Client::new();
     let records = format!("{url}/v1/tables/events/records");
     let send = |p: &'static str, seq: usize, id: usize| {
@@ -338,10 +344,7 @@ async fn a_producer_gone_quiet_holds_no_group() {
         send("goes-on", seq, seq).await;
     }
     let metrics = c.get(format!("{url}/metrics")).send().await.unwrap().text().await.unwrap();
-    let groups = |closed: &str| -> u64 {
-        let needle = format!("deltabus_push_groups_total{{table=\"events\",closed=\"{closed}\"}} ");
-        metrics.lines().find_map(|l| l.strip_prefix(needle.as_str())?.parse().ok()).unwrap_or(0)
-    };
+    let groups = |closed: &str| groups_closed(&metrics, closed);
     assert_eq!((groups("window"), groups("everyone")), (1, 5), "{metrics}");
     let out = crate::support::deltabus(&["cat", &events]);
     assert_eq!(ids_of(&out.stdout), vec![0, 1, 2, 3, 4, 5, 100]);
