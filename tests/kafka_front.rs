@@ -780,6 +780,57 @@ async fn records_inflating_past_the_request_bound_are_too_large() {
     assert_eq!(cat_ids(&events), vec![0, 1, 2], "nothing of the refused batch");
 }
 
+/// A partition whose inflated records need more room in `server.max_buffered` than is free
+/// waits for it until the request's timeout, then is answered REQUEST_TIMED_OUT (which the
+/// client retries with the same sequences) and nothing of it lands: here an anonymous push
+/// request holds most of the budget in a group that runs its ten-minute window.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partition_without_room_in_the_budget_times_out() {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::*;
+    use kafka_protocol::protocol::StrBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let mut cfg = config(&events, 1);
+    cfg.commit_window = deltabus::common::units::HumanDuration::from_secs(600);
+    cfg.max_body = deltabus::common::units::ByteSize(160 << 10);
+    cfg.max_buffered = deltabus::common::units::ByteSize(1 << 20);
+    cfg.kafka.as_mut().unwrap().max_request = deltabus::common::units::ByteSize(160 << 10);
+    let (kafka, http, _stop, metrics) = start(cfg, &[]).await;
+    // About 140 KB of lines without a producer id: it holds six times that until its group
+    // commits, ten minutes from now.
+    let body: String = (0..3500).map(|n| format!("{{\"id\":{},\"name\":\"püsh {n:08}\"}}\n", 2_000_000 + n)).collect();
+    let pushed =
+        tokio::spawn(reqwest::Client::new().post(format!("{http}/v1/tables/events/records")).body(body).send());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !metrics.render().lines().any(|l| l.starts_with("deltabus_push_buffered_bytes") && !l.ends_with(" 0")) {
+        assert!(
+            Instant::now() < deadline,
+            "the push request never took its room: {:?}",
+            metrics.render().lines().filter(|l| l.contains("buffered")).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut s = tokio::net::TcpStream::connect(&kafka).await.unwrap();
+    let init: InitProducerIdResponse =
+        call(&mut s, ApiKey::InitProducerId, 1, &InitProducerIdRequest::default().with_transaction_timeout_ms(60_000))
+            .await;
+    let pid = init.producer_id.0;
+    // 6,000 records: their bytes as sent fit in what is left, five times their inflated
+    // bytes do not.
+    let request = ProduceRequest::default().with_acks(-1).with_timeout_ms(1_000).with_topic_data(vec![
+        TopicProduceData::default().with_name(TopicName(StrBytes::from_static_str("events"))).with_partition_data(
+            vec![PartitionProduceData::default().with_index(0).with_records(Some(batch(pid, 0, 0, 0..6000)))],
+        ),
+    ]);
+    let r: ProduceResponse = call(&mut s, ApiKey::Produce, 8, &request).await;
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 7, "REQUEST_TIMED_OUT: {:?}", p.error_message);
+    assert!(metrics.render().contains("overloaded"), "counted as refused for overload");
+    pushed.abort();
+    assert!(!std::path::Path::new(&events).join("_delta_log").exists(), "nothing committed");
+}
+
 fn not_json(pid: i64, epoch: i16, base: i32) -> bytes::Bytes {
     use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
     let record = Record {

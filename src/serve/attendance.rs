@@ -236,7 +236,7 @@ impl Roll {
     /// plus the quiet time (a push producer, or a connection with nothing in flight).
     fn quiet_at(&self, seen: &Seen) -> Option<Instant> {
         match &seen.connection {
-            Some(c) if c.waiting() || c.handed.load(Ordering::Acquire) > 0 => None,
+            Some(c) if c.handed.load(Ordering::Acquire) > 0 => None,
             _ => Some(seen.active + self.quiet),
         }
     }
@@ -254,8 +254,9 @@ impl Roll {
     /// sender goes quiet, and at least every quiet time (a connection's batches answered by
     /// another table's group change nothing here).
     pub(crate) fn recheck(&self, now: Instant) -> Instant {
+        // A sender's quiet time is at most a quiet time from now (it was active by now).
         let soonest = self.expected.values().filter_map(|seen| self.quiet_at(seen)).filter(|t| *t > now).min();
-        soonest.map_or(now + self.quiet, |t| t.min(now + self.quiet))
+        soonest.unwrap_or(now + self.quiet)
     }
 }
 
