@@ -20,7 +20,8 @@
 //!
 //! Run: `cargo build --release && cargo bench --bench kafka_produce` (`BENCH_SERVER_LOG=path`
 //! keeps the servers' logs, `BENCH_METRICS=1` prints the server's produce-answer histogram
-//! after the 20 ms run; add
+//! after the 20 ms run, `BENCH_ONLY_OVERLOAD=1` runs the fifth part alone, `BENCH_SERVER_BIN`
+//! names another server binary or a wrapper of it, e.g. a profiler's; add
 //! `DELTABUS_BENCH_BROKERS=127.0.0.1:9092` with a broker running for the third).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
@@ -51,9 +52,15 @@ fn serve(bin: &Path, config: &Path) -> (Child, String, String) {
         .stderr(server_log())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    // The first JSON line (a wrapper such as a profiler may print lines of its own first).
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let v: serde_json::Value = loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the server ended before listening");
+        if let Ok(v) = serde_json::from_str(&line) {
+            break v;
+        }
+    };
     (child, v["listening"].as_str().unwrap().to_string(), v["kafka"].as_str().unwrap_or_default().to_string())
 }
 
@@ -281,9 +288,14 @@ fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/kafka_produce");
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/deltabus");
+    let bin = std::env::var_os("BENCH_SERVER_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/deltabus"), PathBuf::from);
     assert!(bin.exists(), "build the binary first: cargo build --release");
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    if std::env::var("BENCH_ONLY_OVERLOAD").is_ok() {
+        overload(&bin, &root, &rt);
+        return;
+    }
     let rows = PRODUCERS * EACH;
     let ms = |s: f64| s * 1000.0;
     println!("== Kafka clients into a table: {PRODUCERS} producers x {EACH} records (~250 B), 100 ms commit window ==");
@@ -416,11 +428,18 @@ fn main() {
         );
     }
 
+    overload(&bin, &root, &rt);
+}
+
+/// Overload: 16 producers of 1 MiB batches at a 64 MiB bound; prints the server's peak RSS
+/// above idle.
+fn overload(bin: &Path, root: &Path, rt: &tokio::runtime::Runtime) {
     // Overload: 16 producers of 1 MiB batches at a 64 MiB bound.
     let overloaded = root.join("overloaded");
-    let (server, _, kafka) = serve(&bin, &server_config(&root, "overload", &overloaded, "64MiB"));
+    let (server, _, kafka) = serve(bin, &server_config(root, "overload", &overloaded, "64MiB"));
     std::thread::sleep(Duration::from_millis(500));
     let idle = rss_mib(server.id(), "VmRSS:");
+    let idle_file = rss_mib(server.id(), "RssFile:");
     let sent = rt.block_on(async {
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut tasks = Vec::new();
@@ -460,6 +479,9 @@ fn main() {
         total
     });
     let peak = rss_mib(server.id(), "VmHWM:");
+    let (anon, file) = (rss_mib(server.id(), "RssAnon:"), rss_mib(server.id(), "RssFile:"));
+    let threads = rss_mib(server.id(), "Threads:") * 1024.0;
+    println!("  after: RSS anonymous {anon:.0} MiB, file-backed (code) {file:.0} MiB; idle file-backed {idle_file:.0} MiB; {threads:.0} threads");
     stop(server);
     println!(
         "overload: 16 producers, 1 MiB batches, max_buffered 64 MiB: {} records sent, {} acknowledged; peak RSS {peak:.0} MiB, {:.0} MiB above idle ({idle:.0} MiB)",

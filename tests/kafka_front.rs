@@ -645,7 +645,17 @@ async fn call<Q: kafka_protocol::protocol::Encodable, A: kafka_protocol::protoco
 }
 
 fn batch(pid: i64, epoch: i16, base: i32, ids: std::ops::Range<i64>) -> bytes::Bytes {
-    use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+    batch_in(pid, epoch, base, ids, kafka_protocol::records::Compression::Zstd)
+}
+
+fn batch_in(
+    pid: i64,
+    epoch: i16,
+    base: i32,
+    ids: std::ops::Range<i64>,
+    compression: kafka_protocol::records::Compression,
+) -> bytes::Bytes {
+    use kafka_protocol::records::{Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
     let records: Vec<Record> = ids
         .enumerate()
         .map(|(i, id)| Record {
@@ -665,8 +675,7 @@ fn batch(pid: i64, epoch: i16, base: i32, ids: std::ops::Range<i64>) -> bytes::B
         })
         .collect();
     let mut buf = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(&mut buf, &records, &RecordEncodeOptions { version: 2, compression: Compression::Zstd })
-        .unwrap();
+    RecordBatchEncoder::encode(&mut buf, &records, &RecordEncodeOptions { version: 2, compression }).unwrap();
     buf.freeze()
 }
 
@@ -827,6 +836,19 @@ async fn a_partition_without_room_in_the_budget_times_out() {
     let p = &r.responses[0].partition_responses[0];
     assert_eq!(p.error_code, 7, "REQUEST_TIMED_OUT: {:?}", p.error_message);
     assert!(metrics.render().contains("overloaded"), "counted as refused for overload");
+    // The same records uncompressed: six times the frame does not fit either, so it waits
+    // unread for its timeout, then is read and answered the same.
+    let plain = batch_in(pid, 0, 0, 0..6000, kafka_protocol::records::Compression::None);
+    assert!(plain.len() > 60_000, "{} bytes", plain.len());
+    let request = ProduceRequest::default().with_acks(-1).with_timeout_ms(1_000).with_topic_data(vec![
+        TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_static_str("events")))
+            .with_partition_data(vec![PartitionProduceData::default().with_index(0).with_records(Some(plain))]),
+    ]);
+    let r: ProduceResponse = call(&mut s, ApiKey::Produce, 9, &request).await;
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 7, "REQUEST_TIMED_OUT: {:?}", p.error_message);
+    assert!(p.error_message.as_ref().is_some_and(|m| m.contains("over capacity")), "{:?}", p.error_message);
     pushed.abort();
     assert!(!std::path::Path::new(&events).join("_delta_log").exists(), "nothing committed");
 }

@@ -115,7 +115,13 @@ pub(crate) fn decode_request(head: &Head, body: Bytes) -> Result<Request, String
 ///
 /// # Errors
 /// A body that does not decode.
-pub(crate) fn dispatch(shared: &Arc<Shared>, session: &mut Session, head: &Head, body: Bytes) -> Result<Step, String> {
+pub(crate) fn dispatch(
+    shared: &Arc<Shared>,
+    session: &mut Session,
+    head: &Head,
+    body: Bytes,
+    held: super::frame::Held,
+) -> Result<Step, String> {
     let head = *head;
     let v = head.version;
     Ok(match decode_request(&head, body)? {
@@ -127,7 +133,7 @@ pub(crate) fn dispatch(shared: &Arc<Shared>, session: &mut Session, head: &Head,
             let shared = shared.clone();
             Step::Later(Box::pin(async move { Reply::answer(head.encode(&init_producer_id(&shared, r).await)) }))
         }
-        Request::Produce(r) => super::produce::take(shared, &head, r, session.produce_turn()),
+        Request::Produce(r) => super::produce::take(shared, &head, r, session.produce_turn(held)),
         Request::Fetch(r) => super::fetch::take_fetch(shared, &head, r),
         Request::ListOffsets(r) => super::fetch::take_list_offsets(shared, &head, r),
         Request::OffsetCommit(r) => super::offsets::take_commit(shared, &head, r),
@@ -234,7 +240,7 @@ fn sasl_authenticate(shared: &Shared, session: &mut Session, head: &Head, reques
             .with_error_message(Some(text(why)));
         Reply { frame: Some(head.encode(&answer)), close: true }
     };
-    if !session.plain || session.authenticated && session.user.is_some() {
+    if !session.plain || session.is_authenticated() && session.user.is_some() {
         return Reply {
             frame: Some(head.encode(
                 &SaslAuthenticateResponse::default().with_error_code(code(ResponseError::IllegalSaslState)),
@@ -255,7 +261,7 @@ fn sasl_authenticate(shared: &Shared, session: &mut Session, head: &Head, reques
         shared.state.metrics.kafka().refused("authentication");
         return fail("authentication failed: unknown user or wrong password");
     }
-    session.authenticated = true;
+    session.authenticated.store(true, std::sync::atomic::Ordering::Release);
     session.user = Some(user.to_string());
     Reply::answer(head.encode(&SaslAuthenticateResponse::default()))
 }

@@ -3,8 +3,9 @@
 //! Contract:
 //! - A frame is a 4-byte big-endian size and that many bytes; a size below 8 or above
 //!   `server.kafka.max_request` closes the connection (the bytes are not read).
-//! - A frame is read once `server.max_buffered` has room for its bytes, which it holds until
-//!   its request is answered (no room: the connection is not read).
+//! - A frame is read once `server.max_buffered` has room for it (a Produce request: for its
+//!   records too, see `frame`), which it holds until its request is answered (no room: the
+//!   connection is not read).
 //! - Requests are handled concurrently (a client keeps several produce requests in flight),
 //!   at most [`MAX_IN_FLIGHT`] at once (past it the connection is not read: back-pressure), and
 //!   answered in the order they arrived, as the protocol requires.
@@ -16,6 +17,7 @@
 //! - On stop, no new request is read; those taken are answered, then the connection closes.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -23,10 +25,11 @@ use futures::future::BoxFuture;
 use futures::stream::{FuturesOrdered, StreamExt};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
 
 use super::apis;
+use super::frame::{self, Frame, Held};
 use crate::serve::attendance::InFlight;
 use super::Shared;
 
@@ -58,8 +61,9 @@ pub(crate) enum Step {
 /// The authentication state of a connection.
 pub(crate) struct Session {
     pub peer: SocketAddr,
-    /// No users configured, or the client authenticated (as `user`).
-    pub authenticated: bool,
+    /// No users configured, or the client authenticated (as `user`); shared with the
+    /// connection's reader, which reserves room for a Produce request's records only then.
+    pub authenticated: Arc<AtomicBool>,
     pub user: Option<String>,
     /// A SASL handshake chose PLAIN.
     pub plain: bool,
@@ -77,6 +81,8 @@ pub(crate) struct Turn {
     pub done: tokio::sync::oneshot::Sender<()>,
     /// The connection's count of batches waiting for answers.
     pub in_flight: Arc<InFlight>,
+    /// What the request's frame holds of `server.max_buffered`.
+    pub held: Held,
 }
 
 impl Session {
@@ -85,9 +91,13 @@ impl Session {
     /// otherwise a batch could be decided before the one ahead of it and answered
     /// OUT_OF_ORDER_SEQUENCE_NUMBER while its predecessor succeeds, which idempotent
     /// producers take as a fatal loss of state.
-    pub(crate) fn produce_turn(&mut self) -> Turn {
+    pub(crate) fn produce_turn(&mut self, held: Held) -> Turn {
         let (done, next) = tokio::sync::oneshot::channel();
-        Turn { wait: self.produced.replace(next), done, in_flight: self.in_flight.clone() }
+        Turn { wait: self.produced.replace(next), done, in_flight: self.in_flight.clone(), held }
+    }
+
+    pub(crate) fn is_authenticated(&self) -> bool {
+        self.authenticated.load(Ordering::Acquire)
     }
 }
 
@@ -98,11 +108,13 @@ where
 {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let max = shared.config.max_request;
-    let (tx, mut frames) = mpsc::channel::<Result<(Bytes, OwnedSemaphorePermit), String>>(2);
+    let (tx, mut frames) = mpsc::channel::<Result<Frame, String>>(2);
     let budget = shared.state.buffered.clone();
+    let authenticated = Arc::new(AtomicBool::new(shared.config.users.is_empty()));
+    let reader_authenticated = authenticated.clone();
     let reader = tokio::spawn(async move {
         loop {
-            let frame = read_frame(&mut rd, max, &budget).await;
+            let frame = frame::read(&mut rd, max, &budget, &reader_authenticated).await;
             let last = !matches!(frame, Ok(Some(_)));
             let sent = match frame {
                 Ok(Some(f)) => tx.send(Ok(f)).await,
@@ -114,7 +126,7 @@ where
             }
         }
     });
-    let mut session = Session { peer, authenticated: shared.config.users.is_empty(), user: None, plain: false, produced: None, in_flight: InFlight::new() };
+    let mut session = Session { peer, authenticated, user: None, plain: false, produced: None, in_flight: InFlight::new() };
     let mut pending: FuturesOrdered<BoxFuture<'static, Reply>> = FuturesOrdered::new();
     let mut closing = false;
     shared.state.metrics.kafka().connections.inc();
@@ -141,7 +153,7 @@ where
             }
             frame = frames.recv(), if !closing && pending.len() < MAX_IN_FLIGHT => match frame {
                 // The frame's room in the buffer budget is held until its request is answered.
-                Some(Ok((bytes, room))) => match take(&shared, &mut session, bytes) {
+                Some(Ok(Frame { bytes, room, held })) => match take(&shared, &mut session, bytes, held) {
                     Step::Now(reply) => pending.push_back(Box::pin(async move { reply })),
                     Step::Later(fut) => pending.push_back(Box::pin(async move {
                         let reply = fut.await;
@@ -170,37 +182,8 @@ where
     shared.state.metrics.kafka().connections.dec();
 }
 
-/// Reads one frame, once the budget (`server.max_buffered`) has room for it: while it has none,
-/// the connection is not read, and the client's own limits hold its requests back. `None` at a
-/// clean end of stream.
-async fn read_frame<R: AsyncRead + Unpin>(
-    rd: &mut R,
-    max: usize,
-    budget: &Arc<tokio::sync::Semaphore>,
-) -> Result<Option<(Bytes, OwnedSemaphorePermit)>, String> {
-    let mut size = [0u8; 4];
-    match rd.read_exact(&mut size).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(format!("reading a frame: {e}")),
-    }
-    let size = i32::from_be_bytes(size);
-    let len = usize::try_from(size).map_err(|_| format!("a negative frame size ({size})"))?;
-    if len < 8 {
-        return Err(format!("a frame of {len} bytes is too short for a request header"));
-    }
-    if len > max {
-        return Err(format!("a request of {len} bytes is over server.kafka.max_request ({max})"));
-    }
-    let permits = u32::try_from(len).unwrap_or(u32::MAX);
-    let room = budget.clone().acquire_many_owned(permits).await.map_err(|_| "the server is stopping".to_string())?;
-    let mut buf = BytesMut::zeroed(len);
-    rd.read_exact(&mut buf).await.map_err(|e| format!("reading a frame of {len} bytes: {e}"))?;
-    Ok(Some((buf.freeze(), room)))
-}
-
 /// Decodes a request's header and hands it to its API.
-fn take(shared: &Arc<Shared>, session: &mut Session, mut frame: Bytes) -> Step {
+fn take(shared: &Arc<Shared>, session: &mut Session, mut frame: Bytes, held: Held) -> Step {
     let key = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let Ok(api) = ApiKey::try_from(key) else { return Step::Close(format!("unknown API key {key}")) };
@@ -222,11 +205,11 @@ fn take(shared: &Arc<Shared>, session: &mut Session, mut frame: Bytes) -> Step {
     if !apis::spoken(api, version) {
         return Step::Close(format!("{api:?} v{version} is not spoken here (see ApiVersions)"));
     }
-    if !session.authenticated && !matches!(api, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
+    if !session.is_authenticated() && !matches!(api, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
         return Step::Close(format!("{api:?} before SASL authentication"));
     }
     let body = frame;
-    match apis::dispatch(shared, session, &head, body) {
+    match apis::dispatch(shared, session, &head, body, held) {
         Ok(Step::Later(fut)) => {
             use tracing::Instrument;
             Step::Later(Box::pin(fut.instrument(tracing::info_span!("kafka.request", api = ?api, version))))

@@ -28,6 +28,7 @@ internal_mods!(apis);
 internal_mods!(conn);
 internal_mods!(feed);
 internal_mods!(fetch);
+internal_mods!(frame);
 internal_mods!(inflate);
 internal_mods!(offsets);
 internal_mods!(produce);

@@ -6,12 +6,12 @@
 //! - `acks=-1` (all) and `acks=1` are both answered after the commit landed (a table has no
 //!   replicas to wait for); `acks=0` is not answered, and a batch the server loses before its
 //!   commit is lost (at most once).
-//! - A request's frame holds its bytes of `server.max_buffered` from when it is read, and a
-//!   partition's records `HOLD_FACTOR - 1` times their inflated bytes more from decoding until
-//!   the answer (as many times their bytes as sent before they are inflated, the rest after);
-//!   a request that cannot get that room within its `timeout_ms`
-//!   gets REQUEST_TIMED_OUT (the client retries the same sequences), one larger than the whole
-//!   budget MESSAGE_TOO_LARGE.
+//! - A request holds `HOLD_FACTOR` times its bytes of `server.max_buffered` from when its
+//!   frame is read until it is answered (`frame`): the frame, and its partitions' records
+//!   `HOLD_FACTOR - 1` times their bytes as sent. Records that inflate take `HOLD_FACTOR - 1`
+//!   times the bytes they grew by more once inflated. A request that cannot get that room
+//!   within its `timeout_ms` gets REQUEST_TIMED_OUT for the partitions concerned (the client
+//!   retries the same sequences), one larger than the whole budget MESSAGE_TOO_LARGE.
 //! - Outcomes: committed → NONE with the commit's feed position as base offset; already in
 //!   the table → NONE (a retry of a batch that landed, base offset -1); a batch of an older
 //!   epoch than the table holds → INVALID_PRODUCER_EPOCH; a sequence gap →
@@ -31,6 +31,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::oneshot;
 
 use super::conn::{Head, Reply, Step, Turn};
+use super::frame::Held;
 use super::records::{self, Batch};
 use super::registered;
 use crate::serve::attendance::InFlight;
@@ -61,16 +62,20 @@ pub(crate) fn take(shared: &Arc<Shared>, head: &Head, request: ProduceRequest, t
 async fn produce(shared: &Arc<Shared>, version: i16, request: ProduceRequest, turn: Turn) -> ProduceResponse {
     let refuse_all = match request.acks {
         _ if request.transactional_id.as_ref().is_some_and(|t| !t.0.is_empty()) => {
-            Some(ResponseError::TransactionalIdAuthorizationFailed)
+            Some((ResponseError::TransactionalIdAuthorizationFailed, None))
+        }
+        -1..=1 if turn.held == Held::TimedOut => {
+            shared.state.metrics.kafka().refused("overloaded");
+            Some(overloaded())
         }
         -1..=1 => None,
-        _ => Some(ResponseError::InvalidRequiredAcks),
+        _ => Some((ResponseError::InvalidRequiredAcks, None)),
     };
     // Batches the client waits for count in its connection's attendance (`acks=0`: it waits
     // for nothing).
     let in_flight = (request.acks != 0).then_some(turn.in_flight);
-    let millis = u64::try_from(request.timeout_ms).ok().filter(|m| *m > 0).unwrap_or(30_000).min(300_000);
-    let timeout = Duration::from_millis(millis);
+    let timeout = super::frame::request_timeout(request.timeout_ms);
+    let held = turn.held;
     // Every partition's batches are handed over (decoded concurrently) once the request
     // before this one's are, then the next request may hand over its own.
     if let Some(before) = turn.wait {
@@ -80,12 +85,12 @@ async fn produce(shared: &Arc<Shared>, version: i16, request: ProduceRequest, tu
     for topic in request.topic_data {
         let name = topic.name.0.to_string();
         let parts = topic.partition_data.into_iter().map(|data| {
-            let (shared, name, in_flight) = (shared.clone(), name.clone(), in_flight.clone());
+            let (shared, name, in_flight, refuse_all) = (shared.clone(), name.clone(), in_flight.clone(), refuse_all.clone());
             async move {
                 let index = data.index;
                 let handed = match refuse_all {
-                    Some(e) => Err((e, None)),
-                    None => hand_over(&shared, &name, data, timeout, in_flight.as_ref()).await,
+                    Some(failure) => Err(failure),
+                    None => hand_over(&shared, &name, data, timeout, held, in_flight.as_ref()).await,
                 };
                 (index, handed)
             }
@@ -193,9 +198,13 @@ async fn room(
         Ok(Ok(permit)) => Ok(permit),
         _ => {
             metrics.refused("overloaded");
-            Err(fail(ResponseError::RequestTimedOut, "over capacity: too many bytes in flight"))
+            Err(overloaded())
         }
     }
+}
+
+fn overloaded() -> Failure {
+    fail(ResponseError::RequestTimedOut, "over capacity: too many bytes in flight")
 }
 
 /// Checks, decodes and hands a partition's batches to its table's committer.
@@ -204,6 +213,7 @@ async fn hand_over(
     name: &str,
     data: PartitionProduceData,
     timeout: Duration,
+    held: Held,
     in_flight: Option<&Arc<InFlight>>,
 ) -> Result<Handed, Failure> {
     let started = Instant::now();
@@ -225,8 +235,9 @@ async fn hand_over(
     }
     // Records inflate to at most server.kafka.max_request a batch; they hold their inflated
     // size (or their compressed one, when larger) of the buffer budget until answered. The
-    // room for their bytes as sent is taken before they are inflated, the rest after, so that
-    // requests waiting for room hold no more than the budget counts.
+    // room for their bytes as sent came with the frame (taken here when the frame was read
+    // before authentication), the rest is taken once they are inflated, so that requests
+    // waiting for room hold no more than the budget counts.
     let deadline = tokio::time::Instant::now() + timeout;
     let factor = crate::config::server::HOLD_FACTOR - 1;
     let too_large = |inflated: u64| {
@@ -237,7 +248,10 @@ async fn hand_over(
     if sent > shared.state.config.max_buffered {
         return Err(too_large(bytes.len() as u64));
     }
-    let mut permit = room(shared, sent, deadline, metrics).await?;
+    let mut permit = match held {
+        Held::Records => None,
+        Held::Frame | Held::TimedOut => Some(room(shared, sent, deadline, metrics).await?),
+    };
     let batches = records::batches(name, data.index, &bytes, shared.config.max_request).map_err(|(e, why)| fail(e, why))?;
     let inflated: u64 = batches
         .iter()
@@ -250,7 +264,11 @@ async fn hand_over(
         return Err(too_large(inflated));
     }
     if hold > sent {
-        permit.merge(room(shared, hold - sent, deadline, metrics).await?);
+        let more = room(shared, hold - sent, deadline, metrics).await?;
+        match permit.as_mut() {
+            Some(p) => p.merge(more),
+            None => permit = Some(more),
+        }
     }
     let mut handed = Vec::with_capacity(batches.len());
     for batch in batches {
@@ -273,7 +291,7 @@ async fn hand_over(
         }
         handed.push((batch, answer, count));
     }
-    Ok(Handed { started, batches: handed, _room: Some(permit) })
+    Ok(Handed { started, batches: handed, _room: permit })
 }
 
 /// Decodes on the decoding threads against the table as last seen, and again against the
