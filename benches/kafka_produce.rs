@@ -21,7 +21,8 @@
 //! Run: `cargo build --release && cargo bench --bench kafka_produce` (`BENCH_SERVER_LOG=path`
 //! keeps the servers' logs, `BENCH_METRICS=1` prints the server's produce-answer histogram
 //! after the 20 ms run, `BENCH_ONLY_OVERLOAD=1` runs the fifth part alone, `BENCH_SERVER_BIN`
-//! names another server binary or a wrapper of it, e.g. a profiler's; add
+//! names another server binary or a wrapper of it, e.g. a profiler's,
+//! `BENCH_PRODUCER_PROPS=key=value,...` overrides the producers' properties; add
 //! `DELTABUS_BENCH_BROKERS=127.0.0.1:9092` with a broker running for the third).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
@@ -146,6 +147,11 @@ async fn produce(brokers: &str, topic: &str, first: usize, each: usize, rate: Op
             .set("compression.type", "lz4")
             .set("linger.ms", "5")
             .set("message.timeout.ms", "300000");
+        // `BENCH_PRODUCER_PROPS=key=value,...` overrides these (e.g. compression.type=none).
+        for pair in std::env::var("BENCH_PRODUCER_PROPS").unwrap_or_default().split(',').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').expect("BENCH_PRODUCER_PROPS: key=value,...");
+            cfg.set(k, v);
+        }
         let producer: FutureProducer = cfg.create().unwrap();
         let topic = topic.to_string();
         tasks.push(tokio::spawn(async move {
@@ -303,9 +309,10 @@ fn main() {
     // Push over HTTP: the baseline.
     let pushed = root.join("pushed");
     let (server, http, _) = serve(&bin, &server_config(&root, "push", &pushed, "512MiB"));
-    let cpu = cpu_seconds(server.id());
+    let (cpu, clients) = (cpu_seconds(server.id()), cpu_seconds(std::process::id()));
     let (push_s, push_lat) = rt.block_on(push(&http));
     let push_cpu = cpu_seconds(server.id()) - cpu;
+    let push_clients = cpu_seconds(std::process::id()) - clients;
     stop(server);
     assert_eq!(rows_in(&bin, &pushed), rows);
     let push_rate = rows as f64 / push_s;
@@ -329,9 +336,10 @@ fn main() {
             }
         }
     };
-    let cpu = cpu_seconds(server.id());
+    let (cpu, clients) = (cpu_seconds(server.id()), cpu_seconds(std::process::id()));
     let (kafka_s, _) = rt.block_on(produce(&kafka, "events", 0, EACH, None));
     let kafka_cpu = cpu_seconds(server.id()) - cpu;
+    let kafka_clients = cpu_seconds(std::process::id()) - clients;
     let rss = rss_mib(server.id(), "VmHWM:");
     let kafka_rate = rows as f64 / kafka_s;
     println!(
@@ -339,6 +347,16 @@ fn main() {
         kafka_rate / push_rate,
         kafka_cpu * 1e6 / rows as f64,
         kafka_cpu / push_cpu,
+    );
+    // The clients share the two cores with the server: the rate each path would reach with
+    // the server's CPU alone, one core of it.
+    println!(
+        "  clients' CPU: push {:.2} us/row, librdkafka {:.2} us/row; rows per server CPU-second: push {:.0}, librdkafka {:.0} ({:.2}x)",
+        push_clients * 1e6 / rows as f64,
+        kafka_clients * 1e6 / rows as f64,
+        rows as f64 / push_cpu,
+        rows as f64 / kafka_cpu,
+        push_cpu / kafka_cpu
     );
     // Latency below saturation: 8 producers at 5,000 records/s each for 5 s, at this window
     // and (on a table of its own) at 20 ms.

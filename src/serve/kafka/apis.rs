@@ -46,6 +46,7 @@ pub(crate) const SPOKEN: &[(ApiKey, i16, i16)] = &[
 ];
 
 /// Whether `version` of `api` is spoken.
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) fn spoken(api: ApiKey, version: i16) -> bool {
     SPOKEN.iter().any(|(a, lo, hi)| *a == api && (*lo..=*hi).contains(&version))
 }

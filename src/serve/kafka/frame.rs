@@ -27,6 +27,7 @@ use crate::config::server::HOLD_FACTOR;
 
 /// Bytes of a frame read before its room is taken: enough for a Produce request's header,
 /// transactional id, acks and timeout, unless its client id is very long.
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) const PREFIX: usize = 1024;
 
 /// What a frame holds of `server.max_buffered` from when it is read until it is answered.
@@ -96,7 +97,8 @@ pub(crate) async fn read<R: AsyncRead + Unpin>(
 /// [`request_timeout`]); `None` for other requests, versions not spoken, or a head that does
 /// not decode from `prefix` (the request is then read as any other and refused or handled as
 /// its whole frame says).
-fn produce_timeout(prefix: &[u8]) -> Option<Duration> {
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) fn produce_timeout(prefix: &[u8]) -> Option<Duration> {
     let key = i16::from_be_bytes([prefix[0], prefix[1]]);
     let version = i16::from_be_bytes([prefix[2], prefix[3]]);
     if ApiKey::try_from(key) != Ok(ApiKey::Produce) || !super::apis::spoken(ApiKey::Produce, version) {
@@ -117,20 +119,22 @@ fn produce_timeout(prefix: &[u8]) -> Option<Duration> {
     Some(request_timeout(b.get_i32()))
 }
 
-/// An unsigned varint (at most five bytes).
+/// An unsigned varint, read as the request decoder reads it: at most five bytes, the bits past
+/// 32 dropped.
 fn varint(b: &mut Bytes) -> Option<u32> {
     let mut value = 0u32;
     for shift in (0..35).step_by(7) {
         let byte = b.try_get_u8().ok()?;
         value |= u32::from(byte & 0x7f) << shift;
         if byte & 0x80 == 0 {
-            return Some(value);
+            break;
         }
     }
-    None
+    Some(value)
 }
 
 /// A Produce request's `timeout_ms` as a wait: 30 s when not positive, at most 5 minutes.
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) fn request_timeout(timeout_ms: i32) -> Duration {
     Duration::from_millis(u64::try_from(timeout_ms).ok().filter(|m| *m > 0).unwrap_or(30_000).min(300_000))
 }
@@ -160,6 +164,21 @@ mod tests {
             assert_eq!(produce_timeout(&frame(version, "c", 0)), Some(Duration::from_secs(30)));
             assert_eq!(produce_timeout(&frame(version, "c", i32::MAX)), Some(Duration::from_secs(300)));
         }
+    }
+
+    #[test]
+    fn an_overlong_varint_is_read_as_the_request_decoder_reads_it() {
+        // v9: the header ends with its tagged fields (one byte, none); the transactional id's
+        // length follows, here spelled in five bytes, the last with its continuation bit.
+        let plain = frame(9, "c", 1_500);
+        let at = 8 + 2 + 1 + 1;
+        let mut long = plain[..at].to_vec();
+        long.extend_from_slice(&[0x80, 0x80, 0x80, 0x80, 0x80]);
+        long.extend_from_slice(&plain[at + 1..]);
+        let mut b = Bytes::copy_from_slice(&long);
+        RequestHeader::decode(&mut b, 2).unwrap();
+        let decoded = ProduceRequest::decode(&mut b, 9).unwrap();
+        assert_eq!(produce_timeout(&long), Some(request_timeout(decoded.timeout_ms)));
     }
 
     #[test]
