@@ -127,54 +127,110 @@ fn rows_in(bin: &Path, table: &Path) -> usize {
     out.stdout.iter().filter(|b| **b == b'\n').count()
 }
 
-/// A record sent, waiting for its acknowledgement.
-enum Pending {
-    Timed(tokio::task::JoinHandle<f64>),
-    Untimed(rdkafka::producer::DeliveryFuture),
+/// Counts a producer's acknowledgements in librdkafka's delivery callback: the cheapest way
+/// to learn them (no future, channel or task per record).
+#[derive(Default)]
+struct Acks {
+    ok: std::sync::atomic::AtomicUsize,
+    failed: std::sync::atomic::AtomicUsize,
 }
 
-/// 8 librdkafka producers send `each` records apiece, as fast as they can or at `rate` records
-/// per second each; (seconds until the last acknowledgement, sorted per-record latencies in
-/// seconds). Records `first..` of the benchmark's sequence, producer p taking its share.
-async fn produce(brokers: &str, topic: &str, first: usize, each: usize, rate: Option<f64>) -> (f64, Vec<f64>) {
+impl rdkafka::ClientContext for Acks {}
+
+impl rdkafka::producer::ProducerContext for Acks {
+    type DeliveryOpaque = ();
+    fn delivery(&self, result: &rdkafka::message::DeliveryResult<'_>, _: ()) {
+        let counter = if result.is_ok() { &self.ok } else { &self.failed };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The producers' configuration: idempotent, `acks=all`, lz4, `linger.ms=5`;
+/// `BENCH_PRODUCER_PROPS=key=value,...` overrides these (e.g. compression.type=none).
+fn producer_config(brokers: &str) -> ClientConfig {
+    let mut cfg = ClientConfig::new();
+    cfg.set("bootstrap.servers", brokers)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("compression.type", "lz4")
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", "300000");
+    for pair in std::env::var("BENCH_PRODUCER_PROPS").unwrap_or_default().split(',').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').expect("BENCH_PRODUCER_PROPS: key=value,...");
+        cfg.set(k, v);
+    }
+    cfg
+}
+
+/// 8 librdkafka producers, each on a thread of its own, send `each` records apiece as fast as
+/// they can, acknowledgements counted in the delivery callback: seconds until the last
+/// acknowledgement. Records `0..` of the benchmark's sequence, producer p taking its share.
+fn produce_flat_out(brokers: &str, topic: &str, each: usize) -> f64 {
+    use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+    use std::sync::atomic::Ordering;
     let started = Instant::now();
+    let threads: Vec<_> = (0..PRODUCERS)
+        .map(|p| {
+            let producer: ThreadedProducer<Acks> =
+                producer_config(brokers).create_with_context(Acks::default()).unwrap();
+            let topic = topic.to_string();
+            std::thread::spawn(move || {
+                let mut key = String::new();
+                for n in 0..each {
+                    let i = p * each + n;
+                    let value = record(i);
+                    key.clear();
+                    std::fmt::Write::write_fmt(&mut key, format_args!("user-{}", i % 100_000)).unwrap();
+                    let mut rec = BaseRecord::to(&topic).key(&key).payload(&value);
+                    loop {
+                        match producer.send(rec) {
+                            Ok(()) => break,
+                            Err((
+                                rdkafka::error::KafkaError::MessageProduction(
+                                    rdkafka::types::RDKafkaErrorCode::QueueFull,
+                                ),
+                                back,
+                            )) => {
+                                rec = back;
+                                std::thread::sleep(Duration::from_millis(1));
+                            }
+                            Err((e, _)) => panic!("{e}"),
+                        }
+                    }
+                }
+                producer.flush(Duration::from_secs(300)).unwrap();
+                let ctx = producer.context();
+                assert_eq!(ctx.failed.load(Ordering::Relaxed), 0, "a record was not acknowledged");
+                assert_eq!(ctx.ok.load(Ordering::Relaxed), each, "every record acknowledged");
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    started.elapsed().as_secs_f64()
+}
+
+/// 8 librdkafka producers send `each` records apiece at `rate` records per second each:
+/// sorted per-record latencies (send → acknowledged) in seconds. Records `first..` of the
+/// benchmark's sequence, producer p taking its share.
+async fn produce_paced(brokers: &str, topic: &str, first: usize, each: usize, rate: f64) -> Vec<f64> {
     let mut tasks = Vec::new();
     for p in 0..PRODUCERS {
-        let mut cfg = ClientConfig::new();
-        cfg.set("bootstrap.servers", brokers)
-            .set("enable.idempotence", "true")
-            .set("acks", "all")
-            .set("compression.type", "lz4")
-            .set("linger.ms", "5")
-            .set("message.timeout.ms", "300000");
-        // `BENCH_PRODUCER_PROPS=key=value,...` overrides these (e.g. compression.type=none).
-        for pair in std::env::var("BENCH_PRODUCER_PROPS").unwrap_or_default().split(',').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').expect("BENCH_PRODUCER_PROPS: key=value,...");
-            cfg.set(k, v);
-        }
-        let producer: FutureProducer = cfg.create().unwrap();
+        let producer: FutureProducer = producer_config(brokers).create().unwrap();
         let topic = topic.to_string();
         tasks.push(tokio::spawn(async move {
             let mut pending = Vec::with_capacity(each);
-            // Paced: the first record is sent and acknowledged before the clock starts, so that
+            // The first record is sent and acknowledged before the clock starts, so that
             // connecting, reading metadata and getting a producer id are not counted as the
             // latency of the records that would wait for them.
-            let mut from = 0;
-            if rate.is_some() {
-                let (value, key) = (record(first + p * each), format!("user-{}", (first + p * each) % 100_000));
-                producer
-                    .send(FutureRecord::to(&topic).key(&key).payload(&value), Duration::from_secs(300))
-                    .await
-                    .unwrap();
-                from = 1;
-            }
+            let (value, key) = (record(first + p * each), format!("user-{}", (first + p * each) % 100_000));
+            producer.send(FutureRecord::to(&topic).key(&key).payload(&value), Duration::from_secs(300)).await.unwrap();
             let began = Instant::now();
-            for n in from..each {
-                if let Some(rate) = rate {
-                    let due = began + Duration::from_secs_f64((n - from) as f64 / rate);
-                    if due > Instant::now() {
-                        tokio::time::sleep_until(due.into()).await;
-                    }
+            for n in 1..each {
+                let due = began + Duration::from_secs_f64((n - 1) as f64 / rate);
+                if due > Instant::now() {
+                    tokio::time::sleep_until(due.into()).await;
                 }
                 let i = first + p * each + n;
                 let value = record(i);
@@ -183,30 +239,21 @@ async fn produce(brokers: &str, topic: &str, first: usize, each: usize, rate: Op
                 loop {
                     match producer.send_result(FutureRecord::to(&topic).key(&key).payload(&value)) {
                         Ok(d) => {
-                            // Paced: a task per record, so that its acknowledgement is timed
-                            // when it arrives; flat out, the cheapest wait (no latencies).
-                            pending.push(if rate.is_some() {
-                                Pending::Timed(tokio::spawn(async move {
-                                    d.await.unwrap().unwrap();
-                                    sent.elapsed().as_secs_f64()
-                                }))
-                            } else {
-                                Pending::Untimed(d)
-                            });
+                            // A task per record, so that its acknowledgement is timed when it
+                            // arrives.
+                            pending.push(tokio::spawn(async move {
+                                d.await.unwrap().unwrap();
+                                sent.elapsed().as_secs_f64()
+                            }));
                             break;
                         }
                         Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
                     }
                 }
             }
-            let mut lat = Vec::new();
-            for p in pending {
-                match p {
-                    Pending::Timed(t) => lat.push(t.await.unwrap()),
-                    Pending::Untimed(d) => {
-                        d.await.unwrap().unwrap();
-                    }
-                }
+            let mut lat = Vec::with_capacity(pending.len());
+            for t in pending {
+                lat.push(t.await.unwrap());
             }
             lat
         }));
@@ -215,9 +262,8 @@ async fn produce(brokers: &str, topic: &str, first: usize, each: usize, rate: Op
     for t in tasks {
         latencies.extend(t.await.unwrap());
     }
-    let seconds = started.elapsed().as_secs_f64();
     latencies.sort_by(f64::total_cmp);
-    (seconds, latencies)
+    latencies
 }
 
 async fn push(addr: &str) -> (f64, Vec<f64>) {
@@ -337,7 +383,7 @@ fn main() {
         }
     };
     let (cpu, clients) = (cpu_seconds(server.id()), cpu_seconds(std::process::id()));
-    let (kafka_s, _) = rt.block_on(produce(&kafka, "events", 0, EACH, None));
+    let kafka_s = produce_flat_out(&kafka, "events", EACH);
     let kafka_cpu = cpu_seconds(server.id()) - cpu;
     let kafka_clients = cpu_seconds(std::process::id()) - clients;
     let rss = rss_mib(server.id(), "VmHWM:");
@@ -361,7 +407,7 @@ fn main() {
     // Latency below saturation: 8 producers at 5,000 records/s each for 5 s, at this window
     // and (on a table of its own) at 20 ms.
     groups(&kafka_http);
-    let (_, lat) = rt.block_on(produce(&kafka, "events", rows, 25_000, Some(5_000.0)));
+    let lat = rt.block_on(produce_paced(&kafka, "events", rows, 25_000, 5_000.0));
     groups(&kafka_http);
     println!(
         "  paced at 40,000 records/s, 100 ms window              acked p50 {:.0} ms  p99 {:.0} ms",
@@ -371,7 +417,7 @@ fn main() {
     {
         let paced = root.join("paced");
         let (server, http, kafka) = serve(&bin, &windowed_config(&root, "paced", &paced, "512MiB", "20ms"));
-        let (_, lat) = rt.block_on(produce(&kafka, "events", 0, 25_000, Some(5_000.0)));
+        let lat = rt.block_on(produce_paced(&kafka, "events", 0, 25_000, 5_000.0));
         if std::env::var("BENCH_METRICS").is_ok() {
             let m = rt.block_on(async {
                 reqwest::get(format!("http://{http}/metrics")).await.unwrap().text().await.unwrap()
@@ -424,7 +470,7 @@ fn main() {
             .spawn()
             .unwrap();
         let started = Instant::now();
-        let (broker_s, _) = rt.block_on(produce(&brokers, &topic, 0, EACH, None));
+        let broker_s = produce_flat_out(&brokers, &topic, EACH);
         while rows_in(&bin, &ingested) < rows {
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -432,7 +478,7 @@ fn main() {
         stop(ingest);
         // The same paced producers against the broker: the latency floor of the clients and
         // the shared cores.
-        let (_, lat) = rt.block_on(produce(&brokers, &topic, rows, 25_000, Some(5_000.0)));
+        let lat = rt.block_on(produce_paced(&brokers, &topic, rows, 25_000, 5_000.0));
         println!(
             "  paced at 40,000 records/s into the broker            acked p50 {:.0} ms  p99 {:.0} ms",
             ms(percentile(&lat, 0.5)),
