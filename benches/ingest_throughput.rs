@@ -465,8 +465,9 @@ async fn bare_consume_partitions(brokers: &str, topic: &str, n: usize, partition
         cfg.set("bootstrap.servers", &brokers)
             .set("group.id", format!("bare-{}", uuid::Uuid::new_v4().simple()))
             .set("enable.auto.commit", "false")
-            // The pipeline's prefetch settings, so that both read alike.
-            .set("queued.max.messages.kbytes", "16384")
+            // The pipeline's prefetch settings at the default `max_bytes`, so that both read alike.
+            .set("queued.max.messages.kbytes", "131072")
+            .set("queued.min.messages", "524288")
             .set("fetch.queue.backoff.ms", "20");
         cfg.extend(consumer_properties());
         let consumer: BaseConsumer = cfg.create().unwrap();
