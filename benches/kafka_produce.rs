@@ -20,7 +20,8 @@
 //!
 //! Run: `cargo build --release && cargo bench --bench kafka_produce` (`BENCH_SERVER_LOG=path`
 //! keeps the servers' logs, `BENCH_METRICS=1` prints the server's produce-answer histogram
-//! after the 20 ms run, `BENCH_ONLY_OVERLOAD=1` runs the fifth part alone, `BENCH_SERVER_BIN`
+//! after the 20 ms run, `BENCH_ONLY_OVERLOAD=1` runs the fifth part alone,
+//! `BENCH_OVERLOAD_BUFFERED=48MiB` sets its bound, `BENCH_SERVER_BIN`
 //! names another server binary or a wrapper of it, e.g. a profiler's,
 //! `BENCH_PRODUCER_PROPS=key=value,...` overrides the producers' properties; add
 //! `DELTABUS_BENCH_BROKERS=127.0.0.1:9092` with a broker running for the third).
@@ -500,10 +501,27 @@ fn main() {
 fn overload(bin: &Path, root: &Path, rt: &tokio::runtime::Runtime) {
     // Overload: 16 producers of 1 MiB batches at a 64 MiB bound.
     let overloaded = root.join("overloaded");
-    let (server, _, kafka) = serve(bin, &server_config(root, "overload", &overloaded, "64MiB"));
+    // `BENCH_OVERLOAD_BUFFERED` sets another bound (at least 48MiB: six times `max_body`).
+    let bound = std::env::var("BENCH_OVERLOAD_BUFFERED").unwrap_or_else(|_| "64MiB".into());
+    let (server, _, kafka) = serve(bin, &server_config(root, "overload", &overloaded, &bound));
     std::thread::sleep(Duration::from_millis(500));
     let idle = rss_mib(server.id(), "VmRSS:");
     let idle_file = rss_mib(server.id(), "RssFile:");
+    let idle_anon = rss_mib(server.id(), "RssAnon:");
+    // The peak of anonymous memory (heap, stacks: what buffers take; VmHWM also counts code
+    // paged in), sampled every 10 ms while the producers run.
+    let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let (sampling, pid) = (sampling.clone(), server.id());
+        std::thread::spawn(move || {
+            let mut peak: f64 = 0.0;
+            while sampling.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(rss_mib(pid, "RssAnon:"));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            peak
+        })
+    };
     let sent = rt.block_on(async {
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut tasks = Vec::new();
@@ -542,13 +560,18 @@ fn overload(bin: &Path, root: &Path, rt: &tokio::runtime::Runtime) {
         }
         total
     });
+    sampling.store(false, std::sync::atomic::Ordering::Relaxed);
+    let peak_anon = sampler.join().unwrap();
     let peak = rss_mib(server.id(), "VmHWM:");
     let (anon, file) = (rss_mib(server.id(), "RssAnon:"), rss_mib(server.id(), "RssFile:"));
     let threads = rss_mib(server.id(), "Threads:") * 1024.0;
-    println!("  after: RSS anonymous {anon:.0} MiB, file-backed (code) {file:.0} MiB; idle file-backed {idle_file:.0} MiB; {threads:.0} threads");
+    println!(
+        "  anonymous RSS: idle {idle_anon:.0} MiB, peak (sampled) {peak_anon:.0} MiB = {:.0} MiB above idle, after {anon:.0} MiB; file-backed (code) idle {idle_file:.0} MiB, after {file:.0} MiB; {threads:.0} threads",
+        peak_anon - idle_anon
+    );
     stop(server);
     println!(
-        "overload: 16 producers, 1 MiB batches, max_buffered 64 MiB: {} records sent, {} acknowledged; peak RSS {peak:.0} MiB, {:.0} MiB above idle ({idle:.0} MiB)",
+        "overload: 16 producers, 1 MiB batches, max_buffered {bound}: {} records sent, {} acknowledged; peak RSS {peak:.0} MiB, {:.0} MiB above idle ({idle:.0} MiB)",
         sent.0,
         sent.1,
         peak - idle
