@@ -466,8 +466,8 @@ async fn bare_consume_partitions(brokers: &str, topic: &str, n: usize, partition
             .set("group.id", format!("bare-{}", uuid::Uuid::new_v4().simple()))
             .set("enable.auto.commit", "false")
             // The pipeline's prefetch settings at the default `max_bytes`, so that both read alike.
-            .set("queued.max.messages.kbytes", "131072")
-            .set("queued.min.messages", "524288")
+            .set("queued.max.messages.kbytes", "65536")
+            .set("queued.min.messages", "262144")
             .set("fetch.queue.backoff.ms", "20");
         cfg.extend(consumer_properties());
         let consumer: BaseConsumer = cfg.create().unwrap();

@@ -180,14 +180,14 @@ pub(crate) struct ConsumerSettings<'a> {
     pub prefetch_kbytes: u64,
 }
 
-/// The prefetch for a pipeline buffering `max_bytes` per batch: half of it, between 1 and
-/// 128 MB (`queued.max.messages.kbytes`). The consumer must ask for the next fetch response
-/// while it still has a response's worth of records to decode: against tansu a 16 MB prefetch
-/// left the pipeline waiting for records 7 of 15 s (10 M × 250 B), 128 MB ran it 1.6× as fast
-/// for about the same peak RSS, since one response inflated by decompression already overshoots
-/// a small prefetch.
+/// The prefetch for a pipeline buffering `max_bytes` per batch: a quarter of it, between 1 and
+/// 64 MB (`queued.max.messages.kbytes`). The consumer must ask for the next fetch response
+/// while it still has records to decode: against tansu (10 M × 250 B, the same hour) a 16 MB
+/// prefetch took 15.7–17.0 s, 64 MB 13.2–14.1 s at about the same peak RSS (+635–665 MB against
+/// +626–641 MB), 128 MB 10.3–11.6 s but at +762–821 MB, past the 2 × `max_bytes` + 200 MB that
+/// 64 MB keeps (`kafka.properties` can raise it).
 pub(crate) fn prefetch_kbytes(max_bytes: u64) -> u64 {
-    (max_bytes / 2 / 1024).clamp(1024, 128 * 1024)
+    (max_bytes / 4 / 1024).clamp(1024, 64 * 1024)
 }
 
 /// The prefetch in messages (`queued.min.messages`) beside `prefetch_kbytes`: one message per
@@ -312,11 +312,11 @@ mod tests {
 
     #[test]
     fn prefetch_follows_the_batch_size_within_limits() {
-        assert_eq!(prefetch_kbytes(16 << 20), 8192);
+        assert_eq!(prefetch_kbytes(16 << 20), 4096);
         assert_eq!(prefetch_kbytes(1 << 20), 1024);
-        assert_eq!(prefetch_kbytes(256 << 20), 128 << 10);
-        assert_eq!(prefetch_kbytes(4 << 30), 128 << 10);
-        assert_eq!(prefetch_messages(128 << 10), 524_288);
+        assert_eq!(prefetch_kbytes(256 << 20), 64 << 10);
+        assert_eq!(prefetch_kbytes(4 << 30), 64 << 10);
+        assert_eq!(prefetch_messages(64 << 10), 262_144);
         assert_eq!(prefetch_messages(1024), 100_000, "never below librdkafka's default");
         assert_eq!(prefetch_messages(u64::MAX / 2048), 10_000_000, "never above librdkafka's maximum");
     }
