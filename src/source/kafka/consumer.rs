@@ -196,7 +196,13 @@ pub(crate) fn prefetch_kbytes(max_bytes: u64) -> u64 {
 /// bounded the prefetch of small records (100,000 × 250 B is 25 MB); 256 bytes a message
 /// covers small payloads with librdkafka's own per-message structures.
 pub(crate) fn prefetch_messages(prefetch_kbytes: u64) -> u64 {
-    (prefetch_kbytes * 1024 / 256).clamp(100_000, 10_000_000)
+    (prefetch_kbytes.saturating_mul(1024) / 256).clamp(100_000, 10_000_000)
+}
+
+/// The prefetch in kbytes the consumer gets: `queued.max.messages.kbytes` from `properties`
+/// when given there (the message count and the fetch cap then follow it), else the derived one.
+fn effective_prefetch_kbytes(s: &ConsumerSettings<'_>) -> u64 {
+    s.properties.get("queued.max.messages.kbytes").and_then(|v| v.trim().parse().ok()).unwrap_or(s.prefetch_kbytes)
 }
 
 /// What one fetch response may hold (`fetch.max.bytes`) for a prefetch of `prefetch_kbytes`: a
@@ -206,7 +212,7 @@ pub(crate) fn prefetch_messages(prefetch_kbytes: u64) -> u64 {
 /// memory beside the queue; reading tansu, 4 MiB was also faster than larger responses.
 pub(crate) fn fetch_max_bytes(prefetch_kbytes: u64, properties: &BTreeMap<String, String>) -> u64 {
     let floor = properties.get("message.max.bytes").and_then(|v| v.parse::<u64>().ok()).unwrap_or(1_000_000);
-    (prefetch_kbytes * 1024 / 4).clamp(1 << 20, 4 << 20).max(floor + 512)
+    (prefetch_kbytes.saturating_mul(1024) / 4).clamp(1 << 20, 4 << 20).max(floor + 512)
 }
 
 /// Creates the consumer and subscribes it to the topic.
@@ -218,6 +224,7 @@ pub(crate) fn create_consumer(
     events: UnboundedSender<ConsumerEvent>,
     throttle: std::sync::Arc<crate::common::throttle::LogThrottle>,
 ) -> Result<PipelineConsumer> {
+    let prefetch = effective_prefetch_kbytes(s);
     let mut cfg = super::client::client_config(s.brokers, &BTreeMap::new(), super::client::Role::Consumer);
     cfg.set("group.id", s.group_id)
         .set("enable.auto.commit", "false")
@@ -226,14 +233,14 @@ pub(crate) fn create_consumer(
         .set("partition.assignment.strategy", s.assignment.as_str())
         .set("statistics.interval.ms", "1000")
         // Bounds what librdkafka prefetches, in bytes and in messages.
-        .set("queued.max.messages.kbytes", s.prefetch_kbytes.to_string())
-        .set("queued.min.messages", prefetch_messages(s.prefetch_kbytes).to_string())
+        .set("queued.max.messages.kbytes", prefetch.to_string())
+        .set("queued.min.messages", prefetch_messages(prefetch).to_string())
         // When that queue is full, fetching resumes 20 ms after it drains below the limit
         // instead of librdkafka's default 1 s: with the default, a pipeline that consumes in
         // bursts (decode, then the next poll) stalled for up to a second at a time and ran at
         // 0.5x the rate a bare consumer reads (1.08x its time with 20 ms; see BENCHMARKS.md).
         .set("fetch.queue.backoff.ms", "20")
-        .set("fetch.max.bytes", fetch_max_bytes(s.prefetch_kbytes, s.properties).to_string());
+        .set("fetch.max.bytes", fetch_max_bytes(prefetch, s.properties).to_string());
     for (k, v) in s.properties {
         cfg.set(k, v);
     }
@@ -319,6 +326,21 @@ mod tests {
         assert_eq!(prefetch_messages(64 << 10), 262_144);
         assert_eq!(prefetch_messages(1024), 100_000, "never below librdkafka's default");
         assert_eq!(prefetch_messages(u64::MAX / 2048), 10_000_000, "never above librdkafka's maximum");
+    }
+
+    #[tokio::test]
+    async fn a_given_byte_prefetch_sets_the_message_count_too() {
+        let none = BTreeMap::new();
+        assert_eq!(effective_prefetch_kbytes(&settings(&none)), 16384);
+        let given: BTreeMap<String, String> =
+            [("queued.max.messages.kbytes".to_string(), " 131072 ".to_string())].into();
+        let prefetch = effective_prefetch_kbytes(&settings(&given));
+        assert_eq!((prefetch, prefetch_messages(prefetch)), (131_072, 524_288));
+        let bad: BTreeMap<String, String> = [("queued.max.messages.kbytes".to_string(), "lots".to_string())].into();
+        assert_eq!(effective_prefetch_kbytes(&settings(&bad)), 16384);
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let err = create_consumer(&settings(&bad), tx, Default::default()).err().map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("queued.max.messages.kbytes")), "librdkafka refuses it by name");
     }
 
     fn settings(properties: &BTreeMap<String, String>) -> ConsumerSettings<'_> {
