@@ -26,7 +26,7 @@ mod serve;
 
 use crate::config::Config;
 use crate::delta::actions::CommitInfo;
-use crate::delta::arrow_value::value_at;
+use crate::delta::json_rows::JsonRows;
 use crate::error::{Error, Result};
 use crate::storage::{StorageOptions, Table};
 
@@ -482,10 +482,16 @@ async fn cat(table: &Table, version: Option<u64>, limit: Option<usize>, out: &mu
         }
         let mut print = |batch: arrow::array::RecordBatch| -> Result<bool> {
             let as_struct = arrow::array::StructArray::from(batch);
+            let (json, mut text) = (JsonRows::new(&as_struct), Vec::with_capacity(64 << 10));
             for i in 0..as_struct.len().min(remaining) {
-                serde_json::to_writer(&mut *out, &value_at(&as_struct, i)).map_err(|e| Error::Io(e.into()))?;
-                out.write_all(b"\n")?;
+                json.write(i, &mut text);
+                text.push(b'\n');
+                if text.len() >= 60 << 10 {
+                    out.write_all(&text)?;
+                    text.clear();
+                }
             }
+            out.write_all(&text)?;
             remaining = remaining.saturating_sub(as_struct.len());
             Ok(remaining > 0)
         };

@@ -27,7 +27,7 @@
 //! - [`paths`]: path containment for paths read from a log.
 //! - [`scan`]: data-file batches to logical rows.
 //! - [`predicate`], [`predicate_types`]: row predicates, and their literals checked against the schema.
-//! - [`arrow_value`]: Arrow values as JSON.
+//! - [`arrow_value`]: Arrow values as JSON; [`json_rows`]: rows as JSON text, written directly.
 //! - [`parquet_footer`], [`parquet_pages`]: Parquet footers and page headers checked before
 //!   the Parquet decoder trusts them.
 //! - `test_rng` [tests only]: the seeded numbers of the property tests (here, the lowest floor,
@@ -51,6 +51,7 @@ internal_mods!(generated);
 internal_mods!(groups);
 internal_mods!(iceberg);
 internal_mods!(json_columns);
+internal_mods!(json_rows);
 internal_mods!(json_schema);
 mod json_scan;
 internal_mods!(json_text);

@@ -171,6 +171,19 @@ impl Table {
         }
     }
 
+    /// Whether the commit file of `version` exists.
+    ///
+    /// # Errors
+    /// Storage errors other than a missing file.
+    pub(crate) async fn commit_exists(&self, version: u64) -> Result<bool> {
+        let name = commit_name(version);
+        match self.store.head(&self.log_path(&name)).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(Error::storage(name, e)),
+        }
+    }
+
     /// Fails when the commit at `version` is gone and the log holds nothing at or past it.
     async fn check_still_there(&self, version: u64) -> Result<()> {
         let name = commit_name(version);

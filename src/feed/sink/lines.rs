@@ -16,7 +16,7 @@ use arrow::array::{Array, StructArray};
 use serde::{Deserialize, Serialize};
 
 use super::ChangeSink;
-use crate::delta::arrow_value::value_at;
+use crate::delta::json_rows::JsonRows;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::storage::change_cursor::CommitChanges;
@@ -120,11 +120,18 @@ pub(crate) fn write_lines(out: &mut dyn Write, changes: &CommitChanges) -> Resul
     let mut rows = 0;
     for batch in &changes.batches {
         let rows_array = StructArray::from(batch.clone());
+        let json = JsonRows::new(&rows_array);
+        let mut text = Vec::with_capacity(64 << 10);
         for i in 0..rows_array.len() {
-            serde_json::to_writer(&mut *out, &value_at(&rows_array, i)).map_err(|e| Error::Io(e.into()))?;
-            out.write_all(b"\n")?;
+            json.write(i, &mut text);
+            text.push(b'\n');
             rows += 1;
+            if text.len() >= 60 << 10 {
+                out.write_all(&text)?;
+                text.clear();
+            }
         }
+        out.write_all(&text)?;
     }
     Ok(rows)
 }

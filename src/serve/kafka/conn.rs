@@ -250,9 +250,11 @@ impl Head {
 
     /// Encodes `body` at `version` (ApiVersions answers an unknown version at 0).
     pub(crate) fn encode_as<R: Encodable>(&self, body: &R, version: i16) -> Bytes {
-        let mut buf = BytesMut::with_capacity(256);
-        buf.extend_from_slice(&[0; 4]);
         let header = ResponseHeader::default().with_correlation_id(self.correlation);
+        // Sized up front: a fetch answer of megabytes is not copied over while it grows.
+        let size = body.compute_size(version).unwrap_or(0);
+        let mut buf = BytesMut::with_capacity(size + 64);
+        buf.extend_from_slice(&[0; 4]);
         let encoded = header
             .encode(&mut buf, self.api.response_header_version(version))
             .and_then(|()| body.encode(&mut buf, version));

@@ -30,7 +30,7 @@ use tokio::sync::Mutex;
 
 use super::produce::ROW_BITS;
 use crate::config::kafka::TopicFormat;
-use crate::delta::arrow_value::value_at;
+use crate::delta::json_rows::JsonRows;
 use crate::delta::groups::slice_of_path;
 use crate::error::{Error, Result};
 use crate::storage::change_cursor::ChangeCursor;
@@ -87,7 +87,24 @@ pub(crate) struct Feed {
     partitions: u32,
     format: TopicFormat,
     state: Mutex<FeedState>,
+    /// The bounds as last listed (see [`Feed::bounds`]).
+    listed: std::sync::Mutex<Option<Listed>>,
 }
+
+/// The feed's bounds from the last listing of the log, and when it was taken.
+#[derive(Debug, Clone, Copy)]
+struct Listed {
+    first: u64,
+    latest: u64,
+    at: tokio::time::Instant,
+}
+
+/// How long a listing of the log serves [`Feed::bounds`]: between listings, newer commits are
+/// found by asking for each next commit file (a fetch asks for the bounds every time, and a
+/// listing costs as much as the log has files).
+const RELIST: std::time::Duration = std::time::Duration::from_secs(5);
+/// Commits found one by one before a new listing is cheaper.
+const PROBES: u64 = 64;
 
 #[derive(Default)]
 struct FeedState {
@@ -117,21 +134,61 @@ pub(crate) fn position_of(offset: i64) -> Option<(u64, u64)> {
 
 impl Feed {
     pub(crate) fn new(table: Table, partitions: u32, format: TopicFormat) -> Feed {
-        Feed { table, partitions, format, state: Mutex::new(FeedState::default()) }
+        Feed {
+            table,
+            partitions,
+            format,
+            state: Mutex::new(FeedState::default()),
+            listed: std::sync::Mutex::new(None),
+        }
     }
 
     /// The first and last versions whose changes can be served (`None`: no table yet).
     ///
+    /// The log is listed at most every [`RELIST`]; in between, the latest version moves on
+    /// by the commit files that exist after it (commits are written in order, never with a
+    /// gap), so new commits are seen at once. The first version may be older than the log
+    /// holds until the next listing: reading it fails as a missing version, which answers
+    /// OFFSET_OUT_OF_RANGE and drops the kept listing ([`Feed::relist`]).
+    ///
     /// # Errors
-    /// Storage errors listing the log.
+    /// Storage errors listing the log or asking for a commit file.
     pub(crate) async fn bounds(&self) -> Result<Option<(u64, u64)>> {
+        let kept = self.listed.lock().ok().and_then(|l| *l).filter(|l| l.at.elapsed() < RELIST);
+        if let Some(mut kept) = kept {
+            let mut found = 0;
+            while found < PROBES && self.table.commit_exists(kept.latest + 1).await? {
+                kept.latest += 1;
+                found += 1;
+            }
+            if found < PROBES {
+                if let Ok(mut l) = self.listed.lock() {
+                    if l.as_ref().is_some_and(|l| l.at == kept.at && l.latest < kept.latest) {
+                        *l = Some(kept);
+                    }
+                }
+                return Ok(Some((kept.first, kept.latest)));
+            }
+        }
+        let at = tokio::time::Instant::now();
         let listing = self.table.list_log(None).await?;
         let Some(latest) = listing.latest_version() else { return Ok(None) };
         let first = match listing.oldest_readable() {
             Some(0) | None => 0,
             Some(c) => c + 1,
         };
-        Ok(Some((first.min(latest + 1), latest)))
+        let first = first.min(latest + 1);
+        if let Ok(mut l) = self.listed.lock() {
+            *l = Some(Listed { first, latest, at });
+        }
+        Ok(Some((first, latest)))
+    }
+
+    /// Drops the kept listing: the next [`Feed::bounds`] lists the log.
+    pub(crate) fn relist(&self) {
+        if let Ok(mut l) = self.listed.lock() {
+            *l = None;
+        }
     }
 
     /// Commit `version`'s change rows as partition `p` needs them (`None` when it does not
@@ -247,9 +304,18 @@ impl Feed {
         match self.format {
             // Registry topics' feeds are JSON too (the rows carry no writer schema to frame).
             TopicFormat::Json | TopicFormat::Avro | TopicFormat::Protobuf => {
+                // One buffer for the rows' text, each record a slice of it.
+                let json = JsonRows::new(&rows);
+                let (mut text, mut ends) = (Vec::with_capacity(rows.len() * 256), Vec::with_capacity(rows.len()));
                 for i in 0..rows.len() {
-                    let value = serde_json::to_vec(&value_at(&rows, i)).map_err(|e| Error::Internal(e.to_string()))?;
-                    out.push(FeedRecord { key: None, value: Bytes::from(value), change_type: kind(i) });
+                    json.write(i, &mut text);
+                    ends.push(text.len());
+                }
+                let text = Bytes::from(text);
+                let mut start = 0;
+                for (i, end) in ends.into_iter().enumerate() {
+                    out.push(FeedRecord { key: None, value: text.slice(start..end), change_type: kind(i) });
+                    start = end;
                 }
             }
             TopicFormat::Bytes => {
@@ -309,5 +375,43 @@ mod tests {
         assert_eq!(position_of(offset_of(12345, 77)), Some((12345, 77)));
         assert_eq!(position_of(-1), None);
         assert!(offset_of(7, 0) > offset_of(6, (1 << 24) - 1));
+    }
+
+    async fn commit(table: &Table, actions: Vec<crate::delta::actions::Action>) {
+        use crate::delta::transaction::{Operation, Transaction};
+        let op = if actions.is_empty() { Operation::Write } else { Operation::CreateTable };
+        let txn = Transaction::new(op, actions);
+        let step = |_: Option<&crate::delta::snapshot::Snapshot>| {
+            Ok(crate::storage::Plan::commit(txn.clone(), Vec::new(), Vec::new(), ()))
+        };
+        crate::storage::commit_exactly_once(table, &mut None, &Default::default(), &mut crate::storage::PlanFn(step))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[tokio::test]
+    async fn bounds_see_new_commits_at_once_between_listings() {
+        let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
+        let table = Table::open(&url, crate::storage::StorageOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        let feed = Feed::new(table.clone(), 2, TopicFormat::Json);
+        assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), None, "no table yet");
+        let schema = crate::delta::create::infer_schema(&[r#"{"id":0}"#]).unwrap_or_else(|e| panic!("{e}"));
+        let (protocol, metadata) =
+            crate::delta::create::new_table(schema, &[], &Default::default()).unwrap_or_else(|e| panic!("{e}"));
+        use crate::delta::actions::Action;
+        commit(&table, vec![Action::Protocol(protocol), Action::Metadata(metadata)]).await;
+        assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), Some((0, 0)), "the new table is listed");
+        // Within the listing's lifetime, commits written since are found one by one.
+        for v in 1..=3 {
+            commit(&table, Vec::new()).await;
+            assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), Some((0, v)));
+        }
+        // More commits than are probed one by one: a new listing finds them all.
+        for _ in 0..PROBES + 2 {
+            commit(&table, Vec::new()).await;
+        }
+        assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), Some((0, PROBES + 5)));
+        feed.relist();
+        assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), Some((0, PROBES + 5)));
     }
 }

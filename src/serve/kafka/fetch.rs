@@ -166,7 +166,9 @@ async fn read(
     let Some((mut version, mut row)) = position_of(offset).filter(|_| offset >= start && offset <= end) else {
         return partition_error(partition, ResponseError::OffsetOutOfRange);
     };
-    let mut out = BytesMut::new();
+    // Sized for the answer (a partition's limit is a megabyte by default), so that it is not
+    // copied over while it grows.
+    let mut out = BytesMut::with_capacity(limit.min(PREALLOCATED));
     let index = usize::try_from(partition).unwrap_or(0);
     let stop = latest.min(version.saturating_add(MAX_COMMITS_PER_FETCH));
     // Offsets read with nothing to answer in this partition, not yet covered by a batch.
@@ -176,7 +178,11 @@ async fn read(
         let commit = match feed.commit(version, index).await {
             Ok(Some(c)) => c,
             Ok(None) => break,
-            Err(Error::MissingVersion { .. }) => return partition_error(partition, ResponseError::OffsetOutOfRange),
+            Err(Error::MissingVersion { .. }) => {
+                // Log cleanup moved the feed's start: list the log again.
+                feed.relist();
+                return partition_error(partition, ResponseError::OffsetOutOfRange);
+            }
             Err(e) => {
                 tracing::info!(topic, partition, version, error = %e, "kafka.fetch_failed");
                 if out.is_empty() && gap.is_none() {
@@ -224,7 +230,7 @@ async fn read(
                 .enumerate()
                 .map(|(i, r)| record(offset_of(version, (from + i) as u64), i, commit.timestamp_ms, r))
                 .collect();
-            let mut batch = BytesMut::new();
+            let mut batch = BytesMut::with_capacity(size + EMPTY_BATCH_BYTES);
             let options = RecordEncodeOptions { version: 2, compression: Compression::None };
             if let Err(e) = RecordBatchEncoder::encode(&mut batch, &records, &options) {
                 tracing::error!(topic, version, error = %e, "kafka.fetch_not_encoded");
@@ -264,6 +270,8 @@ async fn read(
 /// Record bytes in a fetched batch: at most this much per batch, so that consumers can take a
 /// large commit in parts (offsets name rows, so a fetch may stop inside a commit).
 const BATCH_BYTES: usize = 1 << 20;
+/// Bytes of a partition's answer allocated up front at most.
+const PREALLOCATED: usize = 8 << 20;
 /// Rows turned into records at once while a batch fills.
 const RECORD_CHUNK: usize = 256;
 /// The size of a record batch without records.
