@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use arrow::array::{Array, StructArray};
+use arrow::array::{Array, ArrayRef, StructArray};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -33,6 +33,7 @@ use serde_json::{json, Value};
 
 use super::ChangeSink;
 use crate::delta::arrow_value::value_at;
+use crate::delta::json_rows::JsonRows;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::storage::change_cursor::CommitChanges;
@@ -197,17 +198,17 @@ impl KafkaSink {
         }
     }
 
-    fn key_of(&self, row: &Value) -> Option<String> {
-        match self.cfg.key_columns.as_slice() {
+    /// The key of row `i`: one key column's value as text (strings unquoted), several as a
+    /// JSON array; `null` for a missing or null value.
+    fn key_at(keys: &[Option<ArrayRef>], i: usize) -> Option<String> {
+        let value = |c: &Option<ArrayRef>| c.as_ref().map_or(Value::Null, |c| value_at(c.as_ref(), i));
+        match keys {
             [] => None,
-            [one] => Some(match row.get(one) {
-                Some(Value::String(s)) => s.clone(),
-                Some(v) => v.to_string(),
-                None => "null".into(),
+            [one] => Some(match value(one) {
+                Value::String(s) => s,
+                v => v.to_string(),
             }),
-            many => Some(
-                Value::Array(many.iter().map(|c| row.get(c).cloned().unwrap_or(Value::Null)).collect()).to_string(),
-            ),
+            many => Some(Value::Array(many.iter().map(value).collect()).to_string()),
         }
     }
 
@@ -231,16 +232,26 @@ impl KafkaSink {
         let version = changes.version.to_string();
         for batch in &changes.batches {
             let array = StructArray::from(batch.clone());
+            let json = JsonRows::new(&array);
+            let change = batch.column_by_name("_change_type");
+            let keys: Vec<Option<ArrayRef>> =
+                self.cfg.key_columns.iter().map(|c| batch.column_by_name(c).cloned()).collect();
+            let mut text = Vec::with_capacity(1024);
             for i in 0..array.len() {
-                let row = value_at(&array, i);
-                let change_type = row.get("_change_type").and_then(Value::as_str).unwrap_or("").to_string();
-                let payload = row.to_string();
-                let key = self.key_of(&row);
+                let change_type = match change.map(|c| value_at(c.as_ref(), i)) {
+                    Some(Value::String(s)) => s,
+                    _ => String::new(),
+                };
+                text.clear();
+                json.write(i, &mut text);
+                // JSON text from `str`s and ASCII is UTF-8.
+                let payload = String::from_utf8_lossy(&text);
+                let key = Self::key_at(&keys, i);
                 let headers = OwnedHeaders::new()
                     .insert(Header { key: "deltabus.change_type", value: Some(change_type.as_bytes()) })
                     .insert(Header { key: "deltabus.commit_version", value: Some(version.as_bytes()) });
                 let mut record =
-                    FutureRecord::<str, str>::to(&self.cfg.topic).payload(payload.as_str()).headers(headers);
+                    FutureRecord::<str, str>::to(&self.cfg.topic).payload(&*payload).headers(headers);
                 if let Some(k) = &key {
                     record = record.key(k.as_str());
                 }
