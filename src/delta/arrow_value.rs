@@ -60,18 +60,7 @@ pub(crate) fn value_at_with(array: &dyn Array, i: usize, maps: MapStyle) -> Valu
             chrono::DateTime::from_timestamp(i64::from(days) * 86_400, 0)
                 .map_or(Value::from(days), |d| Value::String(d.format("%Y-%m-%d").to_string()))
         }
-        DataType::Timestamp(unit, tz) => {
-            use arrow::datatypes::{
-                TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
-            };
-            let micros = match unit {
-                TimeUnit::Second => array.as_primitive::<TimestampSecondType>().value(i).saturating_mul(1_000_000),
-                TimeUnit::Millisecond => array.as_primitive::<TimestampMillisecondType>().value(i).saturating_mul(1000),
-                TimeUnit::Microsecond => array.as_primitive::<TimestampMicrosecondType>().value(i),
-                TimeUnit::Nanosecond => array.as_primitive::<TimestampNanosecondType>().value(i).div_euclid(1000),
-            };
-            format_timestamp(micros, tz.is_some())
-        }
+        DataType::Timestamp(unit, tz) => format_timestamp(timestamp_micros(array, i, *unit), tz.is_some()),
         DataType::Decimal128(precision, scale) => {
             let v = array.as_primitive::<arrow::datatypes::Decimal128Type>().value(i);
             decimal(v, *precision, *scale)
@@ -146,18 +135,47 @@ fn list(values: &ArrayRef, maps: MapStyle) -> Value {
 }
 
 fn float(v: f64, single: bool) -> Value {
-    if !v.is_finite() {
-        return Value::String(if v.is_nan() {
-            "NaN".into()
-        } else if v > 0.0 {
-            "Infinity".into()
-        } else {
-            "-Infinity".into()
-        });
+    if let Some(name) = non_finite_name(v) {
+        return Value::String(name.into());
     }
-    // Print a float32 with its own shortest representation, not the widened double's.
-    let v = if single { format!("{}", v as f32).parse().unwrap_or(v) } else { v };
-    Number::from_f64(v).map_or(Value::Null, Value::Number)
+    Number::from_f64(printed_float(v, single)).map_or(Value::Null, Value::Number)
+}
+
+/// How a non-finite float prints (`None` for a finite one).
+pub(crate) fn non_finite_name(v: f64) -> Option<&'static str> {
+    if v.is_nan() {
+        Some("NaN")
+    } else if v == f64::INFINITY {
+        Some("Infinity")
+    } else if v == f64::NEG_INFINITY {
+        Some("-Infinity")
+    } else {
+        None
+    }
+}
+
+/// The double a finite float prints as: a float32 by its own shortest representation, not
+/// the widened double's.
+pub(crate) fn printed_float(v: f64, single: bool) -> f64 {
+    if single {
+        format!("{}", v as f32).parse().unwrap_or(v)
+    } else {
+        v
+    }
+}
+
+/// Row `i` of a timestamp array in microseconds since the epoch (seconds and milliseconds
+/// saturate, nanoseconds round down).
+pub(crate) fn timestamp_micros(array: &dyn Array, i: usize, unit: TimeUnit) -> i64 {
+    use arrow::datatypes::{
+        TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
+    };
+    match unit {
+        TimeUnit::Second => array.as_primitive::<TimestampSecondType>().value(i).saturating_mul(1_000_000),
+        TimeUnit::Millisecond => array.as_primitive::<TimestampMillisecondType>().value(i).saturating_mul(1000),
+        TimeUnit::Microsecond => array.as_primitive::<TimestampMicrosecondType>().value(i),
+        TimeUnit::Nanosecond => array.as_primitive::<TimestampNanosecondType>().value(i).div_euclid(1000),
+    }
 }
 
 /// Formats microseconds since the epoch as ISO-8601 (`Z` when `utc`).

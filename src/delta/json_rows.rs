@@ -19,13 +19,12 @@ use std::collections::HashSet;
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{
-    DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, TimeUnit,
-    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt16Type,
+    DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type,
     UInt32Type, UInt64Type, UInt8Type,
 };
 use chrono::{Datelike, Timelike};
 
-use super::arrow_value::value_at;
+use super::arrow_value::{non_finite_name, printed_float, timestamp_micros, value_at};
 
 /// Writes the rows of one array (a batch as a `StructArray`, or any column) as JSON.
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
@@ -117,15 +116,7 @@ fn write_value(array: &dyn Array, i: usize, out: &mut Vec<u8>) {
                 None => through_value(array, i, out),
             }
         }
-        DataType::Timestamp(unit, tz) => {
-            let micros = match unit {
-                TimeUnit::Second => array.as_primitive::<TimestampSecondType>().value(i).saturating_mul(1_000_000),
-                TimeUnit::Millisecond => array.as_primitive::<TimestampMillisecondType>().value(i).saturating_mul(1000),
-                TimeUnit::Microsecond => array.as_primitive::<TimestampMicrosecondType>().value(i),
-                TimeUnit::Nanosecond => array.as_primitive::<TimestampNanosecondType>().value(i).div_euclid(1000),
-            };
-            timestamp(micros, tz.is_some(), array, i, out);
-        }
+        DataType::Timestamp(unit, tz) => timestamp(timestamp_micros(array, i, *unit), tz.is_some(), array, i, out),
         DataType::Struct(_) => {
             let s = array.as_struct();
             out.push(b'{');
@@ -193,21 +184,12 @@ fn hex_string(bytes: &[u8], out: &mut Vec<u8>) {
 /// As the `Value` path's floats: non-finite ones as strings, a float32 by its own shortest
 /// spelling.
 fn float(v: f64, single: bool, out: &mut Vec<u8>) {
-    if !v.is_finite() {
-        string(
-            if v.is_nan() {
-                "NaN"
-            } else if v > 0.0 {
-                "Infinity"
-            } else {
-                "-Infinity"
-            },
-            out,
-        );
-        return;
+    match non_finite_name(v) {
+        Some(name) => string(name, out),
+        None => {
+            let _ = serde_json::to_writer(&mut *out, &printed_float(v, single));
+        }
     }
-    let v = if single { format!("{}", v as f32).parse().unwrap_or(v) } else { v };
-    let _ = serde_json::to_writer(&mut *out, &v);
 }
 
 fn two(n: u32, out: &mut Vec<u8>) {

@@ -414,4 +414,50 @@ mod tests {
         feed.relist();
         assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), Some((0, PROBES + 5)));
     }
+
+    /// Through a store that fails a third of its calls (refused, answer lost, or slow), the
+    /// bounds are an error or right: never past the log's end, never moving back, and they
+    /// reach new commits once calls get through.
+    #[tokio::test]
+    async fn bounds_through_a_faulty_store_are_an_error_or_right() {
+        use crate::storage::faulty::{FaultConfig, FaultyStore};
+        let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
+        let table = Table::open(&url, crate::storage::StorageOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        let schema = crate::delta::create::infer_schema(&[r#"{"id":0}"#]).unwrap_or_else(|e| panic!("{e}"));
+        let (protocol, metadata) =
+            crate::delta::create::new_table(schema, &[], &Default::default()).unwrap_or_else(|e| panic!("{e}"));
+        use crate::delta::actions::Action;
+        commit(&table, vec![Action::Protocol(protocol), Action::Metadata(metadata)]).await;
+        let faulty = table.clone().map_store(|s| {
+            Arc::new(FaultyStore::new(s, FaultConfig { seed: 11, rate: 0.33, only: None, lose: vec![], delay: None }))
+                as Arc<dyn object_store::ObjectStore>
+        });
+        let feed = Feed::new(faulty, 2, TopicFormat::Json);
+        let (mut latest, mut seen, mut errors) = (0u64, 0u64, 0);
+        for round in 0..6u64 {
+            for _ in 0..(round * 7) % 20 {
+                commit(&table, Vec::new()).await;
+                latest += 1;
+            }
+            let mut reached = false;
+            for _ in 0..200 {
+                match feed.bounds().await {
+                    Ok(Some((first, l))) => {
+                        assert_eq!(first, 0);
+                        assert!(l <= latest, "bounds past the log's end: {l} > {latest}");
+                        assert!(l >= seen, "bounds moved back: {l} after {seen}");
+                        seen = l;
+                        if l == latest {
+                            reached = true;
+                            break;
+                        }
+                    }
+                    Ok(None) => panic!("the table exists"),
+                    Err(_) => errors += 1,
+                }
+            }
+            assert!(reached, "round {round}: the bounds never reached version {latest}");
+        }
+        assert!(errors > 0, "the store injected no fault");
+    }
 }
