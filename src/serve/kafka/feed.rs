@@ -389,17 +389,22 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
     }
 
+    /// Creates a one-column table at `table`.
+    async fn create(table: &Table) {
+        let schema = crate::delta::create::infer_schema(&[r#"{"id":0}"#]).unwrap_or_else(|e| panic!("{e}"));
+        let (protocol, metadata) =
+            crate::delta::create::new_table(schema, &[], &Default::default()).unwrap_or_else(|e| panic!("{e}"));
+        use crate::delta::actions::Action;
+        commit(table, vec![Action::Protocol(protocol), Action::Metadata(metadata)]).await;
+    }
+
     #[tokio::test]
     async fn bounds_see_new_commits_at_once_between_listings() {
         let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
         let table = Table::open(&url, crate::storage::StorageOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         let feed = Feed::new(table.clone(), 2, TopicFormat::Json);
         assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), None, "no table yet");
-        let schema = crate::delta::create::infer_schema(&[r#"{"id":0}"#]).unwrap_or_else(|e| panic!("{e}"));
-        let (protocol, metadata) =
-            crate::delta::create::new_table(schema, &[], &Default::default()).unwrap_or_else(|e| panic!("{e}"));
-        use crate::delta::actions::Action;
-        commit(&table, vec![Action::Protocol(protocol), Action::Metadata(metadata)]).await;
+        create(&table).await;
         assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), Some((0, 0)), "the new table is listed");
         // Within the listing's lifetime, commits written since are found one by one.
         for v in 1..=3 {
@@ -423,11 +428,7 @@ mod tests {
         use crate::storage::faulty::{FaultConfig, FaultyStore};
         let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
         let table = Table::open(&url, crate::storage::StorageOptions::default()).unwrap_or_else(|e| panic!("{e}"));
-        let schema = crate::delta::create::infer_schema(&[r#"{"id":0}"#]).unwrap_or_else(|e| panic!("{e}"));
-        let (protocol, metadata) =
-            crate::delta::create::new_table(schema, &[], &Default::default()).unwrap_or_else(|e| panic!("{e}"));
-        use crate::delta::actions::Action;
-        commit(&table, vec![Action::Protocol(protocol), Action::Metadata(metadata)]).await;
+        create(&table).await;
         let faulty = table.clone().map_store(|s| {
             Arc::new(FaultyStore::new(s, FaultConfig { seed: 11, rate: 0.33, only: None, lose: vec![], delay: None }))
                 as Arc<dyn object_store::ObjectStore>
