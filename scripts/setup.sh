@@ -2,9 +2,10 @@
 # Installs everything the tests and benchmarks need, idempotently, from the package registries
 # only (PyPI, npm, crates.io, Debian):
 #   - .venv: the Python packages of scripts/requirements.txt (deltalake, pyarrow, moto, ...)
-#   - .tools/node_modules: Azurite (Azure blob emulator)
+#   - .tools/node_modules: Azurite (Azure blob emulator) and KafkaJS (a third Kafka client)
 #   - .tools/bin/kernel-oracle: the reference reader, built from tools/kernel-oracle
 #   - .tools/bin/tansu: a Kafka-protocol broker from crates.io
+#   - kcat (Debian's package: the README's Kafka examples run in the tests)
 #   - promtool (Debian's prometheus package), when apt-get can run
 #
 # The two Rust tools take most of a first run (about 10 and 15 minutes on two cores). They
@@ -60,6 +61,19 @@ environment() {
   fi
   if [ ! -x .tools/node_modules/.bin/azurite-blob ]; then
     (cd .tools && npm install --silent --no-audit --no-fund --prefix . azurite@3 >/dev/null)
+  fi
+  if [ ! -f .tools/node_modules/kafkajs/package.json ]; then
+    (cd .tools && npm install --silent --no-audit --no-fund --prefix . kafkajs@2.2.4 >/dev/null)
+  fi
+  # kcat runs the README's Kafka examples (tests/readme_kafka.rs).
+  if ! command -v kcat >/dev/null; then
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+      apt-get install -y --no-install-recommends kcat >/dev/null 2>&1 \
+        || { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends kcat >/dev/null 2>&1; } \
+        || echo "setup: kcat not installed (apt-get failed); install Debian's kcat package"
+    else
+      echo "setup: kcat is missing; install it (Debian: apt-get install kcat)"
+    fi
   fi
   # promtool parses the shipped alert rules and dashboard queries in tests/monitoring.rs.
   if ! command -v promtool >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then

@@ -52,6 +52,14 @@ require .venv/bin/moto_server "moto, the S3 emulator"
 require .tools/node_modules/.bin/azurite-blob "Azurite, the Azure emulator"
 require .tools/bin/kernel-oracle "the reference reader"
 require .tools/bin/tansu "the Kafka-protocol broker"
+if [ ! -f .tools/node_modules/kafkajs/package.json ]; then
+  echo "test.sh: KafkaJS is missing: run 'bash scripts/setup.sh' (it installs it from npm)" >&2
+  exit 1
+fi
+if ! command -v kcat >/dev/null; then
+  echo "test.sh: kcat is missing: run 'bash scripts/setup.sh' as root, or install Debian's kcat package" >&2
+  exit 1
+fi
 
 # Object-store emulators for the storage tests (S3: moto, Azure: Azurite), on loopback only.
 s3_port=${DELTABUS_TEST_S3_PORT:-5055}

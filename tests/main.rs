@@ -24,6 +24,7 @@ mod ingest;
 mod ingest_process;
 mod kafka;
 mod kafka_front;
+mod kafka_js;
 mod kafka_keyed;
 mod kafka_registry;
 mod key_index;
@@ -35,6 +36,7 @@ mod monitoring;
 mod paths;
 mod positions;
 mod push;
+mod readme_kafka;
 mod robustness;
 mod routing;
 #[path = "../benches/support/s3.rs"]
