@@ -67,7 +67,8 @@ impl PayloadDecoder {
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn decode(&self, records: &[RawRecord<'_>]) -> Decoded {
         let Some(columns) = &self.columns else { return self.decode_checked(records) };
-        let mut rows = columns.rows(records.len());
+        let bytes = records.iter().map(|r| r.payload.map_or(0, <[u8]>::len)).sum();
+        let mut rows = columns.rows(records.len(), bytes);
         let mut dead = Vec::new();
         let mut good = Vec::with_capacity(records.len());
         for (i, r) in records.iter().enumerate() {
@@ -234,6 +235,40 @@ mod tests {
         assert!(out.dead_letters.is_empty());
     }
 
+    /// A string column's buffer is sized from what the last poll's rows took (not doubled up
+    /// from a guess), and never past the poll's own bytes, whatever came before.
+    #[test]
+    fn string_columns_get_the_room_their_rows_took_and_no_more_than_the_poll() {
+        let d = PayloadDecoder::new(schema(), 1 << 20);
+        let poll = |n: usize, len: usize| -> Vec<Vec<u8>> {
+            (0..n).map(|i| format!(r#"{{"id":{i},"name":"{}"}}"#, "ü".repeat(len / 2)).into_bytes()).collect()
+        };
+        let name_bytes = |payloads: &[Vec<u8>]| {
+            let records: Vec<RawRecord<'_>> = payloads
+                .iter()
+                .enumerate()
+                .map(|(i, p)| RawRecord { topic: "t", partition: 0, offset: i as i64, timestamp_ms: None, key: None, payload: Some(p) })
+                .collect();
+            let out = d.decode(&records);
+            assert!(out.dead_letters.is_empty());
+            let batch = out.batch.expect("rows");
+            assert_eq!(batch.num_rows(), payloads.len());
+            batch.column(1).get_buffer_memory_size()
+        };
+        // 1,000 names of 600 bytes: grown by doubling from 16 bytes a row, the buffer would be
+        // 1,024,000 bytes; learned from a first poll, about an eighth over the 600,000.
+        name_bytes(&poll(100, 600));
+        let learned = name_bytes(&poll(1000, 600));
+        assert!(learned <= 600_000 * 9 / 8 + 8_192, "{learned}");
+        // After long names, a poll of short records gets no more room than its own bytes.
+        let short = poll(1000, 2);
+        let total: usize = short.iter().map(Vec::len).sum();
+        let room = name_bytes(&short);
+        assert!(room <= total + 8_192, "{room} for a poll of {total} bytes");
+        // And a poll of long names after short ones grows as needed.
+        assert!(name_bytes(&poll(10, 5000)) >= 10 * 5000);
+    }
+
     #[test]
     fn bad_records_become_dead_letters_and_the_rest_proceeds() {
         let d = PayloadDecoder::new(schema(), 40);
@@ -376,7 +411,7 @@ mod tests {
             assert_eq!(letters(&ours), letters(&theirs), "{text:#?}");
             for p in &poll {
                 tried += 1;
-                direct += usize::from(columns.rows(1).push(p));
+                direct += usize::from(columns.rows(1, p.len()).push(p));
             }
         }
         // The generator is not all noise: a good share of the records takes the one scan.

@@ -40,6 +40,31 @@ pub(crate) struct Columns {
     schema: SchemaRef,
     columns: Vec<Column>,
     by_name: HashMap<Box<[u8]>, usize>,
+    /// Per column, the text bytes a row took in the last rows finished (see [`TextRoom`]).
+    text_room: Arc<[TextRoom]>,
+}
+
+/// The room a string column's bytes get in the next rows: what a row took in the last rows
+/// finished, plus an eighth, so that the column's buffer is allocated once at about its final
+/// size instead of doubling from a guess (each doubling copies what is there, and leaves up
+/// to half the buffer unused but counted in the batch's bytes). Shared by the decoding threads
+/// of one table; only a capacity, never a value.
+#[derive(Debug)]
+struct TextRoom(std::sync::atomic::AtomicUsize);
+
+impl TextRoom {
+    const FIRST_GUESS: usize = 16;
+
+    fn per_row(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn learn(&self, bytes: usize, rows: usize) {
+        if rows > 0 {
+            let per_row = bytes.div_ceil(rows);
+            self.0.store(per_row + per_row / 8, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -197,13 +222,17 @@ impl Columns {
             }
             columns.push(Column { name, kind: Kind::of(f.data_type())?, nullable: f.is_nullable() });
         }
-        Some(Columns { schema: schema.clone(), columns, by_name })
+        let text_room = (0..columns.len()).map(|_| TextRoom(TextRoom::FIRST_GUESS.into())).collect();
+        Some(Columns { schema: schema.clone(), columns, by_name, text_room })
     }
 
-    /// An empty set of rows with room for `records`.
+    /// An empty set of rows with room for `records` records of `bytes` bytes in all (a string
+    /// column never gets more room than that: its values are at most the records' bytes).
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
-    pub(crate) fn rows<'a>(&'a self, records: usize) -> Rows<'a> {
-        let builders = self.schema.fields().iter().map(|f| Builder::new(f.data_type(), records)).collect();
+    pub(crate) fn rows<'a>(&'a self, records: usize, bytes: usize) -> Rows<'a> {
+        let builders = (self.schema.fields().iter().zip(self.text_room.iter()))
+            .map(|(f, room)| Builder::new(f.data_type(), records, records.saturating_mul(room.per_row()).min(bytes)))
+            .collect();
         Rows { plan: self, builders, pending: Vec::with_capacity(self.columns.len()), rows: 0 }
     }
 
@@ -252,6 +281,11 @@ impl<'a> Rows<'a> {
     pub(crate) fn finish(self) -> Result<Option<RecordBatch>, ArrowError> {
         if self.rows == 0 {
             return Ok(None);
+        }
+        for (builder, room) in self.builders.iter().zip(self.plan.text_room.iter()) {
+            if let Builder::Text(b) = builder {
+                room.learn(b.values_slice().len(), self.rows);
+            }
         }
         let arrays: Vec<ArrayRef> = self.builders.into_iter().map(Builder::finish).collect();
         RecordBatch::try_new(self.plan.schema.clone(), arrays).map(Some)
@@ -308,8 +342,8 @@ enum Builder {
 }
 
 impl Builder {
-    /// Only for the types [`Kind::of`] covers.
-    fn new(t: &A, n: usize) -> Builder {
+    /// Only for the types [`Kind::of`] covers; a string column gets `text` bytes of room.
+    fn new(t: &A, n: usize, text: usize) -> Builder {
         match t {
             A::Int8 => Builder::I8(Int8Builder::with_capacity(n)),
             A::Int16 => Builder::I16(Int16Builder::with_capacity(n)),
@@ -330,7 +364,7 @@ impl Builder {
                 Builder::TsNs(TimestampNanosecondBuilder::with_capacity(n).with_data_type(t.clone()))
             }
             A::Decimal128(..) => Builder::Dec(Decimal128Builder::with_capacity(n).with_data_type(t.clone())),
-            _ => Builder::Text(StringBuilder::with_capacity(n, n * 16)),
+            _ => Builder::Text(StringBuilder::with_capacity(n, text)),
         }
     }
 
