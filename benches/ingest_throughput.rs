@@ -184,7 +184,7 @@ fn avro_against_json(n: usize, size: usize, rt: &tokio::runtime::Runtime) -> (us
     use arrow_avro::writer::WriterBuilder;
     use deltabus::decode::avro::AvroDecoder;
     use deltabus::decode::registry::{RegisteredSchema, RegistryClient, RegistryConfig, SchemaType};
-    let n = n.min(200_000);
+    let n = n.min(1_000_000);
     let schema = support::record_schema();
     let avro = AvroSchema::try_from(schema.as_ref()).unwrap();
     let config = RegistryConfig { url: "http://127.0.0.1:1".into(), ..Default::default() };
@@ -244,7 +244,7 @@ fn protobuf_against_json(n: usize, size: usize, rt: &tokio::runtime::Runtime) ->
     use prost::Message as _;
     const PROTO: &str = "syntax = \"proto3\"; message R { int64 id = 1; string user = 2; string country = 3; \
         double amount = 4; bool ok = 5; string note = 6; int64 ts = 7; }";
-    let n = n.min(200_000);
+    let n = n.min(1_000_000);
     let config = RegistryConfig { url: "http://127.0.0.1:1".into(), ..Default::default() };
     let known = RegisteredSchema::new(1, SchemaType::Protobuf, PROTO);
     let mut decoder = ProtoDecoder::new(Arc::new(RegistryClient::preloaded(config, vec![known]).unwrap()));

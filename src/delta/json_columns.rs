@@ -32,6 +32,7 @@ use chrono::{TimeZone, Utc};
 use super::json_scan::{float32_holds, Scan};
 use super::json_text::{check_timestamp_text, unicode_escape};
 use super::json_values::decimal_fits;
+use super::text_room::TextRoom;
 
 /// How a table's records are decoded column by column.
 #[derive(Debug, Clone)]
@@ -40,31 +41,8 @@ pub(crate) struct Columns {
     schema: SchemaRef,
     columns: Vec<Column>,
     by_name: HashMap<Box<[u8]>, usize>,
-    /// Per column, the text bytes a row took in the last rows finished (see [`TextRoom`]).
+    /// Per column, the room for its string values (see [`TextRoom`]).
     text_room: Arc<[TextRoom]>,
-}
-
-/// The room a string column's bytes get in the next rows: what a row took in the last rows
-/// finished, plus an eighth, so that the column's buffer is allocated once at about its final
-/// size instead of doubling from a guess (each doubling copies what is there, and leaves up
-/// to half the buffer unused but counted in the batch's bytes). Shared by the decoding threads
-/// of one table; only a capacity, never a value.
-#[derive(Debug)]
-struct TextRoom(std::sync::atomic::AtomicUsize);
-
-impl TextRoom {
-    const FIRST_GUESS: usize = 16;
-
-    fn per_row(&self) -> usize {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    fn learn(&self, bytes: usize, rows: usize) {
-        if rows > 0 {
-            let per_row = bytes.div_ceil(rows);
-            self.0.store(per_row + per_row / 8, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -222,7 +200,7 @@ impl Columns {
             }
             columns.push(Column { name, kind: Kind::of(f.data_type())?, nullable: f.is_nullable() });
         }
-        let text_room = (0..columns.len()).map(|_| TextRoom(TextRoom::FIRST_GUESS.into())).collect();
+        let text_room = (0..columns.len()).map(|_| TextRoom::default()).collect();
         Some(Columns { schema: schema.clone(), columns, by_name, text_room })
     }
 
@@ -231,7 +209,7 @@ impl Columns {
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn rows<'a>(&'a self, records: usize, bytes: usize) -> Rows<'a> {
         let builders = (self.schema.fields().iter().zip(self.text_room.iter()))
-            .map(|(f, room)| Builder::new(f.data_type(), records, records.saturating_mul(room.per_row()).min(bytes)))
+            .map(|(f, room)| Builder::new(f.data_type(), records, room.room(records, bytes)))
             .collect();
         Rows { plan: self, builders, pending: Vec::with_capacity(self.columns.len()), rows: 0 }
     }

@@ -9,7 +9,8 @@
 //! - [`properties`]: typed table properties with Spark's defaults.
 //! - [`json_schema`]: a registry's JSON Schema as a Delta schema.
 //! - [`json_values`]: how a JSON value lands in a column (exactly, or refused by field).
-//! - [`json_columns`]: JSON records straight into Arrow columns, the rules applied on the way.
+//! - [`json_columns`]: JSON records straight into Arrow columns, the rules applied on the way;
+//!   [`text_room`]: how much room a decoder gives a string column, learned from the last batch.
 //! - [`create`]: new-table metadata and protocol, schema inference from JSON.
 //! - [`evolve`]: schema merging and the metadata of an evolved (column-mapped) table.
 //! - [`row_keys`]: the canonical key of a row (keyed ingestion, mirrors, the key index).
@@ -74,6 +75,7 @@ internal_mods!(scan);
 internal_mods!(schema);
 internal_mods!(snapshot);
 internal_mods!(stats);
+pub(crate) mod text_room;
 internal_mods!(transaction);
 internal_mods!(z85);
 #[cfg(test)]

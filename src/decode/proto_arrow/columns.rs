@@ -26,26 +26,27 @@ pub(super) enum Col {
 }
 
 impl Col {
-    /// A column with room for `n` rows.
-    pub(super) fn new(f: &Field, n: usize) -> Option<Col> {
+    /// A column with room for `n` rows; each string column (in depth-first order) takes its
+    /// bytes of room from `text`.
+    pub(super) fn new(f: &Field, n: usize, text: &mut dyn FnMut() -> usize) -> Option<Col> {
         Some(match f.data_type() {
             A::Int32 => Col::I32(Int32Builder::with_capacity(n)),
             A::Int64 => Col::I64(Int64Builder::with_capacity(n)),
             A::Float32 => Col::F32(Float32Builder::with_capacity(n)),
             A::Float64 => Col::F64(Float64Builder::with_capacity(n)),
             A::Boolean => Col::Bool(BooleanBuilder::with_capacity(n)),
-            A::Utf8 => Col::Str(StringBuilder::with_capacity(n, n * 16)),
+            A::Utf8 => Col::Str(StringBuilder::with_capacity(n, text())),
             A::Timestamp(TimeUnit::Microsecond, tz) => {
                 Col::Ts(TimestampMicrosecondBuilder::with_capacity(n), tz.clone())
             }
             A::Struct(fields) => Col::Struct {
                 fields: fields.clone(),
-                children: fields.iter().map(|c| Col::new(c, n)).collect::<Option<_>>()?,
+                children: fields.iter().map(|c| Col::new(c, n, text)).collect::<Option<_>>()?,
                 valid: Vec::with_capacity(n),
             },
             A::List(e) => Col::List {
                 field: e.clone(),
-                child: Box::new(Col::new(e, n)?),
+                child: Box::new(Col::new(e, n, text)?),
                 offsets: {
                     let mut offsets = Vec::with_capacity(n + 1);
                     offsets.push(0);
@@ -96,6 +97,16 @@ impl Col {
         if let Col::List { child, offsets, valid, .. } = self {
             offsets.push(i32::try_from(child.len()).unwrap_or(i32::MAX));
             valid.push(true);
+        }
+    }
+
+    /// The bytes of each string column's values, in the order [`Col::new`] sized them.
+    pub(super) fn text_bytes(&self, out: &mut Vec<usize>) {
+        match self {
+            Col::Str(b) => out.push(b.values_slice().len()),
+            Col::Struct { children, .. } => children.iter().for_each(|c| c.text_bytes(out)),
+            Col::List { child, .. } => child.text_bytes(out),
+            _ => {}
         }
     }
 

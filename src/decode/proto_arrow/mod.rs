@@ -26,6 +26,7 @@ use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::{DataType as A, Fields, SchemaRef, TimeUnit};
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor, Value};
 
+use crate::delta::text_room::TextRoom;
 use columns::Col;
 use wire::{Scalar, Val, Wire};
 
@@ -46,6 +47,8 @@ const TS_MAX_SECONDS: i64 = 253_402_300_799;
 pub(crate) struct ProtoColumns {
     schema: SchemaRef,
     root: MessagePlan,
+    /// The room of each string column, depth first (see [`TextRoom`]).
+    text_room: Box<[TextRoom]>,
 }
 
 #[derive(Debug)]
@@ -109,16 +112,30 @@ impl ProtoColumns {
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn plan(desc: &MessageDescriptor, schema: &SchemaRef) -> Option<ProtoColumns> {
         let root = message_plan(desc, schema.fields(), 0)?;
-        Some(ProtoColumns { schema: schema.clone(), root })
+        let mut strings = 0;
+        for f in schema.fields() {
+            Col::new(f, 0, &mut || {
+                strings += 1;
+                0
+            })?;
+        }
+        let text_room = (0..strings).map(|_| TextRoom::default()).collect();
+        Some(ProtoColumns { schema: schema.clone(), root, text_room })
     }
 
     /// One batch of message bodies as rows; `None` when any needs the dynamic path.
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn decode(&self, bodies: &[&[u8]]) -> Option<RecordBatch> {
-        let mut cols: Vec<Col> = self.schema.fields().iter().map(|f| Col::new(f, bodies.len())).collect::<Option<_>>()?;
+        let (rows, bytes) = (bodies.len(), bodies.iter().map(|b| b.len()).sum());
+        let mut rooms = self.text_room.iter();
+        let mut text = || rooms.next().map_or(0, |r| r.room(rows, bytes));
+        let mut cols: Vec<Col> = self.schema.fields().iter().map(|f| Col::new(f, rows, &mut text)).collect::<Option<_>>()?;
         for body in bodies {
             decode_message(&self.root, body, &mut cols, 0)?;
         }
+        let mut took = Vec::with_capacity(self.text_room.len());
+        cols.iter().for_each(|c| c.text_bytes(&mut took));
+        self.text_room.iter().zip(took).for_each(|(room, bytes)| room.learn(bytes, rows));
         let arrays: Vec<ArrayRef> = cols.into_iter().map(Col::finish).collect::<Option<_>>()?;
         RecordBatch::try_new(self.schema.clone(), arrays).ok()
     }

@@ -195,3 +195,29 @@ fn descriptors_it_cannot_map_exactly_get_no_plan() {
     assert_eq!((ids.value(0), ids.value(1)), (42, 0));
     assert_eq!(batch.column(1).null_count(), 2);
 }
+
+/// String columns, nested ones too, are sized from what the last batch's rows took.
+#[test]
+fn string_columns_get_the_room_their_rows_took() {
+    let desc = desc();
+    let schema = Arc::new(crate::delta::arrow_schema::arrow_schema_strict(&delta_schema(&desc).unwrap()));
+    let plan = ProtoColumns::plan(&desc, &schema).unwrap();
+    let bodies = |n: usize| -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| {
+                let mut m = DynamicMessage::new(desc.clone());
+                m.set_field_by_name("id", Value::I64(i as i64));
+                m.set_field_by_name("name", Value::String("ü".repeat(300)));
+                m.encode_to_vec()
+            })
+            .collect()
+    };
+    let name_room = |bodies: &[Vec<u8>]| {
+        let refs: Vec<&[u8]> = bodies.iter().map(Vec::as_slice).collect();
+        let batch = plan.decode(&refs).expect("plain messages take the wire path");
+        batch.column_by_name("name").unwrap().get_buffer_memory_size()
+    };
+    name_room(&bodies(100));
+    let learned = name_room(&bodies(1000));
+    assert!(learned <= 600_000 * 9 / 8 + 8_192, "{learned}: doubling from 16 bytes a row gives 1,024,000");
+}
