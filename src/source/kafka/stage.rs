@@ -187,7 +187,14 @@ impl Poll<'_> {
         with_headers: bool,
         accept: impl Fn(i32, i64) -> bool,
     ) -> BTreeMap<i32, Vec<SourceRecord<'s>>> {
-        let mut out: BTreeMap<i32, Vec<SourceRecord<'s>>> = BTreeMap::new();
+        // Each partition's list is allocated once at its size: grown from empty, the lists
+        // of a 4,096-message poll were reallocated a dozen times into fresh pages.
+        let mut counts: BTreeMap<i32, usize> = BTreeMap::new();
+        for m in self.messages.iter().flatten() {
+            *counts.entry(m.partition()).or_default() += 1;
+        }
+        let mut out: BTreeMap<i32, Vec<SourceRecord<'s>>> =
+            counts.into_iter().map(|(p, n)| (p, Vec::with_capacity(n))).collect();
         for m in &self.messages {
             let m = match m {
                 Ok(m) => m,
@@ -217,6 +224,7 @@ impl Poll<'_> {
             };
             out.entry(m.partition()).or_default().push(SourceRecord { raw, headers });
         }
+        out.retain(|_, records| !records.is_empty());
         out
     }
 }
