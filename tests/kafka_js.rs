@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::support::processes::terminate;
+use crate::support::processes::{terminate, wait_for_client};
 use crate::support::{deltabus, required};
 
 /// Two idempotent producers (`acks=-1`, one retry policy), sending `n` records each in
@@ -95,7 +95,7 @@ fn kafkajs_producers_land_every_record_once() {
     let addr = announced["kafka"].as_str().expect("the Kafka listener's address").to_string();
 
     const EACH: i64 = 400;
-    let out = Command::new("node")
+    let client = Command::new("node")
         .arg("-e")
         .arg(SCRIPT)
         .arg(kafkajs_modules())
@@ -103,11 +103,13 @@ fn kafkajs_producers_land_every_record_once() {
         .arg("events")
         .arg(EACH.to_string())
         .env("KAFKAJS_NO_PARTITIONER_WARNING", "1")
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let (status, stdout, err) = wait_for_client(client, "kafkajs");
     let log_text = || std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
-    assert!(out.status.success(), "kafkajs: {}\nserver log:\n{}", String::from_utf8_lossy(&out.stderr), log_text());
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(status.success(), "kafkajs: {err}\nserver log:\n{}", log_text());
     let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
         .unwrap_or_else(|_| panic!("kafkajs printed {stdout}"));
 

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::support::processes::terminate;
+use crate::support::processes::{terminate, wait_for_client};
 use crate::support::python::python;
 use crate::support::{deltabus, required};
 
@@ -76,17 +76,23 @@ fn the_readme_kafka_examples_run_as_printed() {
     let addr = announced["kafka"].as_str().expect("the Kafka listener's address").to_string();
 
     // The Python snippet: an idempotent producer, then a consumer reading the feed's start.
-    let out = Command::new(&py).arg("-c").arg(snippet.replace(PRINTED, &addr)).output().unwrap();
-    assert!(out.status.success(), "the README's Python snippet: {}", String::from_utf8_lossy(&out.stderr));
-    let printed = String::from_utf8_lossy(&out.stdout);
+    let mut client = Command::new(&py);
+    client.arg("-c").arg(snippet.replace(PRINTED, &addr)).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let (status, printed, err) = wait_for_client(client.spawn().unwrap(), "the README's Python snippet");
+    assert!(status.success(), "the README's Python snippet: {err}");
     assert!(printed.starts_with(r#"b'{"id":1,"kind":"click","_change_type":"insert","#), "the change row: {printed}");
     assert!(printed.contains("[('change_type', b'insert')]"), "the change type header: {printed}");
 
     // The kcat lines: one more record, then the whole partition with offsets and headers.
-    let out =
-        Command::new("bash").arg("-eo").arg("pipefail").arg("-c").arg(kcat.replace(PRINTED, &addr)).output().unwrap();
-    assert!(out.status.success(), "the README's kcat lines: {}", String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    let mut client = Command::new("bash");
+    client
+        .args(["-eo", "pipefail", "-c"])
+        .arg(kcat.replace(PRINTED, &addr))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (status, out, err) = wait_for_client(client.spawn().unwrap(), "the README's kcat lines");
+    assert!(status.success(), "the README's kcat lines: {err}");
+    let lines: Vec<String> = out.lines().map(str::to_string).collect();
     let rows: Vec<(u64, &str, Value)> = lines
         .iter()
         .map(|l| {
