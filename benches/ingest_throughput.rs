@@ -34,6 +34,9 @@
 //!    (over 100x: a fetch of 4 MiB inflates to hundreds of MB in librdkafka),
 //!    `BENCH_ONLY_PREPRODUCED=1` runs only part 5.
 //!
+//! The process runs with transparent huge pages off, as the `deltabus` binary does
+//! (`BENCH_THP=1` leaves them on).
+//!
 //! Run: `cargo bench --bench ingest_throughput` (`BENCH_RECORDS=N` to change the count).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
@@ -569,6 +572,10 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn main() {
+    // Small pages, as the deltabus binary runs (BENCH_THP=1 leaves transparent huge pages on).
+    if std::env::var_os("BENCH_THP").is_none() {
+        nix::sys::prctl::set_thp_disable(true).unwrap();
+    }
     // DELTABUS_LOG=info shows the pipeline's flushes (timestamps, durations) on stderr.
     if let Ok(filter) = std::env::var("DELTABUS_LOG") {
         tracing_subscriber::fmt()
