@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use crate::support::processes::{terminate, wait_for_client};
-use crate::support::{deltabus, required};
+use crate::support::{required, rows};
 
 /// Two idempotent producers (`acks=-1`, one retry policy), sending `n` records each in
 /// batches of 50, alternately gzip and uncompressed, every other record keyed, Unicode in
@@ -129,10 +129,7 @@ fn kafkajs_producers_land_every_record_once() {
 
     let (status, _) = terminate(server);
     assert!(status.success(), "serve stops cleanly on SIGTERM");
-    let cat = deltabus(&["cat", &table.to_string_lossy()]);
-    assert!(cat.status.success(), "{}", String::from_utf8_lossy(&cat.stderr));
-    let rows: Vec<Value> =
-        String::from_utf8_lossy(&cat.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rows = rows(&table.to_string_lossy());
     let mut ids: Vec<i64> = rows.iter().map(|r| r["id"].as_i64().unwrap()).collect();
     ids.sort_unstable();
     let expected: Vec<i64> = (1..=2).flat_map(|p| (0..EACH).map(move |i| p * 1_000_000 + i)).collect();

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::support::processes::{terminate, wait_for_client};
 use crate::support::python::python;
-use crate::support::{deltabus, required};
+use crate::support::{ids as table_ids, required};
 
 /// The fenced code blocks (language, text) of the README section headed `heading`.
 fn section_blocks(heading: &str) -> Vec<(String, String)> {
@@ -111,12 +111,5 @@ fn the_readme_kafka_examples_run_as_printed() {
 
     let (status, _) = terminate(server);
     assert!(status.success(), "serve stops cleanly on SIGTERM");
-    let cat = deltabus(&["cat", &table.to_string_lossy()]);
-    assert!(cat.status.success(), "{}", String::from_utf8_lossy(&cat.stderr));
-    let mut ids: Vec<i64> = String::from_utf8_lossy(&cat.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
-        .collect();
-    ids.sort_unstable();
-    assert_eq!(ids, [1, 2], "the table holds each record once");
+    assert_eq!(table_ids(&table.to_string_lossy()), [1, 2], "the table holds each record once");
 }
