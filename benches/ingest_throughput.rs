@@ -308,7 +308,7 @@ struct Ingested {
     commits: u64,
     /// CPU seconds of this process during the run.
     cpu: f64,
-    /// RSS of the process when the pipeline started, and its peak during the run (MB).
+    /// RSS of the process when the pipeline started, and its peak during the run (MiB).
     rss_before: f64,
     rss_peak: f64,
 }
@@ -317,7 +317,7 @@ impl Ingested {
     /// Commits, CPU and memory, as the report lines print them.
     fn costs(&self) -> String {
         format!(
-            "{} commits, CPU {:.1} s, peak RSS {:.0} MB ({:.0} MB above the {:.0} MB before the run)",
+            "{} commits, CPU {:.1} s, peak RSS {:.0} MiB ({:.0} MiB above the {:.0} MiB before the run)",
             self.commits,
             self.cpu,
             self.rss_peak,
@@ -327,7 +327,7 @@ impl Ingested {
     }
 }
 
-/// Resets the process's peak RSS (VmHWM) to its current RSS, and returns that (MB), so that a
+/// Resets the process's peak RSS (VmHWM) to its current RSS, and returns that (MiB), so that a
 /// later peak is the run's alone (what was produced or read before does not count).
 fn reset_peak_rss() -> f64 {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
@@ -547,7 +547,7 @@ async fn mock_preproduced(n: usize, size: usize) -> (f64, Ingested) {
     let bare = bare_consume_partitions(&brokers, "pre", n, 64).await;
     let (peak, _) = proc_stat();
     println!(
-        "preproduced: the bare consumer's peak RSS {peak:.0} MB ({:.0} MB above the {before:.0} MB before)",
+        "preproduced: the bare consumer's peak RSS {peak:.0} MiB ({:.0} MiB above the {before:.0} MiB before)",
         peak - before
     );
     (bare, external_pipeline(&brokers, "pre", n).await)
@@ -627,7 +627,7 @@ fn main() {
         let (seconds, commits) = rt.block_on(end_to_end(n, size));
         let (rss, cpu1) = proc_stat();
         println!(
-            "ingest   end to end: {seconds:.2} s, {:.0} records/s, {:.0} MB/s ({:.2}x the ceiling's rate), {commits} commits, CPU {:.1} s (producer and mock broker included), peak RSS {rss:.0} MB",
+            "ingest   end to end: {seconds:.2} s, {:.0} records/s, {:.0} MB/s ({:.2}x the ceiling's rate), {commits} commits, CPU {:.1} s (producer and mock broker included), peak RSS {rss:.0} MiB",
             rate(seconds),
             mb / seconds,
             ceiling / seconds,
