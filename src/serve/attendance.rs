@@ -25,8 +25,8 @@
 //!   a sender may have arrived within the horizon (those cannot be
 //!   told apart, so their groups run the full window), and someone must be present.
 //! - With no recent sender the group runs its window (a push producer's first request is not
-//!   a crowd); a new connection counts from its first batch (it is waiting once that batch is
-//!   all it has in flight).
+//!   a crowd); a new connection counts from its first batch (it is done once that batch is in
+//!   the group).
 //! - A closed connection is done (and forgotten at the next group).
 //! - A sender gone quiet is done: a push producer or a connection not in the group (nor
 //!   waiting), whose last request arrived or was answered [`quiet_after`] ago (a quarter of
@@ -154,7 +154,8 @@ struct Seen {
 }
 
 /// The senders expected in the group now gathering: push producers not yet present, and
-/// connections (done while waiting); each with when it was last active.
+/// connections (kept, marked once present, so that a window running out can lower their most);
+/// each with when it was last active.
 #[derive(Debug)]
 pub(crate) struct Roll {
     expected: HashMap<Who, Seen>,
