@@ -30,11 +30,15 @@ fn small_pages() {
 /// A push server also returns freed memory to the system at once: mimalloc's purge delay goes
 /// to 0 instead of a second. Requests of megabytes each are freed by other threads than the
 /// ones that allocated them, and with the delay each of those threads kept what it had freed
-/// until it next allocated.
+/// until it next allocated. `MIMALLOC_PURGE_DELAY` in the environment, when set, is left to
+/// mimalloc.
 #[allow(unsafe_code)] // The only unsafe code: the library forbids it.
 fn return_memory_promptly() {
     /// `mi_option_purge_delay` in the bundled mimalloc's (v3) `mi_option_t`.
     const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
     // SAFETY: setting an option is an atomic store; any value is valid for this option.
     unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 0) };
 }

@@ -4,7 +4,7 @@
 //! partition has one open file that rolls at the target size. Files use physical column names
 //! (and field ids under column mapping), contain partition columns only under icebergCompatV2, are named
 //! `part-<n>-<uuid>-c000.<codec>.parquet`, and carry statistics computed from the batches as
-//! they are written. Generated columns (`delta.generationExpression`) are computed before the
+//! they are written; columns of unique values skip the dictionary (`plain_columns`). Generated columns (`delta.generationExpression`) are computed before the
 //! split, so derived partitions (`date(ts)`) are filled. Nothing is committed here: the caller
 //! commits the adds.
 
@@ -20,6 +20,7 @@ use object_store::ObjectStoreExt;
 use parquet::arrow::AsyncArrowWriter;
 use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 use super::location::Table;
 use crate::delta::actions::{Add, PartitionValues};
@@ -88,6 +89,9 @@ pub(crate) struct DataWriter {
     change_data: bool,
     /// The generated columns, computed (and checked) for every batch.
     generated: Vec<crate::delta::generated::Generated>,
+    /// The columns written without a dictionary, chosen from all of a transaction's rows
+    /// ([`DataWriter::write_all`]); `None`: chosen per file from its first rows.
+    plain: Option<Vec<ColumnPath>>,
 }
 
 impl DataWriter {
@@ -116,6 +120,7 @@ impl DataWriter {
             counter: 0,
             change_data: false,
             generated: crate::delta::generated::generated_columns(&snapshot.schema)?,
+            plain: None,
         })
     }
 
@@ -177,7 +182,7 @@ impl DataWriter {
         for (dir, values, part) in self.split(batch)? {
             let physical = self.to_physical(&part)?;
             if !self.open.contains_key(&dir) {
-                let file = self.open_file(&dir, values)?;
+                let file = self.open_file(&dir, values, &physical)?;
                 self.open.insert(dir.clone(), file);
             }
             let Some(file) = self.open.get_mut(&dir) else { continue };
@@ -200,6 +205,11 @@ impl DataWriter {
     /// # Errors
     /// As [`DataWriter::write`] and [`DataWriter::finish`].
     pub(crate) async fn write_all<'b>(mut self, batches: impl IntoIterator<Item = &'b RecordBatch>) -> Result<Vec<Add>> {
+        let batches: Vec<&RecordBatch> = batches.into_iter().collect();
+        let mode = self.snapshot.column_mapping();
+        let physical = |name: String| self.snapshot.schema.field(&name).map_or(name.clone(), |f| f.physical_name(mode).into());
+        let plain = super::plain_columns::plain_columns(&batches).into_iter().map(physical);
+        self.plain = Some(plain.map(|n| ColumnPath::new(vec![n])).collect());
         for b in batches {
             if let Err(e) = self.write(b).await {
                 self.abort().await;
@@ -234,7 +244,10 @@ impl DataWriter {
         }
     }
 
-    fn open_file(&mut self, dir: &str, values: PartitionValues) -> Result<OpenFile> {
+    /// Opens a file of the partition `dir`; columns of unique values skip the dictionary
+    /// (`plain_columns`), chosen from the transaction's rows or else from `first`, the first
+    /// rows written to the file.
+    fn open_file(&mut self, dir: &str, values: PartitionValues, first: &RecordBatch) -> Result<OpenFile> {
         self.counter += 1;
         let rel = if self.change_data {
             format!("_change_data/{dir}cdc-{:05}-{}-c000.{}.parquet", self.counter - 1, uuid::Uuid::new_v4(), self.ext)
@@ -243,7 +256,12 @@ impl DataWriter {
         };
         let path = self.table.relative_path(&rel);
         let sink = BufWriter::with_capacity(self.table.store.clone(), path, 8 << 20);
-        let writer = AsyncArrowWriter::try_new(sink, self.physical.clone(), Some(self.props.clone()))
+        let plain = self.plain.clone().unwrap_or_else(|| super::plain_columns::plain_paths(&[first]));
+        let props = plain
+            .into_iter()
+            .fold(self.props.clone().into_builder(), |b, c| b.set_column_dictionary_enabled(c, false))
+            .build();
+        let writer = AsyncArrowWriter::try_new(sink, self.physical.clone(), Some(props))
             .map_err(|e| Error::data_file(&rel, e))?;
         let s = &self.snapshot;
         let stats = StatsCollector::new(&s.schema, dropped_partition_columns(s), &s.properties, s.column_mapping());

@@ -24,6 +24,7 @@ mod iceberg_files;
 mod key_index;
 mod location;
 mod log_reader;
+mod plain_columns;
 internal_mods!(retrying);
 mod staged;
 

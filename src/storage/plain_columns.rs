@@ -1,0 +1,242 @@
+//! [sync] Which columns of a new data file skip Parquet's dictionary encoding.
+//!
+//! Parquet writers start every column with a dictionary and fall back to plain encoding once
+//! the dictionary passes its page limit (1 MiB): for a column of unique values (ids, event
+//! times) every value up to that point was hashed and interned for nothing, and the hash table
+//! grown to about 130,000 entries, in every file. parquet-mr gives such columns up after their
+//! first page; the Rust writer has no such check, so the choice is made here before files
+//! are opened: from every batch a transaction writes when it writes them at once
+//! (`DataWriter::write_all`: ingest flushes, push and Kafka commit groups), else from the
+//! first batch written to the file.
+//!
+//! Contract:
+//! - Only top-level columns of a primitive or string/binary type are judged; nested, boolean
+//!   and already dictionary-encoded columns keep the writer's default.
+//! - A column is written plain when a sample of [`SAMPLE`] of the batches' non-null values,
+//!   drawn at rows chosen by a fixed pseudo-random sequence (the same batches, the same
+//!   choice), holds no value twice **and** the batches' values would fill the dictionary page
+//!   limit on their own: the dictionary could only fall back. A column of at most 130,000
+//!   distinct 8-byte values (which a dictionary holds) shows about 16 repeats in such a
+//!   sample; one repeat keeps the dictionary.
+//! - The choice changes how values are encoded, never which values are written: any reader
+//!   reads both encodings.
+
+use arrow::array::{Array, RecordBatch};
+use arrow::datatypes::DataType;
+use arrow::row::{RowConverter, SortField};
+use parquet::schema::types::ColumnPath;
+
+/// Values sampled per column; fewer non-null values in the batch: the writer's default.
+const SAMPLE: usize = 2048;
+/// The dictionary page limit of the writer's properties (Parquet's default, 1 MiB).
+const DICTIONARY_LIMIT: usize = parquet::file::properties::DEFAULT_DICTIONARY_PAGE_SIZE_LIMIT;
+
+/// The top-level columns of `batches` (of one schema, the first's) to write without a
+/// dictionary, by name.
+pub(crate) fn plain_columns(batches: &[&RecordBatch]) -> Vec<String> {
+    let Some(first) = batches.first() else { return Vec::new() };
+    let schema = first.schema();
+    schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| {
+            let columns: Option<Vec<&dyn Array>> = batches
+                .iter()
+                .map(|b| b.columns().get(*i).filter(|c| c.data_type() == f.data_type()).map(|c| c.as_ref()))
+                .collect();
+            judged(f.data_type()) && columns.is_some_and(|c| mostly_distinct(&c))
+        })
+        .map(|(_, f)| f.name().clone())
+        .collect()
+}
+
+/// [`plain_columns`] as Parquet column paths.
+pub(crate) fn plain_paths(batches: &[&RecordBatch]) -> Vec<ColumnPath> {
+    plain_columns(batches).into_iter().map(|n| ColumnPath::new(vec![n])).collect()
+}
+
+fn judged(t: &DataType) -> bool {
+    (t.is_primitive() && !matches!(t, DataType::Float16))
+        || matches!(
+            t,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary | DataType::FixedSizeBinary(_)
+        )
+}
+
+/// Whether a pseudo-random sample of the arrays' non-null values (the arrays one after
+/// another) holds no value twice and the arrays alone would fill a dictionary page.
+fn mostly_distinct(arrays: &[&dyn Array]) -> bool {
+    let present: usize = arrays.iter().map(|a| a.len() - a.null_count()).sum();
+    let starts: Vec<usize> = arrays
+        .iter()
+        .scan(0, |at, a| {
+            let start = *at;
+            *at += a.len();
+            Some(start)
+        })
+        .collect();
+    let total: usize = arrays.iter().map(|a| a.len()).sum();
+    let Ok(len) = u32::try_from(total) else { return false };
+    if present < SAMPLE {
+        return false;
+    }
+    // Row `i` of the arrays one after another: (array, row in it).
+    let locate = |i: usize| {
+        let a = starts.partition_point(|s| *s <= i) - 1;
+        (a, i - starts[a])
+    };
+    // xorshift32 from a fixed seed: rows drawn with repeats allowed (a repeated row is skipped).
+    let mut state = 0x9E37_79B9u32;
+    let mut rows = std::collections::HashSet::with_capacity(SAMPLE);
+    let mut picks = Vec::with_capacity(SAMPLE);
+    for _ in 0..SAMPLE * 8 {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        let i = state % len;
+        let (a, row) = locate(i as usize);
+        if arrays[a].is_valid(row) && rows.insert(i) {
+            picks.push((a, row));
+            if picks.len() == SAMPLE {
+                break;
+            }
+        }
+    }
+    if picks.len() < SAMPLE {
+        return false;
+    }
+    let Ok(sample) = arrow::compute::interleave(arrays, &picks) else { return false };
+    let Ok(converter) = RowConverter::new(vec![SortField::new(sample.data_type().clone())]) else { return false };
+    let Ok(encoded) = converter.convert_columns(std::slice::from_ref(&sample)) else { return false };
+    let distinct: std::collections::HashSet<&[u8]> = encoded.iter().map(|r| r.data()).collect();
+    distinct.len() == sample.len() && present.saturating_mul(value_bytes(sample.as_ref())) >= DICTIONARY_LIMIT
+}
+
+/// The mean bytes of a value of the sample, as Parquet stores it plain.
+fn value_bytes(sample: &dyn Array) -> usize {
+    use arrow::array::AsArray;
+    let n = sample.len().max(1);
+    match sample.data_type() {
+        DataType::Utf8 => sample.as_string::<i32>().value_data().len() / n,
+        DataType::LargeUtf8 => sample.as_string::<i64>().value_data().len() / n,
+        DataType::Binary => sample.as_binary::<i32>().value_data().len() / n,
+        DataType::LargeBinary => sample.as_binary::<i64>().value_data().len() / n,
+        DataType::FixedSizeBinary(w) => usize::try_from(*w).unwrap_or(0),
+        t => t.primitive_width().unwrap_or(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, BooleanArray, Int64Array, StringArray};
+
+    use super::*;
+
+    fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+        RecordBatch::try_from_iter(columns).unwrap()
+    }
+
+    fn chosen(b: &RecordBatch) -> Vec<String> {
+        plain_columns(&[b])
+    }
+
+    #[test]
+    fn unique_columns_big_enough_to_fall_back_are_written_plain() {
+        let n = 250_000i64;
+        let b = batch(vec![
+            ("id", Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef),
+            ("ts", Arc::new(Int64Array::from_iter_values((0..n).map(|i| 1_700_000_000_000 + i * 7))) as ArrayRef),
+            ("user", Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("user-{}", i % 9973))))),
+            ("country", Arc::new(StringArray::from_iter_values((0..n).map(|i| ["DE", "FR"][i as usize % 2])))),
+            ("ok", Arc::new(BooleanArray::from_iter((0..n).map(|i| Some(i % 2 == 0))))),
+            ("uuid", Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("{:032x}", i * 0x9E37_79B9))))),
+        ]);
+        assert_eq!(chosen(&b), ["id", "ts", "uuid"]);
+        // The same rows in batches of 4,096 (one poll each): the same choice.
+        let polls: Vec<RecordBatch> = (0..b.num_rows()).step_by(4096).map(|s| b.slice(s, 4096.min(b.num_rows() - s))).collect();
+        assert_eq!(plain_columns(&polls.iter().collect::<Vec<_>>()), ["id", "ts", "uuid"]);
+        // One poll alone is too small to judge: a user column of 9,973 values would look unique.
+        assert!(plain_columns(&[&polls[0]]).is_empty());
+    }
+
+    #[test]
+    fn small_batches_nulls_and_repeats_keep_the_dictionary() {
+        // Unique, but too few values to fill a dictionary page: the default stays.
+        let small = batch(vec![("id", Arc::new(Int64Array::from_iter_values(0..20_000)) as ArrayRef)]);
+        assert!(chosen(&small).is_empty());
+        // Too few non-null values to judge.
+        let sparse = Int64Array::from_iter((0..200_000i64).map(|i| (i % 1000 == 0).then_some(i)));
+        assert!(chosen(&batch(vec![("id", Arc::new(sparse) as ArrayRef)])).is_empty());
+        // 50,000 values over and over (a dictionary of 400 kB holds them).
+        let periodic = Int64Array::from_iter_values((0..400_000i64).map(|i| i % 50_000));
+        assert!(chosen(&batch(vec![("id", Arc::new(periodic) as ArrayRef)])).is_empty());
+        // The same choice for the same batch.
+        let ids = batch(vec![("id", Arc::new(Int64Array::from_iter_values(0..300_000)) as ArrayRef)]);
+        assert_eq!(chosen(&ids), chosen(&ids));
+        // Unicode strings, unique and long: plain.
+        let text = StringArray::from_iter_values((0..100_000).map(|i| format!("ünïcødé-{i}-日本語")));
+        assert_eq!(chosen(&batch(vec![("t", Arc::new(text) as ArrayRef)])), ["t"]);
+    }
+
+    /// Through the data writer, on a column-mapped table (physical names differ from the
+    /// logical ones): the unique column's chunks carry no dictionary page, the repeating
+    /// one's do, and every value reads back.
+    #[tokio::test]
+    async fn write_all_writes_unique_columns_plain_and_every_value_reads_back() {
+        use crate::delta::schema::StructType;
+        use crate::delta::snapshot::Snapshot;
+        use crate::storage::data_writer::{DataWriter, WriterConfig};
+        use crate::storage::location::Table;
+        use object_store::ObjectStoreExt;
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::record::RowAccessor;
+
+        let schema = StructType::parse(
+            r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},
+            {"name":"user","type":"string","nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap();
+        let props = [("delta.columnMapping.mode".to_string(), "name".to_string())].into();
+        let (protocol, metadata) = crate::delta::create::new_table(schema, &[], &props).unwrap();
+        let snapshot = Snapshot::for_new_table(protocol, metadata).unwrap();
+        let table = Table::open("memory:///plain", crate::storage::StorageOptions::default()).unwrap();
+        let n = 200_000i64;
+        let polls: Vec<RecordBatch> = (0..n)
+            .step_by(4096)
+            .map(|s| {
+                let rows = s..(s + 4096).min(n);
+                batch(vec![
+                    ("id", Arc::new(Int64Array::from_iter_values(rows.clone())) as ArrayRef),
+                    ("user", Arc::new(StringArray::from_iter_values(rows.map(|i| format!("usér-{}", i % 997))))),
+                ])
+            })
+            .collect();
+        let writer = DataWriter::new(&table, &snapshot, WriterConfig::for_snapshot(&snapshot)).unwrap();
+        let adds = writer.write_all(&polls).await.unwrap();
+        assert_eq!(adds.len(), 1);
+        let path = table.relative_path(&adds[0].path);
+        let bytes = table.store.get(&path).await.unwrap().bytes().await.unwrap();
+        let reader = SerializedFileReader::new(bytes).unwrap();
+        let meta = reader.metadata();
+        let mut dictionaries = std::collections::BTreeMap::new();
+        for rg in meta.row_groups() {
+            for c in rg.columns() {
+                let logical = if c.column_path().string() == snapshot.schema.fields[0].physical_name(snapshot.column_mapping()) { "id" } else { "user" };
+                assert_ne!(c.column_path().string(), logical, "the file uses physical names");
+                dictionaries.entry(logical).or_insert(Vec::new()).push(c.dictionary_page_offset().is_some());
+            }
+        }
+        assert!(dictionaries["id"].iter().all(|d| !d), "the unique column is written plain: {dictionaries:?}");
+        assert!(dictionaries["user"].iter().all(|d| *d), "the repeating column keeps its dictionary: {dictionaries:?}");
+        let mut seen = Vec::new();
+        for row in reader.get_row_iter(None).unwrap() {
+            let row = row.unwrap();
+            seen.push((row.get_long(0).unwrap(), row.get_string(1).unwrap().clone()));
+        }
+        let expected: Vec<(i64, String)> = (0..n).map(|i| (i, format!("usér-{}", i % 997))).collect();
+        assert_eq!(seen, expected);
+    }
+}
