@@ -1,32 +1,21 @@
-//! The `deltabus` command line: argument definitions and the read commands.
-//!
-//! Output forms are a contract that scripts rely on:
-//! - `cat`: one JSON object per live row (JSON lines).
-//! - `files`: one JSON object `{"version", "files": [{"path", "size", "dv", "partitionValues",
-//!   "numRecords"}]}` with paths percent-decoded and relative to the table root.
-//! - `describe`: one JSON object.
-//! - `history`: one JSON object per commit, newest first.
+//! The `deltabus` command line: argument definitions and the dispatch of each command; the
+//! read commands' output forms are in `read`.
 //!
 //! Errors go to stderr; the exit code is non-zero.
 
 use crate::common::units::ByteSize;
 use key_value::KeyValue;
-use std::collections::BTreeMap;
 use std::io::Write;
 
-use arrow::array::Array;
-
 use clap::{Args, Parser, Subcommand};
-use serde_json::{json, Map, Value};
 
 mod changes;
 mod key_value;
+mod read;
 mod run;
 mod serve;
 
 use crate::config::Config;
-use crate::delta::actions::CommitInfo;
-use crate::delta::json_rows::JsonRows;
 use crate::error::{Error, Result};
 use crate::storage::{StorageOptions, Table};
 
@@ -375,16 +364,16 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
         }
         Command::Serve(args) => serve::serve(args, config, storage, run::shutdown_on_signals(), out).await,
         Command::Demo { table, records } => run::demo(table, records, out).await,
-        Command::Cat { table, version, limit } => cat(&Table::open(&table, storage)?, version, limit, out).await,
-        Command::Files { table, version } => files(&Table::open(&table, storage)?, version, out).await,
-        Command::Describe { table, version } => describe(&Table::open(&table, storage)?, version, out).await,
-        Command::History { table, limit } => history(&Table::open(&table, storage)?, limit, out).await,
+        Command::Cat { table, version, limit } => read::cat(&Table::open(&table, storage)?, version, limit, out).await,
+        Command::Files { table, version } => read::files(&Table::open(&table, storage)?, version, out).await,
+        Command::Describe { table, version } => read::describe(&Table::open(&table, storage)?, version, out).await,
+        Command::History { table, limit } => read::history(&Table::open(&table, storage)?, limit, out).await,
         Command::Write(args) => write(args, storage, out).await,
         Command::Follow(args) => {
             let source = Table::open(&args.source, storage.clone())?;
             let target = Table::open_for_write(&args.target, storage)?;
             let report = changes::follow(args, &source, &target, run::stop_signal()).await?;
-            writeln_json(out, &report)
+            read::writeln_json(out, &report)
         }
         Command::Changes { table, from, to, predicate } => {
             let table = Table::open(&table, storage)?;
@@ -403,7 +392,7 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             Ok(())
         }
         Command::Followers { table, remove } => {
-            writeln_json(out, &changes::followers(&Table::open(&table, storage)?, remove.as_deref()).await?)
+            read::writeln_json(out, &changes::followers(&Table::open(&table, storage)?, remove.as_deref()).await?)
         }
         Command::Compact { table, predicate, target_file_size, min_file_size, dry_run } => {
             use crate::compactor::planner::parse_partition_predicate;
@@ -421,12 +410,12 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
                     Some(parse_partition_predicate(&p).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?);
             }
             let report = compact(&Table::open(&table, storage)?, &opts).await?;
-            writeln_json(out, &report.to_json())
+            read::writeln_json(out, &report.to_json())
         }
         Command::Delete { table, predicate, dry_run } => {
             let opts = crate::ops::delete::DeleteOptions { dry_run, ..Default::default() };
             let report = crate::ops::delete::delete(&Table::open(&table, storage)?, &predicate, &opts).await?;
-            writeln_json(out, &report.to_json())
+            read::writeln_json(out, &report.to_json())
         }
         Command::Vacuum { table, retention, retention_hours, dry_run, force, lite, ignore_followers } => {
             use crate::ops::maintenance::{vacuum, VacuumOptions};
@@ -450,145 +439,24 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             };
             let opts = VacuumOptions { retention, dry_run, force, lite, ignore_followers, progress: true };
             let report = vacuum(&Table::open(&table, storage)?, &opts).await?;
-            writeln_json(out, &report.to_json())
+            read::writeln_json(out, &report.to_json())
         }
         Command::CleanupLog { table, dry_run, ignore_followers } => {
             let table = Table::open(&table, storage)?;
             let report = crate::ops::maintenance::cleanup_log(&table, dry_run, ignore_followers).await?;
-            writeln_json(out, &report.to_json())
+            read::writeln_json(out, &report.to_json())
         }
         Command::Checkpoint { table } => {
             let table = Table::open(&table, storage)?;
             let snapshot = table.snapshot(None).await?;
             let written = table.write_checkpoint(&snapshot).await?;
-            writeln_json(out, &serde_json::to_value(&written).map_err(|e| Error::Internal(e.to_string()))?)
+            read::writeln_json(out, &serde_json::to_value(&written).map_err(|e| Error::Internal(e.to_string()))?)
         }
         Command::Uniform { table, enable } => {
             let table = Table::open(&table, storage)?;
-            writeln_json(out, &crate::ops::uniform::uniform(&table, enable).await?)
+            read::writeln_json(out, &crate::ops::uniform::uniform(&table, enable).await?)
         }
     }
-}
-
-async fn cat(table: &Table, version: Option<u64>, limit: Option<usize>, out: &mut (dyn Write + Send)) -> Result<()> {
-    let snapshot = table.snapshot(version).await?;
-    let plan = table.scan_plan(&snapshot);
-    let mut remaining = limit.unwrap_or(usize::MAX);
-    // File by file, batch by batch: memory stays at one decoded batch, and a limit stops the
-    // decoding as soon as it is reached.
-    for add in snapshot.files() {
-        if remaining == 0 {
-            break;
-        }
-        let mut print = |batch: arrow::array::RecordBatch| -> Result<bool> {
-            let as_struct = arrow::array::StructArray::from(batch);
-            let (json, mut text) = (JsonRows::new(&as_struct), Vec::with_capacity(64 << 10));
-            for i in 0..as_struct.len().min(remaining) {
-                json.write(i, &mut text);
-                text.push(b'\n');
-                if text.len() >= 60 << 10 {
-                    out.write_all(&text)?;
-                    text.clear();
-                }
-            }
-            out.write_all(&text)?;
-            remaining = remaining.saturating_sub(as_struct.len());
-            Ok(remaining > 0)
-        };
-        table.visit_file(&plan, add, &mut print).await?;
-    }
-    Ok(())
-}
-
-async fn files(table: &Table, version: Option<u64>, out: &mut (dyn Write + Send)) -> Result<()> {
-    let snapshot = table.snapshot(version).await?;
-    let mut list = Vec::new();
-    for add in snapshot.files() {
-        let (_, rel) = table.data_path(&add.path)?;
-        // A deletion vector outside the root refuses the table, as reading it does.
-        if let Some(dv) = &add.deletion_vector {
-            match dv.location()? {
-                crate::delta::dv::DvLocation::Absolute { uri: p, .. }
-                | crate::delta::dv::DvLocation::Relative { path: p, .. } => {
-                    table.data_path(&p)?;
-                }
-                crate::delta::dv::DvLocation::Inline(_) => {}
-            }
-        }
-        let num_records = add
-            .stats
-            .as_deref()
-            .and_then(|s| serde_json::from_str::<Value>(s).ok())
-            .and_then(|v| v.get("numRecords").and_then(Value::as_i64));
-        let pv: BTreeMap<&String, &Option<String>> = add.partition_values.iter().collect();
-        list.push(json!({
-            "path": rel,
-            "size": add.size,
-            "dv": add.deletion_vector.is_some(),
-            "partitionValues": pv,
-            "numRecords": num_records,
-        }));
-    }
-    writeln_json(out, &json!({"version": snapshot.version, "files": list}))
-}
-
-async fn describe(table: &Table, version: Option<u64>, out: &mut (dyn Write + Send)) -> Result<()> {
-    let s = table.snapshot(version).await?;
-    let txns: BTreeMap<&str, i64> = s.txns().into_iter().map(|(k, t)| (k, t.version)).collect();
-    let properties: BTreeMap<&String, &String> = s.metadata.configuration.iter().collect();
-    let domains: BTreeMap<&String, &String> = s.domains().iter().map(|(k, d)| (k, &d.configuration)).collect();
-    let schema: Value = serde_json::from_str(&s.metadata.schema_string).unwrap_or(Value::Null);
-    let iceberg = if crate::delta::iceberg::enabled(&s.metadata.configuration) {
-        match table.iceberg_state().await? {
-            Some(st) => json!({
-                "metadata": format!("metadata/{}", crate::delta::iceberg::metadata_file_name(st.metadata_version)),
-                "snapshotId": st.snapshot_id,
-                "deltaVersion": st.delta_version,
-                "behind": s.version.saturating_sub(st.delta_version),
-            }),
-            None => json!({"metadata": null, "behind": s.version + 1}),
-        }
-    } else {
-        Value::Null
-    };
-    writeln_json(
-        out,
-        &json!({
-            "location": table.url(),
-            "version": s.version,
-            "id": s.metadata.id,
-            "name": s.metadata.name,
-            "description": s.metadata.description,
-            "createdTime": s.metadata.created_time,
-            "protocol": s.protocol,
-            "schema": schema,
-            "partitionColumns": s.metadata.partition_columns,
-            "properties": properties,
-            "txns": txns,
-            "domains": domains,
-            "numFiles": s.file_count(),
-            "sizeInBytes": s.total_bytes(),
-            "lastCheckpoint": s.checkpoint_version,
-            "iceberg": iceberg,
-        }),
-    )
-}
-
-async fn history(table: &Table, limit: Option<usize>, out: &mut (dyn Write + Send)) -> Result<()> {
-    for record in table.history(limit).await? {
-        let mut obj = Map::new();
-        obj.insert("version".into(), json!(record.version));
-        obj.insert("timestamp".into(), json!(record.timestamp));
-        if let Some(Value::Object(info)) = &record.info {
-            let typed = CommitInfo::from_value(&Value::Object(info.clone()));
-            obj.insert("operation".into(), json!(typed.operation));
-            for (k, v) in info {
-                obj.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-        }
-        writeln_json(out, &Value::Object(obj))?;
-    }
-    Ok(())
 }
 
 async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &mut (dyn Write + Send)) -> Result<()> {
@@ -627,13 +495,7 @@ async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &m
     if let Some(crate::delta::transaction::CommitOutcome::Conflict { version, reason }) = &report.outcome {
         return Err(Error::CommitConflict { version: *version, reason: reason.clone() });
     }
-    writeln_json(out, &report.to_json())
-}
-
-fn writeln_json(out: &mut (dyn Write + Send), v: &Value) -> Result<()> {
-    serde_json::to_writer(&mut *out, v).map_err(|e| Error::Io(e.into()))?;
-    out.write_all(b"\n")?;
-    Ok(())
+    read::writeln_json(out, &report.to_json())
 }
 
 /// `write --mode`.
