@@ -92,6 +92,9 @@ pub(crate) struct DataWriter {
     /// The columns written without a dictionary, chosen from all of a transaction's rows
     /// ([`DataWriter::write_all`]); `None`: chosen per file from its first rows.
     plain: Option<Vec<ColumnPath>>,
+    /// Columns whose dictionary a closed file of this writer abandoned: later files write
+    /// them plain from the start.
+    abandoned: Vec<ColumnPath>,
 }
 
 impl DataWriter {
@@ -121,6 +124,7 @@ impl DataWriter {
             change_data: false,
             generated: crate::delta::generated::generated_columns(&snapshot.schema)?,
             plain: None,
+            abandoned: Vec::new(),
         })
     }
 
@@ -191,7 +195,8 @@ impl DataWriter {
             let size = file.writer.bytes_written() + file.writer.in_progress_size();
             if size as u64 >= self.config.target_file_size {
                 if let Some(f) = self.open.remove(&dir) {
-                    let add = Self::close(f).await?;
+                    let (add, abandoned) = Self::close(f).await?;
+                    self.learn(abandoned);
                     self.done.push(add);
                 }
             }
@@ -228,7 +233,7 @@ impl DataWriter {
         let mut open: Vec<(String, OpenFile)> = self.open.drain().collect();
         open.sort_by(|a, b| a.0.cmp(&b.0));
         for (_, f) in open {
-            let add = Self::close(f).await?;
+            let (add, _) = Self::close(f).await?;
             self.done.push(add);
         }
         Ok(self.done)
@@ -256,7 +261,8 @@ impl DataWriter {
         };
         let path = self.table.relative_path(&rel);
         let sink = BufWriter::with_capacity(self.table.store.clone(), path, 8 << 20);
-        let plain = self.plain.clone().unwrap_or_else(|| super::plain_columns::plain_paths(&[first]));
+        let mut plain = self.plain.clone().unwrap_or_else(|| super::plain_columns::plain_paths(&[first]));
+        plain.extend(self.abandoned.iter().filter(|c| !plain.contains(c)).cloned().collect::<Vec<_>>());
         let props = plain
             .into_iter()
             .fold(self.props.clone().into_builder(), |b, c| b.set_column_dictionary_enabled(c, false))
@@ -269,11 +275,13 @@ impl DataWriter {
     }
 
     /// Finishes a file (an associated function: a `&self` held across the upload would make
-    /// the writer's futures require `Sync`).
-    async fn close(mut f: OpenFile) -> Result<Add> {
-        f.writer.finish().await.map_err(|e| Error::data_file(&f.rel, e))?;
+    /// the writer's futures require `Sync`); also returns the columns whose dictionary the file
+    /// abandoned.
+    async fn close(mut f: OpenFile) -> Result<(Add, Vec<ColumnPath>)> {
+        let meta = f.writer.finish().await.map_err(|e| Error::data_file(&f.rel, e))?;
+        let abandoned = super::plain_columns::abandoned_dictionaries(&meta);
         let size = f.writer.bytes_written() as i64;
-        Ok(Add {
+        let add = Add {
             path: encode_add_path(&f.rel),
             partition_values: f.partition_values,
             size,
@@ -285,7 +293,17 @@ impl DataWriter {
             base_row_id: None,
             default_row_commit_version: None,
             clustering_provider: None,
-        })
+        };
+        Ok((add, abandoned))
+    }
+
+    /// Remembers columns a closed file abandoned the dictionary of.
+    fn learn(&mut self, abandoned: Vec<ColumnPath>) {
+        for c in abandoned {
+            if !self.abandoned.contains(&c) {
+                self.abandoned.push(c);
+            }
+        }
     }
 
     /// Splits a batch by partition values: (directory, values, rows).

@@ -18,12 +18,18 @@
 //!   limit on their own: the dictionary could only fall back. A column of at most 130,000
 //!   distinct 8-byte values (which a dictionary holds) shows about 16 repeats in such a
 //!   sample; one repeat keeps the dictionary.
+//! - A writer that rolls to a new file also writes plain the columns whose dictionary its
+//!   closed files abandoned (a dictionary page followed by data pages of another encoding:
+//!   [`abandoned_dictionaries`]), so streamed writes (compaction, `deltabus write`) pay for
+//!   the abandoned dictionary once, not in every file.
 //! - The choice changes how values are encoded, never which values are written: any reader
 //!   reads both encodings.
 
 use arrow::array::{Array, RecordBatch};
 use arrow::datatypes::DataType;
 use arrow::row::{RowConverter, SortField};
+use parquet::basic::{Encoding, PageType};
+use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::ColumnPath;
 
 /// Values sampled per column; fewer non-null values in the batch: the writer's default.
@@ -54,6 +60,23 @@ pub(crate) fn plain_columns(batches: &[&RecordBatch]) -> Vec<String> {
 /// [`plain_columns`] as Parquet column paths.
 pub(crate) fn plain_paths(batches: &[&RecordBatch]) -> Vec<ColumnPath> {
     plain_columns(batches).into_iter().map(|n| ColumnPath::new(vec![n])).collect()
+}
+
+/// The columns of a written file whose chunks start with a dictionary and go on with data
+/// pages of another encoding (the writer abandoned the dictionary).
+pub(crate) fn abandoned_dictionaries(meta: &ParquetMetaData) -> Vec<ColumnPath> {
+    let mut out: Vec<ColumnPath> = Vec::new();
+    for chunk in meta.row_groups().iter().flat_map(|rg| rg.columns()) {
+        let Some(stats) = chunk.page_encoding_stats() else { continue };
+        let data = |t: PageType| matches!(t, PageType::DATA_PAGE | PageType::DATA_PAGE_V2);
+        let dictionary = |e: Encoding| matches!(e, Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY);
+        let fell_back = chunk.dictionary_page_offset().is_some()
+            && stats.iter().any(|s| data(s.page_type) && !dictionary(s.encoding) && s.count > 0);
+        if fell_back && !out.contains(chunk.column_path()) {
+            out.push(chunk.column_path().clone());
+        }
+    }
+    out
 }
 
 fn judged(t: &DataType) -> bool {
@@ -238,5 +261,58 @@ mod tests {
         }
         let expected: Vec<(i64, String)> = (0..n).map(|i| (i, format!("usér-{}", i % 997))).collect();
         assert_eq!(seen, expected);
+    }
+
+    /// A streamed writer (batches too small to judge) that rolls files: the first file
+    /// abandons the unique column's dictionary, the later ones write it plain from the start,
+    /// and every value reads back.
+    #[tokio::test]
+    async fn a_rolling_writer_writes_plain_what_its_first_file_abandoned() {
+        use crate::delta::schema::StructType;
+        use crate::delta::snapshot::Snapshot;
+        use crate::storage::data_writer::{DataWriter, WriterConfig};
+        use crate::storage::location::Table;
+        use object_store::ObjectStoreExt;
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+
+        let schema = StructType::parse(
+            r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},
+            {"name":"user","type":"string","nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap();
+        let (protocol, metadata) = crate::delta::create::new_table(schema, &[], &Default::default()).unwrap();
+        let snapshot = Snapshot::for_new_table(protocol, metadata).unwrap();
+        let table = Table::open("memory:///rolling", crate::storage::StorageOptions::default()).unwrap();
+        let config = WriterConfig { target_file_size: 2 << 20, ..WriterConfig::for_snapshot(&snapshot) };
+        let mut writer = DataWriter::new(&table, &snapshot, config).unwrap();
+        let n = 1_200_000i64;
+        for s in (0..n).step_by(4096) {
+            let rows = s..(s + 4096).min(n);
+            let b = batch(vec![
+                ("id", Arc::new(Int64Array::from_iter_values(rows.clone().map(|i| i * 7919))) as ArrayRef),
+                ("user", Arc::new(StringArray::from_iter_values(rows.map(|i| format!("usér-{}", i % 997))))),
+            ]);
+            writer.write(&b).await.unwrap();
+        }
+        let adds = writer.finish().await.unwrap();
+        assert!(adds.len() >= 2, "{:?}", adds.iter().map(|a| a.size).collect::<Vec<_>>());
+        let mut ids = Vec::new();
+        let mut id_dictionaries = Vec::new();
+        for add in &adds {
+            let bytes = table.store.get(&table.relative_path(&add.path)).await.unwrap().bytes().await.unwrap();
+            let reader = SerializedFileReader::new(bytes).unwrap();
+            let chunks: Vec<_> = reader.metadata().row_groups().iter().map(|rg| rg.column(0).clone()).collect();
+            id_dictionaries.push(chunks.iter().any(|c| c.dictionary_page_offset().is_some()));
+            let user_chunks = reader.metadata().row_groups().iter().map(|rg| rg.column(1).dictionary_page_offset());
+            assert!(user_chunks.into_iter().all(|d| d.is_some()), "the repeating column keeps its dictionary");
+            let abandoned = abandoned_dictionaries(reader.metadata());
+            assert!(abandoned.iter().all(|c| c.string() == "id"), "{abandoned:?}");
+            for row in reader.get_row_iter(None).unwrap() {
+                ids.push(parquet::record::RowAccessor::get_long(&row.unwrap(), 0).unwrap());
+            }
+        }
+        assert!(id_dictionaries[0], "the first file starts with a dictionary");
+        assert!(id_dictionaries[1..].iter().all(|d| !d), "later files write the id plain: {id_dictionaries:?}");
+        assert_eq!(ids, (0..n).map(|i| i * 7919).collect::<Vec<_>>());
     }
 }
