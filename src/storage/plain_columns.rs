@@ -20,8 +20,8 @@
 //!   sample; one repeat keeps the dictionary.
 //! - A writer that rolls to a new file also writes plain the columns whose dictionary its
 //!   closed files abandoned (a dictionary page followed by data pages of another encoding:
-//!   [`abandoned_dictionaries`]), so streamed writes (compaction, `deltabus write`) pay for
-//!   the abandoned dictionary once, not in every file.
+//!   [`abandoned_dictionaries`]), so a streamed write (`deltabus write`) pays for the
+//!   abandoned dictionary once, not in every file.
 //! - The choice changes how values are encoded, never which values are written: any reader
 //!   reads both encodings.
 
