@@ -158,11 +158,17 @@ impl Table {
             let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
             crate::failpoint::hit("commit.before_put");
             ATTEMPTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // Kept when a checkpoint falls due at this version: the snapshot it needs is the
+            // read snapshot advanced by exactly these bytes.
+            let kept = checkpoint_due(snapshot, version).then(|| bytes.clone());
             let put = self.store.put_opts(&path, PutPayload::from(bytes), opts).await;
             crate::failpoint::hit("commit.after_put");
             let mut exists = false;
             match put {
-                Ok(_) => return Ok(self.landed(snapshot, txn, version, attempt, false).await),
+                Ok(_) => {
+                    let written = kept.and_then(|b| crate::delta::actions::parse_commit(&b, path.as_ref()).ok());
+                    return Ok(self.landed(snapshot, txn, version, attempt, written).await);
+                }
                 Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
                     exists = true;
                 }
@@ -200,7 +206,8 @@ impl Table {
                     Err(e) => return Err(unknown_if_pending(pending, e)),
                 };
                 if txn.is_own_commit(&winner) {
-                    return Ok(self.landed(snapshot, txn, version, attempt, true).await);
+                    tracing::info!(version, operation = %txn.operation, "commit.recognised: our commit landed though its answer was lost");
+                    return Ok(self.landed(snapshot, txn, version, attempt, Some(winner)).await);
                 }
                 // Another writer's commit holds this version: ours cannot land there.
                 pending = None;
@@ -238,23 +245,20 @@ impl Table {
         })
     }
 
-    /// The commit is in the log as `version`: checkpoint when due, report it.
+    /// The commit is in the log as `version` (`written`: its actions as in the log, when
+    /// known): checkpoint when due, report it.
     async fn landed(
         &self,
         snapshot: Option<&Snapshot>,
         txn: &Transaction,
         version: u64,
         attempt: u32,
-        recognised: bool,
+        written: Option<Vec<Action>>,
     ) -> CommitOutcome {
-        if recognised {
-            tracing::info!(version, operation = %txn.operation, "commit.recognised: our commit landed though its answer was lost");
-        } else {
-            tracing::debug!(version, attempt, operation = %txn.operation, "commit.landed");
-        }
+        tracing::debug!(version, attempt, operation = %txn.operation, "commit.landed");
         LANDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         crate::failpoint::hit("commit.before_checkpoint");
-        self.maybe_checkpoint(snapshot, version).await;
+        self.maybe_checkpoint(snapshot, version, written).await;
         crate::failpoint::hit("commit.before_uniform");
         self.maybe_uniform(snapshot, txn, version).await;
         CommitOutcome::Committed { version }
@@ -305,13 +309,25 @@ impl Table {
         }
     }
 
-    async fn maybe_checkpoint(&self, snapshot: Option<&Snapshot>, version: u64) {
-        let interval = snapshot.map_or(10, |s| s.properties.checkpoint_interval);
-        if version == 0 || version % interval != 0 {
+    /// Writes the checkpoint of `version` when one is due. Its state is the read snapshot
+    /// advanced by the commit's own actions (`written`) when the commit directly follows it,
+    /// else read from the log (other commits came between).
+    async fn maybe_checkpoint(&self, snapshot: Option<&Snapshot>, version: u64, written: Option<Vec<Action>>) {
+        if !checkpoint_due(snapshot, version) {
             return;
         }
         let result = async {
-            let s = self.snapshot(Some(version)).await?;
+            let advanced = match (snapshot, written) {
+                (Some(read), Some(actions)) if read.version + 1 == version => {
+                    let mut s = read.clone();
+                    s.apply_commit(version, actions, &crate::delta::log_segment::commit_name(version)).ok().map(|()| s)
+                }
+                _ => None,
+            };
+            let s = match advanced {
+                Some(s) => s,
+                None => self.snapshot(Some(version)).await?,
+            };
             self.write_checkpoint(&s).await
         }
         .await;
@@ -319,4 +335,11 @@ impl Table {
             tracing::warn!(version, error = %e, "checkpoint.failed: the commit stands; a later commit retries");
         }
     }
+}
+
+/// Whether a commit at `version` on `snapshot`'s table is due a checkpoint
+/// (`delta.checkpointInterval`, 10 by default; never at version 0).
+fn checkpoint_due(snapshot: Option<&Snapshot>, version: u64) -> bool {
+    let interval = snapshot.map_or(10, |s| s.properties.checkpoint_interval);
+    version != 0 && interval != 0 && version % interval == 0
 }
