@@ -155,8 +155,13 @@ mod tests {
     use std::sync::Arc;
 
     use arrow::array::{ArrayRef, BooleanArray, Int64Array, StringArray};
+    use parquet::file::reader::SerializedFileReader;
 
     use super::*;
+    use crate::delta::schema::StructType;
+    use crate::delta::snapshot::Snapshot;
+    use crate::storage::data_writer::{DataWriter, WriterConfig};
+    use crate::storage::location::Table;
 
     fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
         RecordBatch::try_from_iter(columns).unwrap()
@@ -164,6 +169,26 @@ mod tests {
 
     fn chosen(b: &RecordBatch) -> Vec<String> {
         plain_columns(&[b])
+    }
+
+    /// A new table in memory at `url` of columns `id long, user string`, with `properties`.
+    fn id_user_table(url: &str, properties: &[(&str, &str)]) -> (Table, Snapshot) {
+        let schema = StructType::parse(
+            r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},
+            {"name":"user","type":"string","nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap();
+        let props = properties.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let (protocol, metadata) = crate::delta::create::new_table(schema, &[], &props).unwrap();
+        let table = Table::open(url, crate::storage::StorageOptions::default()).unwrap();
+        (table, Snapshot::for_new_table(protocol, metadata).unwrap())
+    }
+
+    /// The Parquet reader of a file the table holds.
+    async fn read_back(table: &Table, path: &str) -> SerializedFileReader<bytes::Bytes> {
+        use object_store::ObjectStoreExt;
+        let bytes = table.store.get(&table.relative_path(path)).await.unwrap().bytes().await.unwrap();
+        SerializedFileReader::new(bytes).unwrap()
     }
 
     #[test]
@@ -209,23 +234,10 @@ mod tests {
     /// one's do, and every value reads back.
     #[tokio::test]
     async fn write_all_writes_unique_columns_plain_and_every_value_reads_back() {
-        use crate::delta::schema::StructType;
-        use crate::delta::snapshot::Snapshot;
-        use crate::storage::data_writer::{DataWriter, WriterConfig};
-        use crate::storage::location::Table;
-        use object_store::ObjectStoreExt;
-        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::file::reader::FileReader;
         use parquet::record::RowAccessor;
 
-        let schema = StructType::parse(
-            r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},
-            {"name":"user","type":"string","nullable":true,"metadata":{}}]}"#,
-        )
-        .unwrap();
-        let props = [("delta.columnMapping.mode".to_string(), "name".to_string())].into();
-        let (protocol, metadata) = crate::delta::create::new_table(schema, &[], &props).unwrap();
-        let snapshot = Snapshot::for_new_table(protocol, metadata).unwrap();
-        let table = Table::open("memory:///plain", crate::storage::StorageOptions::default()).unwrap();
+        let (table, snapshot) = id_user_table("memory:///plain", &[("delta.columnMapping.mode", "name")]);
         let n = 200_000i64;
         let polls: Vec<RecordBatch> = (0..n)
             .step_by(4096)
@@ -240,9 +252,7 @@ mod tests {
         let writer = DataWriter::new(&table, &snapshot, WriterConfig::for_snapshot(&snapshot)).unwrap();
         let adds = writer.write_all(&polls).await.unwrap();
         assert_eq!(adds.len(), 1);
-        let path = table.relative_path(&adds[0].path);
-        let bytes = table.store.get(&path).await.unwrap().bytes().await.unwrap();
-        let reader = SerializedFileReader::new(bytes).unwrap();
+        let reader = read_back(&table, &adds[0].path).await;
         let meta = reader.metadata();
         let mut dictionaries = std::collections::BTreeMap::new();
         for rg in meta.row_groups() {
@@ -268,21 +278,9 @@ mod tests {
     /// and every value reads back.
     #[tokio::test]
     async fn a_rolling_writer_writes_plain_what_its_first_file_abandoned() {
-        use crate::delta::schema::StructType;
-        use crate::delta::snapshot::Snapshot;
-        use crate::storage::data_writer::{DataWriter, WriterConfig};
-        use crate::storage::location::Table;
-        use object_store::ObjectStoreExt;
-        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::file::reader::FileReader;
 
-        let schema = StructType::parse(
-            r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},
-            {"name":"user","type":"string","nullable":true,"metadata":{}}]}"#,
-        )
-        .unwrap();
-        let (protocol, metadata) = crate::delta::create::new_table(schema, &[], &Default::default()).unwrap();
-        let snapshot = Snapshot::for_new_table(protocol, metadata).unwrap();
-        let table = Table::open("memory:///rolling", crate::storage::StorageOptions::default()).unwrap();
+        let (table, snapshot) = id_user_table("memory:///rolling", &[]);
         let config = WriterConfig { target_file_size: 2 << 20, ..WriterConfig::for_snapshot(&snapshot) };
         let mut writer = DataWriter::new(&table, &snapshot, config).unwrap();
         let n = 1_200_000i64;
@@ -299,8 +297,7 @@ mod tests {
         let mut ids = Vec::new();
         let mut id_dictionaries = Vec::new();
         for add in &adds {
-            let bytes = table.store.get(&table.relative_path(&add.path)).await.unwrap().bytes().await.unwrap();
-            let reader = SerializedFileReader::new(bytes).unwrap();
+            let reader = read_back(&table, &add.path).await;
             let chunks: Vec<_> = reader.metadata().row_groups().iter().map(|rg| rg.column(0).clone()).collect();
             id_dictionaries.push(chunks.iter().any(|c| c.dictionary_page_offset().is_some()));
             let user_chunks = reader.metadata().row_groups().iter().map(|rg| rg.column(1).dictionary_page_offset());
