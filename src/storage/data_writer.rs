@@ -4,9 +4,9 @@
 //! partition has one open file that rolls at the target size. Files use physical column names
 //! (and field ids under column mapping), contain partition columns only under icebergCompatV2, are named
 //! `part-<n>-<uuid>-c000.<codec>.parquet`, and carry statistics computed from the batches as
-//! they are written; columns of unique values skip the dictionary (`plain_columns`). Generated columns (`delta.generationExpression`) are computed before the
-//! split, so derived partitions (`date(ts)`) are filled. Nothing is committed here: the caller
-//! commits the adds.
+//! they are written; columns of unique values skip the dictionary (`plain_columns`).
+//! Generated columns (`delta.generationExpression`) are computed before the split, so derived
+//! partitions (`date(ts)`) are filled. Nothing is committed here: the caller commits the adds.
 
 use std::collections::HashMap;
 use std::sync::Arc;
