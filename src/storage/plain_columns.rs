@@ -47,11 +47,14 @@ pub(crate) fn plain_columns(batches: &[&RecordBatch]) -> Vec<String> {
         .iter()
         .enumerate()
         .filter(|(i, f)| {
+            if !judged(f.data_type()) {
+                return false;
+            }
             let columns: Option<Vec<&dyn Array>> = batches
                 .iter()
                 .map(|b| b.columns().get(*i).filter(|c| c.data_type() == f.data_type()).map(|c| c.as_ref()))
                 .collect();
-            judged(f.data_type()) && columns.is_some_and(|c| mostly_distinct(&c))
+            columns.is_some_and(|c| unique_past_a_dictionary(&c))
         })
         .map(|(_, f)| f.name().clone())
         .collect()
@@ -89,7 +92,7 @@ fn judged(t: &DataType) -> bool {
 
 /// Whether a pseudo-random sample of the arrays' non-null values (the arrays one after
 /// another) holds no value twice and the arrays alone would fill a dictionary page.
-fn mostly_distinct(arrays: &[&dyn Array]) -> bool {
+fn unique_past_a_dictionary(arrays: &[&dyn Array]) -> bool {
     let present: usize = arrays.iter().map(|a| a.len() - a.null_count()).sum();
     let starts: Vec<usize> = arrays
         .iter()
