@@ -436,9 +436,16 @@ fn evolution_on_column_mapped_tables_reads_the_same_everywhere() {
 /// A checkpoint written from the committing writer's own state (its read snapshot advanced by
 /// its commit, not the log read again) holds what replaying the commits gives: the same files,
 /// transaction versions, schema and properties, with removes, a schema change and several
-/// app ids on the way.
+/// app ids on the way; also when the PUT of the checkpoint's commit lands and its answer is
+/// lost (the commit read back, as `AlreadyExists` or as a timeout).
 #[test]
 fn a_checkpoint_holds_what_replaying_the_log_gives() {
+    for lose in [None, Some("lose"), Some("lose-timeout")] {
+        checkpoint_against_replay(lose);
+    }
+}
+
+fn checkpoint_against_replay(lose: Option<&str>) {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
     let t = table.to_str().unwrap();
@@ -462,7 +469,27 @@ fn a_checkpoint_holds_what_replaying_the_log_gives() {
         if v == 7 {
             args.push("--merge-schema");
         }
-        assert_eq!(ok_json(&write(&table, &args, &rows))["version"], v);
+        let out = match lose {
+            Some(how) if v == 10 => {
+                let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+                    .arg("write")
+                    .arg(&table)
+                    .args(&args)
+                    .env("DELTABUS_FAULTS", format!("rate=0,{how}=00000000000000000010.json"))
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                child.stdin.take().unwrap().write_all(rows.as_bytes()).unwrap();
+                let out = child.wait_with_output().unwrap();
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(err.contains("1 lost answers"), "{how}: the answer was lost: {err}");
+                out
+            }
+            _ => write(&table, &args, &rows),
+        };
+        assert_eq!(ok_json(&out)["version"], v, "{lose:?}");
     }
     let checkpoint = table.join("_delta_log/00000000000000000010.checkpoint.parquet");
     assert!(checkpoint.exists(), "checkpoint at the interval");
@@ -479,7 +506,7 @@ fn a_checkpoint_holds_what_replaying_the_log_gives() {
     std::fs::remove_file(&checkpoint).unwrap();
     std::fs::remove_file(table.join("_delta_log/_last_checkpoint")).unwrap();
     let replayed = state();
-    assert_eq!(through_checkpoint, replayed);
+    assert_eq!(through_checkpoint, replayed, "{lose:?}");
     assert_eq!(replayed.1["txns"], serde_json::json!({"app-0": 6, "app-1": 10, "app-2": 8}));
     assert_eq!(replayed.2.len(), 90 - 50, "rows below 60 deleted");
 }
