@@ -71,6 +71,7 @@ internal_mods!(
 );
 
 pub use error::{Error, ErrorKind, Result};
+pub use serve::budget::memory_tight;
 
 /// The engine name written into `commitInfo.engineInfo`.
 pub const ENGINE_INFO: &str = concat!("deltabus/", env!("CARGO_PKG_VERSION"));

@@ -32,7 +32,7 @@ fn small_pages() {
 /// ones that allocated them, and with the delay each of those threads kept what it had freed
 /// until it next allocated. `MIMALLOC_PURGE_DELAY` in the environment, when set, is left to
 /// mimalloc.
-#[allow(unsafe_code)] // The only unsafe code: the library forbids it.
+#[allow(unsafe_code)] // The binary's only unsafe code (with the next): the library forbids it.
 fn return_memory_promptly() {
     /// `mi_option_purge_delay` in the bundled mimalloc's (v3) `mi_option_t`.
     const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
@@ -41,6 +41,19 @@ fn return_memory_promptly() {
     }
     // SAFETY: setting an option is an atomic store; any value is valid for this option.
     unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 0) };
+}
+
+/// Run by each runtime thread as it goes idle: while a server's requests hold more than half of
+/// its `server.max_buffered`, the thread hands back the pages it kept whose blocks other
+/// threads freed (mimalloc keeps them per thread until that thread allocates again). Under
+/// overload this keeps the server within its bound; always doing it costs 5–15% more CPU a
+/// row (see BENCHMARKS.md, `kafka_produce`).
+#[allow(unsafe_code)] // See `return_memory_promptly`.
+fn return_freed_memory_when_tight() {
+    if deltabus::memory_tight() {
+        // SAFETY: collects the calling thread's own heap; no pointer is passed.
+        unsafe { libmimalloc_sys::mi_collect(false) };
+    }
 }
 
 /// One line to stderr; a closed stderr (`cmd 2>&1 | head`) is ignored, never a panic.
@@ -86,7 +99,9 @@ fn main() -> ExitCode {
     if cli.command.serves_http(&config) {
         return_memory_promptly();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.on_thread_park(return_freed_memory_when_tight);
+    let runtime = match runtime.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             say!("error: cannot start the async runtime: {e}");

@@ -8,7 +8,8 @@
 //!   answers each after its commit; [`latest`]: the table as the server knows it, read fresh
 //!   for every answer about a position; [`attendance`] [sync]: when a group may close before its
 //!   window ends; [`dead_letters`]: bad lines a request sends there.
-//! - [`routes`]: the endpoints; [`listener`]: HTTP/1.1 and HTTP/2, TLS, graceful stop.
+//! - [`budget`]: the room requests in flight take of `server.max_buffered`; [`routes`]: the
+//!   endpoints; [`listener`]: HTTP/1.1 and HTTP/2, TLS, graceful stop.
 //!
 //! Exactly once: a request with `Producer-Id: P` and `Producer-Sequence: n` lands in the same
 //! commit as `txn(appId = "deltabus-push:P", version = n)`, and only when the table's version
@@ -18,6 +19,7 @@
 
 internal_mods!(attendance);
 internal_mods!(body);
+internal_mods!(budget);
 internal_mods!(dead_letters);
 internal_mods!(decoders);
 internal_mods!(group);
@@ -33,7 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use self::group::GroupCommitter;
@@ -123,12 +125,11 @@ pub(crate) async fn start(
     let socket = listener::bind(config.listen).await?;
     let local_addr = socket.local_addr()?;
     let (read_timeout, max_buffered) = (config.read_timeout, config.max_buffered);
-    let permits = usize::try_from(max_buffered).unwrap_or(usize::MAX).min(Semaphore::MAX_PERMITS);
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
     let state = Arc::new(AppState {
         config,
         tables,
-        buffered: Arc::new(Semaphore::new(permits)),
+        buffered: budget::Budget::new(max_buffered),
         decoders: decoders::Decoders::start(cores)?,
         metrics,
     });

@@ -21,7 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot};
 
 use super::body::{self, BadLines, Refusal};
 use super::group::{Outcome, Pending};
@@ -52,7 +52,7 @@ pub(crate) struct TableHandle {
 pub(crate) struct AppState {
     pub config: ResolvedServer,
     pub tables: std::collections::BTreeMap<String, TableHandle>,
-    pub buffered: Arc<Semaphore>,
+    pub buffered: Arc<super::budget::Budget>,
     /// The decoding threads, one per core.
     pub decoders: super::decoders::Decoders,
     pub metrics: Arc<Metrics>,
@@ -235,7 +235,7 @@ async fn records(
     // Room for the body and its rows, or 429: memory stays within server.max_buffered.
     let hold = length.unwrap_or(max_body as u64).saturating_mul(crate::config::server::HOLD_FACTOR).max(1);
     let permits = u32::try_from(hold).unwrap_or(u32::MAX);
-    let Ok(_permit) = state.buffered.clone().try_acquire_many_owned(permits) else {
+    let Some(_permit) = state.buffered.try_take(u64::from(permits)) else {
         m.rejected("overloaded");
         return retry_after(StatusCode::TOO_MANY_REQUESTS, "over capacity: too many bytes in flight", 1);
     };

@@ -14,14 +14,15 @@
 //!   its later requests back, as a broker that mutes a connection does.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::Decodable;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::serve::budget::Budget;
 
 use crate::config::server::HOLD_FACTOR;
 
@@ -56,7 +57,7 @@ pub(crate) struct Frame {
 pub(crate) async fn read<R: AsyncRead + Unpin>(
     rd: &mut R,
     max: usize,
-    budget: &Arc<Semaphore>,
+    budget: &Budget,
     authenticated: &AtomicBool,
 ) -> Result<Option<Frame>, String> {
     let mut size = [0u8; 4];
@@ -77,14 +78,14 @@ pub(crate) async fn read<R: AsyncRead + Unpin>(
     let head = &mut head[..len.min(PREFIX)];
     rd.read_exact(head).await.map_err(|e| format!("reading a frame of {len} bytes: {e}"))?;
     let timeout = if authenticated.load(Ordering::Acquire) { produce_timeout(head) } else { None };
-    let permits = |factor: u64| u32::try_from((len as u64).saturating_mul(factor)).unwrap_or(u32::MAX);
+    let permits = |factor: u64| (len as u64).saturating_mul(factor);
     let stopping = |_| "the server is stopping".to_string();
     let (room, held) = match timeout {
-        Some(timeout) => match tokio::time::timeout(timeout, budget.clone().acquire_many_owned(permits(HOLD_FACTOR))).await {
+        Some(timeout) => match tokio::time::timeout(timeout, budget.take(permits(HOLD_FACTOR))).await {
             Ok(room) => (room.map_err(stopping)?, Held::Records),
-            Err(_) => (budget.clone().acquire_many_owned(permits(1)).await.map_err(stopping)?, Held::TimedOut),
+            Err(_) => (budget.take(permits(1)).await.map_err(stopping)?, Held::TimedOut),
         },
-        None => (budget.clone().acquire_many_owned(permits(1)).await.map_err(stopping)?, Held::Frame),
+        None => (budget.take(permits(1)).await.map_err(stopping)?, Held::Frame),
     };
     let mut buf = BytesMut::with_capacity(len);
     buf.extend_from_slice(head);
@@ -201,11 +202,11 @@ mod tests {
         wire.extend_from_slice(&bytes);
         let yes = AtomicBool::new(true);
         // Room for six times the frame: its records' room is taken with it.
-        let budget = Arc::new(Semaphore::new(bytes.len() * 6));
+        let budget = Budget::new(bytes.len() as u64 * 6);
         let f = read(&mut wire.as_slice(), 1 << 20, &budget, &yes).await.unwrap().unwrap();
         assert_eq!((f.held, f.room.num_permits(), &f.bytes[..]), (Held::Records, bytes.len() * 6, &bytes[..]));
         // Room for less: it waits its 50 ms, then is read with room for its bytes.
-        let budget = Arc::new(Semaphore::new(bytes.len() * 2));
+        let budget = Budget::new(bytes.len() as u64 * 2);
         let f = read(&mut wire.as_slice(), 1 << 20, &budget, &yes).await.unwrap().unwrap();
         assert_eq!((f.held, f.room.num_permits()), (Held::TimedOut, bytes.len()));
         // Before authentication: its bytes only.

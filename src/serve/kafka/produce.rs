@@ -193,8 +193,7 @@ async fn room(
     deadline: tokio::time::Instant,
     metrics: &crate::metrics::kafka::KafkaMetrics,
 ) -> Result<tokio::sync::OwnedSemaphorePermit, Failure> {
-    let permits = u32::try_from(bytes).unwrap_or(u32::MAX);
-    match tokio::time::timeout_at(deadline, shared.state.buffered.clone().acquire_many_owned(permits)).await {
+    match tokio::time::timeout_at(deadline, shared.state.buffered.take(bytes)).await {
         Ok(Ok(permit)) => Ok(permit),
         _ => {
             metrics.refused("overloaded");
