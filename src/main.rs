@@ -27,30 +27,53 @@ fn small_pages() {
     }
 }
 
-/// A push server also returns freed memory to the system at once: mimalloc's purge delay goes
-/// to 0 instead of a second. Requests of megabytes each are freed by other threads than the
-/// ones that allocated them, and with the delay each of those threads kept what it had freed
-/// until it next allocated. `MIMALLOC_PURGE_DELAY` in the environment, when set, is left to
-/// mimalloc.
+/// mimalloc's purge delay (`mi_option_purge_delay` in the bundled v3 `mi_option_t`): how long
+/// freed memory stays mapped before it is returned to the system.
+const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+/// A server's purge delay while its requests hold less than half of `server.max_buffered`
+/// (ms). Returning freed memory at once cost 5–10% more server CPU a row in faulting the same
+/// pages in again (see BENCHMARKS.md, `kafka_produce`).
+const RELAXED_PURGE_MS: i64 = 100;
+/// Whether the runtime threads set the purge delay as the room held says (a server whose
+/// environment does not set `MIMALLOC_PURGE_DELAY`).
+static FOLLOW_ROOM: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The purge delay last set (ms).
+static PURGE_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1000);
+
+/// A push server returns freed memory to the system within 100 ms instead of mimalloc's
+/// second, and at once while its requests hold more than half of `server.max_buffered`.
+/// Requests of megabytes each are freed by other threads than the ones that allocated them,
+/// and with the delay each of those threads kept what it had freed until it next allocated.
+/// `MIMALLOC_PURGE_DELAY` in the environment, when set, is left to mimalloc.
 #[allow(unsafe_code)] // The binary's only unsafe code (with the next): the library forbids it.
 fn return_memory_promptly() {
-    /// `mi_option_purge_delay` in the bundled mimalloc's (v3) `mi_option_t`.
-    const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
         return;
     }
+    FOLLOW_ROOM.store(true, std::sync::atomic::Ordering::Relaxed);
+    PURGE_MS.store(RELAXED_PURGE_MS, std::sync::atomic::Ordering::Relaxed);
     // SAFETY: setting an option is an atomic store; any value is valid for this option.
-    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 0) };
+    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, RELAXED_PURGE_MS as std::os::raw::c_long) };
 }
 
-/// Run by each runtime thread as it goes idle: while a server's requests hold more than half of
-/// its `server.max_buffered`, the thread hands back the pages it kept whose blocks other
-/// threads freed (mimalloc keeps them per thread until that thread allocates again). Under
-/// overload this keeps the server within its bound; always doing it costs 5–15% more CPU a
-/// row (see BENCHMARKS.md, `kafka_produce`).
+/// Run by each runtime thread as it goes idle. While a server's requests hold more than half of
+/// its `server.max_buffered`, freed memory is returned at once and the thread hands back the
+/// pages it kept whose blocks other threads freed (mimalloc keeps them per thread until that
+/// thread allocates again); below half, the purge delay goes back to 100 ms. Under overload
+/// this keeps the server within its bound; doing it always costs 5–15% more CPU a row (see
+/// BENCHMARKS.md, `kafka_produce`).
 #[allow(unsafe_code)] // See `return_memory_promptly`.
 fn return_freed_memory_when_tight() {
-    if deltabus::memory_tight() {
+    use std::sync::atomic::Ordering;
+    let tight = deltabus::memory_tight();
+    if FOLLOW_ROOM.load(Ordering::Relaxed) {
+        let want = if tight { 0 } else { RELAXED_PURGE_MS };
+        if PURGE_MS.swap(want, Ordering::Relaxed) != want {
+            // SAFETY: setting an option is an atomic store; any value is valid for this option.
+            unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, want as std::os::raw::c_long) };
+        }
+    }
+    if tight {
         // SAFETY: collects the calling thread's own heap; no pointer is passed.
         unsafe { libmimalloc_sys::mi_collect(false) };
     }
