@@ -471,18 +471,8 @@ fn checkpoint_against_replay(lose: Option<&str>) {
         }
         let out = match lose {
             Some(how) if v == 10 => {
-                let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
-                    .arg("write")
-                    .arg(&table)
-                    .args(&args)
-                    .env("DELTABUS_FAULTS", format!("rate=0,{how}=00000000000000000010.json"))
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                child.stdin.take().unwrap().write_all(rows.as_bytes()).unwrap();
-                let out = child.wait_with_output().unwrap();
+                let faults = format!("rate=0,{how}=00000000000000000010.json");
+                let out = crate::support::write_jsonl_with_env(&table, &args, &rows, &[("DELTABUS_FAULTS", &faults)]);
                 let err = String::from_utf8_lossy(&out.stderr);
                 assert!(err.contains("1 lost answers"), "{how}: the answer was lost: {err}");
                 out

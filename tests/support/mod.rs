@@ -68,12 +68,18 @@ pub fn assert_clean_failure(out: &Output, what: &str) {
 
 /// Runs `deltabus write <table> <args>` with `input` on stdin.
 pub fn write_jsonl(table: &std::path::Path, args: &[&str], input: &str) -> Output {
+    write_jsonl_with_env(table, args, input, &[])
+}
+
+/// [`write_jsonl`] with `env` set for the process (`DELTABUS_FAULTS`, for instance).
+pub fn write_jsonl_with_env(table: &std::path::Path, args: &[&str], input: &str, env: &[(&str, &str)]) -> Output {
     use std::io::Write as _;
     use std::process::Stdio;
     let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
         .arg("write")
         .arg(table)
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
