@@ -5,12 +5,13 @@
 //!   it until it is answered (push: [`HOLD_FACTOR`](crate::config::server::HOLD_FACTOR) times
 //!   its body; Kafka: see `kafka::frame`).
 //! - [`memory_tight`] is true from when a server grants room that leaves less than half of
-//!   its `max_buffered` free, until one grants room that leaves at least half. The binary's
-//!   runtime threads then hand the memory they have freed back to the system each time they
-//!   go idle: the allocator otherwise keeps, per thread, pages whose blocks other threads
-//!   freed, which put a server under overload 6–15 MiB past its bound. Doing it always
-//!   costs about 5% more CPU a row (10–15% for push) in faulting the pages in again, so it
-//!   is done only when the bound is near.
+//!   its `max_buffered` free, until one grants room that leaves at least half. While it is,
+//!   the binary returns freed memory to the system at once (else within 100 ms), and its
+//!   runtime threads hand back, each time they go idle, the pages they kept whose blocks other
+//!   threads freed (the allocator keeps them per thread until the thread allocates again),
+//!   which put a server under overload 6–15 MiB past its bound. Doing both always costs
+//!   5–10% more server CPU a row in faulting the pages in again, so they are done only when
+//!   the bound is near.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

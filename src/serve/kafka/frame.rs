@@ -22,9 +22,8 @@ use kafka_protocol::protocol::Decodable;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::serve::budget::Budget;
-
 use crate::config::server::HOLD_FACTOR;
+use crate::serve::budget::Budget;
 
 /// Bytes of a frame read before its room is taken: enough for a Produce request's header,
 /// transactional id, acks and timeout, unless its client id is very long.
