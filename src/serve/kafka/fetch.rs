@@ -15,6 +15,9 @@
 //!   empty feed.
 //! - ListOffsets: latest (-1) is the end of the feed, earliest (-2) its start, a timestamp the
 //!   first commit at or after it (-1 when none is).
+//! - A fetch's partitions are read concurrently, each on its own task, when their limits
+//!   together fit in the request's `max_bytes` (the usual case: a megabyte each of 50 MiB);
+//!   otherwise one after another. Either way the answer keeps the limits above.
 //! - Fetch sessions are not kept (session id 0): every fetch names its partitions.
 
 use std::sync::Arc;
@@ -58,50 +61,36 @@ fn partition_error(index: i32, e: ResponseError) -> PartitionData {
         .with_preferred_read_replica(BrokerId(-1))
 }
 
-async fn fetch(shared: &Shared, request_version: i16, request: FetchRequest) -> FetchResponse {
+async fn fetch(shared: &Arc<Shared>, request_version: i16, request: FetchRequest) -> FetchResponse {
     let deadline =
         tokio::time::Instant::now() + Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0).min(30_000));
-    let mut budget = usize::try_from(request.max_bytes).unwrap_or(0).max(1);
+    let max_bytes = usize::try_from(request.max_bytes).unwrap_or(0).max(1);
     loop {
-        let mut any = false;
-        // Only the first partition with records may exceed the limits (one batch).
-        let mut may_exceed = true;
-        let mut responses = Vec::with_capacity(request.topics.len());
+        let mut slots = Vec::with_capacity(request.topics.len());
         for topic in &request.topics {
+            slots.push(plan(shared, &topic.topic.0, &topic.partitions, max_bytes).await);
+        }
+        let reads: Vec<&Slot> = slots.iter().flatten().filter(|s| matches!(s, Slot::Read { .. })).collect();
+        let limits: usize = reads.iter().map(|s| if let Slot::Read { limit, .. } = s { *limit } else { 0 }).sum();
+        let answers = if reads.len() > 1 && limits <= max_bytes {
+            concurrently(shared, slots, max_bytes, request_version).await
+        } else {
+            in_turn(shared, slots, max_bytes, request_version).await
+        };
+        let mut any = false;
+        let mut responses = Vec::with_capacity(request.topics.len());
+        for (topic, partitions) in request.topics.iter().zip(answers) {
             let name = topic.topic.0.to_string();
-            let mut partitions = Vec::with_capacity(topic.partitions.len());
-            // The feed's bounds, listed once for all of the topic's partitions.
-            let mut bounds = None;
-            for p in &topic.partitions {
-                let room = Room { limit: usize::try_from(p.partition_max_bytes).unwrap_or(0).min(budget), may_exceed };
-                let data = match shared.feeds.get(&name) {
-                    None => partition_error(p.partition, ResponseError::UnknownTopicOrPartition),
-                    Some(_) if u32::try_from(p.partition).map_or(true, |i| i >= feed_partitions(shared, &name)) => {
-                        partition_error(p.partition, ResponseError::UnknownTopicOrPartition)
-                    }
-                    Some(feed) => {
-                        if bounds.is_none() {
-                            bounds = Some(feed.bounds().await.map_err(|e| e.to_string()));
-                        }
-                        let metrics = shared.state.metrics.kafka();
-                        let at = At { partition: p.partition, offset: p.fetch_offset };
-                        match bounds.as_ref() {
-                            Some(Ok(b)) => read(feed, &name, at, *b, room, request_version, metrics).await,
-                            Some(Err(e)) => {
-                                tracing::info!(topic = %name, error = %e, "kafka.fetch_failed");
-                                partition_error(p.partition, ResponseError::KafkaStorageError)
-                            }
-                            None => partition_error(p.partition, ResponseError::KafkaStorageError),
-                        }
-                    }
-                };
-                let got = data.records.as_ref().map_or(0, Bytes::len);
-                any |= got > 0 || data.error_code != 0;
-                may_exceed &= got == 0;
-                budget = budget.saturating_sub(got);
-                partitions.push(data);
+            let metrics = shared.state.metrics.kafka();
+            let mut datas = Vec::with_capacity(partitions.len());
+            for a in partitions {
+                any |= a.data.records.as_ref().is_some_and(|r| !r.is_empty()) || a.data.error_code != 0;
+                if let Some((records, lag)) = a.read {
+                    metrics.fetched(&name, records, lag);
+                }
+                datas.push(a.data);
             }
-            responses.push(FetchableTopicResponse::default().with_topic(topic.topic.clone()).with_partitions(partitions));
+            responses.push(FetchableTopicResponse::default().with_topic(topic.topic.clone()).with_partitions(datas));
         }
         if any || tokio::time::Instant::now() >= deadline {
             return FetchResponse::default().with_responses(responses);
@@ -111,6 +100,149 @@ async fn fetch(shared: &Shared, request_version: i16, request: FetchRequest) -> 
             () = tokio::time::sleep_until(deadline) => {}
         }
     }
+}
+
+/// One partition of a fetch: answered already (an error), or to be read from `at` in the
+/// feed's `bounds`, at most `limit` bytes (its own limit within the request's).
+enum Slot {
+    Done(PartitionData),
+    Read { topic: Arc<str>, at: At, bounds: Option<(u64, u64)>, limit: usize },
+}
+
+/// A partition's answer, and for a read one, the records it answers and the commits left after
+/// them.
+struct Answer {
+    data: PartitionData,
+    read: Option<(u64, u64)>,
+}
+
+/// The slots of one topic's partitions (the feed's bounds listed once for all of them).
+async fn plan(
+    shared: &Shared,
+    topic: &str,
+    partitions: &[kafka_protocol::messages::fetch_request::FetchPartition],
+    max_bytes: usize,
+) -> Vec<Slot> {
+    let Some(feed) = shared.feeds.get(topic) else {
+        return partitions.iter().map(|p| Slot::Done(partition_error(p.partition, ResponseError::UnknownTopicOrPartition))).collect();
+    };
+    let count = feed_partitions(shared, topic);
+    let valid = |p: i32| u32::try_from(p).is_ok_and(|i| i < count);
+    let bounds = if partitions.iter().any(|p| valid(p.partition)) {
+        Some(feed.bounds().await.map_err(|e| {
+            tracing::info!(topic, error = %e, "kafka.fetch_failed");
+        }))
+    } else {
+        None
+    };
+    let name: Arc<str> = Arc::from(topic);
+    partitions
+        .iter()
+        .map(|p| match &bounds {
+            _ if !valid(p.partition) => Slot::Done(partition_error(p.partition, ResponseError::UnknownTopicOrPartition)),
+            Some(Ok(b)) => Slot::Read {
+                topic: name.clone(),
+                at: At { partition: p.partition, offset: p.fetch_offset },
+                bounds: *b,
+                limit: usize::try_from(p.partition_max_bytes).unwrap_or(0).min(max_bytes),
+            },
+            _ => Slot::Done(partition_error(p.partition, ResponseError::KafkaStorageError)),
+        })
+        .collect()
+}
+
+/// Reads the partitions one after another, each within what the ones before it left of
+/// `max_bytes`; only the first with records may exceed its limit (by one batch).
+async fn in_turn(shared: &Shared, slots: Vec<Vec<Slot>>, max_bytes: usize, version: i16) -> Vec<Vec<Answer>> {
+    let (mut budget, mut may_exceed) = (max_bytes, true);
+    let mut out = Vec::with_capacity(slots.len());
+    for topic in slots {
+        let mut answers = Vec::with_capacity(topic.len());
+        for slot in topic {
+            let answer = match slot {
+                Slot::Done(data) => Answer { data, read: None },
+                Slot::Read { topic, at, bounds, limit } => {
+                    let room = Room { limit: limit.min(budget), may_exceed };
+                    match shared.feeds.get(&*topic) {
+                        Some(feed) => {
+                            let (data, read) = read(feed, &topic, at, bounds, room, version).await;
+                            Answer { data, read }
+                        }
+                        None => Answer { data: partition_error(at.partition, ResponseError::UnknownTopicOrPartition), read: None },
+                    }
+                }
+            };
+            let got = answer.data.records.as_ref().map_or(0, Bytes::len);
+            may_exceed &= got == 0;
+            budget = budget.saturating_sub(got);
+            answers.push(answer);
+        }
+        out.push(answers);
+    }
+    out
+}
+
+/// A partition of a fetch being read at once with the others.
+enum Pending {
+    Done(Box<PartitionData>),
+    Reading { limit: usize, partition: i32, task: tokio::task::JoinHandle<Option<Read>> },
+}
+
+/// A partition's answer read from the feed, and the records and lag it counts (see [`read`]).
+type Read = (PartitionData, Option<(u64, u64)>);
+
+/// Reads the partitions at once, each on its own task (a fetch names every partition a
+/// consumer reads, and converting rows to records is most of its cost), when their limits
+/// together fit in `max_bytes`. Each may exceed its limit by one batch; in order, only the
+/// first with records keeps such an answer, and any answer that would take the fetch past
+/// `max_bytes` after it is answered empty (read again by the next fetch).
+async fn concurrently(shared: &Arc<Shared>, slots: Vec<Vec<Slot>>, max_bytes: usize, version: i16) -> Vec<Vec<Answer>> {
+    let tasks: Vec<Vec<_>> = slots
+        .into_iter()
+        .map(|topic| {
+            topic
+                .into_iter()
+                .map(|slot| match slot {
+                    Slot::Done(data) => Pending::Done(Box::new(data)),
+                    Slot::Read { topic, at, bounds, limit } => {
+                        let shared = shared.clone();
+                        let task = tokio::spawn(async move {
+                            let feed = shared.feeds.get(&*topic)?;
+                            Some(read(feed, &topic, at, bounds, Room { limit, may_exceed: true }, version).await)
+                        });
+                        Pending::Reading { limit, partition: at.partition, task }
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let (mut used, mut first) = (0, true);
+    let mut out = Vec::with_capacity(tasks.len());
+    for topic in tasks {
+        let mut answers = Vec::with_capacity(topic.len());
+        for task in topic {
+            let answer = match task {
+                Pending::Done(data) => Answer { data: *data, read: None },
+                Pending::Reading { limit, partition, task } => match task.await {
+                    Ok(Some((mut data, read))) => {
+                        let got = data.records.as_ref().map_or(0, Bytes::len);
+                        if got > 0 && !first && (got > limit || used + got > max_bytes) {
+                            data.records = Some(Bytes::new());
+                            Answer { data, read: None }
+                        } else {
+                            used += got;
+                            first &= got == 0;
+                            Answer { data, read }
+                        }
+                    }
+                    _ => Answer { data: partition_error(partition, ResponseError::KafkaStorageError), read: None },
+                },
+            };
+            answers.push(answer);
+        }
+        out.push(answers);
+    }
+    out
 }
 
 fn feed_partitions(shared: &Shared, topic: &str) -> u32 {
@@ -134,7 +266,8 @@ struct At {
 }
 
 /// One partition's answer from `offset`, within `room`, in the feed's `bounds` (first and
-/// latest version; `None`: no table yet).
+/// latest version; `None`: no table yet), and when it read the feed, the records it answers
+/// and the commits left after them.
 async fn read(
     feed: &Feed,
     topic: &str,
@@ -142,17 +275,17 @@ async fn read(
     bounds: Option<(u64, u64)>,
     Room { limit, may_exceed }: Room,
     version: i16,
-    metrics: &crate::metrics::kafka::KafkaMetrics,
-) -> PartitionData {
+) -> Read {
     let Some((first, latest)) = bounds else {
         // No table yet: an empty feed at 0.
         if offset != 0 {
-            return partition_error(partition, ResponseError::OffsetOutOfRange);
+            return (partition_error(partition, ResponseError::OffsetOutOfRange), None);
         }
-        return PartitionData::default()
+        let empty = PartitionData::default()
             .with_partition_index(partition)
             .with_preferred_read_replica(BrokerId(-1))
             .with_records(Some(Bytes::new()));
+        return (empty, None);
     };
     let end = offset_of(latest + 1, 0);
     let start = offset_of(first, 0);
@@ -164,7 +297,7 @@ async fn read(
         .with_aborted_transactions(Some(Vec::new()))
         .with_preferred_read_replica(BrokerId(-1));
     let Some((mut version, mut row)) = position_of(offset).filter(|_| offset >= start && offset <= end) else {
-        return partition_error(partition, ResponseError::OffsetOutOfRange);
+        return (partition_error(partition, ResponseError::OffsetOutOfRange), None);
     };
     // Sized for the answer (a partition's limit is a megabyte by default), so that it is not
     // copied over while it grows.
@@ -181,12 +314,12 @@ async fn read(
             Err(Error::MissingVersion { .. }) => {
                 // Log cleanup moved the feed's start: list the log again.
                 feed.relist();
-                return partition_error(partition, ResponseError::OffsetOutOfRange);
+                return (partition_error(partition, ResponseError::OffsetOutOfRange), None);
             }
             Err(e) => {
                 tracing::info!(topic, partition, version, error = %e, "kafka.fetch_failed");
                 if out.is_empty() && gap.is_none() {
-                    return partition_error(partition, ResponseError::KafkaStorageError);
+                    return (partition_error(partition, ResponseError::KafkaStorageError), None);
                 }
                 break;
             }
@@ -210,7 +343,7 @@ async fn read(
                     Err(e) => {
                         tracing::info!(topic, partition, version, error = %e, "kafka.fetch_failed");
                         if out.is_empty() && gap.is_none() {
-                            return partition_error(partition, ResponseError::KafkaStorageError);
+                            return (partition_error(partition, ResponseError::KafkaStorageError), None);
                         }
                         break 'versions;
                     }
@@ -263,8 +396,7 @@ async fn read(
             out.extend_from_slice(&empty_batch(g, offset_of(version, 0) - 1, ts));
         }
     }
-    metrics.fetched(topic, answered, (latest + 1).saturating_sub(version));
-    answer.with_records(Some(out.freeze()))
+    (answer.with_records(Some(out.freeze())), Some((answered, (latest + 1).saturating_sub(version))))
 }
 
 /// Record bytes in a fetched batch: at most this much per batch, so that consumers can take a

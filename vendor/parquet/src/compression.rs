@@ -545,6 +545,28 @@ mod zstd_codec {
         decompressor: Option<zstd::bulk::Decompressor<'static>>,
     }
 
+    thread_local! {
+        /// A decompression context a dropped codec left on this thread, for the next codec
+        /// made here: a reader makes a codec for every column chunk it reads, and creating a
+        /// context allocates and zeroes its whole workspace.
+        static SPARE_DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    impl Drop for ZSTDCodec {
+        fn drop(&mut self) {
+            if let Some(d) = self.decompressor.take() {
+                let _ = SPARE_DECOMPRESSOR.try_with(|s| {
+                    if let Ok(mut s) = s.try_borrow_mut() {
+                        if s.is_none() {
+                            *s = Some(d);
+                        }
+                    }
+                });
+            }
+        }
+    }
+
     impl ZSTDCodec {
         /// Creates new Zstandard compression codec.
         pub(crate) fn new(level: ZstdLevel) -> Self {
@@ -579,7 +601,14 @@ mod zstd_codec {
             cursor.set_position(offset as u64);
             let decompressor = match &mut self.decompressor {
                 Some(d) => d,
-                None => self.decompressor.insert(zstd::bulk::Decompressor::new()?),
+                None => {
+                    let spare = SPARE_DECOMPRESSOR.with(|s| s.borrow_mut().take());
+                    let d = match spare {
+                        Some(d) => d,
+                        None => zstd::bulk::Decompressor::new()?,
+                    };
+                    self.decompressor.insert(d)
+                }
             };
             let len = decompressor.decompress_to_buffer(input_buf, &mut cursor)?;
             Ok(len)
