@@ -15,6 +15,7 @@ use crate::delta::actions::Action;
 use crate::delta::change_feed::commit_timestamp;
 use crate::delta::predicate::Expr;
 use crate::delta::replay::TableState;
+use crate::delta::scan::ScanPlan;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::storage::Table;
@@ -239,7 +240,47 @@ impl ChangeCursor {
         self.poll_inner(Some(slice_of)).await
     }
 
+    /// Applies the next commit's log entry, as [`ChangeCursor::poll`] does, without reading
+    /// its files: they are read apart with [`PlannedCommit::read_by_file`], so that several
+    /// commits' files can be read at once while the cursor moves on (`None`: no next commit yet).
+    ///
+    /// # Errors
+    /// As [`ChangeCursor::poll`], but for reading the files.
+    pub(crate) async fn plan_next(&mut self) -> Result<Option<PlannedCommit>> {
+        let Some(next) = self.apply_next().await? else { return Ok(None) };
+        let snapshot = self.snapshot.as_ref().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
+        let plan = self.table.scan_plan(snapshot);
+        self.next = next.version + 1;
+        self.last_timestamp = next.timestamp_ms;
+        Ok(Some(PlannedCommit { next, plan }))
+    }
+
     async fn poll_inner(&mut self, slice_of: Option<&SliceOfFile>) -> Result<Option<(CommitChanges, Vec<u32>)>> {
+        let Some(next) = self.apply_next().await? else { return Ok(None) };
+        let Next { version, actions, timestamp_ms: ts, schema_changed } = next;
+        let snapshot = self.snapshot.as_ref().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
+        let (tags, batches): (Vec<u32>, Vec<RecordBatch>) = match slice_of {
+            None => {
+                let batches = self.table.commit_changes(snapshot, version, &actions, ts, self.filter.as_ref()).await?;
+                (Vec::new(), batches)
+            }
+            Some(f) => self
+                .table
+                .commit_changes_by_file(snapshot, version, &actions, ts, self.filter.as_ref(), f)
+                .await?
+                .into_iter()
+                .unzip(),
+        };
+        self.next = version + 1;
+        self.last_timestamp = ts;
+        let files = crate::delta::change_feed::plan_changes(&actions).len();
+        Ok(Some((CommitChanges { version, timestamp_ms: ts, batches, schema_changed, files }, tags)))
+    }
+
+    /// Reads the next commit's log entry and applies it to the snapshot (once, however often
+    /// it is read: a poll that failed reading the files retries the same commit), leaving the
+    /// cursor's position where it is.
+    async fn apply_next(&mut self) -> Result<Option<Next>> {
         let (version, actions, modified) = loop {
             let version = self.next;
             match self.table.read_commit_with_time(version).await {
@@ -271,27 +312,54 @@ impl ChangeCursor {
         let old_schema = self.schema_before.clone();
         let has_ict =
             actions.iter().any(|a| matches!(a, Action::CommitInfo(v) if v.get("inCommitTimestamp").is_some()));
-        let mut ts = commit_timestamp(&actions, modified);
-        if !has_ict && ts <= self.last_timestamp {
-            ts = self.last_timestamp + 1;
+        let mut timestamp_ms = commit_timestamp(&actions, modified);
+        if !has_ict && timestamp_ms <= self.last_timestamp {
+            timestamp_ms = self.last_timestamp + 1;
         }
         let snapshot = self.snapshot.as_ref().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
         let schema_changed = old_schema.is_some_and(|old| old != snapshot.metadata.schema_string);
-        let (tags, batches): (Vec<u32>, Vec<RecordBatch>) = match slice_of {
-            None => {
-                let batches = self.table.commit_changes(snapshot, version, &actions, ts, self.filter.as_ref()).await?;
-                (Vec::new(), batches)
-            }
-            Some(f) => self
-                .table
-                .commit_changes_by_file(snapshot, version, &actions, ts, self.filter.as_ref(), f)
-                .await?
-                .into_iter()
-                .unzip(),
-        };
-        self.next = version + 1;
-        self.last_timestamp = ts;
-        let files = crate::delta::change_feed::plan_changes(&actions).len();
-        Ok(Some((CommitChanges { version, timestamp_ms: ts, batches, schema_changed, files }, tags)))
+        Ok(Some(Next { version, actions, timestamp_ms, schema_changed }))
+    }
+}
+
+/// A commit's log entry as applied by a cursor.
+struct Next {
+    version: u64,
+    actions: Vec<Action>,
+    timestamp_ms: i64,
+    schema_changed: bool,
+}
+
+/// A commit a cursor has moved past, its files not read yet ([`ChangeCursor::plan_next`]).
+pub(crate) struct PlannedCommit {
+    next: Next,
+    /// The table as of the commit, for reading its files.
+    plan: ScanPlan,
+}
+
+impl PlannedCommit {
+    pub(crate) fn version(&self) -> u64 {
+        self.next.version
+    }
+
+    pub(crate) fn timestamp_ms(&self) -> i64 {
+        self.next.timestamp_ms
+    }
+
+    /// The paths of the files its changes come from, as the log names them.
+    pub(crate) fn paths(&self) -> Vec<String> {
+        crate::delta::change_feed::plan_changes(&self.next.actions).into_iter().map(|s| s.path).collect()
+    }
+
+    /// The commit's changes, as [`ChangeCursor::poll_by_file`] gives them.
+    ///
+    /// # Errors
+    /// Storage, data-file and deletion-vector errors of the files it references.
+    pub(crate) async fn read_by_file(&self, table: &Table, slice_of: &SliceOfFile) -> Result<(CommitChanges, Vec<u32>)> {
+        let Next { version, ref actions, timestamp_ms, schema_changed } = self.next;
+        let tagged = table.commit_changes_in_plan(&self.plan, version, actions, timestamp_ms, slice_of).await?;
+        let (tags, batches) = tagged.into_iter().unzip();
+        let files = crate::delta::change_feed::plan_changes(actions).len();
+        Ok((CommitChanges { version, timestamp_ms, batches, schema_changed, files }, tags))
     }
 }

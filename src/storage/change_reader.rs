@@ -13,7 +13,7 @@ use crate::delta::actions::{parse_commit, Action};
 use crate::delta::change_feed::{plan_changes, ChangeType, RowSelection};
 use crate::delta::log_segment::commit_name;
 use crate::delta::predicate::Expr;
-use crate::delta::scan::RowFilter;
+use crate::delta::scan::{RowFilter, ScanPlan};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 
@@ -75,11 +75,41 @@ impl Table {
         tag_of: &(dyn Fn(&str) -> Option<u32> + Sync),
     ) -> Result<Vec<(u32, RecordBatch)>> {
         let plan = self.scan_plan(snapshot);
+        self.changes_in_plan(&plan, version, actions, timestamp_ms, filter.map(|f| (f, snapshot)), tag_of).await
+    }
+
+    /// As [`Table::commit_changes_by_file`] without a filter, with the table's `plan` as of
+    /// the commit instead of its snapshot (so that it can be read apart from the snapshot).
+    ///
+    /// # Errors
+    /// As [`Table::commit_changes`].
+    pub(crate) async fn commit_changes_in_plan(
+        &self,
+        plan: &ScanPlan,
+        version: u64,
+        actions: &[Action],
+        timestamp_ms: i64,
+        tag_of: &(dyn Fn(&str) -> Option<u32> + Sync),
+    ) -> Result<Vec<(u32, RecordBatch)>> {
+        self.changes_in_plan(plan, version, actions, timestamp_ms, None, tag_of).await
+    }
+
+    async fn changes_in_plan(
+        &self,
+        plan: &ScanPlan,
+        version: u64,
+        actions: &[Action],
+        timestamp_ms: i64,
+        filter: Option<(&Expr, &Snapshot)>,
+        tag_of: &(dyn Fn(&str) -> Option<u32> + Sync),
+    ) -> Result<Vec<(u32, RecordBatch)>> {
         let cdc_plan = plan.with_extra_string_column(CHANGE_TYPE);
         let mut out = Vec::new();
         for source in plan_changes(actions) {
             let Some(tag) = tag_of(&source.path) else { continue };
-            if filter.is_some_and(|f| !f.may_match_in(snapshot, &source.partition_values, source.stats.as_deref())) {
+            if filter.is_some_and(|(f, snapshot)| {
+                !f.may_match_in(snapshot, &source.partition_values, source.stats.as_deref())
+            }) {
                 continue;
             }
             let rows = match (&source.change_type, &source.selection) {
@@ -93,23 +123,23 @@ impl Table {
                         None => None,
                     };
                     let filter = bitmap.as_ref().map_or(RowFilter::All, RowFilter::Exclude);
-                    self.read_rows(&plan, &source.path, &source.partition_values, source.size, filter).await?
+                    self.read_rows(plan, &source.path, &source.partition_values, source.size, filter).await?
                 }
                 // A DV update: the rows one vector has and the other lacks.
                 (_, RowSelection::AddedBy { old, new }) => {
                     let keep = self.dv_difference(Some(new), old.as_ref()).await?;
-                    self.read_rows(&plan, &source.path, &source.partition_values, source.size, RowFilter::Only(&keep))
+                    self.read_rows(plan, &source.path, &source.partition_values, source.size, RowFilter::Only(&keep))
                         .await?
                 }
                 (_, RowSelection::DroppedBy { old, new }) => {
                     let keep = self.dv_difference(Some(old), new.as_ref()).await?;
-                    self.read_rows(&plan, &source.path, &source.partition_values, source.size, RowFilter::Only(&keep))
+                    self.read_rows(plan, &source.path, &source.partition_values, source.size, RowFilter::Only(&keep))
                         .await?
                 }
             };
             for batch in rows.batches {
                 let batch = match filter {
-                    Some(f) => {
+                    Some((f, _)) => {
                         let keep = f.evaluate(&batch).map_err(|e| Error::InvalidArgument(format!("filter: {e}")))?;
                         arrow::compute::filter_record_batch(&batch, &keep)
                             .map_err(|e| Error::Internal(e.to_string()))?

@@ -20,20 +20,24 @@
 //!   so consumers that move along the feed read each commit once: one fetch reads a megabyte
 //!   of each partition, which on a table of small commits (each in one partition) spans
 //!   hundreds of them, and every partition's answer reads the same ones.
+//! - Cursors apply commits' log entries in order under the feed's lock, which tells which
+//!   partitions a commit has rows in (the paths of its files); its files are read outside the
+//!   lock, so the partitions of a fetch, answered at once, read different commits at once
+//!   (a reader whose commit is being read reads a later one meanwhile, see [`Feed::commit`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, RecordBatch, StructArray};
 use bytes::Bytes;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 
 use super::produce::ROW_BITS;
 use crate::config::kafka::TopicFormat;
 use crate::delta::json_rows::JsonRows;
 use crate::delta::groups::slice_of_path;
 use crate::error::{Error, Result};
-use crate::storage::change_cursor::ChangeCursor;
+use crate::storage::change_cursor::{ChangeCursor, PlannedCommit};
 use crate::storage::Table;
 
 /// Bytes of change rows kept per topic (at least the latest commit read is kept).
@@ -44,6 +48,8 @@ pub(crate) const CACHED_COMMITS: usize = 16_384;
 const SHAPES: usize = 1 << 20;
 /// Cursors kept per topic.
 const CURSORS: usize = 4;
+/// Commits read ahead of the one a reader waits for, at most.
+const READ_AHEAD: u64 = 32;
 /// Commits a kept cursor is moved over (reading only their log entries) rather than opening a
 /// new one at the version wanted.
 const CURSOR_STEPS: u64 = 1_000;
@@ -119,6 +125,8 @@ struct FeedState {
     /// a partition's reader steps over a commit without rows in it without reading it again.
     shape: BTreeMap<u64, (i64, Vec<u32>)>,
     cursors: Vec<ChangeCursor>,
+    /// Versions whose files are being read, each with what wakes those waiting for them.
+    reading: BTreeMap<u64, Arc<Notify>>,
 }
 
 /// The position of row `row` of commit `version`.
@@ -194,26 +202,58 @@ impl Feed {
     /// Commit `version`'s change rows as partition `p` needs them (`None` when it does not
     /// exist yet): without rows when it has none in `p`.
     ///
+    /// A cursor applies commits' log entries in order under the feed's lock; their files are
+    /// read outside it, on a task of their own (so a fetch given up midway never leaves a read
+    /// unfinished). A partition's reader that finds the commit it needs being read reads the
+    /// next unread one meanwhile (up to [`READ_AHEAD`] ahead, while the cache is less than half
+    /// full), so the partitions of a fetch read different commits at once, and one whose
+    /// commits have no rows in it steps over them as soon as their log entries are applied.
+    ///
     /// # Errors
     /// A commit the log no longer holds ([`Error::MissingVersion`]); storage and data errors.
-    pub(crate) async fn commit(&self, version: u64, p: usize) -> Result<Option<Arc<FeedCommit>>> {
-        let mut state = self.state.lock().await;
-        if let Some((timestamp_ms, with_rows)) = state.shape.get(&version) {
-            if !with_rows.iter().any(|w| *w as usize == p) && !state.commits.contains_key(&version) {
-                return Ok(Some(Arc::new(FeedCommit { timestamp_ms: *timestamp_ms, partitions: Vec::new(), bytes: 0 })));
+    pub(crate) async fn commit(self: &Arc<Self>, version: u64, p: usize) -> Result<Option<Arc<FeedCommit>>> {
+        loop {
+            let mut state = self.state.lock().await;
+            if let Some((timestamp_ms, with_rows)) = state.shape.get(&version) {
+                if !with_rows.iter().any(|w| *w as usize == p) && !state.commits.contains_key(&version) {
+                    let empty = FeedCommit { timestamp_ms: *timestamp_ms, partitions: Vec::new(), bytes: 0 };
+                    return Ok(Some(Arc::new(empty)));
+                }
             }
+            state.tick += 1;
+            let tick = state.tick;
+            if let Some((c, used)) = state.commits.get_mut(&version) {
+                let (c, before) = (c.clone(), std::mem::replace(used, tick));
+                state.used.remove(&before);
+                state.used.insert(tick, version);
+                return Ok(Some(c));
+            }
+            let Some(reading) = state.reading.get(&version).cloned() else {
+                let Some(planned) = self.plan(&mut state, version).await? else { return Ok(None) };
+                drop(state);
+                return self.read(planned).await.map(Some);
+            };
+            // Being read by another reader: read a later commit meanwhile, then take this one.
+            let done = reading.notified_owned();
+            let mut done = std::pin::pin!(done);
+            done.as_mut().enable();
+            let ahead = self.plan_ahead(&mut state, version).await;
+            drop(state);
+            if let Some(planned) = ahead {
+                if let Err(e) = self.read(planned).await {
+                    tracing::debug!(error = %e, "kafka.feed_read_ahead_failed");
+                }
+            }
+            done.await;
         }
-        state.tick += 1;
-        let tick = state.tick;
-        if let Some((c, used)) = state.commits.get_mut(&version) {
-            let (c, before) = (c.clone(), std::mem::replace(used, tick));
-            state.used.remove(&before);
-            state.used.insert(tick, version);
-            return Ok(Some(c));
-        }
-        tracing::trace!(version, partition = p, cached = state.commits.len(), bytes = state.cached_bytes, "kafka.feed_read");
+    }
+
+    /// Moves a cursor to `version` and applies its log entry (`None`: it does not exist yet),
+    /// marking it as being read.
+    async fn plan(&self, state: &mut FeedState, version: u64) -> Result<Option<PlannedCommit>> {
+        tracing::trace!(version, cached = state.commits.len(), bytes = state.cached_bytes, "kafka.feed_read");
         // The cursor nearest below the version, moved up to it over commits read without their
-        // files (a partition's reader steps over commits without rows in it); else a new one.
+        // files; else a new one.
         let nearest = state
             .cursors
             .iter()
@@ -225,20 +265,95 @@ impl Feed {
             Some(i) => state.cursors.swap_remove(i),
             None => ChangeCursor::open(&self.table, version).await?,
         };
-        let unread = |_: &str| None;
-        while cursor.next_version() < version {
-            if cursor.poll_by_file(&unread).await?.is_none() {
+        while cursor.next_version() <= version {
+            let Some(planned) = cursor.plan_next().await? else { break };
+            self.note_shape(state, &planned);
+            if planned.version() == version {
                 keep(&mut state.cursors, cursor);
-                return Ok(None);
+                state.reading.insert(version, Arc::new(Notify::new()));
+                return Ok(Some(planned));
             }
         }
-        let partitions = self.partitions;
-        let slice = move |path: &str| Some(slice_of_path(path, partitions));
-        let polled = cursor.poll_by_file(&slice).await?;
-        let Some((changes, tags)) = polled else {
-            keep(&mut state.cursors, cursor);
-            return Ok(None);
-        };
+        keep(&mut state.cursors, cursor);
+        Ok(None)
+    }
+
+    /// The first commit after `version` (within [`READ_AHEAD`]) that is neither kept nor being
+    /// read, its log entry applied and marked as being read, when the cache has room.
+    async fn plan_ahead(&self, state: &mut FeedState, version: u64) -> Option<PlannedCommit> {
+        if state.cached_bytes > CACHED_BYTES / 2 {
+            return None;
+        }
+        let last = version + READ_AHEAD;
+        let (i, _) = state
+            .cursors
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.next_version() > version && c.next_version() <= last)
+            .min_by_key(|(_, c)| c.next_version())?;
+        let mut cursor = state.cursors.swap_remove(i);
+        while cursor.next_version() <= last {
+            match cursor.plan_next().await {
+                Ok(Some(planned)) => {
+                    self.note_shape(state, &planned);
+                    let v = planned.version();
+                    if !state.commits.contains_key(&v) && !state.reading.contains_key(&v) {
+                        keep(&mut state.cursors, cursor);
+                        state.reading.insert(v, Arc::new(Notify::new()));
+                        return Some(planned);
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::debug!(error = %e, "kafka.feed_read_ahead_failed");
+                    return None;
+                }
+            }
+        }
+        keep(&mut state.cursors, cursor);
+        None
+    }
+
+    /// Remembers which partitions a commit has rows in, from the paths of its files.
+    fn note_shape(&self, state: &mut FeedState, planned: &PlannedCommit) {
+        let mut with_rows: Vec<u32> =
+            planned.paths().iter().map(|path| slice_of_path(path, self.partitions)).collect();
+        with_rows.sort_unstable();
+        with_rows.dedup();
+        state.shape.insert(planned.version(), (planned.timestamp_ms(), with_rows));
+        while state.shape.len() > SHAPES {
+            state.shape.pop_first();
+        }
+    }
+
+    /// Reads a planned commit's files on a task of its own, keeps its rows, and wakes those
+    /// waiting for it (also when the read fails: they read it again).
+    async fn read(self: &Arc<Self>, planned: PlannedCommit) -> Result<Arc<FeedCommit>> {
+        let this = self.clone();
+        let task = tokio::spawn(async move {
+            let partitions = this.partitions;
+            let slice = move |path: &str| Some(slice_of_path(path, partitions));
+            let version = planned.version();
+            let read = planned.read_by_file(&this.table, &slice).await;
+            let mut state = this.state.lock().await;
+            if let Some(n) = state.reading.remove(&version) {
+                n.notify_waiters();
+            }
+            let (changes, tags) = read?;
+            this.keep_commit(&mut state, version, changes, tags)
+        });
+        task.await.map_err(|e| Error::Internal(format!("reading a commit of the feed: {e}")))?
+    }
+
+    /// Keeps a commit's change rows by partition (the least recently used go first past the
+    /// cache's bounds).
+    fn keep_commit(
+        &self,
+        state: &mut FeedState,
+        version: u64,
+        changes: crate::storage::change_cursor::CommitChanges,
+        tags: Vec<u32>,
+    ) -> Result<Arc<FeedCommit>> {
         let mut by_partition = vec![PartitionRows::default(); self.partitions as usize];
         for (batch, tag) in changes.batches.into_iter().zip(tags) {
             if let Some(p) = by_partition.get_mut(tag as usize).filter(|_| batch.num_rows() > 0) {
@@ -253,13 +368,14 @@ impl Feed {
         }
         let bytes = by_partition.iter().flat_map(|p| &p.batches).map(RecordBatch::get_array_memory_size).sum();
         let commit = Arc::new(FeedCommit { timestamp_ms: changes.timestamp_ms, partitions: by_partition, bytes });
-        keep(&mut state.cursors, cursor);
         state.cached_bytes += commit.bytes;
         let with_rows = (0..self.partitions).filter(|p| commit.rows(*p as usize) > 0).collect();
         state.shape.insert(version, (commit.timestamp_ms, with_rows));
         while state.shape.len() > SHAPES {
             state.shape.pop_first();
         }
+        state.tick += 1;
+        let tick = state.tick;
         state.commits.insert(version, (commit.clone(), tick));
         state.used.insert(tick, version);
         // The least recently used go first: a consumer taking a large commit in parts keeps
@@ -270,7 +386,7 @@ impl Feed {
                 state.cached_bytes -= old.bytes;
             }
         }
-        Ok(Some(commit))
+        Ok(commit)
     }
 
     /// The records of rows `from..to` of partition `p` of `commit`.
@@ -365,100 +481,4 @@ fn keep(cursors: &mut Vec<ChangeCursor>, cursor: ChangeCursor) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn offsets_are_commit_and_row() {
-        assert_eq!(offset_of(0, 0), 0);
-        assert_eq!(offset_of(3, 5), 3 << 24 | 5);
-        assert_eq!(position_of(offset_of(12345, 77)), Some((12345, 77)));
-        assert_eq!(position_of(-1), None);
-        assert!(offset_of(7, 0) > offset_of(6, (1 << 24) - 1));
-    }
-
-    async fn commit(table: &Table, actions: Vec<crate::delta::actions::Action>) {
-        use crate::delta::transaction::{Operation, Transaction};
-        let op = if actions.is_empty() { Operation::Write } else { Operation::CreateTable };
-        let txn = Transaction::new(op, actions);
-        let step = |_: Option<&crate::delta::snapshot::Snapshot>| {
-            Ok(crate::storage::Plan::commit(txn.clone(), Vec::new(), Vec::new(), ()))
-        };
-        crate::storage::commit_exactly_once(table, &mut None, &Default::default(), &mut crate::storage::PlanFn(step))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
-
-    /// Creates a one-column table at `table`.
-    async fn create(table: &Table) {
-        let schema = crate::delta::create::infer_schema(&[r#"{"id":0}"#]).unwrap_or_else(|e| panic!("{e}"));
-        let (protocol, metadata) =
-            crate::delta::create::new_table(schema, &[], &Default::default()).unwrap_or_else(|e| panic!("{e}"));
-        use crate::delta::actions::Action;
-        commit(table, vec![Action::Protocol(protocol), Action::Metadata(metadata)]).await;
-    }
-
-    #[tokio::test]
-    async fn bounds_see_new_commits_at_once_between_listings() {
-        let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
-        let table = Table::open(&url, crate::storage::StorageOptions::default()).unwrap_or_else(|e| panic!("{e}"));
-        let feed = Feed::new(table.clone(), 2, TopicFormat::Json);
-        assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), None, "no table yet");
-        create(&table).await;
-        assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), Some((0, 0)), "the new table is listed");
-        // Within the listing's lifetime, commits written since are found one by one.
-        for v in 1..=3 {
-            commit(&table, Vec::new()).await;
-            assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), Some((0, v)));
-        }
-        // More commits than are probed one by one: a new listing finds them all.
-        for _ in 0..PROBES + 2 {
-            commit(&table, Vec::new()).await;
-        }
-        assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), Some((0, PROBES + 5)));
-        feed.relist();
-        assert_eq!(feed.bounds().await.unwrap_or_else(|e| panic!("{e}")), Some((0, PROBES + 5)));
-    }
-
-    /// Through a store that fails a third of its calls (refused, answer lost, or slow), the
-    /// bounds are an error or right: never past the log's end, never moving back, and they
-    /// reach new commits once calls get through.
-    #[tokio::test]
-    async fn bounds_through_a_faulty_store_are_an_error_or_right() {
-        use crate::storage::faulty::{FaultConfig, FaultyStore};
-        let url = format!("memory://{}/t", uuid::Uuid::new_v4().simple());
-        let table = Table::open(&url, crate::storage::StorageOptions::default()).unwrap_or_else(|e| panic!("{e}"));
-        create(&table).await;
-        let faulty = table.clone().map_store(|s| {
-            Arc::new(FaultyStore::new(s, FaultConfig { seed: 11, rate: 0.33, only: None, lose: vec![], delay: None }))
-                as Arc<dyn object_store::ObjectStore>
-        });
-        let feed = Feed::new(faulty, 2, TopicFormat::Json);
-        let (mut latest, mut seen, mut errors) = (0u64, 0u64, 0);
-        for round in 0..6u64 {
-            for _ in 0..(round * 7) % 20 {
-                commit(&table, Vec::new()).await;
-                latest += 1;
-            }
-            let mut reached = false;
-            for _ in 0..200 {
-                match feed.bounds().await {
-                    Ok(Some((first, l))) => {
-                        assert_eq!(first, 0);
-                        assert!(l <= latest, "bounds past the log's end: {l} > {latest}");
-                        assert!(l >= seen, "bounds moved back: {l} after {seen}");
-                        seen = l;
-                        if l == latest {
-                            reached = true;
-                            break;
-                        }
-                    }
-                    Ok(None) => panic!("the table exists"),
-                    Err(_) => errors += 1,
-                }
-            }
-            assert!(reached, "round {round}: the bounds never reached version {latest}");
-        }
-        assert!(errors > 0, "the store injected no fault");
-    }
-}
+mod tests;

@@ -269,7 +269,7 @@ struct At {
 /// latest version; `None`: no table yet), and when it read the feed, the records it answers
 /// and the commits left after them.
 async fn read(
-    feed: &Feed,
+    feed: &Arc<Feed>,
     topic: &str,
     At { partition, offset }: At,
     bounds: Option<(u64, u64)>,

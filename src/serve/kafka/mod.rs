@@ -53,7 +53,7 @@ pub(crate) struct Shared {
     pub config: ResolvedKafka,
     pub producer_ids: producer_ids::ProducerIds,
     /// Each topic's change feed.
-    pub feeds: std::collections::BTreeMap<String, feed::Feed>,
+    pub feeds: std::collections::BTreeMap<String, Arc<feed::Feed>>,
     /// Avro and Protobuf topics' registry clients and decoders.
     pub registered: registered::ByTopic,
 }
@@ -93,7 +93,7 @@ pub(crate) async fn start(
         .iter()
         .filter_map(|(name, t)| {
             let table = state.tables.get(&t.table)?.table.clone();
-            Some((name.clone(), feed::Feed::new(table, t.partitions, t.format)))
+            Some((name.clone(), Arc::new(feed::Feed::new(table, t.partitions, t.format))))
         })
         .collect();
     let registries = crate::decode::registry::Registries::default();
