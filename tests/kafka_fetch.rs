@@ -13,7 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::RecordBatchDecoder;
 use serde_json::Value;
 
-use crate::kafka_front::{call, config, start};
+use crate::support::listener::{call, config, start};
 use crate::support::processes::terminate;
 
 /// The offset after the last batch in a partition's answer (`None`: no batch).

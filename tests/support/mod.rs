@@ -6,6 +6,7 @@
 //! builder ([`tables`]).
 
 pub mod kafka;
+pub mod listener;
 pub mod processes;
 pub mod python;
 pub mod racing;
