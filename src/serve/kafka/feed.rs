@@ -129,6 +129,17 @@ struct FeedState {
     reading: BTreeMap<u64, Arc<Notify>>,
 }
 
+impl FeedState {
+    /// Remembers commit `version`'s time and the partitions it has rows in (the oldest
+    /// forgotten past [`SHAPES`]).
+    fn note_shape(&mut self, version: u64, timestamp_ms: i64, with_rows: Vec<u32>) {
+        self.shape.insert(version, (timestamp_ms, with_rows));
+        while self.shape.len() > SHAPES {
+            self.shape.pop_first();
+        }
+    }
+}
+
 /// The position of row `row` of commit `version`.
 pub(crate) fn offset_of(version: u64, row: u64) -> i64 {
     i64::try_from(version).unwrap_or(i64::MAX >> ROW_BITS) << ROW_BITS | i64::try_from(row).unwrap_or(0)
@@ -320,10 +331,7 @@ impl Feed {
             planned.paths().iter().map(|path| slice_of_path(path, self.partitions)).collect();
         with_rows.sort_unstable();
         with_rows.dedup();
-        state.shape.insert(planned.version(), (planned.timestamp_ms(), with_rows));
-        while state.shape.len() > SHAPES {
-            state.shape.pop_first();
-        }
+        state.note_shape(planned.version(), planned.timestamp_ms(), with_rows);
     }
 
     /// Reads a planned commit's files on a task of its own, keeps its rows, and wakes those
@@ -370,10 +378,7 @@ impl Feed {
         let commit = Arc::new(FeedCommit { timestamp_ms: changes.timestamp_ms, partitions: by_partition, bytes });
         state.cached_bytes += commit.bytes;
         let with_rows = (0..self.partitions).filter(|p| commit.rows(*p as usize) > 0).collect();
-        state.shape.insert(version, (commit.timestamp_ms, with_rows));
-        while state.shape.len() > SHAPES {
-            state.shape.pop_first();
-        }
+        state.note_shape(version, commit.timestamp_ms, with_rows);
         state.tick += 1;
         let tick = state.tick;
         state.commits.insert(version, (commit.clone(), tick));

@@ -70,9 +70,15 @@ async fn fetch(shared: &Arc<Shared>, request_version: i16, request: FetchRequest
         for topic in &request.topics {
             slots.push(plan(shared, &topic.topic.0, &topic.partitions, max_bytes).await);
         }
-        let reads: Vec<&Slot> = slots.iter().flatten().filter(|s| matches!(s, Slot::Read { .. })).collect();
-        let limits: usize = reads.iter().map(|s| if let Slot::Read { limit, .. } = s { *limit } else { 0 }).sum();
-        let answers = if reads.len() > 1 && limits <= max_bytes {
+        let limits: Vec<usize> = slots
+            .iter()
+            .flatten()
+            .filter_map(|s| match s {
+                Slot::Read { limit, .. } => Some(*limit),
+                Slot::Done(_) => None,
+            })
+            .collect();
+        let answers = if limits.len() > 1 && limits.iter().sum::<usize>() <= max_bytes {
             concurrently(shared, slots, max_bytes, request_version).await
         } else {
             in_turn(shared, slots, max_bytes, request_version).await
