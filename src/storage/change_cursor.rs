@@ -245,8 +245,12 @@ impl ChangeCursor {
     /// commits' files can be read at once while the cursor moves on (`None`: no next commit yet).
     ///
     /// # Errors
-    /// As [`ChangeCursor::poll`], but for reading the files.
+    /// As [`ChangeCursor::poll`], but for reading the files; [`Error::Internal`] for a cursor
+    /// with a filter (a planned commit is read without one).
     pub(crate) async fn plan_next(&mut self) -> Result<Option<PlannedCommit>> {
+        if self.filter.is_some() {
+            return Err(Error::Internal("a filtered cursor's commits are read with poll, not planned".into()));
+        }
         let Some(next) = self.apply_next().await? else { return Ok(None) };
         let snapshot = self.snapshot.as_ref().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
         let plan = self.table.scan_plan(snapshot);
