@@ -35,7 +35,8 @@
 //!    `BENCH_ONLY_PREPRODUCED=1` runs only part 5.
 //!
 //! The process runs with transparent huge pages off, as the `deltabus` binary does
-//! (`BENCH_THP=1` leaves them on).
+//! (`BENCH_THP=1` leaves them on), and hands glibc's freed heap back near the memory bound as
+//! the binary does (`BENCH_NO_TRIM=1` does not).
 //!
 //! Run: `cargo bench --bench ingest_throughput` (`BENCH_RECORDS=N` to change the count).
 
@@ -571,10 +572,21 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// glibc's freed heap handed back near the memory bound, as the `deltabus` binary does
+/// (`BENCH_NO_TRIM=1` leaves it with the process).
+#[allow(unsafe_code)]
+fn trim_c_heap() {
+    // SAFETY: `malloc_trim` takes no pointer and may be called from any thread at any time.
+    unsafe { libc::malloc_trim(0) };
+}
+
 fn main() {
     // Small pages, as the deltabus binary runs (BENCH_THP=1 leaves transparent huge pages on).
     if std::env::var_os("BENCH_THP").is_none() {
         nix::sys::prctl::set_thp_disable(true).unwrap();
+    }
+    if std::env::var_os("BENCH_NO_TRIM").is_none() {
+        deltabus::set_heap_trimmer(trim_c_heap);
     }
     // DELTABUS_LOG=info shows the pipeline's flushes (timestamps, durations) on stderr.
     if let Ok(filter) = std::env::var("DELTABUS_LOG") {

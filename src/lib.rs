@@ -70,6 +70,7 @@ internal_mods!(
     write
 );
 
+pub use common::heap::set_heap_trimmer;
 pub use error::{Error, ErrorKind, Result};
 pub use serve::budget::memory_tight;
 

@@ -45,7 +45,7 @@ static PURGE_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::ne
 /// Requests of megabytes each are freed by other threads than the ones that allocated them,
 /// and with the delay each of those threads kept what it had freed until it next allocated.
 /// `MIMALLOC_PURGE_DELAY` in the environment, when set, is left to mimalloc.
-#[allow(unsafe_code)] // The binary's only unsafe code (with the next): the library forbids it.
+#[allow(unsafe_code)] // The binary's only unsafe code (with the next two): the library forbids it.
 fn return_memory_promptly() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
         return;
@@ -77,6 +77,15 @@ fn return_freed_memory_when_tight() {
         // SAFETY: collects the calling thread's own heap; no pointer is passed.
         unsafe { libmimalloc_sys::mi_collect(false) };
     }
+}
+
+/// Hands glibc's freed heap back to the system: given to the library's heap watcher, which
+/// calls it when a Kafka pipeline's process nears its memory bound (see `common/heap.rs`).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)] // See `return_memory_promptly`.
+fn trim_c_heap() {
+    // SAFETY: `malloc_trim` takes no pointer and may be called from any thread at any time.
+    unsafe { libc::malloc_trim(0) };
 }
 
 /// One line to stderr; a closed stderr (`cmd 2>&1 | head`) is ignored, never a panic.
@@ -119,6 +128,8 @@ fn main() -> ExitCode {
         return ExitCode::from(1);
     }
     small_pages();
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    deltabus::set_heap_trimmer(trim_c_heap);
     if cli.command.serves_http(&config) {
         return_memory_promptly();
     }

@@ -5,6 +5,7 @@
 //! - [`clock`]: the one clock (system, tokio-paused in tests, manual).
 //! - [`flush`] [sync]: the flush policy, a pure function of the batch state and `now`.
 //! - [`follow`]: follower settings and start positions.
+//! - [`heap`]: handing the C library's freed heap back when a Kafka pipeline nears its bound.
 //! - [`kafka_log`]: librdkafka's log lines and client errors, redacted, for every client.
 //! - [`units`]: the one spelling of durations and sizes.
 //! - [`progress`]: progress bars on terminals, periodic lines otherwise.
@@ -14,6 +15,7 @@ internal_mods!(backoff);
 internal_mods!(clock);
 internal_mods!(flush);
 internal_mods!(follow);
+internal_mods!(heap);
 internal_mods!(kafka_log);
 internal_mods!(progress);
 internal_mods!(record);

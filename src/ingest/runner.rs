@@ -124,7 +124,7 @@ pub(crate) fn open_source(
         properties: &k.properties,
         prefetch_kbytes: prefetch_kbytes(max_bytes),
     };
-    Ok((KafkaSource::open(&settings, tx)?, events))
+    Ok((KafkaSource::open(&settings, max_bytes, tx)?, events))
 }
 
 /// A Kafka pipeline ready to run, its rows going to `R`.

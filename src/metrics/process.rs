@@ -3,8 +3,8 @@
 //! `process_start_time_seconds`, as Prometheus's own clients name them; Linux `/proc`) and
 //! `deltabus_build_info{version}`, read at each scrape; and the process's commit PUTs against
 //! the commits that landed (`deltabus_commit_attempts`, `deltabus_commits_landed`), whose
-//! ratio is what racing writers cost, and the object-store requests sent
-//! (`deltabus_store_requests`).
+//! ratio is what racing writers cost, the object-store requests sent
+//! (`deltabus_store_requests`), and the heap trims near the memory bound (`deltabus_heap_trims`).
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -78,6 +78,11 @@ impl Collector for ProcessCollector {
                 "deltabus_store_requests",
                 "Object-store requests sent (every table; retries included, a listing once per attempt)",
                 crate::storage::store_requests(),
+            ),
+            (
+                "deltabus_heap_trims",
+                "Times the C library's freed heap was handed back near the Kafka pipelines' memory bound",
+                crate::common::heap::trims(),
             ),
         ] {
             let c = ConstCounter::new(value);

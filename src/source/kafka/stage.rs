@@ -17,6 +17,7 @@ use rdkafka::{Message, Offset};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::consumer::{self, ConsumerEvent, ConsumerSettings, PipelineConsumer};
+use crate::common::heap::{self, Held};
 use crate::common::record::Headers;
 use crate::common::record::RawRecord;
 use crate::common::throttle::LogThrottle;
@@ -56,17 +57,24 @@ pub(crate) struct KafkaSource {
     consumer: Arc<PipelineConsumer>,
     topic: String,
     throttle: Arc<LogThrottle>,
+    /// Two batches of `flush.max_bytes`, towards the process's memory bound.
+    _bound: Held,
 }
 
 impl KafkaSource {
-    /// Creates the consumer; its callbacks report on `events`.
+    /// Creates the consumer for batches of `max_bytes`; its callbacks report on `events`.
     ///
     /// # Errors
     /// [`crate::Error::Kafka`] when librdkafka refuses the configuration.
-    pub(crate) fn open(settings: &ConsumerSettings<'_>, events: UnboundedSender<ConsumerEvent>) -> Result<KafkaSource> {
+    pub(crate) fn open(
+        settings: &ConsumerSettings<'_>,
+        max_bytes: u64,
+        events: UnboundedSender<ConsumerEvent>,
+    ) -> Result<KafkaSource> {
         let throttle = Arc::new(LogThrottle::default());
         let consumer = Arc::new(consumer::create_consumer(settings, events, throttle.clone())?);
-        Ok(KafkaSource { consumer, topic: settings.topic.to_string(), throttle })
+        let bound = heap::hold(max_bytes.saturating_mul(2));
+        Ok(KafkaSource { consumer, topic: settings.topic.to_string(), throttle, _bound: bound })
     }
 
     pub(crate) fn topic(&self) -> &str {
