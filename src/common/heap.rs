@@ -5,7 +5,7 @@
 //! `malloc`. After the first large buffer is freed, glibc raises its threshold for mapping
 //! buffers apart and serves the next ones from its heap, whose freed memory stays with the
 //! process: for 1 M × 1 KB records that compress 94× (one 4 MiB fetch inflates to hundreds of
-//! MB), the peak went 60–260 MiB past the 2 × `flush.max_bytes` + 200 MB that the pipeline's
+//! MB), the peak went 60–260 MiB past the 2 × `flush.max_bytes` + 200 MiB that the pipeline's
 //! own buffers keep. Mapping every such buffer apart instead (`MALLOC_MMAP_THRESHOLD_`) cost
 //! 25% of the rate there and some at every record size; handing the heap back only near the
 //! bound costs nothing measurable where the process stays below it (250 B records), and about
@@ -18,7 +18,7 @@
 //!   library forbids unsafe code). The first hold starts one watcher thread, which reads the
 //!   resident set every [`TICK`] while something is held and calls the trimmer when it is
 //!   within [`HEADROOM`] of the bound ([`Watch::step`]: at most once a tick, and not again
-//!   until the resident set grew by [`STEP`] past what the last trim left or a second passed,
+//!   until the resident set grew by [`STEP`] past what the last trim left or [`PAUSE`] passed,
 //!   so a process whose live memory is over its bound does not trim without pause).
 //! - Each trim counts in `deltabus_heap_trims_total`. Without a trimmer, or on a system without
 //!   `/proc/self/statm`, nothing is watched.
@@ -31,10 +31,17 @@ use std::time::{Duration, Instant};
 pub const OVERHEAD: u64 = 200 << 20;
 /// How far below the bound trimming starts: the resident set grows between two looks by what
 /// librdkafka inflates in a tick (about 4 MB at 400 MB/s), and a trim cannot return what is
-/// live. At 96 MiB one run of four still peaked at +746 MiB, past the bound of 712 MiB.
+/// live (at 1 KB the trims during growth return little; the one after a batch is freed, up to
+/// 250 MB).
 pub const HEADROOM: u64 = 64 << 20;
-/// Growth past what the last trim left before the next one, while over the bound.
-pub const STEP: u64 = 32 << 20;
+/// Growth past what the last trim left before the next one, while over the bound. At 32 MiB
+/// the 1 KB runs reached +711–769 MiB against a bound of 712: the trims during growth found
+/// little, and the resident set rose a whole step past the one that would have returned the
+/// freed batch.
+pub const STEP: u64 = 8 << 20;
+/// Time since the last trim after which the next one is made, while over the bound, whatever
+/// the growth.
+pub const PAUSE: Duration = Duration::from_millis(100);
 /// How often the resident set is read while a bound is held.
 pub const TICK: Duration = Duration::from_millis(10);
 
@@ -82,10 +89,12 @@ fn start_watcher(trim: fn()) {
             let held = HELD.load(Ordering::Relaxed);
             let Some(rss) = resident_pages().map(|p| p * page) else { return };
             if watch.step(Instant::now(), rss, held) {
+                let started = Instant::now();
                 trim();
                 TRIMS.fetch_add(1, Ordering::Relaxed);
                 let after = resident_pages().map_or(rss, |p| p * page);
-                tracing::debug!(before = rss, after, bound = held + OVERHEAD, "heap.trim");
+                let micros = started.elapsed().as_micros();
+                tracing::debug!(before = rss, after, bound = held + OVERHEAD, micros, "heap.trim");
                 watch.trimmed(Instant::now(), after);
             }
         }
@@ -110,7 +119,7 @@ impl Watch {
             return false;
         }
         match self.last {
-            Some((at, left)) => rss >= left.saturating_add(STEP) || now.duration_since(at) >= Duration::from_secs(1),
+            Some((at, left)) => rss >= left.saturating_add(STEP) || now.duration_since(at) >= PAUSE,
             None => true,
         }
     }
@@ -139,7 +148,7 @@ mod tests {
     const MIB: u64 = 1 << 20;
 
     #[test]
-    fn trims_within_the_headroom_of_the_bound_and_not_again_until_it_grew_or_a_second_passed() {
+    fn trims_within_the_headroom_of_the_bound_and_not_again_until_it_grew_or_a_pause_passed() {
         let t0 = Instant::now();
         let held = 512 * MIB;
         let from = held + OVERHEAD - HEADROOM; // where trimming starts
@@ -152,11 +161,12 @@ mod tests {
         assert!(!w.step(tick, from + STEP, held), "grew less than a step since the trim");
         assert!(w.step(tick, from + MIB + STEP, held), "grew a step");
         w.trimmed(tick, from + 20 * MIB);
-        assert!(!w.step(tick + Duration::from_millis(500), from + 30 * MIB, held));
-        assert!(w.step(tick + Duration::from_secs(1), from + 30 * MIB, held), "a second later");
-        w.trimmed(tick + Duration::from_secs(1), from + 20 * MIB);
-        assert!(!w.step(tick + Duration::from_secs(1), from - 100 * MIB, held), "back below");
-        assert!(w.step(tick + Duration::from_secs(1), from, held), "over again: at once");
+        assert!(!w.step(tick + PAUSE / 2, from + 21 * MIB, held));
+        let later = tick + PAUSE;
+        assert!(w.step(later, from + 21 * MIB, held), "a pause later");
+        w.trimmed(later, from + 20 * MIB);
+        assert!(!w.step(later, from - 100 * MIB, held), "back below");
+        assert!(w.step(later, from, held), "over again: at once");
     }
 
     #[test]
