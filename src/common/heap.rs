@@ -87,6 +87,10 @@ fn start_watcher(trim: fn()) {
         loop {
             std::thread::sleep(TICK);
             let held = HELD.load(Ordering::Relaxed);
+            if held == 0 {
+                watch = Watch::default();
+                continue;
+            }
             let Some(rss) = resident_pages().map(|p| p * page) else { return };
             if watch.step(Instant::now(), rss, held) {
                 let started = Instant::now();
@@ -136,7 +140,8 @@ fn resident_pages() -> Option<u64> {
     statm.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn page_size() -> Option<u64> {
+/// The system's page size (also what `/proc/self/stat` counts the resident set in).
+pub(crate) fn page_size() -> Option<u64> {
     let size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok()??;
     u64::try_from(size).ok()
 }

@@ -45,7 +45,7 @@ pub(crate) fn read() -> Option<ProcessStats> {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
     let ticks = 100.0; // USER_HZ on Linux
-    let page = 4096;
+    let page = crate::common::heap::page_size()?;
     let boot = std::fs::read_to_string("/proc/stat")
         .ok()?
         .lines()
