@@ -35,7 +35,7 @@
 //! - [`source`]: the Kafka transport (consumer, producers, the one client builder).
 //! - [`decode`]: the decoding room (JSON, Avro, Protobuf payloads into Arrow).
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)] // allowed in one module: `source::kafka::batch`, librdkafka's batch consume
 #![warn(unreachable_pub)]
 
 /// Declares modules that are the crate's own: public only with the `internal-api` feature,

@@ -45,7 +45,7 @@ static PURGE_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::ne
 /// Requests of megabytes each are freed by other threads than the ones that allocated them,
 /// and with the delay each of those threads kept what it had freed until it next allocated.
 /// `MIMALLOC_PURGE_DELAY` in the environment, when set, is left to mimalloc.
-#[allow(unsafe_code)] // The binary's only unsafe code (with the next two): the library forbids it.
+#[allow(unsafe_code)] // The binary's unsafe code (with the next two); the library's is librdkafka's batch consume.
 fn return_memory_promptly() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
         return;

@@ -14,8 +14,8 @@
 //! Contract:
 //! - Each open Kafka source [`hold`]s 2 × its `flush.max_bytes` while it lives; the process's
 //!   bound is what they hold together plus [`OVERHEAD`].
-//! - The binary installs the trimmer ([`set_heap_trimmer`]: the unsafe call lives there, the
-//!   library forbids unsafe code). The first hold starts one watcher thread, which reads the
+//! - The binary installs the trimmer ([`set_heap_trimmer`]: the unsafe call lives in the
+//!   binary, not the library). The first hold starts one watcher thread, which reads the
 //!   resident set every [`TICK`] while something is held and calls the trimmer when it is
 //!   within [`HEADROOM`] of the bound ([`Watch::step`]: at most once a tick, and not again
 //!   until the resident set grew by [`STEP`] past what the last trim left or [`PAUSE`] passed,
@@ -28,22 +28,22 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// What the process may take beyond its pipelines' batches (runtime, prefetch, Parquet writer).
-pub const OVERHEAD: u64 = 200 << 20;
+pub(crate) const OVERHEAD: u64 = 200 << 20;
 /// How far below the bound trimming starts: the resident set grows between two looks by what
 /// librdkafka inflates in a tick (about 4 MB at 400 MB/s), and a trim cannot return what is
 /// live (at 1 KB the trims during growth return little; the one after a batch is freed, up to
 /// 250 MB).
-pub const HEADROOM: u64 = 64 << 20;
+pub(crate) const HEADROOM: u64 = 64 << 20;
 /// Growth past what the last trim left before the next one, while over the bound. At 32 MiB
 /// the 1 KB runs reached +711–769 MiB against a bound of 712: the trims during growth found
 /// little, and the resident set rose a whole step past the one that would have returned the
 /// freed batch.
-pub const STEP: u64 = 8 << 20;
+pub(crate) const STEP: u64 = 8 << 20;
 /// Time since the last trim after which the next one is made, while over the bound, whatever
 /// the growth.
-pub const PAUSE: Duration = Duration::from_millis(100);
+pub(crate) const PAUSE: Duration = Duration::from_millis(100);
 /// How often the resident set is read while a bound is held.
-pub const TICK: Duration = Duration::from_millis(10);
+pub(crate) const TICK: Duration = Duration::from_millis(10);
 
 static HELD: AtomicU64 = AtomicU64::new(0);
 static TRIMS: AtomicU64 = AtomicU64::new(0);

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol, StreamConsumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::KafkaError;
 use rdkafka::statistics::Statistics;
 use rdkafka::types::RDKafkaRespErr;
@@ -163,8 +163,9 @@ pub(crate) fn assign(consumer: &PipelineConsumer, topic: &str, positions: &BTree
     .map_err(|e| Error::Kafka(format!("assign {topic} {:?}: {e}", positions.keys().collect::<Vec<_>>())))
 }
 
-/// The pipeline's consumer.
-pub(crate) type PipelineConsumer = StreamConsumer<EventContext>;
+/// The pipeline's consumer: its own queue serves events (its messages go to a
+/// [`super::batch::MessageQueue`]).
+pub(crate) type PipelineConsumer = BaseConsumer<EventContext>;
 
 /// Settings for [`create_consumer`].
 #[derive(Debug, Clone)]

@@ -4,18 +4,24 @@
 //! [`Poll`] whose records, per partition, are [`SourceRecord`]s — offsets, key, payload,
 //! timestamp and (when asked) headers, borrowed from the poll — so nothing above this folder
 //! knows rdkafka. Positions are [`StartOffset`]s.
+//!
+//! A poll serves the consumer's own queue first (rebalances, statistics and client errors
+//! reach the pipeline's events there), then takes the partitions' messages from the
+//! [`MessageQueue`] in one batch; it waits for either queue to turn non-empty.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaResult;
 use rdkafka::message::{BorrowedMessage, Headers as _};
 use rdkafka::{Message, Offset};
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::Notify;
 
+use super::batch::{MessageQueue, Messages};
 use super::consumer::{self, ConsumerEvent, ConsumerSettings, PipelineConsumer};
 use crate::common::heap::{self, Held};
 use crate::common::record::Headers;
@@ -52,8 +58,15 @@ pub(crate) struct SourceRecord<'a> {
     pub headers: Headers<'a>,
 }
 
+/// Operations served from the consumer's own queue in one poll at most.
+const MAX_EVENTS: usize = 1024;
+
 /// The consumer of one pipeline's topic.
 pub(crate) struct KafkaSource {
+    /// Declared (so dropped) before the consumer, as its contract asks.
+    queue: MessageQueue,
+    /// Signalled when the consumer's queue or `queue` turns non-empty.
+    wake: Arc<Notify>,
     consumer: Arc<PipelineConsumer>,
     topic: String,
     throttle: Arc<LogThrottle>,
@@ -72,9 +85,14 @@ impl KafkaSource {
         events: UnboundedSender<ConsumerEvent>,
     ) -> Result<KafkaSource> {
         let throttle = Arc::new(LogThrottle::default());
-        let consumer = Arc::new(consumer::create_consumer(settings, events, throttle.clone())?);
+        let mut consumer = consumer::create_consumer(settings, events, throttle.clone())?;
+        let wake = Arc::new(Notify::new());
+        let signal = wake.clone();
+        consumer.set_nonempty_callback(move || signal.notify_one());
+        let queue = MessageQueue::new(&consumer, wake.clone())?;
         let bound = heap::hold(max_bytes.saturating_mul(2));
-        Ok(KafkaSource { consumer, topic: settings.topic.to_string(), throttle, _bound: bound })
+        let topic = settings.topic.to_string();
+        Ok(KafkaSource { queue, wake, consumer: Arc::new(consumer), topic, throttle, _bound: bound })
     }
 
     pub(crate) fn topic(&self) -> &str {
@@ -86,6 +104,9 @@ impl KafkaSource {
     /// # Errors
     /// [`crate::Error::Kafka`] when librdkafka refuses it.
     pub(crate) fn assign(&self, positions: &BTreeMap<i32, StartOffset>) -> Result<()> {
+        for p in positions.keys() {
+            self.queue.route(&self.topic, *p)?;
+        }
         let positions = positions.iter().map(|(p, o)| (*p, o.offset())).collect();
         consumer::assign(&self.consumer, &self.topic, &positions)
     }
@@ -145,8 +166,31 @@ impl KafkaSource {
 
     /// The consumer's messages, up to [`MAX_POLL`] at a time.
     pub(crate) fn polls(&self) -> impl Stream<Item = Poll<'_>> + '_ {
-        let throttle = self.throttle.clone();
-        self.consumer.stream().ready_chunks(MAX_POLL).map(move |messages| Poll { messages, throttle: throttle.clone() })
+        futures::stream::unfold(self, |source| async move {
+            loop {
+                let poll = source.poll_now();
+                if poll.len() > 0 {
+                    return Some((poll, source));
+                }
+                source.wake.notified().await;
+            }
+        })
+    }
+
+    /// Serves the consumer's own queue (its events, and any message that reached it), then
+    /// takes what the message queue holds; waits for nothing.
+    fn poll_now(&self) -> Poll<'_> {
+        let mut stray = Vec::new();
+        for _ in 0..MAX_EVENTS {
+            if self.queue.consumer_queue_len() == 0 {
+                break;
+            }
+            if let Some(m) = self.consumer.poll(Duration::ZERO) {
+                stray.push(m);
+            }
+        }
+        let messages = self.queue.take(MAX_POLL.saturating_sub(stray.len()).max(1));
+        Poll { stray, messages, throttle: self.throttle.clone() }
     }
 
     /// After messages arrived: logs once that the brokers are reachable again, if they had
@@ -161,7 +205,8 @@ impl KafkaSource {
     /// Leaves the group and destroys the client with a deadline: `rd_kafka_destroy` has been
     /// seen to block forever with librdkafka's mock cluster, and shutdown must not hang.
     pub(crate) async fn close(self) {
-        let consumer = self.consumer;
+        let KafkaSource { queue, consumer, .. } = self;
+        drop(queue);
         consumer.unsubscribe();
         let closing = tokio::task::spawn_blocking(move || drop(consumer));
         if tokio::time::timeout(Duration::from_secs(10), closing).await.is_err() {
@@ -172,19 +217,28 @@ impl KafkaSource {
 
 /// The messages of one poll.
 pub(crate) struct Poll<'c> {
-    messages: Vec<KafkaResult<BorrowedMessage<'c>>>,
+    /// What reached the consumer's own queue: its consume errors, and messages of a partition
+    /// not routed to the message queue (none, as partitions are routed before assigning).
+    stray: Vec<KafkaResult<BorrowedMessage<'c>>>,
+    messages: Messages,
     throttle: Arc<LogThrottle>,
 }
 
 impl Poll<'_> {
     /// The messages received, consume errors included.
     pub(crate) fn len(&self) -> usize {
-        self.messages.len()
+        self.stray.len() + self.messages.len()
     }
 
     /// Consume errors among them.
     pub(crate) fn errors(&self) -> usize {
-        self.messages.iter().filter(|m| m.is_err()).count()
+        self.stray.iter().filter(|m| m.is_err()).count() + self.messages.iter().filter(|m| m.error().is_some()).count()
+    }
+
+    fn log_error(&self, error: &dyn std::fmt::Display) {
+        if let Some(held) = self.throttle.allow("consume") {
+            tracing::warn!(error = %error, held, "kafka.consume_error");
+        }
     }
 
     /// The records `accept(partition, offset)` keeps, per partition in offset order, with
@@ -198,22 +252,25 @@ impl Poll<'_> {
         // Each partition's list is allocated once at its size: grown from empty, the lists
         // of a 4,096-message poll were reallocated a dozen times into fresh pages.
         let mut counts: BTreeMap<i32, usize> = BTreeMap::new();
-        for m in self.messages.iter().flatten() {
+        for p in self.stray.iter().flatten().map(|m| m.partition()) {
+            *counts.entry(p).or_default() += 1;
+        }
+        for m in self.messages.iter().filter(|m| m.error().is_none()) {
             *counts.entry(m.partition()).or_default() += 1;
         }
         let mut out: BTreeMap<i32, Vec<SourceRecord<'s>>> =
             counts.into_iter().map(|(p, n)| (p, Vec::with_capacity(n))).collect();
-        for m in &self.messages {
+        // (The consumer subscribes to this one topic: no per-message topic check.)
+        // Strays first: a partition's messages reach the consumer's queue only before it is
+        // routed, so they are the older ones.
+        for m in &self.stray {
             let m = match m {
                 Ok(m) => m,
                 Err(e) => {
-                    if let Some(held) = self.throttle.allow("consume") {
-                        tracing::warn!(error = %e, held, "kafka.consume_error");
-                    }
+                    self.log_error(e);
                     continue;
                 }
             };
-            // (The consumer subscribes to this one topic: no per-message topic check.)
             if !accept(m.partition(), m.offset()) {
                 continue;
             }
@@ -230,6 +287,25 @@ impl Poll<'_> {
             } else {
                 Vec::new()
             };
+            out.entry(m.partition()).or_default().push(SourceRecord { raw, headers });
+        }
+        for m in self.messages.iter() {
+            if let Some(e) = m.error() {
+                self.log_error(&e);
+                continue;
+            }
+            if !accept(m.partition(), m.offset()) {
+                continue;
+            }
+            let raw = RawRecord {
+                topic,
+                partition: m.partition(),
+                offset: m.offset(),
+                timestamp_ms: m.timestamp_ms(),
+                key: m.key(),
+                payload: m.payload(),
+            };
+            let headers = if with_headers { m.headers() } else { Vec::new() };
             out.entry(m.partition()).or_default().push(SourceRecord { raw, headers });
         }
         out.retain(|_, records| !records.is_empty());
