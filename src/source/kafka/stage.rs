@@ -21,7 +21,7 @@ use rdkafka::{Message, Offset};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::Notify;
 
-use super::batch::{MessageQueue, Messages};
+use super::batch::{self, MessageQueue, Messages};
 use super::consumer::{self, ConsumerEvent, ConsumerSettings, PipelineConsumer};
 use crate::common::heap::{self, Held};
 use crate::common::record::Headers;
@@ -264,51 +264,75 @@ impl Poll<'_> {
         // Strays first: a partition's messages reach the consumer's queue only before it is
         // routed, so they are the older ones.
         for m in &self.stray {
-            let m = match m {
-                Ok(m) => m,
-                Err(e) => {
-                    self.log_error(e);
-                    continue;
-                }
-            };
-            if !accept(m.partition(), m.offset()) {
-                continue;
+            match m {
+                Ok(m) => keep(&mut out, &m, topic, with_headers, &accept),
+                Err(e) => self.log_error(e),
             }
-            let raw = RawRecord {
-                topic,
-                partition: m.partition(),
-                offset: m.offset(),
-                timestamp_ms: m.timestamp().to_millis(),
-                key: m.key(),
-                payload: m.payload(),
-            };
-            let headers = if with_headers {
-                m.headers().map(|h| h.iter().map(|h| (h.key, h.value)).collect()).unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            out.entry(m.partition()).or_default().push(SourceRecord { raw, headers });
         }
         for m in self.messages.iter() {
-            if let Some(e) = m.error() {
-                self.log_error(&e);
-                continue;
+            match m.error() {
+                None => keep(&mut out, &m, topic, with_headers, &accept),
+                Some(e) => self.log_error(&e),
             }
-            if !accept(m.partition(), m.offset()) {
-                continue;
-            }
-            let raw = RawRecord {
-                topic,
-                partition: m.partition(),
-                offset: m.offset(),
-                timestamp_ms: m.timestamp_ms(),
-                key: m.key(),
-                payload: m.payload(),
-            };
-            let headers = if with_headers { m.headers() } else { Vec::new() };
-            out.entry(m.partition()).or_default().push(SourceRecord { raw, headers });
         }
         out.retain(|_, records| !records.is_empty());
         out
+    }
+}
+
+/// Adds `m` to its partition's records when `accept` keeps it.
+fn keep<'s, M: Consumed<'s>>(
+    out: &mut BTreeMap<i32, Vec<SourceRecord<'s>>>,
+    m: &M,
+    topic: &'s str,
+    with_headers: bool,
+    accept: &impl Fn(i32, i64) -> bool,
+) {
+    if accept(m.partition(), m.offset()) {
+        out.entry(m.partition()).or_default().push(m.record(topic, with_headers));
+    }
+}
+
+/// A consumed message, from either queue.
+trait Consumed<'s> {
+    fn partition(&self) -> i32;
+    fn offset(&self) -> i64;
+    fn raw_parts(&self) -> (Option<i64>, Option<&'s [u8]>, Option<&'s [u8]>);
+    fn header_list(&self) -> Headers<'s>;
+
+    fn record(&self, topic: &'s str, with_headers: bool) -> SourceRecord<'s> {
+        let (timestamp_ms, key, payload) = self.raw_parts();
+        let raw = RawRecord { topic, partition: self.partition(), offset: self.offset(), timestamp_ms, key, payload };
+        SourceRecord { raw, headers: if with_headers { self.header_list() } else { Vec::new() } }
+    }
+}
+
+impl<'s> Consumed<'s> for &'s BorrowedMessage<'_> {
+    fn partition(&self) -> i32 {
+        Message::partition(*self)
+    }
+    fn offset(&self) -> i64 {
+        Message::offset(*self)
+    }
+    fn raw_parts(&self) -> (Option<i64>, Option<&'s [u8]>, Option<&'s [u8]>) {
+        (self.timestamp().to_millis(), Message::key(*self), Message::payload(*self))
+    }
+    fn header_list(&self) -> Headers<'s> {
+        Message::headers(*self).map(|h| h.iter().map(|h| (h.key, h.value)).collect()).unwrap_or_default()
+    }
+}
+
+impl<'s> Consumed<'s> for batch::Message<'s> {
+    fn partition(&self) -> i32 {
+        batch::Message::partition(self)
+    }
+    fn offset(&self) -> i64 {
+        batch::Message::offset(self)
+    }
+    fn raw_parts(&self) -> (Option<i64>, Option<&'s [u8]>, Option<&'s [u8]>) {
+        (self.timestamp_ms(), self.key(), self.payload())
+    }
+    fn header_list(&self) -> Headers<'s> {
+        self.headers()
     }
 }
