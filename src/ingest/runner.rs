@@ -194,7 +194,7 @@ impl<R: Rows> Runner<R> {
         events: &mut UnboundedReceiver<ConsumerEvent>,
         shutdown: &mut watch::Receiver<bool>,
     ) -> Result<()> {
-        let mut polls = std::pin::pin!(source.polls());
+        let mut polls = std::pin::pin!(source.polls(self.cfg.reads_headers()));
         while !*shutdown.borrow() {
             let now = self.clock.now_ms();
             let due = self.cfg.policy.deadline_ms(&self.rows.state()).unwrap_or(now + 1000);
@@ -303,7 +303,7 @@ impl<R: Rows> Runner<R> {
 
     async fn on_poll(&mut self, source: &KafkaSource, poll: &Poll<'_>) -> Result<()> {
         let owned = &self.owned;
-        let by_part = poll.records(source.topic(), self.cfg.reads_headers(), |p, o| owned.accepts(p, o));
+        let by_part = poll.records(source.topic(), |p, o| owned.accepts(p, o));
         let records: usize = by_part.values().map(Vec::len).sum();
         tracing::trace!(received = poll.len(), accepted = records, "poll");
         self.metrics.kafka_errors.inc_by(poll.errors() as u64);

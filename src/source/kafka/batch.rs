@@ -113,15 +113,36 @@ impl MessageQueue {
         unsafe { rd::rd_kafka_queue_length(self.consumer_queue.as_ptr()) }
     }
 
-    /// Takes up to `max` waiting messages without waiting.
-    pub(crate) fn take(&self, max: usize) -> Messages {
+    /// Takes up to `max` waiting messages without waiting, their headers parsed when
+    /// `with_headers`.
+    pub(crate) fn take(&self, max: usize, with_headers: bool) -> Messages {
         let mut taken: Vec<*mut rd::rd_kafka_message_t> = Vec::with_capacity(max);
         // SAFETY: the queue is live and `taken` has room for `max` pointers.
         let n = unsafe { rd::rd_kafka_consume_batch_queue(self.queue.as_ptr(), 0, taken.as_mut_ptr(), max) };
         // SAFETY: librdkafka wrote `n` (≤ `max`) message pointers; -1 (an invalid queue) is
         // taken as none.
         unsafe { taken.set_len(usize::try_from(n).unwrap_or(0).min(max)) };
-        Messages { taken }
+        // librdkafka parses a message's headers on first request and keeps them in the
+        // message: done here, while the messages are this thread's alone, so that reading
+        // them later through a shared reference writes nothing.
+        let headers = if with_headers {
+            taken
+                .iter()
+                .map(|m| {
+                    let mut hdrs: *mut rd::rd_kafka_headers_t = std::ptr::null_mut();
+                    // SAFETY: a live message no other thread sees yet.
+                    let found = unsafe { rd::rd_kafka_message_headers(*m, &mut hdrs) };
+                    if found == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+                        hdrs
+                    } else {
+                        std::ptr::null_mut()
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Messages { taken, headers }
     }
 }
 
@@ -142,12 +163,15 @@ impl Drop for MessageQueue {
 /// Messages taken from a [`MessageQueue`], destroyed when dropped.
 pub(crate) struct Messages {
     taken: Vec<*mut rd::rd_kafka_message_t>,
+    /// Each message's parsed headers (null: none), when asked for; owned by the message.
+    headers: Vec<*mut rd::rd_kafka_headers_t>,
 }
 
 // SAFETY: a taken message belongs to whoever holds it; librdkafka's destroy may run on any
 // thread.
 unsafe impl Send for Messages {}
-// SAFETY: messages are only read through `&self`.
+// SAFETY: through `&self` messages and their headers are only read: the one thing librdkafka
+// would write in a message on a read, its parsed headers, is parsed in `take`.
 unsafe impl Sync for Messages {}
 
 impl Messages {
@@ -156,8 +180,11 @@ impl Messages {
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = Message<'_>> {
-        // SAFETY: each pointer is a message librdkafka handed over, live until `Drop`.
-        self.taken.iter().map(|m| Message { m: unsafe { &**m } })
+        self.taken.iter().enumerate().map(|(i, m)| Message {
+            // SAFETY: each pointer is a message librdkafka handed over, live until `Drop`.
+            m: unsafe { &**m },
+            headers: self.headers.get(i).copied().unwrap_or(std::ptr::null_mut()),
+        })
     }
 }
 
@@ -174,6 +201,8 @@ impl Drop for Messages {
 #[derive(Clone, Copy)]
 pub(crate) struct Message<'a> {
     m: &'a rd::rd_kafka_message_t,
+    /// Its parsed headers, owned by the message; null when none or not asked for.
+    headers: *const rd::rd_kafka_headers_t,
 }
 
 /// A byte slice librdkafka owns, or `None` for its null pointer.
@@ -227,20 +256,18 @@ impl<'a> Message<'a> {
         (ms != -1 && kind != rd::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_NOT_AVAILABLE).then_some(ms)
     }
 
-    /// The record's headers in order; a header whose name is not UTF-8 is left out.
+    /// The record's headers in order (none unless taken `with_headers`); a header whose name
+    /// is not UTF-8 is left out.
     pub(crate) fn headers(&self) -> Headers<'a> {
         let mut out = Vec::new();
-        let mut hdrs: *mut rd::rd_kafka_headers_t = std::ptr::null_mut();
-        // SAFETY: a live message; librdkafka parses its headers into `hdrs`, owned by the
-        // message (so they live as long as it).
-        let found = unsafe { rd::rd_kafka_message_headers(self.m, &mut hdrs) };
-        if found != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR || hdrs.is_null() {
+        if self.headers.is_null() {
             return out;
         }
         for idx in 0.. {
             let (mut name, mut value, mut size) = (std::ptr::null(), std::ptr::null(), 0usize);
-            // SAFETY: `hdrs` is live; the out-pointers are valid.
-            let err = unsafe { rd::rd_kafka_header_get_all(hdrs, idx, &mut name, &mut value, &mut size) };
+            // SAFETY: the message's parsed headers, live as long as it; reading them writes
+            // nothing. The out-pointers are valid.
+            let err = unsafe { rd::rd_kafka_header_get_all(self.headers, idx, &mut name, &mut value, &mut size) };
             if err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR || name.is_null() {
                 break;
             }

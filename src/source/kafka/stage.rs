@@ -164,11 +164,12 @@ impl KafkaSource {
         consumer::commit_courtesy(&self.consumer, &self.topic, next);
     }
 
-    /// The consumer's messages, up to [`MAX_POLL`] at a time.
-    pub(crate) fn polls(&self) -> impl Stream<Item = Poll<'_>> + '_ {
-        futures::stream::unfold(self, |source| async move {
+    /// The consumer's messages, up to [`MAX_POLL`] at a time, with their headers when
+    /// `with_headers`.
+    pub(crate) fn polls(&self, with_headers: bool) -> impl Stream<Item = Poll<'_>> + '_ {
+        futures::stream::unfold(self, move |source| async move {
             loop {
-                let poll = source.poll_now();
+                let poll = source.poll_now(with_headers);
                 if poll.len() > 0 {
                     return Some((poll, source));
                 }
@@ -179,7 +180,7 @@ impl KafkaSource {
 
     /// Serves the consumer's own queue (its events, and any message that reached it), then
     /// takes what the message queue holds; waits for nothing.
-    fn poll_now(&self) -> Poll<'_> {
+    fn poll_now(&self, with_headers: bool) -> Poll<'_> {
         let mut stray = Vec::new();
         for _ in 0..MAX_EVENTS {
             if self.queue.consumer_queue_len() == 0 {
@@ -189,8 +190,8 @@ impl KafkaSource {
                 stray.push(m);
             }
         }
-        let messages = self.queue.take(MAX_POLL.saturating_sub(stray.len()).max(1));
-        Poll { stray, messages, throttle: self.throttle.clone() }
+        let messages = self.queue.take(MAX_POLL.saturating_sub(stray.len()).max(1), with_headers);
+        Poll { stray, messages, with_headers, throttle: self.throttle.clone() }
     }
 
     /// After messages arrived: logs once that the brokers are reachable again, if they had
@@ -221,6 +222,7 @@ pub(crate) struct Poll<'c> {
     /// not routed to the message queue (none, as partitions are routed before assigning).
     stray: Vec<KafkaResult<BorrowedMessage<'c>>>,
     messages: Messages,
+    with_headers: bool,
     throttle: Arc<LogThrottle>,
 }
 
@@ -242,13 +244,13 @@ impl Poll<'_> {
     }
 
     /// The records `accept(partition, offset)` keeps, per partition in offset order, with
-    /// their headers when `with_headers`. Consume errors are logged and skipped.
+    /// their headers when the poll was asked for them. Consume errors are logged and skipped.
     pub(crate) fn records<'s>(
         &'s self,
         topic: &'s str,
-        with_headers: bool,
         accept: impl Fn(i32, i64) -> bool,
     ) -> BTreeMap<i32, Vec<SourceRecord<'s>>> {
+        let with_headers = self.with_headers;
         // Each partition's list is allocated once at its size: grown from empty, the lists
         // of a 4,096-message poll were reallocated a dozen times into fresh pages.
         let mut counts: BTreeMap<i32, usize> = BTreeMap::new();
