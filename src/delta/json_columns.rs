@@ -48,6 +48,9 @@ pub(crate) struct Columns {
 #[derive(Debug, Clone)]
 struct Column {
     name: Box<[u8]>,
+    /// The name's first eight bytes ([`head`]): most names differ there, and those of at most
+    /// eight bytes are compared whole by it.
+    head: u64,
     kind: Kind,
     nullable: bool,
 }
@@ -112,7 +115,7 @@ impl Kind {
             (b'"', Kind::Date) => Date32Type::parse(&text(s)?).map(Val::Day),
             (b'"', Kind::Timestamp { unit, zone }) => {
                 let (raw, escaped) = s.string()?;
-                let raw = std::str::from_utf8(raw).ok().filter(|_| !escaped)?;
+                let raw = s.str_in(raw).filter(|_| !escaped)?;
                 check_timestamp_text(raw).ok()?;
                 match zone {
                     Some(zone) => in_unit(&string_to_datetime(zone, raw).ok()?, *unit),
@@ -121,11 +124,12 @@ impl Kind {
                 .map(Val::Int)
             }
             (b'-' | b'0'..=b'9', _) => {
-                let (number, real) = s.number()?;
+                let number = s.number()?;
+                if let Kind::Integer { min, max } = self {
+                    return number.integer().filter(|v| (*min..=*max).contains(v)).map(Val::Int);
+                }
+                let number = number.text;
                 match self {
-                    Kind::Integer { min, max } if !real => {
-                        number.parse().ok().filter(|v| (*min..=*max).contains(v)).map(Val::Int)
-                    }
                     Kind::Float64 => number.parse().ok().filter(|x: &f64| x.is_finite()).map(Val::F64),
                     Kind::Float32 if float32_holds(number) => {
                         number.parse().ok().filter(|x: &f32| x.is_finite()).map(Val::F32)
@@ -155,7 +159,7 @@ fn in_unit<Z: TimeZone>(t: &chrono::DateTime<Z>, unit: TimeUnit) -> Option<i64> 
 fn text<'a>(s: &mut Scan<'a>) -> Option<Cow<'a, str>> {
     let (raw, escaped) = s.string()?;
     if !escaped {
-        return std::str::from_utf8(raw).ok().map(Cow::Borrowed);
+        return s.str_in(raw).map(Cow::Borrowed);
     }
     let mut out = Vec::with_capacity(raw.len());
     let mut rest = raw;
@@ -198,7 +202,7 @@ impl Columns {
             if by_name.insert(name.clone(), i).is_some() {
                 return None;
             }
-            columns.push(Column { name, kind: Kind::of(f.data_type())?, nullable: f.is_nullable() });
+            columns.push(Column { head: head(&name), name, kind: Kind::of(f.data_type())?, nullable: f.is_nullable() });
         }
         let text_room = (0..columns.len()).map(|_| TextRoom::default()).collect();
         Some(Columns { schema: schema.clone(), columns, by_name, text_room })
@@ -215,14 +219,25 @@ impl Columns {
     }
 
     fn position(&self, key: &[u8], hint: usize) -> Option<usize> {
-        if self.columns.get(hint).is_some_and(|c| *c.name == *key) {
+        let key_head = head(key);
+        let is = |c: &Column| c.head == key_head && c.name.len() == key.len() && (key.len() <= 8 || c.name[8..] == key[8..]);
+        if self.columns.get(hint).is_some_and(is) {
             return Some(hint);
         }
         // A few columns are found faster by looking than by hashing.
         if self.columns.len() <= 32 {
-            return self.columns.iter().position(|c| c.name.len() == key.len() && *c.name == *key);
+            return self.columns.iter().position(is);
         }
         self.by_name.get(key).copied()
+    }
+}
+
+/// A name's first eight bytes as one number (zeros past a shorter name's end).
+#[inline]
+fn head(name: &[u8]) -> u64 {
+    match name.first_chunk::<8>() {
+        Some(first) => u64::from_le_bytes(*first),
+        None => name.iter().rev().fold(0, |h, &b| h << 8 | u64::from(b)),
     }
 }
 
@@ -272,10 +287,12 @@ impl<'a> Rows<'a> {
     /// Reads one record's values into `pending` (one slot per column).
     fn read(&mut self, record: &'a [u8]) -> Option<()> {
         let plan = self.plan;
+        // Checked whole once, so that no value's text is checked again.
+        let record = std::str::from_utf8(record).ok()?;
         self.pending.clear();
         self.pending.resize_with(plan.columns.len(), || None);
         let pending = &mut self.pending;
-        let mut s = Scan { b: record, at: 0 };
+        let mut s = Scan::text(record);
         s.ws();
         let mut hint = 0;
         s.members(|s, key, escaped| {

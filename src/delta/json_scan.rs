@@ -10,7 +10,9 @@
 //!   fuzz target hold the two to that.
 //! - Strings are skipped with `memchr` (only escapes and the closing quote stop it); numbers
 //!   are read only where their column's rule needs it (integer range, float range, decimal
-//!   digits).
+//!   digits). An integer of up to 18 digits is read as its digits are scanned.
+//! - A scan made with [`Scan::text`] (a record checked as UTF-8 whole) gives values' text as
+//!   slices of it; one made with [`Scan::bytes`] checks each value's text where it is needed.
 //!
 //! [`RecordRules::check_walk`]: super::json_values::RecordRules::check_walk
 
@@ -23,7 +25,7 @@ const MAX_DEPTH: usize = 64;
 /// Whether `record` (one JSON object against the `root` struct) decodes as it is.
 pub(super) fn approves(root: &Slot, record: &[u8]) -> bool {
     let Slot::Struct(fields) = root else { return false };
-    let mut s = Scan { b: record, at: 0 };
+    let mut s = Scan::bytes(record);
     s.ws();
     if s.peek() != Some(b'{') || s.object(fields, 0).is_none() {
         return false;
@@ -42,12 +44,59 @@ pub(super) fn float32_holds(text: &str) -> bool {
 pub(super) struct Scan<'a> {
     pub(super) b: &'a [u8],
     pub(super) at: usize,
+    /// The record as text, when it was checked as UTF-8 whole: then a value's text is a slice
+    /// of it, not checked again.
+    text: Option<&'a str>,
 }
 
 /// `None`: not certain, the full walk decides.
 pub(super) type Sure = Option<()>;
 
+/// A number as JSON spells it.
+pub(super) struct Number<'a> {
+    pub(super) text: &'a str,
+    /// Whether it has a fraction or an exponent.
+    pub(super) real: bool,
+    /// Its value, when it is an integer of at most 18 digits (read during the scan).
+    pub(super) small: Option<i64>,
+}
+
+impl<'a> Number<'a> {
+    /// Its value as an integer, when it is one that fits in `i64`.
+    pub(super) fn integer(&self) -> Option<i64> {
+        if self.real {
+            return None;
+        }
+        self.small.or_else(|| self.text.parse().ok())
+    }
+}
+
 impl<'a> Scan<'a> {
+    /// A scan of bytes whose text is checked value by value, where a value needs it.
+    pub(super) fn bytes(b: &'a [u8]) -> Scan<'a> {
+        Scan { b, at: 0, text: None }
+    }
+
+    /// A scan of text already checked as UTF-8 whole.
+    pub(super) fn text(text: &'a str) -> Scan<'a> {
+        Scan { b: text.as_bytes(), at: 0, text: Some(text) }
+    }
+
+    /// The text of `b[from..to]` (bounds on ASCII characters the scan found).
+    #[inline]
+    pub(super) fn str_of(&self, from: usize, to: usize) -> Option<&'a str> {
+        match self.text {
+            Some(text) => text.get(from..to),
+            None => std::str::from_utf8(self.b.get(from..to)?).ok(),
+        }
+    }
+
+    /// The text of a slice the scan returned (a string's content).
+    #[inline]
+    pub(super) fn str_in(&self, part: &'a [u8]) -> Option<&'a str> {
+        let from = (part.as_ptr() as usize).checked_sub(self.b.as_ptr() as usize)?;
+        self.str_of(from, from + part.len())
+    }
     #[inline]
     pub(super) fn peek(&self) -> Option<u8> {
         self.b.get(self.at).copied()
@@ -94,16 +143,24 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// A number at the cursor, as JSON spells one (anything else: `None`), and whether it has
-    /// a fraction or an exponent.
-    pub(super) fn number(&mut self) -> Option<(&'a str, bool)> {
+    /// A number at the cursor, as JSON spells one (anything else: `None`).
+    pub(super) fn number(&mut self) -> Option<Number<'a>> {
         let start = self.at;
-        self.eat(b'-');
+        let negative = self.eat(b'-').is_some();
+        let first = self.at;
+        let mut value: i64 = 0;
         match self.peek()? {
             b'0' => self.at += 1,
-            b'1'..=b'9' => self.digits(),
+            b'1'..=b'9' => {
+                while let Some(d @ b'0'..=b'9') = self.peek() {
+                    // At most 18 digits are kept (below 10^18): the rest is read from the text.
+                    value = value.wrapping_mul(10).wrapping_add(i64::from(d - b'0'));
+                    self.at += 1;
+                }
+            }
             _ => return None,
         }
+        let digits = self.at - first;
         let mut real = false;
         if self.eat(b'.').is_some() {
             real = true;
@@ -121,7 +178,8 @@ impl<'a> Scan<'a> {
         if !matches!(self.peek(), None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')) {
             return None;
         }
-        Some((std::str::from_utf8(&self.b[start..self.at]).ok()?, real))
+        let small = (!real && digits <= 18).then(|| if negative { -value } else { value });
+        Some(Number { text: self.str_of(start, self.at)?, real, small })
     }
 
     fn digits(&mut self) {
@@ -185,23 +243,18 @@ impl<'a> Scan<'a> {
                 let (text, escaped) = self.string()?;
                 match slot {
                     Slot::Text | Slot::Date => Some(()),
-                    Slot::Timestamp if !escaped => {
-                        check_timestamp_text(std::str::from_utf8(text).ok()?).ok()
-                    }
+                    Slot::Timestamp if !escaped => check_timestamp_text(self.str_in(text)?).ok(),
                     _ => None,
                 }
             }
             b'-' | b'0'..=b'9' => {
-                let (text, real) = self.number()?;
+                let number = self.number()?;
                 match slot {
                     Slot::Float64 => Some(()),
-                    Slot::Integer { min, max, .. } if !real => {
-                        let v: i64 = text.parse().ok()?;
-                        (*min..=*max).contains(&v).then_some(())
-                    }
+                    Slot::Integer { min, max, .. } => (*min..=*max).contains(&number.integer()?).then_some(()),
                     // Below 10^38 a float column holds it: no exponent, at most 38 digits.
-                    Slot::Float32 => float32_holds(text).then_some(()),
-                    Slot::Decimal { .. } => (slot.number(Num::Text(text)) == Ok(false)).then_some(()),
+                    Slot::Float32 => float32_holds(number.text).then_some(()),
+                    Slot::Decimal { .. } => (slot.number(Num::Text(number.text)) == Ok(false)).then_some(()),
                     _ => None,
                 }
             }
@@ -301,6 +354,30 @@ mod tests {
             r#"{"bin": "AA=="}"#,
         ] {
             assert!(!approves(&r.root, walk.as_bytes()), "{walk}");
+        }
+    }
+
+    /// The integer read during the scan is the one the text spells, at every digit count.
+    #[test]
+    fn integers_read_during_the_scan_are_the_text_s() {
+        let mut digits = String::new();
+        for n in 1..=22 {
+            digits.push(char::from(b'0' + (n * 7 % 10) as u8));
+            for text in [digits.clone(), format!("-{digits}"), "9".repeat(n), format!("-{}", "9".repeat(n))] {
+                for end in ["", ",", "}", " "] {
+                    let spelled = format!("{text}{end}");
+                    let number = Scan::bytes(spelled.as_bytes()).number().unwrap();
+                    assert_eq!(number.integer(), text.parse::<i64>().ok(), "{spelled}");
+                    let number = Scan::text(&spelled).number().unwrap();
+                    assert_eq!((number.text, number.integer()), (text.as_str(), text.parse::<i64>().ok()));
+                }
+            }
+        }
+        for (text, int) in [("0", Some(0)), ("-0", Some(0)), ("-9223372036854775808", Some(i64::MIN)), ("2.0", None), ("1e3", None)] {
+            assert_eq!(Scan::bytes(text.as_bytes()).number().unwrap().integer(), int, "{text}");
+        }
+        for bad in ["01x", "-", "1.", "1e", "+1", "1x"] {
+            assert!(Scan::bytes(bad.as_bytes()).number().is_none(), "{bad}");
         }
     }
 
