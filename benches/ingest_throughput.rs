@@ -391,10 +391,14 @@ async fn external(brokers: &str, n: usize, size: usize) -> Ingested {
     };
     // BENCH_NO_BARE=1 skips the baseline, so that the peak RSS is the pipeline's alone.
     if std::env::var("BENCH_NO_BARE").is_err() {
+        let (_, cpu0) = proc_stat();
         let raw = bare_consume(brokers, &topic, n).await;
+        let (_, cpu1) = proc_stat();
         println!(
-            "external baseline: a bare librdkafka consumer reads the {n} records (no decoding) in {raw:.2} s = {:.0} records/s",
-            n as f64 / raw
+            "external baseline: a bare librdkafka consumer reads the {n} records (no decoding) in {raw:.2} s = {:.0} records/s, CPU {:.1} s ({:.2} µs a record)",
+            n as f64 / raw,
+            cpu1 - cpu0,
+            (cpu1 - cpu0) * 1e6 / n as f64
         );
         if std::env::var("BENCH_ONLY_BARE").is_ok() {
             let (rss_peak, _) = proc_stat();
@@ -658,11 +662,12 @@ fn main() {
             let mb = (0..1000).map(|i| payload(i, size).len()).sum::<usize>() as f64 * count as f64 / 1000.0 / 1e6;
             let r = rt.block_on(external(&brokers, count, size));
             println!(
-                "external {count} pre-produced records of ~{size} B from {brokers} (zstd(1) shrinks them {:.1}x): {:.2} s, {:.0} records/s, {:.0} MB/s, {}",
+                "external {count} pre-produced records of ~{size} B from {brokers} (zstd(1) shrinks them {:.1}x): {:.2} s, {:.0} records/s, {:.0} MB/s, {:.2} µs of CPU a record, {}",
                 compression_ratio(size),
                 r.seconds,
                 count as f64 / r.seconds,
                 mb / r.seconds,
+                r.cpu * 1e6 / count as f64,
                 r.costs()
             );
         }

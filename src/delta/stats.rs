@@ -8,7 +8,7 @@
 //! timestamps are written truncated to milliseconds. Keys are physical names.
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::compute::{max, max_string, min, min_string};
+use arrow::compute::{max, min};
 use arrow::datatypes::{
     DataType as A, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
     TimeUnit, TimestampMicrosecondType,
@@ -200,19 +200,8 @@ fn min_max(a: &ArrayRef) -> Option<(Scalar, Scalar)> {
         A::Int16 => int!(Int16Type),
         A::Int32 => int!(Int32Type),
         A::Int64 => int!(Int64Type),
-        A::Float32 | A::Float64 => {
-            let values: Vec<f64> = if let A::Float32 = a.data_type() {
-                a.as_primitive::<Float32Type>().iter().flatten().map(f64::from).collect()
-            } else {
-                a.as_primitive::<Float64Type>().iter().flatten().collect()
-            };
-            if values.iter().any(|v| v.is_nan()) {
-                return None;
-            }
-            let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            Some((Scalar::Float(lo), Scalar::Float(hi)))
-        }
+        A::Float32 => floats(a.as_primitive::<Float32Type>().iter().flatten().map(f64::from)),
+        A::Float64 => floats(a.as_primitive::<Float64Type>().iter().flatten()),
         A::Decimal128(_, _) => {
             let p = a.as_primitive::<Decimal128Type>();
             Some((Scalar::Decimal(min(p)?), Scalar::Decimal(max(p)?)))
@@ -226,11 +215,28 @@ fn min_max(a: &ArrayRef) -> Option<(Scalar, Scalar)> {
             Some((Scalar::Micros(min(p)?), Scalar::Micros(max(p)?)))
         }
         A::Utf8 => {
-            let s = a.as_string::<i32>();
-            Some((Scalar::Str(min_string(s)?.to_string()), Scalar::Str(max_string(s)?.to_string())))
+            // One pass for both ends: each value is compared with the smallest and the largest.
+            let mut values = a.as_string::<i32>().iter().flatten();
+            let first = values.next()?;
+            let (lo, hi) = values.fold((first, first), |(lo, hi), v| (lo.min(v), hi.max(v)));
+            Some((Scalar::Str(lo.to_string()), Scalar::Str(hi.to_string())))
         }
         _ => None,
     }
+}
+
+/// The least and greatest of the non-null values, `None` when one is NaN (Delta's statistics
+/// then leave the column out).
+fn floats(values: impl Iterator<Item = f64>) -> Option<(Scalar, Scalar)> {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values {
+        if v.is_nan() {
+            return None;
+        }
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    Some((Scalar::Float(lo), Scalar::Float(hi)))
 }
 
 fn render(v: &Scalar, t: &DataType, prefix: usize, is_max: bool) -> Option<Value> {
