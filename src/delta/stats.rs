@@ -344,6 +344,20 @@ mod tests {
         assert!(v["nullCount"].get("p").is_none(), "partition columns have no stats");
     }
 
+    /// Each end of a column in one pass: strings by their UTF-8 bytes (as Spark compares
+    /// them), floats with NaN leaving the column's bounds out.
+    #[test]
+    fn one_pass_ends_of_strings_and_floats() {
+        let strings: ArrayRef = Arc::new(StringArray::from(vec![Some("é"), None, Some("z"), Some(""), Some("zz"), Some("😀")]));
+        assert_eq!(min_max(&strings), Some((Scalar::Str(String::new()), Scalar::Str("😀".into()))));
+        let floats: ArrayRef = Arc::new(arrow::array::Float32Array::from(vec![Some(2.5), None, Some(-0.5), Some(7.0)]));
+        assert_eq!(min_max(&floats), Some((Scalar::Float(-0.5), Scalar::Float(7.0))));
+        let nan: ArrayRef = Arc::new(arrow::array::Float64Array::from(vec![Some(1.0), Some(f64::NAN), Some(3.0)]));
+        assert_eq!(min_max(&nan), None);
+        let none: ArrayRef = Arc::new(StringArray::from(vec![None::<&str>]));
+        assert_eq!(min_max(&none), None);
+    }
+
     #[test]
     fn column_selection_and_truncation() {
         let mut cfg = HashMap::new();
