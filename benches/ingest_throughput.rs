@@ -576,12 +576,17 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-/// glibc's freed heap handed back near the memory bound, as the `deltabus` binary does
-/// (`BENCH_NO_TRIM=1` leaves it with the process).
+/// glibc's and mimalloc's freed memory handed back near the memory bound, as the `deltabus`
+/// binary does (`BENCH_NO_TRIM=1` leaves both with the process, `BENCH_NO_MI_COLLECT=1`
+/// mimalloc's).
 #[allow(unsafe_code)]
 fn trim_c_heap() {
     // SAFETY: `malloc_trim` takes no pointer and may be called from any thread at any time.
     unsafe { libc::malloc_trim(0) };
+    if std::env::var_os("BENCH_NO_MI_COLLECT").is_none() {
+        // SAFETY: takes no pointer; from any thread it purges mimalloc's arenas program-wide.
+        unsafe { libmimalloc_sys::mi_collect(true) };
+    }
 }
 
 fn main() {

@@ -79,13 +79,17 @@ fn return_freed_memory_when_tight() {
     }
 }
 
-/// Hands glibc's freed heap back to the system: given to the library's heap watcher, which
-/// calls it when a Kafka pipeline's process nears its memory bound (see `common/heap.rs`).
+/// Hands both heaps' freed memory back to the system: glibc's (librdkafka's inflated fetch
+/// responses) and mimalloc's (Arrow batches freed by the flush, which mimalloc would keep
+/// mapped for its purge delay). Given to the library's heap watcher, which calls it when a
+/// Kafka pipeline's process nears its memory bound (see `common/heap.rs`).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)] // See `return_memory_promptly`.
 fn trim_c_heap() {
     // SAFETY: `malloc_trim` takes no pointer and may be called from any thread at any time.
     unsafe { libc::malloc_trim(0) };
+    // SAFETY: takes no pointer; from any thread it purges mimalloc's arenas program-wide.
+    unsafe { libmimalloc_sys::mi_collect(true) };
 }
 
 /// One line to stderr; a closed stderr (`cmd 2>&1 | head`) is ignored, never a panic.

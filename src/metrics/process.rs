@@ -81,7 +81,7 @@ impl Collector for ProcessCollector {
             ),
             (
                 "deltabus_heap_trims",
-                "Times the C library's freed heap was handed back near the Kafka pipelines' memory bound",
+                "Times freed heap (the C library's and mimalloc's) was handed back near the Kafka pipelines' memory bound",
                 crate::common::heap::trims(),
             ),
         ] {
