@@ -19,11 +19,12 @@
 //! - Each open Kafka source [`hold`]s 2 × its `flush.max_bytes` while it lives; the process's
 //!   bound is what they hold together plus [`OVERHEAD`].
 //! - The binary installs the trimmer ([`set_heap_trimmer`]: glibc's `malloc_trim` and
-//!   mimalloc's forced collect; the unsafe calls live in the binary, not the library). The first hold starts one watcher thread, which reads the
-//!   resident set every [`TICK`] while something is held and calls the trimmer when it is
-//!   within [`HEADROOM`] of the bound ([`Watch::step`]: at most once a tick, and not again
-//!   until the resident set grew by [`STEP`] past what the last trim left or [`PAUSE`] passed,
-//!   so a process whose live memory is over its bound does not trim without pause).
+//!   mimalloc's forced collect; the unsafe calls live in the binary, not the library). The
+//!   first hold starts one watcher thread, which reads the resident set every [`TICK`] while
+//!   something is held and calls the trimmer when it is within [`HEADROOM`] of the bound
+//!   ([`Watch::step`]: at most once a tick, and not again until the resident set grew by
+//!   [`STEP`] past what the last trim left or [`PAUSE`] passed, so a process whose live memory
+//!   is over its bound does not trim without pause).
 //! - Each trim counts in `deltabus_heap_trims_total`. Without a trimmer, or on a system without
 //!   `/proc/self/statm`, nothing is watched.
 
