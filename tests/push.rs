@@ -815,3 +815,46 @@ fn hex_or_base64_is(text: &str, want: &str) -> bool {
     let hex: String = want.bytes().map(|b| format!("{b:02x}")).collect();
     text.eq_ignore_ascii_case(&hex)
 }
+
+/// A served table with column mapping (by name, or by id) evolves to new columns whose names
+/// Delta allows only under column mapping, at the top level and inside a struct, from NDJSON
+/// and from Arrow streams; a table without it refuses them with a 400 naming the fix.
+#[tokio::test(flavor = "multi_thread")]
+async fn column_mapped_tables_take_names_that_need_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    for (name, mode) in [("byname", Some("name")), ("byid", Some("id")), ("plain", None)] {
+        let mut t = table_config(&dir.path().join(name).to_string_lossy());
+        t.evolve_schema = true;
+        if let Some(m) = mode {
+            t.properties.insert("delta.columnMapping.mode".into(), m.into());
+        }
+        cfg.tables.insert(name.into(), t);
+    }
+    let (http, _stop, _) = start(cfg).await;
+    let client = reqwest::Client::new();
+    let json = [("Content-Type", "application/x-ndjson")];
+    for name in ["byname", "byid", "plain"] {
+        let url = format!("{http}/v1/tables/{name}/records");
+        let (s, b, _) = post(&client, &url, &json, "{\"id\":1,\"s\":{\"a\":1}}\n").await;
+        assert_eq!(s, 200, "{name}: {b}");
+        let body = "{\"id\":2,\"s\":{\"a\":2,\"x y\":\"ü\"},\"top new\":\"é\"}\n";
+        let (s, b, _) = post(&client, &url, &json, body).await;
+        let table = dir.path().join(name).to_string_lossy().into_owned();
+        if name == "plain" {
+            assert_eq!(s, 400, "{b}");
+            assert!(b.to_string().contains("column mapping"), "{b}");
+            assert_eq!(cat_ids(&table), vec![1]);
+            continue;
+        }
+        assert_eq!(s, 200, "{name}: {b}");
+        let out = deltabus(&["cat", &table]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("\"x y\":\"ü\"") && text.contains("\"top new\":\"é\""), "{name}: {text}");
+        if let Some(oracle) = kernel_oracle() {
+            let out = std::process::Command::new(oracle).arg("rows").arg(&table).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(String::from_utf8_lossy(&out.stdout).contains("top new"), "{name}");
+        }
+    }
+}

@@ -453,9 +453,16 @@ pub(super) async fn followers(table: &Table, remove: Option<&str>) -> Result<ser
                 })
             }).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
-        "followers": records.iter().map(|r| serde_json::json!({
-            "followerId": r.follower_id, "kind": r.kind, "nextVersion": r.next_version,
-            "versionsBehind": (latest + 1).saturating_sub(r.next_version), "updatedAt": r.updated_at,
-        })).collect::<Vec<_>>(),
+        "followers": records.iter().map(|r| {
+            let mut f = serde_json::json!({
+                "followerId": r.follower_id, "kind": r.kind, "nextVersion": r.next_version,
+                "versionsBehind": (latest + 1).saturating_sub(r.next_version), "updatedAt": r.updated_at,
+            });
+            if let Some(at) = r.expires_at {
+                f["expiresAt"] = at.into();
+                f["expired"] = r.expired(now).into();
+            }
+            f
+        }).collect::<Vec<_>>(),
     }))
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::common::units::ByteSize;
+use crate::common::units::{ByteSize, HumanDuration};
 use crate::error::{Error, Result};
 
 /// `[server.kafka]` as written.
@@ -31,6 +31,10 @@ pub struct KafkaListenerConfig {
     pub tls_key: Option<String>,
     /// Largest request frame; a larger one closes the connection.
     pub max_request: ByteSize,
+    /// How long a consumer group's committed offsets hold VACUUM and log cleanup back after
+    /// its last commit (Kafka's `offsets.retention.minutes`, 7 days by default); past it the
+    /// group's registration no longer counts (`deltabus followers` shows it expired).
+    pub offsets_retention: HumanDuration,
     /// The topics clients may use, by name.
     pub topics: BTreeMap<String, KafkaTopic>,
 }
@@ -44,6 +48,7 @@ impl Default for KafkaListenerConfig {
             tls_cert: None,
             tls_key: None,
             max_request: ByteSize(64 << 20),
+            offsets_retention: HumanDuration(std::time::Duration::from_secs(7 * 24 * 3600)),
             topics: BTreeMap::new(),
         }
     }
@@ -123,6 +128,7 @@ pub struct ResolvedKafka {
     /// (user, password) pairs; empty: no authentication.
     pub users: Vec<(String, String)>,
     pub max_request: usize,
+    pub offsets_retention: std::time::Duration,
     pub topics: BTreeMap<String, KafkaTopic>,
 }
 
@@ -226,7 +232,19 @@ impl KafkaListenerConfig {
                 return Err(bad(&format!("topics.{name}.bad_records"), why));
             }
         }
-        Ok(ResolvedKafka { listen, advertised, tls, users, max_request, topics: self.topics.clone() })
+        let offsets_retention = self.offsets_retention.get();
+        if offsets_retention.is_zero() {
+            return Err(bad("offsets_retention", "must be longer than zero".into()));
+        }
+        Ok(ResolvedKafka {
+            listen,
+            advertised,
+            tls,
+            users,
+            max_request,
+            offsets_retention,
+            topics: self.topics.clone(),
+        })
     }
 }
 
@@ -253,6 +271,24 @@ mod tests {
         let env = |_: &str| Some("no-colon".to_string());
         c.users = vec!["env:X".into()];
         assert!(c.resolve(&tables(), &env).unwrap_err().to_string().contains("user:password"));
+    }
+
+    #[test]
+    fn user_lists_parse_alike_from_the_environment_and_files() {
+        let text = "# producers\nalice:pw1\r\n\n  bob:pâss:wörd  \n";
+        let want = vec![("alice".to_string(), "pw1".to_string()), ("bob".to_string(), "pâss:wörd".to_string())];
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("users");
+        std::fs::write(&file, text).unwrap();
+        let env = |k: &str| (k == "KAFKA_USERS").then(|| text.to_string());
+        for entry in ["env:KAFKA_USERS".to_string(), format!("file:{}", file.display())] {
+            let mut c = KafkaListenerConfig { users: vec![entry.clone()], ..Default::default() };
+            c.topics.insert("orders".into(), KafkaTopic { table: "events".into(), ..KafkaTopic::default() });
+            assert_eq!(c.resolve(&tables(), &env).unwrap().users, want, "{entry}");
+        }
+        let blank = |_: &str| Some("# nobody\n\n".to_string());
+        let c = KafkaListenerConfig { users: vec!["env:KAFKA_USERS".into()], ..Default::default() };
+        assert!(c.resolve(&tables(), &blank).unwrap_err().to_string().contains("holds no secret"));
     }
 
     #[test]

@@ -237,6 +237,13 @@ impl ServerConfig {
     }
 }
 
+/// Reads a list of secrets (tokens, `user:password` lines) from `env:VARIABLE` and
+/// `file:PATH` entries, parsed alike: one secret a line, surrounding spaces trimmed, empty
+/// lines and `#` comments skipped. An entry that holds no secret is an error.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an unset variable, an unreadable or empty source, or an
+/// entry of another form.
 pub(crate) fn read_secrets(
     key: &str,
     entries: &[String],
@@ -245,21 +252,27 @@ pub(crate) fn read_secrets(
     let bad = |why: String| Error::InvalidArgument(format!("server.{key}: {why}"));
     let mut out = Vec::new();
     for entry in entries {
-        if let Some(var) = entry.strip_prefix("env:") {
-            let value = lookup(var).filter(|v| !v.trim().is_empty());
-            out.push(value.ok_or_else(|| bad(format!("environment variable {var} is not set")))?.trim().to_string());
+        let (text, source) = if let Some(var) = entry.strip_prefix("env:") {
+            let text = lookup(var).ok_or_else(|| bad(format!("environment variable {var} is not set")))?;
+            (text, format!("environment variable {var}"))
         } else if let Some(path) = entry.strip_prefix("file:") {
-            let text = std::fs::read_to_string(path).map_err(|e| bad(format!("token file {path}: {e}")))?;
-            let before = out.len();
-            out.extend(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from));
-            if out.len() == before {
-                return Err(bad(format!("token file {path} holds no token")));
-            }
+            let text = std::fs::read_to_string(path).map_err(|e| bad(format!("file {path}: {e}")))?;
+            (text, format!("file {path}"))
         } else {
-            return Err(bad("each entry is env:VARIABLE or file:PATH (tokens are never written in the file)".into()));
+            return Err(bad("each entry is env:VARIABLE or file:PATH (secrets are never written in the file)".into()));
+        };
+        let before = out.len();
+        out.extend(secret_lines(&text).map(String::from));
+        if out.len() == before {
+            return Err(bad(format!("{source} holds no secret")));
         }
     }
     Ok(out)
+}
+
+/// The secrets of a text: one a line, trimmed; empty lines and `#` comments skipped.
+fn secret_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'))
 }
 
 #[cfg(test)]

@@ -16,7 +16,6 @@ use std::collections::{HashMap, HashSet};
 use arrow::array::{Array, BooleanArray, Int64Array, RecordBatch, StringArray};
 use serde_json::Value;
 
-
 /// What one record does.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RecordChange {
@@ -27,32 +26,7 @@ pub(crate) enum RecordChange {
     Delete(String),
 }
 
-/// The canonical key of a JSON object's key columns; `None` when one is missing or null.
-pub(crate) fn key_of_object(obj: &Value, columns: &[String]) -> Option<String> {
-    let values: Option<Vec<&Value>> =
-        columns.iter().map(|c| obj.get(c).filter(|v| !v.is_null() && !v.is_object() && !v.is_array())).collect();
-    serde_json::to_string(&values?).ok()
-}
-
-/// The canonical key of a Kafka record key: a JSON object with the key columns (a Debezium key
-/// with a schema wrapper included), or, for one key column, a JSON scalar or raw UTF-8 text.
-pub(crate) fn key_of_kafka_key(key: &[u8], columns: &[String]) -> Option<String> {
-    match serde_json::from_slice::<Value>(key) {
-        Ok(v @ Value::Object(_)) => {
-            let inner = match v.get("payload") {
-                Some(p) if v.get("schema").is_some() => p,
-                _ => &v,
-            };
-            key_of_object(inner, columns)
-        }
-        Ok(v) if columns.len() == 1 && !v.is_null() && !v.is_array() => serde_json::to_string(&[v]).ok(),
-        Err(_) if columns.len() == 1 => {
-            std::str::from_utf8(key).ok().and_then(|s| serde_json::to_string(&[Value::String(s.to_string())]).ok())
-        }
-        _ => None,
-    }
-}
-
+pub(crate) use super::key_types::KeyColumns;
 pub(crate) use crate::delta::row_keys::keys_of_batch;
 
 /// The changed keys, for finding their rows in table files quickly: one integer or string
@@ -146,7 +120,11 @@ impl KeySet {
 ///
 /// # Errors
 /// A message (the dead-letter reason) for anything that is not a usable envelope.
-pub(crate) fn debezium_change(payload: &[u8], kafka_key: Option<&[u8]>, columns: &[String]) -> Result<RecordChange, String> {
+pub(crate) fn debezium_change(
+    payload: &[u8],
+    kafka_key: Option<&[u8]>,
+    columns: &KeyColumns,
+) -> Result<RecordChange, String> {
     let v: Value = serde_json::from_slice(payload).map_err(|e| format!("invalid JSON: {e}"))?;
     let envelope = match v.get("payload") {
         Some(p) if v.get("schema").is_some() => p,
@@ -158,12 +136,19 @@ pub(crate) fn debezium_change(payload: &[u8], kafka_key: Option<&[u8]>, columns:
             Some(after @ Value::Object(_)) => Ok(RecordChange::Upsert(after.to_string().into_bytes())),
             _ => Err(format!("Debezium op {op:?} without an \"after\" object")),
         },
-        "d" => envelope
-            .get("before")
-            .and_then(|b| key_of_object(b, columns))
-            .or_else(|| kafka_key.and_then(|k| key_of_kafka_key(k, columns)))
-            .map(RecordChange::Delete)
-            .ok_or_else(|| "Debezium delete without the key columns in \"before\" or the record key".to_string()),
+        // The key from `before`, else from the record key; one that is there but does not
+        // convert to the key columns' types is refused, not looked up elsewhere.
+        // The key from `before` (or else the record key), converted to the key columns' types.
+        "d" => {
+            let from_before = envelope.get("before").filter(|b| b.is_object()).map(|b| columns.of_object(b));
+            match (from_before, kafka_key) {
+                (Some(Ok(key)), _) => Ok(RecordChange::Delete(key)),
+                (Some(Err(why)), Some(k)) => columns.of_record_key(k).map(RecordChange::Delete).map_err(|_| why),
+                (Some(Err(why)), None) => Err(why),
+                (None, Some(k)) => columns.of_record_key(k).map(RecordChange::Delete),
+                (None, None) => Err("Debezium delete without \"before\" or a record key".to_string()),
+            }
+        }
         other => Err(format!("Debezium op {other:?} is not one of c, r, u, d")),
     }
 }
@@ -202,21 +187,7 @@ mod tests {
     #[test]
     fn keys_are_canonical_across_sources() {
         let id = cols(&["id"]);
-        assert_eq!(key_of_kafka_key(b"42", &id).as_deref(), Some("[42]"));
-        assert_eq!(key_of_kafka_key(b"{\"id\":42}", &id).as_deref(), Some("[42]"));
-        assert_eq!(
-            key_of_kafka_key(b"{\"schema\":{},\"payload\":{\"id\":42}}", &id).as_deref(),
-            Some("[42]"),
-            "Debezium key with schema"
-        );
-        assert_eq!(key_of_kafka_key(b"user-7", &id).as_deref(), Some("[\"user-7\"]"), "raw text key");
-        assert_eq!(key_of_kafka_key(b"{\"other\":1}", &id), None);
         let two = cols(&["region", "id"]);
-        assert_eq!(
-            key_of_object(&serde_json::json!({"id": 7, "region": "eu", "x": 1}), &two).as_deref(),
-            Some("[\"eu\",7]")
-        );
-        assert_eq!(key_of_kafka_key(b"7", &two), None, "a scalar cannot name two columns");
         let batch = RecordBatch::try_from_iter([
             ("id", Arc::new(arrow::array::Int64Array::from(vec![Some(42), None])) as arrow::array::ArrayRef),
             ("region", Arc::new(arrow::array::StringArray::from(vec!["eu", "us"]))),
@@ -257,7 +228,12 @@ mod tests {
 
     #[test]
     fn debezium_envelopes() {
-        let id = cols(&["id"]);
+        let schema = crate::delta::schema::StructType::new(vec![crate::delta::schema::StructField::new(
+            "id",
+            crate::delta::schema::DataType::Primitive(crate::delta::schema::PrimitiveType::Long),
+            true,
+        )]);
+        let id = KeyColumns::new(&cols(&["id"]), Some(&schema));
         let create = br#"{"before":null,"after":{"id":1,"name":"a"},"op":"c","ts_ms":1}"#;
         assert_eq!(debezium_change(create, None, &id), Ok(RecordChange::Upsert(br#"{"id":1,"name":"a"}"#.to_vec())));
         let wrapped =
@@ -268,6 +244,11 @@ mod tests {
         let delete_no_before = br#"{"before":null,"after":null,"op":"d"}"#;
         assert_eq!(debezium_change(delete_no_before, Some(b"{\"id\":9}"), &id), Ok(RecordChange::Delete("[9]".into())));
         assert!(debezium_change(delete_no_before, None, &id).is_err());
+        // A key that does not convert to the column's type is refused, not a silent no-op.
+        let bad_key = br#"{"before":{"id":"x"},"after":null,"op":"d"}"#;
+        assert!(debezium_change(bad_key, None, &id).unwrap_err().contains("not a Int64"));
+        let text_key = br#"{"before":{"id":"12"},"after":null,"op":"d"}"#;
+        assert_eq!(debezium_change(text_key, None, &id), Ok(RecordChange::Delete("[12]".into())));
         assert!(debezium_change(br#"{"id":1}"#, None, &id).unwrap_err().contains("op"));
         assert!(debezium_change(br#"{"op":"t"}"#, None, &id).is_err());
         assert!(debezium_change(b"{nope", None, &id).unwrap_err().contains("invalid JSON"));

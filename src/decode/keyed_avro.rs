@@ -5,7 +5,7 @@
 //!   record whose fields include the key columns, or a primitive for one key column) into the
 //!   same canonical key string rows get ([`keys_of_batch`]); a Protobuf key through its proto3
 //!   JSON; a framed JSON key as the JSON after the frame. Other keys are read as JSON or text
-//!   ([`key_of_kafka_key`]).
+//!   ([`KeyColumns::of_record_key`]). Every key is converted to the key columns' types.
 //! - A Debezium envelope (`before`, `after`, `op`) decoded by `arrow-avro` becomes the rows of
 //!   its `after` records (ops `c`, `r`, `u`) and the deletes of its `before` keys (op `d`);
 //!   an envelope without the record its op needs, or with another op, is a dead letter.
@@ -16,7 +16,7 @@ use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, StructArray};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 
-use super::keyed::{key_of_kafka_key, keys_of_batch};
+use super::keyed::{keys_of_batch, KeyColumns};
 use crate::common::record::RawRecord;
 use crate::decode::avro::{AvroDecoder, AvroRun};
 use crate::decode::protobuf::ProtoDecoder;
@@ -39,17 +39,16 @@ pub(crate) enum KeyDecoder {
 pub(crate) async fn tombstone_keys(
     decoder: Option<&mut KeyDecoder>,
     records: &[RawRecord<'_>],
-    columns: &[String],
+    columns: &KeyColumns,
 ) -> HashMap<usize, Result<String, String>> {
     let mut out = HashMap::new();
     let mut framed: Vec<(usize, RawRecord<'_>)> = Vec::new();
-    let unusable = || "tombstone without a usable key".to_string();
     for (i, r) in records.iter().enumerate().filter(|(_, r)| r.payload.is_none()) {
         match (r.key, &decoder) {
             // (Framed: magic byte 0 and at least a 4-byte id; the decoder checks the rest.)
             (Some(k), Some(_)) if k.len() >= 5 && k[0] == 0 => framed.push((i, RawRecord { payload: Some(k), ..*r })),
             (Some(k), _) => {
-                out.insert(i, key_of_kafka_key(k, columns).ok_or_else(unusable));
+                out.insert(i, columns.of_record_key(k).map_err(|why| format!("tombstone key: {why}")));
             }
             (None, _) => {
                 out.insert(i, Err("tombstone without a key".into()));
@@ -64,7 +63,7 @@ pub(crate) async fn tombstone_keys(
         KeyDecoder::FramedJson(framing) => {
             for (i, r) in &framed {
                 let body = r.payload.and_then(|k| framing.split(k)).map(|(_, b)| b).unwrap_or_default();
-                out.insert(*i, key_of_kafka_key(body, columns).ok_or_else(unusable));
+                out.insert(*i, columns.of_record_key(body).map_err(|why| format!("tombstone key: {why}")));
             }
         }
         KeyDecoder::Protobuf(proto) => {
@@ -72,7 +71,7 @@ pub(crate) async fn tombstone_keys(
             for ((i, _), decoded) in framed.iter().zip(proto.decode(&keys).await) {
                 let key = decoded
                     .map_err(|why| format!("record key: {why}"))
-                    .and_then(|(_, json)| key_of_kafka_key(&json, columns).ok_or_else(unusable));
+                    .and_then(|(_, json)| columns.of_record_key(&json).map_err(|why| format!("tombstone key: {why}")));
                 out.insert(*i, key);
             }
         }
@@ -85,10 +84,13 @@ pub(crate) async fn tombstone_keys(
                 }
             }
             for run in decoded.runs {
-                let batch = key_batch(&run.batch, columns);
-                for (row, key) in keys_of_batch(&batch, columns).into_iter().enumerate() {
+                let batch = columns.cast_batch(&key_batch(&run.batch, columns.names()));
+                for (row, key) in keys_of_batch(&batch, columns.names()).into_iter().enumerate() {
                     if let Some((i, _)) = run.rows_from.get(row).and_then(|k| framed.get(*k)) {
-                        out.insert(*i, key.ok_or_else(|| format!("record key lacks the key columns {columns:?}")));
+                        let names = columns.names();
+                        let why =
+                            || format!("record key lacks the key columns {names:?} or holds values not of their types");
+                        out.insert(*i, key.ok_or_else(why));
                     }
                 }
             }
@@ -124,7 +126,7 @@ pub(crate) struct Unwrapped {
 }
 
 /// Unwraps a run of Debezium envelopes (see the module contract).
-pub(crate) fn unwrap_debezium(run: AvroRun, columns: &[String]) -> Unwrapped {
+pub(crate) fn unwrap_debezium(run: AvroRun, columns: &KeyColumns) -> Unwrapped {
     let mut out = Unwrapped::default();
     let b = &run.batch;
     let refuse_all = |why: &str| run.rows_from.iter().map(|i| (*i, why.to_string())).collect::<Vec<_>>();
@@ -137,7 +139,7 @@ pub(crate) fn unwrap_debezium(run: AvroRun, columns: &[String]) -> Unwrapped {
     let op = op.as_string::<i32>();
     let before_keys: Vec<Option<String>> =
         match b.column_by_name("before").and_then(|c| c.as_struct_opt()).and_then(nullable_batch) {
-            Some(before) => keys_of_batch(&before, columns),
+            Some(before) => keys_of_batch(&columns.cast_batch(&before), columns.names()),
             None => vec![None; b.num_rows()],
         };
     let mut keep = Vec::with_capacity(b.num_rows());
@@ -204,7 +206,7 @@ mod tests {
         ])
         .unwrap();
         let run = AvroRun { schema_id: 3, batch, rows_from: vec![10, 11, 12, 13, 14] };
-        let u = unwrap_debezium(run, &["id".to_string()]);
+        let u = unwrap_debezium(run, &KeyColumns::new(&["id".to_string()], None));
         let rows = u.rows.unwrap();
         assert_eq!(rows.rows_from, vec![10, 11]);
         assert_eq!(rows.batch.column(0).as_primitive::<arrow::datatypes::Int64Type>().values(), &[7, 1]);

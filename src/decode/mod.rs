@@ -15,6 +15,7 @@
 //! - [`columns`] [sync]: the optional record columns (key, headers, topic, partition,
 //!   offset, timestamp).
 //! - [`keyed`] [sync]: keys, Debezium JSON envelopes, the last change per key;
+//!   [`key_types`] [sync]: a key read from bytes, converted to the key columns' types;
 //!   [`keyed_avro`]: framed record keys and Debezium's Avro envelope.
 //! - [`projection`] [sync]: rows of a writer schema onto the table's columns by name;
 //!   [`exact`] [sync]: the value rules every cast of typed input obeys.
@@ -31,6 +32,7 @@ internal_mods!(exact);
 internal_mods!(format);
 internal_mods!(header_ids);
 internal_mods!(json);
+internal_mods!(key_types);
 internal_mods!(keyed);
 internal_mods!(keyed_avro);
 internal_mods!(projection);

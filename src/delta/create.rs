@@ -225,6 +225,14 @@ const NEEDS_COLUMN_MAPPING: &[char] = &[' ', ',', ';', '{', '}', '(', ')', '\n',
 /// # Errors
 /// [`Error::InvalidArgument`] naming the column and the fix.
 pub(crate) fn check_column_names(schema: &StructType, column_mapping: bool) -> Result<()> {
+    check_column_names_under(schema, column_mapping, "")
+}
+
+/// [`check_column_names`] for fields inside the struct at `path` (named by their dotted paths).
+///
+/// # Errors
+/// As [`check_column_names`].
+pub(crate) fn check_column_names_under(schema: &StructType, column_mapping: bool, path: &str) -> Result<()> {
     fn walk(fields: &[StructField], path: &str, mapped: bool) -> Result<()> {
         for f in fields {
             let name = if path.is_empty() { f.name.clone() } else { format!("{path}.{}", f.name) };
@@ -256,7 +264,7 @@ pub(crate) fn check_column_names(schema: &StructType, column_mapping: bool) -> R
         }
         Ok(())
     }
-    walk(&schema.fields, "", column_mapping)
+    walk(&schema.fields, path, column_mapping)
 }
 
 /// Protocol and metadata for a new table. A partition entry may derive its column
@@ -489,7 +497,11 @@ mod tests {
             s.fields
                 .iter()
                 .flat_map(|f| f.data_type.structs())
-                .flat_map(|(_, st)| st.fields.iter().map(|f| (f.column_mapping_id().unwrap(), f.physical_name(ColumnMappingMode::Name).to_string())))
+                .flat_map(|(_, st)| {
+                    st.fields
+                        .iter()
+                        .map(|f| (f.column_mapping_id().unwrap(), f.physical_name(ColumnMappingMode::Name).to_string()))
+                })
                 .collect::<Vec<_>>()
         };
         let ids = inner(&mapped);
@@ -545,6 +557,36 @@ mod tests {
         let nested = merge_schema(&have, &rows).unwrap().unwrap();
         assert_eq!(added_fields(&have, &nested), vec!["s.b".to_string(), "t".to_string()]);
         assert!(merge_schema(&nested, &rows).unwrap().is_none());
+    }
+
+    #[test]
+    fn names_needing_column_mapping_evolve_tables_that_have_it() {
+        let base = infer_schema(&[r#"{"a":1,"s":{"x":1}}"#]).unwrap();
+        let incoming = infer_schema(&[r#"{"a":1,"s":{"x":1,"x y":2},"top new":"é","t(1)":{"k=v":1}}"#]).unwrap();
+        let mut mapped = base.clone();
+        let mut next = 0;
+        assign_column_mapping(&mut mapped.fields, &mut next);
+        for (schema, is_mapped) in [(&base, false), (&mapped, true)] {
+            let merged = merge_schema(schema, &incoming);
+            let copied = add_columns(schema, &incoming);
+            if is_mapped {
+                let merged = merged.unwrap().unwrap();
+                assert_eq!(added_fields(schema, &merged), ["s.x y", "top new", "t(1)"]);
+                assert!(copied.unwrap().is_some());
+            } else {
+                assert!(merged.unwrap_err().to_string().contains("column mapping"));
+                assert!(copied.unwrap_err().contains("column mapping"));
+            }
+        }
+        // Only the nested name needs mapping: refused on the unmapped table too.
+        let nested = infer_schema(&[r#"{"s":{"x":1,"x y":2}}"#]).unwrap();
+        assert!(merge_schema(&base, &nested).unwrap_err().to_string().contains("s.x y"));
+        assert!(merge_schema(&mapped, &nested).unwrap().is_some());
+        // An empty name is refused whatever the mode.
+        let empty = infer_schema(&[r#"{"":1}"#]);
+        if let Ok(empty) = empty {
+            assert!(merge_schema(&mapped, &empty).is_err());
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! another table's rows), and the metadata of the evolved table, where a column-mapped table
 //! gives new fields fresh ids and physical names and keeps those of the fields it has.
 
-use super::create::{assign_column_mapping, check_column_names};
+use super::create::{assign_column_mapping, check_column_names, check_column_names_under};
 use crate::delta::actions::Metadata;
 use crate::delta::schema::{ColumnMappingMode, DataType, StructField, StructType, CM_ID, CM_PHYSICAL_NAME};
 use crate::error::Result;
@@ -39,7 +39,8 @@ pub(crate) fn with_current_mapping(current: &StructType, incoming: &StructType) 
     fn carry(existing: &[StructField], fields: &mut [StructField]) {
         for f in fields {
             let Some(e) = existing.iter().find(|e| e.name == f.name) else { continue };
-            for key in [CM_ID, CM_PHYSICAL_NAME, crate::delta::iceberg::nested::NESTED_IDS, "parquet.field.nested.ids"] {
+            for key in [CM_ID, CM_PHYSICAL_NAME, crate::delta::iceberg::nested::NESTED_IDS, "parquet.field.nested.ids"]
+            {
                 match e.metadata.get(key) {
                     Some(v) => f.metadata.insert(key.into(), v.clone()),
                     None => f.metadata.remove(key),
@@ -115,14 +116,25 @@ fn strip_column_mapping(fields: &mut [StructField]) {
 /// line and column of a value that does not.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for a new column whose name needs column mapping.
+/// [`Error::InvalidArgument`] for a new column whose name needs column mapping on a table
+/// without it (on a column-mapped table, name or id mode, any non-empty name is fine).
 pub(crate) fn merge_schema(current: &StructType, incoming: &StructType) -> Result<Option<StructType>> {
+    merge_fields(current, incoming, column_mapped(current), "")
+}
+
+/// Whether `schema` is a column-mapped table's (name or id mode): such a table's fields all
+/// carry a physical name and an id (given when the mode is set, never taken away).
+pub(crate) fn column_mapped(schema: &StructType) -> bool {
+    schema.fields.iter().any(|f| f.metadata.contains_key(CM_PHYSICAL_NAME) || f.metadata.contains_key(CM_ID))
+}
+
+fn merge_fields(current: &StructType, incoming: &StructType, mapped: bool, path: &str) -> Result<Option<StructType>> {
     let mut merged = current.clone();
     let mut changed = false;
     for f in &incoming.fields {
         match merged.fields.iter_mut().find(|c| c.name.eq_ignore_ascii_case(&f.name)) {
             None => {
-                check_column_names(&StructType::new(vec![f.clone()]), false)?;
+                check_column_names_under(&StructType::new(vec![f.clone()]), mapped, path)?;
                 let mut nf = f.clone();
                 nf.nullable = true;
                 merged.fields.push(nf);
@@ -130,7 +142,8 @@ pub(crate) fn merge_schema(current: &StructType, incoming: &StructType) -> Resul
             }
             Some(c) => {
                 if let (DataType::Struct(have), DataType::Struct(new)) = (&c.data_type, &f.data_type) {
-                    if let Some(inner) = merge_schema(have, new)? {
+                    let inner_path = if path.is_empty() { c.name.clone() } else { format!("{path}.{}", c.name) };
+                    if let Some(inner) = merge_fields(have, new, mapped, &inner_path)? {
                         c.data_type = DataType::Struct(Box::new(inner));
                         changed = true;
                     }
@@ -165,8 +178,17 @@ pub(crate) fn added_fields(current: &StructType, merged: &StructType) -> Vec<Str
 ///
 /// # Errors
 /// The refusal's reason.
-pub(crate) fn add_columns(current: &StructType, incoming: &StructType) -> std::result::Result<Option<StructType>, String> {
-    add_fields(current, incoming, "")
+pub(crate) fn add_columns(
+    current: &StructType,
+    incoming: &StructType,
+) -> std::result::Result<Option<StructType>, String> {
+    let added = add_fields(current, incoming, "")?;
+    if let Some(merged) = &added {
+        // The columns added must be names the table can hold (a column-mapped source may
+        // have names an unmapped target cannot take); the table's own names already are.
+        check_column_names(merged, column_mapped(current)).map_err(|e| e.to_string())?;
+    }
+    Ok(added)
 }
 
 fn add_fields(

@@ -46,6 +46,17 @@ pub(crate) struct FollowerRecord {
     pub offset: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<String>,
+    /// When the registration stops counting (ms since the epoch): a consumer group's
+    /// offsets are kept for the listener's `offsets_retention` after its last commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+}
+
+impl FollowerRecord {
+    /// Whether the registration has expired at `now_ms` (it then holds nothing back).
+    pub(crate) fn expired(&self, now_ms: i64) -> bool {
+        self.expires_at.is_some_and(|at| at <= now_ms)
+    }
 }
 
 /// Follower ids are file names: letters, digits, `-`, `_` and `.`, not starting with `.`.
@@ -61,9 +72,10 @@ pub(crate) fn record_path(id: &str) -> String {
     format!("{FOLLOWERS_DIR}/{id}.json")
 }
 
-/// The lowest version any follower still needs, or `None` without followers.
-pub(crate) fn oldest_needed(records: &[FollowerRecord]) -> Option<u64> {
-    records.iter().map(|r| r.next_version).min()
+/// The lowest version any follower still needs at `now_ms` (expired registrations need
+/// nothing), or `None` without such followers.
+pub(crate) fn oldest_needed(records: &[FollowerRecord], now_ms: i64) -> Option<u64> {
+    records.iter().filter(|r| !r.expired(now_ms)).map(|r| r.next_version).min()
 }
 
 /// The files a registered follower may still read or copy for a commit (paths as written in
@@ -131,7 +143,15 @@ mod tests {
     use super::*;
 
     fn record(id: &str, next: u64) -> FollowerRecord {
-        FollowerRecord { follower_id: id.into(), next_version: next, updated_at: 0, kind: "tail".into(), offset: None, metadata: None }
+        FollowerRecord {
+            follower_id: id.into(),
+            next_version: next,
+            updated_at: 0,
+            kind: "tail".into(),
+            offset: None,
+            metadata: None,
+            expires_at: None,
+        }
     }
 
     #[test]
@@ -146,8 +166,13 @@ mod tests {
 
     #[test]
     fn the_slowest_follower_bounds_maintenance() {
-        assert_eq!(oldest_needed(&[]), None);
-        assert_eq!(oldest_needed(&[record("a", 9), record("b", 4), record("c", 12)]), Some(4));
+        assert_eq!(oldest_needed(&[], 0), None);
+        assert_eq!(oldest_needed(&[record("a", 9), record("b", 4), record("c", 12)], 0), Some(4));
+        // An expired registration (a consumer group gone quiet) holds nothing back.
+        let quiet = FollowerRecord { expires_at: Some(100), ..record("g", 1) };
+        assert_eq!(oldest_needed(&[record("a", 9), quiet.clone()], 99), Some(1));
+        assert_eq!(oldest_needed(&[record("a", 9), quiet.clone()], 100), Some(9));
+        assert_eq!(oldest_needed(&[quiet], 100), None);
     }
 
     #[test]

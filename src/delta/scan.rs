@@ -250,8 +250,9 @@ fn adapt_struct(s: &StructArray, fields: &[StructField], mode: ColumnMappingMode
     Ok(Arc::new(StructArray::try_new(Fields::from(out_fields), cols, s.nulls().cloned()).map_err(|e| e.to_string())?))
 }
 
-/// Materialises a partition value as a column of `n` equal values.
-fn partition_array(raw: Option<&str>, target: &ArrowType, n: usize) -> AResult<ArrayRef> {
+/// Materialises a partition value as a column of `n` equal values: what a `partitionValues`
+/// string means to every reader (`""` and Hive's default partition are null).
+pub(crate) fn partition_array(raw: Option<&str>, target: &ArrowType, n: usize) -> AResult<ArrayRef> {
     let value = raw.filter(|v| !v.is_empty() && *v != "__HIVE_DEFAULT_PARTITION__");
     let Some(value) = value else {
         return Ok(new_null_array(target, n));

@@ -16,7 +16,7 @@ use crate::common::record::Headers;
 use crate::common::record::{DeadLetter, RawRecord};
 use crate::config::{KafkaPipeline, UpsertConfig, UpsertFormat};
 use crate::decode::columns;
-use crate::decode::keyed::{debezium_change, keys_of_batch, RecordChange};
+use crate::decode::keyed::{debezium_change, keys_of_batch, KeyColumns, RecordChange};
 use crate::decode::keyed_avro::tombstone_keys;
 use crate::error::{Error, Result};
 use crate::source::kafka::stage::SourceRecord;
@@ -51,10 +51,12 @@ pub(crate) async fn decode(
     // Keyed ingestion: what each record does (Debezium `after` images replace payloads; Avro
     // envelopes are unwrapped by the Avro decoder, Avro keys decoded here).
     let avro = schema.format().is_avro();
-    let mut tombstones = match &cfg.upsert {
-        Some(u) => {
+    let key_columns =
+        cfg.upsert.as_ref().map(|u| KeyColumns::new(&u.key_columns, schema.snapshot.as_ref().map(|s| &s.schema)));
+    let mut tombstones = match &key_columns {
+        Some(k) => {
             let raws: Vec<RawRecord<'_>> = records.iter().map(|r| r.raw).collect();
-            tombstone_keys(schema.keys.as_mut(), &raws, &u.key_columns).await
+            tombstone_keys(schema.keys.as_mut(), &raws, k).await
         }
         None => Default::default(),
     };
@@ -71,7 +73,10 @@ pub(crate) async fn decode(
                         .unwrap_or_else(|| Err("tombstone without a usable key".into()))
                         .map(RecordChange::Delete),
                     (Some(_), _) if avro => Ok(RecordChange::UpsertAsIs),
-                    (Some(p), UpsertFormat::Debezium) => debezium_change(p, m.key, &u.key_columns),
+                    (Some(p), UpsertFormat::Debezium) => match &key_columns {
+                        Some(k) => debezium_change(p, m.key, k),
+                        None => Ok(RecordChange::UpsertAsIs),
+                    },
                     (Some(_), _) => Ok(RecordChange::UpsertAsIs),
                 };
                 match change {

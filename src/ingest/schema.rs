@@ -140,7 +140,12 @@ impl TableSchema {
     /// # Errors
     /// Storage and commit errors of a creation or schema change.
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
-    pub(crate) async fn decode(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
+    pub(crate) async fn decode(
+        &mut self,
+        table: &Table,
+        cfg: &KafkaPipeline,
+        raw: &[RawRecord<'_>],
+    ) -> Result<Decoded> {
         match &self.format {
             Format::Avro(_) => self.decode_avro(table, cfg, raw).await,
             Format::JsonSchema(registry) => {
@@ -331,7 +336,8 @@ impl TableSchema {
         let mut decoded = avro.decode(raw).await;
         let mut deletes = Vec::new();
         if cfg.upsert.as_ref().is_some_and(|u| u.format == crate::config::UpsertFormat::Debezium) {
-            let columns = cfg.upsert.as_ref().map(|u| u.key_columns.clone()).unwrap_or_default();
+            let names = cfg.upsert.as_ref().map(|u| u.key_columns.clone()).unwrap_or_default();
+            let columns = crate::decode::keyed::KeyColumns::new(&names, self.snapshot.as_ref().map(|s| &s.schema));
             let mut runs = Vec::new();
             for run in std::mem::take(&mut decoded.runs) {
                 let u = crate::decode::keyed_avro::unwrap_debezium(run, &columns);
@@ -451,7 +457,9 @@ impl TableSchema {
         }
         let mut properties = cfg.properties.clone();
         let compat = crate::delta::iceberg::enabled(&properties)
-            || properties.iter().any(|(k, v)| k.eq_ignore_ascii_case("delta.enableIcebergCompatV2") && v.trim().eq_ignore_ascii_case("true"));
+            || properties.iter().any(|(k, v)| {
+                k.eq_ignore_ascii_case("delta.enableIcebergCompatV2") && v.trim().eq_ignore_ascii_case("true")
+            });
         if cfg.upsert.is_some() && !compat {
             // Keyed ingestion replaces rows with deletion vectors unless told otherwise, or
             // unless the table is for Iceberg readers too (icebergCompatV2 forbids them:

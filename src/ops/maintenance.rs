@@ -73,14 +73,16 @@ impl MaintenanceReport {
 }
 
 /// The registered followers (ids) and consumer groups, and the oldest version they need, unless
-/// ignored.
+/// ignored; expired registrations (consumer groups past their offsets' retention) count for
+/// nothing.
 async fn followers_needs(table: &Table, ignore: bool) -> Result<(Vec<String>, Option<u64>)> {
     if ignore {
         return Ok((Vec::new(), None));
     }
+    let now = table.clock().now_ms();
     let records = list_followers(table).await?;
-    let mut ids: Vec<String> = records.iter().map(|r| r.follower_id.clone()).collect();
-    let mut oldest = oldest_needed(&records);
+    let mut ids: Vec<String> = records.iter().filter(|r| !r.expired(now)).map(|r| r.follower_id.clone()).collect();
+    let mut oldest = oldest_needed(&records, now);
     // Each consumer group's slowest slice counts like a follower.
     for g in crate::storage::groups::list_groups(table).await? {
         let slowest = g.slices.iter().map(|s| g.next_version(s)).min().unwrap_or(g.spec.start_version);
@@ -162,7 +164,9 @@ pub(crate) async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<Mainte
             .filter(|(p, _, _)| p.starts_with(&format!("{}/", crate::delta::iceberg::METADATA_DIR)))
             .map(|(p, _, _)| p.clone())
             .collect();
-        if !iceberg.is_empty() && iceberg.iter().any(|p| p.ends_with(crate::delta::iceberg::VERSION_HINT) || p.ends_with(".metadata.json")) {
+        if !iceberg.is_empty()
+            && iceberg.iter().any(|p| p.ends_with(crate::delta::iceberg::VERSION_HINT) || p.ends_with(".metadata.json"))
+        {
             keep.extend(table.iceberg_referenced(&iceberg).await);
         }
         // Paths some version named (removed since): the retention applies. Any other file may

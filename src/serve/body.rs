@@ -112,7 +112,10 @@ pub(crate) fn json_records(
     };
     let mut decoded = decode(lines, &schema, &table.name);
     if !decoded.bad.is_empty() && (table.settings.evolve_schema || (creating && table.schema.is_none())) {
-        if let Some(merged) = inferred(lines).and_then(|inc| merge_schema(&schema, &inc).ok().flatten()) {
+        // A new column the table cannot take (a name that needs column mapping) is the reason
+        // given, not the lines it leaves undecoded.
+        let merged = inferred(lines).map(|inc| merge_schema(&schema, &inc)).transpose();
+        if let Some(merged) = merged.map_err(|e| Refusal::Bad(e.to_string()))?.flatten() {
             schema = merged;
             decoded = decode(lines, &schema, &table.name);
         }

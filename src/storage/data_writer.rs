@@ -106,11 +106,8 @@ impl DataWriter {
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn new(table: &Table, snapshot: &Snapshot, config: WriterConfig) -> Result<Self> {
         let (compression, ext) = codec(config.compression);
-        let physical = Arc::new(physical_schema(
-            &snapshot.schema,
-            dropped_partition_columns(snapshot),
-            snapshot.column_mapping(),
-        ));
+        let physical =
+            Arc::new(physical_schema(&snapshot.schema, dropped_partition_columns(snapshot), snapshot.column_mapping()));
         Ok(DataWriter {
             table: table.clone(),
             snapshot: snapshot.clone(),
@@ -209,10 +206,14 @@ impl DataWriter {
     ///
     /// # Errors
     /// As [`DataWriter::write`] and [`DataWriter::finish`].
-    pub(crate) async fn write_all<'b>(mut self, batches: impl IntoIterator<Item = &'b RecordBatch>) -> Result<Vec<Add>> {
+    pub(crate) async fn write_all<'b>(
+        mut self,
+        batches: impl IntoIterator<Item = &'b RecordBatch>,
+    ) -> Result<Vec<Add>> {
         let batches: Vec<&RecordBatch> = batches.into_iter().collect();
         let mode = self.snapshot.column_mapping();
-        let physical = |name: String| self.snapshot.schema.field(&name).map_or(name.clone(), |f| f.physical_name(mode).into());
+        let physical =
+            |name: String| self.snapshot.schema.field(&name).map_or(name.clone(), |f| f.physical_name(mode).into());
         let plain = super::plain_columns::plain_columns(&batches).into_iter().map(physical);
         self.plain = Some(plain.map(|n| ColumnPath::new(vec![n])).collect());
         for b in batches {
@@ -350,6 +351,7 @@ impl DataWriter {
                 RecordBatch::try_new(batch.schema(), columns)
                     .map_err(|e| Error::Internal(format!("partition split: {e}")))?
             };
+            let part = if materialises_partitions(&self.snapshot) { as_logged(part, cols, &key)? } else { part };
             let named: Vec<(String, Option<String>)> =
                 arrays.iter().map(|(n, _)| n.clone()).zip(key.iter().cloned()).collect();
             let values: PartitionValues = named.iter().cloned().collect();
@@ -385,19 +387,34 @@ impl DataWriter {
     }
 }
 
-/// The partition columns left out of data files: all of them, except under icebergCompatV2,
-/// which materialises partition values in the files (Iceberg readers read them there).
+/// Whether the table keeps partition values in its data files too (icebergCompatV2: Iceberg
+/// readers read them there).
+fn materialises_partitions(snapshot: &Snapshot) -> bool {
+    snapshot.metadata.configuration.get("delta.enableIcebergCompatV2").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// The partition columns left out of data files: all of them, unless the files keep them.
 fn dropped_partition_columns(snapshot: &Snapshot) -> &[String] {
-    let materialise = snapshot
-        .metadata
-        .configuration
-        .get("delta.enableIcebergCompatV2")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    if materialise {
+    if materialises_partitions(snapshot) {
         &[]
     } else {
         &snapshot.metadata.partition_columns
     }
+}
+
+/// `part` with each partition column replaced by what its `partitionValues` string means to
+/// a reader (the same function `cat` materialises them with), so every reader of the file
+/// and of the log gets one answer: `""` is null, `-0.0` is `0.0`, a timestamp or decimal is
+/// what its spelling parses back to.
+fn as_logged(part: RecordBatch, columns: &[String], values: &[Option<String>]) -> Result<RecordBatch> {
+    let schema = part.schema();
+    let mut arrays = part.columns().to_vec();
+    for (name, value) in columns.iter().zip(values) {
+        let Some((i, field)) = schema.column_with_name(name) else { continue };
+        arrays[i] = crate::delta::scan::partition_array(value.as_deref(), field.data_type(), part.num_rows())
+            .map_err(|e| Error::InvalidArgument(format!("partition column {name:?}: {e}")))?;
+    }
+    RecordBatch::try_new(schema, arrays).map_err(|e| Error::Internal(format!("partition values: {e}")))
 }
 
 /// Re-types an array to a structurally identical type with other field names or nullability.

@@ -127,6 +127,7 @@ impl Registrar {
             kind: self.kind.to_string(),
             offset: None,
             metadata: None,
+            expires_at: None,
         };
         match register(&self.table, &record).await {
             Ok(()) => self.last = Some((Instant::now(), next_version)),

@@ -62,7 +62,13 @@ pub(crate) struct DeltaVersion<'a> {
 impl<'a> DeltaVersion<'a> {
     /// The version a snapshot is at.
     pub(crate) fn of(s: &'a Snapshot) -> Self {
-        DeltaVersion { version: s.version, metadata: &s.metadata, schema: &s.schema, mode: s.column_mapping(), snapshot: Some(s) }
+        DeltaVersion {
+            version: s.version,
+            metadata: &s.metadata,
+            schema: &s.schema,
+            mode: s.column_mapping(),
+            snapshot: Some(s),
+        }
     }
 }
 
@@ -86,9 +92,9 @@ impl Table {
     /// The object path of an absolute Iceberg path under this table's root.
     fn iceberg_object(&self, url: &str) -> Result<Path> {
         let root = format!("{}/", self.url().trim_end_matches('/'));
-        let rel = url.strip_prefix(&root).ok_or_else(|| {
-            Error::invalid_log("metadata", format!("Iceberg file {url} is outside the table root"))
-        })?;
+        let rel = url
+            .strip_prefix(&root)
+            .ok_or_else(|| Error::invalid_log("metadata", format!("Iceberg file {url} is outside the table root")))?;
         if rel.split('/').any(|s| s == ".." || s.is_empty()) {
             return Err(Error::PathRefused { path: url.to_string(), reason: "not a plain path under the root".into() });
         }
@@ -113,7 +119,8 @@ impl Table {
     /// The current Iceberg metadata: the hint's version, or a newer one found past it.
     async fn iceberg_current(&self) -> Result<Option<(u64, Value)>> {
         let hint = self.get_opt(&self.iceberg_path(VERSION_HINT)).await?;
-        let mut n: u64 = hint.and_then(|b| std::str::from_utf8(&b).ok().and_then(|s| s.trim().parse().ok())).unwrap_or(0);
+        let mut n: u64 =
+            hint.and_then(|b| std::str::from_utf8(&b).ok().and_then(|s| s.trim().parse().ok())).unwrap_or(0);
         loop {
             match self.store.head(&self.iceberg_path(&metadata_file_name(n + 1))).await {
                 Ok(_) => n += 1,
@@ -191,7 +198,7 @@ impl Table {
     async fn write_manifest(&self, entries: &[Entry], ctx: &Ctx<'_>) -> Result<ManifestFile> {
         let bytes = avro::manifest_bytes(entries, ctx.schema, ctx.spec, ctx.spec_json)?;
         let (url, len) = self.put_new(&format!("{}-m.avro", uuid::Uuid::new_v4()), bytes).await?;
-        Ok(avro::summarise(url, len, entries, ctx.snapshot_id, ctx.sequence, ctx.spec.len()))
+        Ok(avro::summarise(url, len, entries, ctx.snapshot_id, ctx.sequence, ctx.spec))
     }
 
     /// Writes the Iceberg metadata of `snapshot`'s version (and of every Delta version
@@ -239,7 +246,11 @@ impl Table {
             let current = metadata::current(&meta)?;
             if let Some(c) = &current {
                 if c.delta_version >= snapshot.version {
-                    return Ok(IcebergState { metadata_version: n, snapshot_id: c.snapshot_id, delta_version: c.delta_version });
+                    return Ok(IcebergState {
+                        metadata_version: n,
+                        snapshot_id: c.snapshot_id,
+                        delta_version: c.delta_version,
+                    });
                 }
             }
             if meta["partition-specs"][0]["fields"] != spec_json["fields"] {
@@ -269,8 +280,14 @@ impl Table {
                 (Some(c), Some(changes)) => self.incremental(snapshot, c, changes, &ctx).await?,
                 _ => self.full(snapshot, &ctx, current.is_some()).await?,
             };
-            let list = avro::manifest_list_bytes(&manifests, snapshot_id, current.as_ref().map(|c| c.snapshot_id), ctx.sequence)?;
-            let (list_url, _) = self.put_new(&format!("snap-{snapshot_id}-{}.avro", uuid::Uuid::new_v4()), list).await?;
+            let list = avro::manifest_list_bytes(
+                &manifests,
+                snapshot_id,
+                current.as_ref().map(|c| c.snapshot_id),
+                ctx.sequence,
+            )?;
+            let (list_url, _) =
+                self.put_new(&format!("snap-{snapshot_id}-{}.avro", uuid::Uuid::new_v4()), list).await?;
             let live = |f: fn(&ManifestFile) -> i64| manifests.iter().map(f).fold(0, i64::saturating_add);
             metadata::add_snapshot(
                 &mut meta,
@@ -287,11 +304,15 @@ impl Table {
                     total_files: live(ManifestFile::live_files),
                     total_records: live(|m| m.added_rows + m.existing_rows),
                 },
-                (n > 0).then(|| (self.iceberg_url(&metadata_file_name(n)), now)).as_ref().map(|(f, t)| (f.as_str(), *t)),
+                (n > 0)
+                    .then(|| (self.iceberg_url(&metadata_file_name(n)), now))
+                    .as_ref()
+                    .map(|(f, t)| (f.as_str(), *t)),
             );
             let name = metadata_file_name(n + 1);
             let path = self.iceberg_path(&name);
-            let body = serde_json::to_vec_pretty(&meta).map_err(|e| Error::Internal(format!("iceberg metadata: {e}")))?;
+            let body =
+                serde_json::to_vec_pretty(&meta).map_err(|e| Error::Internal(format!("iceberg metadata: {e}")))?;
             crate::failpoint::hit("uniform.before_metadata");
             let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
             match self.store.put_opts(&path, PutPayload::from(body), opts).await {
@@ -325,19 +346,28 @@ impl Table {
         }
         Err(Error::Storage {
             path: self.iceberg_path("").to_string(),
-            source: object_store::Error::Generic { store: "uniform", source: format!("gave up after 5 attempts: {last_error}").into() },
+            source: object_store::Error::Generic {
+                store: "uniform",
+                source: format!("gave up after 5 attempts: {last_error}").into(),
+            },
         })
     }
 
     async fn holds_snapshot(&self, path: &Path, snapshot_id: i64) -> Result<bool> {
         Ok(match self.get_opt(path).await? {
-            Some(b) => serde_json::from_slice::<Value>(&b).is_ok_and(|m| m["current-snapshot-id"].as_i64() == Some(snapshot_id)),
+            Some(b) => serde_json::from_slice::<Value>(&b)
+                .is_ok_and(|m| m["current-snapshot-id"].as_i64() == Some(snapshot_id)),
             None => false,
         })
     }
 
     /// Every live file, in fresh manifests.
-    async fn full(&self, version: &DeltaVersion<'_>, ctx: &Ctx<'_>, replacing: bool) -> Result<(Vec<ManifestFile>, &'static str, (i64, i64), (i64, i64))> {
+    async fn full(
+        &self,
+        version: &DeltaVersion<'_>,
+        ctx: &Ctx<'_>,
+        replacing: bool,
+    ) -> Result<(Vec<ManifestFile>, &'static str, (i64, i64), (i64, i64))> {
         let loaded;
         let snapshot = match version.snapshot.filter(|s| s.version == version.version) {
             Some(s) => s,
@@ -350,7 +380,13 @@ impl Table {
         for add in snapshot.files() {
             let (_, rel) = self.data_path(&add.path)?;
             let file = data_file(add, self.url(), &rel, &snapshot.schema, snapshot.column_mapping(), ctx.spec)?;
-            entries.push(Entry { status: ADDED, snapshot_id: ctx.snapshot_id, sequence_number: ctx.sequence, file_sequence_number: ctx.sequence, file });
+            entries.push(Entry {
+                status: ADDED,
+                snapshot_id: ctx.snapshot_id,
+                sequence_number: ctx.sequence,
+                file_sequence_number: ctx.sequence,
+                file,
+            });
         }
         let added = (entries.len() as i64, entries.iter().map(|e| e.file.record_count).sum());
         let mut manifests = Vec::new();
@@ -377,13 +413,14 @@ impl Table {
             if m.live_files() == 0 {
                 continue;
             }
-            if removed.is_empty() {
+            let stale = m.partitions.iter().any(avro::FieldSummary::lacks_bounds);
+            if removed.is_empty() && !stale {
                 out.push(m);
                 continue;
             }
             let entries = avro::read_manifest(&self.get_required(&m.path).await?)?;
             if !entries.iter().any(|e| e.status != DELETED && removed.contains(&e.file.path)) {
-                out.push(m);
+                out.push(with_summaries(m, &entries, ctx.spec));
                 continue;
             }
             let mut rewritten = Vec::with_capacity(entries.len());
@@ -401,7 +438,13 @@ impl Table {
         let mut added_entries = Vec::with_capacity(changes.added.len());
         for (rel, add) in &changes.added {
             let file = data_file(add, self.url(), rel, snapshot.schema, snapshot.mode, ctx.spec)?;
-            added_entries.push(Entry { status: ADDED, snapshot_id: ctx.snapshot_id, sequence_number: ctx.sequence, file_sequence_number: ctx.sequence, file });
+            added_entries.push(Entry {
+                status: ADDED,
+                snapshot_id: ctx.snapshot_id,
+                sequence_number: ctx.sequence,
+                file_sequence_number: ctx.sequence,
+                file,
+            });
         }
         let added = (added_entries.len() as i64, added_entries.iter().map(|e| e.file.record_count).sum());
         if !added_entries.is_empty() {
@@ -425,11 +468,8 @@ impl Table {
     /// 100 files and at 10,000.
     async fn merge_small(&self, mut manifests: Vec<ManifestFile>, ctx: &Ctx<'_>) -> Result<Vec<ManifestFile>> {
         manifests.sort_by_key(ManifestFile::live_files);
-        let take = manifests
-            .iter()
-            .take(MAX_MANIFESTS / 2)
-            .take_while(|m| m.live_files() < MANIFEST_ENTRIES as i64)
-            .count();
+        let take =
+            manifests.iter().take(MAX_MANIFESTS / 2).take_while(|m| m.live_files() < MANIFEST_ENTRIES as i64).count();
         if take < 2 {
             return Ok(manifests);
         }
@@ -448,6 +488,13 @@ impl Table {
         }
         Ok(keep)
     }
+}
+
+/// A carried-over manifest with its partition summaries made again from its entries (a
+/// summary without bounds makes pruning readers skip the manifest).
+fn with_summaries(m: ManifestFile, entries: &[Entry], spec: &[PartitionField]) -> ManifestFile {
+    let partitions = spec.iter().enumerate().map(|(i, p)| avro::FieldSummary::of(entries, i, p.kind)).collect();
+    ManifestFile { partitions, ..m }
 }
 
 /// What every manifest of one conversion shares.

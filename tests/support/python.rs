@@ -94,3 +94,11 @@ for row in rows:
         Err(format!("{reader} failed: {}", String::from_utf8_lossy(&out.stderr)))
     }
 }
+
+/// Runs `script` and parses the last line it prints as JSON (the script must succeed).
+pub fn run_python_json(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> serde_json::Value {
+    let out = crate::support::run_python(python, script, args);
+    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().last().unwrap_or("null")).unwrap_or_else(|_| panic!("python printed {text}"))
+}

@@ -9,7 +9,7 @@ use apache_avro::types::Value as A;
 use apache_avro::{Reader, Schema, Writer};
 use serde_json::{json, Value};
 
-use super::files::{DataFile, PartitionValue};
+use super::files::{partition_bytes, DataFile, PartitionValue};
 use super::schema::{PartitionField, PartitionKind};
 use crate::error::{Error, Result};
 
@@ -44,8 +44,58 @@ pub(crate) struct ManifestFile {
     pub added_rows: i64,
     pub existing_rows: i64,
     pub deleted_rows: i64,
-    /// Per partition field: whether some file has a null there.
-    pub partition_nulls: Vec<bool>,
+    /// Per partition field, over every entry of the manifest: what readers prune by.
+    pub partitions: Vec<FieldSummary>,
+}
+
+/// What a manifest list says of one partition field over a manifest's entries. Readers skip
+/// a manifest by these (pyiceberg and Java Iceberg read absent bounds as "every value is
+/// null"), so they must bound every non-null value: `lower`/`upper` are the least and
+/// greatest non-NaN values in Iceberg's single-value form; `contains_nan` is known for float
+/// fields only.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct FieldSummary {
+    pub contains_null: bool,
+    pub contains_nan: Option<bool>,
+    pub lower: Option<Vec<u8>>,
+    pub upper: Option<Vec<u8>>,
+}
+
+impl FieldSummary {
+    /// The summary of field `i` over `entries` (deleted ones included, as Iceberg's writers
+    /// count them: wider bounds never hide a live file).
+    pub(crate) fn of(entries: &[Entry], i: usize, kind: PartitionKind) -> FieldSummary {
+        let float = matches!(kind, PartitionKind::Float | PartitionKind::Double);
+        let mut out = FieldSummary { contains_nan: float.then_some(false), ..FieldSummary::default() };
+        let (mut lo, mut hi): (Option<&PartitionValue>, Option<&PartitionValue>) = (None, None);
+        for v in entries.iter().map(|e| e.file.partition.get(i).and_then(Option::as_ref)) {
+            let Some(v) = v else {
+                out.contains_null = true;
+                continue;
+            };
+            if v.is_nan() {
+                out.contains_nan = Some(true);
+                continue;
+            }
+            if lo.is_none_or(|l| v.total_cmp(l).is_lt()) {
+                lo = Some(v);
+            }
+            if hi.is_none_or(|h| v.total_cmp(h).is_gt()) {
+                hi = Some(v);
+            }
+        }
+        out.lower = lo.map(partition_bytes);
+        out.upper = hi.map(partition_bytes);
+        out
+    }
+
+    /// Whether this summary lacks bounds a reader needs: written without them (by an older
+    /// writer) or over files whose every value is null. Such a manifest's summary is made
+    /// again from its entries.
+    pub(crate) fn lacks_bounds(&self) -> bool {
+        self.lower.is_none()
+    }
 }
 
 impl ManifestFile {
@@ -84,7 +134,9 @@ fn partition_avro_type(kind: PartitionKind) -> Value {
         PartitionKind::Boolean => json!("boolean"),
         PartitionKind::String => json!("string"),
         PartitionKind::Date => json!({"type": "int", "logicalType": "date"}),
-        PartitionKind::Timestamp(utc) => json!({"type": "long", "logicalType": "timestamp-micros", "adjust-to-utc": utc}),
+        PartitionKind::Timestamp(utc) => {
+            json!({"type": "long", "logicalType": "timestamp-micros", "adjust-to-utc": utc})
+        }
     }
 }
 
@@ -221,9 +273,8 @@ pub(crate) fn manifest_bytes(
     }
     for e in entries {
         let f = &e.file;
-        let partition = A::Record(
-            spec.iter().zip(&f.partition).map(|(p, v)| (avro_name(&p.name), partition_value(v))).collect(),
-        );
+        let partition =
+            A::Record(spec.iter().zip(&f.partition).map(|(p, v)| (avro_name(&p.name), partition_value(v))).collect());
         let data_file = rec(vec![
             ("content", A::Int(0)),
             ("file_path", A::String(f.path.clone())),
@@ -278,15 +329,16 @@ pub(crate) fn manifest_list_bytes(
         w.add_user_metadata(k.to_string(), v).map_err(avro_err("manifest list metadata"))?;
     }
     for m in manifests {
+        let opt_bytes = |b: &Option<Vec<u8>>| b.as_ref().map_or_else(none, |b| some(A::Bytes(b.clone())));
         let partitions = A::Array(
-            m.partition_nulls
+            m.partitions
                 .iter()
-                .map(|n| {
+                .map(|f| {
                     rec(vec![
-                        ("contains_null", A::Boolean(*n)),
-                        ("contains_nan", none()),
-                        ("lower_bound", none()),
-                        ("upper_bound", none()),
+                        ("contains_null", A::Boolean(f.contains_null)),
+                        ("contains_nan", f.contains_nan.map_or_else(none, |n| some(A::Boolean(n)))),
+                        ("lower_bound", opt_bytes(&f.lower)),
+                        ("upper_bound", opt_bytes(&f.upper)),
                     ])
                 })
                 .collect(),
@@ -390,7 +442,10 @@ pub(crate) fn read_manifest(bytes: &[u8]) -> Result<Vec<Entry>> {
                 record_count: long(f, "record_count")?,
                 size: long(f, "file_size_in_bytes")?,
                 value_counts: kv_read(field(f, "value_counts"), |v| if let A::Long(n) = v { Some(*n) } else { None })?,
-                null_counts: kv_read(field(f, "null_value_counts"), |v| if let A::Long(n) = v { Some(*n) } else { None })?,
+                null_counts: kv_read(
+                    field(f, "null_value_counts"),
+                    |v| if let A::Long(n) = v { Some(*n) } else { None },
+                )?,
                 lower: kv_read(field(f, "lower_bounds"), |v| if let A::Bytes(b) = v { Some(b.clone()) } else { None })?,
                 upper: kv_read(field(f, "upper_bounds"), |v| if let A::Bytes(b) = v { Some(b.clone()) } else { None })?,
             })
@@ -417,17 +472,8 @@ pub(crate) fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFile>> {
     for v in reader {
         let A::Record(m) = v.map_err(|_| bad("manifest list"))? else { return Err(bad("manifest list entry")) };
         let parsed = (|| {
-            let partition_nulls = match field(&m, "partitions").map(unwrap_union) {
-                Some(A::Array(items)) => items
-                    .iter()
-                    .map(|i| match i {
-                        A::Record(s) => match field(s, "contains_null") {
-                            Some(A::Boolean(b)) => Some(*b),
-                            _ => None,
-                        },
-                        _ => None,
-                    })
-                    .collect::<Option<Vec<_>>>()?,
+            let partitions = match field(&m, "partitions").map(unwrap_union) {
+                Some(A::Array(items)) => items.iter().map(read_summary).collect::<Option<Vec<_>>>()?,
                 _ => Vec::new(),
             };
             Some(ManifestFile {
@@ -445,7 +491,7 @@ pub(crate) fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFile>> {
                 added_rows: long(&m, "added_rows_count")?,
                 existing_rows: long(&m, "existing_rows_count")?,
                 deleted_rows: long(&m, "deleted_rows_count")?,
-                partition_nulls,
+                partitions,
             })
         })();
         out.push(parsed.ok_or_else(|| bad("manifest list entry"))?);
@@ -453,13 +499,42 @@ pub(crate) fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFile>> {
     Ok(out)
 }
 
+/// One partition field's summary as a manifest list holds it.
+fn read_summary(v: &A) -> Option<FieldSummary> {
+    let A::Record(s) = v else { return None };
+    let bytes = |name: &str| match field(s, name).map(unwrap_union) {
+        Some(A::Bytes(b)) => Some(Some(b.clone())),
+        None | Some(A::Null) => Some(None),
+        _ => None,
+    };
+    Some(FieldSummary {
+        contains_null: match field(s, "contains_null")? {
+            A::Boolean(b) => *b,
+            _ => return None,
+        },
+        contains_nan: match field(s, "contains_nan").map(unwrap_union) {
+            Some(A::Boolean(b)) => Some(*b),
+            _ => None,
+        },
+        lower: bytes("lower_bound")?,
+        upper: bytes("upper_bound")?,
+    })
+}
+
 /// The manifest-list entry of a manifest holding `entries`, written by `snapshot_id`.
-pub(crate) fn summarise(path: String, length: i64, entries: &[Entry], snapshot_id: i64, sequence_number: i64, partitions: usize) -> ManifestFile {
+pub(crate) fn summarise(
+    path: String,
+    length: i64,
+    entries: &[Entry],
+    snapshot_id: i64,
+    sequence_number: i64,
+    spec: &[PartitionField],
+) -> ManifestFile {
     let count = |s: i32| i32::try_from(entries.iter().filter(|e| e.status == s).count()).unwrap_or(i32::MAX);
-    let rows = |s: i32| entries.iter().filter(|e| e.status == s).map(|e| e.file.record_count).fold(0, i64::saturating_add);
+    let rows =
+        |s: i32| entries.iter().filter(|e| e.status == s).map(|e| e.file.record_count).fold(0, i64::saturating_add);
     let live = entries.iter().filter(|e| e.status != DELETED);
-    let partition_nulls =
-        (0..partitions).map(|i| entries.iter().any(|e| e.file.partition.get(i).is_some_and(Option::is_none))).collect();
+    let partitions = spec.iter().enumerate().map(|(i, p)| FieldSummary::of(entries, i, p.kind)).collect();
     ManifestFile {
         path,
         length,
@@ -472,7 +547,7 @@ pub(crate) fn summarise(path: String, length: i64, entries: &[Entry], snapshot_i
         added_rows: rows(ADDED),
         existing_rows: rows(EXISTING),
         deleted_rows: rows(DELETED),
-        partition_nulls,
+        partitions,
     }
 }
 
@@ -504,16 +579,90 @@ mod tests {
         };
         let entries = vec![
             Entry { status: ADDED, snapshot_id: 5, sequence_number: 2, file_sequence_number: 2, file: file.clone() },
-            Entry { status: DELETED, snapshot_id: 5, sequence_number: 1, file_sequence_number: 1, file: DataFile { partition: vec![None], ..file } },
+            Entry {
+                status: DELETED,
+                snapshot_id: 5,
+                sequence_number: 1,
+                file_sequence_number: 1,
+                file: DataFile { partition: vec![None], ..file },
+            },
         ];
         let schema = json!({"type": "struct", "schema-id": 0, "fields": []});
         let bytes = manifest_bytes(&entries, &schema, &spec, &super::super::schema::partition_spec(&spec)).unwrap();
         assert_eq!(read_manifest(&bytes).unwrap(), entries);
-        let m = summarise("file:///t/metadata/m.avro".into(), bytes.len() as i64, &entries, 5, 2, 1);
+        let m = summarise("file:///t/metadata/m.avro".into(), bytes.len() as i64, &entries, 5, 2, &spec);
         assert_eq!((m.added_files, m.deleted_files, m.added_rows, m.min_sequence_number), (1, 1, 7, 2));
-        assert_eq!(m.partition_nulls, vec![true]);
+        let day = 19000i32.to_le_bytes().to_vec();
+        let want = FieldSummary { contains_null: true, contains_nan: None, lower: Some(day.clone()), upper: Some(day) };
+        assert_eq!(m.partitions, vec![want]);
         let list = manifest_list_bytes(std::slice::from_ref(&m), 5, Some(4), 2).unwrap();
         assert_eq!(read_manifest_list(&list).unwrap(), vec![m]);
         assert!(read_manifest(b"not avro").is_err());
+    }
+
+    fn entries_of(values: Vec<Option<PartitionValue>>) -> Vec<Entry> {
+        let file = |v| DataFile {
+            path: String::new(),
+            partition: vec![v],
+            record_count: 1,
+            size: 1,
+            value_counts: vec![],
+            null_counts: vec![],
+            lower: vec![],
+            upper: vec![],
+        };
+        values
+            .into_iter()
+            .map(|v| Entry {
+                status: ADDED,
+                snapshot_id: 1,
+                sequence_number: 1,
+                file_sequence_number: 1,
+                file: file(v),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn partition_summaries_bound_every_value_of_every_kind() {
+        use PartitionValue as V;
+        let s = |vals: Vec<Option<V>>, kind| FieldSummary::of(&entries_of(vals), 0, kind);
+        // Strings by their UTF-8 bytes: "" first, then ASCII, then the rest by code point.
+        let strings = s(
+            vec![
+                Some(V::String("b".into())),
+                Some(V::String("é".into())),
+                Some(V::String("".into())),
+                Some(V::String("😀".into())),
+                None,
+            ],
+            PartitionKind::String,
+        );
+        assert_eq!((strings.lower.as_deref(), strings.upper.as_deref()), (Some(&b""[..]), Some("😀".as_bytes())));
+        assert!(strings.contains_null && strings.contains_nan.is_none());
+        let ints = s(vec![Some(V::Int(-5)), Some(V::Int(3)), Some(V::Int(-1))], PartitionKind::Int);
+        assert_eq!((ints.lower, ints.upper), (Some((-5i32).to_le_bytes().to_vec()), Some(3i32.to_le_bytes().to_vec())));
+        assert!(!ints.contains_null);
+        let longs = s(vec![Some(V::Long(i64::MIN)), Some(V::Long(7))], PartitionKind::Long);
+        assert_eq!(longs.lower, Some(i64::MIN.to_le_bytes().to_vec()));
+        // NaN stays out of the bounds and is reported; -0.0 sorts before 0.0.
+        let doubles = s(
+            vec![Some(V::Double(f64::NAN)), Some(V::Double(0.0)), Some(V::Double(-0.0)), Some(V::Double(-2.5))],
+            PartitionKind::Double,
+        );
+        assert_eq!(doubles.contains_nan, Some(true));
+        assert_eq!(
+            (doubles.lower, doubles.upper),
+            (Some((-2.5f64).to_le_bytes().to_vec()), Some(0.0f64.to_le_bytes().to_vec()))
+        );
+        let floats = s(vec![Some(V::Float(1.5))], PartitionKind::Float);
+        assert_eq!((floats.contains_nan, floats.upper), (Some(false), Some(1.5f32.to_le_bytes().to_vec())));
+        let bools = s(vec![Some(V::Boolean(true)), Some(V::Boolean(false))], PartitionKind::Boolean);
+        assert_eq!((bools.lower, bools.upper), (Some(vec![0]), Some(vec![1])));
+        let micros = s(vec![Some(V::Micros(-1)), Some(V::Micros(5))], PartitionKind::Timestamp(true));
+        assert_eq!(micros.lower, Some((-1i64).to_le_bytes().to_vec()));
+        // Only nulls: no bounds, which readers read as "every value is null".
+        let nulls = s(vec![None, None], PartitionKind::Date);
+        assert!(nulls.contains_null && nulls.lower.is_none() && nulls.lacks_bounds());
     }
 }

@@ -3,10 +3,13 @@
 //! field id.
 //!
 //! Bounds are converted only where the Delta statistic is a valid Iceberg bound: integers,
-//! floats, dates and strings as written (a truncated string maximum carries Spark's
-//! tie-breaker character, so it still bounds), timestamps with their maximum raised by 999 µs
-//! (Delta truncates them to milliseconds); decimals and binary get none. `value_counts` are
-//! the file's record count, `null_value_counts` the Delta null counts.
+//! floats, dates and strings as written (a truncated string minimum is a prefix; a truncated
+//! maximum carries a tie-breaker character that sorts after what it replaced), decimals as
+//! their unscaled big-endian bytes, timestamps written at millisecond precision widened by
+//! 999 µs each way (Delta truncates them, and a writer may truncate a negative one towards
+//! zero); binary and booleans get none. `value_counts` are the file's record count,
+//! `null_value_counts` the Delta null counts; NaN counts are not known from Delta statistics
+//! and are left out (readers then assume NaNs may be there).
 
 use serde_json::Value;
 
@@ -27,6 +30,45 @@ pub(crate) enum PartitionValue {
     String(String),
     Date(i32),
     Micros(i64),
+}
+
+impl PartitionValue {
+    /// Whether this is a float NaN (left out of bounds, counted in `contains_nan`).
+    pub(crate) fn is_nan(&self) -> bool {
+        match self {
+            PartitionValue::Float(f) => f.is_nan(),
+            PartitionValue::Double(f) => f.is_nan(),
+            _ => false,
+        }
+    }
+
+    /// Iceberg's order of two values of one field: numbers by value (`-0.0` before `0.0`),
+    /// `false` before `true`, strings by their UTF-8 bytes (code points, as Iceberg's
+    /// comparators and Python's). Values of different kinds never meet in one field.
+    pub(crate) fn total_cmp(&self, other: &PartitionValue) -> std::cmp::Ordering {
+        use PartitionValue as V;
+        match (self, other) {
+            (V::Int(a), V::Int(b)) | (V::Date(a), V::Date(b)) => a.cmp(b),
+            (V::Long(a), V::Long(b)) | (V::Micros(a), V::Micros(b)) => a.cmp(b),
+            (V::Float(a), V::Float(b)) => a.total_cmp(b),
+            (V::Double(a), V::Double(b)) => a.total_cmp(b),
+            (V::Boolean(a), V::Boolean(b)) => a.cmp(b),
+            (V::String(a), V::String(b)) => a.as_bytes().cmp(b.as_bytes()),
+            _ => std::cmp::Ordering::Equal,
+        }
+    }
+}
+
+/// A partition value in Iceberg's single-value binary form (the manifest list's bounds).
+pub(crate) fn partition_bytes(v: &PartitionValue) -> Vec<u8> {
+    match v {
+        PartitionValue::Int(i) | PartitionValue::Date(i) => i.to_le_bytes().to_vec(),
+        PartitionValue::Long(i) | PartitionValue::Micros(i) => i.to_le_bytes().to_vec(),
+        PartitionValue::Float(f) => f.to_le_bytes().to_vec(),
+        PartitionValue::Double(f) => f.to_le_bytes().to_vec(),
+        PartitionValue::Boolean(b) => vec![u8::from(*b)],
+        PartitionValue::String(s) => s.as_bytes().to_vec(),
+    }
 }
 
 /// One data file of an Iceberg manifest.
@@ -72,10 +114,19 @@ pub(crate) fn data_file(
         upper: Vec::new(),
     };
     for p in spec {
-        let raw = add.partition_values.get(&p.physical).or_else(|| add.partition_values.get(&p.name)).cloned().flatten();
+        let raw =
+            add.partition_values.get(&p.physical).or_else(|| add.partition_values.get(&p.name)).cloned().flatten();
         file.partition.push(partition_value(raw.as_deref(), p).map_err(|e| Error::invalid_log(rel, e))?);
     }
-    leaves(&schema.fields, mode, &stats["minValues"], &stats["maxValues"], &stats["nullCount"], record_count, &mut file);
+    leaves(
+        &schema.fields,
+        mode,
+        &stats["minValues"],
+        &stats["maxValues"],
+        &stats["nullCount"],
+        record_count,
+        &mut file,
+    );
     Ok(file)
 }
 
@@ -90,7 +141,8 @@ fn leaves(
     out: &mut DataFile,
 ) {
     for f in fields {
-        let (Some(id), name) = (f.column_mapping_id().and_then(|i| i32::try_from(i).ok()), f.physical_name(mode)) else {
+        let (Some(id), name) = (f.column_mapping_id().and_then(|i| i32::try_from(i).ok()), f.physical_name(mode))
+        else {
             continue;
         };
         if let DataType::Struct(s) = &f.data_type {
@@ -133,10 +185,44 @@ fn bound(t: &PrimitiveType, v: &Value, upper: bool) -> Option<Vec<u8>> {
         P::Date => days(v.as_str()?)?.to_le_bytes().to_vec(),
         P::Timestamp | P::TimestampNtz => {
             let us = micros(v.as_str()?)?;
-            (if upper { us.checked_add(999)? } else { us }).to_le_bytes().to_vec()
+            let widen = if us % 1000 != 0 {
+                0
+            } else if upper {
+                999
+            } else {
+                -999
+            };
+            us.checked_add(widen)?.to_le_bytes().to_vec()
         }
+        P::Decimal { precision, scale } => decimal_bytes(v, *precision, *scale, upper)?,
         _ => return None,
     })
+}
+
+/// A decimal statistic as Iceberg's bound: the unscaled value, big-endian two's complement in
+/// the fewest bytes. Statistics are JSON numbers (f64 here): exact to 15 significant digits,
+/// so a wider decimal's bound is moved one unit outwards, which still bounds.
+fn decimal_bytes(v: &Value, precision: u8, scale: i8, upper: bool) -> Option<Vec<u8>> {
+    let scaled = v.as_f64()? * 10f64.powi(i32::from(scale));
+    if !scaled.is_finite() || scaled.abs() >= 1e38 {
+        return None;
+    }
+    let mut unscaled = scaled.round() as i128;
+    if precision > 15 {
+        unscaled += if upper { 1 } else { -1 };
+    }
+    let bytes = unscaled.to_be_bytes();
+    // Drop leading bytes that only repeat the sign.
+    let mut start = 0;
+    while start < 15 {
+        let (b, next) = (bytes[start], bytes[start + 1]);
+        if (b == 0 && next & 0x80 == 0) || (b == 0xFF && next & 0x80 != 0) {
+            start += 1;
+        } else {
+            break;
+        }
+    }
+    Some(bytes[start..].to_vec())
 }
 
 fn days(s: &str) -> Option<i32> {

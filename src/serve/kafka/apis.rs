@@ -5,9 +5,10 @@
 //! The listener is one broker (node 0, at the advertised address) that leads every partition
 //! of every configured topic. Versions are those librdkafka 2.x, the Java client 3.x/4.x and
 //! kafka-python negotiate, up to where a version would need what is not built (Fetch and
-//! Produce by topic id, batched OffsetFetch). Transactional producers are refused at
-//! InitProducerId (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, logged with why): transactions are
-//! not offered, and AddPartitionsToTxn and EndTxn are not spoken.
+//! Produce by topic id, batched OffsetFetch). Transactional producers are refused at their
+//! first step, FindCoordinator for their transactional id (and at InitProducerId too), with
+//! the fatal TRANSACTIONAL_ID_AUTHORIZATION_FAILED and a warning naming the client:
+//! transactions are not offered, and AddPartitionsToTxn and EndTxn are not spoken.
 
 use std::sync::Arc;
 
@@ -15,7 +16,9 @@ use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
-use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsResponse, BrokerId, FetchRequest, FindCoordinatorRequest, FindCoordinatorResponse,
     InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest, MetadataRequest, MetadataResponse,
@@ -64,7 +67,9 @@ fn text(s: impl Into<String>) -> StrBytes {
 pub(crate) fn api_versions(head: &Head) -> Reply {
     let keys = SPOKEN
         .iter()
-        .map(|(api, lo, hi)| ApiVersion::default().with_api_key(*api as i16).with_min_version(*lo).with_max_version(*hi))
+        .map(|(api, lo, hi)| {
+            ApiVersion::default().with_api_key(*api as i16).with_min_version(*lo).with_max_version(*hi)
+        })
         .collect();
     let mut answer = ApiVersionsResponse::default().with_api_keys(keys);
     if spoken(ApiKey::ApiVersions, head.version) {
@@ -127,12 +132,12 @@ pub(crate) fn dispatch(
     let v = head.version;
     Ok(match decode_request(&head, body)? {
         Request::Metadata(r) => Step::Now(Reply::answer(head.encode(&metadata(shared, v, r)))),
-        Request::FindCoordinator(r) => Step::Now(Reply::answer(head.encode(&find_coordinator(shared, v, r)))),
+        Request::FindCoordinator(r) => Step::Now(Reply::answer(head.encode(&find_coordinator(shared, session, v, r)))),
         Request::SaslHandshake(r) => Step::Now(sasl_handshake(session, &head, r)),
         Request::SaslAuthenticate(r) => Step::Now(sasl_authenticate(shared, session, &head, r)),
         Request::InitProducerId(r) => {
-            let shared = shared.clone();
-            Step::Later(Box::pin(async move { Reply::answer(head.encode(&init_producer_id(&shared, r).await)) }))
+            let (shared, who) = (shared.clone(), session.who());
+            Step::Later(Box::pin(async move { Reply::answer(head.encode(&init_producer_id(&shared, &who, r).await)) }))
         }
         Request::Produce(r) => super::produce::take(shared, &head, r, session.produce_turn(held)),
         Request::Fetch(r) => super::fetch::take_fetch(shared, &head, r),
@@ -168,18 +173,20 @@ fn metadata(shared: &Shared, version: i16, request: MetadataRequest) -> Metadata
             let t = MetadataResponseTopic::default().with_name(Some(TopicName(text(name.clone()))));
             match shared.config.topics.get(&name) {
                 None => t.with_error_code(code(ResponseError::UnknownTopicOrPartition)),
-                Some(topic) => t.with_topic_id(if version >= 10 { topic_id(&name) } else { uuid::Uuid::nil() }).with_partitions(
-                    (0..i32::try_from(topic.partitions).unwrap_or(i32::MAX))
-                        .map(|p| {
-                            MetadataResponsePartition::default()
-                                .with_partition_index(p)
-                                .with_leader_id(BrokerId(NODE))
-                                .with_leader_epoch(if version >= 7 { 0 } else { -1 })
-                                .with_replica_nodes(vec![BrokerId(NODE)])
-                                .with_isr_nodes(vec![BrokerId(NODE)])
-                        })
-                        .collect(),
-                ),
+                Some(topic) => {
+                    t.with_topic_id(if version >= 10 { topic_id(&name) } else { uuid::Uuid::nil() }).with_partitions(
+                        (0..i32::try_from(topic.partitions).unwrap_or(i32::MAX))
+                            .map(|p| {
+                                MetadataResponsePartition::default()
+                                    .with_partition_index(p)
+                                    .with_leader_id(BrokerId(NODE))
+                                    .with_leader_epoch(if version >= 7 { 0 } else { -1 })
+                                    .with_replica_nodes(vec![BrokerId(NODE)])
+                                    .with_isr_nodes(vec![BrokerId(NODE)])
+                            })
+                            .collect(),
+                    )
+                }
             }
         })
         .collect();
@@ -190,12 +197,33 @@ fn metadata(shared: &Shared, version: i16, request: MetadataRequest) -> Metadata
         .with_topics(topics)
 }
 
-fn find_coordinator(shared: &Shared, version: i16, request: FindCoordinatorRequest) -> FindCoordinatorResponse {
+/// Consumer groups are coordinated here. A transactional id is refused at once with
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients treat as fatal (librdkafka's
+/// `init_transactions` and the Java client's `initTransactions` fail at once, where a
+/// retriable COORDINATOR_NOT_AVAILABLE would keep them asking until their timeout); the
+/// warning names the client.
+fn find_coordinator(
+    shared: &Shared,
+    session: &Session,
+    version: i16,
+    request: FindCoordinatorRequest,
+) -> FindCoordinatorResponse {
     let (host, port) = &shared.config.advertised;
-    // Key type 0 is a consumer group (this broker); 1 a transactional id (not offered).
     let (error, message) = match request.key_type {
         0 => (0, None),
-        _ => (code(ResponseError::CoordinatorNotAvailable), Some(text("transactions are not offered by deltabus"))),
+        1 => {
+            let ids: Vec<&str> = std::iter::once(request.key.as_str())
+                .chain(request.coordinator_keys.iter().map(|k| k.as_str()))
+                .filter(|k| !k.is_empty())
+                .collect();
+            tracing::warn!(client = %session.who(), transactional_ids = ?ids, "kafka.transactional_producer_refused: deltabus takes idempotent producers, not transactions");
+            shared.state.metrics.kafka().refused("transactions");
+            let why = "transactions are not offered by deltabus: use an idempotent producer (enable.idempotence) without transactional.id";
+            (code(ResponseError::TransactionalIdAuthorizationFailed), Some(text(why)))
+        }
+        other => {
+            (code(ResponseError::InvalidRequest), Some(text(format!("coordinator key type {other} is not known"))))
+        }
     };
     let answer = FindCoordinatorResponse::default();
     if version < 4 {
@@ -243,20 +271,20 @@ fn sasl_authenticate(shared: &Shared, session: &mut Session, head: &Head, reques
     };
     if !session.plain || session.is_authenticated() && session.user.is_some() {
         return Reply {
-            frame: Some(head.encode(
-                &SaslAuthenticateResponse::default().with_error_code(code(ResponseError::IllegalSaslState)),
-            )),
+            frame: Some(
+                head.encode(
+                    &SaslAuthenticateResponse::default().with_error_code(code(ResponseError::IllegalSaslState)),
+                ),
+            ),
             close: true,
         };
     }
     let parts: Vec<&[u8]> = request.auth_bytes.split(|b| *b == 0).collect();
-    let [_, user, password] = parts.as_slice() else { return fail("a SASL/PLAIN message is authzid NUL user NUL password") };
+    let [_, user, password] = parts.as_slice() else {
+        return fail("a SASL/PLAIN message is authzid NUL user NUL password");
+    };
     let (user, password) = (String::from_utf8_lossy(user), String::from_utf8_lossy(password));
-    let known = shared
-        .config
-        .users
-        .iter()
-        .fold(false, |found, (u, p)| found | (same(u, &user) & same(p, &password)));
+    let known = shared.config.users.iter().fold(false, |found, (u, p)| found | (same(u, &user) & same(p, &password)));
     if !known {
         tracing::info!(peer = %session.peer, user = %user, "kafka.authentication_failed");
         shared.state.metrics.kafka().refused("authentication");
@@ -272,10 +300,11 @@ fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-async fn init_producer_id(shared: &Shared, request: InitProducerIdRequest) -> InitProducerIdResponse {
+async fn init_producer_id(shared: &Shared, who: &str, request: InitProducerIdRequest) -> InitProducerIdResponse {
     let answer = InitProducerIdResponse::default();
-    if request.transactional_id.as_ref().is_some_and(|t| !t.0.is_empty()) {
-        tracing::warn!("kafka.transactional_producer_refused: deltabus takes idempotent producers, not transactions");
+    if let Some(id) = request.transactional_id.as_ref().filter(|t| !t.0.is_empty()) {
+        tracing::warn!(client = %who, transactional_id = %id.0.as_str(), "kafka.transactional_producer_refused: deltabus takes idempotent producers, not transactions");
+        shared.state.metrics.kafka().refused("transactions");
         return answer
             .with_error_code(code(ResponseError::TransactionalIdAuthorizationFailed))
             .with_producer_id(ProducerId(-1))

@@ -30,8 +30,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::apis;
 use super::frame::{self, Frame, Held};
-use crate::serve::attendance::InFlight;
 use super::Shared;
+use crate::serve::attendance::InFlight;
 
 /// Requests of one connection handled at once.
 pub(crate) const MAX_IN_FLIGHT: usize = 32;
@@ -65,6 +65,8 @@ pub(crate) struct Session {
     /// connection's reader, which reserves room for a Produce request's records only then.
     pub authenticated: Arc<AtomicBool>,
     pub user: Option<String>,
+    /// The client id its first request named (for log lines naming the client).
+    pub client: Option<String>,
     /// A SASL handshake chose PLAIN.
     pub plain: bool,
     /// Signalled once the last Produce request taken has handed its batches to the committers
@@ -86,6 +88,16 @@ pub(crate) struct Turn {
 }
 
 impl Session {
+    /// The client as log lines name it: its client id, address and user.
+    pub(crate) fn who(&self) -> String {
+        format!(
+            "client {:?} at {}{}",
+            self.client.as_deref().unwrap_or(""),
+            self.peer,
+            self.user.as_deref().map(|u| format!(" (user {u:?})")).unwrap_or_default()
+        )
+    }
+
     /// The next Produce request's turn. Requests are taken concurrently, but a producer's
     /// batches must reach the committers in the order it sent them, as a broker appends them:
     /// otherwise a batch could be decided before the one ahead of it and answered
@@ -126,7 +138,15 @@ where
             }
         }
     });
-    let mut session = Session { peer, authenticated, user: None, plain: false, produced: None, in_flight: InFlight::new() };
+    let mut session = Session {
+        peer,
+        authenticated,
+        user: None,
+        client: None,
+        plain: false,
+        produced: None,
+        in_flight: InFlight::new(),
+    };
     let mut pending: FuturesOrdered<BoxFuture<'static, Reply>> = FuturesOrdered::new();
     let mut closing = false;
     shared.state.metrics.kafka().connections.inc();
@@ -194,6 +214,9 @@ fn take(shared: &Arc<Shared>, session: &mut Session, mut frame: Bytes, held: Hel
         shared.state.metrics.kafka().request(api);
         return Step::Now(apis::api_versions(&Head { api, version, correlation }));
     }
+    if session.client.is_none() {
+        session.client = client_id(&frame);
+    }
     let head = match read_head(&mut frame) {
         Ok(h) => h,
         Err(why) => return Step::Close(why),
@@ -231,6 +254,14 @@ pub(crate) fn read_head(frame: &mut Bytes) -> Result<Head, String> {
     let header = RequestHeader::decode(frame, api.request_header_version(version))
         .map_err(|e| format!("a {api:?} v{version} request header that does not decode: {e}"))?;
     Ok(Head { api, version, correlation: header.correlation_id })
+}
+
+/// The client id of a request frame (every header version from 1 spells it as a nullable
+/// string after the correlation id).
+fn client_id(frame: &[u8]) -> Option<String> {
+    let len = usize::try_from(i16::from_be_bytes([*frame.get(8)?, *frame.get(9)?])).ok()?;
+    let bytes = frame.get(10..10 + len)?;
+    Some(String::from_utf8_lossy(bytes).chars().take(200).collect())
 }
 
 /// The header fields an answer needs.

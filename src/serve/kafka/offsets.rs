@@ -9,7 +9,13 @@
 //!   one, and g holds no `.`. An id over
 //!   200 bytes (a very long group name) is refused (INVALID_GROUP_ID).
 //! - A commit writes the offset, its metadata and the version it needs (`next_version`, the
-//!   offset's commit); OffsetFetch reads it back (-1 when the group has none).
+//!   offset's commit); OffsetFetch reads it back (-1 when the group has none). A partition
+//!   the topic does not have is UNKNOWN_TOPIC_OR_PARTITION; an offset that is not a position
+//!   of the feed (negative, before its first version, past its end) OFFSET_OUT_OF_RANGE, and
+//!   nothing is written.
+//! - A registration expires `offsets_retention` after the group's last commit (Kafka's
+//!   `offsets.retention.minutes`): VACUUM and log cleanup then keep nothing for it, and
+//!   `deltabus followers` shows it expired. A commit renews it.
 //! - Only simple consumers (assign, seek, poll, commit) are served: generation and member ids
 //!   are not checked, and JoinGroup/SyncGroup/Heartbeat are not spoken (a subscribing consumer
 //!   fails at JoinGroup with the connection closed and a log line naming it).
@@ -67,20 +73,37 @@ async fn commit(shared: &Shared, request: OffsetCommitRequest) -> OffsetCommitRe
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
             let code = async {
-                let Some(table) = table_of(shared, &name) else { return ResponseError::UnknownTopicOrPartition.code() };
+                let (Some(table), Some(feed)) = (table_of(shared, &name), shared.feeds.get(&name)) else {
+                    return ResponseError::UnknownTopicOrPartition.code();
+                };
+                let partitions = shared.config.topics.get(&name).map_or(0, |t| t.partitions);
+                if !u32::try_from(p.partition_index).is_ok_and(|i| i < partitions) {
+                    return ResponseError::UnknownTopicOrPartition.code();
+                }
                 let Some(id) = position_id(&group, &name, p.partition_index) else {
                     return ResponseError::InvalidGroupId.code();
                 };
-                let Some((version, _)) = position_of(p.committed_offset) else {
-                    return ResponseError::OffsetOutOfRange.code();
+                let version = match servable(feed, p.committed_offset).await {
+                    Ok(Some(version)) => version,
+                    Ok(None) => {
+                        tracing::info!(group = %group, topic = %name, partition = p.partition_index, offset = p.committed_offset, "kafka.offset_commit_refused: not a position of the feed");
+                        return ResponseError::OffsetOutOfRange.code();
+                    }
+                    Err(e) => {
+                        tracing::info!(group = %group, topic = %name, error = %e, "kafka.offset_commit_failed");
+                        return ResponseError::CoordinatorNotAvailable.code();
+                    }
                 };
+                let now = table.clock().now_ms();
+                let retention = i64::try_from(shared.config.offsets_retention.as_millis()).unwrap_or(i64::MAX);
                 let record = FollowerRecord {
                     follower_id: id,
                     next_version: version,
-                    updated_at: table.clock().now_ms(),
+                    updated_at: now,
                     kind: "kafka-group".into(),
                     offset: Some(p.committed_offset),
                     metadata: p.committed_metadata.as_ref().map(ToString::to_string),
+                    expires_at: Some(now.saturating_add(retention)),
                 };
                 match crate::storage::followers::register(table, &record).await {
                     Ok(()) => 0,
@@ -91,11 +114,26 @@ async fn commit(shared: &Shared, request: OffsetCommitRequest) -> OffsetCommitRe
                 }
             };
             let code = code.await;
-            partitions.push(OffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(code));
+            partitions.push(
+                OffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(code),
+            );
         }
         topics.push(OffsetCommitResponseTopic::default().with_name(topic.name).with_partitions(partitions));
     }
     OffsetCommitResponse::default().with_topics(topics)
+}
+
+/// The version a committed offset needs next, when the offset is a position of the feed: not
+/// before its first version, not past its end (the next commit's first row); `None` when it
+/// is not.
+///
+/// # Errors
+/// Storage errors reading the feed's bounds.
+async fn servable(feed: &super::feed::Feed, offset: i64) -> crate::error::Result<Option<u64>> {
+    let Some((version, row)) = position_of(offset) else { return Ok(None) };
+    let (first, latest) = feed.bounds().await?.unwrap_or((0, 0));
+    let end = latest.saturating_add(1);
+    Ok((version >= first && (version < end || (version == end && row == 0))).then_some(version))
 }
 
 async fn fetch(shared: &Shared, request: OffsetFetchRequest) -> OffsetFetchResponse {

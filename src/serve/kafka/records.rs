@@ -23,10 +23,10 @@ use kafka_protocol::records::{Record, RecordBatchDecoder};
 use crate::common::record::DeadLetter;
 use crate::config::kafka::TopicFormat;
 use crate::config::server::ResolvedTable;
+use crate::decode::keyed::KeyColumns;
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema_strict;
 use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
-use crate::decode::keyed::key_of_kafka_key;
 use crate::serve::body::{json_records, BadLines, Refusal, Rows};
 use crate::serve::group::KeyedChanges;
 use crate::serve::sequence::Sequenced;
@@ -145,16 +145,20 @@ fn keyed_json(
     let mut values = Vec::new();
     let mut deletes = Vec::new();
     let mut unreadable = Vec::new();
+    let columns = KeyColumns::new(keys, current);
     for (i, r) in batch.records.iter().enumerate() {
-        match (&r.value, r.key.as_deref().and_then(|k| key_of_kafka_key(k, keys))) {
+        match (&r.value, &r.key) {
             (Some(v), _) => values.push((i, v.as_ref())),
-            (None, Some(key)) => deletes.push((index(i), key)),
-            (None, None) => unreadable.push(i),
+            (None, Some(k)) => match columns.of_record_key(k) {
+                Ok(key) => deletes.push((index(i), key)),
+                Err(why) => unreadable.push((i, why)),
+            },
+            (None, None) => unreadable.push((i, "no record key".to_string())),
         }
     }
-    let why = format!("a tombstone (null value) whose record key names no value of the key columns {keys:?}");
-    if let (BadLines::Refuse, Some(i)) = (bad, unreadable.first()) {
-        return Err(Refusal::Bad(format!("record {i}: {why}")));
+    let why = |detail: &str| format!("a tombstone (null value) whose record key names no key of {keys:?}: {detail}");
+    if let (BadLines::Refuse, Some((i, detail))) = (bad, unreadable.first()) {
+        return Err(Refusal::Bad(format!("record {i}: {}", why(detail))));
     }
     let mut rows = match current {
         None if values.is_empty() => {
@@ -172,10 +176,10 @@ fn keyed_json(
     if decoded != row_records.len() {
         return Err(Refusal::Bad(format!("{decoded} rows decoded from {} records", row_records.len())));
     }
-    for i in unreadable {
+    for (i, detail) in unreadable {
         let r = &batch.records[i];
         rows.bad.push(DeadLetter {
-            reason: why.clone(),
+            reason: why(&detail),
             topic: table.name.clone(),
             partition: 0,
             offset: i as i64,
@@ -205,12 +209,10 @@ pub(crate) fn bytes_schema() -> StructType {
 fn bytes_rows(batch: &Batch, table: &ResolvedTable, current: Option<&StructType>) -> Result<Rows, Refusal> {
     let schema = bytes_schema();
     match current {
-        Some(s) if *s != schema => {
-            return Err(Refusal::Bad(format!(
-                "a bytes topic writes a table of columns key binary, value binary, timestamp timestamp; {:?} has others",
-                table.name
-            )))
-        }
+        Some(s) if *s != schema => return Err(Refusal::Bad(format!(
+            "a bytes topic writes a table of columns key binary, value binary, timestamp timestamp; {:?} has others",
+            table.name
+        ))),
         None if !table.settings.create => {
             return Err(Refusal::NoTable(format!("table {:?} does not exist yet and create = false", table.name)))
         }
@@ -278,14 +280,20 @@ mod tests {
         let last = flipped.len() - 1;
         flipped[last] ^= 0xff;
         assert_eq!(batches("t", 0, &Bytes::from(flipped), 1 << 20).unwrap_err().0, ResponseError::CorruptMessage);
-        assert_eq!(batches("t", 0, &good.slice(..good.len() - 3), 1 << 20).unwrap_err().0, ResponseError::CorruptMessage);
+        assert_eq!(
+            batches("t", 0, &good.slice(..good.len() - 3), 1 << 20).unwrap_err().0,
+            ResponseError::CorruptMessage
+        );
         // A record count far past the bytes (offset 57 in the v2 header).
         let mut huge = good.to_vec();
         huge[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
         assert!(batches("t", 0, &Bytes::from(huge), 1 << 20).is_err());
         let mut tx = record(7, 0, 0, "{}");
         tx.transactional = true;
-        assert_eq!(batches("t", 0, &encode(&[tx], Compression::None), 1 << 20).unwrap_err().0, ResponseError::InvalidRecord);
+        assert_eq!(
+            batches("t", 0, &encode(&[tx], Compression::None), 1 << 20).unwrap_err().0,
+            ResponseError::InvalidRecord
+        );
     }
 
     #[test]
@@ -333,7 +341,10 @@ mod tests {
         assert!(e.contains("record 3"), "{e}");
         let only = Batch { records: vec![with_key(Some("2"), None)], ..batch };
         assert!(rows(TopicFormat::Json, &only, &keyed(&["id"]), None, BadLines::DeadLetter).is_err());
-        let table = StructType::parse(r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}"#).unwrap();
+        let table = StructType::parse(
+            r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap();
         let (got, changes) = rows(TopicFormat::Json, &only, &keyed(&["id"]), Some(&table), BadLines::Refuse).unwrap();
         assert!(got.batches.is_empty());
         assert_eq!(changes.unwrap().deletes, vec![(0, "[2]".to_string())]);

@@ -28,6 +28,7 @@ use crate::common::record::{DeadLetter, RawRecord};
 use crate::config::kafka::TopicFormat;
 use crate::config::server::ResolvedTable;
 use crate::decode::avro::{writer_name, AvroDecoder, AvroRun};
+use crate::decode::keyed::KeyColumns;
 use crate::decode::keyed_avro::{tombstone_keys, KeyDecoder};
 use crate::decode::projection::{extra_fields, project, Mismatch};
 use crate::decode::protobuf::ProtoDecoder;
@@ -136,7 +137,10 @@ pub(crate) async fn prepare(
     let mut deletes = Vec::new();
     if !keys.is_empty() {
         let mut found: Vec<(usize, Result<String, String>)> =
-            tombstone_keys(Some(&mut set.keys), &raw, keys).await.into_iter().collect();
+            tombstone_keys(Some(&mut set.keys), &raw, &KeyColumns::of_arrow(keys, columns.as_deref()))
+                .await
+                .into_iter()
+                .collect();
         found.sort_by_key(|(i, _)| *i);
         for (i, key) in found {
             match key {
@@ -150,7 +154,9 @@ pub(crate) async fn prepare(
     let decoded = match &mut set.values {
         Values::Avro(avro) => {
             let got = avro.decode(&values).await;
-            bad.extend(got.dead_letters.into_iter().map(|l| (usize::try_from(l.offset).unwrap_or(usize::MAX), l.reason)));
+            bad.extend(
+                got.dead_letters.into_iter().map(|l| (usize::try_from(l.offset).unwrap_or(usize::MAX), l.reason)),
+            );
             let runs = got
                 .runs
                 .into_iter()
@@ -229,7 +235,9 @@ pub(crate) fn rows(
                     letters.sort_by_key(|l| l.offset);
                     return Err(Refusal::Bad(only_bad(&letters, &table.name)));
                 }
-                (false, _) => json_records(&lines, creating_with.as_ref().unwrap_or(table), current, BadLines::DeadLetter)?,
+                (false, _) => {
+                    json_records(&lines, creating_with.as_ref().unwrap_or(table), current, BadLines::DeadLetter)?
+                }
             };
             let refused: std::collections::HashSet<i64> = rows.bad.iter().map(|l| l.offset).collect();
             let places = values.iter().map(|(i, _)| *i).filter(|i| !refused.contains(&(*i as i64))).collect();
