@@ -87,6 +87,9 @@ async fn tombstones_delete_by_the_key_columns_types() {
     let quoted = send(&p, "events", &[("\"keep\"", None)]).await;
     assert!(quoted[0].is_ok());
     assert_eq!(rows(&texts), Vec::<Value>::new(), "every string key deleted");
+    // A keyed table the server creates takes deletion vectors, as keyed pipelines' tables do.
+    let described = crate::support::run_json(&["describe", &texts]);
+    assert_eq!(described["properties"]["delta.enableDeletionVectors"], "true", "{described}");
 
     let upserts: Vec<(&str, Option<String>)> =
         (1..=4).map(|i| ("x", Some(serde_json::json!({"id": i, "v": i}).to_string()))).collect();
@@ -150,6 +153,7 @@ async fn every_user_of_an_environment_list_logs_in() {
     let events = dir.path().join("events").to_string_lossy().into_owned();
     let mut cfg = config(&events, 1);
     cfg.kafka.as_mut().unwrap().users = vec!["env:KAFKA_USERS".into()];
+    cfg.kafka.as_mut().unwrap().plain_without_tls = true;
     let users = "# producers\nalice:pw-1\n\n  bob:pâss:wörd  \n";
     let (kafka, _http, _stop, _metrics) = start(cfg, &[("KAFKA_USERS", users)]).await;
     let script = r#"
@@ -188,14 +192,17 @@ print(json.dumps({"errors": errors}))
 /// `offsets_retention` after its last commit, and then holds VACUUM back no more.
 #[tokio::test(flavor = "multi_thread")]
 async fn offset_commits_are_positions_of_the_feed_and_expire() {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
     use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
-    use kafka_protocol::messages::{ApiKey, GroupId, OffsetCommitRequest, OffsetCommitResponse, TopicName};
+    use kafka_protocol::messages::{
+        ApiKey, BrokerId, GroupId, ListOffsetsRequest, ListOffsetsResponse, OffsetCommitRequest, OffsetCommitResponse,
+        TopicName,
+    };
     use kafka_protocol::protocol::StrBytes;
     let dir = tempfile::tempdir().unwrap();
     let events = dir.path().join("events").to_string_lossy().into_owned();
     let mut cfg = config(&events, 3);
-    cfg.kafka.as_mut().unwrap().offsets_retention =
-        deltabus::common::units::HumanDuration(Duration::from_millis(300));
+    cfg.kafka.as_mut().unwrap().offsets_retention = deltabus::common::units::HumanDuration(Duration::from_millis(300));
     let (kafka, _http, _stop, _metrics) = start(cfg, &[]).await;
     let p = producer(&kafka, true);
     let sent = send(&p, "events", &[("k", Some("{\"id\":1}".into())), ("k", Some("{\"id\":2}".into()))]).await;
@@ -219,6 +226,15 @@ async fn offset_commits_are_positions_of_the_feed_and_expire() {
         let r: OffsetCommitResponse = call(&mut s, ApiKey::OffsetCommit, 8, &commit(partition, offset)).await;
         assert_eq!(code(r), want, "partition {partition} offset {offset}");
     }
+    // ListOffsets by time answers the found commit's own time, not the time asked for.
+    let asked =
+        ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![ListOffsetsTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("events")))
+            .with_partitions(vec![ListOffsetsPartition::default().with_partition_index(0).with_timestamp(1)])]);
+    let r: ListOffsetsResponse = call(&mut s, ApiKey::ListOffsets, 4, &asked).await;
+    let found = &r.topics[0].partitions[0];
+    assert_eq!((found.error_code, found.offset), (0, 0), "{found:?}");
+    assert!(found.timestamp > 1_000_000_000_000, "the commit's time, not 1: {found:?}");
     let followers = || crate::support::run_json(&["followers", &events]);
     assert_eq!(followers()["followers"], serde_json::json!([]), "nothing refused is registered");
     let r: OffsetCommitResponse = call(&mut s, ApiKey::OffsetCommit, 8, &commit(1, end)).await;

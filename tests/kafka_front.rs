@@ -514,6 +514,7 @@ async fn bad_input_gets_a_clean_error_and_commits_nothing() {
     let events = dir.path().join("events").to_string_lossy().into_owned();
     let mut cfg = config(&events, 1);
     cfg.kafka.as_mut().unwrap().users = vec!["env:KAFKA_USERS".into()];
+    cfg.kafka.as_mut().unwrap().plain_without_tls = true;
     cfg.kafka.as_mut().unwrap().max_request = deltabus::common::units::ByteSize(64 << 10);
     let (kafka, _http, _stop, metrics) = start(cfg, &[("KAFKA_USERS", "alice:s3cr3t ☃")]).await;
     let send = |frame: Vec<u8>| {

@@ -29,6 +29,7 @@ mod kafka_front;
 mod kafka_js;
 mod kafka_keyed;
 mod kafka_registry;
+mod kafka_security;
 mod key_index;
 mod key_index_chaos;
 mod layout;

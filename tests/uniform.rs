@@ -93,6 +93,7 @@ fn uniform_turned_on_for_an_existing_table_reads_alike() {
     let enabled = ok(&deltabus(&["uniform", "--enable", t]));
     assert_eq!(enabled["enabledAt"], 2, "{enabled}");
     assert_eq!(enabled["deltaVersion"], 2);
+    assert_eq!(enabled["converted"], true, "turning it on converted the table: {enabled}");
     compare_rows(&before, &cat(&table, None)).unwrap();
     let d = run_json(&["describe", t]);
     let features: Vec<&str> =

@@ -24,11 +24,20 @@ pub struct KafkaListenerConfig {
     /// `host:port` clients are told to connect to (Metadata, FindCoordinator); default: the
     /// address listened on.
     pub advertised: Option<String>,
-    /// SASL/PLAIN users: `env:VARIABLE` or `file:PATH` entries of `user:password` lines.
+    /// SASL users (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN): `env:VARIABLE` or `file:PATH`
+    /// entries of `user:password` lines.
     pub users: Vec<String>,
+    /// SASL/PLAIN sends the password itself: it is offered only over TLS unless this is set.
+    pub plain_without_tls: bool,
     /// PEM certificate chain and private key: TLS when both set.
     pub tls_cert: Option<String>,
     pub tls_key: Option<String>,
+    /// PEM CA certificates: a client presenting a certificate they sign is authenticated as
+    /// the certificate's common name (no SASL needed). Needs TLS.
+    pub tls_client_ca: Option<String>,
+    /// Who may do what, by principal (a SASL user, a client certificate's common name, or
+    /// `ANONYMOUS`); with any entry, everything not granted is denied.
+    pub acls: BTreeMap<String, KafkaAcl>,
     /// Largest request frame; a larger one closes the connection.
     pub max_request: ByteSize,
     /// How long a consumer group's committed offsets hold VACUUM and log cleanup back after
@@ -45,13 +54,30 @@ impl Default for KafkaListenerConfig {
             listen: "127.0.0.1:9092".into(),
             advertised: None,
             users: Vec::new(),
+            plain_without_tls: false,
             tls_cert: None,
             tls_key: None,
+            tls_client_ca: None,
+            acls: BTreeMap::new(),
             max_request: ByteSize(64 << 20),
             offsets_retention: HumanDuration(std::time::Duration::from_secs(7 * 24 * 3600)),
             topics: BTreeMap::new(),
         }
     }
+}
+
+/// One principal's permissions: topics and groups by name, by prefix (`events-*`) or all (`*`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct KafkaAcl {
+    /// Topics it may produce to (and see).
+    pub produce: Vec<String>,
+    /// Topics whose change feed it may fetch and list offsets of (and see).
+    pub fetch: Vec<String>,
+    /// Topics it may see in Metadata, without producing or fetching.
+    pub describe: Vec<String>,
+    /// Consumer groups whose offsets it may commit and fetch.
+    pub groups: Vec<String>,
 }
 
 /// The payload format of a topic's record values.
@@ -125,8 +151,12 @@ pub struct ResolvedKafka {
     /// Host and port told to clients.
     pub advertised: (String, u16),
     pub tls: Option<(String, String)>,
+    /// CA certificates verifying clients' certificates.
+    pub tls_client_ca: Option<String>,
     /// (user, password) pairs; empty: no authentication.
     pub users: Vec<(String, String)>,
+    pub plain_without_tls: bool,
+    pub acls: BTreeMap<String, KafkaAcl>,
     pub max_request: usize,
     pub offsets_retention: std::time::Duration,
     pub topics: BTreeMap<String, KafkaTopic>,
@@ -139,6 +169,7 @@ impl std::fmt::Debug for ResolvedKafka {
             .field("advertised", &self.advertised)
             .field("tls", &self.tls.is_some())
             .field("users", &self.users.len())
+            .field("acls", &self.acls.keys().collect::<Vec<_>>())
             .field("topics", &self.topics.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -236,11 +267,24 @@ impl KafkaListenerConfig {
         if offsets_retention.is_zero() {
             return Err(bad("offsets_retention", "must be longer than zero".into()));
         }
+        let tls_client_ca = self.tls_client_ca.clone().filter(|c| !c.is_empty());
+        if tls_client_ca.is_some() && tls.is_none() {
+            return Err(bad("tls_client_ca", "client certificates need TLS: set tls_cert and tls_key".into()));
+        }
+        for (principal, acl) in &self.acls {
+            let mut patterns = acl.produce.iter().chain(&acl.fetch).chain(&acl.describe).chain(&acl.groups);
+            if let Some(p) = patterns.find(|p| p.is_empty() || p.strip_suffix('*').unwrap_or(p).contains('*')) {
+                return Err(bad(&format!("acls.{principal}"), format!("{p:?}: a name, a prefix ending in *, or *")));
+            }
+        }
         Ok(ResolvedKafka {
             listen,
             advertised,
             tls,
+            tls_client_ca,
             users,
+            plain_without_tls: self.plain_without_tls,
+            acls: self.acls.clone(),
             max_request,
             offsets_retention,
             topics: self.topics.clone(),

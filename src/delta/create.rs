@@ -267,6 +267,20 @@ pub(crate) fn check_column_names_under(schema: &StructType, column_mapping: bool
     walk(&schema.fields, path, column_mapping)
 }
 
+/// The properties of a new keyed table (upserts by key, from a pipeline or a served table):
+/// deletion vectors on unless the properties say otherwise or the table is for Iceberg
+/// readers too (icebergCompatV2 forbids them: replaced rows are then rewritten).
+pub(crate) fn keyed_table_properties(properties: &mut HashMap<String, String>) {
+    let compat = crate::delta::iceberg::enabled(properties)
+        || properties.iter().any(|(k, v)| {
+            k.eq_ignore_ascii_case("delta.enableIcebergCompatV2") && v.trim().eq_ignore_ascii_case("true")
+        });
+    let set = properties.keys().any(|k| k.eq_ignore_ascii_case("delta.enableDeletionVectors"));
+    if !compat && !set {
+        properties.insert("delta.enableDeletionVectors".into(), "true".into());
+    }
+}
+
 /// Protocol and metadata for a new table. A partition entry may derive its column
 /// (`date(ts)`, `hour(ts) as h`, ...): it becomes a generated column (writer feature
 /// `generatedColumns`) appended to the schema.

@@ -6,12 +6,17 @@ use arrow::datatypes::{DataType as A, TimeUnit, TimestampMicrosecondType};
 
 use super::arrow_value::decimal_string;
 
-/// The `partitionValues` string of row `i` (`None` for null), as Spark writes it.
+/// The `partitionValues` string of row `i` (`None` for null), as Spark writes it. An empty
+/// string or binary value is null, as Spark records it (Hive's default partition): readers
+/// differ on what `""` in the log means (Spark and deltabus read null, delta-kernel-rs the
+/// empty string), and a null is null to all of them.
 pub(crate) fn serialize_value(array: &dyn Array, i: usize) -> Option<String> {
     if array.is_null(i) {
         return None;
     }
     Some(match array.data_type() {
+        A::Utf8 if array.as_string::<i32>().value(i).is_empty() => return None,
+        A::Binary if array.as_binary::<i32>().value(i).is_empty() => return None,
         A::Utf8 => array.as_string::<i32>().value(i).to_string(),
         A::Float32 | A::Float64 => {
             let v = if let A::Float32 = array.data_type() {
@@ -132,6 +137,15 @@ mod tests {
         let city = partition_dir(&[("city".into(), Some("München 東京".into()))]) + "f";
         assert_eq!(encode_add_path(&city), "city=München%20東京/f");
         assert_eq!(resolve_in_table(&encode_add_path(&city), "file:///t", false).unwrap(), city);
+    }
+
+    #[test]
+    fn empty_strings_are_null_partition_values() {
+        let strings = arrow::array::StringArray::from(vec![Some(""), Some("a"), None, Some(" ")]);
+        let got: Vec<Option<String>> = (0..4).map(|i| serialize_value(&strings, i)).collect();
+        assert_eq!(got, vec![None, Some("a".into()), None, Some(" ".into())]);
+        let bytes = arrow::array::BinaryArray::from(vec![Some(&b""[..]), Some(&b"x"[..])]);
+        assert_eq!((serialize_value(&bytes, 0), serialize_value(&bytes, 1)), (None, Some("x".into())));
     }
 
     #[test]

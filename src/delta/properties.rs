@@ -160,6 +160,10 @@ pub(crate) const KNOWN_PROPERTIES: &[&str] = &[
 /// [`crate::Error::InvalidArgument`] naming the key and a suggestion.
 pub(crate) fn check_property_names<'a>(keys: impl IntoIterator<Item = &'a String>) -> crate::Result<()> {
     for key in keys {
+        if key.len() > "deltabus.glue.".len() && key[.."deltabus.glue.".len()].eq_ignore_ascii_case("deltabus.glue.") {
+            check_glue_key(key)?;
+            continue;
+        }
         let Some(_) = key.strip_prefix("delta.") else { continue };
         if key.starts_with("delta.feature.") || KNOWN_PROPERTIES.iter().any(|k| k.eq_ignore_ascii_case(key)) {
             continue;
@@ -174,6 +178,29 @@ pub(crate) fn check_property_names<'a>(keys: impl IntoIterator<Item = &'a String
         )));
     }
     Ok(())
+}
+
+/// The properties of the AWS Glue registration (`deltabus.glue.*`, see `delta/iceberg/glue.rs`).
+const GLUE_PROPERTIES: &[&str] = &[
+    "deltabus.glue.database",
+    "deltabus.glue.table",
+    "deltabus.glue.deltaTable",
+    "deltabus.glue.region",
+    "deltabus.glue.catalogId",
+];
+
+/// Refuses a `deltabus.glue.*` key deltabus does not read (a typo would silently register
+/// nothing, or under another name), naming the closest known one.
+fn check_glue_key(key: &str) -> crate::Result<()> {
+    if GLUE_PROPERTIES.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+        return Ok(());
+    }
+    let closest = GLUE_PROPERTIES
+        .iter()
+        .min_by_key(|k| strsim::levenshtein(&k.to_ascii_lowercase(), &key.to_ascii_lowercase()))
+        .copied()
+        .unwrap_or("deltabus.glue.database");
+    Err(crate::Error::InvalidArgument(format!("unknown table property {key:?}; did you mean {closest:?}?")))
 }
 
 /// What a known property's value must be.
@@ -312,6 +339,16 @@ pub(crate) fn parse_size(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_glue_properties_are_refused_with_the_closest_name() {
+        let keys = ["deltabus.glue.databse".to_string()];
+        let e = check_property_names(&keys).unwrap_err().to_string();
+        assert!(e.contains("did you mean \"deltabus.glue.database\""), "{e}");
+        let fine =
+            ["deltabus.glue.database".to_string(), "DELTABUS.GLUE.catalogid".to_string(), "deltabus.other".into()];
+        assert!(check_property_names(&fine).is_ok());
+    }
 
     #[test]
     fn unknown_delta_properties_are_refused_with_the_closest_name() {

@@ -456,15 +456,8 @@ impl TableSchema {
             }
         }
         let mut properties = cfg.properties.clone();
-        let compat = crate::delta::iceberg::enabled(&properties)
-            || properties.iter().any(|(k, v)| {
-                k.eq_ignore_ascii_case("delta.enableIcebergCompatV2") && v.trim().eq_ignore_ascii_case("true")
-            });
-        if cfg.upsert.is_some() && !compat {
-            // Keyed ingestion replaces rows with deletion vectors unless told otherwise, or
-            // unless the table is for Iceberg readers too (icebergCompatV2 forbids them:
-            // replaced rows are rewritten).
-            properties.entry("delta.enableDeletionVectors".into()).or_insert_with(|| "true".into());
+        if cfg.upsert.is_some() {
+            crate::delta::create::keyed_table_properties(&mut properties);
         }
         let (protocol, metadata) = new_table(StructType::new(fields), &cfg.partition_by, &properties)?;
         let txn =

@@ -23,6 +23,8 @@ use crate::storage::{commit_exactly_once, Plan, PlanFn, RetryPolicy, Table};
 /// [`Error::InvalidArgument`] for a table without UniForm when `enable` is off;
 /// [`Error::Unsupported`] when it cannot be turned on (the reason); storage errors.
 pub(crate) async fn uniform(table: &Table, enable: bool) -> Result<Value> {
+    // Read before turning it on: the commit that turns it on converts the table itself.
+    let before = table.iceberg_state().await?;
     let mut enabled_at = None;
     if enable {
         let plan = |s: Option<&Snapshot>| {
@@ -55,7 +57,6 @@ pub(crate) async fn uniform(table: &Table, enable: bool) -> Result<Value> {
             table.url()
         )));
     }
-    let before = table.iceberg_state().await?;
     let state = table.sync_iceberg(&snapshot).await?;
     let glue = table.register_uniform(&crate::storage::UniformVersion::of(&snapshot), &state).await?;
     Ok(json!({

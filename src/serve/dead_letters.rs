@@ -26,5 +26,6 @@ pub(crate) async fn write(table: &Table, name: &str, taken: &[&Pending]) -> Resu
             p.bad_lines.iter().map(move |l| (app.clone(), seq, l))
         })
         .collect();
-    append_letters(table, letters, "http", ("source", format!("http:{name}"))).await
+    let door = super::group::door(taken.iter().copied());
+    append_letters(table, letters, door, ("source", format!("{door}:{name}"))).await
 }

@@ -55,7 +55,36 @@ pub(crate) struct Pending {
     /// A Kafka connection's count of batches waiting for answers, held until this one is
     /// answered (for the group's early close).
     pub connection: Option<Handed>,
+    /// The door the request came through.
+    pub door: Door,
     pub reply: oneshot::Sender<Outcome>,
+}
+
+/// Where a request came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum Door {
+    /// An HTTP push request.
+    Http,
+    /// A Produce request at the Kafka-protocol listener.
+    Kafka,
+}
+
+/// The door a group's requests came through, as commits and dead letters name it: `http`
+/// (push), `kafka` (the Kafka-protocol listener), or `http+kafka` for a group of both.
+pub(crate) fn door<'a>(requests: impl IntoIterator<Item = &'a Pending>) -> &'static str {
+    let (mut http, mut kafka) = (false, false);
+    for p in requests {
+        match p.door {
+            Door::Http => http = true,
+            Door::Kafka => kafka = true,
+        }
+    }
+    match (http, kafka) {
+        (false, true) => "kafka",
+        (true, true) => "http+kafka",
+        _ => "http",
+    }
 }
 
 /// A request's changes to a keyed table beside its rows: the place of each row among the
@@ -187,7 +216,12 @@ impl GroupCommitter {
                 }
             }
             Ok(Landed::Nothing(())) => {}
-            Err(e) => answer_all(everyone, Outcome::Failed(e.to_string())),
+            Err(e) => {
+                // Every request of the group fails with it, and the next group likely too:
+                // an operator should see it (a refused request is the client's to see).
+                tracing::warn!(table = %table.url(), requests = everyone.len(), error = %e, "push.commit_failed");
+                answer_all(everyone, Outcome::Failed(e.to_string()));
+            }
         }
     }
 
@@ -264,7 +298,10 @@ impl GroupCommitter {
     fn plan_schema(&self, snapshot: Option<&Snapshot>, target: StructType) -> Result<(Vec<Action>, Option<Snapshot>)> {
         match snapshot {
             None => {
-                let properties = self.settings.settings.properties.clone().into_iter().collect();
+                let mut properties = self.settings.settings.properties.clone().into_iter().collect();
+                if !self.settings.settings.key_columns.is_empty() {
+                    crate::delta::create::keyed_table_properties(&mut properties);
+                }
                 let (protocol, metadata) = new_table(target, &self.settings.settings.partition_by, &properties)?;
                 let actions = vec![Action::Protocol(protocol.clone()), Action::Metadata(metadata.clone())];
                 Ok((actions, Some(Snapshot::for_new_table(protocol, metadata)?)))
@@ -302,10 +339,8 @@ impl GroupCommitter {
         let rows: usize = plan.rows.iter().map(RecordBatch::num_rows).sum();
         let files: Vec<String> = adds.iter().map(|a| a.path.clone()).collect();
         let bytes: i64 = adds.iter().map(|a| a.size).sum();
-        let producers = taken
-            .iter()
-            .filter_map(|p| p.producer.as_ref().map(|s| &s.key))
-            .collect::<std::collections::BTreeSet<_>>();
+        let producers =
+            taken.iter().filter_map(|p| p.producer.as_ref().map(|s| &s.key)).collect::<std::collections::BTreeSet<_>>();
         let mut actions = plan.schema_actions;
         actions.extend(adds.into_iter().map(Action::Add));
         let txn = Transaction::new(if plan.creating { Operation::CreateTable } else { Operation::Write }, actions)
@@ -314,7 +349,7 @@ impl GroupCommitter {
                 "partitionBy",
                 serde_json::Value::from(write_snapshot.metadata.partition_columns.clone()).to_string(),
             )
-            .with_parameter("source", "http")
+            .with_parameter("source", door(taken.iter().copied()))
             .with_metric("numFiles", files.len())
             .with_metric("numOutputRows", rows)
             .with_metric("numOutputBytes", bytes)
@@ -375,7 +410,7 @@ impl GroupCommitter {
         let mut actions = plan.schema_actions;
         actions.append(&mut txn.actions);
         txn.actions = actions;
-        let txn = txn.with_parameter("source", "http").with_metric("numRequests", taken.len());
+        let txn = txn.with_parameter("source", door(taken.iter().copied())).with_metric("numRequests", taken.len());
         crate::failpoint::hit("push.files_written");
         Ok((txn, files))
     }

@@ -41,6 +41,23 @@ pub(crate) fn tls_acceptor(cert: &str, key: &str) -> Result<TlsAcceptor> {
 /// # Errors
 /// [`Error::InvalidArgument`] naming the file that does not read or hold what it should.
 pub(crate) fn tls_acceptor_for(section: &str, cert: &str, key: &str, alpn: Vec<Vec<u8>>) -> Result<TlsAcceptor> {
+    tls_acceptor_verifying(section, cert, key, alpn, None)
+}
+
+/// [`tls_acceptor_for`] that also asks clients for a certificate when `client_ca` (PEM CA
+/// certificates) is set: one they sign is verified and kept for the connection; a client
+/// without one may still connect (and authenticate otherwise); one that does not verify is
+/// refused in the handshake.
+///
+/// # Errors
+/// As [`tls_acceptor_for`], and `<section>.tls_client_ca` for a CA file that does not read.
+pub(crate) fn tls_acceptor_verifying(
+    section: &str,
+    cert: &str,
+    key: &str,
+    alpn: Vec<Vec<u8>>,
+    client_ca: Option<&str>,
+) -> Result<TlsAcceptor> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let bad = |what: &str, e: &dyn std::fmt::Display| Error::InvalidArgument(format!("{section}.{what}: {e}"));
@@ -53,12 +70,28 @@ pub(crate) fn tls_acceptor_for(section: &str, cert: &str, key: &str, alpn: Vec<V
     }
     let key = PrivateKeyDer::from_pem_file(key).map_err(|e| bad("tls_key", &format!("{key}: {e}")))?;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| bad("tls_cert", &e))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| bad("tls_key", &e))?;
+        .map_err(|e| bad("tls_cert", &e))?;
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in CertificateDer::pem_file_iter(ca).map_err(|e| bad("tls_client_ca", &format!("{ca}: {e}")))? {
+                let c = c.map_err(|e| bad("tls_client_ca", &format!("{ca}: {e}")))?;
+                roots.add(c).map_err(|e| bad("tls_client_ca", &format!("{ca}: {e}")))?;
+            }
+            if roots.is_empty() {
+                return Err(bad("tls_client_ca", &format!("{ca} holds no certificate")));
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .allow_unauthenticated()
+                .build()
+                .map_err(|e| bad("tls_client_ca", &e))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder.with_single_cert(certs, key).map_err(|e| bad("tls_key", &e))?;
     config.alpn_protocols = alpn;
     Ok(TlsAcceptor::from(Arc::new(config)))
 }

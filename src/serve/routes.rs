@@ -310,6 +310,7 @@ async fn records(
         bytes: body_bytes,
         keyed: None,
         connection: None,
+        door: super::group::Door::Http,
         reply,
     };
     if table.commits.send(pending).is_err() {

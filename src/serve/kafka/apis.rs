@@ -27,7 +27,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::conn::{decode, Head, Reply, Session, Step};
+use super::conn::{decode, Head, Reply, Sasl, Session, Step};
+use super::scram;
 use super::Shared;
 
 /// The one broker's node id.
@@ -131,19 +132,19 @@ pub(crate) fn dispatch(
     let head = *head;
     let v = head.version;
     Ok(match decode_request(&head, body)? {
-        Request::Metadata(r) => Step::Now(Reply::answer(head.encode(&metadata(shared, v, r)))),
+        Request::Metadata(r) => Step::Now(Reply::answer(head.encode(&metadata(shared, &session.caller(), v, r)))),
         Request::FindCoordinator(r) => Step::Now(Reply::answer(head.encode(&find_coordinator(shared, session, v, r)))),
-        Request::SaslHandshake(r) => Step::Now(sasl_handshake(session, &head, r)),
+        Request::SaslHandshake(r) => Step::Now(sasl_handshake(shared, session, &head, r)),
         Request::SaslAuthenticate(r) => Step::Now(sasl_authenticate(shared, session, &head, r)),
         Request::InitProducerId(r) => {
             let (shared, who) = (shared.clone(), session.who());
             Step::Later(Box::pin(async move { Reply::answer(head.encode(&init_producer_id(&shared, &who, r).await)) }))
         }
-        Request::Produce(r) => super::produce::take(shared, &head, r, session.produce_turn(held)),
-        Request::Fetch(r) => super::fetch::take_fetch(shared, &head, r),
-        Request::ListOffsets(r) => super::fetch::take_list_offsets(shared, &head, r),
-        Request::OffsetCommit(r) => super::offsets::take_commit(shared, &head, r),
-        Request::OffsetFetch(r) => super::offsets::take_fetch(shared, &head, r),
+        Request::Produce(r) => super::produce::take(shared, &head, r, session.caller(), session.produce_turn(held)),
+        Request::Fetch(r) => super::fetch::take_fetch(shared, &head, r, session.caller()),
+        Request::ListOffsets(r) => super::fetch::take_list_offsets(shared, &head, r, session.caller()),
+        Request::OffsetCommit(r) => super::offsets::take_commit(shared, &head, r, session.caller()),
+        Request::OffsetFetch(r) => super::offsets::take_fetch(shared, &head, r, session.caller()),
     })
 }
 
@@ -156,14 +157,22 @@ pub(crate) fn topic_id(name: &str) -> uuid::Uuid {
     uuid::Builder::from_md5_bytes(bytes).into_uuid()
 }
 
-fn metadata(shared: &Shared, version: i16, request: MetadataRequest) -> MetadataResponse {
+/// Metadata: the topics asked for (all: those the caller may describe), each known one with
+/// its partitions, one it may not describe answered TOPIC_AUTHORIZATION_FAILED.
+fn metadata(shared: &Shared, caller: &super::Caller, version: i16, request: MetadataRequest) -> MetadataResponse {
     let (host, port) = &shared.config.advertised;
     let broker = MetadataResponseBroker::default()
         .with_node_id(BrokerId(NODE))
         .with_host(text(host.clone()))
         .with_port(i32::from(*port));
     let names: Vec<String> = match request.topics {
-        None => shared.config.topics.keys().cloned().collect(),
+        None => shared
+            .config
+            .topics
+            .keys()
+            .filter(|t| shared.acls.topic(&caller.principal, super::acl::TopicOp::Describe, t))
+            .cloned()
+            .collect(),
         Some(t) if t.is_empty() => Vec::new(),
         Some(t) => t.into_iter().filter_map(|t| t.name.map(|n| n.0.to_string())).collect(),
     };
@@ -172,6 +181,9 @@ fn metadata(shared: &Shared, version: i16, request: MetadataRequest) -> Metadata
         .map(|name| {
             let t = MetadataResponseTopic::default().with_name(Some(TopicName(text(name.clone()))));
             match shared.config.topics.get(&name) {
+                Some(_) if !shared.may(caller, super::acl::TopicOp::Describe, &name) => {
+                    t.with_error_code(code(ResponseError::TopicAuthorizationFailed))
+                }
                 None => t.with_error_code(code(ResponseError::UnknownTopicOrPartition)),
                 Some(topic) => {
                     t.with_topic_id(if version >= 10 { topic_id(&name) } else { uuid::Uuid::nil() }).with_partitions(
@@ -251,48 +263,90 @@ fn find_coordinator(
     answer.with_coordinators(coordinators)
 }
 
-fn sasl_handshake(session: &mut Session, head: &Head, request: SaslHandshakeRequest) -> Reply {
-    let mut answer = SaslHandshakeResponse::default().with_mechanisms(vec![text("PLAIN")]);
-    if request.mechanism.as_str() == "PLAIN" {
-        session.plain = true;
-    } else {
-        answer.error_code = code(ResponseError::UnsupportedSaslMechanism);
+/// The SASL mechanisms offered on this connection: SCRAM always, PLAIN over TLS (or where
+/// `plain_without_tls` allows it: PLAIN sends the password itself).
+fn mechanisms(shared: &Shared, session: &Session) -> Vec<&'static str> {
+    let mut out = vec!["SCRAM-SHA-256", "SCRAM-SHA-512"];
+    if session.tls || shared.config.plain_without_tls {
+        out.push("PLAIN");
+    }
+    out
+}
+
+fn sasl_handshake(shared: &Shared, session: &mut Session, head: &Head, request: SaslHandshakeRequest) -> Reply {
+    let offered = mechanisms(shared, session);
+    let mut answer = SaslHandshakeResponse::default().with_mechanisms(offered.iter().map(|m| text(*m)).collect());
+    let asked = request.mechanism.as_str();
+    match (asked, scram::Mechanism::named(asked)) {
+        _ if !matches!(session.sasl, Sasl::None) => answer.error_code = code(ResponseError::IllegalSaslState),
+        ("PLAIN", _) if offered.contains(&"PLAIN") => session.sasl = Sasl::Plain,
+        (_, Some(m)) => session.sasl = Sasl::Scram(m),
+        _ => {
+            if asked == "PLAIN" {
+                tracing::warn!(client = %session.who(), "kafka.plain_refused: SASL/PLAIN is offered over TLS only (server.kafka.plain_without_tls)");
+            }
+            shared.state.metrics.kafka().refused("authentication");
+            answer.error_code = code(ResponseError::UnsupportedSaslMechanism);
+        }
     }
     Reply::answer(head.encode(&answer))
 }
 
-/// SASL/PLAIN: `[authzid] NUL authcid NUL password`, compared in constant time per user.
+/// SASL/PLAIN (`[authzid] NUL authcid NUL password`, compared in constant time per user) or a
+/// SCRAM exchange's next step (see [`scram`]). A failure is answered, then the connection
+/// closed.
 fn sasl_authenticate(shared: &Shared, session: &mut Session, head: &Head, request: SaslAuthenticateRequest) -> Reply {
-    let fail = |why: &str| {
+    let fail = |session: &mut Session, user: &str, why: &str| {
+        tracing::info!(peer = %session.peer, user = %user, why, "kafka.authentication_failed");
+        shared.state.metrics.kafka().refused("authentication");
+        session.sasl = Sasl::Over;
         let answer = SaslAuthenticateResponse::default()
             .with_error_code(code(ResponseError::SaslAuthenticationFailed))
-            .with_error_message(Some(text(why)));
+            .with_error_message(Some(text("authentication failed: unknown user or wrong password")));
         Reply { frame: Some(head.encode(&answer)), close: true }
     };
-    if !session.plain || session.is_authenticated() && session.user.is_some() {
-        return Reply {
-            frame: Some(
-                head.encode(
-                    &SaslAuthenticateResponse::default().with_error_code(code(ResponseError::IllegalSaslState)),
-                ),
-            ),
-            close: true,
-        };
-    }
-    let parts: Vec<&[u8]> = request.auth_bytes.split(|b| *b == 0).collect();
-    let [_, user, password] = parts.as_slice() else {
-        return fail("a SASL/PLAIN message is authzid NUL user NUL password");
+    let done = |session: &mut Session, user: String, reply: Vec<u8>| {
+        session.sasl = Sasl::Over;
+        session.authenticated.store(true, std::sync::atomic::Ordering::Release);
+        session.user = Some(user);
+        Reply::answer(head.encode(&SaslAuthenticateResponse::default().with_auth_bytes(Bytes::from(reply))))
     };
-    let (user, password) = (String::from_utf8_lossy(user), String::from_utf8_lossy(password));
-    let known = shared.config.users.iter().fold(false, |found, (u, p)| found | (same(u, &user) & same(p, &password)));
-    if !known {
-        tracing::info!(peer = %session.peer, user = %user, "kafka.authentication_failed");
-        shared.state.metrics.kafka().refused("authentication");
-        return fail("authentication failed: unknown user or wrong password");
+    match std::mem::take(&mut session.sasl) {
+        Sasl::Plain => {
+            let parts: Vec<&[u8]> = request.auth_bytes.split(|b| *b == 0).collect();
+            let [_, user, password] = parts.as_slice() else {
+                return fail(session, "", "a SASL/PLAIN message is authzid NUL user NUL password");
+            };
+            let (user, password) = (String::from_utf8_lossy(user), String::from_utf8_lossy(password));
+            let known =
+                shared.config.users.iter().fold(false, |found, (u, p)| found | (same(u, &user) & same(p, &password)));
+            if !known {
+                return fail(session, &user, "unknown user or wrong password");
+            }
+            done(session, user.to_string(), Vec::new())
+        }
+        Sasl::Scram(m) => match shared.scram.first(m, &request.auth_bytes) {
+            Ok((exchange, server_first)) => {
+                session.sasl = Sasl::ScramProof(Box::new(exchange));
+                Reply::answer(
+                    head.encode(&SaslAuthenticateResponse::default().with_auth_bytes(Bytes::from(server_first))),
+                )
+            }
+            Err(why) => fail(session, "", &why),
+        },
+        Sasl::ScramProof(exchange) => match exchange.last(&request.auth_bytes) {
+            Ok(server_final) => done(session, exchange.user.clone(), server_final),
+            Err(why) => fail(session, &exchange.user, &why),
+        },
+        Sasl::None | Sasl::Over => {
+            Reply {
+                frame: Some(head.encode(
+                    &SaslAuthenticateResponse::default().with_error_code(code(ResponseError::IllegalSaslState)),
+                )),
+                close: true,
+            }
+        }
     }
-    session.authenticated.store(true, std::sync::atomic::Ordering::Release);
-    session.user = Some(user.to_string());
-    Reply::answer(head.encode(&SaslAuthenticateResponse::default()))
 }
 
 /// Constant-time comparison: how long it takes says nothing about where a guess went wrong.

@@ -30,6 +30,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::apis;
 use super::frame::{self, Frame, Held};
+use super::identity::Identity;
 use super::Shared;
 use crate::serve::attendance::InFlight;
 
@@ -67,13 +68,31 @@ pub(crate) struct Session {
     pub user: Option<String>,
     /// The client id its first request named (for log lines naming the client).
     pub client: Option<String>,
-    /// A SASL handshake chose PLAIN.
-    pub plain: bool,
+    /// The connection is TLS.
+    pub tls: bool,
+    /// Where its SASL exchange stands.
+    pub sasl: Sasl,
     /// Signalled once the last Produce request taken has handed its batches to the committers
     /// ([`Session::produce_turn`]).
     pub produced: Option<tokio::sync::oneshot::Receiver<()>>,
     /// The connection's produce batches waiting for answers (see `serve::attendance`).
     pub in_flight: Arc<InFlight>,
+}
+
+/// A connection's SASL exchange.
+#[derive(Debug, Default)]
+pub(crate) enum Sasl {
+    /// No handshake yet.
+    #[default]
+    None,
+    /// The handshake chose PLAIN.
+    Plain,
+    /// The handshake chose a SCRAM mechanism; its first message is next.
+    Scram(super::scram::Mechanism),
+    /// The server answered the first SCRAM message; the client's proof is next.
+    ScramProof(Box<super::scram::Exchange>),
+    /// Done (or failed: the connection closes).
+    Over,
 }
 
 /// A Produce request's place in its connection: it hands its batches over once the request
@@ -111,18 +130,30 @@ impl Session {
     pub(crate) fn is_authenticated(&self) -> bool {
         self.authenticated.load(Ordering::Acquire)
     }
+
+    /// Whom permissions are checked for: the user it logged in as (SASL or certificate), or
+    /// `ANONYMOUS`; with the client's description for log lines.
+    pub(crate) fn caller(&self) -> super::Caller {
+        super::Caller { principal: self.user.as_deref().unwrap_or(super::acl::ANONYMOUS).to_string(), who: self.who() }
+    }
 }
 
 /// Serves one connection until the client closes it, it breaks a rule, or `stop` turns true.
-pub(crate) async fn serve<S>(stream: S, shared: Arc<Shared>, peer: SocketAddr, mut stop: watch::Receiver<bool>)
-where
+pub(crate) async fn serve<S>(
+    stream: S,
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    identity: Identity,
+    mut stop: watch::Receiver<bool>,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let max = shared.config.max_request;
     let (tx, mut frames) = mpsc::channel::<Result<Frame, String>>(2);
     let budget = shared.state.buffered.clone();
-    let authenticated = Arc::new(AtomicBool::new(shared.config.users.is_empty()));
+    // A verified client certificate authenticates the connection as its common name.
+    let authenticated = Arc::new(AtomicBool::new(shared.config.users.is_empty() || identity.certificate.is_some()));
     let reader_authenticated = authenticated.clone();
     let reader = tokio::spawn(async move {
         loop {
@@ -141,9 +172,10 @@ where
     let mut session = Session {
         peer,
         authenticated,
-        user: None,
+        user: identity.certificate,
         client: None,
-        plain: false,
+        tls: identity.tls,
+        sasl: Sasl::None,
         produced: None,
         in_flight: InFlight::new(),
     };

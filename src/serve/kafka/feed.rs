@@ -34,8 +34,8 @@ use tokio::sync::{Mutex, Notify};
 
 use super::produce::ROW_BITS;
 use crate::config::kafka::TopicFormat;
-use crate::delta::json_rows::JsonRows;
 use crate::delta::groups::slice_of_path;
+use crate::delta::json_rows::JsonRows;
 use crate::error::{Error, Result};
 use crate::storage::change_cursor::{ChangeCursor, PlannedCommit};
 use crate::storage::Table;
@@ -153,13 +153,7 @@ pub(crate) fn position_of(offset: i64) -> Option<(u64, u64)> {
 
 impl Feed {
     pub(crate) fn new(table: Table, partitions: u32, format: TopicFormat) -> Feed {
-        Feed {
-            table,
-            partitions,
-            format,
-            state: Mutex::new(FeedState::default()),
-            listed: std::sync::Mutex::new(None),
-        }
+        Feed { table, partitions, format, state: Mutex::new(FeedState::default()), listed: std::sync::Mutex::new(None) }
     }
 
     /// The first and last versions whose changes can be served (`None`: no table yet).
@@ -327,8 +321,7 @@ impl Feed {
 
     /// Remembers which partitions a commit has rows in, from the paths of its files.
     fn note_shape(&self, state: &mut FeedState, planned: &PlannedCommit) {
-        let mut with_rows: Vec<u32> =
-            planned.paths().iter().map(|path| slice_of_path(path, self.partitions)).collect();
+        let mut with_rows: Vec<u32> = planned.paths().iter().map(|path| slice_of_path(path, self.partitions)).collect();
         with_rows.sort_unstable();
         with_rows.dedup();
         state.note_shape(planned.version(), planned.timestamp_ms(), with_rows);
@@ -445,7 +438,11 @@ impl Feed {
                     let at = |c: &Option<arrow::array::BinaryArray>| {
                         c.as_ref().filter(|c| c.is_valid(i)).map(|c| Bytes::copy_from_slice(c.value(i)))
                     };
-                    out.push(FeedRecord { key: at(&keys), value: at(&values).unwrap_or_default(), change_type: kind(i) });
+                    out.push(FeedRecord {
+                        key: at(&keys),
+                        value: at(&values).unwrap_or_default(),
+                        change_type: kind(i),
+                    });
                 }
             }
         }
@@ -453,11 +450,11 @@ impl Feed {
     }
 
     /// The first version whose commit time is at or after `timestamp_ms`, between `first` and
-    /// `latest` (`None`: every commit is older).
+    /// `latest`, with that commit's time (`None`: every commit is older).
     ///
     /// # Errors
     /// Storage errors reading commits.
-    pub(crate) async fn version_at(&self, timestamp_ms: i64, first: u64, latest: u64) -> Result<Option<u64>> {
+    pub(crate) async fn version_at(&self, timestamp_ms: i64, first: u64, latest: u64) -> Result<Option<(u64, i64)>> {
         let time_of = |v: u64| async move {
             let (actions, modified) = self.table.read_commit_with_time(v).await?;
             Ok::<_, Error>(crate::delta::change_feed::commit_timestamp(&actions, modified))
@@ -474,7 +471,7 @@ impl Feed {
                 lo = mid + 1;
             }
         }
-        Ok(Some(lo))
+        Ok(Some((lo, time_of(lo).await?)))
     }
 }
 

@@ -20,6 +20,7 @@
 //!   otherwise one after another. Either way the answer keeps the limits above.
 //! - Fetch sessions are not kept (session id 0): every fetch names its partitions.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,24 +32,48 @@ use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ListOffset
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
 
+use super::acl::TopicOp;
 use super::conn::{Head, Reply, Step};
 use super::feed::{offset_of, position_of, Feed};
-use super::Shared;
+use super::{Caller, Shared};
 use crate::error::Error;
 
 /// Commits one partition's answer reads at most.
 pub(crate) const MAX_COMMITS_PER_FETCH: u64 = 1000;
 
 /// Takes a Fetch request.
-pub(crate) fn take_fetch(shared: &Arc<Shared>, head: &Head, request: FetchRequest) -> Step {
+pub(crate) fn take_fetch(shared: &Arc<Shared>, head: &Head, request: FetchRequest, caller: Caller) -> Step {
     let (shared, head) = (shared.clone(), *head);
-    Step::Later(Box::pin(async move { Reply::answer(head.encode(&fetch(&shared, head.version, request).await)) }))
+    Step::Later(Box::pin(async move {
+        let denied = denied_topics(&shared, &caller, request.topics.iter().map(|t| t.topic.0.as_str()));
+        Reply::answer(head.encode(&fetch(&shared, head.version, request, &denied).await))
+    }))
 }
 
 /// Takes a ListOffsets request.
-pub(crate) fn take_list_offsets(shared: &Arc<Shared>, head: &Head, request: ListOffsetsRequest) -> Step {
+pub(crate) fn take_list_offsets(
+    shared: &Arc<Shared>,
+    head: &Head,
+    request: ListOffsetsRequest,
+    caller: Caller,
+) -> Step {
     let (shared, head) = (shared.clone(), *head);
-    Step::Later(Box::pin(async move { Reply::answer(head.encode(&list_offsets(&shared, request).await)) }))
+    Step::Later(Box::pin(async move {
+        let denied = denied_topics(&shared, &caller, request.topics.iter().map(|t| t.name.0.as_str()));
+        Reply::answer(head.encode(&list_offsets(&shared, request, &denied).await))
+    }))
+}
+
+/// The served topics among `names` whose feed `caller` may not fetch (each denial logged
+/// once per request).
+fn denied_topics<'a>(shared: &Shared, caller: &Caller, names: impl Iterator<Item = &'a str>) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for name in names {
+        if shared.feeds.contains_key(name) && !out.contains(name) && !shared.may(caller, TopicOp::Fetch, name) {
+            out.insert(name.to_string());
+        }
+    }
+    out
 }
 
 fn partition_error(index: i32, e: ResponseError) -> PartitionData {
@@ -61,13 +86,24 @@ fn partition_error(index: i32, e: ResponseError) -> PartitionData {
         .with_preferred_read_replica(BrokerId(-1))
 }
 
-async fn fetch(shared: &Arc<Shared>, request_version: i16, request: FetchRequest) -> FetchResponse {
-    let deadline =
-        tokio::time::Instant::now() + Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0).min(30_000));
+async fn fetch(
+    shared: &Arc<Shared>,
+    request_version: i16,
+    request: FetchRequest,
+    denied: &HashSet<String>,
+) -> FetchResponse {
+    let deadline = tokio::time::Instant::now()
+        + Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0).min(30_000));
     let max_bytes = usize::try_from(request.max_bytes).unwrap_or(0).max(1);
     loop {
         let mut slots = Vec::with_capacity(request.topics.len());
         for topic in &request.topics {
+            if denied.contains(topic.topic.0.as_str()) {
+                let refused = ResponseError::TopicAuthorizationFailed;
+                slots
+                    .push(topic.partitions.iter().map(|p| Slot::Done(partition_error(p.partition, refused))).collect());
+                continue;
+            }
             slots.push(plan(shared, &topic.topic.0, &topic.partitions, max_bytes).await);
         }
         let limits: Vec<usize> = slots
@@ -130,7 +166,10 @@ async fn plan(
     max_bytes: usize,
 ) -> Vec<Slot> {
     let Some(feed) = shared.feeds.get(topic) else {
-        return partitions.iter().map(|p| Slot::Done(partition_error(p.partition, ResponseError::UnknownTopicOrPartition))).collect();
+        return partitions
+            .iter()
+            .map(|p| Slot::Done(partition_error(p.partition, ResponseError::UnknownTopicOrPartition)))
+            .collect();
     };
     let count = feed_partitions(shared, topic);
     let valid = |p: i32| u32::try_from(p).is_ok_and(|i| i < count);
@@ -145,7 +184,9 @@ async fn plan(
     partitions
         .iter()
         .map(|p| match &bounds {
-            _ if !valid(p.partition) => Slot::Done(partition_error(p.partition, ResponseError::UnknownTopicOrPartition)),
+            _ if !valid(p.partition) => {
+                Slot::Done(partition_error(p.partition, ResponseError::UnknownTopicOrPartition))
+            }
             Some(Ok(b)) => Slot::Read {
                 topic: name.clone(),
                 at: At { partition: p.partition, offset: p.fetch_offset },
@@ -174,7 +215,10 @@ async fn in_turn(shared: &Shared, slots: Vec<Vec<Slot>>, max_bytes: usize, versi
                             let (data, read) = read(feed, &topic, at, bounds, room, version).await;
                             Answer { data, read }
                         }
-                        None => Answer { data: partition_error(at.partition, ResponseError::UnknownTopicOrPartition), read: None },
+                        None => Answer {
+                            data: partition_error(at.partition, ResponseError::UnknownTopicOrPartition),
+                            read: None,
+                        },
                     }
                 }
             };
@@ -478,13 +522,17 @@ fn record(offset: i64, i: usize, timestamp_ms: i64, r: &super::feed::FeedRecord)
     record
 }
 
-async fn list_offsets(shared: &Shared, request: ListOffsetsRequest) -> ListOffsetsResponse {
+async fn list_offsets(shared: &Shared, request: ListOffsetsRequest, denied: &HashSet<String>) -> ListOffsetsResponse {
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.0.to_string();
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
             let answer = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+            if denied.contains(&name) {
+                partitions.push(answer.with_error_code(ResponseError::TopicAuthorizationFailed.code()));
+                continue;
+            }
             let feed = shared
                 .feeds
                 .get(&name)
@@ -498,8 +546,9 @@ async fn list_offsets(shared: &Shared, request: ListOffsetsRequest) -> ListOffse
                 Ok(match p.timestamp {
                     -1 => (offset_of(latest + 1, 0), -1),
                     -2 => (offset_of(first, 0), -1),
+                    // The found commit's own time, as a broker answers the found record's.
                     t => match feed.version_at(t, first, latest).await? {
-                        Some(v) => (offset_of(v, 0), t),
+                        Some((v, at)) => (offset_of(v, 0), at),
                         None => (-1, -1),
                     },
                 })

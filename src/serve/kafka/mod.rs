@@ -2,7 +2,9 @@
 //! with no broker, exactly once for idempotent producers.
 //!
 //! - [`conn`]: one connection: frames in, requests handled concurrently, answers in request
-//!   order; SASL/PLAIN before anything but ApiVersions; a bad frame closes the connection.
+//!   order; SASL (SCRAM-SHA-256/512 [`scram`], PLAIN over TLS) or a client certificate
+//!   ([`identity`]) before anything but ApiVersions; a bad frame closes the connection.
+//! - [`acl`] [sync]: per-principal permissions on topics and groups, checked by every API.
 //! - [`apis`]: the versions spoken, and the answers that need no table (ApiVersions,
 //!   Metadata, FindCoordinator, SASL, InitProducerId); [`producer_ids`]: producer ids claimed
 //!   in blocks from a table's root, put-if-absent, so no two servers or restarts hand out one
@@ -24,17 +26,20 @@
 //! the next sequence gets OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch INVALID_PRODUCER_EPOCH.
 //! Success is answered only after the commit that holds the batch landed.
 
+internal_mods!(acl);
 internal_mods!(apis);
 internal_mods!(conn);
 internal_mods!(feed);
 internal_mods!(fetch);
 internal_mods!(frame);
+internal_mods!(identity);
 internal_mods!(inflate);
 internal_mods!(offsets);
 internal_mods!(produce);
 internal_mods!(producer_ids);
 internal_mods!(records);
 internal_mods!(registered);
+internal_mods!(scram);
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -56,6 +61,41 @@ pub(crate) struct Shared {
     pub feeds: std::collections::BTreeMap<String, Arc<feed::Feed>>,
     /// Avro and Protobuf topics' registry clients and decoders.
     pub registered: registered::ByTopic,
+    /// The users' SCRAM credentials.
+    pub scram: scram::ScramUsers,
+    /// Who may do what.
+    pub acls: acl::Acls,
+}
+
+/// Who is asking, for permission checks and the log lines of denials.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    pub principal: String,
+    /// The client as log lines name it.
+    pub who: String,
+}
+
+impl Shared {
+    /// Whether `caller` may do `op` to `topic`; a denial is logged with the principal and
+    /// counted (`deltabus_kafka_refusals_total{reason="denied"}`).
+    pub(crate) fn may(&self, caller: &Caller, op: acl::TopicOp, topic: &str) -> bool {
+        let ok = self.acls.topic(&caller.principal, op, topic);
+        if !ok {
+            tracing::warn!(principal = %caller.principal, client = %caller.who, operation = op.name(), topic, "kafka.denied");
+            self.state.metrics.kafka().refused("denied");
+        }
+        ok
+    }
+
+    /// Whether `caller` may commit and fetch `group`'s offsets; a denial is logged and counted.
+    pub(crate) fn may_group(&self, caller: &Caller, group: &str) -> bool {
+        let ok = self.acls.group(&caller.principal, group);
+        if !ok {
+            tracing::warn!(principal = %caller.principal, client = %caller.who, group, "kafka.denied");
+            self.state.metrics.kafka().refused("denied");
+        }
+        ok
+    }
 }
 
 /// A running listener.
@@ -77,7 +117,13 @@ pub(crate) async fn start(
     grace: Duration,
 ) -> Result<Listener> {
     let tls = match &config.tls {
-        Some((cert, key)) => Some(super::listener::tls_acceptor_for("server.kafka", cert, key, Vec::new())?),
+        Some((cert, key)) => Some(super::listener::tls_acceptor_verifying(
+            "server.kafka",
+            cert,
+            key,
+            Vec::new(),
+            config.tls_client_ca.as_deref(),
+        )?),
         None => None,
     };
     let socket = super::listener::bind(config.listen).await?;
@@ -103,9 +149,11 @@ pub(crate) async fn start(
             registered.insert(name.clone(), registered::TopicDecoders::new(registries.client(r)?, t.format));
         }
     }
-    let shared = Arc::new(Shared { state, config, producer_ids, feeds, registered });
+    let scram = scram::ScramUsers::new(&config.users);
+    let acls = acl::Acls::new(config.acls.clone());
+    let shared = Arc::new(Shared { state, config, producer_ids, feeds, registered, scram, acls });
     tracing::info!(addr = %local_addr, tls = tls.is_some(), topics = shared.config.topics.len(),
-        sasl = !shared.config.users.is_empty(), "kafka.listening");
+        sasl = !shared.config.users.is_empty(), acls = shared.acls.enforced(), "kafka.listening");
     let task = tokio::spawn(accept(socket, tls, shared, stop, grace));
     Ok(Listener { local_addr, task })
 }
@@ -136,9 +184,16 @@ async fn accept(
         let span = tracing::info_span!("kafka.conn", %peer);
         connections.spawn(tracing::Instrument::instrument(async move {
             match tls {
-                None => conn::serve(tcp, shared, peer, stop).await,
+                None => conn::serve(tcp, shared, peer, identity::Identity::default(), stop).await,
                 Some(acceptor) => match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                    Ok(Ok(stream)) => conn::serve(stream, shared, peer, stop).await,
+                    Ok(Ok(stream)) => {
+                        let certificate = stream.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| identity::common_name(c));
+                        if certificate == Some(None) {
+                            tracing::warn!(%peer, "kafka.client_certificate_without_name: the connection is not authenticated by it");
+                        }
+                        let identity = identity::Identity { tls: true, certificate: certificate.flatten() };
+                        conn::serve(stream, shared, peer, identity, stop).await
+                    }
                     Ok(Err(e)) => tracing::debug!(%peer, error = %e, "kafka.tls_handshake_failed"),
                     Err(_) => tracing::debug!(%peer, "kafka.tls_handshake_timed_out"),
                 },

@@ -28,9 +28,10 @@ use kafka_protocol::messages::offset_fetch_response::{OffsetFetchResponsePartiti
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::acl::TopicOp;
 use super::conn::{Head, Reply, Step};
 use super::feed::position_of;
-use super::Shared;
+use super::{Caller, Shared};
 use crate::delta::followers::{record_path, FollowerRecord};
 use crate::storage::Table;
 
@@ -49,15 +50,15 @@ pub(crate) fn position_id(group: &str, topic: &str, partition: i32) -> Option<St
 }
 
 /// Takes an OffsetCommit request.
-pub(crate) fn take_commit(shared: &Arc<Shared>, head: &Head, request: OffsetCommitRequest) -> Step {
+pub(crate) fn take_commit(shared: &Arc<Shared>, head: &Head, request: OffsetCommitRequest, caller: Caller) -> Step {
     let (shared, head) = (shared.clone(), *head);
-    Step::Later(Box::pin(async move { Reply::answer(head.encode(&commit(&shared, request).await)) }))
+    Step::Later(Box::pin(async move { Reply::answer(head.encode(&commit(&shared, &caller, request).await)) }))
 }
 
 /// Takes an OffsetFetch request.
-pub(crate) fn take_fetch(shared: &Arc<Shared>, head: &Head, request: OffsetFetchRequest) -> Step {
+pub(crate) fn take_fetch(shared: &Arc<Shared>, head: &Head, request: OffsetFetchRequest, caller: Caller) -> Step {
     let (shared, head) = (shared.clone(), *head);
-    Step::Later(Box::pin(async move { Reply::answer(head.encode(&fetch(&shared, request).await)) }))
+    Step::Later(Box::pin(async move { Reply::answer(head.encode(&fetch(&shared, &caller, request).await)) }))
 }
 
 fn table_of<'a>(shared: &'a Shared, topic: &str) -> Option<&'a Table> {
@@ -65,14 +66,23 @@ fn table_of<'a>(shared: &'a Shared, topic: &str) -> Option<&'a Table> {
     shared.state.tables.get(&t.table).map(|h| &h.table)
 }
 
-async fn commit(shared: &Shared, request: OffsetCommitRequest) -> OffsetCommitResponse {
+async fn commit(shared: &Shared, caller: &Caller, request: OffsetCommitRequest) -> OffsetCommitResponse {
     let group = request.group_id.0.to_string();
+    let group_denied = !shared.may_group(caller, &group);
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.0.to_string();
+        let topic_denied =
+            !group_denied && shared.feeds.contains_key(&name) && !shared.may(caller, TopicOp::Fetch, &name);
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
             let code = async {
+                if group_denied {
+                    return ResponseError::GroupAuthorizationFailed.code();
+                }
+                if topic_denied {
+                    return ResponseError::TopicAuthorizationFailed.code();
+                }
                 let (Some(table), Some(feed)) = (table_of(shared, &name), shared.feeds.get(&name)) else {
                     return ResponseError::UnknownTopicOrPartition.code();
                 };
@@ -136,23 +146,33 @@ async fn servable(feed: &super::feed::Feed, offset: i64) -> crate::error::Result
     Ok((version >= first && (version < end || (version == end && row == 0))).then_some(version))
 }
 
-async fn fetch(shared: &Shared, request: OffsetFetchRequest) -> OffsetFetchResponse {
+async fn fetch(shared: &Shared, caller: &Caller, request: OffsetFetchRequest) -> OffsetFetchResponse {
     let group = request.group_id.0.to_string();
+    if !shared.may_group(caller, &group) {
+        return OffsetFetchResponse::default().with_error_code(ResponseError::GroupAuthorizationFailed.code());
+    }
     // No topics named: every partition of every topic.
     let asked: Vec<(String, Vec<i32>)> = match request.topics {
         Some(topics) => topics.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect(),
+        // (Those the caller may see.)
         None => shared
             .config
             .topics
             .iter()
+            .filter(|(name, _)| shared.acls.topic(&caller.principal, TopicOp::Describe, name))
             .map(|(name, t)| (name.clone(), (0..i32::try_from(t.partitions).unwrap_or(0)).collect()))
             .collect(),
     };
     let mut topics = Vec::with_capacity(asked.len());
     for (name, indexes) in asked {
         let mut partitions = Vec::with_capacity(indexes.len());
+        let denied = shared.feeds.contains_key(&name) && !shared.may(caller, TopicOp::Describe, &name);
         for index in indexes {
             let answer = OffsetFetchResponsePartition::default().with_partition_index(index).with_committed_offset(-1);
+            if denied {
+                partitions.push(answer.with_error_code(ResponseError::TopicAuthorizationFailed.code()));
+                continue;
+            }
             let Some(table) = table_of(shared, &name) else {
                 partitions.push(answer.with_error_code(ResponseError::UnknownTopicOrPartition.code()));
                 continue;

@@ -25,18 +25,21 @@ use std::time::{Duration, Instant};
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_request::PartitionProduceData;
-use kafka_protocol::messages::produce_response::{BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use tokio::sync::oneshot;
 
+use super::acl::TopicOp;
 use super::conn::{Head, Reply, Step, Turn};
 use super::frame::Held;
 use super::records::{self, Batch};
 use super::registered;
-use crate::serve::attendance::InFlight;
-use super::Shared;
+use super::{Caller, Shared};
 use crate::config::kafka::{BadRecords, KafkaTopic};
+use crate::serve::attendance::InFlight;
 use crate::serve::body::{BadLines, Refusal, Rows};
 use crate::serve::group::{KeyedChanges, Outcome, Pending};
 use crate::serve::routes::TableHandle;
@@ -46,11 +49,11 @@ pub(crate) const ROW_BITS: u32 = 24;
 
 /// Takes a Produce request: its batches go to the committers after those of the connection's
 /// request before it (`turn`), and it is answered once every partition's batches are decided.
-pub(crate) fn take(shared: &Arc<Shared>, head: &Head, request: ProduceRequest, turn: Turn) -> Step {
+pub(crate) fn take(shared: &Arc<Shared>, head: &Head, request: ProduceRequest, caller: Caller, turn: Turn) -> Step {
     let (shared, head) = (shared.clone(), *head);
     Step::Later(Box::pin(async move {
         let acks = request.acks;
-        let answer = produce(&shared, head.version, request, turn).await;
+        let answer = produce(&shared, head.version, request, &caller, turn).await;
         if acks == 0 {
             Reply { frame: None, close: false }
         } else {
@@ -59,7 +62,13 @@ pub(crate) fn take(shared: &Arc<Shared>, head: &Head, request: ProduceRequest, t
     }))
 }
 
-async fn produce(shared: &Arc<Shared>, version: i16, request: ProduceRequest, turn: Turn) -> ProduceResponse {
+async fn produce(
+    shared: &Arc<Shared>,
+    version: i16,
+    request: ProduceRequest,
+    caller: &Caller,
+    turn: Turn,
+) -> ProduceResponse {
     let refuse_all = match request.acks {
         _ if request.transactional_id.as_ref().is_some_and(|t| !t.0.is_empty()) => {
             Some((ResponseError::TransactionalIdAuthorizationFailed, None))
@@ -84,8 +93,17 @@ async fn produce(shared: &Arc<Shared>, version: i16, request: ProduceRequest, tu
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
         let name = topic.name.0.to_string();
+        // A topic the caller may not produce to: every partition refused, nothing decoded.
+        let known = shared.config.topics.contains_key(&name);
+        let refuse_topic = match &refuse_all {
+            None if known && !shared.may(caller, TopicOp::Produce, &name) => {
+                Some((ResponseError::TopicAuthorizationFailed, None))
+            }
+            other => other.clone(),
+        };
         let parts = topic.partition_data.into_iter().map(|data| {
-            let (shared, name, in_flight, refuse_all) = (shared.clone(), name.clone(), in_flight.clone(), refuse_all.clone());
+            let (shared, name, in_flight, refuse_all) =
+                (shared.clone(), name.clone(), in_flight.clone(), refuse_topic.clone());
             async move {
                 let index = data.index;
                 let handed = match refuse_all {
@@ -111,7 +129,12 @@ async fn produce(shared: &Arc<Shared>, version: i16, request: ProduceRequest, tu
                 };
                 if let Err((e, detail)) = &answer {
                     let message = detail.as_ref().map_or("", |(m, _)| m.as_str());
-                    tracing::info!(topic = %name, partition = index, error = ?e, message, "kafka.produce_refused");
+                    if *e == ResponseError::KafkaStorageError {
+                        // The table's store failed the commit: every producer of it waits.
+                        tracing::warn!(topic = %name, partition = index, message, "kafka.produce_failed: the table's commit failed");
+                    } else {
+                        tracing::info!(topic = %name, partition = index, error = ?e, message, "kafka.produce_refused");
+                    }
                 }
                 answered(index, answer, version)
             }
@@ -135,16 +158,18 @@ fn answered(index: i32, answer: Result<i64, Failure>, version: i16) -> Partition
             let r = r.with_error_code(e.code()).with_base_offset(-1);
             match detail {
                 None => r,
-                Some((message, named)) => r.with_error_message(Some(StrBytes::from_string(message))).with_record_errors(
-                    named
-                        .into_iter()
-                        .map(|(i, why)| {
-                            BatchIndexAndErrorMessage::default()
-                                .with_batch_index(i)
-                                .with_batch_index_error_message(Some(StrBytes::from_string(why)))
-                        })
-                        .collect(),
-                ),
+                Some((message, named)) => {
+                    r.with_error_message(Some(StrBytes::from_string(message))).with_record_errors(
+                        named
+                            .into_iter()
+                            .map(|(i, why)| {
+                                BatchIndexAndErrorMessage::default()
+                                    .with_batch_index(i)
+                                    .with_batch_index_error_message(Some(StrBytes::from_string(why)))
+                            })
+                            .collect(),
+                    )
+                }
             }
         }
     }
@@ -251,7 +276,8 @@ async fn hand_over(
         Held::Records => None,
         Held::Frame | Held::TimedOut => Some(room(shared, sent, deadline, metrics).await?),
     };
-    let batches = records::batches(name, data.index, &bytes, shared.config.max_request).map_err(|(e, why)| fail(e, why))?;
+    let batches =
+        records::batches(name, data.index, &bytes, shared.config.max_request).map_err(|(e, why)| fail(e, why))?;
     let inflated: u64 = batches
         .iter()
         .flat_map(|b| &b.records)
@@ -283,6 +309,7 @@ async fn hand_over(
             bytes: batch.bytes,
             keyed,
             connection: in_flight.map(InFlight::hand),
+            door: crate::serve::group::Door::Kafka,
             reply,
         };
         if handle.commits.send(pending).is_err() {
@@ -314,7 +341,9 @@ async fn decode(
             let keys = &handle.settings.settings.key_columns;
             match tokio::time::timeout(timeout, registered::prepare(decoders, batch, keys, columns)).await {
                 Ok(p) => Some(Arc::new(p)),
-                Err(_) => return Err(fail(ResponseError::KafkaStorageError, "the schema registry did not answer in time")),
+                Err(_) => {
+                    return Err(fail(ResponseError::KafkaStorageError, "the schema registry did not answer in time"))
+                }
             }
         }
         None => None,
@@ -360,8 +389,13 @@ fn bad_records(
     if topic.bad_records == BadRecords::Refuse {
         let named: Vec<(i32, String)> =
             bad.iter().map(|l| (i32::try_from(l.offset).unwrap_or(i32::MAX), l.reason.clone())).collect();
-        let message = format!("{} of {} records do not decode; the first ({}): {}", bad.len(), batch.records.len(),
-            named[0].0, named[0].1);
+        let message = format!(
+            "{} of {} records do not decode; the first ({}): {}",
+            bad.len(),
+            batch.records.len(),
+            named[0].0,
+            named[0].1
+        );
         return Err((ResponseError::InvalidRecord, Some((message, named))));
     }
     Ok(bad
@@ -372,7 +406,10 @@ fn bad_records(
             l.topic = name.to_string();
             l.partition = partition;
             if let (Some(r), Some(_)) = (record, &batch.producer) {
-                l.reason = format!("producer {} epoch {} sequence {}: {}", r.producer_id, r.producer_epoch, r.sequence, l.reason);
+                l.reason = format!(
+                    "producer {} epoch {} sequence {}: {}",
+                    r.producer_id, r.producer_epoch, r.sequence, l.reason
+                );
                 l.offset = i64::from(r.sequence);
             }
             l.key = record.and_then(|r| r.key.as_ref().map(|k| k.to_vec()));
