@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything the tests and benchmarks need, idempotently, from the package registries
-# only (PyPI, npm, crates.io, Debian):
+# only (PyPI, npm, crates.io, Maven Central, Debian):
 #   - .venv: the Python packages of scripts/requirements.txt (deltalake, pyarrow, moto, ...)
 #   - .tools/node_modules: Azurite (Azure blob emulator) and KafkaJS (a third Kafka client)
 #   - .tools/bin/kernel-oracle: the reference reader, built from tools/kernel-oracle
 #   - .tools/bin/tansu: a Kafka-protocol broker from crates.io
 #   - kcat (Debian's package: the README's Kafka examples run in the tests)
+#   - .tools/iceberg-probe: Java Iceberg's jars (Maven Central) and a probe planning scans
 #   - promtool (Debian's prometheus package), when apt-get can run
 #
 # The two Rust tools take most of a first run (about 10 and 15 minutes on two cores). They
@@ -83,9 +84,35 @@ environment() {
   fi
 }
 
+# Java Iceberg (the second pruning reader of the UniForm tests): its jars resolved by Maven
+# from Maven Central into the tools cache, keyed by the pom and the probe's source, and the
+# probe compiled beside them; .tools/iceberg-probe links to it.
+java_tools() {
+  local key dir
+  key=$(cat tools/iceberg-probe/pom.xml tools/iceberg-probe/src/*.java | sha256sum | cut -c1-16)
+  dir="$cache/iceberg-probe-$key"
+  if [ ! -f "$dir/classes/IcebergProbe.class" ]; then
+    if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
+      echo "setup: Java Iceberg not set up: install Maven and a JDK 17 (Debian: maven, openjdk-17-jdk-headless)"
+      return 0
+    fi
+    echo "setup: resolving Java Iceberg $key (once per version)"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/classes"
+    if ! mvn -q -B -f tools/iceberg-probe/pom.xml dependency:copy-dependencies -DoutputDirectory="$dir.tmp/lib" \
+      >"$dir.tmp/mvn.log" 2>&1; then
+      cat "$dir.tmp/mvn.log" >&2
+      echo "setup: Maven could not resolve Java Iceberg (above)" >&2
+      return 1
+    fi
+    javac -nowarn -d "$dir.tmp/classes" -cp "$dir.tmp/lib/*" tools/iceberg-probe/src/IcebergProbe.java
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  ln -sfn "$dir" .tools/iceberg-probe
+}
+
 case "$what" in
-  all) environment; rust_tools ;;
-  env) environment ;;
+  all) environment; java_tools; rust_tools ;;
+  env) environment; java_tools ;;
   tools) rust_tools ;;
   *) echo "usage: scripts/setup.sh [all|env|tools]" >&2; exit 2 ;;
 esac

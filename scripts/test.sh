@@ -52,6 +52,10 @@ require .venv/bin/moto_server "moto, the S3 emulator"
 require .tools/node_modules/.bin/azurite-blob "Azurite, the Azure emulator"
 require .tools/bin/kernel-oracle "the reference reader"
 require .tools/bin/tansu "the Kafka-protocol broker"
+if [ ! -f .tools/iceberg-probe/classes/IcebergProbe.class ]; then
+  echo "test.sh: Java Iceberg is missing: run 'bash scripts/setup.sh' (it resolves it with Maven; needs a JDK and Maven)" >&2
+  exit 1
+fi
 if [ ! -f .tools/node_modules/kafkajs/package.json ]; then
   echo "test.sh: KafkaJS is missing: run 'bash scripts/setup.sh' (it installs it from npm)" >&2
   exit 1
@@ -95,6 +99,7 @@ export AZURITE_BLOB_STORAGE_URL="http://127.0.0.1:$az_port"
 export DELTABUS_TEST_KAFKA_BROKERS="127.0.0.1:$kafka_port"
 export DELTABUS_TEST_PYTHON="$PWD/.venv/bin/python"
 export DELTABUS_KERNEL_ORACLE="$PWD/.tools/bin/kernel-oracle"
+export DELTABUS_ICEBERG_PROBE="$PWD/.tools/iceberg-probe"
 # Tests that need an emulator, the broker or a reference reader fail (rather than skip)
 # when it is missing.
 export DELTABUS_REQUIRE_EMULATORS=1

@@ -237,7 +237,10 @@ async fn offset_commits_are_positions_of_the_feed_and_expire() {
     assert!(found.timestamp > 1_000_000_000_000, "the commit's time, not 1: {found:?}");
     let followers = || crate::support::run_json(&["followers", &events]);
     assert_eq!(followers()["followers"], serde_json::json!([]), "nothing refused is registered");
-    let r: OffsetCommitResponse = call(&mut s, ApiKey::OffsetCommit, 8, &commit(1, end)).await;
+    // The offset after the last row a partition has in the latest commit (what a consumer at
+    // the end commits): the group is nothing behind, and holds no commit back.
+    let past_last_row = (latest << 24) + 1000;
+    let r: OffsetCommitResponse = call(&mut s, ApiKey::OffsetCommit, 8, &commit(1, past_last_row)).await;
     assert_eq!(code(r), 0, "end {end} latest {latest}");
     let listed = followers();
     let group = &listed["followers"][0];
@@ -252,4 +255,37 @@ async fn offset_commits_are_positions_of_the_feed_and_expire() {
     }
     let vacuum = crate::support::run_json(&["vacuum", &events, "--dry-run"]);
     assert_eq!(vacuum["followers"], serde_json::json!([]), "{vacuum}");
+}
+
+/// A record larger than `max_request` gets MESSAGE_TOO_LARGE, which librdkafka does not
+/// retry, instead of a closed connection it retries until its timeout; nothing of it lands,
+/// and the producer's next record does.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_record_over_the_request_bound_is_too_large_not_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let mut cfg = config(&events, 1);
+    cfg.kafka.as_mut().unwrap().max_request = deltabus::common::units::ByteSize(64 << 10);
+    let (kafka, _http, _stop, metrics) = start(cfg, &[]).await;
+    for idempotent in [false, true] {
+        let p: FutureProducer = ClientConfig::new()
+            .set("bootstrap.servers", &kafka)
+            .set("enable.idempotence", idempotent.to_string())
+            .set("compression.type", "none")
+            .set("message.max.bytes", "1000000")
+            .set("message.timeout.ms", "300000")
+            .create()
+            .unwrap();
+        let big = serde_json::json!({"id": 1, "pad": "ü".repeat(60_000)}).to_string();
+        let refused = p.send(FutureRecord::<str, String>::to("events").payload(&big), Duration::from_secs(300)).await;
+        let (e, _) = refused.expect_err("too large");
+        assert_eq!(e.rdkafka_error_code(), Some(rdkafka::types::RDKafkaErrorCode::MessageSizeTooLarge), "{e}");
+        if !idempotent {
+            let small = serde_json::json!({"id": 2}).to_string();
+            p.send(FutureRecord::<str, String>::to("events").payload(&small), Duration::from_secs(60)).await.unwrap();
+        }
+    }
+    let ids: Vec<i64> = rows(&events).iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, vec![2]);
+    assert!(metrics.render().contains("reason=\"too_large\""));
 }

@@ -3,7 +3,9 @@
 //! counts) bounds the rows it stands for, for every partition and column type, nulls,
 //! Unicode, long strings, negative numbers, dates and timestamps before 1970. pyiceberg scans
 //! with hundreds of filters, each compared with the same filter applied to the unfiltered
-//! rows; partition values read alike in every reader (`""` is null everywhere).
+//! rows, and Java Iceberg (the planner of Spark, Trino and Flink) plans the same filters,
+//! each plan checked to hold every file with a matching row; partition values read alike in
+//! every reader (`""` is null everywhere).
 
 use crate::support::python::run_python_json;
 use crate::support::uniform::{assert_readers_agree, current_metadata, python_or_skip};
@@ -93,6 +95,62 @@ for col in rows[0].keys():
 print(json.dumps({"rows": len(rows), "checked": checked, "wrong": wrong}, default=str))
 "#;
 
+/// The same filters through Java Iceberg (`IcebergProbe`, one JVM for all of them): the files
+/// it plans must include every file holding a row the filter matches (each file's rows read
+/// by pyiceberg, one scan task at a time). Prints the filters checked, those where Java
+/// skipped a file, and the misses.
+const JAVA_PLANS: &str = r#"
+import json, sys, subprocess, datetime, decimal
+from pyiceberg.table import StaticTable
+from pyiceberg.io.pyarrow import ArrowScan
+from pyiceberg.expressions import AlwaysTrue
+meta, probe = sys.argv[1], sys.argv[2]
+t = StaticTable.from_metadata(meta)
+tasks = list(t.scan().plan_files())
+files = {task.file.file_path: ArrowScan(t.metadata, t.io, t.schema(), AlwaysTrue()).to_table([task]).to_pylist() for task in tasks}
+def text(v):
+    if isinstance(v, bool): return "true" if v else "false"
+    if isinstance(v, (datetime.date, datetime.datetime)): return v.isoformat()
+    return str(v) if not isinstance(v, float) else repr(v)
+specs, preds = [], {}
+def add(name, col, op, values, pred):
+    specs.append({"name": name, "column": col, "op": op, "values": [text(v) for v in values]})
+    preds[name] = pred
+cols = list(next(iter(files.values()))[0].keys())
+for col in cols:
+    values = sorted({r[col] for rows in files.values() for r in rows if r[col] is not None}, key=lambda v: (str(type(v)), v))
+    add(col + " is null", col, "isnull", [], lambda r, c=col: r[c] is None)
+    add(col + " not null", col, "notnull", [], lambda r, c=col: r[c] is not None)
+    for v in values:
+        n = "%s %%s %r" % (col, v)
+        add(n % "=", col, "eq", [v], lambda r, c=col, v=v: r[c] is not None and r[c] == v)
+        add(n % "!=", col, "ne", [v], lambda r, c=col, v=v: r[c] is not None and r[c] != v)
+        if not isinstance(v, bool):
+            add(n % "<", col, "lt", [v], lambda r, c=col, v=v: r[c] is not None and r[c] < v)
+            add(n % "<=", col, "le", [v], lambda r, c=col, v=v: r[c] is not None and r[c] <= v)
+            add(n % ">", col, "gt", [v], lambda r, c=col, v=v: r[c] is not None and r[c] > v)
+            add(n % ">=", col, "ge", [v], lambda r, c=col, v=v: r[c] is not None and r[c] >= v)
+        if isinstance(v, str) and len(v) > 1:
+            pre = v[: max(1, len(v) - 3)]
+            add("%s starts with %r" % (col, pre), col, "startswith", [pre], lambda r, c=col, p=pre: r[c] is not None and r[c].startswith(p))
+    if len(values) >= 2:
+        pair = values[:1] + values[-1:]
+        add(col + " in ends", col, "in", pair, lambda r, c=col, s=pair: r[c] in s)
+cp = probe + "/lib/*:" + probe + "/classes"
+out = subprocess.run(["java", "-cp", cp, "IcebergProbe", meta], input=json.dumps(specs), capture_output=True, text=True)
+if out.returncode != 0:
+    sys.exit("IcebergProbe failed: " + out.stderr[-2000:])
+planned = json.loads(out.stdout)
+wrong, pruned = [], 0
+for name, pred in preds.items():
+    need = {f for f, rows in files.items() if any(pred(r) for r in rows)}
+    got = set(planned[name])
+    if not need <= got:
+        wrong.append({"filter": name, "missed": len(need - got)})
+    pruned += len(got) < len(files)
+print(json.dumps({"files": len(files), "checked": len(preds), "pruned": pruned, "wrong": wrong}))
+"#;
+
 #[test]
 fn pruning_iceberg_readers_get_every_row_a_filter_matches() {
     let Some(py) = python_or_skip() else { return };
@@ -122,6 +180,15 @@ fn pruning_iceberg_readers_get_every_row_a_filter_matches() {
     assert_eq!(v["rows"], 8, "{v}");
     assert!(v["checked"].as_u64().unwrap() > 300, "{v}");
     assert_eq!(v["wrong"], serde_json::json!([]), "filters whose rows pyiceberg got wrong: {v}");
+    // Java Iceberg, as Spark, Trino and Flink plan: every file a filter needs is planned, and
+    // files are skipped.
+    if let Some(probe) = crate::support::iceberg_probe() {
+        let java = run_python_json(&py, JAVA_PLANS, &[meta.as_os_str(), probe.as_os_str()]);
+        eprintln!("Java Iceberg plans: {java}");
+        assert!(java["checked"].as_u64().unwrap() > 300, "{java}");
+        assert!(java["pruned"].as_u64().unwrap() > 100, "Java Iceberg skipped files: {java}");
+        assert_eq!(java["wrong"], serde_json::json!([]), "filters whose files Java Iceberg skipped wrongly: {java}");
+    }
 }
 
 /// A compaction rewrites the files into one manifest: the summary bounds cover every

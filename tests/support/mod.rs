@@ -134,6 +134,18 @@ pub fn kernel_oracle() -> Option<PathBuf> {
     required(path.exists(), &missing, "scripts/setup.sh builds it").then_some(path)
 }
 
+/// Java Iceberg's jars and the scan-planning probe set up by `scripts/setup.sh`
+/// (`DELTABUS_ICEBERG_PROBE` overrides); `None` (with a note) when missing, a failure when
+/// emulators are required.
+pub fn iceberg_probe() -> Option<PathBuf> {
+    let path = std::env::var("DELTABUS_ICEBERG_PROBE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/iceberg-probe"));
+    let missing = format!("Java Iceberg not set up at {}", path.display());
+    required(path.join("classes/IcebergProbe.class").exists(), &missing, "scripts/setup.sh resolves it with Maven")
+        .then_some(path)
+}
+
 /// Runs a Python snippet (the `deltalake` reference package) and returns its output. Arrow's
 /// C++ thread pools can abort the interpreter's shutdown after the work is done ("terminate
 /// called without an active exception", apache/arrow#34314, delta-rs#2184), so a snippet that

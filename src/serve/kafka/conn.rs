@@ -205,7 +205,13 @@ pub(crate) async fn serve<S>(
             }
             frame = frames.recv(), if !closing && pending.len() < MAX_IN_FLIGHT => match frame {
                 // The frame's room in the buffer budget is held until its request is answered.
-                Some(Ok(Frame { bytes, room, held })) => match take(&shared, &mut session, bytes, held) {
+                Some(Ok(Frame { oversize: Some(o), .. })) => {
+                    tracing::info!(%peer, bytes = o.len, client = %session.who(), "kafka.produce_too_large");
+                    shared.state.metrics.kafka().refused("too_large");
+                    let reply = super::oversize::answer(&o, shared.config.max_request);
+                    pending.push_back(Box::pin(async move { reply }));
+                }
+                Some(Ok(Frame { bytes, room, held, oversize: None })) => match take(&shared, &mut session, bytes, held) {
                     Step::Now(reply) => pending.push_back(Box::pin(async move { reply })),
                     Step::Later(fut) => pending.push_back(Box::pin(async move {
                         let reply = fut.await;

@@ -1,8 +1,10 @@
 //! Reading a request frame, and the room in `server.max_buffered` it takes first.
 //!
 //! Contract:
-//! - A frame is a 4-byte big-endian size and that many bytes; a size below 8 or above
-//!   `server.kafka.max_request` is an error (the bytes are not read).
+//! - A frame is a 4-byte big-endian size and that many bytes; a size below 8 is an error (the
+//!   bytes are not read), and so is one above `server.kafka.max_request`, except an
+//!   authenticated client's Produce request, read to its end without being kept and
+//!   answered MESSAGE_TOO_LARGE (`oversize`).
 //! - The first bytes of a frame (at most [`PREFIX`]) are read before its room is taken. A
 //!   Produce request of an authenticated connection takes `HOLD_FACTOR` times its bytes at
 //!   once, what its records hold as sent until answered ([`Held::Records`]), waiting at most its
@@ -46,6 +48,8 @@ pub(crate) struct Frame {
     pub bytes: Bytes,
     pub room: OwnedSemaphorePermit,
     pub held: Held,
+    /// A Produce request over `max_request`, read to its end but not kept (`bytes` empty).
+    pub oversize: Option<super::oversize::Oversize>,
 }
 
 /// Reads one frame once the budget has room for it (see the contract); `None` at a clean end
@@ -71,7 +75,19 @@ pub(crate) async fn read<R: AsyncRead + Unpin>(
         return Err(format!("a frame of {len} bytes is too short for a request header"));
     }
     if len > max {
-        return Err(format!("a request of {len} bytes is over server.kafka.max_request ({max})"));
+        let too_large = format!("a request of {len} bytes is over server.kafka.max_request ({max})");
+        // An authenticated client's Produce request is answered MESSAGE_TOO_LARGE (which
+        // clients do not retry); anything else closes the connection unread.
+        if !authenticated.load(Ordering::Acquire) {
+            return Err(too_large);
+        }
+        let mut head = [0u8; PREFIX];
+        rd.read_exact(&mut head).await.map_err(|e| format!("reading a frame of {len} bytes: {e}"))?;
+        let room = budget.take(PREFIX as u64).await.map_err(|_| "the server is stopping".to_string())?;
+        return match super::oversize::drain(rd, &head, len).await {
+            Some(o) => Ok(Some(Frame { bytes: Bytes::new(), room, held: Held::Frame, oversize: Some(o) })),
+            None => Err(too_large),
+        };
     }
     let mut head = [0u8; PREFIX];
     let head = &mut head[..len.min(PREFIX)];
@@ -90,7 +106,7 @@ pub(crate) async fn read<R: AsyncRead + Unpin>(
     buf.extend_from_slice(head);
     buf.resize(len, 0);
     rd.read_exact(&mut buf[head.len()..]).await.map_err(|e| format!("reading a frame of {len} bytes: {e}"))?;
-    Ok(Some(Frame { bytes: buf.freeze(), room, held }))
+    Ok(Some(Frame { bytes: buf.freeze(), room, held, oversize: None }))
 }
 
 /// How long a Produce request waits for room, as its `timeout_ms` says (see

@@ -35,6 +35,7 @@ internal_mods!(frame);
 internal_mods!(identity);
 internal_mods!(inflate);
 internal_mods!(offsets);
+internal_mods!(oversize);
 internal_mods!(produce);
 internal_mods!(producer_ids);
 internal_mods!(records);

@@ -93,7 +93,8 @@ async fn commit(shared: &Shared, caller: &Caller, request: OffsetCommitRequest) 
                 let Some(id) = position_id(&group, &name, p.partition_index) else {
                     return ResponseError::InvalidGroupId.code();
                 };
-                let version = match servable(feed, p.committed_offset).await {
+                let index = usize::try_from(p.partition_index).unwrap_or(0);
+                let version = match servable(feed, index, p.committed_offset).await {
                     Ok(Some(version)) => version,
                     Ok(None) => {
                         tracing::info!(group = %group, topic = %name, partition = p.partition_index, offset = p.committed_offset, "kafka.offset_commit_refused: not a position of the feed");
@@ -139,11 +140,23 @@ async fn commit(shared: &Shared, caller: &Caller, request: OffsetCommitRequest) 
 ///
 /// # Errors
 /// Storage errors reading the feed's bounds.
-async fn servable(feed: &super::feed::Feed, offset: i64) -> crate::error::Result<Option<u64>> {
+async fn servable(feed: &Arc<super::feed::Feed>, partition: usize, offset: i64) -> crate::error::Result<Option<u64>> {
     let Some((version, row)) = position_of(offset) else { return Ok(None) };
     let (first, latest) = feed.bounds().await?.unwrap_or((0, 0));
     let end = latest.saturating_add(1);
-    Ok((version >= first && (version < end || (version == end && row == 0))).then_some(version))
+    if version < first || version > end || (version == end && row > 0) {
+        return Ok(None);
+    }
+    // Past the partition's last row of its commit (a consumer commits the offset after the
+    // last record it read): the next commit is what it needs, as at the feed's end.
+    if row > 0 && version < end {
+        if let Some(commit) = feed.commit(version, partition).await? {
+            if row >= commit.rows(partition) as u64 {
+                return Ok(Some(version + 1));
+            }
+        }
+    }
+    Ok(Some(version))
 }
 
 async fn fetch(shared: &Shared, caller: &Caller, request: OffsetFetchRequest) -> OffsetFetchResponse {
