@@ -4,20 +4,23 @@
 #   - .venv: the Python packages of scripts/requirements.txt (deltalake, pyarrow, moto, ...)
 #   - .tools/node_modules: Azurite (Azure blob emulator) and KafkaJS (a third Kafka client)
 #   - .tools/bin/kernel-oracle: the reference reader, built from tools/kernel-oracle
-#   - .tools/bin/tansu: a Kafka-protocol broker from crates.io
+#   - .tools/kafka-broker: Apache Kafka's jars (Maven Central), the suite's broker
+#   - .tools/bin/tansu (only `setup.sh bench`): a Kafka-protocol broker from crates.io, the
+#     separate broker of the benchmarks' older figures
 #   - kcat (Debian's package: the README's Kafka examples run in the tests)
 #   - .tools/iceberg-probe: Java Iceberg's jars (Maven Central) and a probe planning scans
 #   - promtool (Debian's prometheus package), when apt-get can run
 #
-# The two Rust tools take most of a first run (about 10 and 15 minutes on two cores). They
-# are built once per version into a cache outside the clone, shared by every clone and CI
-# run on the machine: $DELTABUS_TOOLS_CACHE, else $XDG_CACHE_HOME/deltabus, else
-# ~/.cache/deltabus. .tools/bin holds links to them.
+# kernel-oracle takes most of a first run (about 10 minutes on two cores). Tools are built or
+# resolved once per version into a cache outside the clone, shared by every clone and CI run
+# on the machine: $DELTABUS_TOOLS_CACHE, else $XDG_CACHE_HOME/deltabus, else
+# ~/.cache/deltabus. .tools holds links to them.
 #
-#   bash scripts/setup.sh            everything
-#   bash scripts/setup.sh tools      only the two Rust tools (scripts/test.sh runs this
-#                                    in the background while the project compiles)
-#   bash scripts/setup.sh env        everything but the two Rust tools
+#   bash scripts/setup.sh            everything the tests need
+#   bash scripts/setup.sh tools      only the Rust tool (scripts/test.sh runs this in the
+#                                    background while the project compiles)
+#   bash scripts/setup.sh env        everything but the Rust tool
+#   bash scripts/setup.sh bench      tansu too, for the benchmarks against it (15 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -39,7 +42,11 @@ rust_tools() {
     cp "$CARGO_TARGET_DIR/release/kernel-oracle" "$oracle.tmp" && mv "$oracle.tmp" "$oracle"
   fi
   ln -sfn "$oracle" .tools/bin/kernel-oracle
-  # tansu, the real, separate broker of the end-to-end ingest test.
+}
+
+# tansu, a Kafka-protocol broker in Rust: the separate broker of the benchmarks' figures.
+bench_tools() {
+  export CARGO_TARGET_DIR="$cache/target"
   local tansu_version=0.6.0
   local tansu="$cache/tansu-$tansu_version/bin/tansu"
   if [ ! -x "$tansu" ]; then
@@ -88,32 +95,48 @@ environment() {
 # from Maven Central into the tools cache, keyed by the pom and the probe's source, and the
 # probe compiled beside them; .tools/iceberg-probe links to it.
 java_tools() {
+  if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
+    echo "setup: Java tools not set up: install Maven and a JDK 17 (Debian: maven, openjdk-17-jdk-headless)"
+    return 0
+  fi
+  # Java Iceberg (the second pruning reader of the UniForm tests) and its probe.
   local key dir
   key=$(cat tools/iceberg-probe/pom.xml tools/iceberg-probe/src/*.java | sha256sum | cut -c1-16)
   dir="$cache/iceberg-probe-$key"
   if [ ! -f "$dir/classes/IcebergProbe.class" ]; then
-    if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
-      echo "setup: Java Iceberg not set up: install Maven and a JDK 17 (Debian: maven, openjdk-17-jdk-headless)"
-      return 0
-    fi
     echo "setup: resolving Java Iceberg $key (once per version)"
-    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/classes"
-    if ! mvn -q -B -f tools/iceberg-probe/pom.xml dependency:copy-dependencies -DoutputDirectory="$dir.tmp/lib" \
-      >"$dir.tmp/mvn.log" 2>&1; then
-      cat "$dir.tmp/mvn.log" >&2
-      echo "setup: Maven could not resolve Java Iceberg (above)" >&2
-      return 1
-    fi
+    resolve tools/iceberg-probe/pom.xml "$dir"
     javac -nowarn -d "$dir.tmp/classes" -cp "$dir.tmp/lib/*" tools/iceberg-probe/src/IcebergProbe.java
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
   fi
   ln -sfn "$dir" .tools/iceberg-probe
+  # Apache Kafka, the suite's broker.
+  key=$(sha256sum tools/kafka-broker/pom.xml | cut -c1-16)
+  dir="$cache/kafka-broker-$key"
+  if [ ! -f "$dir/lib/.complete" ]; then
+    echo "setup: resolving Apache Kafka $key (once per version)"
+    resolve tools/kafka-broker/pom.xml "$dir"
+    touch "$dir.tmp/lib/.complete"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  ln -sfn "$dir" .tools/kafka-broker
+}
+
+# Copies a pom's dependency closure from Maven Central into $2.tmp/lib.
+resolve() {
+  rm -rf "$2.tmp" && mkdir -p "$2.tmp/classes"
+  if ! mvn -q -B -f "$1" dependency:copy-dependencies -DoutputDirectory="$2.tmp/lib" >"$2.tmp/mvn.log" 2>&1; then
+    cat "$2.tmp/mvn.log" >&2
+    echo "setup: Maven could not resolve $1 (above)" >&2
+    return 1
+  fi
 }
 
 case "$what" in
   all) environment; java_tools; rust_tools ;;
   env) environment; java_tools ;;
   tools) rust_tools ;;
-  *) echo "usage: scripts/setup.sh [all|env|tools]" >&2; exit 2 ;;
+  bench) environment; java_tools; rust_tools; bench_tools ;;
+  *) echo "usage: scripts/setup.sh [all|env|tools|bench]" >&2; exit 2 ;;
 esac
 echo "setup: done ($what); Rust tools cached in $cache"

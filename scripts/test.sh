@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: installs the test tools (building the two Rust
-# tools in the background while the project compiles), starts the object-store emulators and
-# the Kafka broker on 127.0.0.1, checks formatting and lints, and runs every test. Every tool
+# The whole test suite, from a fresh clone: installs the test tools (building the Rust tool in
+# the background while the project compiles), starts the object-store emulators and Apache
+# Kafka on 127.0.0.1, checks formatting and lints, and runs every test. Every tool
 # the suite needs must be there: a missing one fails the run and names the fix.
 # Used by `.ci/run`; the README gives the same command.
 set -euo pipefail
@@ -20,7 +20,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-# The Rust tools build beside the project (cached across clones after the first run).
+# The Rust tool builds beside the project (cached across clones after the first run).
 bash scripts/setup.sh tools >"$logs/tools.log" 2>&1 &
 tools_pid=$!
 pids+=("$tools_pid")
@@ -39,7 +39,7 @@ if ! wait "$tools_pid"; then
   exit 1
 fi
 cat "$logs/tools.log"
-phase "kernel-oracle and tansu ready"
+phase "kernel-oracle ready"
 
 require() {
   if [ ! -x "$1" ]; then
@@ -51,7 +51,10 @@ require .venv/bin/python "the Python packages"
 require .venv/bin/moto_server "moto, the S3 emulator"
 require .tools/node_modules/.bin/azurite-blob "Azurite, the Azure emulator"
 require .tools/bin/kernel-oracle "the reference reader"
-require .tools/bin/tansu "the Kafka-protocol broker"
+if [ ! -f .tools/kafka-broker/lib/.complete ]; then
+  echo "test.sh: Apache Kafka is missing: run 'bash scripts/setup.sh' (it resolves it with Maven; needs a JDK and Maven)" >&2
+  exit 1
+fi
 if [ ! -f .tools/iceberg-probe/classes/IcebergProbe.class ]; then
   echo "test.sh: Java Iceberg is missing: run 'bash scripts/setup.sh' (it resolves it with Maven; needs a JDK and Maven)" >&2
   exit 1
@@ -73,18 +76,15 @@ az_port=${DELTABUS_TEST_AZURE_PORT:-10000}
 .tools/node_modules/.bin/azurite-blob --blobHost 127.0.0.1 --blobPort "$az_port" \
   --inMemoryPersistence --disableTelemetry --skipApiVersionCheck >"$logs/azurite.log" 2>&1 &
 pids+=($!)
-# A real Kafka-protocol broker (tansu, in memory) for the end-to-end ingest test.
+# Apache Kafka (one KRaft broker and controller, on the next port too), formatted anew.
 kafka_port=${DELTABUS_TEST_KAFKA_PORT:-19092}
-.tools/bin/tansu broker --listener-url "tcp://127.0.0.1:$kafka_port" \
-  --advertised-listener-url "tcp://127.0.0.1:$kafka_port" --storage-engine memory://tansu/ \
-  >"$logs/tansu.log" 2>&1 &
-pids+=($!)
+pids+=("$(bash tools/kafka-broker/start.sh "$kafka_port" "$logs/kafka" "$PWD/.tools/kafka-broker/lib" "$logs/kafka.log")")
 up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for _ in $(seq 1 150); do
   if up "$s3_port" && up "$az_port" && up "$kafka_port"; then break; fi
   sleep 0.2
 done
-for service in "S3 emulator:$s3_port:moto" "Azure emulator:$az_port:azurite" "Kafka broker:$kafka_port:tansu"; do
+for service in "S3 emulator:$s3_port:moto" "Azure emulator:$az_port:azurite" "Kafka broker:$kafka_port:kafka"; do
   IFS=: read -r name port log <<<"$service"
   if ! up "$port"; then
     cat "$logs/$log.log" >&2
@@ -92,6 +92,16 @@ for service in "S3 emulator:$s3_port:moto" "Azure emulator:$az_port:azurite" "Ka
     exit 1
   fi
 done
+# The broker is ready once it answers a metadata request (its port opens before that).
+for _ in $(seq 1 300); do
+  if kcat -L -b "127.0.0.1:$kafka_port" -m 2 >/dev/null 2>&1; then break; fi
+  sleep 0.2
+done
+if ! kcat -L -b "127.0.0.1:$kafka_port" -m 5 >/dev/null 2>&1; then
+  cat "$logs/kafka.log" >&2
+  echo "test.sh: Apache Kafka did not answer a metadata request on 127.0.0.1:$kafka_port" >&2
+  exit 1
+fi
 export DELTABUS_TEST_S3_ENDPOINT="http://127.0.0.1:$s3_port"
 export DELTABUS_TEST_AZURE_ENDPOINT="http://127.0.0.1:$az_port/devstoreaccount1"
 # object_store's emulator mode reads Azurite's address from here (its default is port 10000).

@@ -23,6 +23,7 @@ mod hostile;
 mod ingest;
 mod ingest_process;
 mod kafka;
+mod kafka_broker;
 mod kafka_door;
 mod kafka_fetch;
 mod kafka_front;

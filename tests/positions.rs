@@ -3,9 +3,9 @@
 //!   pipeline ran are read by the next owner, not skipped by a second "latest";
 //! - a position past the partition's end (a recreated topic) is reported (ERROR, a metric);
 //!
-//! A position below the broker's earliest offset (records deleted by retention) needs a broker
-//! that deletes records: neither the mock cluster nor tansu implements DeleteRecords, so that
-//! verdict is covered by `pipeline::positions`' unit tests, and its wiring by the path above.
+//! A position below the broker's earliest offset (records the broker deleted) needs a broker
+//! that deletes records, which the mock cluster does not: that case runs against Apache Kafka
+//! in `kafka_broker.rs`, and its verdicts are unit-tested in `ingest::positions`.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;

@@ -56,7 +56,7 @@ pub struct IngestArgs {
     /// timestamp:<RFC 3339 or ms> or offsets:<p>=<o>,...
     #[arg(long, default_value = "earliest")]
     pub start: String,
-    /// cooperative-sticky, range or roundrobin.
+    /// cooperative-sticky, range, roundrobin, or consumer (KIP-848's protocol, Kafka 4 brokers).
     #[arg(long, default_value = "cooperative-sticky", value_parser = |s: &str| s.parse::<crate::config::pipeline::Assignment>())]
     pub assignment: crate::config::pipeline::Assignment,
     /// Ingest up to the partitions' current ends, commit and exit 0 (backfills, batch jobs).

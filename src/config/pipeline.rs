@@ -335,15 +335,21 @@ pub enum Assignment {
     /// Eager rebalances, partitions dealt in turn.
     #[serde(rename = "roundrobin")]
     RoundRobin,
+    /// KIP-848's consumer group protocol (`group.protocol=consumer`, Kafka 4 brokers): the
+    /// broker assigns partitions, incrementally, and no member stops the others to rebalance.
+    #[serde(rename = "consumer")]
+    Consumer,
 }
 
 impl Assignment {
-    /// librdkafka's `partition.assignment.strategy`.
+    /// librdkafka's `partition.assignment.strategy` (for [`Assignment::Consumer`], the name
+    /// of the protocol: the broker chooses).
     pub fn as_str(self) -> &'static str {
         match self {
             Assignment::CooperativeSticky => "cooperative-sticky",
             Assignment::Range => "range",
             Assignment::RoundRobin => "roundrobin",
+            Assignment::Consumer => "consumer",
         }
     }
 }
@@ -356,7 +362,8 @@ impl std::str::FromStr for Assignment {
             "cooperative-sticky" => Ok(Assignment::CooperativeSticky),
             "range" => Ok(Assignment::Range),
             "roundrobin" => Ok(Assignment::RoundRobin),
-            other => Err(format!("{other:?}: cooperative-sticky, range or roundrobin")),
+            "consumer" => Ok(Assignment::Consumer),
+            other => Err(format!("{other:?}: cooperative-sticky, range, roundrobin or consumer")),
         }
     }
 }
@@ -458,7 +465,11 @@ mod tests {
 
     #[test]
     fn bad_values_name_their_key_and_secrets_stay_hidden() {
-        assert_eq!("sticky".parse::<Assignment>().unwrap_err(), "\"sticky\": cooperative-sticky, range or roundrobin");
+        assert_eq!(
+            "sticky".parse::<Assignment>().unwrap_err(),
+            "\"sticky\": cooperative-sticky, range, roundrobin or consumer"
+        );
+        assert_eq!("consumer".parse::<Assignment>(), Ok(Assignment::Consumer));
         let parsed = toml::from_str::<PipelineConfig>("table = \"/t\"\n[kafka]\nassignment = \"sticky\"\n");
         let e = parsed.unwrap_err().to_string();
         assert!(e.contains("assignment") && e.contains("cooperative-sticky"), "{e}");

@@ -327,8 +327,14 @@ impl PipelineConfig {
             None => None,
         };
         for k in self.kafka.properties.keys() {
-            if ["bootstrap.servers", "group.id", "enable.auto.commit", "partition.assignment.strategy"]
-                .contains(&k.as_str())
+            if [
+                "bootstrap.servers",
+                "group.id",
+                "enable.auto.commit",
+                "partition.assignment.strategy",
+                "group.protocol",
+            ]
+            .contains(&k.as_str())
             {
                 return Err(bad("kafka.properties", format!("{k} is set by deltabus; use the pipeline keys")));
             }

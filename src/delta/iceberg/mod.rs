@@ -13,7 +13,7 @@
 //!
 //! Contract: the same Parquet files serve both formats; nothing here changes a Delta commit.
 
-internal_mods!(avro, enable, files, glue, metadata, nested, schema);
+internal_mods!(avro, avro_read, enable, files, glue, metadata, nested, schema);
 
 use std::collections::HashMap;
 

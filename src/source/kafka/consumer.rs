@@ -231,7 +231,6 @@ pub(crate) fn create_consumer(
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
-        .set("partition.assignment.strategy", s.assignment.as_str())
         .set("statistics.interval.ms", "1000")
         // Bounds what librdkafka prefetches, in bytes and in messages.
         .set("queued.max.messages.kbytes", prefetch.to_string())
@@ -242,6 +241,11 @@ pub(crate) fn create_consumer(
         // 0.5x the rate a bare consumer reads (1.08x its time with 20 ms; see BENCHMARKS.md).
         .set("fetch.queue.backoff.ms", "20")
         .set("fetch.max.bytes", fetch_max_bytes(prefetch, s.properties).to_string());
+    match s.assignment {
+        // KIP-848: the broker assigns; the classic protocol's strategy must not be set.
+        crate::config::pipeline::Assignment::Consumer => cfg.set("group.protocol", "consumer"),
+        other => cfg.set("partition.assignment.strategy", other.as_str()),
+    };
     for (k, v) in s.properties {
         cfg.set(k, v);
     }
@@ -289,7 +293,11 @@ pub(crate) fn offsets_for_timestamp(
 ///
 /// # Errors
 /// [`Error::Kafka`] when the broker does not answer.
-pub(crate) fn watermarks(consumer: &PipelineConsumer, topic: &str, partitions: &[i32]) -> Result<BTreeMap<i32, (i64, i64)>> {
+pub(crate) fn watermarks(
+    consumer: &PipelineConsumer,
+    topic: &str,
+    partitions: &[i32],
+) -> Result<BTreeMap<i32, (i64, i64)>> {
     partitions
         .iter()
         .map(|p| {
