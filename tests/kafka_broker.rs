@@ -11,25 +11,12 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
-use serde_json::Value;
 
-use crate::support::deltabus;
+use crate::support::{deltabus, ids};
 
 fn ingest(brokers: &str, topic: &str, table: &str) -> Output {
     let flags = ["--app-id", "lossy", "--create", "--until-end", "--flush-interval", "200ms"];
     deltabus(&[&["ingest", topic, table, "--brokers", brokers][..], &flags[..]].concat())
-}
-
-fn ids(table: &str) -> Vec<i64> {
-    let out = deltabus(&["cat", table]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut ids: Vec<i64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["id"].as_i64())
-        .collect();
-    ids.sort_unstable();
-    ids
 }
 
 async fn produce(p: &FutureProducer, topic: &str, ids: std::ops::Range<i64>) {
