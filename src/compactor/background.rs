@@ -30,11 +30,8 @@ pub(crate) async fn run(
     only_while: Option<Arc<std::sync::atomic::AtomicBool>>,
 ) {
     let Some(c) = &cfg.compaction else { return };
-    let mut plan = PlanConfig {
-        min_partition_candidates: c.min_files,
-        dv_ratio: c.deleted_rows_ratio,
-        ..PlanConfig::default()
-    };
+    let mut plan =
+        PlanConfig { min_partition_candidates: c.min_files, dv_ratio: c.deleted_rows_ratio, ..PlanConfig::default() };
     if let Some(t) = c.target_file_size {
         plan.target_size = t;
         plan.min_file_size = t;

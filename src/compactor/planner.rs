@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 
-
 use crate::delta::actions::{Add, PartitionValues};
 
 /// Planner settings.

@@ -95,8 +95,12 @@ pub(crate) async fn compact(table: &Table, opts: &CompactOptions) -> Result<Comp
     for bin in &bins {
         report.files_in += bin.files.len();
         report.bytes_in += bin.bytes();
-        report.dv_rows_purged +=
-            bin.files.iter().filter_map(|f| f.deletion_vector.as_ref()).map(|d| d.cardinality).fold(0, i64::saturating_add);
+        report.dv_rows_purged += bin
+            .files
+            .iter()
+            .filter_map(|f| f.deletion_vector.as_ref())
+            .map(|d| d.cardinality)
+            .fold(0, i64::saturating_add);
     }
     if opts.dry_run {
         // The rows a run would rewrite, from the files' statistics (live rows: minus DVs).
@@ -340,8 +344,7 @@ async fn carry(
             None => roaring::RoaringTreemap::new(),
         });
     }
-    let outputs: Option<Vec<u64>> =
-        adds.iter().map(|a| a.num_records().and_then(|n| u64::try_from(n).ok())).collect();
+    let outputs: Option<Vec<u64>> = adds.iter().map(|a| a.num_records().and_then(|n| u64::try_from(n).ok())).collect();
     let Some(outputs) = outputs else { return Ok(None) };
     let bitmaps = match super::remap::remap(&inputs, &dvs, &outputs) {
         Ok(b) => b,

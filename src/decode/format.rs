@@ -78,8 +78,12 @@ mod tests {
             p.schema_registry = Some(RegistryConfig { url: "http://127.0.0.1:1".into(), ..RegistryConfig::default() });
         }
         if keyed {
-            p.upsert =
-                Some(UpsertConfig { key_columns: vec!["id".into()], format: UpsertFormat::Plain, op_field: None, index_memory: crate::config::DEFAULT_INDEX_MEMORY });
+            p.upsert = Some(UpsertConfig {
+                key_columns: vec!["id".into()],
+                format: UpsertFormat::Plain,
+                op_field: None,
+                index_memory: crate::config::DEFAULT_INDEX_MEMORY,
+            });
         }
         match p.validate("p").unwrap_or_else(|e| panic!("{format}: {e}")).kind() {
             Pipeline::Kafka(k) => k,

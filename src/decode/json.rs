@@ -80,10 +80,12 @@ impl PayloadDecoder {
                     let Ok(head) = rows.finish() else { return self.decode_checked(records) };
                     let mut rest = self.decode_checked(&records[i..]);
                     let batch = match (head, rest.batch.take()) {
-                        (Some(head), Some(tail)) => match arrow::compute::concat_batches(&self.schema, [&head, &tail]) {
-                            Ok(both) => Some(both),
-                            Err(_) => return self.decode_checked(records),
-                        },
+                        (Some(head), Some(tail)) => {
+                            match arrow::compute::concat_batches(&self.schema, [&head, &tail]) {
+                                Ok(both) => Some(both),
+                                Err(_) => return self.decode_checked(records),
+                            }
+                        }
                         (head, tail) => head.or(tail),
                     };
                     good.extend(rest.rows_from.iter().map(|j| j + i));
@@ -209,7 +211,6 @@ impl PayloadDecoder {
             _ => Ok(batch),
         }
     }
-
 }
 
 #[cfg(test)]
@@ -247,7 +248,14 @@ mod tests {
             let records: Vec<RawRecord<'_>> = payloads
                 .iter()
                 .enumerate()
-                .map(|(i, p)| RawRecord { topic: "t", partition: 0, offset: i as i64, timestamp_ms: None, key: None, payload: Some(p) })
+                .map(|(i, p)| RawRecord {
+                    topic: "t",
+                    partition: 0,
+                    offset: i as i64,
+                    timestamp_ms: None,
+                    key: None,
+                    payload: Some(p),
+                })
                 .collect();
             let out = d.decode(&records);
             assert!(out.dead_letters.is_empty());
@@ -310,34 +318,152 @@ mod tests {
         use crate::delta::json_columns::Columns;
         use arrow::datatypes::TimeUnit;
         const TOKENS: &[&str] = &[
-            "0", "-0", "12", "-7", "2.0", "2.5", "1e3", "-1.5e-3", "9223372036854775807", "9223372036854775808",
-            "-9223372036854775808", "128", "-129", "32767", "2147483648", "99999999999999999999999", "1e400", "-1e400",
-            "01", "1.", "-", "123.45", "1234.5", "0.50", "3.4e39", "340282366920938463463374607431768211455.5",
-            "0.1", "1.7976931348623157e308", "4.9e-324", "16777217", "0.000001", "1E2",
-            "\"a\"", "\"ü\"", "\"a\\\"b\"", "\"\\u00e9\\n\\t\\/\\\\\"", "\"\\ud83d\\ude00\"", "\"\\ud83d\"",
-            "\"\\ude00\"", "\"\\ud83dx\"", "\"\\u12\"", "\"\\q\"", "\"tab\there\"", "\"\\u0000\"",
-            "\"2024-01-02T03:04:05Z\"", "\"2024-01-02T03:04:05.123456+02:00\"", "\"2024-01-02 03:04:05\"",
-            "\"2024-01-02T03:04:05.1234567Z\"", "\"2024-01-02\"", "\"2024-02-30\"", "\"2024-1-2\"", "\" 2024-01-02\"",
-            "\"1969-12-31T23:59:59.999999Z\"", "\"\\u0032024-01-02\"", "\"5\"", "\"2.5\"", "true", "false",
-            "null", "nul", "tru", "{", "}", "]", "", "[1,2]", "{}", "{\"n\":1}",
+            "0",
+            "-0",
+            "12",
+            "-7",
+            "2.0",
+            "2.5",
+            "1e3",
+            "-1.5e-3",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "128",
+            "-129",
+            "32767",
+            "2147483648",
+            "99999999999999999999999",
+            "1e400",
+            "-1e400",
+            "01",
+            "1.",
+            "-",
+            "123.45",
+            "1234.5",
+            "0.50",
+            "3.4e39",
+            "340282366920938463463374607431768211455.5",
+            "0.1",
+            "1.7976931348623157e308",
+            "4.9e-324",
+            "16777217",
+            "0.000001",
+            "1E2",
+            "\"a\"",
+            "\"ü\"",
+            "\"a\\\"b\"",
+            "\"\\u00e9\\n\\t\\/\\\\\"",
+            "\"\\ud83d\\ude00\"",
+            "\"\\ud83d\"",
+            "\"\\ude00\"",
+            "\"\\ud83dx\"",
+            "\"\\u12\"",
+            "\"\\q\"",
+            "\"tab\there\"",
+            "\"\\u0000\"",
+            "\"2024-01-02T03:04:05Z\"",
+            "\"2024-01-02T03:04:05.123456+02:00\"",
+            "\"2024-01-02 03:04:05\"",
+            "\"2024-01-02T03:04:05.1234567Z\"",
+            "\"2024-01-02\"",
+            "\"2024-02-30\"",
+            "\"2024-1-2\"",
+            "\" 2024-01-02\"",
+            "\"1969-12-31T23:59:59.999999Z\"",
+            "\"\\u0032024-01-02\"",
+            "\"5\"",
+            "\"2.5\"",
+            "true",
+            "false",
+            "null",
+            "nul",
+            "tru",
+            "{",
+            "}",
+            "]",
+            "",
+            "[1,2]",
+            "{}",
+            "{\"n\":1}",
         ];
-        const INTS: &[&str] = &["0", "-0", "12", "-7", "127", "-128", "32767", "2147483647", "9223372036854775807", "null"];
-        const FLOATS: &[&str] = &["0.1", "-2.5", "1e3", "1.7976931348623157e308", "4.9e-324", "16777217", "3.4028235e38", "-0.0", "12"];
-        const TEXTS: &[&str] = &["\"a\"", "\"ü ключ\"", "\"a\\\"b\"", "\"\\u00e9\\n\\t\\/\\\\\"", "\"\\ud83d\\ude00\"", "\"\"", "\"tab\there\"", "\"\\ud84d\\ude00 \\uDBFF\\uDFFF\"", "\"\\ud840\"", "\"\\\\ud840\\\\udc00\""];
+        const INTS: &[&str] =
+            &["0", "-0", "12", "-7", "127", "-128", "32767", "2147483647", "9223372036854775807", "null"];
+        const FLOATS: &[&str] =
+            &["0.1", "-2.5", "1e3", "1.7976931348623157e308", "4.9e-324", "16777217", "3.4028235e38", "-0.0", "12"];
+        const TEXTS: &[&str] = &[
+            "\"a\"",
+            "\"ü ключ\"",
+            "\"a\\\"b\"",
+            "\"\\u00e9\\n\\t\\/\\\\\"",
+            "\"\\ud83d\\ude00\"",
+            "\"\"",
+            "\"tab\there\"",
+            "\"\\ud84d\\ude00 \\uDBFF\\uDFFF\"",
+            "\"\\ud840\"",
+            "\"\\\\ud840\\\\udc00\"",
+        ];
         const TIMES: &[&str] = &[
-            "\"2024-01-02T03:04:05Z\"", "\"2024-01-02T03:04:05.123456+02:00\"", "\"2024-01-02 03:04:05\"", "\"2024-01-02\"",
-            "\"1969-12-31T23:59:59.999999Z\"", "\"2024-03-31T02:30:00\"", "\"0001-01-01T00:00:00Z\"",
+            "\"2024-01-02T03:04:05Z\"",
+            "\"2024-01-02T03:04:05.123456+02:00\"",
+            "\"2024-01-02 03:04:05\"",
+            "\"2024-01-02\"",
+            "\"1969-12-31T23:59:59.999999Z\"",
+            "\"2024-03-31T02:30:00\"",
+            "\"0001-01-01T00:00:00Z\"",
         ];
-        const DAYS: &[&str] = &["\"2024-01-02\"", "\"1969-12-31\"", "\"2024-02-29\"", "\"2023-02-29\"", "\"+2024-01-02\""];
+        const DAYS: &[&str] =
+            &["\"2024-01-02\"", "\"1969-12-31\"", "\"2024-02-29\"", "\"2023-02-29\"", "\"+2024-01-02\""];
         const DECIMALS: &[&str] = &["0", "12345678.99", "-0.01", "1.5", "99999999.999", "0.10", "100000000"];
         const FITTING: &[(&str, &[&str])] = &[
-            ("i8", INTS), ("i16", INTS), ("i32", INTS), ("i64", INTS), ("req", INTS), ("f32", FLOATS), ("f64", FLOATS),
-            ("ok", &["true", "false", "null"]), ("s", TEXTS), ("ключ", TEXTS), ("day", DAYS), ("ts", TIMES),
-            ("ntz", TIMES), ("ms", TIMES), ("d", DECIMALS),
+            ("i8", INTS),
+            ("i16", INTS),
+            ("i32", INTS),
+            ("i64", INTS),
+            ("req", INTS),
+            ("f32", FLOATS),
+            ("f64", FLOATS),
+            ("ok", &["true", "false", "null"]),
+            ("s", TEXTS),
+            ("ключ", TEXTS),
+            ("day", DAYS),
+            ("ts", TIMES),
+            ("ntz", TIMES),
+            ("ms", TIMES),
+            ("d", DECIMALS),
         ];
         const KEYS: &[&str] = &[
-            "i8", "i16", "i32", "i64", "f32", "f64", "ok", "s", "day", "ts", "ntz", "ms", "d", "ключ", "i8", "i16", "i32",
-            "i64", "f32", "f64", "ok", "s", "day", "ts", "ntz", "ms", "d", "ключ", "req", "zz", "\\u0069\\u0038",
+            "i8",
+            "i16",
+            "i32",
+            "i64",
+            "f32",
+            "f64",
+            "ok",
+            "s",
+            "day",
+            "ts",
+            "ntz",
+            "ms",
+            "d",
+            "ключ",
+            "i8",
+            "i16",
+            "i32",
+            "i64",
+            "f32",
+            "f64",
+            "ok",
+            "s",
+            "day",
+            "ts",
+            "ntz",
+            "ms",
+            "d",
+            "ключ",
+            "req",
+            "zz",
+            "\\u0069\\u0038",
         ];
         let schema = Arc::new(Schema::new(vec![
             Field::new("i8", DataType::Int8, true),
@@ -382,7 +508,11 @@ mod tests {
                     rec.push_str(pool[next(pool.len())]);
                 }
                 if next(8) > 0 {
-                    rec.push_str(&format!("{}\"req\": {}", if rec.len() > 1 { "," } else { "" }, ["1", "null", "-5", "2.5"][next(4).min(next(4))]));
+                    rec.push_str(&format!(
+                        "{}\"req\": {}",
+                        if rec.len() > 1 { "," } else { "" },
+                        ["1", "null", "-5", "2.5"][next(4).min(next(4))]
+                    ));
                 }
                 rec.push_str(["}", "} ", "", "}x", "}}"][pick(&mut next, 5)]);
                 if noisy && next(2) == 0 {
@@ -399,7 +529,14 @@ mod tests {
             let records: Vec<RawRecord<'_>> = poll
                 .iter()
                 .enumerate()
-                .map(|(i, p)| RawRecord { topic: "t", partition: 0, offset: i as i64, timestamp_ms: Some(1), key: None, payload: Some(p.as_slice()) })
+                .map(|(i, p)| RawRecord {
+                    topic: "t",
+                    partition: 0,
+                    offset: i as i64,
+                    timestamp_ms: Some(1),
+                    key: None,
+                    payload: Some(p.as_slice()),
+                })
                 .map(|r| if next(30) == 0 { RawRecord { payload: None, ..r } } else { r })
                 .collect();
             let ours = decoder.decode(&records);
@@ -435,7 +572,9 @@ mod unicode {
         let payload = br#"{"s": "\ud84d\ude00 \uD83D\uDE00 \udbff\udfff \\ud840\\udc00"}"#;
         let nested = br#"{"s": "\ud84d\ude00 \uD83D\uDE00 \udbff\udfff \\ud840\\udc00", "l": ["\ud840\udc00"]}"#;
         let want = "\u{23600} \u{1F600} \u{10FFFF} \\ud840\\udc00";
-        let raw = |p: &'static [u8]| [RawRecord { topic: "t", partition: 0, offset: 0, timestamp_ms: None, key: None, payload: Some(p) }];
+        let raw = |p: &'static [u8]| {
+            [RawRecord { topic: "t", partition: 0, offset: 0, timestamp_ms: None, key: None, payload: Some(p) }]
+        };
         for (schema, payload) in [(vec![text.clone()], &payload[..]), (vec![text, list], &nested[..])] {
             let decoder = PayloadDecoder::new(Arc::new(Schema::new(schema)), 1 << 20);
             for d in [decoder.clone(), decoder.reference()] {

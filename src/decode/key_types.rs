@@ -221,9 +221,8 @@ mod tests {
     use crate::delta::schema::{DataType, PrimitiveType as P, StructField};
 
     fn columns(types: &[(&str, P)]) -> KeyColumns {
-        let schema = StructType::new(
-            types.iter().map(|(n, t)| StructField::new(*n, DataType::Primitive(*t), true)).collect(),
-        );
+        let schema =
+            StructType::new(types.iter().map(|(n, t)| StructField::new(*n, DataType::Primitive(*t), true)).collect());
         KeyColumns::new(&types.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>(), Some(&schema))
     }
 

@@ -237,7 +237,8 @@ fn serialized_file(name: &str, text: &str) -> Option<protox::file::File> {
         return None;
     }
     let bytes = base64::engine::general_purpose::STANDARD.decode(word).ok()?;
-    let mut file = <prost_reflect::prost_types::FileDescriptorProto as prost::Message>::decode(bytes.as_slice()).ok()?;
+    let mut file =
+        <prost_reflect::prost_types::FileDescriptorProto as prost::Message>::decode(bytes.as_slice()).ok()?;
     file.name = Some(name.to_string());
     Some(protox::file::File::from_file_descriptor_proto(file))
 }
@@ -362,7 +363,8 @@ mod tests {
         let file = pool.get_file_by_name(SCHEMA_FILE).unwrap().file_descriptor_proto().clone();
         let encoded = base64::engine::general_purpose::STANDARD.encode(prost::Message::encode_to_vec(&file));
         let again = compile(&encoded, &[]).unwrap();
-        let (a, b) = (pool.get_message_by_name("shop.Order").unwrap(), again.get_message_by_name("shop.Order").unwrap());
+        let (a, b) =
+            (pool.get_message_by_name("shop.Order").unwrap(), again.get_message_by_name("shop.Order").unwrap());
         assert_eq!(delta_schema(&a).unwrap(), delta_schema(&b).unwrap());
         assert!(compile("bm90IGEgZGVzY3JpcHRvcg==", &[]).is_err(), "base64 of something else is no schema");
     }

@@ -170,7 +170,6 @@ impl Registries {
     pub(crate) fn len(&self) -> usize {
         self.0.lock().map_or(0, |c| c.len())
     }
-
 }
 
 /// A cached client of one registry.

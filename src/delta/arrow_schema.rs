@@ -83,7 +83,12 @@ fn with_field_id(field: Field, id: Option<i64>) -> Field {
 }
 
 /// `owner` is the nearest struct field, holding the nested ids below `id_path`.
-fn physical_type(t: &DataType, mode: super::schema::ColumnMappingMode, owner: &StructField, id_path: &str) -> ArrowType {
+fn physical_type(
+    t: &DataType,
+    mode: super::schema::ColumnMappingMode,
+    owner: &StructField,
+    id_path: &str,
+) -> ArrowType {
     let id = |p: &str| match mode {
         super::schema::ColumnMappingMode::None => None,
         _ => super::iceberg::nested::nested_id(owner, p),

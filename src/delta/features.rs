@@ -239,7 +239,8 @@ pub(crate) fn check_writable(p: &Protocol, metadata: &super::actions::Metadata) 
     }
     let schema = &metadata.schema_string;
     let in_use = |needle: &str| schema.contains(needle);
-    let compat = metadata.configuration.get("delta.enableIcebergCompatV2").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let compat =
+        metadata.configuration.get("delta.enableIcebergCompatV2").is_some_and(|v| v.eq_ignore_ascii_case("true"));
     if compat {
         let parsed = super::schema::StructType::parse(schema)?;
         let mode = match metadata.configuration.get("delta.columnMapping.mode").map(String::as_str) {
@@ -455,7 +456,15 @@ mod tests {
         assert_eq!((p.min_reader_version, p.min_writer_version), (3, 7));
         assert_eq!(p.reader_features.as_deref(), Some(&["columnMapping".to_string()][..]));
         let w = p.writer_features.unwrap();
-        for f in ["appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", "columnMapping", "icebergCompatV2"] {
+        for f in [
+            "appendOnly",
+            "invariants",
+            "checkConstraints",
+            "changeDataFeed",
+            "generatedColumns",
+            "columnMapping",
+            "icebergCompatV2",
+        ] {
             assert!(w.iter().any(|x| x == f), "{f} in {w:?}");
         }
         assert!(!w.iter().any(|x| x == "identityColumns"));

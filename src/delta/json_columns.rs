@@ -25,8 +25,8 @@ use arrow::array::builder::{
 use arrow::array::timezone::Tz;
 use arrow::array::{ArrayRef, RecordBatch};
 use arrow::compute::kernels::cast_utils::{parse_decimal, string_to_datetime, Parser};
-use arrow::error::ArrowError;
 use arrow::datatypes::{DataType as A, Date32Type, Decimal128Type, SchemaRef, TimeUnit};
+use arrow::error::ArrowError;
 use chrono::{TimeZone, Utc};
 
 use super::json_scan::{float32_holds, Scan};
@@ -57,15 +57,24 @@ struct Column {
 
 #[derive(Debug, Clone)]
 enum Kind {
-    Integer { min: i64, max: i64 },
+    Integer {
+        min: i64,
+        max: i64,
+    },
     Float32,
     Float64,
     Boolean,
     Text,
     Date,
     /// `None`: no zone (`timestamp_ntz`), read as UTC as `arrow_json` does.
-    Timestamp { unit: TimeUnit, zone: Option<Tz> },
-    Decimal { precision: u8, scale: i8 },
+    Timestamp {
+        unit: TimeUnit,
+        zone: Option<Tz>,
+    },
+    Decimal {
+        precision: u8,
+        scale: i8,
+    },
 }
 
 /// One decoded value, held until its record is known to be whole.
@@ -220,7 +229,8 @@ impl Columns {
 
     fn position(&self, key: &[u8], hint: usize) -> Option<usize> {
         let key_head = head(key);
-        let is = |c: &Column| c.head == key_head && c.name.len() == key.len() && (key.len() <= 8 || c.name[8..] == key[8..]);
+        let is =
+            |c: &Column| c.head == key_head && c.name.len() == key.len() && (key.len() <= 8 || c.name[8..] == key[8..]);
         if self.columns.get(hint).is_some_and(is) {
             return Some(hint);
         }
@@ -348,7 +358,9 @@ impl Builder {
             A::Float64 => Builder::F64(Float64Builder::with_capacity(n)),
             A::Boolean => Builder::Bool(BooleanBuilder::with_capacity(n)),
             A::Date32 => Builder::Date(Date32Builder::with_capacity(n)),
-            A::Timestamp(TimeUnit::Second, _) => Builder::TsS(TimestampSecondBuilder::with_capacity(n).with_data_type(t.clone())),
+            A::Timestamp(TimeUnit::Second, _) => {
+                Builder::TsS(TimestampSecondBuilder::with_capacity(n).with_data_type(t.clone()))
+            }
             A::Timestamp(TimeUnit::Millisecond, _) => {
                 Builder::TsMs(TimestampMillisecondBuilder::with_capacity(n).with_data_type(t.clone()))
             }

@@ -19,8 +19,8 @@ use std::collections::HashSet;
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{
-    DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type,
-    UInt32Type, UInt64Type, UInt8Type,
+    DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type,
+    UInt64Type, UInt8Type,
 };
 use chrono::{Datelike, Timelike};
 
@@ -107,7 +107,9 @@ fn write_value(array: &dyn Array, i: usize, out: &mut Vec<u8>) {
         DataType::FixedSizeBinary(_) => hex_string(array.as_fixed_size_binary().value(i), out),
         DataType::Date32 => {
             let days = array.as_primitive::<Date32Type>().value(i);
-            match chrono::DateTime::from_timestamp(i64::from(days) * 86_400, 0).filter(|d| (0..=9999).contains(&d.year())) {
+            match chrono::DateTime::from_timestamp(i64::from(days) * 86_400, 0)
+                .filter(|d| (0..=9999).contains(&d.year()))
+            {
                 Some(d) => {
                     out.push(b'"');
                     date(&d, out);

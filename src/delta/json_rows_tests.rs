@@ -5,10 +5,9 @@ use std::sync::Arc;
 
 use arrow::array::{
     ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, DictionaryArray, FixedSizeBinaryArray,
-    Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, Int8Array, LargeStringArray, ListArray,
-    MapArray, NullArray, StringArray, StringViewArray, StructArray, TimestampMicrosecondArray,
-    TimestampMillisecondArray, TimestampNanosecondArray, TimestampSecondArray, UInt16Array, UInt32Array,
-    UInt64Array, UInt8Array,
+    Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, Int8Array, LargeStringArray, ListArray, MapArray,
+    NullArray, StringArray, StringViewArray, StructArray, TimestampMicrosecondArray, TimestampMillisecondArray,
+    TimestampNanosecondArray, TimestampSecondArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
 };
 use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field, Fields, Int32Type};
@@ -53,8 +52,7 @@ fn columns(n: usize, seed: u64) -> Vec<(&'static str, ArrayRef)> {
     let nulls: Vec<bool> = (0..n).map(|_| some(20)).collect();
     macro_rules! col {
         ($name:literal, $arr:ty, $edges:expr, $f:expr) => {{
-            let vals: Vec<_> =
-                (0..n).map(|i| nulls[(i * 7 + 3) % n].then(|| pick($edges, &mut rng2, $f))).collect();
+            let vals: Vec<_> = (0..n).map(|i| nulls[(i * 7 + 3) % n].then(|| pick($edges, &mut rng2, $f))).collect();
             v.push(($name, Arc::new(<$arr>::from(vals)) as ArrayRef));
         }};
     }
@@ -76,9 +74,20 @@ fn columns(n: usize, seed: u64) -> Vec<(&'static str, ArrayRef)> {
     col!("f32_small", Float32Array, &f32_edges, |r| (r % 20_000) as f32 / 7.0);
     let days = [i32::MIN, -719_529, -719_528, -1, 0, 2_932_896, 2_932_897, i32::MAX];
     col!("date", Date32Array, &days, |r| (r % 6_000_000) as i32 - 3_000_000);
-    let micros = [i64::MIN, -62_167_219_200_000_001, -62_167_219_200_000_000, -1, 0, 1, 253_402_300_799_999_999, 253_402_300_800_000_000, i64::MAX];
+    let micros = [
+        i64::MIN,
+        -62_167_219_200_000_001,
+        -62_167_219_200_000_000,
+        -1,
+        0,
+        1,
+        253_402_300_799_999_999,
+        253_402_300_800_000_000,
+        i64::MAX,
+    ];
     col!("ts_us", TimestampMicrosecondArray, &micros, |r| r as i64);
-    col!("ts_us_near", TimestampMicrosecondArray, &micros, |r| (r % 400_000_000_000_000_000) as i64 - 100_000_000_000_000_000);
+    col!("ts_us_near", TimestampMicrosecondArray, &micros, |r| (r % 400_000_000_000_000_000) as i64
+        - 100_000_000_000_000_000);
     col!("ts_ms", TimestampMillisecondArray, &[i64::MIN, -1, 0, i64::MAX], |r| (r % 10_000_000_000_000) as i64);
     col!("ts_s", TimestampSecondArray, &[i64::MIN, -1, 0, i64::MAX], |r| (r % 100_000_000_000) as i64);
     col!("ts_ns", TimestampNanosecondArray, &[i64::MIN, -1, 0, 999, i64::MAX], |r| r as i64);
@@ -168,7 +177,8 @@ fn nested_structs_lists_and_maps_print_as_the_value_path() {
         None,
         false,
     );
-    let mut top: Vec<(&'static str, ArrayRef)> = vec![("inner", Arc::new(inner)), ("list", Arc::new(list)), ("map", Arc::new(map))];
+    let mut top: Vec<(&'static str, ArrayRef)> =
+        vec![("inner", Arc::new(inner)), ("list", Arc::new(list)), ("map", Arc::new(map))];
     top.extend(cols.into_iter().skip(20));
     let row = struct_of(top, None);
     assert_same(&row, "nested rows");

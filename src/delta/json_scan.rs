@@ -236,9 +236,7 @@ impl<'a> Scan<'a> {
         }
         match self.peek()? {
             b'n' => self.literal(b"null"),
-            b't' | b'f' if matches!(slot, Slot::Boolean) => {
-                self.literal(b"true").or_else(|| self.literal(b"false"))
-            }
+            b't' | b'f' if matches!(slot, Slot::Boolean) => self.literal(b"true").or_else(|| self.literal(b"false")),
             b'"' => {
                 let (text, escaped) = self.string()?;
                 match slot {
@@ -373,7 +371,9 @@ mod tests {
                 }
             }
         }
-        for (text, int) in [("0", Some(0)), ("-0", Some(0)), ("-9223372036854775808", Some(i64::MIN)), ("2.0", None), ("1e3", None)] {
+        for (text, int) in
+            [("0", Some(0)), ("-0", Some(0)), ("-9223372036854775808", Some(i64::MIN)), ("2.0", None), ("1e3", None)]
+        {
             assert_eq!(Scan::bytes(text.as_bytes()).number().unwrap().integer(), int, "{text}");
         }
         for bad in ["01x", "-", "1.", "1e", "+1", "1x"] {
@@ -385,16 +385,58 @@ mod tests {
     #[test]
     fn the_pass_never_approves_what_the_walk_would_not() {
         const TOKENS: &[&str] = &[
-            "0", "-0", "12", "-7", "2.0", "2.5", "1e3", "-1.5e-3", "9223372036854775807", "9223372036854775808",
-            "-9223372036854775809", "128", "-129", "99999999999999999999999", "1e400", "01", "1.", "-", "123.45",
-            "1234.5", "0.50", "3.4e39", "340282366920938463463374607431768211456", "\"a\"", "\"ü\"",
-            "\"a\\\"b\"", "\"2024-01-02T03:04:05Z\"", "\"2024-01-02T03:04:05.1234567Z\"", "\"5\"",
-            "\"x\\u00e9\"", "\"\\q\"", "\"2.5\"", "true", "false", "null", "nul", "tru", "{", "}", "]", "",
-            "[1,2]", "[1,2.5]", "[]", "{}", "{\"n\":1}", "{\"n\":1.5}", "{\"k\":1}", "{\"k\":\"v\"}",
+            "0",
+            "-0",
+            "12",
+            "-7",
+            "2.0",
+            "2.5",
+            "1e3",
+            "-1.5e-3",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "128",
+            "-129",
+            "99999999999999999999999",
+            "1e400",
+            "01",
+            "1.",
+            "-",
+            "123.45",
+            "1234.5",
+            "0.50",
+            "3.4e39",
+            "340282366920938463463374607431768211456",
+            "\"a\"",
+            "\"ü\"",
+            "\"a\\\"b\"",
+            "\"2024-01-02T03:04:05Z\"",
+            "\"2024-01-02T03:04:05.1234567Z\"",
+            "\"5\"",
+            "\"x\\u00e9\"",
+            "\"\\q\"",
+            "\"2.5\"",
+            "true",
+            "false",
+            "null",
+            "nul",
+            "tru",
+            "{",
+            "}",
+            "]",
+            "",
+            "[1,2]",
+            "[1,2.5]",
+            "[]",
+            "{}",
+            "{\"n\":1}",
+            "{\"n\":1.5}",
+            "{\"k\":1}",
+            "{\"k\":\"v\"}",
         ];
-        const KEYS: &[&str] = &[
-            "x", "b", "g", "d", "ts", "day", "s", "f", "ok", "inner", "xs", "m", "bin", "ключ", "zz", "\\u0078", "n",
-        ];
+        const KEYS: &[&str] =
+            &["x", "b", "g", "d", "ts", "day", "s", "f", "ok", "inner", "xs", "m", "bin", "ключ", "zz", "\\u0078", "n"];
         let r = rules();
         let mut raw = crate::delta::test_rng::xorshift(0x9E37_79B9_7F4A_7C15u64);
         let mut next = move |n: usize| (raw() % n as u64) as usize;
@@ -409,7 +451,11 @@ mod tests {
                 rec.push_str([":", " : ", ""][next(3).min(next(3))]);
                 match next(6) {
                     0 => rec.push_str(&format!("[{}, {}]", TOKENS[next(TOKENS.len())], TOKENS[next(TOKENS.len())])),
-                    1 => rec.push_str(&format!("{{\"n\": {}, \"k\": {}}}", TOKENS[next(TOKENS.len())], TOKENS[next(TOKENS.len())])),
+                    1 => rec.push_str(&format!(
+                        "{{\"n\": {}, \"k\": {}}}",
+                        TOKENS[next(TOKENS.len())],
+                        TOKENS[next(TOKENS.len())]
+                    )),
                     _ => rec.push_str(TOKENS[next(TOKENS.len())]),
                 }
             }

@@ -21,9 +21,9 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
+use super::key_sidecar::{columns_fingerprint, sidecar_path};
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) use super::key_sidecar::{FileKeys, KeyHash, Layout, BUCKETS};
-use super::key_sidecar::{columns_fingerprint, sidecar_path};
 
 /// Resident bytes per entry.
 pub(crate) const ENTRY_BYTES: u64 = std::mem::size_of::<Entry>() as u64;
@@ -442,7 +442,10 @@ mod tests {
                     let mut want: Vec<(String, u32)> = model
                         .iter()
                         .flat_map(|(p, ks)| {
-                            ks.iter().enumerate().filter(|(_, k)| KeyHash::of(k) == *h).map(|(r, _)| (p.clone(), r as u32))
+                            ks.iter()
+                                .enumerate()
+                                .filter(|(_, k)| KeyHash::of(k) == *h)
+                                .map(|(r, _)| (p.clone(), r as u32))
                         })
                         .collect();
                     want.sort();

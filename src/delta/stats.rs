@@ -348,7 +348,8 @@ mod tests {
     /// them), floats with NaN leaving the column's bounds out.
     #[test]
     fn one_pass_ends_of_strings_and_floats() {
-        let strings: ArrayRef = Arc::new(StringArray::from(vec![Some("é"), None, Some("z"), Some(""), Some("zz"), Some("😀")]));
+        let strings: ArrayRef =
+            Arc::new(StringArray::from(vec![Some("é"), None, Some("z"), Some(""), Some("zz"), Some("😀")]));
         assert_eq!(min_max(&strings), Some((Scalar::Str(String::new()), Scalar::Str("😀".into()))));
         let floats: ArrayRef = Arc::new(arrow::array::Float32Array::from(vec![Some(2.5), None, Some(-0.5), Some(7.0)]));
         assert_eq!(min_max(&floats), Some((Scalar::Float(-0.5), Scalar::Float(7.0))));

@@ -259,7 +259,11 @@ pub(crate) fn row_id_high_water_mark(domain_configuration: &str) -> Option<i64> 
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when a new file has no `numRecords` statistic.
-pub(crate) fn assign_row_tracking(actions: &[Action], high_water_mark: Option<i64>, version: u64) -> Result<Vec<Action>> {
+pub(crate) fn assign_row_tracking(
+    actions: &[Action],
+    high_water_mark: Option<i64>,
+    version: u64,
+) -> Result<Vec<Action>> {
     let mut hwm = high_water_mark.unwrap_or(-1);
     let mut out = Vec::with_capacity(actions.len() + 1);
     let mut assigned = false;

@@ -19,12 +19,12 @@ use arrow::array::{Array, BooleanArray, StringArray};
 use arrow::compute::filter_record_batch;
 use tokio::time::Instant;
 
-use crate::storage::change_cursor::CommitChanges;
 use crate::common::follow::FollowerOptions;
 use crate::delta::followers::{position_health, PositionHealth};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
+use crate::storage::change_cursor::CommitChanges;
 use crate::storage::{Table, CHANGE_TYPE};
 
 /// Store faults a follower rides out (with backoff) at one step before it stops.

@@ -26,7 +26,6 @@ use std::future::Future;
 
 use serde_json::json;
 
-use crate::storage::change_cursor::{ChangeCursor, CommitChanges};
 use super::core::{riding_faults, Lag};
 use super::turns::{follow_loop, Delivery, Polled, Role, Want};
 use crate::common::follow::{FollowerOptions, StartAt};
@@ -34,6 +33,7 @@ use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::feed::sink::ChangeSink;
 use crate::metrics::PipelineMetrics;
+use crate::storage::change_cursor::{ChangeCursor, CommitChanges};
 use crate::storage::followers::Registrar;
 use crate::storage::Table;
 

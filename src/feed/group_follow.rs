@@ -27,7 +27,6 @@ use std::time::Duration;
 use arrow::array::{Array, RecordBatch, UInt32Array};
 use arrow::compute::take_record_batch;
 
-use crate::storage::change_cursor::{ChangeCursor, CommitChanges};
 use super::core::{riding_faults, FAULT_RETRIES};
 use super::follow::FollowerReport;
 use super::group::Member;
@@ -39,6 +38,7 @@ use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::feed::sink::ChangeSink;
 use crate::metrics::PipelineMetrics;
+use crate::storage::change_cursor::{ChangeCursor, CommitChanges};
 use crate::storage::Table;
 
 /// Runs `member` until `stop` resolves (or, with `once`, until its slices are caught up).

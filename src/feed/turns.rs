@@ -23,13 +23,13 @@ use std::time::Duration;
 
 use futures::FutureExt;
 
-use crate::storage::change_cursor::{ChangeCursor, CommitChanges};
 use super::core::{check_health, riding_faults, shape, Lag};
 use super::follow::FollowerReport;
 use crate::common::follow::FollowerOptions;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;
+use crate::storage::change_cursor::{ChangeCursor, CommitChanges};
 use crate::storage::Table;
 
 /// What a role wants read next.

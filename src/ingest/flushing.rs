@@ -82,7 +82,12 @@ impl FlushSlot {
     ///
     /// # Errors
     /// [`Error::Internal`] when a flush is already running.
-    pub(super) fn start(&mut self, parts: BTreeMap<i32, PartitionBatch>, bytes: u64, reason: FlushReason) -> Result<()> {
+    pub(super) fn start(
+        &mut self,
+        parts: BTreeMap<i32, PartitionBatch>,
+        bytes: u64,
+        reason: FlushReason,
+    ) -> Result<()> {
         let Some(mut flusher) = self.flusher.take() else {
             return Err(Error::Internal("a flush started while another runs".into()));
         };

@@ -65,7 +65,10 @@ impl OneTable {
             dead: Arc::new(dead),
             target_file_size: cfg.target_file_size,
             key_columns: cfg.upsert.as_ref().map(|u| u.key_columns.clone()),
-            key_index_memory: cfg.upsert.as_ref().map_or(crate::config::DEFAULT_INDEX_MEMORY.get(), |u| u.index_memory.get()),
+            key_index_memory: cfg
+                .upsert
+                .as_ref()
+                .map_or(crate::config::DEFAULT_INDEX_MEMORY.get(), |u| u.index_memory.get()),
             snapshot: schema.snapshot.clone(),
             coordinator,
         };

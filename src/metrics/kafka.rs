@@ -71,7 +71,11 @@ impl KafkaMetrics {
             m.refusals.clone(),
         );
         r.register("deltabus_kafka_produced_records", "Records committed from Produce requests", m.records.clone());
-        r.register("deltabus_kafka_produce_errors", "Produce batches answered with an error, by code", m.errors.clone());
+        r.register(
+            "deltabus_kafka_produce_errors",
+            "Produce batches answered with an error, by code",
+            m.errors.clone(),
+        );
         r.register("deltabus_kafka_produce_seconds", "Time from a Produce request to its answer", m.seconds.clone());
         r.register("deltabus_kafka_fetched_records", "Change records answered to Fetch requests", m.fetched.clone());
         r.register(

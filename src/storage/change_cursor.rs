@@ -359,7 +359,11 @@ impl PlannedCommit {
     ///
     /// # Errors
     /// Storage, data-file and deletion-vector errors of the files it references.
-    pub(crate) async fn read_by_file(&self, table: &Table, slice_of: &SliceOfFile) -> Result<(CommitChanges, Vec<u32>)> {
+    pub(crate) async fn read_by_file(
+        &self,
+        table: &Table,
+        slice_of: &SliceOfFile,
+    ) -> Result<(CommitChanges, Vec<u32>)> {
         let Next { version, ref actions, timestamp_ms, schema_changed } = self.next;
         let tagged = table.commit_changes_in_plan(&self.plan, version, actions, timestamp_ms, slice_of).await?;
         let (tags, batches) = tagged.into_iter().unzip();

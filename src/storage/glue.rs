@@ -56,9 +56,13 @@ impl Glue {
             .or_else(|_| std::env::var("AWS_ENDPOINT_URL"))
             .unwrap_or_else(|_| format!("https://glue.{region}.amazonaws.com"));
         // object_store's credential chain; the bucket is never used.
-        let s3 = AmazonS3Builder::from_env().with_bucket_name("glue").with_region(region).build().map_err(glue_failed)?;
+        let s3 =
+            AmazonS3Builder::from_env().with_bucket_name("glue").with_region(region).build().map_err(glue_failed)?;
         let client = Arc::new(Glue {
-            http: reqwest::Client::builder().timeout(std::time::Duration::from_secs(30)).build().map_err(glue_failed)?,
+            http: reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(30))
+                .build()
+                .map_err(glue_failed)?,
             endpoint,
             region: region.to_string(),
             credentials: s3.credentials().clone(),
@@ -92,7 +96,10 @@ impl Glue {
         }
         let kind = value["__type"].as_str().unwrap_or("").rsplit('#').next().unwrap_or("").to_string();
         if kind.is_empty() {
-            return Err(glue_failed(format!("{operation}: HTTP {status}: {}", text.chars().take(200).collect::<String>())));
+            return Err(glue_failed(format!(
+                "{operation}: HTTP {status}: {}",
+                text.chars().take(200).collect::<String>()
+            )));
         }
         let message = value["message"].as_str().or(value["Message"].as_str()).unwrap_or("").to_string();
         Ok(Err(GlueError { kind, message }))
@@ -124,7 +131,12 @@ impl Glue {
                     match self.call("CreateDatabase", &db).await? {
                         Ok(_) => {}
                         Err(e) if e.kind == "AlreadyExistsException" => {}
-                        Err(e) => return Err(glue_failed(format!("CreateDatabase {}: {}: {}", t.database, e.kind, e.message))),
+                        Err(e) => {
+                            return Err(glue_failed(format!(
+                                "CreateDatabase {}: {}: {}",
+                                t.database, e.kind, e.message
+                            )))
+                        }
                     }
                 }
                 Err(e) => return Err(glue_failed(format!("CreateTable {}: {}: {}", t.database, e.kind, e.message))),
@@ -222,10 +234,15 @@ impl Table {
             }
             if metadata_number(there).is_some_and(|n| n >= state.metadata_version) {
                 settled = true;
-                    break;
+                break;
             }
-            let input =
-                iceberg_table_input(&target.table, &location, &metadata_location, Some(there).filter(|p| !p.is_empty()), iceberg_schema);
+            let input = iceberg_table_input(
+                &target.table,
+                &location,
+                &metadata_location,
+                Some(there).filter(|p| !p.is_empty()),
+                iceberg_schema,
+            );
             let mut body = json!({"DatabaseName": target.database, "TableInput": input});
             if let Some(v) = current["VersionId"].as_str() {
                 body["VersionId"] = json!(v);
@@ -239,7 +256,12 @@ impl Table {
                 }
                 // Another writer moved it first: read again.
                 Err(e) if e.kind == "ConcurrentModificationException" => continue,
-                Err(e) => return Err(glue_failed(format!("UpdateTable {}.{}: {}: {}", target.database, target.table, e.kind, e.message))),
+                Err(e) => {
+                    return Err(glue_failed(format!(
+                        "UpdateTable {}.{}: {}: {}",
+                        target.database, target.table, e.kind, e.message
+                    )))
+                }
             }
         }
         if !settled {

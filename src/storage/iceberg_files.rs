@@ -44,8 +44,8 @@ impl Table {
             }
             kept.insert(path.clone());
             let bytes = self.get_required(&format!("{root}{path}")).await?;
-            let meta: Value = serde_json::from_slice(&bytes)
-                .map_err(|e| crate::error::Error::invalid_log(path.clone(), e))?;
+            let meta: Value =
+                serde_json::from_slice(&bytes).map_err(|e| crate::error::Error::invalid_log(path.clone(), e))?;
             for s in meta["snapshots"].as_array().into_iter().flatten() {
                 if let Some(l) = s["manifest-list"].as_str() {
                     lists.insert(l.to_string());

@@ -175,10 +175,8 @@ impl Table {
         // The files' row counts, where their statistics give them: room for their keys at once,
         // when that fits the budget (else buckets are evicted as they fill anyway).
         // (Saturating: the counts are a table's claims, a hostile one's included.)
-        let expected: u64 = new
-            .iter()
-            .filter_map(|a| a.num_records().and_then(|n| u64::try_from(n).ok()))
-            .fold(0, u64::saturating_add);
+        let expected: u64 =
+            new.iter().filter_map(|a| a.num_records().and_then(|n| u64::try_from(n).ok())).fold(0, u64::saturating_add);
         if new.len() > 1 && expected.saturating_mul(crate::delta::key_index::ENTRY_BYTES) <= budget {
             ix.reserve(expected);
         }
@@ -367,7 +365,12 @@ impl Table {
     /// # Errors
     /// As a keyed flush's lookup.
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
-    pub(crate) async fn build_key_index(&self, snapshot: &Snapshot, columns: &[String], budget: u64) -> Result<IndexStats> {
+    pub(crate) async fn build_key_index(
+        &self,
+        snapshot: &Snapshot,
+        columns: &[String],
+        budget: u64,
+    ) -> Result<IndexStats> {
         Ok(self.locate_keys(snapshot, columns, budget, &[]).await?.1)
     }
 
@@ -396,4 +399,3 @@ impl Table {
         self.key_index.lock().await.stats
     }
 }
-

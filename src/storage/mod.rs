@@ -39,12 +39,12 @@ pub(crate) use data_writer::{DataWriter, WriterConfig};
 pub(crate) use exactly_once::{commit_exactly_once, Landed, Plan, PlanFn, Planned, Planner, Then};
 #[cfg(feature = "internal-api")]
 pub use files::{ListedFile, COPY_PART};
-#[cfg_attr(feature = "internal-api", visibility::make(pub))]
-pub(crate) use location::{StorageOptions, Table};
 pub(crate) use iceberg::DeltaVersion as UniformVersion;
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) use key_index::IndexStats;
 pub(crate) use key_index::WarmUp as KeyIndexWarmUp;
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) use location::{StorageOptions, Table};
 pub(crate) use log_reader::CommitRecord;
 pub(crate) use retrying::requests as store_requests;
 pub(crate) use staged::StagedCommit;

@@ -86,7 +86,11 @@ fn judged(t: &DataType) -> bool {
     (t.is_primitive() && !matches!(t, DataType::Float16))
         || matches!(
             t,
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary | DataType::FixedSizeBinary(_)
+            DataType::Utf8
+                | DataType::LargeUtf8
+                | DataType::Binary
+                | DataType::LargeBinary
+                | DataType::FixedSizeBinary(_)
         )
 }
 
@@ -207,7 +211,8 @@ mod tests {
         ]);
         assert_eq!(chosen(&b), ["id", "ts", "uuid"]);
         // The same rows in batches of 4,096 (one poll each): the same choice.
-        let polls: Vec<RecordBatch> = (0..b.num_rows()).step_by(4096).map(|s| b.slice(s, 4096.min(b.num_rows() - s))).collect();
+        let polls: Vec<RecordBatch> =
+            (0..b.num_rows()).step_by(4096).map(|s| b.slice(s, 4096.min(b.num_rows() - s))).collect();
         assert_eq!(plain_columns(&polls.iter().collect::<Vec<_>>()), ["id", "ts", "uuid"]);
         // One poll alone is too small to judge: a user column of 9,973 values would look unique.
         assert!(plain_columns(&[&polls[0]]).is_empty());
@@ -260,7 +265,12 @@ mod tests {
         let mut dictionaries = std::collections::BTreeMap::new();
         for rg in meta.row_groups() {
             for c in rg.columns() {
-                let logical = if c.column_path().string() == snapshot.schema.fields[0].physical_name(snapshot.column_mapping()) { "id" } else { "user" };
+                let logical =
+                    if c.column_path().string() == snapshot.schema.fields[0].physical_name(snapshot.column_mapping()) {
+                        "id"
+                    } else {
+                        "user"
+                    };
                 assert_ne!(c.column_path().string(), logical, "the file uses physical names");
                 dictionaries.entry(logical).or_insert(Vec::new()).push(c.dictionary_page_offset().is_some());
             }

@@ -129,7 +129,8 @@ impl ProtoColumns {
         let (rows, bytes) = (bodies.len(), bodies.iter().map(|b| b.len()).sum());
         let mut rooms = self.text_room.iter();
         let mut text = || rooms.next().map_or(0, |r| r.room(rows, bytes));
-        let mut cols: Vec<Col> = self.schema.fields().iter().map(|f| Col::new(f, rows, &mut text)).collect::<Option<_>>()?;
+        let mut cols: Vec<Col> =
+            self.schema.fields().iter().map(|f| Col::new(f, rows, &mut text)).collect::<Option<_>>()?;
         for body in bodies {
             decode_message(&self.root, body, &mut cols, 0)?;
         }

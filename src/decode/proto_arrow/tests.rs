@@ -139,12 +139,11 @@ fn wire_decoding_agrees_with_the_dynamic_path() {
         tried += 1;
         if let Some(got) = plan.decode(&[body.as_slice()]) {
             direct += 1;
-            let want = dynamic(&desc, &decoder, std::slice::from_ref(&body))
-                .unwrap_or_else(|| {
-                    let m = DynamicMessage::decode(desc.clone(), body.as_slice());
-                    let json = m.as_ref().map(|m| crate::decode::protobuf::to_json(m, &proto3_options(), 0));
-                    panic!("only the direct path decodes {body:?}: {json:?}")
-                });
+            let want = dynamic(&desc, &decoder, std::slice::from_ref(&body)).unwrap_or_else(|| {
+                let m = DynamicMessage::decode(desc.clone(), body.as_slice());
+                let json = m.as_ref().map(|m| crate::decode::protobuf::to_json(m, &proto3_options(), 0));
+                panic!("only the direct path decodes {body:?}: {json:?}")
+            });
             for (i, f) in schema.fields().iter().enumerate() {
                 assert_eq!(got.column(i), want.column(i), "column {} of {body:?}", f.name());
             }

@@ -72,8 +72,7 @@ pub(crate) fn enable_uniform(snapshot: &Snapshot) -> Result<Option<(Protocol, Me
     if on("delta.enableDeletionVectors") {
         configuration.insert("delta.enableDeletionVectors".into(), "false".into());
     }
-    let protocol =
-        with_features(&snapshot.protocol, &[Feature::ColumnMapping.name()], &["icebergCompatV2"]);
+    let protocol = with_features(&snapshot.protocol, &[Feature::ColumnMapping.name()], &["icebergCompatV2"]);
     let metadata = Metadata { schema_string: schema.to_json(), configuration, ..snapshot.metadata.clone() };
     check_writable(&protocol, &metadata)?;
     Ok(Some((protocol, metadata)))

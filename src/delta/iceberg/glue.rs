@@ -45,7 +45,11 @@ fn glue_name(s: &str) -> String {
 
 /// The registration a table's properties ask for (`None`: not registered). `region_env` is
 /// the region the environment names, if any.
-pub(crate) fn glue_target(config: &HashMap<String, String>, table_url: &str, region_env: Option<&str>) -> Option<GlueTarget> {
+pub(crate) fn glue_target(
+    config: &HashMap<String, String>,
+    table_url: &str,
+    region_env: Option<&str>,
+) -> Option<GlueTarget> {
     let database = get(config, "deltabus.glue.database")?.to_string();
     let dir = table_url.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
     let dir = percent_encoding::percent_decode_str(dir).decode_utf8_lossy();
@@ -56,7 +60,13 @@ pub(crate) fn glue_target(config: &HashMap<String, String>, table_url: &str, reg
         None => Some(format!("{table}_delta")),
     };
     let region = get(config, "deltabus.glue.region").or(region_env).unwrap_or("us-east-1").to_string();
-    Some(GlueTarget { database, table, delta_table, region, catalog_id: get(config, "deltabus.glue.catalogId").map(str::to_string) })
+    Some(GlueTarget {
+        database,
+        table,
+        delta_table,
+        region,
+        catalog_id: get(config, "deltabus.glue.catalogId").map(str::to_string),
+    })
 }
 
 /// A Hive type name of an Iceberg type (Glue's column types).
@@ -71,7 +81,11 @@ fn hive_type(t: &Value) -> String {
         Value::Object(_) if t["type"] == "struct" => {
             let fields: Vec<String> = t["fields"]
                 .as_array()
-                .map(|f| f.iter().map(|f| format!("{}:{}", f["name"].as_str().unwrap_or(""), hive_type(&f["type"]))).collect())
+                .map(|f| {
+                    f.iter()
+                        .map(|f| format!("{}:{}", f["name"].as_str().unwrap_or(""), hive_type(&f["type"])))
+                        .collect()
+                })
                 .unwrap_or_default();
             format!("struct<{}>", fields.join(","))
         }
@@ -134,7 +148,9 @@ mod tests {
     #[test]
     fn targets_from_properties() {
         assert_eq!(glue_target(&cfg(&[]), "s3://b/t", None), None);
-        let t = glue_target(&cfg(&[("deltabus.glue.database", "lake")]), "s3://b/x/Événements-2026/", Some("eu-west-1")).unwrap();
+        let t =
+            glue_target(&cfg(&[("deltabus.glue.database", "lake")]), "s3://b/x/Événements-2026/", Some("eu-west-1"))
+                .unwrap();
         assert_eq!(t.table, "_v_nements_2026");
         assert_eq!(t.delta_table.as_deref(), Some("_v_nements_2026_delta"));
         assert_eq!((t.region.as_str(), t.catalog_id), ("eu-west-1", None));
@@ -161,7 +177,13 @@ mod tests {
             {"id": 2, "name": "d", "type": "decimal(10, 2)"},
             {"id": 3, "name": "s", "type": {"type": "struct", "fields": [{"id": 4, "name": "t", "type": "timestamptz"}]}},
         ]});
-        let i = iceberg_table_input("t", "s3://b/t", "s3://b/t/metadata/v2.metadata.json", Some("s3://b/t/metadata/v1.metadata.json"), &schema);
+        let i = iceberg_table_input(
+            "t",
+            "s3://b/t",
+            "s3://b/t/metadata/v2.metadata.json",
+            Some("s3://b/t/metadata/v1.metadata.json"),
+            &schema,
+        );
         assert_eq!(i["Parameters"]["table_type"], "ICEBERG");
         assert_eq!(i["Parameters"]["previous_metadata_location"], "s3://b/t/metadata/v1.metadata.json");
         let cols = &i["StorageDescriptor"]["Columns"];

@@ -44,8 +44,16 @@ pub(crate) struct NewSnapshot {
 }
 
 /// Metadata for a table that has no snapshot yet.
-pub(crate) fn new_metadata(table_uuid: &str, location: &str, schema: Value, last_column_id: i64, spec: Value, now_ms: i64) -> Value {
-    let last_partition_id = spec["fields"].as_array().and_then(|f| f.iter().filter_map(|p| p["field-id"].as_i64()).max()).unwrap_or(999);
+pub(crate) fn new_metadata(
+    table_uuid: &str,
+    location: &str,
+    schema: Value,
+    last_column_id: i64,
+    spec: Value,
+    now_ms: i64,
+) -> Value {
+    let last_partition_id =
+        spec["fields"].as_array().and_then(|f| f.iter().filter_map(|p| p["field-id"].as_i64()).max()).unwrap_or(999);
     json!({
         "format-version": 2,
         "table-uuid": table_uuid,

@@ -188,7 +188,9 @@ pub(crate) fn name_mapping(schema: &StructType, mode: crate::delta::schema::Colu
         match t {
             DataType::Struct(s) => walk(&s.fields, mode),
             DataType::Array(a) => entry("element", &a.element_type).into_iter().collect(),
-            DataType::Map(m) => [entry("key", &m.key_type), entry("value", &m.value_type)].into_iter().flatten().collect(),
+            DataType::Map(m) => {
+                [entry("key", &m.key_type), entry("value", &m.value_type)].into_iter().flatten().collect()
+            }
             _ => Vec::new(),
         }
     }
@@ -208,7 +210,9 @@ pub(crate) fn partition_fields(
     use PrimitiveType as P;
     let mut out = Vec::new();
     for (i, name) in partition_columns.iter().enumerate() {
-        let f = schema.field(name).ok_or_else(|| Error::invalid_log("metadata", format!("no partition column {name:?}")))?;
+        let f = schema
+            .field(name)
+            .ok_or_else(|| Error::invalid_log("metadata", format!("no partition column {name:?}")))?;
         let kind = match &f.data_type {
             DataType::Primitive(P::Byte | P::Short | P::Integer) => PartitionKind::Int,
             DataType::Primitive(P::Long) => PartitionKind::Long,

@@ -14,11 +14,9 @@ use arrow::array::Int64Array;
 
 #[test]
 fn fractional_literals_compare_numerically_with_integer_columns() {
-    let batch = RecordBatch::try_from_iter(vec![(
-        "id",
-        Arc::new(arrow::array::Int64Array::from(vec![1, 2, 3])) as ArrayRef,
-    )])
-    .unwrap();
+    let batch =
+        RecordBatch::try_from_iter(vec![("id", Arc::new(arrow::array::Int64Array::from(vec![1, 2, 3])) as ArrayRef)])
+            .unwrap();
     let got = parse("id > 1.5").unwrap().evaluate(&batch).unwrap();
     assert_eq!(got, BooleanArray::from(vec![false, true, true]));
     let got = parse("id = 2.0").unwrap().evaluate(&batch).unwrap();
@@ -59,7 +57,10 @@ fn parses_the_grammar() {
 
 #[test]
 fn prunes_with_stats_and_partitions() {
-    let stats: Value = serde_json::from_str(r#"{"numRecords":10,"minValues":{"id":10,"s":"b"},"maxValues":{"id":20,"s":"m"},"nullCount":{"id":0,"s":2}}"#).unwrap();
+    let stats: Value = serde_json::from_str(
+        r#"{"numRecords":10,"minValues":{"id":10,"s":"b"},"maxValues":{"id":20,"s":"m"},"nullCount":{"id":0,"s":2}}"#,
+    )
+    .unwrap();
     let none = |_: &str| None;
     let phys = |p: &[String]| p.to_vec();
     let m = |q: &str| parse(q).unwrap().may_match_file(&none, Some(&stats), &phys);
@@ -76,11 +77,9 @@ fn prunes_with_stats_and_partitions() {
 
 #[test]
 fn evaluates_rows_three_valued() {
-    let batch = RecordBatch::try_from_iter(vec![(
-        "id",
-        Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])) as ArrayRef,
-    )])
-    .unwrap();
+    let batch =
+        RecordBatch::try_from_iter(vec![("id", Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])) as ArrayRef)])
+            .unwrap();
     let rows = |q: &str| parse(q).unwrap().evaluate(&batch).unwrap().iter().map(|v| v.unwrap()).collect::<Vec<_>>();
     assert_eq!(rows("id > 1"), vec![false, false, true]);
     assert_eq!(rows("NOT id > 1"), vec![true, false, false], "null stays unknown under NOT");

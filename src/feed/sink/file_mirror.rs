@@ -47,7 +47,12 @@ impl FileMirror {
     /// # Errors
     /// Target read errors other than "no table yet".
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
-    pub(crate) async fn open(source: &Table, target: &Table, follower_id: &str, source_table_id: &str) -> Result<FileMirror> {
+    pub(crate) async fn open(
+        source: &Table,
+        target: &Table,
+        follower_id: &str,
+        source_table_id: &str,
+    ) -> Result<FileMirror> {
         let app_id =
             TxnAppId::Follower { follower: follower_id.to_string(), source_table_id: source_table_id.to_string() };
         let snapshot = target.existing_snapshot().await?;

@@ -250,8 +250,7 @@ impl KafkaSink {
                 let headers = OwnedHeaders::new()
                     .insert(Header { key: "deltabus.change_type", value: Some(change_type.as_bytes()) })
                     .insert(Header { key: "deltabus.commit_version", value: Some(version.as_bytes()) });
-                let mut record =
-                    FutureRecord::<str, str>::to(&self.cfg.topic).payload(&*payload).headers(headers);
+                let mut record = FutureRecord::<str, str>::to(&self.cfg.topic).payload(&*payload).headers(headers);
                 if let Some(k) = &key {
                     record = record.key(k.as_str());
                 }

@@ -73,9 +73,10 @@ impl MirrorSink {
         let app_id =
             TxnAppId::Follower { follower: follower_id.to_string(), source_table_id: source_table_id.to_string() };
         let snapshot = target.existing_snapshot().await?;
-        let warm = snapshot.as_ref().filter(|s| !s.files().is_empty()).map(|s| {
-            target.warm_key_index(s.clone(), keys.to_vec(), crate::config::DEFAULT_INDEX_MEMORY.get())
-        });
+        let warm = snapshot
+            .as_ref()
+            .filter(|s| !s.files().is_empty())
+            .map(|s| target.warm_key_index(s.clone(), keys.to_vec(), crate::config::DEFAULT_INDEX_MEMORY.get()));
         Ok(MirrorSink {
             source: source.clone(),
             target: target.clone(),
@@ -231,7 +232,8 @@ impl Planner for Merge<'_> {
         let (parts, applied) = m.changes_as_batch(self.source, self.changes)?;
         let mut config = WriterConfig::for_snapshot(target);
         config.target_file_size = config.target_file_size.max(1);
-        let upsert = plan(&m.target, target, &m.keys, &parts, config, crate::config::DEFAULT_INDEX_MEMORY.get()).await?;
+        let upsert =
+            plan(&m.target, target, &m.keys, &parts, config, crate::config::DEFAULT_INDEX_MEMORY.get()).await?;
         let (txn, written) = merge_transaction(upsert, &m.keys, &m.app_id.to_string(), applied);
         let txn = txn.with_parameter("epochId", self.changes.version.to_string());
         Ok(Plan::commit(txn, vec![(m.app_id.clone(), version)], written, applied))

@@ -105,7 +105,8 @@ mod tests {
             headers: Default::default(),
         };
         let mut buf = bytes::BytesMut::new();
-        RecordBatchEncoder::encode(&mut buf, [&record], &RecordEncodeOptions { version: 2, compression: codec }).unwrap();
+        RecordBatchEncoder::encode(&mut buf, [&record], &RecordEncodeOptions { version: 2, compression: codec })
+            .unwrap();
         buf.freeze()
     }
 

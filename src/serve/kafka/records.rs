@@ -209,10 +209,12 @@ pub(crate) fn bytes_schema() -> StructType {
 fn bytes_rows(batch: &Batch, table: &ResolvedTable, current: Option<&StructType>) -> Result<Rows, Refusal> {
     let schema = bytes_schema();
     match current {
-        Some(s) if *s != schema => return Err(Refusal::Bad(format!(
+        Some(s) if *s != schema => {
+            return Err(Refusal::Bad(format!(
             "a bytes topic writes a table of columns key binary, value binary, timestamp timestamp; {:?} has others",
             table.name
-        ))),
+        )))
+        }
         None if !table.settings.create => {
             return Err(Refusal::NoTable(format!("table {:?} does not exist yet and create = false", table.name)))
         }

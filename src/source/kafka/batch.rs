@@ -81,7 +81,9 @@ impl MessageQueue {
         let wake = Arc::into_raw(wake);
         // SAFETY: the queue is live; the callback only reads the `Notify`, which lives until
         // `Drop` has disabled the callback.
-        unsafe { rd::rd_kafka_queue_cb_event_enable(queue.as_ptr(), Some(queue_turned_non_empty), wake as *mut c_void) };
+        unsafe {
+            rd::rd_kafka_queue_cb_event_enable(queue.as_ptr(), Some(queue_turned_non_empty), wake as *mut c_void)
+        };
         Ok(MessageQueue { queue, consumer_queue, rk, wake })
     }
 

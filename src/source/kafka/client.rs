@@ -42,11 +42,15 @@ mod tests {
 
     #[test]
     fn producers_leave_consumer_only_settings_out() {
-        let props: BTreeMap<String, String> =
-            [("fetch.min.bytes", "1"), ("linger.ms", "5"), ("session.timeout.ms", "9"), ("max.partition.fetch.bytes", "7")]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
+        let props: BTreeMap<String, String> = [
+            ("fetch.min.bytes", "1"),
+            ("linger.ms", "5"),
+            ("session.timeout.ms", "9"),
+            ("max.partition.fetch.bytes", "7"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
         let p = client_config("b:1", &props, Role::Producer);
         assert_eq!(p.get("bootstrap.servers"), Some("b:1"));
         assert_eq!(

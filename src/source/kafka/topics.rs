@@ -50,7 +50,12 @@ const CREATE_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// # Errors
 /// [`Error::Kafka`] naming the topic, why, and `how` to create it by hand.
-pub(crate) fn ensure_one_partition(client: &ClientConfig, topic: &str, configs: &[(&str, &str)], how: &str) -> Result<bool> {
+pub(crate) fn ensure_one_partition(
+    client: &ClientConfig,
+    topic: &str,
+    configs: &[(&str, &str)],
+    how: &str,
+) -> Result<bool> {
     use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
     use rdkafka::types::RDKafkaErrorCode;
     let ctx = || crate::common::kafka_log::LoggedContext;

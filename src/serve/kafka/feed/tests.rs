@@ -12,8 +12,8 @@ fn offsets_are_commit_and_row() {
 }
 
 async fn commit(table: &Table, actions: Vec<crate::delta::actions::Action>) {
-    use crate::delta::transaction::{Operation, Transaction};
     use crate::delta::actions::Action;
+    use crate::delta::transaction::{Operation, Transaction};
     let creates = actions.iter().any(|a| matches!(a, Action::Protocol(_)));
     let op = if creates { Operation::CreateTable } else { Operation::Write };
     let txn = Transaction::new(op, actions);
@@ -36,13 +36,13 @@ async fn create(table: &Table) {
 
 /// Appends one data file of `ids` to the one-column table at `table`.
 async fn append(table: &Table, ids: &[i64]) {
+    use crate::storage::{DataWriter, WriterConfig};
     use arrow::array::Int64Array;
     use arrow::datatypes::{DataType, Field, Schema};
-    use crate::storage::{DataWriter, WriterConfig};
     let snapshot = table.snapshot(None).await.unwrap_or_else(|e| panic!("{e}"));
     let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
-    let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(ids.to_vec()))])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let batch =
+        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(ids.to_vec()))]).unwrap_or_else(|e| panic!("{e}"));
     let writer =
         DataWriter::new(table, &snapshot, WriterConfig::for_snapshot(&snapshot)).unwrap_or_else(|e| panic!("{e}"));
     let adds = writer.write_all([&batch]).await.unwrap_or_else(|e| panic!("{e}"));
