@@ -13,7 +13,8 @@
 //!    runs alongside, at most ~80,000 records ahead (payloads are generated, never held),
 //!    and the consumer gets `fetch.wait.max.ms=20` (the mock does not wake a waiting fetch when
 //!    data arrives; a real broker does). Records/s, MB/s, CPU seconds, peak RSS of the process.
-//! 4. **Latency** (`support::send_to_visible`): one record every 10 ms for 20 s with a 1 s flush interval; for each record,
+//! 4. **Latency** (`support::send_to_visible`; `BENCH_ONLY_LATENCY=1` runs it alone, against
+//!    `DELTABUS_BENCH_BROKERS` when set): one record every 10 ms for 20 s with a 1 s flush interval; for each record,
 //!    the time from its send to the commit whose txn covers its offset (the `lastUpdated` of
 //!    that txn): p50 / p99.
 //!
@@ -561,8 +562,8 @@ async fn mock_preproduced(n: usize, size: usize) -> (f64, Ingested) {
 /// Send → visible latencies (ms) at a 1 s flush, one record every 10 ms for 20 s.
 async fn latency() -> Vec<f64> {
     support::send_to_visible(
-        |brokers, table| {
-            let mut p = pipeline(brokers, "lat", table, 1000, 1_000_000);
+        |brokers, topic, table| {
+            let mut p = pipeline(brokers, topic, table, 1000, 1_000_000);
             p.app_id = Some("lat".into());
             p
         },
@@ -606,6 +607,10 @@ fn main() {
     }
     let n = records();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    // BENCH_ONLY_LATENCY=1: the latency part alone (against DELTABUS_BENCH_BROKERS when set).
+    if std::env::var_os("BENCH_ONLY_LATENCY").is_some() {
+        return print_latency(&rt);
+    }
     let only_external = std::env::var("BENCH_ONLY_EXTERNAL").is_ok();
     let only_pre = std::env::var("BENCH_ONLY_PREPRODUCED").is_ok();
     for size in [250usize, 1024].into_iter().filter(|_| !only_external && !only_pre) {
@@ -693,6 +698,10 @@ fn main() {
     if only_pre {
         return;
     }
+    print_latency(&rt);
+}
+
+fn print_latency(rt: &tokio::runtime::Runtime) {
     let mut lat = rt.block_on(latency());
     lat.sort_by(f64::total_cmp);
     println!(

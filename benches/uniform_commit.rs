@@ -68,7 +68,7 @@ async fn ingest(n: u64, uniform: bool) -> (f64, u64, Vec<f64>) {
         |i| (None, payload(i as usize), (i % 4) as i32),
     )
     .await;
-    let mut lat = support::send_to_visible(|b, t| pipeline(b, "lat", t, uniform), payload, uniform).await;
+    let mut lat = support::send_to_visible(|b, topic, t| pipeline(b, topic, t, uniform), payload, uniform).await;
     lat.sort_by(f64::total_cmp);
     (n as f64 / seconds, commits, lat)
 }

@@ -4,7 +4,8 @@
 #   - .venv: the Python packages of scripts/requirements.txt (deltalake, pyarrow, moto, ...)
 #   - .tools/node_modules: Azurite (Azure blob emulator) and KafkaJS (a third Kafka client)
 #   - .tools/bin/kernel-oracle: the reference reader, built from tools/kernel-oracle
-#   - .tools/kafka-broker: Apache Kafka's jars (Maven Central), the suite's broker
+#   - .tools/kafka-broker: Apache Kafka's jars (Maven Central), the suite's broker, its perf
+#     tests, and a probe driving the Java client (tools/kafka-broker/src/KafkaProbe.java)
 #   - .tools/bin/tansu (only `setup.sh bench`): a Kafka-protocol broker from crates.io, the
 #     separate broker of the benchmarks' older figures
 #   - kcat (Debian's package: the README's Kafka examples run in the tests)
@@ -110,12 +111,13 @@ java_tools() {
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
   fi
   ln -sfn "$dir" .tools/iceberg-probe
-  # Apache Kafka, the suite's broker.
-  key=$(sha256sum tools/kafka-broker/pom.xml | cut -c1-16)
+  # Apache Kafka, the suite's broker, its perf tests, and the Java client's probe.
+  key=$(cat tools/kafka-broker/pom.xml tools/kafka-broker/src/*.java | sha256sum | cut -c1-16)
   dir="$cache/kafka-broker-$key"
   if [ ! -f "$dir/lib/.complete" ]; then
     echo "setup: resolving Apache Kafka $key (once per version)"
     resolve tools/kafka-broker/pom.xml "$dir"
+    javac -nowarn -encoding UTF-8 -d "$dir.tmp/classes" -cp "$dir.tmp/lib/*" tools/kafka-broker/src/KafkaProbe.java
     touch "$dir.tmp/lib/.complete"
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
   fi

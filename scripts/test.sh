@@ -59,7 +59,7 @@ require .venv/bin/python "the Python packages"
 require .venv/bin/moto_server "moto, the S3 emulator"
 require .tools/node_modules/.bin/azurite-blob "Azurite, the Azure emulator"
 require .tools/bin/kernel-oracle "the reference reader"
-if [ ! -f .tools/kafka-broker/lib/.complete ]; then
+if [ ! -f .tools/kafka-broker/lib/.complete ] || [ ! -f .tools/kafka-broker/classes/KafkaProbe.class ]; then
   echo "test.sh: Apache Kafka is missing: run 'bash scripts/setup.sh' (it resolves it with Maven; needs a JDK and Maven)" >&2
   exit 1
 fi
@@ -115,6 +115,10 @@ export DELTABUS_TEST_AZURE_ENDPOINT="http://127.0.0.1:$az_port/devstoreaccount1"
 # object_store's emulator mode reads Azurite's address from here (its default is port 10000).
 export AZURITE_BLOB_STORAGE_URL="http://127.0.0.1:$az_port"
 export DELTABUS_TEST_KAFKA_BROKERS="127.0.0.1:$kafka_port"
+# The broker's SASL_SSL listener and the test CA that signed its certificate.
+export DELTABUS_TEST_KAFKA_SECURE="127.0.0.1:$((kafka_port + 2))"
+export DELTABUS_TEST_KAFKA_CA="$logs/kafka/tls/ca.pem"
+export DELTABUS_KAFKA_JAVA="$PWD/.tools/kafka-broker"
 export DELTABUS_TEST_PYTHON="$PWD/.venv/bin/python"
 export DELTABUS_KERNEL_ORACLE="$PWD/.tools/bin/kernel-oracle"
 export DELTABUS_ICEBERG_PROBE="$PWD/.tools/iceberg-probe"

@@ -79,6 +79,11 @@ pub enum Error {
     #[error("kafka: {0}")]
     Kafka(String),
 
+    /// The Kafka brokers refused this client's credentials or permissions (a wrong password,
+    /// an unknown user, a missing ACL): waiting does not help, the configuration must change.
+    #[error("kafka refused the client: {0}")]
+    KafkaRefused(String),
+
     /// A newer holder of the same role (a transactional producer of the same id) took over:
     /// this one may no longer write for it.
     #[error("fenced: {0}")]

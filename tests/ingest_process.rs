@@ -118,12 +118,18 @@ fn three_workers_joining_and_leaving_under_cooperative_rebalancing_are_exactly_o
     rebalance("cooperative-sticky", 3);
 }
 
-/// The same exactly-once check against Apache Kafka (started by scripts/test.sh): workers
-/// killed with -9 and joining mid-stream, then every id once; classic cooperative
+/// The same exactly-once check against Apache Kafka (started by scripts/test.sh): a worker
+/// killed with -9 mid-stream, two more joining, then every id once; classic cooperative
 /// rebalancing.
 #[test]
 fn exactly_once_against_a_real_broker() {
     against_a_real_broker("cooperative-sticky");
+}
+
+/// The same under classic eager rebalancing (`range`): every partition revoked at each join.
+#[test]
+fn exactly_once_against_a_real_broker_with_eager_rebalancing() {
+    against_a_real_broker("range");
 }
 
 /// The same under KIP-848's consumer group protocol (`group.protocol=consumer`), where the

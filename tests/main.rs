@@ -27,6 +27,7 @@ mod kafka_broker;
 mod kafka_door;
 mod kafka_fetch;
 mod kafka_front;
+mod kafka_java;
 mod kafka_js;
 mod kafka_keyed;
 mod kafka_registry;

@@ -140,27 +140,41 @@ pub async fn ingest_alongside_timed(
 }
 
 /// Produce → visible latency: one record (`payload(i)`) every 10 ms for 20 s into a fresh
-/// table through `pipeline(brokers, table)` (reading topic `lat`, pipeline `lat`); for each
+/// table through `pipeline(brokers, topic, table)` (pipeline `lat`, reading topic `lat` on the
+/// in-process mock, or a new topic on `DELTABUS_BENCH_BROKERS` when set); for each
 /// record, the milliseconds from its send to the commit whose txn covers its offset (the
 /// `lastUpdated` of that txn), or with `iceberg` to the Iceberg metadata file that first
 /// holds that commit (its modification time: when an Iceberg reader could see the row).
 pub async fn send_to_visible(
-    pipeline: impl FnOnce(&str, &str) -> PipelineConfig,
+    pipeline: impl FnOnce(&str, &str, &str) -> PipelineConfig,
     payload: impl Fn(usize) -> String,
     iceberg: bool,
 ) -> Vec<f64> {
     use deltabus::delta::actions::Action;
     use std::sync::atomic::Ordering::Relaxed;
-    let cluster = MockCluster::new(1).unwrap();
-    cluster.create_topic("lat", 1, 1).unwrap();
-    let brokers = cluster.bootstrap_servers();
+    // A separate broker (DELTABUS_BENCH_BROKERS) gets a new one-partition topic; else the mock.
+    let (brokers, topic, _cluster) = match std::env::var("DELTABUS_BENCH_BROKERS") {
+        Ok(brokers) => {
+            let topic = format!("lat-{}", uuid::Uuid::new_v4().simple());
+            use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+            let admin: AdminClient<_> = ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+            let new = NewTopic::new(&topic, 1, TopicReplication::Fixed(1));
+            assert!(admin.create_topics([&new], &AdminOptions::new()).await.unwrap().iter().all(Result::is_ok));
+            (brokers, topic, None)
+        }
+        Err(_) => {
+            let cluster = MockCluster::new(1).unwrap();
+            cluster.create_topic("lat", 1, 1).unwrap();
+            (cluster.bootstrap_servers(), "lat".to_string(), Some(cluster))
+        }
+    };
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
     let metrics = Arc::new(Metrics::default());
     let m = metrics.pipeline("lat");
     let (tx, rx) = tokio::sync::watch::channel(false);
     let opts = ServiceOptions {
-        pipelines: vec![pipeline(&brokers, &table).validate("lat").unwrap()],
+        pipelines: vec![pipeline(&brokers, &topic, &table).validate("lat").unwrap()],
         storage: Default::default(),
         metrics_addr: None,
         shutdown_timeout: Duration::from_secs(60),
@@ -174,7 +188,7 @@ pub async fn send_to_visible(
     for i in 0..2000 {
         let t = chrono::Utc::now().timestamp_millis();
         let offset = producer
-            .send(FutureRecord::<(), String>::to("lat").payload(&payload(i)), Duration::from_secs(5))
+            .send(FutureRecord::<(), String>::to(&topic).payload(&payload(i)), Duration::from_secs(5))
             .await
             .unwrap()
             .offset;

@@ -33,6 +33,23 @@ pub(crate) fn is_end_of_partition(error: &KafkaError) -> bool {
     matches!(error.rdkafka_error_code(), Some(RDKafkaErrorCode::PartitionEOF))
 }
 
+/// Whether a client error is the brokers refusing the client's credentials or permissions
+/// (a failed SASL or TLS authentication, a missing ACL), which no retry mends: Kafka's Java
+/// client throws these from `poll` and `send` instead of retrying.
+pub(crate) fn is_refusal(error: &KafkaError) -> bool {
+    use RDKafkaErrorCode as C;
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            C::Authentication
+                | C::SaslAuthenticationFailed
+                | C::TopicAuthorizationFailed
+                | C::GroupAuthorizationFailed
+                | C::ClusterAuthorizationFailed
+        )
+    )
+}
+
 /// Logs one librdkafka line at its level, redacted. `held` is how many like it a caller's
 /// throttle held back (`None`: not throttled).
 pub(crate) fn log_line(level: RDKafkaLogLevel, fac: &str, message: &str, held: Option<u64>) {
@@ -71,6 +88,19 @@ impl ConsumerContext for LoggedContext {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_are_credentials_and_permissions_not_outages() {
+        let global = |c| KafkaError::Global(c);
+        for c in [RDKafkaErrorCode::Authentication, RDKafkaErrorCode::SaslAuthenticationFailed] {
+            assert!(is_refusal(&global(c)), "{c:?}");
+        }
+        assert!(is_refusal(&KafkaError::MessageConsumption(RDKafkaErrorCode::TopicAuthorizationFailed)));
+        assert!(is_refusal(&KafkaError::MessageConsumption(RDKafkaErrorCode::GroupAuthorizationFailed)));
+        for c in [RDKafkaErrorCode::AllBrokersDown, RDKafkaErrorCode::BrokerTransportFailure, RDKafkaErrorCode::Ssl] {
+            assert!(!is_refusal(&global(c)), "{c:?} passes");
+        }
+    }
 
     #[test]
     fn user_info_is_redacted_wherever_it_appears() {

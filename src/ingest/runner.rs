@@ -254,6 +254,14 @@ impl<R: Rows> Runner<R> {
             ConsumerEvent::ClientError(_) => {
                 self.metrics.kafka_errors.inc_by(1);
             }
+            ConsumerEvent::Refused(why) => {
+                self.metrics.kafka_errors.inc_by(1);
+                return Err(Error::KafkaRefused(format!(
+                    "{why} (brokers {}: check the sasl.*, ssl.* and security.protocol properties and the \
+                     principal's ACLs)",
+                    crate::config::redact::without_userinfo(&self.cfg.kafka.brokers)
+                )));
+            }
         }
         Ok(())
     }

@@ -146,6 +146,18 @@ pub fn iceberg_probe() -> Option<PathBuf> {
         .then_some(path)
 }
 
+/// Apache Kafka's jars and the Java client's probe (`tools/kafka-broker/src/KafkaProbe.java`)
+/// set up by `scripts/setup.sh` (`DELTABUS_KAFKA_JAVA` overrides); `None` (with a note) when
+/// missing, a failure when emulators are required.
+pub fn kafka_java() -> Option<PathBuf> {
+    let path = std::env::var("DELTABUS_KAFKA_JAVA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/kafka-broker"));
+    let missing = format!("the Java Kafka client's probe not set up at {}", path.display());
+    required(path.join("classes/KafkaProbe.class").exists(), &missing, "scripts/setup.sh resolves it with Maven")
+        .then_some(path)
+}
+
 /// Runs a Python snippet (the `deltalake` reference package) and returns its output. Arrow's
 /// C++ thread pools can abort the interpreter's shutdown after the work is done ("terminate
 /// called without an active exception", apache/arrow#34314, delta-rs#2184), so a snippet that

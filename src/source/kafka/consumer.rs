@@ -41,6 +41,8 @@ pub(crate) enum ConsumerEvent {
     HighWatermarks(BTreeMap<i32, i64>),
     /// A client-level error (logged; librdkafka retries on its own).
     ClientError(String),
+    /// The brokers refused the client's credentials or permissions: the pipeline stops.
+    Refused(String),
 }
 
 /// The consumer context: forwards callbacks as [`ConsumerEvent`]s.
@@ -91,7 +93,12 @@ impl ClientContext for EventContext {
         if let Some(held) = self.throttle.allow(&kind) {
             tracing::warn!(target: "deltabus::kafka", error = %error, reason, held, "kafka.client_error: librdkafka retries on its own");
         }
-        let _ = self.events.send(ConsumerEvent::ClientError(format!("{error}: {reason}")));
+        let event = if crate::common::kafka_log::is_refusal(&error) {
+            ConsumerEvent::Refused(format!("{error}: {reason}"))
+        } else {
+            ConsumerEvent::ClientError(format!("{error}: {reason}"))
+        };
+        let _ = self.events.send(event);
     }
 }
 
