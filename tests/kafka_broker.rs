@@ -10,7 +10,8 @@
 //!   each key's last value and without the deleted keys, as a pipeline reading the compacted
 //!   topic from its start does;
 //! - a SASL_SSL listener (SCRAM-SHA-512, a certificate from a test CA): a pipeline configured
-//!   with its password from the environment reads it; a wrong password fails in one line.
+//!   with its password from the environment reads it; a wrong password fails in one line, and
+//!   so does the change feed into Kafka.
 
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
@@ -324,8 +325,33 @@ async fn a_pipeline_reads_a_sasl_ssl_listener_and_a_wrong_password_fails_in_one_
     assert!(last.to_lowercase().contains("authentication"), "one line naming the cause: {err}");
     assert!(!err.contains("not-the-password"), "the password is never printed: {err}");
 
-    let (d, t) = (dir.path().to_owned(), topic.clone());
-    let ok = tokio::task::spawn_blocking(move || secure_pipeline(&d, &secure, &ca, &t, "ingest-secret")).await.unwrap();
+    let (d, t, s, c) = (dir.path().to_owned(), topic.clone(), secure.clone(), ca.clone());
+    let ok = tokio::task::spawn_blocking(move || secure_pipeline(&d, &s, &c, &t, "ingest-secret")).await.unwrap();
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
-    assert_eq!(ids(&dir.path().join("secure").to_string_lossy()), (0..25).collect::<Vec<_>>());
+    let table = dir.path().join("secure").to_string_lossy().into_owned();
+    assert_eq!(ids(&table), (0..25).collect::<Vec<_>>());
+
+    // The change feed into Kafka with a wrong password: the same one line, not a transport error.
+    let tail = tokio::task::spawn_blocking(move || {
+        let security = [
+            "security.protocol=SASL_SSL".to_string(),
+            "sasl.mechanism=SCRAM-SHA-256".into(),
+            "sasl.username=tail".into(),
+            "sasl.password=not-the-password".into(),
+            format!("ssl.ca.location={ca}"),
+        ];
+        let mut args = vec!["tail", &table, "--from", "0", "--to-topic", "changes", "--brokers", &secure];
+        args.extend(["--follower-id", "secure"]);
+        for p in &security {
+            args.extend(["--kafka-property", p]);
+        }
+        deltabus(&args)
+    })
+    .await
+    .unwrap();
+    assert!(!tail.status.success());
+    let err = String::from_utf8_lossy(&tail.stderr);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.contains("refused") && last.to_lowercase().contains("authentication"), "{err}");
+    assert!(!err.contains("not-the-password"), "the password is never printed: {err}");
 }

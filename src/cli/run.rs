@@ -351,7 +351,7 @@ pub(super) async fn demo(table: Option<String>, records: u32, out: &mut (dyn Wri
             &Default::default(),
             crate::source::kafka::client::Role::Producer,
         )
-        .create_with_context(crate::common::kafka_log::LoggedContext)
+        .create_with_context(crate::common::kafka_log::LoggedContext::default())
         .map_err(|e| Error::Kafka(format!("producer: {e}")))?;
     writeln!(
         out,

@@ -17,6 +17,8 @@ use rdkafka::consumer::ConsumerContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use regex::Regex;
 
+use crate::error::Error;
+
 static USERINFO: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?P<scheme>[A-Za-z][A-Za-z0-9+._-]*://)?[^\s/@,()\[\]<>]+@").ok());
 
@@ -66,8 +68,33 @@ pub(crate) fn log_line(level: RDKafkaLogLevel, fac: &str, message: &str, held: O
 
 /// The context of every Kafka client but the pipeline consumer (which has its own, with
 /// events and throttling): redacted logs and errors.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct LoggedContext;
+///
+/// It keeps the first refusal of the client's credentials or permissions it is told of
+/// ([`is_refusal`]): a call that fails after one (librdkafka reports a transport failure or a
+/// timeout) is explained by it ([`LoggedContext::failure`]).
+/// Clones share what they keep: a clone kept beside a client explains its failures.
+#[derive(Clone, Default)]
+pub(crate) struct LoggedContext {
+    refused: std::sync::Arc<std::sync::OnceLock<String>>,
+}
+
+impl LoggedContext {
+    /// The error of a failed call `what`: [`Error::KafkaRefused`] with the refusal when the
+    /// brokers refused this client, else [`Error::Kafka`] with `e`.
+    pub(crate) fn failure(&self, what: &str, e: impl std::fmt::Display) -> Error {
+        match self.refused.get() {
+            Some(why) => Error::KafkaRefused(format!("{what}: {why}")),
+            None => Error::Kafka(format!("{what}: {e}")),
+        }
+    }
+}
+
+impl LoggedContext {
+    /// Keeps `error` as the refusal that explains later failures, unless one is kept already.
+    fn note_refusal(&self, error: &KafkaError, reason: &str) {
+        let _ = self.refused.set(if reason.is_empty() { error.to_string() } else { format!("{error}: {}", redact(reason)) });
+    }
+}
 
 impl ClientContext for LoggedContext {
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
@@ -78,6 +105,9 @@ impl ClientContext for LoggedContext {
         if is_end_of_partition(&error) {
             tracing::debug!(target: "librdkafka", "end of partition: {}", redact(reason));
             return;
+        }
+        if is_refusal(&error) {
+            self.note_refusal(&error, reason);
         }
         tracing::warn!(target: "librdkafka", error = %redact(&error.to_string()), reason = %redact(reason), "kafka.client_error");
     }

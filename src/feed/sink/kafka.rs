@@ -72,6 +72,8 @@ impl KafkaSinkConfig {
 pub(crate) struct KafkaSink {
     cfg: KafkaSinkConfig,
     producer: FutureProducer<LoggedContext>,
+    /// The producer's context: what the brokers refused, if they did.
+    context: LoggedContext,
     /// Transactions committed and rows produced.
     pub transactions: u64,
     pub rows: u64,
@@ -137,11 +139,21 @@ impl KafkaSink {
             .set("transactional.id", format!("deltabus.{}.{}", cfg.follower_id, cfg.source_table_id))
             .set("enable.idempotence", "true")
             .set("transaction.timeout.ms", TXN_TIMEOUT.as_millis().to_string());
+        let context = LoggedContext::default();
         let producer: FutureProducer<LoggedContext> =
-            client.create_with_context(LoggedContext).map_err(kafka("change producer"))?;
-        let p = producer.clone();
-        blocking(move || p.init_transactions(TXN_TIMEOUT).map_err(kafka("init transactions"))).await?;
-        Ok(KafkaSink { cfg, producer, transactions: 0, rows: 0 })
+            client.create_with_context(context.clone()).map_err(kafka("change producer"))?;
+        let (p, c) = (producer.clone(), context.clone());
+        blocking(move || p.init_transactions(TXN_TIMEOUT).map_err(|e| c.failure("init transactions", e))).await?;
+        Ok(KafkaSink { cfg, producer, context, transactions: 0, rows: 0 })
+    }
+
+    /// `e`, or the brokers' refusal of this producer's credentials or permissions when there
+    /// was one (a transaction step then fails with a timeout or a transport error).
+    fn refused_or(&self, e: Error) -> Error {
+        match e {
+            Error::Kafka(what) => self.context.failure(&what, ""),
+            other => other,
+        }
     }
 
     fn read_position(cfg: &KafkaSinkConfig) -> Result<Option<u64>> {
@@ -151,7 +163,7 @@ impl KafkaSink {
             .set("isolation.level", "read_committed")
             .set("enable.partition.eof", "true")
             .set("enable.auto.commit", "false")
-            .create_with_context(LoggedContext)
+            .create_with_context(LoggedContext::default())
             .map_err(kafka("progress reader"))?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&cfg.progress_topic, 0, Offset::Beginning).map_err(kafka("progress reader"))?;
@@ -162,7 +174,9 @@ impl KafkaSink {
         // follower's open transaction holds back: "end of partition" there is not the end,
         // so reading goes on until the position passes the high watermark taken now.
         let (_, high) =
-            consumer.fetch_watermarks(&cfg.progress_topic, 0, TXN_TIMEOUT).map_err(kafka("progress watermarks"))?;
+            consumer
+                .fetch_watermarks(&cfg.progress_topic, 0, TXN_TIMEOUT)
+                .map_err(|e| consumer.context().failure("progress watermarks", e))?;
         let mut version = None;
         let deadline = tokio::time::Instant::now() + TXN_TIMEOUT.saturating_mul(2);
         loop {
@@ -185,7 +199,7 @@ impl KafkaSink {
                         _ => std::thread::sleep(Duration::from_millis(100)),
                     }
                 }
-                Some(Err(e)) => return Err(kafka("progress reader")(e)),
+                Some(Err(e)) => return Err(consumer.context().failure("progress reader", e)),
                 Some(Ok(m)) if m.key() == Some(key.as_bytes()) => {
                     let value: Value = m
                         .payload()
@@ -288,12 +302,13 @@ impl ChangeSink for KafkaSink {
 
     /// One transaction with the rows (none for a mark) and the progress record.
     async fn mark(&mut self, _source: &Snapshot, changes: &CommitChanges) -> Result<()> {
-        self.producer.begin_transaction().map_err(txn_failure("begin transaction"))?;
+        self.producer.begin_transaction().map_err(|e| self.refused_or(txn_failure("begin transaction")(e)))?;
         let produced = self.produce(changes).await;
         let p = self.producer.clone();
         match produced {
             Ok(rows) => {
-                blocking(move || p.commit_transaction(TXN_TIMEOUT).map_err(txn_failure("commit transaction"))).await?;
+                let committed = blocking(move || p.commit_transaction(TXN_TIMEOUT).map_err(txn_failure("commit transaction")));
+                committed.await.map_err(|e| self.refused_or(e))?;
                 self.transactions += 1;
                 self.rows += rows;
                 Ok(())

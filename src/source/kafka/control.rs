@@ -53,6 +53,8 @@ fn kafka(what: &'static str) -> impl Fn(rdkafka::error::KafkaError) -> Error {
 /// Sends records to the control topic.
 pub(crate) struct ControlProducer {
     producer: FutureProducer<LoggedContext>,
+    /// The producer's context: what the brokers refused, if they did.
+    context: LoggedContext,
     topic: String,
 }
 
@@ -62,8 +64,9 @@ impl ControlProducer {
     pub(crate) fn create(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Result<ControlProducer> {
         let mut cfg = client(brokers, properties, false);
         cfg.set("enable.idempotence", "true").set("linger.ms", "0");
-        let producer = cfg.create_with_context(LoggedContext).map_err(kafka("producer"))?;
-        Ok(ControlProducer { producer, topic: topic.to_string() })
+        let context = LoggedContext::default();
+        let producer = cfg.create_with_context(context.clone()).map_err(kafka("producer"))?;
+        Ok(ControlProducer { producer, context, topic: topic.to_string() })
     }
 
     /// Sends one record to partition 0 and waits for its acknowledgement.
@@ -76,7 +79,7 @@ impl ControlProducer {
             .send(record, timeout)
             .await
             .map(|_| ())
-            .map_err(|(e, _)| Error::Kafka(format!("control topic {}: send: {e}", self.topic)))
+            .map_err(|(e, _)| self.context.failure(&format!("control topic {}: send", self.topic), e))
     }
 }
 
@@ -95,10 +98,12 @@ impl ControlTail {
             .set("enable.partition.eof", "false")
             .set("fetch.wait.max.ms", "20");
         let consumer: StreamConsumer<LoggedContext> =
-            cfg.create_with_context(LoggedContext).map_err(kafka("reader"))?;
+            cfg.create_with_context(LoggedContext::default()).map_err(kafka("reader"))?;
         let t = topic.to_string();
         let (consumer, end) = tokio::task::spawn_blocking(move || {
-            let (_, high) = consumer.fetch_watermarks(&t, 0, Duration::from_secs(10)).map_err(kafka("end"))?;
+            let (_, high) = consumer
+                .fetch_watermarks(&t, 0, Duration::from_secs(10))
+                .map_err(|e| consumer.context().failure(&format!("control topic {t}: end"), e))?;
             let mut tpl = TopicPartitionList::new();
             tpl.add_partition_offset(&t, 0, Offset::Offset(high)).map_err(kafka("assign"))?;
             consumer.assign(&tpl).map_err(kafka("assign"))?;
@@ -147,7 +152,7 @@ impl ControlGroup {
             .set("enable.partition.eof", "false")
             .set("fetch.wait.max.ms", "20");
         let consumer: StreamConsumer<LoggedContext> =
-            cfg.create_with_context(LoggedContext).map_err(kafka("committer group"))?;
+            cfg.create_with_context(LoggedContext::default()).map_err(kafka("committer group"))?;
         consumer.subscribe(&[topic]).map_err(kafka("subscribe"))?;
         Ok(ControlGroup { consumer, topic: topic.to_string() })
     }

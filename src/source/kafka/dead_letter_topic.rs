@@ -15,6 +15,8 @@ use crate::error::{Error, Result};
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) struct DeadLetterTopic {
     producer: FutureProducer<crate::common::kafka_log::LoggedContext>,
+    /// The producer's context: what the brokers refused, if they did.
+    context: crate::common::kafka_log::LoggedContext,
     topic: String,
 }
 
@@ -27,10 +29,11 @@ impl DeadLetterTopic {
     pub(crate) fn create(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Result<DeadLetterTopic> {
         let mut cfg = super::client::client_config(brokers, properties, super::client::Role::Producer);
         cfg.set("enable.idempotence", "true");
+        let context = crate::common::kafka_log::LoggedContext::default();
         let producer = cfg
-            .create_with_context(crate::common::kafka_log::LoggedContext)
+            .create_with_context(context.clone())
             .map_err(|e| Error::Kafka(format!("dead-letter producer: {e}")))?;
-        Ok(DeadLetterTopic { producer, topic: topic.to_string() })
+        Ok(DeadLetterTopic { producer, context, topic: topic.to_string() })
     }
 
     /// Sends every letter and waits for all acknowledgements.
@@ -58,7 +61,7 @@ impl DeadLetterTopic {
             pending.push(self.producer.send(record, Duration::from_secs(30)));
         }
         for r in futures::future::join_all(pending).await {
-            r.map_err(|(e, _)| Error::Kafka(format!("dead-letter topic {}: {e}", self.topic)))?;
+            r.map_err(|(e, _)| self.context.failure(&format!("dead-letter topic {}", self.topic), e))?;
         }
         Ok(())
     }

@@ -23,7 +23,7 @@ pub(crate) async fn matching(
     let pattern = pattern.clone();
     tokio::task::spawn_blocking(move || {
         let client: BaseConsumer<crate::common::kafka_log::LoggedContext> = cfg
-            .create_with_context(crate::common::kafka_log::LoggedContext)
+            .create_with_context(crate::common::kafka_log::LoggedContext::default())
             .map_err(|e| Error::Kafka(format!("cannot create the metadata client: {e}")))?;
         let md = client
             .fetch_metadata(None, Duration::from_secs(10))
@@ -58,14 +58,20 @@ pub(crate) fn ensure_one_partition(
 ) -> Result<bool> {
     use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
     use rdkafka::types::RDKafkaErrorCode;
-    let ctx = || crate::common::kafka_log::LoggedContext;
+    use rdkafka::producer::{FutureProducer, Producer};
+    let ctx = crate::common::kafka_log::LoggedContext::default();
     let kafka = |what: &str, e: rdkafka::error::KafkaError| Error::Kafka(format!("{what} of {topic}: {e}"));
-    let lookup: BaseConsumer<_> = client.create_with_context(ctx()).map_err(|e| kafka("lookup", e))?;
-    let md = lookup.fetch_metadata(Some(topic), CREATE_TIMEOUT).map_err(|e| kafka("lookup", e))?;
+    // A producer's client: its own thread serves librdkafka's errors as they come, so a refused
+    // authentication is known when the lookup fails.
+    let lookup: FutureProducer<_> = client.create_with_context(ctx.clone()).map_err(|e| kafka("lookup", e))?;
+    let md = lookup
+        .client()
+        .fetch_metadata(Some(topic), CREATE_TIMEOUT)
+        .map_err(|e| ctx.failure(&format!("lookup of {topic}"), e))?;
     if md.topics().iter().any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty()) {
         return Ok(false);
     }
-    let admin: AdminClient<_> = client.create_with_context(ctx()).map_err(|e| kafka("creation", e))?;
+    let admin: AdminClient<_> = client.create_with_context(ctx.clone()).map_err(|e| kafka("creation", e))?;
     let opts = AdminOptions::new().operation_timeout(Some(CREATE_TIMEOUT)).request_timeout(Some(CREATE_TIMEOUT));
     let refused =
         |why: String| Error::Kafka(format!("the topic {topic} does not exist and could not be created ({why}): {how}"));
