@@ -10,6 +10,8 @@
 #     separate broker of the benchmarks' older figures
 #   - kcat (Debian's package: the README's Kafka examples run in the tests)
 #   - .tools/iceberg-probe: Java Iceberg's jars (Maven Central) and a probe planning scans
+#   - .tools/spark-delta: Delta Lake for Spark (Maven Central), the reference engine, run by
+#     tools/spark-delta/server.py with pyspark from the venv
 #   - promtool (Debian's prometheus package), when apt-get can run
 #
 # kernel-oracle takes most of a first run (about 10 minutes on two cores). Tools are built or
@@ -122,6 +124,16 @@ java_tools() {
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
   fi
   ln -sfn "$dir" .tools/kafka-broker
+  # Delta Lake for Spark, the reference engine (pyspark itself comes from requirements.txt).
+  key=$(sha256sum tools/spark-delta/pom.xml | cut -c1-16)
+  dir="$cache/spark-delta-$key"
+  if [ ! -f "$dir/lib/.complete" ]; then
+    echo "setup: resolving Delta Lake for Spark $key (once per version)"
+    resolve tools/spark-delta/pom.xml "$dir"
+    touch "$dir.tmp/lib/.complete"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  ln -sfn "$dir" .tools/spark-delta
 }
 
 # Copies a pom's dependency closure from Maven Central into $2.tmp/lib.

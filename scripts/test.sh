@@ -67,6 +67,10 @@ if [ ! -f .tools/iceberg-probe/classes/IcebergProbe.class ]; then
   echo "test.sh: Java Iceberg is missing: run 'bash scripts/setup.sh' (it resolves it with Maven; needs a JDK and Maven)" >&2
   exit 1
 fi
+if [ ! -f .tools/spark-delta/lib/.complete ] || [ ! -x .venv/bin/pyspark ]; then
+  echo "test.sh: Spark with Delta is missing: run 'bash scripts/setup.sh' (pyspark from PyPI, Delta's jars with Maven)" >&2
+  exit 1
+fi
 if [ ! -f .tools/node_modules/kafkajs/package.json ]; then
   echo "test.sh: KafkaJS is missing: run 'bash scripts/setup.sh' (it installs it from npm)" >&2
   exit 1
@@ -87,6 +91,10 @@ pids+=($!)
 # Apache Kafka (one KRaft broker and controller, on the next port too), formatted anew.
 kafka_port=${DELTABUS_TEST_KAFKA_PORT:-19092}
 pids+=("$(bash tools/kafka-broker/start.sh "$kafka_port" "$logs/kafka" "$PWD/.tools/kafka-broker/lib" "$logs/kafka.log")")
+# Spark with Delta, the reference engine: one session for the whole run.
+spark_port=${DELTABUS_TEST_SPARK_PORT:-19096}
+.venv/bin/python tools/spark-delta/server.py "$spark_port" "$PWD/.tools/spark-delta/lib" >"$logs/spark.log" 2>&1 &
+pids+=($!)
 up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for _ in $(seq 1 150); do
   if up "$s3_port" && up "$az_port" && up "$kafka_port"; then break; fi
@@ -110,6 +118,17 @@ if ! kcat -L -b "127.0.0.1:$kafka_port" -m 5 >/dev/null 2>&1; then
   echo "test.sh: Apache Kafka did not answer a metadata request on 127.0.0.1:$kafka_port" >&2
   exit 1
 fi
+# Spark is ready once its session is up (about 10 s, while the rest starts).
+for _ in $(seq 1 900); do
+  if grep -q "ready on" "$logs/spark.log" 2>/dev/null; then break; fi
+  sleep 0.2
+done
+if ! grep -q "ready on" "$logs/spark.log"; then
+  cat "$logs/spark.log" >&2
+  echo "test.sh: Spark did not start on 127.0.0.1:$spark_port (needs a JDK 17 on PATH; see the log above)" >&2
+  exit 1
+fi
+export DELTABUS_TEST_SPARK="127.0.0.1:$spark_port"
 export DELTABUS_TEST_S3_ENDPOINT="http://127.0.0.1:$s3_port"
 export DELTABUS_TEST_AZURE_ENDPOINT="http://127.0.0.1:$az_port/devstoreaccount1"
 # object_store's emulator mode reads Azurite's address from here (its default is port 10000).

@@ -47,6 +47,7 @@ mod routing;
 #[path = "../benches/support/s3.rs"]
 mod s3_emulator;
 mod schema_race;
+mod spark;
 mod storage;
 mod support;
 mod uniform;

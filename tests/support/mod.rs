@@ -11,6 +11,7 @@ pub mod processes;
 pub mod python;
 pub mod racing;
 pub mod registry;
+pub mod spark;
 pub mod stores;
 pub mod tables;
 pub mod uniform;

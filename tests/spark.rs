@@ -1,0 +1,138 @@
+//! Spark 4.2 with Delta Lake 4.4 (the engine the protocol is defined by; one session for the
+//! run, `tools/spark-delta/server.py`) against deltabus, row for row:
+//! - Spark reads what deltabus writes: a partitioned table with Unicode values and partition
+//!   values that need escaping in paths, appends, deletes as deletion vectors, DV-purging
+//!   compaction and a checkpoint; column mapping with schema evolution; `DESCRIBE HISTORY`
+//!   shows deltabus's commitInfo;
+//! - deltabus reads what Spark writes: INSERT, UPDATE, DELETE and MERGE with deletion vectors
+//!   and the change data feed on, and `deltabus changes` equals Spark's `table_changes`
+//!   (update pre- and post-images included).
+
+use serde_json::{json, Value};
+
+use crate::support::spark::{sorted, spark, spark_rows, spark_sql};
+use crate::support::{deltabus, rows, write_ok};
+
+fn cat(table: &str) -> Vec<Value> {
+    sorted(rows(table))
+}
+
+fn run_ok(args: &[&str]) {
+    let out = deltabus(args);
+    assert!(out.status.success(), "deltabus {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+const COUNTRIES: [&str; 7] = ["DE", "Zürich", "a b", "x/y", "p=q", "100%", ""];
+
+fn records(ids: std::ops::Range<i64>) -> String {
+    ids.map(|i| {
+        json!({"id": i, "country": COUNTRIES[i as usize % COUNTRIES.len()], "name": format!("名前-ü-{i}"),
+               "amount": i as f64 * 1.5, "ok": i % 2 == 0})
+        .to_string()
+            + "\n"
+    })
+    .collect()
+}
+
+#[test]
+fn spark_reads_every_step_of_a_table_deltabus_writes() {
+    let Some(spark) = spark() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events");
+    let t = path.to_str().unwrap();
+    let same = |step: &str| {
+        let ours = cat(t);
+        assert!(!ours.is_empty());
+        assert_eq!(spark_rows(&spark, t), ours, "Spark reads the table as deltabus does after {step}");
+    };
+    let props = ["--partition-by", "country", "--property", "delta.enableDeletionVectors=true"];
+    write_ok(&path, &props, &records(0..70));
+    same("the first write");
+    write_ok(&path, &[], &records(70..140));
+    same("an append");
+    run_ok(&["delete", t, "--where", "id < 30 OR country = 'Zürich' OR name IN ('名前-ü-77', '名前-ü-99')"]);
+    same("a delete (deletion vectors)");
+    run_ok(&["compact", t]);
+    same("compaction");
+    run_ok(&["checkpoint", t]);
+    write_ok(&path, &[], &records(140..150));
+    same("a checkpoint and one more commit");
+
+    let history = spark_sql(&spark, &[&format!("DESCRIBE HISTORY delta.`{t}`")]).unwrap();
+    let ours = crate::support::run_json(&["describe", t]);
+    assert_eq!(history.len() as u64, ours["version"].as_u64().unwrap() + 1, "every version in Spark's history");
+    for h in &history {
+        assert!(h["engineInfo"].as_str().is_some_and(|e| e.starts_with("deltabus/")), "{h}");
+        assert!(h["operation"].as_str().is_some_and(|o| !o.is_empty()), "{h}");
+    }
+    let ops: Vec<&str> = history.iter().filter_map(|h| h["operation"].as_str()).collect();
+    assert!(ops.contains(&"DELETE") && ops.contains(&"OPTIMIZE"), "{ops:?}");
+}
+
+#[test]
+fn spark_reads_a_column_mapped_table_deltabus_evolves() {
+    let Some(spark) = spark() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mapped");
+    let t = path.to_str().unwrap();
+    let props = ["--property", "delta.columnMapping.mode=name", "--partition-by", "country"];
+    write_ok(&path, &props, &records(0..20));
+    // A later batch brings a new column, with a name Parquet could not hold as it is.
+    let wider: String = (20..40)
+        .map(|i| {
+            json!({"id": i, "country": "DE", "name": "n", "amount": 1.0, "ok": true, "Größe (cm)": i}).to_string()
+                + "\n"
+        })
+        .collect();
+    write_ok(&path, &["--evolve-schema"], &wider);
+    let ours = cat(t);
+    assert!(ours.iter().any(|r| r.get("Größe (cm)").is_some()), "{ours:?}");
+    assert_eq!(spark_rows(&spark, t), ours);
+}
+
+#[test]
+fn deltabus_reads_and_tails_what_spark_writes() {
+    let Some(spark) = spark() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spark");
+    let t = path.to_str().unwrap();
+    let q = |s: &str| s.replace("{T}", &format!("delta.`{t}`"));
+    let statements = [
+        q("CREATE TABLE {T} (id BIGINT, name STRING, part STRING) USING delta PARTITIONED BY (part) \
+           TBLPROPERTIES ('delta.enableDeletionVectors' = 'true', 'delta.enableChangeDataFeed' = 'true')"),
+        q("INSERT INTO {T} SELECT id, concat('ü-', id), CASE id % 3 WHEN 0 THEN 'a b' WHEN 1 THEN 'Zürich' ELSE 'x/y' END \
+           FROM range(0, 300)"),
+        q("UPDATE {T} SET name = concat(name, '-updated') WHERE id % 10 = 1"),
+        q("DELETE FROM {T} WHERE id % 7 = 0"),
+        q("MERGE INTO {T} AS t USING (SELECT id, 'merged' AS name, 'a b' AS part FROM range(290, 320)) AS s \
+           ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = s.name WHEN NOT MATCHED THEN INSERT *"),
+        q("SELECT count(*) AS n FROM {T}"),
+    ];
+    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+    let counted = spark_sql(&spark, &statements).unwrap();
+    assert_eq!(counted[0]["n"].as_i64(), Some(cat(t).len() as i64));
+    assert_eq!(cat(t), spark_rows(&spark, t), "deltabus reads Spark's table as Spark does");
+    let files = crate::support::run_json(&["files", t]);
+    assert!(files["files"].as_array().unwrap().iter().any(|f| f["dv"] == true), "Spark wrote deletion vectors");
+
+    // The change feed of versions 1.. (the creation has no rows): the same rows, change types
+    // and versions (commit timestamps are printed differently).
+    let out = deltabus(&["changes", t, "--from", "1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let strip = |mut r: Value| {
+        r.as_object_mut().unwrap().remove("_commit_timestamp");
+        r
+    };
+    let ours: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| strip(serde_json::from_str(l).unwrap())).collect();
+    let theirs = spark_sql(&spark, &[&format!("SELECT * FROM table_changes_by_path('{t}', 1)")]).unwrap();
+    let theirs: Vec<Value> = theirs.into_iter().map(strip).collect();
+    let kinds = |rows: &[Value]| {
+        let mut k: Vec<String> = rows.iter().map(|r| r["_change_type"].as_str().unwrap().to_string()).collect();
+        k.sort();
+        k.dedup();
+        k
+    };
+    assert_eq!(kinds(&theirs), ["delete", "insert", "update_postimage", "update_preimage"]);
+    assert_eq!(sorted(ours), sorted(theirs), "deltabus changes equals Spark's table_changes");
+}
