@@ -92,7 +92,11 @@ impl LoggedContext {
 impl LoggedContext {
     /// Keeps `error` as the refusal that explains later failures, unless one is kept already.
     fn note_refusal(&self, error: &KafkaError, reason: &str) {
-        let _ = self.refused.set(if reason.is_empty() { error.to_string() } else { format!("{error}: {}", redact(reason)) });
+        let _ = self.refused.set(if reason.is_empty() {
+            error.to_string()
+        } else {
+            format!("{error}: {}", redact(reason))
+        });
     }
 }
 
@@ -127,7 +131,7 @@ mod tests {
         }
         assert!(is_refusal(&KafkaError::MessageConsumption(RDKafkaErrorCode::TopicAuthorizationFailed)));
         assert!(is_refusal(&KafkaError::MessageConsumption(RDKafkaErrorCode::GroupAuthorizationFailed)));
-        for c in [RDKafkaErrorCode::AllBrokersDown, RDKafkaErrorCode::BrokerTransportFailure, RDKafkaErrorCode::Ssl] {
+        for c in [RDKafkaErrorCode::AllBrokersDown, RDKafkaErrorCode::BrokerTransportFailure, RDKafkaErrorCode::SSL] {
             assert!(!is_refusal(&global(c)), "{c:?} passes");
         }
     }

@@ -173,10 +173,9 @@ impl KafkaSink {
         // record included). read_committed stops at the last stable offset, which another
         // follower's open transaction holds back: "end of partition" there is not the end,
         // so reading goes on until the position passes the high watermark taken now.
-        let (_, high) =
-            consumer
-                .fetch_watermarks(&cfg.progress_topic, 0, TXN_TIMEOUT)
-                .map_err(|e| consumer.context().failure("progress watermarks", e))?;
+        let (_, high) = consumer
+            .fetch_watermarks(&cfg.progress_topic, 0, TXN_TIMEOUT)
+            .map_err(|e| consumer.context().failure("progress watermarks", e))?;
         let mut version = None;
         let deadline = tokio::time::Instant::now() + TXN_TIMEOUT.saturating_mul(2);
         loop {
@@ -307,7 +306,8 @@ impl ChangeSink for KafkaSink {
         let p = self.producer.clone();
         match produced {
             Ok(rows) => {
-                let committed = blocking(move || p.commit_transaction(TXN_TIMEOUT).map_err(txn_failure("commit transaction")));
+                let committed =
+                    blocking(move || p.commit_transaction(TXN_TIMEOUT).map_err(txn_failure("commit transaction")));
                 committed.await.map_err(|e| self.refused_or(e))?;
                 self.transactions += 1;
                 self.rows += rows;

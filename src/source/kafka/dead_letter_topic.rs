@@ -30,9 +30,8 @@ impl DeadLetterTopic {
         let mut cfg = super::client::client_config(brokers, properties, super::client::Role::Producer);
         cfg.set("enable.idempotence", "true");
         let context = crate::common::kafka_log::LoggedContext::default();
-        let producer = cfg
-            .create_with_context(context.clone())
-            .map_err(|e| Error::Kafka(format!("dead-letter producer: {e}")))?;
+        let producer =
+            cfg.create_with_context(context.clone()).map_err(|e| Error::Kafka(format!("dead-letter producer: {e}")))?;
         Ok(DeadLetterTopic { producer, context, topic: topic.to_string() })
     }
 

@@ -57,8 +57,8 @@ pub(crate) fn ensure_one_partition(
     how: &str,
 ) -> Result<bool> {
     use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-    use rdkafka::types::RDKafkaErrorCode;
     use rdkafka::producer::{FutureProducer, Producer};
+    use rdkafka::types::RDKafkaErrorCode;
     let ctx = crate::common::kafka_log::LoggedContext::default();
     let kafka = |what: &str, e: rdkafka::error::KafkaError| Error::Kafka(format!("{what} of {topic}: {e}"));
     // A producer's client: its own thread serves librdkafka's errors as they come, so a refused
