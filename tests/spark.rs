@@ -4,13 +4,16 @@
 //!   values that need escaping in paths, appends, deletes as deletion vectors, DV-purging
 //!   compaction and a checkpoint; column mapping with schema evolution; `DESCRIBE HISTORY`
 //!   shows deltabus's commitInfo;
+//! - a Spark Structured Streaming query reading a table deltabus appends to and compacts, run
+//!   again after each step, delivers each row exactly once (compaction's rewrites carry
+//!   `dataChange=false` and are not replayed);
 //! - deltabus reads what Spark writes: INSERT, UPDATE, DELETE and MERGE with deletion vectors
 //!   and the change data feed on, and `deltabus changes` equals Spark's `table_changes`
 //!   (update pre- and post-images included).
 
 use serde_json::{json, Value};
 
-use crate::support::spark::{sorted, spark, spark_rows, spark_sql};
+use crate::support::spark::{sorted, spark, spark_rows, spark_sql, spark_stream_once};
 use crate::support::{deltabus, rows, write_ok};
 
 fn cat(table: &str) -> Vec<Value> {
@@ -135,4 +138,36 @@ fn deltabus_reads_and_tails_what_spark_writes() {
     };
     assert_eq!(kinds(&theirs), ["delete", "insert", "update_postimage", "update_preimage"]);
     assert_eq!(sorted(ours), sorted(theirs), "deltabus changes equals Spark's table_changes");
+}
+
+#[test]
+fn a_spark_stream_reads_each_row_once_while_deltabus_appends_and_compacts() {
+    let Some(spark) = spark() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("source");
+    let t = path.to_str().unwrap();
+    let sink = dir.path().join("sink").to_string_lossy().into_owned();
+    let checkpoint = dir.path().join("checkpoint").to_string_lossy().into_owned();
+    let stream = || spark_stream_once(&spark, t, &sink, &checkpoint).unwrap_or_else(|e| panic!("{e}"));
+    let props = ["--partition-by", "country", "--target-file-size", "4KiB"];
+    write_ok(&path, &props, &records(0..40));
+    stream();
+    // Small appends, compacted after the stream read some of them and before it read others.
+    for batch in 1..4i64 {
+        write_ok(&path, &[], &records(batch * 40..batch * 40 + 40));
+    }
+    stream();
+    write_ok(&path, &[], &records(160..200));
+    run_ok(&["compact", t]);
+    stream();
+    run_ok(&["compact", t, "--min-file-size", "1MiB"]);
+    write_ok(&path, &[], &records(200..240));
+    stream();
+    let history = String::from_utf8(deltabus(&["history", t]).stdout).unwrap();
+    assert!(history.lines().filter(|l| l.contains("OPTIMIZE")).count() >= 1, "compaction rewrote files: {history}");
+    let got = cat(&sink);
+    let mut ids: Vec<i64> = got.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..240).collect::<Vec<_>>(), "each row once in Spark's stream");
+    assert_eq!(got, cat(t), "the stream's rows are the table's");
 }

@@ -15,8 +15,19 @@ pub fn spark() -> Option<String> {
 /// Runs `statements` in order in the Spark session: the rows of the last one (each as Spark's
 /// `to_json` object, nulls kept), or Spark's error.
 pub fn spark_sql(addr: &str, statements: &[&str]) -> Result<Vec<Value>, String> {
+    ask(addr, serde_json::json!({ "sql": statements }))
+}
+
+/// Runs a Structured Streaming query from the Delta table `source` into the one at `sink`
+/// (checkpoint at `checkpoint`) with `trigger(availableNow)`, to the end of what the source
+/// holds now.
+pub fn spark_stream_once(addr: &str, source: &str, sink: &str, checkpoint: &str) -> Result<(), String> {
+    ask(addr, serde_json::json!({ "stream_once": {"source": source, "sink": sink, "checkpoint": checkpoint} }))
+        .map(|_| ())
+}
+
+fn ask(addr: &str, request: Value) -> Result<Vec<Value>, String> {
     let mut stream = std::net::TcpStream::connect(addr).map_err(|e| format!("Spark at {addr}: {e}"))?;
-    let request = serde_json::json!({ "sql": statements });
     stream.write_all(format!("{request}\n").as_bytes()).unwrap();
     let mut line = String::new();
     BufReader::new(stream).read_line(&mut line).unwrap();

@@ -8,6 +8,10 @@ on 127.0.0.1:PORT, one JSON object a line, one at a time:
 
     {"sql": "SELECT ..."}           -> {"rows": [{...}, ...]}   (each row as Spark's to_json)
     {"sql": ["stmt", ..., "SELECT"]}  the statements in order; the rows of the last
+    {"stream_once": {"source": path, "sink": path, "checkpoint": path}}
+                                    -> {"rows": [], "batches": n}
+        a Structured Streaming query from the Delta table at source into the one at sink,
+        run with trigger(availableNow) to the end of what the source holds now
     {"ping": true}                  -> {"ok": true}
 
 A failing statement answers {"error": "<exception class>: <message>"}. Times are UTC.
@@ -55,6 +59,18 @@ def session(jars_dir):
 def answer(spark, request):
     if request.get("ping"):
         return {"ok": True}
+    if "stream_once" in request:
+        r = request["stream_once"]
+        query = (
+            spark.readStream.format("delta")
+            .load(r["source"])
+            .writeStream.format("delta")
+            .option("checkpointLocation", r["checkpoint"])
+            .trigger(availableNow=True)
+            .start(r["sink"])
+        )
+        query.awaitTermination()
+        return {"rows": [], "batches": len(query.recentProgress)}
     statements = request["sql"]
     if isinstance(statements, str):
         statements = [statements]
