@@ -8,7 +8,7 @@
 //! - a compacted topic with tombstones into a keyed table, compacted by the broker's log
 //!   cleaner between two runs (older values gone, gaps in the offsets): the table ends with
 //!   each key's last value and without the deleted keys, as a pipeline reading the compacted
-//!   topic from its start does;
+//!   topic from its start does, and Spark reads it (deletion vectors) as deltabus does;
 //! - a SASL_SSL listener (SCRAM-SHA-512, a certificate from a test CA): a pipeline configured
 //!   with its password from the environment reads it; a wrong password fails in one line, and
 //!   so does the change feed into Kafka.
@@ -277,6 +277,11 @@ async fn a_compacted_topic_with_tombstones_lands_in_a_keyed_table_as_its_last_va
     let other = ingest_async(&brokers, &topic, &fresh, &keyed_flags).await;
     assert!(other.status.success(), "{}", String::from_utf8_lossy(&other.stderr));
     assert_eq!(keyed(&fresh), want, "read from the compacted start");
+    // Spark reads the upserted table (deletion vectors) as deltabus does.
+    if let Some(spark) = crate::support::spark::spark() {
+        let ours = crate::support::spark::sorted(rows(&table));
+        assert_eq!(crate::support::spark::spark_rows(&spark, &table), ours, "Spark reads the keyed table");
+    }
 }
 
 /// A pipeline over the broker's SASL_SSL listener (`scripts/test.sh` sets its address and the

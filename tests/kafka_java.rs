@@ -2,7 +2,8 @@
 //! the Kafka-protocol listener, with the same program against Apache Kafka as the reference
 //! (`tools/kafka-broker/src/KafkaProbe.java`, built by scripts/setup.sh):
 //! - idempotent producers (`acks=all`) under every compression codec (none, gzip, snappy, lz4,
-//!   zstd) land each record once, while 3% of the listener's store calls fail;
+//!   zstd) land each record once, while 3% of the listener's store calls fail, and Spark reads
+//!   the table as deltabus does;
 //! - a consumer reads back, message for message, what the same consumer reads from the broker;
 //! - a transactional producer fails at `initTransactions` (transactions are not offered), where
 //!   the broker commits its transaction;
@@ -124,7 +125,13 @@ fn java_producers_under_every_codec_land_once_and_read_back_as_from_apache_kafka
     let log = || std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
     let (status, _) = terminate(server);
     assert!(status.success(), "serve stops cleanly\n{}", log());
-    assert_eq!(ids(&dir.path().join("events").to_string_lossy()), all.collect::<Vec<_>>(), "each record once");
+    let table = dir.path().join("events").to_string_lossy().into_owned();
+    assert_eq!(ids(&table), all.collect::<Vec<_>>(), "each record once");
+    // Spark reads the table the producers wrote through the listener as deltabus does.
+    if let Some(spark) = crate::support::spark::spark() {
+        let ours = crate::support::spark::sorted(crate::support::rows(&table));
+        assert_eq!(crate::support::spark::spark_rows(&spark, &table), ours, "Spark reads the table");
+    }
 }
 
 /// Consumes `topic` with a consumer committing after each poll of 37 records, kills it with
