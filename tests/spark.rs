@@ -12,7 +12,8 @@
 //!   the same table;
 //! - deltabus reads what Spark writes: INSERT, UPDATE, DELETE and MERGE with deletion vectors
 //!   and the change data feed on, and `deltabus changes` equals Spark's `table_changes`
-//!   (update pre- and post-images included).
+//!   (update pre- and post-images included); column mapping with a renamed and a dropped
+//!   column; type widening; row tracking, liquid clustering and V2 checkpoints together.
 
 use serde_json::{json, Value};
 
@@ -250,4 +251,75 @@ fn spark_updates_deletes_and_merges_beside_deltabus_appending_and_compacting() {
     seen.remove(&1998);
     assert!(seen.is_empty(), "rows that should be gone: {seen:?}");
     assert_eq!(spark_rows(&spark, &t), ours, "both engines read the same table ({retries} Spark retries)");
+}
+
+/// Spark writes a table with `statements` (`{T}` names it); deltabus reads it row for row as
+/// Spark does. The table's path.
+fn spark_writes_deltabus_reads(spark: &str, dir: &std::path::Path, name: &str, statements: &[&str]) -> String {
+    let t = dir.join(name).to_string_lossy().into_owned();
+    let table = format!("delta.`{t}`");
+    let statements: Vec<String> = statements.iter().map(|s| s.replace("{T}", &table)).collect();
+    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+    spark_sql(spark, &statements).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let out = deltabus(&["cat", &t]);
+    assert!(out.status.success(), "{name}: deltabus cat: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(cat(&t), spark_rows(spark, &t), "{name}: deltabus reads it as Spark does");
+    t
+}
+
+#[test]
+fn deltabus_reads_spark_tables_with_the_newer_table_features() {
+    let Some(spark) = spark() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fill = "INSERT INTO {T} SELECT id, concat('ü-', id), CAST(id % 100 AS INT) FROM range(0, 200)";
+    // Column mapping: a renamed and a dropped column, values written before and after.
+    spark_writes_deltabus_reads(
+        &spark,
+        dir.path(),
+        "renamed",
+        &[
+            "CREATE TABLE {T} (id BIGINT, name STRING, n INT) USING delta \
+             TBLPROPERTIES ('delta.columnMapping.mode' = 'name')",
+            fill,
+            "ALTER TABLE {T} RENAME COLUMN name TO `the name`",
+            "ALTER TABLE {T} DROP COLUMN n",
+            "INSERT INTO {T} SELECT id, concat('after-', id) FROM range(200, 250)",
+        ],
+    );
+    // Type widening: INT to BIGINT, files of both widths.
+    spark_writes_deltabus_reads(
+        &spark,
+        dir.path(),
+        "widened",
+        &[
+            "CREATE TABLE {T} (id BIGINT, name STRING, n INT) USING delta \
+             TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",
+            fill,
+            "ALTER TABLE {T} CHANGE COLUMN n TYPE BIGINT",
+            "INSERT INTO {T} SELECT id, 'wide', id * 10000000000 FROM range(200, 220)",
+        ],
+    );
+    // Row tracking, liquid clustering, V2 checkpoints (every second commit) and deletion
+    // vectors together.
+    let t = spark_writes_deltabus_reads(
+        &spark,
+        dir.path(),
+        "clustered",
+        &[
+            "CREATE TABLE {T} (id BIGINT, name STRING, n INT) USING delta CLUSTER BY (n) \
+             TBLPROPERTIES ('delta.enableRowTracking' = 'true', 'delta.checkpointPolicy' = 'v2', \
+             'delta.checkpointInterval' = '2', 'delta.enableDeletionVectors' = 'true')",
+            fill,
+            "INSERT INTO {T} SELECT id, 'more', 7 FROM range(200, 300)",
+            "DELETE FROM {T} WHERE n = 7",
+            "UPDATE {T} SET name = 'updated' WHERE id < 10",
+            "OPTIMIZE {T}",
+        ],
+    );
+    // Spark wrote V2 checkpoints (UUID-named), which deltabus read from.
+    let log: Vec<String> = std::fs::read_dir(format!("{t}/_delta_log"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(log.iter().any(|n| n.split('.').nth(2).is_some_and(|u| u.len() == 36)), "{log:?}");
 }
