@@ -6,7 +6,8 @@
 //!   shows deltabus's commitInfo;
 //! - a Spark Structured Streaming query reading a table deltabus appends to and compacts, run
 //!   again after each step, delivers each row exactly once (compaction's rewrites carry
-//!   `dataChange=false` and are not replayed);
+//!   `dataChange=false` and are not replayed), and `deltabus follow` reads the table that
+//!   Spark's stream writes with each row once;
 //! - Spark as a second writer: its UPDATE, DELETE and MERGE (retried when they lose a race)
 //!   beside deltabus appending and compacting; no row lost or repeated, both engines read
 //!   the same table;
@@ -145,14 +146,19 @@ fn deltabus_reads_and_tails_what_spark_writes() {
 }
 
 #[test]
-fn a_spark_stream_reads_each_row_once_while_deltabus_appends_and_compacts() {
+fn spark_and_deltabus_streams_pass_each_row_once_both_ways() {
     let Some(spark) = spark() else { return };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("source");
     let t = path.to_str().unwrap();
     let sink = dir.path().join("sink").to_string_lossy().into_owned();
     let checkpoint = dir.path().join("checkpoint").to_string_lossy().into_owned();
-    let stream = || spark_stream_once(&spark, t, &sink, &checkpoint).unwrap_or_else(|e| panic!("{e}"));
+    let followed = dir.path().join("followed").to_string_lossy().into_owned();
+    // Spark's stream runs, then deltabus follows the table Spark's stream writes.
+    let stream = || {
+        spark_stream_once(&spark, t, &sink, &checkpoint).unwrap_or_else(|e| panic!("{e}"));
+        run_ok(&["follow", &sink, "--into", &followed, "--follower-id", "after-spark", "--once"]);
+    };
     let props = ["--partition-by", "country", "--target-file-size", "4KiB"];
     write_ok(&path, &props, &records(0..40));
     stream();
@@ -174,6 +180,18 @@ fn a_spark_stream_reads_each_row_once_while_deltabus_appends_and_compacts() {
     ids.sort_unstable();
     assert_eq!(ids, (0..240).collect::<Vec<_>>(), "each row once in Spark's stream");
     assert_eq!(got, cat(t), "the stream's rows are the table's");
+    // The follower appends the change rows (the row, `_change_type` and the commit's version
+    // and time): one insert for each row.
+    let changes = cat(&followed);
+    assert!(changes.iter().all(|r| r["_change_type"] == "insert"), "{changes:?}");
+    let rows: Vec<Value> = changes
+        .into_iter()
+        .map(|mut r| {
+            r.as_object_mut().unwrap().retain(|k, _| !k.starts_with('_'));
+            r
+        })
+        .collect();
+    assert_eq!(sorted(rows), got, "deltabus follows Spark's stream output, each row once");
 }
 
 /// Runs `sql` in Spark again while it loses a race with a concurrent deltabus commit (Spark's
