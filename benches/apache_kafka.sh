@@ -5,12 +5,16 @@
 #      floor) and `deltabus ingest --until-end` (records into a Delta table) read the same
 #      BENCH_RECORDS records (default 5,000,000, zstd, 8 partitions): records/s, CPU-seconds
 #      per million records, peak RSS, and deltabus's time over the floor's;
-#   2. produce-to-visible latency of a deltabus pipeline at a 1 s flush against this broker
+#   2. Spark Structured Streaming (the alternative users weigh: local[2], availableNow, Delta
+#      4.4 on Spark 4.2) reading the same records into a Delta table: records/s, CPU-seconds per
+#      million records, peak RSS against deltabus's; then Spark scanning the table it wrote and
+#      the one deltabus wrote (sum and count over every row, best of three);
+#   3. produce-to-visible latency of a deltabus pipeline at a 1 s flush against this broker
 #      (the latency part of `ingest_throughput`, one record every 10 ms for 20 s);
-#   3. Kafka's producer perf test (the Java client: idempotent, acks=all, zstd, 8 partitions)
+#   4. Kafka's producer perf test (the Java client: idempotent, acks=all, zstd, 8 partitions)
 #      sending BENCH_PRODUCE_RECORDS (default 1,000,000) into deltabus's Kafka listener (a
 #      Delta table) and into the broker: records/s and the server's CPU per record.
-# Needs `bash scripts/setup.sh` (Apache Kafka's jars) and `cargo build --release`.
+# Needs `bash scripts/setup.sh` (Apache Kafka's jars, Spark with Delta) and `cargo build --release`.
 #   bash benches/apache_kafka.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,12 +79,24 @@ awk -v n="$records" -v fw="$f_wall" -v fu="$f_user" -v fs="$f_sys" -v fr="$f_rss
   printf "  deltabus time / floor time: %.2fx; CPU %.2fx\n", dw / fw, (du + ds) / (fu + fs)
 }'
 
-# 2. Produce-to-visible latency of a pipeline against this broker.
+# 2. Spark Structured Streaming from the same topic into Delta.
+jars=$(ls "$PWD"/.tools/spark-delta/lib/{delta-,spark-sql-kafka,spark-token-provider,kafka-clients,commons-pool2}*.jar | paste -sd,)
+read -r s_wall s_user s_sys s_rss < <(measure .venv/bin/python benches/spark_ingest.py "$bootstrap" ingest \
+  "$work/spark-table" "$work/spark-checkpoint" "$jars" "$work/table")
+spark_out=$(tail -1 "$work/out")
+awk -v n="$records" -v sw="$s_wall" -v su="$s_user" -v ss="$s_sys" -v sr="$s_rss" -v out="$spark_out" \
+  -v dw="$d_wall" -v du="$d_user" -v ds="$d_sys" -v dr="$d_rss" 'BEGIN {
+  printf "spark structured streaming (local[2], availableNow; wall includes the JVM start): %.2f s, %.0f records/s, %.2f CPU-s per million, peak RSS %.0f MiB\n", sw, n / sw, (su + ss) * 1e6 / n, sr / 1024
+  printf "  deltabus records per CPU-second / Spark'"'"'s: %.1fx; deltabus peak RSS / Spark'"'"'s: %.2fx\n", (su + ss) / (du + ds), dr / sr
+  printf "  %s\n", out
+}'
+
+# 3. Produce-to-visible latency of a pipeline against this broker.
 echo "latency (ingest_throughput's latency part against this broker):"
 BENCH_ONLY_LATENCY=1 DELTABUS_BENCH_BROKERS="$bootstrap" cargo bench --quiet --bench ingest_throughput 2>/dev/null \
   | grep -E '^latency' || echo "  (cargo bench --bench ingest_throughput failed)"
 
-# 3. The Java producer into deltabus's listener, and into the broker.
+# 4. The Java producer into deltabus's listener, and into the broker.
 cat >"$work/serve.toml" <<TOML
 [server]
 listen = "127.0.0.1:0"

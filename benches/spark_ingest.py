@@ -1,0 +1,60 @@
+"""Spark Structured Streaming from Kafka into Delta (the alternative deltabus is measured
+against in benches/apache_kafka.sh): local[2], trigger(availableNow), the records' JSON parsed
+into the same seven columns deltabus infers. Then Spark scans the table it wrote and the
+table deltabus wrote from the same records (sum and count over every row, best of three).
+
+    python benches/spark_ingest.py BOOTSTRAP TOPIC SPARK_TABLE CHECKPOINT JARS DELTABUS_TABLE
+
+Prints one JSON object: rows written, seconds of the stream, scan seconds of both tables.
+"""
+import json
+import sys
+import time
+
+from pyspark.sql import SparkSession, functions as F
+
+bootstrap, topic, table, checkpoint, jars, ours = sys.argv[1:7]
+started = time.time()
+spark = (
+    SparkSession.builder.master("local[2]")
+    .appName("spark-ingest-bench")
+    .config("spark.jars", jars)
+    .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+    .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+    .config("spark.driver.host", "127.0.0.1")
+    .config("spark.driver.bindAddress", "127.0.0.1")
+    .config("spark.driver.memory", "2g")
+    .config("spark.ui.enabled", "false")
+    .config("spark.sql.shuffle.partitions", "2")
+    .getOrCreate()
+)
+spark.sparkContext.setLogLevel("ERROR")
+session = time.time() - started
+schema = "id BIGINT, user STRING, country STRING, amount DOUBLE, ok BOOLEAN, ts BIGINT, note STRING"
+rows = (
+    spark.readStream.format("kafka")
+    .option("kafka.bootstrap.servers", bootstrap)
+    .option("subscribe", topic)
+    .option("startingOffsets", "earliest")
+    .load()
+    .select(F.from_json(F.col("value").cast("string"), schema).alias("r"))
+    .select("r.*")
+)
+t0 = time.time()
+query = rows.writeStream.format("delta").option("checkpointLocation", checkpoint).trigger(availableNow=True).start(table)
+query.awaitTermination()
+stream = time.time() - t0
+
+
+def scan(path):
+    best = None
+    for _ in range(3):
+        t = time.time()
+        spark.read.format("delta").load(path).agg(F.sum("amount"), F.count("*")).collect()
+        best = min(best or 1e9, time.time() - t)
+    return best
+
+
+written = spark.read.format("delta").load(table).count()
+print(json.dumps({"rows": written, "session_s": session, "stream_s": stream,
+                  "scan_spark_table_s": scan(table), "scan_deltabus_table_s": scan(ours)}))
