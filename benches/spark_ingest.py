@@ -5,9 +5,11 @@ table deltabus wrote from the same records (sum and count over every row, best o
 
     python benches/spark_ingest.py BOOTSTRAP TOPIC SPARK_TABLE CHECKPOINT JARS DELTABUS_TABLE
 
-Prints one JSON object: rows written, seconds of the stream, scan seconds of both tables.
+Prints one JSON object: rows written, seconds of the session start and of the stream, the
+JVM's CPU seconds and peak RSS (KiB) through the stream, scan seconds of both tables.
 """
 import json
+import os
 import sys
 import time
 
@@ -56,5 +58,14 @@ def scan(path):
 
 
 written = spark.read.format("delta").load(table).count()
-print(json.dumps({"rows": written, "session_s": session, "stream_s": stream,
-                  "scan_spark_table_s": scan(table), "scan_deltabus_table_s": scan(ours)}))
+# The JVM is py4j's child and is not waited for: its CPU and peak RSS from /proc, before the
+# scans (which are not part of ingestion).
+jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+with open(f"/proc/{jvm}/stat") as f:
+    fields = f.read().rsplit(")", 1)[1].split()
+jvm_cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+with open(f"/proc/{jvm}/status") as f:
+    hwm_kib = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+print(json.dumps({"rows": written, "session_s": session, "stream_s": stream, "jvm_cpu_s": jvm_cpu,
+                  "jvm_peak_rss_kib": hwm_kib, "scan_spark_table_s": scan(table),
+                  "scan_deltabus_table_s": scan(ours)}))
