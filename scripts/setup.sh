@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything the tests and benchmarks need, idempotently, from the package registries
 # only (PyPI, npm, crates.io, Maven Central, Debian):
-#   - .venv: the Python packages of scripts/requirements.txt (deltalake, pyarrow, moto, ...)
-#   - .tools/node_modules: Azurite (Azure blob emulator) and KafkaJS (a third Kafka client)
+#   - .venv: the Python packages of scripts/requirements.txt (deltalake, pyarrow, moto, ...),
+#     installed once per version of that file into the tools cache
+#   - .tools/node_modules: Azurite (Azure blob emulator) and KafkaJS (a third Kafka client),
+#     installed once per version into the tools cache
 #   - .tools/bin/kernel-oracle: the reference reader, built from tools/kernel-oracle
 #   - .tools/kafka-broker: Apache Kafka's jars (Maven Central), the suite's broker, its perf
 #     tests, and a probe driving the Java client (tools/kafka-broker/src/KafkaProbe.java)
@@ -61,21 +63,30 @@ bench_tools() {
 }
 
 environment() {
-  if [ ! -x .venv/bin/python ]; then
-    python3 -m venv .venv
+  # The venv, once per version of the requirements, in the tools cache (.venv links to it).
+  local key venv
+  key=$( (cat scripts/requirements.txt; python3 --version) | sha256sum | cut -c1-16)
+  venv="$cache/venv-$key"
+  if [ ! -f "$venv/.complete" ]; then
+    echo "setup: installing the Python packages $key (once per version)"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements.txt
+    touch "$venv/.complete"
   fi
-  local stamp=.venv/.requirements.sha want
-  want=$(sha256sum scripts/requirements.txt | cut -d' ' -f1)
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    .venv/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements.txt
-    echo "$want" > "$stamp"
+  # A venv made inside the clone by an older setup gives way to the link.
+  if [ -d .venv ] && [ ! -L .venv ]; then rm -rf .venv; fi
+  ln -sfn "$venv" .venv
+  # Azurite and KafkaJS from npm, once per version in the tools cache (.tools/node_modules
+  # links to them).
+  local node="$cache/node-azurite3-kafkajs2.2.4"
+  if [ ! -f "$node/.complete" ]; then
+    rm -rf "$node" && mkdir -p "$node"
+    (cd "$node" && npm install --silent --no-audit --no-fund --prefix . azurite@3 kafkajs@2.2.4 >/dev/null)
+    touch "$node/.complete"
   fi
-  if [ ! -x .tools/node_modules/.bin/azurite-blob ]; then
-    (cd .tools && npm install --silent --no-audit --no-fund --prefix . azurite@3 >/dev/null)
-  fi
-  if [ ! -f .tools/node_modules/kafkajs/package.json ]; then
-    (cd .tools && npm install --silent --no-audit --no-fund --prefix . kafkajs@2.2.4 >/dev/null)
-  fi
+  if [ -d .tools/node_modules ] && [ ! -L .tools/node_modules ]; then rm -rf .tools/node_modules; fi
+  ln -sfn "$node/node_modules" .tools/node_modules
   # kcat runs the README's Kafka examples (tests/readme_kafka.rs).
   if ! command -v kcat >/dev/null; then
     if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then

@@ -146,5 +146,7 @@ export DELTABUS_ICEBERG_PROBE="$PWD/.tools/iceberg-probe"
 export DELTABUS_REQUIRE_EMULATORS=1
 phase "services started"
 
-cargo test --lib --bins --tests
+# Most integration tests wait on something (the broker, Spark, child processes, emulators):
+# three run at a time on two cores.
+cargo test --lib --bins --tests -- --test-threads 3
 phase "all tests passed"

@@ -514,6 +514,17 @@ fn tail_into_kafka_creates_a_missing_progress_topic_or_says_how() {
     let md = lookup.fetch_metadata(Some(&progress), Duration::from_secs(10)).unwrap();
     let topic = md.topics().iter().find(|t| t.name() == progress).expect("progress topic");
     assert_eq!(topic.partitions().len(), 1, "one partition: {}", stderr(&out));
+    // Created by deltabus with its configuration, not by the broker on a metadata request.
+    use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
+    let admin: AdminClient<_> =
+        rdkafka::config::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+    let described = futures::executor::block_on(
+        admin.describe_configs([&ResourceSpecifier::Topic(&progress)], &AdminOptions::new()),
+    )
+    .unwrap();
+    let config = described[0].as_ref().unwrap();
+    let policy = config.get("cleanup.policy").and_then(|e| e.value.clone());
+    assert_eq!(policy.as_deref(), Some("compact"), "the progress topic is compacted: {}", stderr(&out));
 }
 
 /// Every codec the table property accepts is one the writer writes (`lz4_raw` included, in

@@ -62,8 +62,13 @@ pub(crate) fn ensure_one_partition(
     let ctx = crate::common::kafka_log::LoggedContext::default();
     let kafka = |what: &str, e: rdkafka::error::KafkaError| Error::Kafka(format!("{what} of {topic}: {e}"));
     // A producer's client: its own thread serves librdkafka's errors as they come, so a refused
-    // authentication is known when the lookup fails.
-    let lookup: FutureProducer<_> = client.create_with_context(ctx.clone()).map_err(|e| kafka("lookup", e))?;
+    // authentication is known when the lookup fails. Producers let the broker create a topic
+    // a metadata request names (with the broker's defaults, not `configs`): not this one.
+    let lookup: FutureProducer<_> = client
+        .clone()
+        .set("allow.auto.create.topics", "false")
+        .create_with_context(ctx.clone())
+        .map_err(|e| kafka("lookup", e))?;
     let md = lookup
         .client()
         .fetch_metadata(Some(topic), CREATE_TIMEOUT)
