@@ -13,23 +13,15 @@ import os
 import sys
 import time
 
-from pyspark.sql import SparkSession, functions as F
+from pyspark.sql import functions as F
+
+# The test suite's Spark session (tools/spark-delta/server.py), with the Kafka source's jars.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "spark-delta"))
+from server import session as spark_session  # noqa: E402
 
 bootstrap, topic, table, checkpoint, jars, ours = sys.argv[1:7]
 started = time.time()
-spark = (
-    SparkSession.builder.master("local[2]")
-    .appName("spark-ingest-bench")
-    .config("spark.jars", jars)
-    .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-    .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-    .config("spark.driver.host", "127.0.0.1")
-    .config("spark.driver.bindAddress", "127.0.0.1")
-    .config("spark.driver.memory", "2g")
-    .config("spark.ui.enabled", "false")
-    .config("spark.sql.shuffle.partitions", "2")
-    .getOrCreate()
-)
+spark = spark_session(jars.split(","), app="spark-ingest-bench")
 spark.sparkContext.setLogLevel("ERROR")
 session = time.time() - started
 schema = "id BIGINT, user STRING, country STRING, amount DOUBLE, ok BOOLEAN, ts BIGINT, note STRING"

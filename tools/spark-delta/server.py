@@ -26,15 +26,14 @@ import threading
 import traceback
 
 
-def session(jars_dir):
+def session(jars, app="deltabus-tests"):
+    """A local[2] Spark session with `jars` and Delta's SQL extension and catalog, on
+    127.0.0.1, without its UI, in UTC."""
     from pyspark.sql import SparkSession
 
-    jars = sorted(glob.glob(os.path.join(jars_dir, "delta-*.jar")))
-    if not jars:
-        sys.exit(f"spark-delta: no Delta jars in {jars_dir}: run scripts/setup.sh")
     builder = (
         SparkSession.builder.master("local[2]")
-        .appName("deltabus-tests")
+        .appName(app)
         .config("spark.jars", ",".join(jars))
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
@@ -82,7 +81,10 @@ def answer(spark, request):
 
 def main():
     port, jars_dir = int(sys.argv[1]), sys.argv[2]
-    spark = session(jars_dir)
+    jars = sorted(glob.glob(os.path.join(jars_dir, "delta-*.jar")))
+    if not jars:
+        sys.exit(f"spark-delta: no Delta jars in {jars_dir}: run scripts/setup.sh")
+    spark = session(jars)
     lock = threading.Lock()
 
     class Handler(socketserver.StreamRequestHandler):
