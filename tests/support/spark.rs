@@ -44,6 +44,14 @@ pub fn spark_rows(addr: &str, table: &str) -> Vec<Value> {
     sorted(rows)
 }
 
+/// Spark reads `table` row for row as `deltabus cat` does (when Spark runs).
+pub fn spark_reads_as_deltabus(table: &str) {
+    if let Some(spark) = spark() {
+        let ours = sorted(crate::support::rows(table));
+        assert_eq!(spark_rows(&spark, table), ours, "Spark reads {table} as deltabus does");
+    }
+}
+
 /// `rows` with null values left out (readers differ in printing or omitting them), sorted by
 /// their JSON text.
 pub fn sorted(rows: Vec<Value>) -> Vec<Value> {
