@@ -312,6 +312,14 @@ fn a_mirror_without_keys_copies_files_and_keeps_row_ids() {
             assert_eq!(rows, expected, "the reference reader's rows of {table}");
         }
     }
+    // Spark reads the mirrors' rows, and the same row ids (and commit versions) as the source's.
+    if let Some(spark) = crate::support::spark::spark() {
+        let ids = crate::support::spark::spark_row_ids(&spark, s, "id");
+        for table in [t, l] {
+            crate::support::spark::spark_reads_as_deltabus(table);
+            assert_eq!(crate::support::spark::spark_row_ids(&spark, table, "id"), ids, "row ids of {table}");
+        }
+    }
     // Compaction (no row tracking here: deltabus compacts only tables without it) is replayed
     // like any commit: the target ends with the source's compacted files.
     let (s2, t2) = (dir.path().join("compacted"), dir.path().join("compacted-copy"));

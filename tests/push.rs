@@ -547,6 +547,7 @@ fn producers_through_kill_dash_nine_and_store_faults_write_every_row_once() {
             let out = Command::new(oracle).arg("rows").arg(&table).output().unwrap();
             assert_eq!(ids_of(&out.stdout), expected, "{table} as the reference reader reads it");
         }
+        crate::support::spark::spark_reads_as_deltabus(&table);
         let described = crate::support::run_json(&["describe", &table]);
         for p in ps {
             assert_eq!(described["txns"][format!("deltabus-push:producer-{p}")], each as i64 - 1, "{described}");
@@ -856,5 +857,6 @@ async fn column_mapped_tables_take_names_that_need_it() {
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             assert!(String::from_utf8_lossy(&out.stdout).contains("top new"), "{name}");
         }
+        crate::support::spark::spark_reads_as_deltabus(&table);
     }
 }

@@ -14,11 +14,14 @@
 //! - deltabus reads what Spark writes: INSERT, UPDATE, DELETE and MERGE with deletion vectors
 //!   and the change data feed on, and `deltabus changes` equals Spark's `table_changes`
 //!   (update pre- and post-images included); column mapping with a renamed and a dropped
-//!   column; type widening; row tracking, liquid clustering and V2 checkpoints together.
+//!   column; type widening; row tracking, liquid clustering and V2 checkpoints together;
+//! - row tracking and in-commit timestamps as Spark reads them from deltabus's tables; the
+//!   generated columns both compute; Spark tables whose rules deltabus cannot keep (identity,
+//!   CHECK constraints, expressions it cannot compute) refused untouched.
 
 use serde_json::{json, Value};
 
-use crate::support::spark::{sorted, spark, spark_rows, spark_sql, spark_stream_once};
+use crate::support::spark::{sorted, spark, spark_row_ids, spark_rows, spark_sql, spark_stream_once};
 use crate::support::{deltabus, rows, write_ok};
 
 fn cat(table: &str) -> Vec<Value> {
@@ -340,4 +343,214 @@ fn deltabus_reads_spark_tables_with_the_newer_table_features() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert!(log.iter().any(|n| n.split('.').nth(2).is_some_and(|u| u.len() == 36)), "{log:?}");
+    // Their file actions are in sidecars; with the commits before the newest checkpoint gone,
+    // both engines read the table from the checkpoint and its sidecars alone.
+    let sidecars = std::fs::read_dir(format!("{t}/_delta_log/_sidecars")).unwrap();
+    assert!(sidecars.filter_map(|e| e.ok()).any(|e| e.file_name().to_string_lossy().ends_with(".parquet")));
+    let newest = log.iter().filter(|n| n.contains(".checkpoint.")).filter_map(|n| n[..20].parse::<u64>().ok()).max();
+    let newest = newest.unwrap();
+    let before_newest =
+        |n: &&String| n.len() == 25 && n.ends_with(".json") && n[..20].parse::<u64>().is_ok_and(|v| v < newest);
+    for name in log.iter().filter(before_newest) {
+        std::fs::remove_file(format!("{t}/_delta_log/{name}")).unwrap();
+    }
+    assert_eq!(cat(&t), spark_rows(&spark, &t), "read from the V2 checkpoint and its sidecars");
+}
+
+/// The in-commit timestamp of each version's commitInfo.
+fn commit_timestamps(table: &str, versions: std::ops::Range<u64>) -> Vec<i64> {
+    versions
+        .map(|v| {
+            let text = std::fs::read_to_string(format!("{table}/_delta_log/{v:020}.json")).unwrap();
+            let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            first["commitInfo"]["inCommitTimestamp"].as_i64().unwrap_or_else(|| panic!("version {v}: {first}"))
+        })
+        .collect()
+}
+
+#[test]
+fn spark_reads_row_ids_and_commit_timestamps_as_deltabus_writes_them() {
+    let Some(spark) = spark() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tracked");
+    let t = path.to_str().unwrap();
+    let props = [
+        "--partition-by",
+        "country",
+        "--property",
+        "delta.enableRowTracking=true",
+        "--property",
+        "delta.enableInCommitTimestamps=true",
+        "--property",
+        "delta.enableDeletionVectors=true",
+    ];
+    write_ok(&path, &props, &records(0..50));
+    write_ok(&path, &[], &records(50..100));
+    let first = spark_row_ids(&spark, t, "id");
+    for (id, (_, version)) in &first {
+        assert_eq!(*version, i64::from(id.parse::<i64>().unwrap() >= 50), "row {id}'s commit version");
+    }
+    // Deleted rows leave; the others keep their row ids and commit versions (deletion vectors).
+    run_ok(&["delete", t, "--where", "id < 20 OR country = 'DE'"]);
+    assert_eq!(spark_rows(&spark, t), cat(t));
+    let after = spark_row_ids(&spark, t, "id");
+    assert_eq!(after.len(), 68);
+    assert!(after.iter().all(|(id, ids)| first[id] == *ids), "row ids are stable through a delete");
+    // Both engines append; row ids stay distinct (one high-water mark), through a checkpoint.
+    spark_sql(&spark, &[&format!("INSERT INTO delta.`{t}` SELECT 1000 + id, 'DE', 's', 1.0, true FROM range(5)")])
+        .unwrap();
+    run_ok(&["checkpoint", t]);
+    write_ok(&path, &[], &records(100..110));
+    assert_eq!(spark_rows(&spark, t), cat(t));
+    let last = spark_row_ids(&spark, t, "id");
+    assert_eq!(last.len(), 83);
+    assert!(after.iter().all(|(id, ids)| last[id] == *ids), "row ids are stable through others' appends");
+    // Without deletion vectors a delete would rewrite files and give the rows kept new ids:
+    // refused, nothing written.
+    let plain = dir.path().join("rewrites");
+    let p = plain.to_str().unwrap();
+    write_ok(&plain, &["--property", "delta.enableRowTracking=true"], &records(0..10));
+    let ids = spark_row_ids(&spark, p, "id");
+    let entries =
+        || std::fs::read_dir(&plain).unwrap().count() + std::fs::read_dir(plain.join("_delta_log")).unwrap().count();
+    let before = entries();
+    let out = deltabus(&["delete", p, "--where", "id < 3"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.trim().lines().count() == 1 && err.contains("row ids"), "{err}");
+    assert_eq!(spark_row_ids(&spark, p, "id"), ids);
+    assert_eq!(entries(), before, "nothing written");
+    // Spark travels by our in-commit timestamps: each version's timestamp names that version.
+    let times = commit_timestamps(t, 0..2);
+    for (version, rows) in [(0, 50), (1, 100)] {
+        let at = chrono::DateTime::from_timestamp_millis(times[version]).unwrap().format("%Y-%m-%d %H:%M:%S%.3f");
+        let sql = format!("SELECT count(*) AS n FROM delta.`{t}` TIMESTAMP AS OF '{at}'");
+        let n = spark_sql(&spark, &[&sql]).unwrap()[0]["n"].as_i64().unwrap();
+        assert_eq!(n, rows, "Spark at version {version}'s in-commit timestamp");
+    }
+}
+
+/// `rows` with each `ts` written without trailing zeros in its fraction of a second
+/// (`…59.999000Z` and `…59.999Z` are the same instant).
+fn instants(rows: Vec<Value>) -> Vec<Value> {
+    rows.into_iter()
+        .map(|mut r| {
+            if let Some(ts) = r.get("ts").and_then(Value::as_str).and_then(|t| t.strip_suffix('Z')) {
+                let ts = if ts.contains('.') { ts.trim_end_matches('0').trim_end_matches('.') } else { ts };
+                r["ts"] = json!(format!("{ts}Z"));
+            }
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn spark_and_deltabus_compute_the_same_generated_columns() {
+    let Some(spark) = spark() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let events = |ids: std::ops::Range<i64>| -> String {
+        ids.map(|i| {
+            let ts = ["2024-02-28T22:15:00Z", "2024-02-29T23:59:59.999Z", "2024-12-31T00:00:00Z"][i as usize % 3];
+            let ts = if i % 7 == 6 { Value::Null } else { json!(ts) };
+            json!({"id": i, "ts": ts, "name": format!("ü-{i}")}).to_string() + "\n"
+        })
+        .collect()
+    };
+    let agree = |t: &str, expected: usize| {
+        let check = format!(
+            "SELECT count(*) AS n, count_if(ts_date <=> CAST(ts AS DATE)) AS d, \
+             count_if(h <=> date_format(ts, 'yyyy-MM-dd-HH')) AS h FROM delta.`{t}`"
+        );
+        let r = &spark_sql(&spark, &[&check]).unwrap()[0];
+        assert_eq!(
+            (r["n"].as_u64(), r["d"].as_u64(), r["h"].as_u64()),
+            (Some(expected as u64), r["n"].as_u64(), r["n"].as_u64()),
+            "{t}: {r}"
+        );
+        assert_eq!(cat(t).len(), expected);
+    };
+    // deltabus creates the table with `date(ts)` and `hour(ts)` partitions; Spark appends to it.
+    let ours = dir.path().join("ours");
+    let t = ours.to_str().unwrap();
+    let schema = dir.path().join("schema.json");
+    std::fs::write(
+        &schema,
+        json!({"type": "struct", "fields": [
+            {"name": "id", "type": "long", "nullable": true, "metadata": {}},
+            {"name": "ts", "type": "timestamp", "nullable": true, "metadata": {}},
+            {"name": "name", "type": "string", "nullable": true, "metadata": {}}]})
+        .to_string(),
+    )
+    .unwrap();
+    write_ok(
+        &ours,
+        &["--schema", schema.to_str().unwrap(), "--partition-by", "date(ts),hour(ts) as h"],
+        &events(0..30),
+    );
+    spark_sql(
+        &spark,
+        &[&format!("INSERT INTO delta.`{t}` (id, ts, name) VALUES (100, TIMESTAMP'2025-06-01 13:45:00', 'spark')")],
+    )
+    .unwrap();
+    write_ok(&ours, &[], &events(30..40));
+    agree(t, 41);
+    assert_eq!(spark_rows(&spark, t).len(), 41);
+    // Spark creates one (V2 checkpoints every two commits, deletion vectors); deltabus appends,
+    // checkpoints and reads it.
+    let theirs = dir.path().join("theirs");
+    let s = theirs.to_str().unwrap();
+    spark_sql(
+        &spark,
+        &[
+            &format!(
+                "CREATE TABLE delta.`{s}` (id BIGINT, ts TIMESTAMP, name STRING, \
+                 ts_date DATE GENERATED ALWAYS AS (CAST(ts AS DATE)), \
+                 h STRING GENERATED ALWAYS AS (date_format(ts, 'yyyy-MM-dd-HH'))) \
+                 USING delta PARTITIONED BY (ts_date) TBLPROPERTIES ('delta.checkpointPolicy' = 'v2', \
+                 'delta.checkpointInterval' = '2', 'delta.enableDeletionVectors' = 'true')"
+            ),
+            &format!("INSERT INTO delta.`{s}` (id, ts, name) VALUES (100, TIMESTAMP'2025-06-01 13:45:00', 'spark')"),
+        ],
+    )
+    .unwrap();
+    write_ok(&theirs, &[], &events(0..30));
+    run_ok(&["checkpoint", s]);
+    spark_sql(&spark, &[&format!("DELETE FROM delta.`{s}` WHERE id % 5 = 0")]).unwrap();
+    write_ok(&theirs, &[], &events(30..40));
+    agree(s, 34);
+    assert_eq!(instants(spark_rows(&spark, s)), instants(cat(s)));
+}
+
+#[test]
+fn spark_tables_deltabus_cannot_keep_the_rules_of_are_refused_untouched() {
+    let Some(spark) = spark() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("identity", "CREATE TABLE {T} (id BIGINT GENERATED ALWAYS AS IDENTITY, name STRING) USING delta", "identity"),
+        ("constraint", "CREATE TABLE {T} (id BIGINT, name STRING) USING delta", "constraint"),
+        (
+            "expression",
+            "CREATE TABLE {T} (id BIGINT, name STRING, up STRING GENERATED ALWAYS AS (upper(name))) USING delta",
+            "upper(name)",
+        ),
+    ];
+    for (name, create, says) in cases {
+        let path = dir.path().join(name);
+        let t = path.to_str().unwrap();
+        let mut statements = vec![create.replace("{T}", &format!("delta.`{t}`"))];
+        if name == "constraint" {
+            statements.push(format!("ALTER TABLE delta.`{t}` ADD CONSTRAINT positive CHECK (id > 0)"));
+        }
+        let columns = if name == "identity" { "(name) VALUES ('a')" } else { "(id, name) VALUES (1, 'a')" };
+        statements.push(format!("INSERT INTO delta.`{t}` {columns}"));
+        let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+        spark_sql(&spark, &statements).unwrap();
+        let before = spark_rows(&spark, t);
+        let log = std::fs::read_dir(path.join("_delta_log")).unwrap().count();
+        let out = crate::support::write_jsonl(&path, &[], "{\"id\":2,\"name\":\"b\"}\n");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.trim().lines().count() == 1, "{name}: {err}");
+        assert!(err.to_lowercase().contains(says), "{name}: the error names {says}: {err}");
+        assert_eq!(std::fs::read_dir(path.join("_delta_log")).unwrap().count(), log, "{name}: nothing committed");
+        assert_eq!(spark_rows(&spark, t), before, "{name}");
+    }
 }

@@ -351,6 +351,9 @@ pub(crate) fn new_table(
         .filter(|(k, _)| !k.starts_with("delta.feature."))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    if properties.get("delta.enableRowTracking").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        materialized_row_tracking_columns(&mut configuration);
+    }
     if properties.get("delta.columnMapping.mode").is_some_and(|m| m != "none") {
         let mut next = 0i64;
         assign_column_mapping(&mut schema.fields, &mut next);
@@ -378,6 +381,18 @@ pub(crate) fn new_table(
         created_time: None,
     };
     Ok((protocol, metadata))
+}
+
+/// Names the columns that hold row ids and row commit versions once rows are rewritten
+/// (digest §9, `rowTracking`): readers (Spark, delta-kernel-rs) expose row ids only on tables
+/// that name them. Names already given are kept.
+fn materialized_row_tracking_columns(configuration: &mut HashMap<String, String>) {
+    for (key, prefix) in [
+        ("delta.rowTracking.materializedRowIdColumnName", "_row-id-col-"),
+        ("delta.rowTracking.materializedRowCommitVersionColumnName", "_row-commit-version-col-"),
+    ] {
+        configuration.entry(key.to_string()).or_insert_with(|| format!("{prefix}{}", uuid::Uuid::new_v4()));
+    }
 }
 
 /// Whether `delta.enableIcebergCompatV2` is on.
@@ -634,10 +649,20 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
-        let (p, m) = new_table(s, &[], &props).unwrap();
+        let (p, m) = new_table(s.clone(), &[], &props).unwrap();
         assert_eq!((p.min_reader_version, p.min_writer_version), (3, 7));
         assert_eq!(p.reader_features.unwrap(), vec!["columnMapping", "deletionVectors"]);
         assert_eq!(m.configuration["delta.columnMapping.maxColumnId"], "2");
         assert!(m.schema_string.contains("delta.columnMapping.physicalName"));
+        assert!(!m.configuration.keys().any(|k| k.starts_with("delta.rowTracking.")));
+        // Row tracking names its materialized columns, uniquely per table.
+        let tracked: HashMap<String, String> = [("delta.enableRowTracking".to_string(), "true".to_string())].into();
+        let (_, a) = new_table(s.clone(), &[], &tracked).unwrap();
+        let (_, b) = new_table(s, &[], &tracked).unwrap();
+        let id = "delta.rowTracking.materializedRowIdColumnName";
+        let version = "delta.rowTracking.materializedRowCommitVersionColumnName";
+        assert!(a.configuration[id].starts_with("_row-id-col-"), "{:?}", a.configuration);
+        assert!(a.configuration[version].starts_with("_row-commit-version-col-"));
+        assert_ne!(a.configuration[id], b.configuration[id]);
     }
 }

@@ -146,6 +146,8 @@ pub(crate) const KNOWN_PROPERTIES: &[&str] = &[
     "delta.parquet.compression.codec",
     "delta.randomPrefixLength",
     "delta.randomizeFilePrefixes",
+    "delta.rowTracking.materializedRowCommitVersionColumnName",
+    "delta.rowTracking.materializedRowIdColumnName",
     "delta.rowTrackingSuspended",
     "delta.setTransactionRetentionDuration",
     "delta.targetFileSize",

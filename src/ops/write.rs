@@ -365,7 +365,7 @@ fn changeable(key: &str) -> bool {
         || k == "delta.appendonly"
         || k == "delta.checkpointpolicy"
         || k.starts_with("delta.incommittimestamp")
-        || k == "delta.rowtrackingsuspended")
+        || k.starts_with("delta.rowtracking"))
 }
 
 /// Checks the options that shape a new table against an existing one: a different

@@ -223,6 +223,10 @@ pub(crate) fn loose_stats(stats: &str) -> String {
 }
 
 /// Copy-on-write: each changed file rewritten without the deleted (and previously deleted) rows.
+///
+/// # Errors
+/// [`Error::Unsupported`] on row-tracking tables, before anything is written: the rows kept
+/// would get new row ids (deletion vectors keep them); storage and data errors.
 pub(crate) async fn rewrite_actions(
     table: &Table,
     snapshot: &crate::delta::snapshot::Snapshot,
@@ -232,6 +236,12 @@ pub(crate) async fn rewrite_actions(
     actions: &mut Vec<Action>,
     written: &mut Vec<String>,
 ) -> Result<()> {
+    if crate::delta::features::has_writer_feature(&snapshot.protocol, crate::delta::features::Feature::RowTracking) {
+        return Err(Error::unsupported(
+            "copy-on-write rewrites of row-tracking tables (the rows kept would lose their row ids; \
+             tables created with delta.enableDeletionVectors=true delete without rewriting)",
+        ));
+    }
     for (add, matched, existing) in changes {
         let mut gone = matched.clone();
         if let Some(old) = existing {

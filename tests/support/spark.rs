@@ -52,18 +52,36 @@ pub fn spark_reads_as_deltabus(table: &str) {
     }
 }
 
-/// `rows` with null values left out (readers differ in printing or omitting them), sorted by
-/// their JSON text.
+/// `rows` with null fields left out, at every depth (readers differ in printing or omitting
+/// them), sorted by their JSON text.
 pub fn sorted(rows: Vec<Value>) -> Vec<Value> {
-    let mut rows: Vec<Value> = rows
-        .into_iter()
-        .map(|mut r| {
-            if let Some(o) = r.as_object_mut() {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(o) => {
                 o.retain(|_, v| !v.is_null());
+                o.values_mut().for_each(strip);
             }
-            r
-        })
-        .collect();
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut rows = rows;
+    rows.iter_mut().for_each(strip);
     rows.sort_by_key(|r| r.to_string());
     rows
+}
+
+/// Each row's `key` column (as JSON text) with the row id and row commit version Spark reads
+/// for it (`_metadata.row_id`, `_metadata.row_commit_version`: row tracking as Spark sees it).
+pub fn spark_row_ids(addr: &str, table: &str, key: &str) -> std::collections::BTreeMap<String, (i64, i64)> {
+    let sql = format!(
+        "SELECT `{key}` AS k, _metadata.row_id AS row_id, _metadata.row_commit_version AS v FROM delta.`{table}`"
+    );
+    let rows = spark_sql(addr, &[&sql]).unwrap_or_else(|e| panic!("{e}"));
+    let ids: std::collections::BTreeMap<String, (i64, i64)> =
+        rows.iter().map(|r| (r["k"].to_string(), (r["row_id"].as_i64().unwrap(), r["v"].as_i64().unwrap()))).collect();
+    assert_eq!(ids.len(), rows.len(), "{key} is unique in {table}");
+    let distinct: std::collections::BTreeSet<i64> = ids.values().map(|v| v.0).collect();
+    assert_eq!(distinct.len(), ids.len(), "Spark reads a distinct row id for each row of {table}");
+    ids
 }
