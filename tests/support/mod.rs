@@ -168,7 +168,7 @@ pub fn kafka_java() -> Option<PathBuf> {
 /// failure is returned as is for the caller to report.
 pub fn run_python(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> Output {
     use std::os::unix::process::ExitStatusExt;
-    let _guard = native_clients_lock();
+    let _guard = NATIVE_CLIENTS.write().unwrap_or_else(|poisoned| poisoned.into_inner());
     let script =
         format!("{script}\nimport os as _os, sys as _sys\n_sys.stdout.flush()\n_sys.stderr.flush()\n_os._exit(0)\n");
     let script = script.as_str();
@@ -189,14 +189,16 @@ pub fn run_python(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> Outp
     last.expect("at least one attempt")
 }
 
-/// Serialises the Python reference reader with tests that run librdkafka in this process: a
+/// Keeps the Python reference reader apart from tests that run librdkafka in this process: a
 /// `deltalake` child spawned while librdkafka's threads are alive here aborts in its native
-/// code ("terminate called without an active exception"), reproducibly. Holders keep the
-/// lock until their Kafka clients are destroyed.
-pub fn native_clients_lock() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// code ("terminate called without an active exception"), reproducibly. Tests with Kafka
+/// clients share this lock (they run side by side) and hold it until their clients are
+/// destroyed; [`run_python`] takes it alone.
+pub fn native_clients_lock() -> std::sync::RwLockReadGuard<'static, ()> {
+    NATIVE_CLIENTS.read().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+static NATIVE_CLIENTS: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 /// A tiny seeded xorshift for tests that vary their inputs or kill moments per run (the seed
 /// is printed so a failure can be replayed).
