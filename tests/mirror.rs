@@ -120,6 +120,7 @@ fn a_mirror_equals_its_source_at_every_delivered_version_through_faults_and_kill
     // The source's data commits: 8 appends, 2 deletes, 2 delete + re-append pairs, the wide row
     // (compactions change no rows and deliver nothing).
     assert_eq!(checked, 15, "one delivery per data commit of the source");
+    crate::support::spark::spark_reads_as_deltabus(&t);
 }
 
 /// Two mirror processes of the same follower on one target while a writer appends, deletes,

@@ -6,8 +6,8 @@
 //!   shows deltabus's commitInfo;
 //! - a Spark Structured Streaming query reading a table deltabus appends to and compacts, run
 //!   again after each step, delivers each row exactly once (compaction's rewrites carry
-//!   `dataChange=false` and are not replayed), and `deltabus follow` reads the table that
-//!   Spark's stream writes with each row once;
+//!   `dataChange=false` and are not replayed), also while a Kafka pipeline fills the table,
+//!   and `deltabus follow` reads the table that Spark's stream writes with each row once;
 //! - Spark as a second writer: its UPDATE, DELETE and MERGE (retried when they lose a race)
 //!   beside deltabus appending and compacting; no row lost or repeated, both engines read
 //!   the same table;
@@ -553,4 +553,65 @@ fn spark_tables_deltabus_cannot_keep_the_rules_of_are_refused_untouched() {
         assert_eq!(std::fs::read_dir(path.join("_delta_log")).unwrap().count(), log, "{name}: nothing committed");
         assert_eq!(spark_rows(&spark, t), before, "{name}");
     }
+}
+
+#[test]
+fn spark_streams_a_table_a_kafka_pipeline_fills_while_compaction_rewrites_it() {
+    use crate::support::processes::{start_producer_to, table_rows, terminate, TOTAL};
+    use std::time::{Duration, Instant};
+    let Some(spark) = spark() else { return };
+    let Some(brokers) = crate::support::emulator("DELTABUS_TEST_KAFKA_BROKERS") else { return };
+    let _clients = crate::support::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("events").to_string_lossy().into_owned();
+    let sink = dir.path().join("sink").to_string_lossy().into_owned();
+    let checkpoint = dir.path().join("checkpoint").to_string_lossy().into_owned();
+    let topic = format!("spark-stream-{}", uuid::Uuid::new_v4().simple());
+    {
+        use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let admin: AdminClient<_> =
+                rdkafka::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+            let new = NewTopic::new(&topic, 4, TopicReplication::Fixed(1));
+            let r = admin.create_topics([&new], &AdminOptions::new()).await.expect("create topic");
+            assert!(r.iter().all(Result::is_ok), "{r:?}");
+        });
+    }
+    let producer = start_producer_to(brokers.clone(), topic.clone(), 8);
+    let log = std::fs::File::create(dir.path().join("ingest.log")).unwrap();
+    let ingest = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["ingest", &topic, &table, "--brokers", &brokers, "--app-id", "spark-stream", "--create"])
+        .args(["--flush-interval", "300ms", "--max-rows", "500"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    // Spark's stream runs again and again while the pipeline commits, each run followed by a
+    // compaction (beside the pipeline's commits), until every record is in the table.
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let mut runs = 0;
+    loop {
+        let complete = producer.is_finished() && table_rows(&table) >= TOTAL;
+        if std::path::Path::new(&table).join("_delta_log").exists() {
+            spark_stream_once(&spark, &table, &sink, &checkpoint).unwrap_or_else(|e| panic!("{e}"));
+            run_ok(&["compact", &table]);
+            runs += 1;
+        }
+        if complete {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{} of {TOTAL} rows after 240 s", table_rows(&table));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    producer.join().unwrap();
+    let (status, _) = terminate(ingest);
+    assert!(status.success(), "the pipeline stops cleanly: {status}");
+    spark_stream_once(&spark, &table, &sink, &checkpoint).unwrap_or_else(|e| panic!("{e}"));
+    let history = String::from_utf8(deltabus(&["history", &table]).stdout).unwrap();
+    let optimized = history.lines().filter(|l| l.contains("OPTIMIZE")).count();
+    assert!(runs >= 2 && optimized >= 1, "{runs} stream runs, {optimized} compactions");
+    let mut ids: Vec<i64> = cat(&sink).iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..TOTAL).collect::<Vec<_>>(), "each record once in Spark's stream ({runs} runs)");
 }
