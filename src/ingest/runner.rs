@@ -107,13 +107,17 @@ pub(crate) trait Rows: Send {
     fn finish(&mut self) -> impl Future<Output = Result<Option<Outcome>>> + Send;
 }
 
-/// The Kafka source of a pipeline's topic, with its group events.
+/// The partitions a prefetch is shared by when the topic's partitions cannot be counted.
+const UNKNOWN_PARTITIONS: usize = 16;
+
+/// The Kafka source of a pipeline's topic (of `partitions` partitions), with its group events.
 ///
 /// # Errors
 /// [`crate::error::Error::Kafka`] when librdkafka refuses the configuration.
 pub(crate) fn open_source(
     k: &ResolvedKafka,
     max_bytes: u64,
+    partitions: usize,
 ) -> Result<(KafkaSource, UnboundedReceiver<ConsumerEvent>)> {
     let (tx, events) = unbounded_channel();
     let settings = ConsumerSettings {
@@ -122,7 +126,7 @@ pub(crate) fn open_source(
         group_id: &k.group_id,
         assignment: k.assignment,
         properties: &k.properties,
-        prefetch_kbytes: prefetch_kbytes(max_bytes),
+        prefetch_kbytes: prefetch_kbytes(max_bytes, partitions),
     };
     Ok((KafkaSource::open(&settings, max_bytes, tx)?, events))
 }
@@ -168,7 +172,12 @@ impl<R: Rows> Runner<R> {
     /// # Errors
     /// Kafka client creation, storage, protocol errors; a commit that keeps conflicting.
     pub(crate) async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<RunReport> {
-        let (source, mut events) = open_source(&self.cfg.kafka, self.cfg.policy.max_bytes)?;
+        // The prefetch is shared by the topic's partitions; when their number is unknown
+        // (the broker not reachable yet), by as many as `UNKNOWN_PARTITIONS`.
+        let k = &self.cfg.kafka;
+        let counted = crate::source::kafka::topics::partition_count(&k.brokers, &k.properties, &k.topic).await;
+        let (source, mut events) =
+            open_source(k, self.cfg.policy.max_bytes, counted.unwrap_or(UNKNOWN_PARTITIONS))?;
         tracing::info!(topic = %source.topic(), "pipeline started");
         let result = self.consume(&source, &mut events, &mut shutdown).await;
         let result = match result {

@@ -188,14 +188,16 @@ pub(crate) struct ConsumerSettings<'a> {
     pub prefetch_kbytes: u64,
 }
 
-/// The prefetch for a pipeline buffering `max_bytes` per batch: a quarter of it, between 1 and
-/// 64 MB (`queued.max.messages.kbytes`). The consumer must ask for the next fetch response
-/// while it still has records to decode: against tansu (10 M × 250 B, the same hour) a 16 MB
-/// prefetch took 15.7–17.0 s, 64 MB 13.2–14.1 s at about the same peak RSS (+635–665 MB against
-/// +626–641 MB), 128 MB 10.3–11.6 s but at +762–821 MB, past the 2 × `max_bytes` + 200 MB that
-/// 64 MB keeps (`kafka.properties` can raise it).
-pub(crate) fn prefetch_kbytes(max_bytes: u64) -> u64 {
-    (max_bytes / 4 / 1024).clamp(1024, 64 * 1024)
+/// The prefetch of each partition for a pipeline buffering `max_bytes` per batch from a topic
+/// of `partitions` partitions: a quarter of `max_bytes` shared by them, between 1 and 64 MiB a
+/// partition (`queued.max.messages.kbytes`, which librdkafka applies to each partition's queue
+/// when partitions have fetch queues of their own, as here). The consumer must ask for the next
+/// fetch response while it still has records to decode, and the whole prefetch must stay
+/// within the process's memory bound: against Apache Kafka 4.4 (3 M × 250 B, 8 partitions,
+/// `--until-end`), 64 MiB a partition took 4.6 s at a 725 MiB peak RSS, 8 MiB a partition
+/// 4.2 s at 431 MiB (`kafka.properties` can set it).
+pub(crate) fn prefetch_kbytes(max_bytes: u64, partitions: usize) -> u64 {
+    (max_bytes / 4 / 1024 / partitions.max(1) as u64).clamp(1024, 64 * 1024)
 }
 
 /// The prefetch in messages (`queued.min.messages`) beside `prefetch_kbytes`: one message per
@@ -335,10 +337,14 @@ mod tests {
 
     #[test]
     fn prefetch_follows_the_batch_size_within_limits() {
-        assert_eq!(prefetch_kbytes(16 << 20), 4096);
-        assert_eq!(prefetch_kbytes(1 << 20), 1024);
-        assert_eq!(prefetch_kbytes(256 << 20), 64 << 10);
-        assert_eq!(prefetch_kbytes(4 << 30), 64 << 10);
+        assert_eq!(prefetch_kbytes(16 << 20, 1), 4096);
+        assert_eq!(prefetch_kbytes(1 << 20, 1), 1024);
+        assert_eq!(prefetch_kbytes(256 << 20, 1), 64 << 10);
+        assert_eq!(prefetch_kbytes(4 << 30, 1), 64 << 10);
+        // Shared by the partitions, each at least 1 MiB.
+        assert_eq!(prefetch_kbytes(256 << 20, 8), 8 << 10);
+        assert_eq!(prefetch_kbytes(256 << 20, 0), 64 << 10);
+        assert_eq!(prefetch_kbytes(256 << 20, 1000), 1024);
         assert_eq!(prefetch_messages(64 << 10), 262_144);
         assert_eq!(prefetch_messages(1024), 100_000, "never below librdkafka's default");
         assert_eq!(prefetch_messages(u64::MAX / 2048), 10_000_000, "never above librdkafka's maximum");
@@ -379,7 +385,7 @@ mod tests {
         assert_eq!(fetch_max_bytes(16384, &big), 10_000_512, "never below message.max.bytes");
         for props in [none, big] {
             // librdkafka takes the prefetch at its smallest and largest too.
-            for prefetch in [prefetch_kbytes(0), prefetch_kbytes(u64::MAX)] {
+            for prefetch in [prefetch_kbytes(0, 1), prefetch_kbytes(u64::MAX, 1)] {
                 let s = ConsumerSettings { prefetch_kbytes: prefetch, ..settings(&props) };
                 let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
                 assert!(create_consumer(&s, tx, Default::default()).is_ok(), "{props:?} {prefetch}");

@@ -41,6 +41,21 @@ pub(crate) async fn matching(
     .map_err(|e| Error::Internal(format!("metadata task: {e}")))?
 }
 
+/// The number of partitions of `topic`, from a metadata request (at most 5 s); `None` when it
+/// fails or the topic is missing.
+pub(crate) async fn partition_count(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Option<usize> {
+    let cfg = super::client::client_config(brokers, properties, super::client::Role::Consumer);
+    let topic = topic.to_string();
+    let counted = tokio::task::spawn_blocking(move || {
+        let client: BaseConsumer<crate::common::kafka_log::LoggedContext> =
+            cfg.create_with_context(crate::common::kafka_log::LoggedContext::default()).ok()?;
+        let md = client.fetch_metadata(Some(&topic), Duration::from_secs(5)).ok()?;
+        let t = md.topics().iter().find(|t| t.name() == topic)?;
+        (t.error().is_none() && !t.partitions().is_empty()).then(|| t.partitions().len())
+    });
+    counted.await.ok().flatten()
+}
+
 /// How long creating a topic may take (a cluster that does not answer admin requests fails in
 /// this time, with the way to create the topic by hand).
 const CREATE_TIMEOUT: Duration = Duration::from_secs(10);
