@@ -176,8 +176,7 @@ impl<R: Rows> Runner<R> {
         // (the broker not reachable yet), by as many as `UNKNOWN_PARTITIONS`.
         let k = &self.cfg.kafka;
         let counted = crate::source::kafka::topics::partition_count(&k.brokers, &k.properties, &k.topic).await;
-        let (source, mut events) =
-            open_source(k, self.cfg.policy.max_bytes, counted.unwrap_or(UNKNOWN_PARTITIONS))?;
+        let (source, mut events) = open_source(k, self.cfg.policy.max_bytes, counted.unwrap_or(UNKNOWN_PARTITIONS))?;
         tracing::info!(topic = %source.topic(), "pipeline started");
         let result = self.consume(&source, &mut events, &mut shutdown).await;
         let result = match result {

@@ -43,7 +43,11 @@ pub(crate) async fn matching(
 
 /// The number of partitions of `topic`, from a metadata request (at most 5 s); `None` when it
 /// fails or the topic is missing.
-pub(crate) async fn partition_count(brokers: &str, properties: &BTreeMap<String, String>, topic: &str) -> Option<usize> {
+pub(crate) async fn partition_count(
+    brokers: &str,
+    properties: &BTreeMap<String, String>,
+    topic: &str,
+) -> Option<usize> {
     let cfg = super::client::client_config(brokers, properties, super::client::Role::Consumer);
     let topic = topic.to_string();
     let counted = tokio::task::spawn_blocking(move || {
