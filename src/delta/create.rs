@@ -270,15 +270,27 @@ pub(crate) fn check_column_names_under(schema: &StructType, column_mapping: bool
 /// The properties of a new keyed table (upserts by key, from a pipeline or a served table):
 /// deletion vectors on unless the properties say otherwise or the table is for Iceberg
 /// readers too (icebergCompatV2 forbids them: replaced rows are then rewritten).
-pub(crate) fn keyed_table_properties(properties: &mut HashMap<String, String>) {
-    let compat = crate::delta::iceberg::enabled(properties)
-        || properties.iter().any(|(k, v)| {
-            k.eq_ignore_ascii_case("delta.enableIcebergCompatV2") && v.trim().eq_ignore_ascii_case("true")
-        });
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for row tracking without deletion vectors: replaced rows would
+/// be rewritten, which would renumber the rows kept beside them (refused by every rewrite).
+pub(crate) fn keyed_table_properties(properties: &mut HashMap<String, String>) -> Result<()> {
+    let on = |properties: &HashMap<String, String>, key: &str| {
+        properties.iter().any(|(k, v)| k.eq_ignore_ascii_case(key) && v.trim().eq_ignore_ascii_case("true"))
+    };
+    let compat = crate::delta::iceberg::enabled(properties) || on(properties, "delta.enableIcebergCompatV2");
     let set = properties.keys().any(|k| k.eq_ignore_ascii_case("delta.enableDeletionVectors"));
     if !compat && !set {
         properties.insert("delta.enableDeletionVectors".into(), "true".into());
     }
+    if on(properties, "delta.enableRowTracking") && !on(properties, "delta.enableDeletionVectors") {
+        return Err(Error::InvalidArgument(
+            "a keyed table with delta.enableRowTracking=true needs deletion vectors (replaced rows are deleted \
+             through them; a rewrite would renumber the rows kept)"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Protocol and metadata for a new table. A partition entry may derive its column
@@ -664,5 +676,21 @@ mod tests {
         assert!(a.configuration[id].starts_with("_row-id-col-"), "{:?}", a.configuration);
         assert!(a.configuration[version].starts_with("_row-commit-version-col-"));
         assert_ne!(a.configuration[id], b.configuration[id]);
+    }
+
+    #[test]
+    fn keyed_tables_get_deletion_vectors_which_row_tracking_needs() {
+        let props = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let mut plain = props(&[]);
+        keyed_table_properties(&mut plain).unwrap();
+        assert_eq!(plain["delta.enableDeletionVectors"], "true");
+        let mut tracked = props(&[("delta.enableRowTracking", "true")]);
+        keyed_table_properties(&mut tracked).unwrap();
+        assert_eq!(tracked["delta.enableDeletionVectors"], "true");
+        let mut without = props(&[("delta.enableRowTracking", "TRUE"), ("delta.enableDeletionVectors", "false")]);
+        let err = keyed_table_properties(&mut without).unwrap_err().to_string();
+        assert!(err.contains("needs deletion vectors"), "{err}");
     }
 }

@@ -457,7 +457,7 @@ impl TableSchema {
         }
         let mut properties = cfg.properties.clone();
         if cfg.upsert.is_some() {
-            crate::delta::create::keyed_table_properties(&mut properties);
+            crate::delta::create::keyed_table_properties(&mut properties)?;
         }
         let (protocol, metadata) = new_table(StructType::new(fields), &cfg.partition_by, &properties)?;
         let txn =

@@ -300,7 +300,7 @@ impl GroupCommitter {
             None => {
                 let mut properties = self.settings.settings.properties.clone().into_iter().collect();
                 if !self.settings.settings.key_columns.is_empty() {
-                    crate::delta::create::keyed_table_properties(&mut properties);
+                    crate::delta::create::keyed_table_properties(&mut properties)?;
                 }
                 let (protocol, metadata) = new_table(target, &self.settings.settings.partition_by, &properties)?;
                 let actions = vec![Action::Protocol(protocol.clone()), Action::Metadata(metadata.clone())];
