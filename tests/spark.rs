@@ -557,7 +557,7 @@ fn spark_tables_deltabus_cannot_keep_the_rules_of_are_refused_untouched() {
 
 #[test]
 fn spark_streams_a_table_a_kafka_pipeline_fills_while_compaction_rewrites_it() {
-    use crate::support::processes::{start_producer_to, table_rows, terminate, TOTAL};
+    use crate::support::processes::{start_producer_to, table_rows, terminate, wait_for_rows, TOTAL};
     use std::time::{Duration, Instant};
     let Some(spark) = spark() else { return };
     let Some(brokers) = crate::support::emulator("DELTABUS_TEST_KAFKA_BROKERS") else { return };
@@ -579,7 +579,8 @@ fn spark_streams_a_table_a_kafka_pipeline_fills_while_compaction_rewrites_it() {
         });
     }
     let producer = start_producer_to(brokers.clone(), topic.clone(), 8);
-    let log = std::fs::File::create(dir.path().join("ingest.log")).unwrap();
+    let log_path = dir.path().join("ingest.log");
+    let log = std::fs::File::create(&log_path).unwrap();
     let ingest = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
         .args(["ingest", &topic, &table, "--brokers", &brokers, "--app-id", "spark-stream", "--create"])
         .args(["--flush-interval", "300ms", "--max-rows", "500"])
@@ -589,20 +590,18 @@ fn spark_streams_a_table_a_kafka_pipeline_fills_while_compaction_rewrites_it() {
         .unwrap();
     // Spark's stream runs again and again while the pipeline commits, each run followed by a
     // compaction (beside the pipeline's commits), until every record is in the table.
+    wait_for_rows(&table, 1, &log_path);
     let deadline = Instant::now() + Duration::from_secs(240);
     let mut runs = 0;
     loop {
         let complete = producer.is_finished() && table_rows(&table) >= TOTAL;
-        if std::path::Path::new(&table).join("_delta_log").exists() {
-            spark_stream_once(&spark, &table, &sink, &checkpoint).unwrap_or_else(|e| panic!("{e}"));
-            run_ok(&["compact", &table]);
-            runs += 1;
-        }
+        spark_stream_once(&spark, &table, &sink, &checkpoint).unwrap_or_else(|e| panic!("{e}"));
+        run_ok(&["compact", &table]);
+        runs += 1;
         if complete {
             break;
         }
         assert!(Instant::now() < deadline, "{} of {TOTAL} rows after 240 s", table_rows(&table));
-        std::thread::sleep(Duration::from_millis(200));
     }
     producer.join().unwrap();
     let (status, _) = terminate(ingest);
