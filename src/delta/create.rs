@@ -396,7 +396,7 @@ pub(crate) fn new_table(
 }
 
 /// Names the columns that hold row ids and row commit versions once rows are rewritten
-/// (digest §9, `rowTracking`): readers (Spark, delta-kernel-rs) expose row ids only on tables
+/// (PROTOCOL.md, "Row Tracking"): readers (Spark, delta-kernel-rs) expose row ids only on tables
 /// that name them. Names already given are kept.
 fn materialized_row_tracking_columns(configuration: &mut HashMap<String, String>) {
     for (key, prefix) in [
