@@ -22,9 +22,7 @@ pub(crate) async fn matching(
     let cfg = super::client::client_config(brokers, properties, super::client::Role::Consumer);
     let pattern = pattern.clone();
     tokio::task::spawn_blocking(move || {
-        let client: BaseConsumer<crate::common::kafka_log::LoggedContext> = cfg
-            .create_with_context(crate::common::kafka_log::LoggedContext::default())
-            .map_err(|e| Error::Kafka(format!("cannot create the metadata client: {e}")))?;
+        let client = metadata_client(&cfg)?;
         let md = client
             .fetch_metadata(None, Duration::from_secs(10))
             .map_err(|e| Error::Kafka(format!("listing topics: {e}")))?;
@@ -51,13 +49,18 @@ pub(crate) async fn partition_count(
     let cfg = super::client::client_config(brokers, properties, super::client::Role::Consumer);
     let topic = topic.to_string();
     let counted = tokio::task::spawn_blocking(move || {
-        let client: BaseConsumer<crate::common::kafka_log::LoggedContext> =
-            cfg.create_with_context(crate::common::kafka_log::LoggedContext::default()).ok()?;
+        let client = metadata_client(&cfg).ok()?;
         let md = client.fetch_metadata(Some(&topic), Duration::from_secs(5)).ok()?;
         let t = md.topics().iter().find(|t| t.name() == topic)?;
         (t.error().is_none() && !t.partitions().is_empty()).then(|| t.partitions().len())
     });
     counted.await.ok().flatten()
+}
+
+/// A client for metadata requests (blocking: call from a blocking task).
+fn metadata_client(cfg: &ClientConfig) -> Result<BaseConsumer<crate::common::kafka_log::LoggedContext>> {
+    cfg.create_with_context(crate::common::kafka_log::LoggedContext::default())
+        .map_err(|e| Error::Kafka(format!("cannot create the metadata client: {e}")))
 }
 
 /// How long creating a topic may take (a cluster that does not answer admin requests fails in
