@@ -93,6 +93,12 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
+    /// A configuration key (`pipelines.orders.kafka.start`, `server.listen`) or the setting
+    /// behind a flag has a value it does not take: callers that show the setting under another
+    /// name (a flag) match on `key`, never on the message.
+    #[error("invalid argument: {key}: {why}")]
+    InvalidConfig { key: String, why: String },
+
     /// Local I/O failed (stdout, local files outside the object store).
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
@@ -139,15 +145,25 @@ impl Error {
         Error::InvalidLog { path: path.to_string(), message: message.to_string() }
     }
 
+    pub(crate) fn invalid_config(key: impl fmt::Display, why: impl fmt::Display) -> Self {
+        Error::InvalidConfig { key: key.to_string(), why: why.to_string() }
+    }
+
     pub(crate) fn unsupported(message: impl fmt::Display) -> Self {
         Error::Unsupported { message: message.to_string() }
     }
 
     pub(crate) fn storage(path: impl fmt::Display, source: object_store::Error) -> Self {
         let text = source.to_string();
-        // object_store's own words for set-up mistakes, with each store's fix.
-        let azure = text.contains("MicrosoftAzure") || text.contains("Azure");
-        let gcs = text.contains("GCS") || text.contains("Google") || text.contains("metadata.google.internal");
+        // Which store failed is typed; the set-up mistakes below are not (object_store reports
+        // them as text inside `Generic`), so its own words are recognised here, once, and
+        // become typed errors with each store's fix.
+        let store = match &source {
+            object_store::Error::Generic { store, .. } => *store,
+            _ => "",
+        };
+        let azure = store == "MicrosoftAzure";
+        let gcs = store == "GCS" || text.contains("metadata.google.internal");
         if matches!(source, object_store::Error::UnknownConfigurationKey { .. }) {
             return Error::InvalidArgument(format!(
                 "{path}: {text}: storage options are the object store's own keys (aws_*, azure_*, google_*; see the README's storage section)"

@@ -250,6 +250,46 @@ fn concurrent_writer_processes_lose_nothing() {
     assert_eq!(cat(&table).len(), 601);
 }
 
+/// Six processes race to create a missing table, two for each (app id, txn version): the
+/// creation race's losers append, exactly one write of each pair lands, the other reports
+/// `already_applied`, and the files of writes that did not land are deleted.
+#[test]
+fn idempotent_writers_racing_to_create_a_table_land_once_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    let children: Vec<_> = (0..6)
+        .map(|w| {
+            let app = format!("lädër-{}", w % 3);
+            let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+                .args(["write", table.to_str().unwrap(), "--app-id", &app, "--txn-version", "1"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let input: String = (0..100).map(|n| format!("{{\"w\":{w},\"n\":{n}}}\n")).collect();
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+            child
+        })
+        .collect();
+    let outcomes: Vec<Value> = children.into_iter().map(|c| ok_json(&c.wait_with_output().unwrap())).collect();
+    let landed = outcomes.iter().filter(|o| o["outcome"] == "committed").count();
+    let applied = outcomes.iter().filter(|o| o["outcome"] == "already_applied").count();
+    assert_eq!((landed, applied), (3, 3), "{outcomes:?}");
+    let rows = cat(&table);
+    assert_eq!(rows.len(), 300);
+    let mut writers: Vec<i64> = rows.iter().map(|r| r["w"].as_i64().unwrap()).collect();
+    writers.sort();
+    writers.dedup();
+    let mut apps: Vec<i64> = writers.iter().map(|w| w % 3).collect();
+    apps.sort();
+    assert_eq!(apps, vec![0, 1, 2], "one write of each app id: {writers:?}");
+    let files: Value = serde_json::from_slice(&deltabus(&["files", table.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(parquet_files(&table), files["files"].as_array().unwrap().len(), "no file of a write that did not land");
+    let desc: Value = serde_json::from_slice(&deltabus(&["describe", table.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(desc["txns"], serde_json::json!({"lädër-0": 1, "lädër-1": 1, "lädër-2": 1}));
+}
+
 #[test]
 fn tables_with_unhonoured_features_are_refused() {
     let dir = tempfile::tempdir().unwrap();

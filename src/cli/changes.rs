@@ -98,8 +98,8 @@ impl FollowerArgs {
         Member::join_from(table, opts, &start)
             .await
             .map_err(|e| match e {
-                Error::InvalidArgument(m) if m.starts_with("a group starts") => {
-                    Error::InvalidArgument(format!("--from {from:?} with --group: {m}"))
+                Error::InvalidConfig { key, why } if key == "start" => {
+                    Error::InvalidConfig { key: format!("--from {from:?} with --group"), why }
                 }
                 e => e,
             })

@@ -160,17 +160,16 @@ impl IngestArgs {
         }
         // Metrics and logs name the pipeline by its app id; errors name the flags.
         config.validate(&self.app_id).map_err(|e| match e {
-            Error::InvalidArgument(m) => Error::InvalidArgument(in_flag_words(&m, &self.app_id)),
+            Error::InvalidConfig { key, why } => in_flag_words(&key, why, &self.app_id),
             other => other,
         })
     }
 }
 
-/// A pipeline validation message in the words of `deltabus ingest`'s flags.
-fn in_flag_words(message: &str, name: &str) -> String {
+/// A refused pipeline setting named by the `deltabus ingest` flag that sets it.
+fn in_flag_words(key: &str, why: String, name: &str) -> Error {
     let prefix = format!("pipelines.{name}.");
-    let Some(rest) = message.strip_prefix(&prefix) else { return message.to_string() };
-    let (key, why) = rest.split_once(": ").unwrap_or((rest, ""));
+    let Some(key) = key.strip_prefix(&prefix) else { return Error::InvalidConfig { key: key.into(), why } };
     let flag = match key {
         "kafka.start" => "--start",
         "kafka.assignment" => "--assignment",
@@ -188,9 +187,9 @@ fn in_flag_words(message: &str, name: &str) -> String {
         "partition_by" => "--partition-by",
         "commit.mode" => "--commit-mode",
         "commit" => "--commit-interval / --commit-request-timeout",
-        other => return format!("{other}: {why}"),
+        other => other,
     };
-    format!("{flag}: {why}")
+    Error::InvalidConfig { key: flag.into(), why }
 }
 
 /// Resolves on SIGTERM or SIGINT.

@@ -9,6 +9,7 @@
 //! - [`kafka_log`]: librdkafka's log lines and client errors, redacted, for every client.
 //! - [`units`]: the one spelling of durations and sizes.
 //! - [`progress`]: progress bars on terminals, periodic lines otherwise.
+//! - [`retry`]: the one retry budget table, with the worst case written down.
 //! - [`throttle`]: repeated log lines once per state change, then at a backoff.
 
 internal_mods!(backoff);
@@ -19,6 +20,7 @@ internal_mods!(heap);
 internal_mods!(kafka_log);
 internal_mods!(progress);
 internal_mods!(record);
+internal_mods!(retry);
 internal_mods!(throttle);
 internal_mods!(units);
 

@@ -17,7 +17,7 @@ use crate::common::units::HumanDuration;
 
 /// Who commits (`commit.mode`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum CommitMode {
     /// Each process commits its own flushes.
     #[default]
@@ -26,17 +26,7 @@ pub enum CommitMode {
     Coordinated,
 }
 
-impl std::str::FromStr for CommitMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<CommitMode, String> {
-        match s {
-            "worker" => Ok(CommitMode::Worker),
-            "coordinated" => Ok(CommitMode::Coordinated),
-            other => Err(format!("{other:?}: worker or coordinated")),
-        }
-    }
-}
+setting_values!(CommitMode { "worker" => Worker, "coordinated" => Coordinated });
 
 /// `[pipelines.<name>.commit]` as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]

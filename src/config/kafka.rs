@@ -82,7 +82,7 @@ pub struct KafkaAcl {
 
 /// The payload format of a topic's record values.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", try_from = "String")]
 pub enum TopicFormat {
     /// Each value is one JSON object, decoded against the table schema as push ingest does.
     #[default]
@@ -98,6 +98,8 @@ pub enum TopicFormat {
     Protobuf,
 }
 
+setting_values!(TopicFormat { "json" => Json, "bytes" => Bytes, "avro" => Avro, "protobuf" => Protobuf });
+
 impl TopicFormat {
     /// Whether values are framed with schema ids of a registry.
     pub fn uses_registry(self) -> bool {
@@ -107,7 +109,7 @@ impl TopicFormat {
 
 /// What to do with records that do not decode.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", try_from = "String")]
 pub enum BadRecords {
     /// The batch is refused with INVALID_RECORD naming the records; nothing of it lands.
     #[default]
@@ -116,6 +118,8 @@ pub enum BadRecords {
     /// lands.
     DeadLetter,
 }
+
+setting_values!(BadRecords { "refuse" => Refuse, "dead_letter" => DeadLetter });
 
 /// `[server.kafka.topics.<name>]`
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -188,13 +192,13 @@ impl KafkaListenerConfig {
     /// Checks the settings against the server's `tables` and reads the users.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming the key.
+    /// [`Error::InvalidConfig`] naming the key.
     pub fn resolve(
         &self,
         tables: &BTreeMap<String, super::server::ServerTable>,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ResolvedKafka> {
-        let bad = |key: &str, why: String| Error::InvalidArgument(format!("server.kafka.{key}: {why}"));
+        let bad = |key: &str, why: String| Error::invalid_config(format!("server.kafka.{key}"), why);
         let listen: std::net::SocketAddr = self
             .listen
             .parse()

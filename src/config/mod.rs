@@ -19,6 +19,40 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::storage::StorageOptions;
 
+/// `FromStr` for a setting's enum from its spellings, and deserialization through it
+/// (`#[serde(try_from = "String")]`): a value it does not take is refused naming them all.
+macro_rules! setting_values {
+    ($ty:ident { $($text:literal => $variant:ident),+ $(,)? }) => {
+        impl std::str::FromStr for $ty {
+            type Err = String;
+
+            fn from_str(s: &str) -> std::result::Result<$ty, String> {
+                match s {
+                    $($text => Ok($ty::$variant),)+
+                    other => Err(format!("{other:?} is not {}", $crate::config::one_of(&[$($text),+]))),
+                }
+            }
+        }
+
+        impl TryFrom<String> for $ty {
+            type Error = String;
+
+            fn try_from(s: String) -> std::result::Result<$ty, String> {
+                s.parse()
+            }
+        }
+    };
+}
+
+/// `a, b or c`.
+pub(crate) fn one_of(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
 pub mod commit;
 pub mod kafka;
 mod layers;
@@ -113,11 +147,13 @@ pub struct LogConfig {
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum LogFormat {
     Text,
     Json,
 }
+
+setting_values!(LogFormat { "text" => Text, "json" => Json });
 
 impl Config {
     /// Loads defaults, then `file`, then the environment.
@@ -156,20 +192,15 @@ impl Config {
         layers::apply_defaults(&mut tree);
         // Typed through the `config` crate, which reads numbers and booleans from text values.
         let merged = toml::to_string(&tree).map_err(|e| Error::Internal(format!("configuration tree: {e}")))?;
-        let bad = |e: config::ConfigError| {
-            let text = e.to_string();
-            // The `config` crate names an unknown enum value in Rust's words: say which key.
-            if text.contains("does not have variant constructor") {
-                let key = text.split("for key `").nth(1).and_then(|k| k.split('`').next()).unwrap_or("a setting");
-                let choices = match key {
-                    "log.format" => " (text or json)",
-                    _ => "",
-                };
-                return Error::InvalidArgument(format!(
-                    "configuration: `{key}` has a value it does not take{choices}; `deltabus config print-defaults` lists the settings"
-                ));
+        let bad = |e: config::ConfigError| match e {
+            // A value refused at a key (a type, a choice): name the key, never the value.
+            config::ConfigError::At { error, key: Some(key), .. } => {
+                Error::invalid_config(key, redact::without_values(&error.to_string()))
             }
-            Error::InvalidArgument(format!("configuration: {}", redact::without_values(&text)))
+            config::ConfigError::Type { key: Some(key), expected, .. } => {
+                Error::invalid_config(key, format!("expected {expected}"))
+            }
+            other => Error::InvalidArgument(format!("configuration: {}", redact::without_values(&other.to_string()))),
         };
         let raw = config::Config::builder()
             .add_source(config::File::from_str(&merged, config::FileFormat::Toml))
@@ -307,5 +338,12 @@ mod tests {
         assert!(e.to_string().contains("allow_absolute_pathz"), "{e}");
         assert!(Config::load_with_env(Some(&dir.path().join("missing.toml")), env(&[])).is_err());
         assert!(Config::load_with_env(None, env(&[("DELTABUS__LOG__FORMAT", "yaml")])).is_err());
+    }
+
+    #[test]
+    fn a_refused_value_names_its_key_and_choices_but_not_the_value() {
+        let e = Config::load_with_env(None, env(&[("DELTABUS__LOG__FORMAT", "sëcret")])).unwrap_err();
+        let Error::InvalidConfig { key, why } = &e else { panic!("{e:?}") };
+        assert_eq!((key.as_str(), why.as_str()), ("log.format", "\"<redacted>\" is not text or json"));
     }
 }

@@ -324,6 +324,7 @@ fn default_format() -> String {
 }
 /// How a consumer group spreads partitions (`kafka.assignment`, `--assignment`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "String")]
 pub enum Assignment {
     /// Incremental rebalances: members keep what they own.
     #[default]
@@ -354,19 +355,12 @@ impl Assignment {
     }
 }
 
-impl std::str::FromStr for Assignment {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Assignment, String> {
-        match s {
-            "cooperative-sticky" => Ok(Assignment::CooperativeSticky),
-            "range" => Ok(Assignment::Range),
-            "roundrobin" => Ok(Assignment::RoundRobin),
-            "consumer" => Ok(Assignment::Consumer),
-            other => Err(format!("{other:?}: cooperative-sticky, range, roundrobin or consumer")),
-        }
-    }
-}
+setting_values!(Assignment {
+    "cooperative-sticky" => CooperativeSticky,
+    "range" => Range,
+    "roundrobin" => RoundRobin,
+    "consumer" => Consumer,
+});
 fn default_max_record() -> ByteSize {
     ByteSize::mib(1)
 }
@@ -438,7 +432,7 @@ mod tests {
             index_memory: crate::config::DEFAULT_INDEX_MEMORY,
         });
         assert_eq!(c.validate("p").unwrap().upsert.unwrap().key_columns, vec!["id".to_string()]);
-        assert_eq!("avro".parse::<UpsertFormat>().unwrap_err(), "\"avro\": plain or debezium");
+        assert_eq!("avro".parse::<UpsertFormat>().unwrap_err(), "\"avro\" is not plain or debezium");
         c.upsert = Some(UpsertConfig {
             key_columns: vec![],
             format: UpsertFormat::Plain,
@@ -467,7 +461,7 @@ mod tests {
     fn bad_values_name_their_key_and_secrets_stay_hidden() {
         assert_eq!(
             "sticky".parse::<Assignment>().unwrap_err(),
-            "\"sticky\": cooperative-sticky, range, roundrobin or consumer"
+            "\"sticky\" is not cooperative-sticky, range, roundrobin or consumer"
         );
         assert_eq!("consumer".parse::<Assignment>(), Ok(Assignment::Consumer));
         let parsed = toml::from_str::<PipelineConfig>("table = \"/t\"\n[kafka]\nassignment = \"sticky\"\n");

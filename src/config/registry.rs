@@ -38,7 +38,7 @@ pub struct RegistryConfig {
 
 /// The registry's API and wire format (`schema_registry.api`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum RegistryApi {
     /// Confluent's REST API; records framed with 4-byte schema ids.
     #[default]
@@ -46,6 +46,8 @@ pub enum RegistryApi {
     /// Apicurio's own serdes: 8-byte global ids.
     Apicurio,
 }
+
+setting_values!(RegistryApi { "confluent" => Confluent, "apicurio" => Apicurio });
 
 fn default_timeout() -> HumanDuration {
     HumanDuration::from_secs(10)

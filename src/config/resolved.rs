@@ -304,9 +304,9 @@ impl PipelineConfig {
     /// Checks every value and parses sizes, positions and the schema.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming the pipeline and the key.
+    /// [`Error::InvalidConfig`] naming the pipeline and the key.
     pub fn validate(&self, name: &str) -> Result<ResolvedPipeline> {
-        let bad = |key: &str, why: String| Error::InvalidArgument(format!("pipelines.{name}.{key}: {why}"));
+        let bad = |key: &str, why: String| Error::invalid_config(format!("pipelines.{name}.{key}"), why);
         if self.table.trim().is_empty() {
             return Err(bad("table", "must not be empty".into()));
         }

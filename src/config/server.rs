@@ -158,7 +158,7 @@ impl ServerConfig {
     /// pair, a bad table name or URL, a token entry that is neither `env:` nor `file:` or
     /// names nothing.
     pub fn resolve(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<ResolvedServer> {
-        let bad = |key: &str, why: String| Error::InvalidArgument(format!("server.{key}: {why}"));
+        let bad = |key: &str, why: String| Error::invalid_config(format!("server.{key}"), why);
         let listen = self
             .listen
             .parse()
@@ -249,7 +249,7 @@ pub(crate) fn read_secrets(
     entries: &[String],
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<String>> {
-    let bad = |why: String| Error::InvalidArgument(format!("server.{key}: {why}"));
+    let bad = |why: String| Error::invalid_config(format!("server.{key}"), why);
     let mut out = Vec::new();
     for entry in entries {
         let (text, source) = if let Some(var) = entry.strip_prefix("env:") {

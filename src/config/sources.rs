@@ -109,7 +109,7 @@ fn default_index_memory() -> ByteSize {
 
 /// What a keyed record's payload is (`upsert.format`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum UpsertFormat {
     /// The payload is the row.
     #[default]
@@ -118,17 +118,7 @@ pub enum UpsertFormat {
     Debezium,
 }
 
-impl std::str::FromStr for UpsertFormat {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<UpsertFormat, String> {
-        match s {
-            "plain" => Ok(UpsertFormat::Plain),
-            "debezium" => Ok(UpsertFormat::Debezium),
-            other => Err(format!("{other:?}: plain or debezium")),
-        }
-    }
-}
+setting_values!(UpsertFormat { "plain" => Plain, "debezium" => Debezium });
 
 impl DeltaSourceConfig {
     /// The follower options these settings describe (`source` aside): the one translation of

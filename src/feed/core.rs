@@ -28,7 +28,7 @@ use crate::storage::change_cursor::CommitChanges;
 use crate::storage::{Table, CHANGE_TYPE};
 
 /// Store faults a follower rides out (with backoff) at one step before it stops.
-pub(crate) const FAULT_RETRIES: u32 = 20;
+pub(crate) const FAULT_RETRIES: u32 = crate::common::retry::RIDDEN_FAULTS;
 
 /// `$step` (an expression yielding a `Result` future), again on transient errors with the
 /// fault backoff, at most [`FAULT_RETRIES`] times; `$what` names the step in the warning.

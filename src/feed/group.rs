@@ -84,13 +84,17 @@ impl Member {
     /// (the next commit to land).
     ///
     /// # Errors
-    /// Another start (a group starts at one version); as [`Member::join`].
+    /// [`Error::InvalidConfig`] for `start` at another start (a group starts at one version);
+    /// as [`Member::join`].
     pub(crate) async fn join_from(table: &Table, opts: GroupOptions, start: &StartAt) -> Result<Member> {
         let version = match start {
             StartAt::Version(v) => *v,
             StartAt::Latest => table.latest_version().await? + 1,
             other => {
-                return Err(Error::InvalidArgument(format!("a group starts at a version or `latest`, not {other:?}")))
+                return Err(Error::invalid_config(
+                    "start",
+                    format!("a group starts at a version or `latest`, not {other:?}"),
+                ))
             }
         };
         Member::join(table, opts, version).await

@@ -85,7 +85,7 @@ impl FlushResult {
 }
 
 /// Store faults a flush rides out (with backoff) before the pipeline fails.
-const STORE_RETRIES: u32 = 20;
+const STORE_RETRIES: u32 = crate::common::retry::RIDDEN_FAULTS;
 
 impl Flusher {
     /// Flushes `parts` (a taken batch). `abort` is checked just before the commit.

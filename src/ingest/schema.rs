@@ -35,7 +35,7 @@ use crate::storage::{commit_exactly_once, Plan, PlanFn, RetryPolicy, Table};
 use crate::decode::projection::{project, Mismatch};
 
 /// Schema changes tried per decoded chunk before its remaining records become dead letters.
-const EVOLVE_ATTEMPTS: u32 = 5;
+const EVOLVE_ATTEMPTS: u32 = crate::common::retry::SCHEMA_CHANGES;
 
 /// The table as the pipeline last saw it.
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]

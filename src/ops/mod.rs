@@ -3,9 +3,11 @@
 //! - [`delete`]: deletes by predicate, with deletion vectors or copy-on-write.
 //! - [`maintenance`]: VACUUM and log cleanup (keeping what followers need).
 //! - [`uniform`]: Iceberg metadata (UniForm), turned on for an existing table when asked.
-//! - [`write`]: JSON lines to data files and one commit (`deltabus write`).
+//! - [`write`]: JSON lines to data files and one commit (`deltabus write`); `write_txn`: that
+//!   commit through the exactly-once path when the write carries an app id.
 
 internal_mods!(delete);
 internal_mods!(maintenance);
 internal_mods!(uniform);
 internal_mods!(write);
+mod write_txn;

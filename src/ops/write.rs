@@ -14,7 +14,7 @@ use arrow::datatypes::SchemaRef;
 use serde_json::json;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
-use crate::delta::actions::{Action, Metadata, Txn};
+use crate::delta::actions::{Action, Metadata};
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema_strict;
 use crate::delta::create::{infer_schema, merge_schema, new_table};
@@ -166,6 +166,8 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
 
     // The schema to write with, and the protocol/metadata actions the commit carries.
     let mut schema_actions: Vec<Action> = Vec::new();
+    // The table as read, for the exactly-once commit's plans.
+    let read = if opts.txn.is_some() { existing.clone() } else { None };
     let snapshot = match existing {
         Some(s) => {
             let incoming = if sample_lines.is_empty() { None } else { Some(infer_schema(&sample_lines)?) };
@@ -291,13 +293,6 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
     let bytes: i64 = adds.iter().map(|a| a.size).sum();
     let mut actions = schema_actions;
     actions.extend(adds.iter().cloned().map(Action::Add));
-    if let Some((app_id, version)) = &opts.txn {
-        actions.push(Action::Txn(Txn {
-            app_id: TxnAppId::Named(app_id.clone()).to_string(),
-            version: *version,
-            last_updated: Some(table.clock().now_ms()),
-        }));
-    }
     let partition_by = serde_json::to_string(&snapshot.metadata.partition_columns).unwrap_or_default();
     let txn = Transaction::new(if creating { Operation::CreateTable } else { Operation::Write }, actions)
         .with_parameter("mode", if creating { "ErrorIfExists" } else { "Append" })
@@ -321,6 +316,18 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
             std::io::ErrorKind::NotFound,
             format!("{gone}, written by this write, is gone before the commit (deleted by a VACUUM or by hand?): nothing was committed"),
         )));
+    }
+    if let Some((app_id, version)) = &opts.txn {
+        let read = read.as_ref().filter(|_| !creating);
+        let done = super::write_txn::commit_write(table, read, txn, opts.mode, (app_id, *version), &opts.retry).await;
+        if !matches!(
+            done,
+            Ok(super::write_txn::TxnWrite { files_unused: false, .. }) | Err(Error::CommitUnknown { .. })
+        ) {
+            staged.discard().await;
+        }
+        let outcome = Some(done?.outcome);
+        return Ok(WriteReport { outcome, rows, files, bytes, properties_set });
     }
     let outcome = match (creating, opts.mode) {
         // Parallel appends into a missing table: the losers of the creation race append.

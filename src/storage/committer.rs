@@ -79,8 +79,8 @@ impl Default for RetryPolicy {
     /// [`RetryPolicy::riding_faults`]).
     fn default() -> Self {
         RetryPolicy {
-            max_attempts: 50,
-            replans: 10,
+            max_attempts: crate::common::retry::COMMIT_PUTS,
+            replans: crate::common::retry::COMMIT_REPLANS,
             store_faults: 0,
             base_backoff: Duration::from_millis(5),
             max_backoff: Duration::from_millis(500),
@@ -93,7 +93,7 @@ impl RetryPolicy {
     /// retry (a Kafka flush: its pipeline would stop).
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn riding_faults() -> Self {
-        RetryPolicy { store_faults: 20, ..RetryPolicy::default() }
+        RetryPolicy { store_faults: crate::common::retry::RIDDEN_FAULTS, ..RetryPolicy::default() }
     }
 
     pub(crate) fn backoff(&self, attempt: u32) -> Duration {

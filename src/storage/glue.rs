@@ -208,7 +208,7 @@ impl Table {
         let metadata_location = format!("{location}/metadata/{}", metadata_file_name(state.metadata_version));
         let mut moved = false;
         let mut settled = false;
-        for _ in 0..8 {
+        for _ in 0..crate::common::retry::CATALOG_SYNCS {
             let Some(current) = glue.get_table(&target, &target.table).await? else {
                 let input = iceberg_table_input(&target.table, &location, &metadata_location, None, iceberg_schema);
                 if glue.create_table(&target, &input).await? {

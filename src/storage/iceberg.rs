@@ -224,7 +224,7 @@ impl Table {
         let last_column_id = max_field_id(snapshot.schema);
         let mapping = name_mapping(snapshot.schema, mode).to_string();
         let mut last_error = String::new();
-        for attempt in 0..5u32 {
+        for attempt in 0..crate::common::retry::ICEBERG_COMMITS {
             if attempt > 0 {
                 tokio::time::sleep(std::time::Duration::from_millis(20 << attempt)).await;
             }
@@ -348,7 +348,8 @@ impl Table {
             path: self.iceberg_path("").to_string(),
             source: object_store::Error::Generic {
                 store: "uniform",
-                source: format!("gave up after 5 attempts: {last_error}").into(),
+                source: format!("gave up after {} attempts: {last_error}", crate::common::retry::ICEBERG_COMMITS)
+                    .into(),
             },
         })
     }

@@ -116,7 +116,7 @@ impl Table {
                     let ix = state.index.as_mut().ok_or_else(|| Error::Internal("no key index".into()))?;
                     let path = ix.path(id).unwrap_or_default().to_string();
                     attempts += 1;
-                    if attempts > 3 {
+                    if attempts > crate::common::retry::SIDECAR_REBUILDS {
                         return Err(Error::Internal(format!("the key index sidecar of {path} keeps vanishing")));
                     }
                     tracing::info!(file = %path, "key_index.sidecar_gone: indexing the file again");

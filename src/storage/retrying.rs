@@ -25,7 +25,7 @@ use object_store::{
 };
 
 /// Retries after the first attempt.
-const RETRIES: u32 = 4;
+const RETRIES: u32 = crate::common::retry::STORE_CALL;
 
 /// Store requests sent by this process (every table, retries included; a listing counts once
 /// per attempt, not per page): what a deployment pays its object store for.

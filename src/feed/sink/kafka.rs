@@ -84,22 +84,19 @@ fn kafka(what: &str) -> impl Fn(KafkaError) -> Error + '_ {
 }
 
 /// A transaction step's failure: [`Error::Fenced`] when a newer producer with the same
-/// transactional id took over (librdkafka reports it as `_FENCED`, `PRODUCER_FENCED` or an old
-/// epoch, also wrapped in a fatal error), else [`Error::Kafka`].
-fn txn_failure(what: &str) -> impl Fn(KafkaError) -> Error + '_ {
+/// transactional id took over (librdkafka's `_FENCED`, `PRODUCER_FENCED` or an old epoch, as the
+/// step's own error code or as the code of the producer's fatal error), else [`Error::Kafka`].
+fn txn_failure<'a>(what: &'a str, producer: &'a FutureProducer<LoggedContext>) -> impl Fn(KafkaError) -> Error + 'a {
+    move |e| classify_txn_failure(what, &e, producer.client().fatal_error().map(|(code, _)| code))
+}
+
+fn classify_txn_failure(what: &str, e: &KafkaError, fatal: Option<RDKafkaErrorCode>) -> Error {
     use rdkafka::types::RDKafkaErrorCode as Code;
-    move |e| {
-        let code = e.rdkafka_error_code();
-        let text = e.to_string();
-        let lower = text.to_lowercase();
-        if matches!(code, Some(Code::Fenced | Code::ProducerFenced | Code::InvalidProducerEpoch))
-            || lower.contains("fenced")
-            || lower.contains("old epoch")
-        {
-            Error::Fenced(format!("{what}: {text}"))
-        } else {
-            Error::Kafka(format!("{what}: {text}"))
-        }
+    let fencing = |c: Option<Code>| matches!(c, Some(Code::Fenced | Code::ProducerFenced | Code::InvalidProducerEpoch));
+    if fencing(e.rdkafka_error_code()) || fencing(fatal) {
+        Error::Fenced(format!("{what}: {e}"))
+    } else {
+        Error::Kafka(format!("{what}: {e}"))
     }
 }
 
@@ -235,7 +232,7 @@ impl KafkaSink {
                     record = r;
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
-                Err((e, _)) => return Err(txn_failure("produce")(e)),
+                Err((e, _)) => return Err(txn_failure("produce", &self.producer)(e)),
             }
         }
     }
@@ -301,13 +298,15 @@ impl ChangeSink for KafkaSink {
 
     /// One transaction with the rows (none for a mark) and the progress record.
     async fn mark(&mut self, _source: &Snapshot, changes: &CommitChanges) -> Result<()> {
-        self.producer.begin_transaction().map_err(|e| self.refused_or(txn_failure("begin transaction")(e)))?;
+        self.producer
+            .begin_transaction()
+            .map_err(|e| self.refused_or(txn_failure("begin transaction", &self.producer)(e)))?;
         let produced = self.produce(changes).await;
         let p = self.producer.clone();
         match produced {
             Ok(rows) => {
                 let committed =
-                    blocking(move || p.commit_transaction(TXN_TIMEOUT).map_err(txn_failure("commit transaction")));
+                    blocking(move || p.commit_transaction(TXN_TIMEOUT).map_err(txn_failure("commit transaction", &p)));
                 committed.await.map_err(|e| self.refused_or(e))?;
                 self.transactions += 1;
                 self.rows += rows;
@@ -424,9 +423,15 @@ mod tests {
             KafkaError::MessageProduction(Code::Fenced),
         ];
         for e in fenced {
-            assert!(matches!(txn_failure("produce")(e), Error::Fenced(_)));
+            assert!(matches!(classify_txn_failure("produce", &e, None), Error::Fenced(_)));
         }
-        let other = txn_failure("commit transaction")(KafkaError::MessageProduction(Code::BrokerTransportFailure));
+        // A fatal error ends every later step with `_FATAL`; the producer's fatal error says why.
+        let fatal = KafkaError::MessageProduction(Code::Fatal);
+        let e = classify_txn_failure("commit transaction", &fatal, Some(Code::ProducerFenced));
+        assert!(matches!(e, Error::Fenced(_)), "{e}");
+        assert!(matches!(classify_txn_failure("produce", &fatal, None), Error::Kafka(_)));
+        let transport = KafkaError::MessageProduction(Code::BrokerTransportFailure);
+        let other = classify_txn_failure("commit transaction", &transport, None);
         assert!(matches!(&other, Error::Kafka(m) if m.starts_with("commit transaction: ")), "{other}");
         assert!(!other.is_retryable());
     }

@@ -70,11 +70,15 @@ pub(crate) fn batches(topic: &str, partition: i32, records: &Bytes, limit: usize
     let mut out = Vec::with_capacity(infos.len());
     for info in &infos {
         let before = rest.len();
-        let inflate = |c: &mut Bytes, codec| super::inflate::inflate(c, codec, limit);
+        // kafka-protocol's decompressor callback returns `anyhow::Result`: the one place the
+        // crate meets `anyhow`, and the typed error is taken back out at once.
+        let inflate = |c: &mut Bytes, codec| super::inflate::inflate(c, codec, limit).map_err(anyhow::Error::from);
         let set = RecordBatchDecoder::decode_with_custom_compression(&mut rest, Some(&inflate)).map_err(|e| {
-            match e.downcast_ref::<super::inflate::InflatesPast>() {
-                Some(past) => (ResponseError::MessageTooLarge, format!("record batch: {past}")),
-                None => corrupt(&e),
+            match e.downcast_ref::<super::inflate::InflateError>() {
+                Some(past @ super::inflate::InflateError::Past(_)) => {
+                    (ResponseError::MessageTooLarge, format!("record batch: {past}"))
+                }
+                _ => corrupt(&e),
             }
         })?;
         let bytes = (before - rest.len()) as u64;
