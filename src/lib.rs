@@ -33,7 +33,10 @@
 //! - [`serve`]: push ingest over HTTP (`deltabus serve`), exactly once per producer.
 //! - [`metrics`]: Prometheus metrics and health probes.
 //! - [`source`]: the Kafka transport (consumer, producers, the one client builder).
-//! - [`decode`]: the decoding room (JSON, Avro, Protobuf payloads into Arrow).
+//! - [`decode`]: the decoding room (JSON, Avro, Protobuf payloads into Arrow) and the JSON
+//!   value rules.
+//! - [`iceberg`]: the Iceberg metadata (UniForm) built from a table's log, synchronous.
+//! - [`key_index`]: the key index of keyed tables and its sidecar format, synchronous.
 
 #![deny(unsafe_code)] // allowed in one module: `source::kafka::batch`, librdkafka's batch consume
 #![warn(unreachable_pub)]
@@ -60,7 +63,9 @@ internal_mods!(
     error,
     failpoint,
     feed,
+    iceberg,
     ingest,
+    key_index,
     metrics,
     ops,
     panic_guard,

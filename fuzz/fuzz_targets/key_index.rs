@@ -2,7 +2,7 @@
 //! sidecar or a one-line refusal, never a panic; a decoded sidecar encodes back to the same
 //! bytes, and every bucket section it names decodes.
 #![no_main]
-use deltabus::delta::key_sidecar::{decode_section, FileKeys, BUCKETS};
+use deltabus::key_index::sidecar::{decode_section, FileKeys, BUCKETS};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

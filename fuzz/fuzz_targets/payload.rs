@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use deltabus::common::record::RawRecord;
 use deltabus::decode::json::PayloadDecoder;
-use deltabus::delta::json_values::{RecordRules, Verdict};
+use deltabus::decode::json_values::{RecordRules, Verdict};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -89,10 +89,10 @@ pub(super) async fn describe(table: &Table, version: Option<u64>, out: &mut (dyn
     let properties: BTreeMap<&String, &String> = s.metadata.configuration.iter().collect();
     let domains: BTreeMap<&String, &String> = s.domains().iter().map(|(k, d)| (k, &d.configuration)).collect();
     let schema: Value = serde_json::from_str(&s.metadata.schema_string).unwrap_or(Value::Null);
-    let iceberg = if crate::delta::iceberg::enabled(&s.metadata.configuration) {
+    let iceberg = if crate::delta::iceberg_compat::enabled(&s.metadata.configuration) {
         match table.iceberg_state().await? {
             Some(st) => json!({
-                "metadata": format!("metadata/{}", crate::delta::iceberg::metadata_file_name(st.metadata_version)),
+                "metadata": format!("metadata/{}", crate::iceberg::metadata_file_name(st.metadata_version)),
                 "snapshotId": st.snapshot_id,
                 "deltaVersion": st.delta_version,
                 "behind": s.version.saturating_sub(st.delta_version),

@@ -16,6 +16,9 @@ pub(crate) struct Backoff {
 /// Transient store or sink faults: 20 ms, doubling, at most 1 s.
 pub(crate) const FAULTS: Backoff = Backoff { base: Duration::from_millis(20), cap: Duration::from_secs(1) };
 
+/// Commit races (a version taken, a plan lost): 5 ms, doubling, at most 0.5 s, jittered.
+pub(crate) const COMMITS: Backoff = Backoff { base: Duration::from_millis(5), cap: Duration::from_millis(500) };
+
 /// An unreachable service (a schema registry): 1 s, doubling, at most 30 s.
 pub(crate) const OUTAGES: Backoff = Backoff { base: Duration::from_secs(1), cap: Duration::from_secs(30) };
 

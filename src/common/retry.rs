@@ -55,15 +55,10 @@ mod tests {
     /// The figures of the table above, from the budgets and backoffs themselves.
     #[test]
     fn the_written_worst_case_is_the_budgets_worst_case() {
-        let policy = crate::storage::RetryPolicy::riding_faults();
-        assert_eq!(
-            (policy.max_attempts, policy.replans, policy.store_faults),
-            (COMMIT_PUTS, COMMIT_REPLANS, RIDDEN_FAULTS)
-        );
         let puts = (RIDDEN_FAULTS + 1) * COMMIT_REPLANS * COMMIT_PUTS;
         assert_eq!(puts, 10_500);
         let sum = |n: u32, f: &dyn Fn(u32) -> Duration| (0..n).map(f).sum::<Duration>();
-        let commit = crate::common::backoff::Backoff { base: policy.base_backoff, cap: policy.max_backoff };
+        let commit = crate::common::backoff::COMMITS;
         let per_plan = sum(COMMIT_PUTS - 1, &|n| commit.delay(n));
         let between_plans = sum(COMMIT_REPLANS - 1, &|n| commit.delay(n));
         let faults = sum(RIDDEN_FAULTS, &|n| FAULTS.delay(n));

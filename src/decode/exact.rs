@@ -1,7 +1,7 @@
 //! [sync] The value rules of the README's value table for typed input (Arrow IPC bodies, Avro
 //! and Protobuf rows), checked before a column is cast to the table's type: a cast may widen,
 //! respell or fill, never alter a value. JSON input meets the same rules in
-//! [`crate::delta::json_values`].
+//! [`crate::decode::json_values`].
 //!
 //! Refused, naming the first value that does not fit:
 //! - a fraction into an integer column (floats and decimals alike), a non-finite float;
@@ -68,7 +68,7 @@ pub(crate) fn check(column: &dyn Array, to: &A) -> Result<(), String> {
                 A::LargeUtf8 => column.as_string::<i64>().iter().collect(),
                 _ => column.as_string_view().iter().collect(),
             };
-            texts.into_iter().flatten().try_for_each(crate::delta::json_values::check_timestamp_text)
+            texts.into_iter().flatten().try_for_each(crate::decode::json_values::check_timestamp_text)
         }
         (A::Boolean, t) if t.is_numeric() => Err("a boolean; the column is a number".into()),
         (f, A::Boolean) if f.is_numeric() => Err("a number; the column is boolean".into()),

@@ -14,8 +14,8 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 
 use crate::common::record::{DeadLetter, RawRecord};
-use crate::delta::json_columns::Columns;
-use crate::delta::json_values::{RecordRules, Verdict};
+use crate::decode::json_columns::Columns;
+use crate::decode::json_values::{RecordRules, Verdict};
 
 /// Decodes JSON payloads against a table schema.
 #[derive(Debug, Clone)]
@@ -315,7 +315,7 @@ mod tests {
     /// good share of the records itself.
     #[test]
     fn the_one_scan_path_decodes_as_the_reference_does() {
-        use crate::delta::json_columns::Columns;
+        use crate::decode::json_columns::Columns;
         use arrow::datatypes::TimeUnit;
         const TOKENS: &[&str] = &[
             "0",

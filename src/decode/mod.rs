@@ -5,6 +5,12 @@
 //!   pipeline; its key decoder for keyed topics.
 //! - [`json`] [sync]: JSON payloads straight into Arrow against the table schema; bad records
 //!   into dead letters.
+//! - [`json_values`] [sync]: how a JSON value lands in a column (exactly, or refused by field),
+//!   the one set of rules of every JSON decoder (`deltabus write` too); `json_scan`: their
+//!   byte-level pass; [`json_text`]: a value's raw text read exactly; [`json_columns`]: JSON
+//!   records straight into Arrow columns, the rules applied on the way; [`text_room`]: how much
+//!   room a decoder gives a string column, learned from the last batch.
+//! - [`json_schema`] [sync]: a registry's JSON Schema as a Delta schema.
 //! - [`avro`]: Confluent-framed (or plain) Avro payloads into Arrow, writer schemas from the
 //!   registry; [`avro_refs`] [sync]: referenced Avro types inlined into a writer schema.
 //! - [`protobuf`]: Confluent-framed Protobuf payloads into proto3 JSON or Arrow;
@@ -32,6 +38,11 @@ internal_mods!(exact);
 internal_mods!(format);
 internal_mods!(header_ids);
 internal_mods!(json);
+internal_mods!(json_columns);
+mod json_scan;
+internal_mods!(json_schema);
+internal_mods!(json_text);
+internal_mods!(json_values);
 internal_mods!(key_types);
 internal_mods!(keyed);
 internal_mods!(keyed_avro);
@@ -41,3 +52,4 @@ internal_mods!(protobuf);
 internal_mods!(registry);
 internal_mods!(registry_schema);
 internal_mods!(route_values);
+pub(crate) mod text_room;

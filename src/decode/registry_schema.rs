@@ -28,7 +28,7 @@ pub(crate) async fn subject_schema(cfg: &KafkaPipeline, registries: &Registries)
     let schema = match latest.schema_type {
         SchemaType::Avro => delta_struct_of(&*crate::decode::avro::arrow_schema_of(&latest).map_err(bad)?)?,
         SchemaType::Protobuf => crate::decode::protobuf::first_message_schema(&latest).map_err(bad)?,
-        SchemaType::Json => crate::delta::json_schema::delta_schema(&latest.schema)?,
+        SchemaType::Json => crate::decode::json_schema::delta_schema(&latest.schema)?,
     };
     tracing::info!(subject = %subject, id = latest.id, "table schema from the registry subject's latest version");
     Ok(Some(schema))

@@ -91,7 +91,7 @@ fn physical_type(
 ) -> ArrowType {
     let id = |p: &str| match mode {
         super::schema::ColumnMappingMode::None => None,
-        _ => super::iceberg::nested::nested_id(owner, p),
+        _ => super::iceberg_compat::nested::nested_id(owner, p),
     };
     match t {
         DataType::Struct(s) => ArrowType::Struct(s.fields.iter().map(|f| physical_field(f, mode)).collect()),

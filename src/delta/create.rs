@@ -6,7 +6,7 @@
 //! `boolean`, strings `string`, arrays `array<element>`, objects `struct`; a field that is
 //! null in every sampled record becomes `string`, and so does a field whose values have
 //! different types (each value is then stored as its JSON text, see
-//! [`crate::delta::json_values`]); integers and doubles mix as `double`. Inferred fields are
+//! [`crate::decode::json_values`]); integers and doubles mix as `double`. Inferred fields are
 //! nullable. Timestamps are not guessed from strings: give `--schema` for them.
 
 use std::collections::HashMap;
@@ -278,7 +278,7 @@ pub(crate) fn keyed_table_properties(properties: &mut HashMap<String, String>) -
     let on = |properties: &HashMap<String, String>, key: &str| {
         properties.iter().any(|(k, v)| k.eq_ignore_ascii_case(key) && v.trim().eq_ignore_ascii_case("true"))
     };
-    let compat = crate::delta::iceberg::enabled(properties) || on(properties, "delta.enableIcebergCompatV2");
+    let compat = crate::delta::iceberg_compat::enabled(properties) || on(properties, "delta.enableIcebergCompatV2");
     let set = properties.keys().any(|k| k.eq_ignore_ascii_case("delta.enableDeletionVectors"));
     if !compat && !set {
         properties.insert("delta.enableDeletionVectors".into(), "true".into());
@@ -377,9 +377,9 @@ pub(crate) fn new_table(
             _ => ColumnMappingMode::Name,
         };
         let mut next = configuration.get("delta.columnMapping.maxColumnId").and_then(|v| v.parse().ok()).unwrap_or(0);
-        crate::delta::iceberg::nested::assign_nested_ids(&mut schema.fields, mode, &mut next);
+        crate::delta::iceberg_compat::nested::assign_nested_ids(&mut schema.fields, mode, &mut next);
         configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
-        crate::delta::iceberg::schema::check_convertible(&schema, partition_columns, mode)?;
+        crate::delta::iceberg_compat::schema::check_convertible(&schema, partition_columns, mode)?;
     }
     let metadata = Metadata {
         id: uuid::Uuid::new_v4().to_string(),
@@ -423,7 +423,7 @@ fn iceberg_compat(properties: &HashMap<String, String>) -> bool {
 fn uniform_properties(properties: &HashMap<String, String>) -> Result<HashMap<String, String>> {
     let mut out = properties.clone();
     let get = |k: &str| properties.iter().find(|(p, _)| p.eq_ignore_ascii_case(k)).map(|(_, v)| v.trim().to_string());
-    let uniform = crate::delta::iceberg::enabled(properties);
+    let uniform = crate::delta::iceberg_compat::enabled(properties);
     let compat = get("delta.enableIcebergCompatV2");
     if uniform && compat.as_deref().is_some_and(|v| !v.eq_ignore_ascii_case("true")) {
         return Err(Error::unsupported(

@@ -22,8 +22,8 @@ pub(crate) fn evolved_metadata(current: &Metadata, mode: ColumnMappingMode, sche
         let mut next = recorded.unwrap_or(0).max(max_column_id(&existing.fields));
         map_new_fields(&existing.fields, &mut schema.fields, &mut next);
         if configuration.get("delta.enableIcebergCompatV2").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-            next = next.max(crate::delta::iceberg::nested::max_nested_id(&existing.fields));
-            crate::delta::iceberg::nested::assign_nested_ids(&mut schema.fields, mode, &mut next);
+            next = next.max(crate::delta::iceberg_compat::nested::max_nested_id(&existing.fields));
+            crate::delta::iceberg_compat::nested::assign_nested_ids(&mut schema.fields, mode, &mut next);
         }
         configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
     }
@@ -39,7 +39,8 @@ pub(crate) fn with_current_mapping(current: &StructType, incoming: &StructType) 
     fn carry(existing: &[StructField], fields: &mut [StructField]) {
         for f in fields {
             let Some(e) = existing.iter().find(|e| e.name == f.name) else { continue };
-            for key in [CM_ID, CM_PHYSICAL_NAME, crate::delta::iceberg::nested::NESTED_IDS, "parquet.field.nested.ids"]
+            for key in
+                [CM_ID, CM_PHYSICAL_NAME, crate::delta::iceberg_compat::nested::NESTED_IDS, "parquet.field.nested.ids"]
             {
                 match e.metadata.get(key) {
                     Some(v) => f.metadata.insert(key.into(), v.clone()),
@@ -100,7 +101,7 @@ fn strip_column_mapping(fields: &mut [StructField]) {
     for f in fields {
         f.metadata.remove(CM_ID);
         f.metadata.remove(CM_PHYSICAL_NAME);
-        f.metadata.remove(crate::delta::iceberg::nested::NESTED_IDS);
+        f.metadata.remove(crate::delta::iceberg_compat::nested::NESTED_IDS);
         f.metadata.remove("parquet.field.nested.ids");
         for (_, s) in f.data_type.structs_mut() {
             strip_column_mapping(&mut s.fields);

@@ -247,7 +247,7 @@ pub(crate) fn check_writable(p: &Protocol, metadata: &super::actions::Metadata) 
             Some("id") => super::schema::ColumnMappingMode::Id,
             _ => super::schema::ColumnMappingMode::Name,
         };
-        if let Some(c) = super::iceberg::nested::missing_nested_id(&parsed.fields, mode, "") {
+        if let Some(c) = super::iceberg_compat::nested::missing_nested_id(&parsed.fields, mode, "") {
             return Err(Error::unsupported(format!(
                 "the table is icebergCompatV2 and column {c:?} has an array or map element without a field id (delta.columnMapping.nested.ids)"
             )));

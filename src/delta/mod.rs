@@ -7,15 +7,11 @@
 //! - [`app_id`]: the typed `txn` appIds of deltabus's positions (Kafka partitions, tables).
 //! - [`schema`], [`arrow_schema`]: the schema language and its Arrow mapping.
 //! - [`properties`]: typed table properties with Spark's defaults.
-//! - [`json_schema`]: a registry's JSON Schema as a Delta schema.
-//! - [`json_values`]: how a JSON value lands in a column (exactly, or refused by field).
-//! - [`json_columns`]: JSON records straight into Arrow columns, the rules applied on the way;
-//!   [`text_room`]: how much room a decoder gives a string column, learned from the last batch.
 //! - [`create`]: new-table metadata and protocol, schema inference from JSON.
 //! - [`evolve`]: schema merging and the metadata of an evolved (column-mapped) table.
+//! - [`iceberg_compat`]: what icebergCompatV2 asks of a table: nested column-mapping ids and a
+//!   schema Iceberg can represent.
 //! - [`row_keys`]: the canonical key of a row (keyed ingestion, mirrors, the key index).
-//! - [`key_index`], [`key_sidecar`]: key → (file, row) of keyed tables with its memory bound,
-//!   and the sidecar format it is persisted in.
 //! - [`features`]: protocol validation and the reader-feature check.
 //! - [`commit_plan`]: what a commit carries besides its actions (append-only, in-commit
 //!   timestamps, row ids), decided before it is written.
@@ -50,15 +46,8 @@ internal_mods!(features);
 internal_mods!(followers);
 internal_mods!(generated);
 internal_mods!(groups);
-internal_mods!(iceberg);
-internal_mods!(json_columns);
+internal_mods!(iceberg_compat);
 internal_mods!(json_rows);
-internal_mods!(json_schema);
-mod json_scan;
-internal_mods!(json_text);
-internal_mods!(json_values);
-internal_mods!(key_index);
-internal_mods!(key_sidecar);
 internal_mods!(last_checkpoint);
 internal_mods!(log_segment);
 internal_mods!(parquet_footer);
@@ -75,7 +64,6 @@ internal_mods!(scan);
 internal_mods!(schema);
 internal_mods!(snapshot);
 internal_mods!(stats);
-pub(crate) mod text_room;
 internal_mods!(transaction);
 internal_mods!(z85);
 #[cfg(test)]

@@ -182,7 +182,7 @@ pub(crate) fn check_property_names<'a>(keys: impl IntoIterator<Item = &'a String
     Ok(())
 }
 
-/// The properties of the AWS Glue registration (`deltabus.glue.*`, see `delta/iceberg/glue.rs`).
+/// The properties of the AWS Glue registration (`deltabus.glue.*`, see `iceberg/glue.rs`).
 const GLUE_PROPERTIES: &[&str] = &[
     "deltabus.glue.database",
     "deltabus.glue.table",

@@ -192,7 +192,7 @@ impl TableSchema {
         }
         if self.snapshot.is_none() {
             if let Some(s) = &first_schema {
-                match crate::delta::json_schema::delta_schema(&s.schema) {
+                match crate::decode::json_schema::delta_schema(&s.schema) {
                     Ok(schema) => {
                         self.create(table, cfg, self.without_record_columns(schema)).await?;
                         self.sync_decoder();

@@ -161,11 +161,11 @@ pub(crate) async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<Mainte
         // A UniForm table's Iceberg metadata: what it references stays.
         let iceberg: Vec<String> = files
             .iter()
-            .filter(|(p, _, _)| p.starts_with(&format!("{}/", crate::delta::iceberg::METADATA_DIR)))
+            .filter(|(p, _, _)| p.starts_with(&format!("{}/", crate::iceberg::METADATA_DIR)))
             .map(|(p, _, _)| p.clone())
             .collect();
         if !iceberg.is_empty()
-            && iceberg.iter().any(|p| p.ends_with(crate::delta::iceberg::VERSION_HINT) || p.ends_with(".metadata.json"))
+            && iceberg.iter().any(|p| p.ends_with(crate::iceberg::VERSION_HINT) || p.ends_with(".metadata.json"))
         {
             keep.extend(table.iceberg_referenced(&iceberg).await);
         }
@@ -186,12 +186,12 @@ pub(crate) async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<Mainte
         // Key index sidecars of files no longer live (past the floor: a flush in flight writes
         // them before its commit); only live files are ever indexed.
         let tags: HashSet<String> =
-            snapshot.files().iter().map(|a| crate::delta::key_sidecar::path_tag(&a.path)).collect();
+            snapshot.files().iter().map(|a| crate::key_index::sidecar::path_tag(&a.path)).collect();
         out.extend(
             files
                 .iter()
                 .filter(|(p, _, modified)| {
-                    crate::delta::key_sidecar::sidecar_tag(p).is_some_and(|t| !tags.contains(t)) && *modified < floor
+                    crate::key_index::sidecar::sidecar_tag(p).is_some_and(|t| !tags.contains(t)) && *modified < floor
                 })
                 .map(|(p, s, _)| (p.clone(), *s)),
         );

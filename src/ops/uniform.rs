@@ -1,7 +1,7 @@
 //! `deltabus uniform`: Iceberg metadata for a table, turning UniForm on first when asked.
 //!
 //! Turning it on is one metadata commit (protocol and metadata from
-//! [`crate::delta::iceberg::enable`]) on the one commit path: it is planned against the
+//! [`crate::iceberg::enable`]) on the one commit path: it is planned against the
 //! fresh table, lost to a concurrent writer means planned again, and a writer that planned
 //! against the table before it loses its own commit to the metadata change (the conflict
 //! check) and plans again under the new rules. The conversion that follows writes the Iceberg
@@ -10,10 +10,10 @@
 use serde_json::{json, Value};
 
 use crate::delta::actions::Action;
-use crate::delta::iceberg::{enable::enable_uniform, enabled, metadata_file_name};
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{Operation, Transaction};
 use crate::error::{Error, Result};
+use crate::iceberg::{enable::enable_uniform, enabled, metadata_file_name};
 use crate::storage::{commit_exactly_once, Plan, PlanFn, RetryPolicy, Table};
 
 /// Brings `table`'s Iceberg metadata up to its latest version, turning UniForm on first when

@@ -14,11 +14,11 @@ use arrow::datatypes::SchemaRef;
 use serde_json::json;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
+use crate::decode::json_values::{RecordRules, Verdict};
 use crate::delta::actions::{Action, Metadata};
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema_strict;
 use crate::delta::create::{infer_schema, merge_schema, new_table};
-use crate::delta::json_values::{RecordRules, Verdict};
 use crate::delta::schema::StructType;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Operation, Transaction};

@@ -82,8 +82,8 @@ impl Default for RetryPolicy {
             max_attempts: crate::common::retry::COMMIT_PUTS,
             replans: crate::common::retry::COMMIT_REPLANS,
             store_faults: 0,
-            base_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_millis(500),
+            base_backoff: crate::common::backoff::COMMITS.base,
+            max_backoff: crate::common::backoff::COMMITS.cap,
         }
     }
 }
@@ -291,7 +291,9 @@ impl Table {
                 _ => None,
             })
             .or(snapshot.map(|s| &s.metadata));
-        let Some(metadata) = metadata.filter(|m| crate::delta::iceberg::enabled(&m.configuration)) else { return };
+        let Some(metadata) = metadata.filter(|m| crate::delta::iceberg_compat::enabled(&m.configuration)) else {
+            return;
+        };
         let result = async {
             let schema = crate::delta::schema::StructType::parse(&metadata.schema_string)?;
             let mode = crate::delta::properties::TableProperties::from_config(&metadata.configuration).column_mapping_mode;

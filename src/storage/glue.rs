@@ -17,9 +17,9 @@ use serde_json::{json, Value};
 
 use super::iceberg::IcebergState;
 use super::location::Table;
-use crate::delta::iceberg::glue::{delta_table_input, glue_target, iceberg_table_input, metadata_number, GlueTarget};
-use crate::delta::iceberg::metadata_file_name;
 use crate::error::{Error, Result};
+use crate::iceberg::glue::{delta_table_input, glue_target, iceberg_table_input, metadata_number, GlueTarget};
+use crate::iceberg::metadata_file_name;
 
 /// A Glue client for one region.
 #[derive(Debug)]
@@ -185,7 +185,7 @@ impl Table {
         at: &super::iceberg::DeltaVersion<'_>,
         state: &IcebergState,
     ) -> Result<Option<Registered>> {
-        let schema = crate::delta::iceberg::schema::iceberg_schema(at.schema, 0)?;
+        let schema = crate::delta::iceberg_compat::schema::iceberg_schema(at.schema, 0)?;
         self.register_glue(&at.metadata.configuration, state, &schema).await
     }
 

@@ -22,15 +22,15 @@ use serde_json::Value;
 
 use super::location::Table;
 use crate::delta::actions::{Action, Add};
-use crate::delta::iceberg::avro::{self, Entry, ManifestFile, ADDED, DELETED, EXISTING};
-use crate::delta::iceberg::files::data_file;
-use crate::delta::iceberg::metadata::{self, NewSnapshot};
-use crate::delta::iceberg::schema::{
+use crate::delta::iceberg_compat::schema::{
     iceberg_schema, max_field_id, name_mapping, partition_fields, partition_spec, PartitionField,
 };
-use crate::delta::iceberg::{metadata_file_name, METADATA_DIR, VERSION_HINT};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
+use crate::iceberg::avro::{self, Entry, ManifestFile, ADDED, DELETED, EXISTING};
+use crate::iceberg::files::data_file;
+use crate::iceberg::metadata::{self, NewSnapshot};
+use crate::iceberg::{metadata_file_name, METADATA_DIR, VERSION_HINT};
 
 /// Manifests a snapshot may list before small ones are merged.
 const MAX_MANIFESTS: usize = 64;
@@ -206,7 +206,7 @@ impl Table {
     ///
     /// # Errors
     /// [`Error::Unsupported`] for a table Iceberg cannot describe (see
-    /// [`crate::delta::iceberg::schema`]); storage errors; [`Error::InvalidLog`] for
+    /// [`crate::delta::iceberg_compat::schema`]); storage errors; [`Error::InvalidLog`] for
     /// unreadable Iceberg metadata.
     pub(crate) async fn sync_iceberg(&self, snapshot: &Snapshot) -> Result<IcebergState> {
         self.sync_iceberg_at(&DeltaVersion::of(snapshot)).await

@@ -13,8 +13,8 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::location::Table;
-use crate::delta::iceberg::{avro, METADATA_DIR};
 use crate::error::Result;
+use crate::iceberg::{avro, METADATA_DIR};
 
 impl Table {
     /// The files under `metadata/` (paths relative to the root, as listed in `listed`) that
@@ -36,7 +36,7 @@ impl Table {
         let mut lists: HashSet<String> = HashSet::new();
         for path in listed {
             let Some(name) = path.strip_prefix(&format!("{METADATA_DIR}/")) else { continue };
-            if name == crate::delta::iceberg::VERSION_HINT {
+            if name == crate::iceberg::VERSION_HINT {
                 kept.insert(path.clone());
             }
             if !(name.starts_with('v') && name.ends_with(".metadata.json")) {

@@ -14,7 +14,7 @@
 //!   again); a missing or damaged sidecar is rebuilt. A sidecar write that fails leaves the
 //!   file's entries pinned in memory and is retried by the next catch-up.
 //! - Entries are filtered by the caller against the snapshot (active files, deletion vectors):
-//!   see `delta::key_index`.
+//!   see `key_index::index`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -24,12 +24,12 @@ use object_store::ObjectStoreExt;
 
 use super::location::Table;
 use crate::delta::actions::Add;
-use crate::delta::key_index::KeyIndex;
-use crate::delta::key_sidecar::{decode_section, sidecar_path, FileKeys, KeyHash, Layout};
 use crate::delta::row_keys::keys_of_batch;
 use crate::delta::scan::RowFilter;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
+use crate::key_index::index::KeyIndex;
+use crate::key_index::sidecar::{decode_section, sidecar_path, FileKeys, KeyHash, Layout};
 
 /// Files indexed (or bucket sections read) at once: enough to hide an object store's latency,
 /// few enough that the files' keys in flight stay small beside the index (about 44 bytes a key
@@ -177,7 +177,7 @@ impl Table {
         // (Saturating: the counts are a table's claims, a hostile one's included.)
         let expected: u64 =
             new.iter().filter_map(|a| a.num_records().and_then(|n| u64::try_from(n).ok())).fold(0, u64::saturating_add);
-        if new.len() > 1 && expected.saturating_mul(crate::delta::key_index::ENTRY_BYTES) <= budget {
+        if new.len() > 1 && expected.saturating_mul(crate::key_index::index::ENTRY_BYTES) <= budget {
             ix.reserve(expected);
         }
         let columns = ix.columns.clone();
@@ -345,7 +345,7 @@ impl Table {
     /// whoever indexes them next reads the sidecar, not the data). A sidecar that cannot be
     /// written is left to the next catch-up (which counts it as a rebuild).
     pub(crate) async fn key_index_prepare(&self, snapshot: &Snapshot, columns: &[String], adds: Vec<Add>) {
-        let fingerprint = crate::delta::key_sidecar::columns_fingerprint(columns);
+        let fingerprint = crate::key_index::sidecar::columns_fingerprint(columns);
         let plan = self.scan_plan(snapshot).projected(columns);
         let plan = &plan;
         futures::stream::iter(adds.into_iter().map(|add| async move {

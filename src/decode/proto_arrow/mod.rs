@@ -26,7 +26,7 @@ use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::{DataType as A, Fields, SchemaRef, TimeUnit};
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor, Value};
 
-use crate::delta::text_room::TextRoom;
+use crate::decode::text_room::TextRoom;
 use columns::Col;
 use wire::{Scalar, Val, Wire};
 

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::schema::{ArrayType, DataType, PrimitiveType, StructField, StructType};
+use crate::delta::schema::{ArrayType, DataType, PrimitiveType, StructField, StructType};
 use crate::error::{Error, Result};
 
 /// The Delta schema of a JSON Schema whose root is an object.

@@ -21,9 +21,9 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::key_sidecar::{columns_fingerprint, sidecar_path};
+use super::sidecar::{columns_fingerprint, sidecar_path};
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
-pub(crate) use super::key_sidecar::{FileKeys, KeyHash, Layout, BUCKETS};
+pub(crate) use super::sidecar::{FileKeys, KeyHash, Layout, BUCKETS};
 
 /// Resident bytes per entry.
 pub(crate) const ENTRY_BYTES: u64 = std::mem::size_of::<Entry>() as u64;
@@ -348,7 +348,7 @@ impl KeyIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delta::key_sidecar::decode_section;
+    use crate::key_index::sidecar::decode_section;
 
     fn keys(path: &str, ks: &[Option<&str>]) -> FileKeys {
         FileKeys::from_keys(path, 7, ks.iter().copied()).unwrap()

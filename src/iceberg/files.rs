@@ -262,7 +262,7 @@ fn partition_value(raw: Option<&str>, p: &PartitionField) -> std::result::Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delta::iceberg::schema::partition_fields;
+    use crate::delta::iceberg_compat::schema::partition_fields;
     use serde_json::json;
 
     #[test]

@@ -294,7 +294,7 @@ impl<'a> Scan<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delta::json_values::{RecordRules, Verdict};
+    use crate::decode::json_values::{RecordRules, Verdict};
     use arrow::datatypes::{DataType as A, Field, Schema, TimeUnit};
     use std::sync::Arc;
 

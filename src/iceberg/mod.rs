@@ -1,4 +1,5 @@
-//! UniForm: the Iceberg v2 view of a Delta table, built from its log (no I/O here).
+//! [sync] UniForm: the Iceberg v2 view of a Delta table, built from its log (no I/O here; the
+//! storage shell's `storage/iceberg.rs` writes it).
 //!
 //! A table with `delta.universalFormat.enabledFormats = iceberg` carries the `icebergCompatV2`
 //! writer feature and column mapping; after each commit the storage shell
@@ -13,9 +14,9 @@
 //!
 //! Contract: the same Parquet files serve both formats; nothing here changes a Delta commit.
 
-internal_mods!(avro, avro_read, enable, files, glue, metadata, nested, schema);
+internal_mods!(avro, avro_read, enable, files, glue, metadata);
 
-use std::collections::HashMap;
+pub(crate) use crate::delta::iceberg_compat::{enabled, nested, schema};
 
 /// The folder of the Iceberg metadata, under the table root.
 pub(crate) const METADATA_DIR: &str = "metadata";
@@ -23,14 +24,6 @@ pub(crate) const METADATA_DIR: &str = "metadata";
 pub(crate) const VERSION_HINT: &str = "version-hint.text";
 /// The snapshot-summary key holding the Delta version an Iceberg snapshot mirrors.
 pub(crate) const DELTA_VERSION: &str = "delta-version";
-
-/// Whether a table's configuration asks for Iceberg metadata.
-pub(crate) fn enabled(configuration: &HashMap<String, String>) -> bool {
-    configuration
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("delta.universalFormat.enabledFormats"))
-        .is_some_and(|(_, v)| v.split(',').any(|f| f.trim().eq_ignore_ascii_case("iceberg")))
-}
 
 /// The name of metadata file `n`.
 pub(crate) fn metadata_file_name(n: u64) -> String {
