@@ -37,6 +37,7 @@
 //!   value rules.
 //! - [`iceberg`]: the Iceberg metadata (UniForm) built from a table's log, synchronous.
 //! - [`key_index`]: the key index of keyed tables and its sidecar format, synchronous.
+//! - [`beside`]: follower registrations and consumer groups kept beside a table, synchronous.
 
 #![deny(unsafe_code)] // allowed in one module: `source::kafka::batch`, librdkafka's batch consume
 #![warn(unreachable_pub)]
@@ -56,6 +57,7 @@ pub mod cli;
 pub mod config;
 internal_mods!(
     app,
+    beside,
     common,
     compactor,
     decode,

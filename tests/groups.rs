@@ -242,7 +242,7 @@ fn kafka_members_produce_every_change_once_across_kill_9() {
     // A transaction carries one slice's rows of one or more versions: each (version, slice)
     // unit arrives complete; extra copies only come from the mock cluster's missing aborts.
     let slice = |id: i64| {
-        use deltabus::delta::groups::{fnv1a, slice_of, FNV_START};
+        use deltabus::beside::groups::{fnv1a, slice_of, FNV_START};
         slice_of(fnv1a(fnv1a(FNV_START, id.to_string().as_bytes()), &[0]), 4)
     };
     let repeated = crate::support::kafka::assert_once_but_repeats_after_kills(

@@ -565,7 +565,7 @@ impl PipelineConfig {
             return Err(bad("delta.source", "must not be empty".into()));
         }
         let follower_id = d.follower_id.clone().unwrap_or_else(|| app_id.to_string());
-        if !crate::delta::followers::valid_follower_id(&follower_id) {
+        if !crate::beside::followers::valid_follower_id(&follower_id) {
             return Err(bad("delta.follower_id", format!("{follower_id:?}: ASCII letters, digits, '-', '_' and '.'")));
         }
         let options = d.options(Some(follower_id.clone())).map_err(|(key, why)| bad(&format!("delta.{key}"), why))?;

@@ -20,7 +20,7 @@
 //! - [`replay`], [`snapshot`]: reconciling actions into table state.
 //! - [`checkpoint_read`], [`checkpoint_write`]: checkpoint rows to actions and back.
 //! - [`dv`], [`z85`]: deletion vectors.
-//! - [`retention`], [`followers`]: what maintenance may delete, and what followers need.
+//! - [`retention`]: what maintenance may delete.
 //! - [`paths`]: path containment for paths read from a log.
 //! - [`scan`]: data-file batches to logical rows.
 //! - [`predicate`], [`predicate_types`]: row predicates, and their literals checked against the schema.
@@ -43,9 +43,7 @@ internal_mods!(create);
 internal_mods!(dv);
 internal_mods!(evolve);
 internal_mods!(features);
-internal_mods!(followers);
 internal_mods!(generated);
-internal_mods!(groups);
 internal_mods!(iceberg_compat);
 internal_mods!(json_rows);
 internal_mods!(last_checkpoint);

@@ -19,8 +19,8 @@ use arrow::array::{Array, BooleanArray, StringArray};
 use arrow::compute::filter_record_batch;
 use tokio::time::Instant;
 
+use crate::beside::followers::{position_health, PositionHealth};
 use crate::common::follow::FollowerOptions;
-use crate::delta::followers::{position_health, PositionHealth};
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::metrics::PipelineMetrics;

@@ -13,7 +13,7 @@
 //!   empty poll is one GET of a missing object, so a stretched interval would only add
 //!   latency); stops when caught up with `once`, or when `stop` resolves.
 //! - Health: before a commit is delivered, its age is checked against the table's retention
-//!   ([`crate::delta::followers::position_health`]): a warning near the limit, an error past it unless `allow_stale`.
+//!   ([`crate::beside::followers::position_health`]): a warning near the limit, an error past it unless `allow_stale`.
 //! - Registration: with a follower id, the position is registered on the source table
 //!   ([`Registrar`]) so deltabus maintenance keeps what the follower still needs: at start,
 //!   then at most every ten seconds while it advances (busy or caught up), and at exit.

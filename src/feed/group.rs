@@ -1,6 +1,6 @@
 //! A member of a consumer group on a source table: joins (creating the group on first use),
 //! heartbeats, and takes, renews and releases slice leases under `_deltabus/groups/<group>/`
-//! (the rules are [`crate::delta::groups`]).
+//! (the rules are [`crate::beside::groups`]).
 //!
 //! Contract:
 //! - Every lease record is created with put-if-absent at the next epoch, so a slice is never
@@ -17,11 +17,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::common::follow::{GroupOptions, StartAt};
-use crate::delta::groups::{
+use crate::beside::groups::{
     assignment, group_dir, lease_path, lease_state, member_path, parse_lease_path, parse_member_path, spec_path,
     valid_name, GroupSpec, Lease, LeaseState, MemberRecord, DEFAULT_SLICES,
 };
+use crate::common::follow::{GroupOptions, StartAt};
 use crate::error::{Error, Result};
 use crate::storage::Table;
 

@@ -7,7 +7,7 @@
 //! the threshold. The listing mode finds orphans of any origin (failed writes); the lite mode
 //! only deletes files named by expired tombstones, without listing the table.
 //!
-//! Both keep what registered followers still need (see [`crate::delta::followers`]): log
+//! Both keep what registered followers still need (see [`crate::beside::followers`]): log
 //! cleanup keeps every commit from the slowest follower's next version on and a checkpoint
 //! before it; VACUUM keeps every file those commits name. `ignore_followers` overrides that.
 
@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::beside::followers::oldest_needed;
 use crate::delta::dv::DeletionVectorDescriptor;
 use crate::delta::features::check_writable;
-use crate::delta::followers::oldest_needed;
 use crate::delta::log_segment::LogListing;
 use crate::delta::paths::resolve_in_table;
 use crate::delta::retention::{cutoff_ms, expired_log_files, vacuum_candidates};

@@ -1,5 +1,5 @@
 //! Follower registrations on a table (`_deltabus/followers/<id>.json`, see
-//! [`crate::delta::followers`]): writing them as a follower advances, listing them for
+//! [`crate::beside::followers`]): writing them as a follower advances, listing them for
 //! maintenance, and the set of files the slowest follower still needs.
 //!
 //! A registration lags the follower's real position (it is written at most every
@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::location::Table;
-use crate::delta::followers::{commit_paths, record_path, valid_follower_id, FollowerRecord, FOLLOWERS_DIR};
+use crate::beside::followers::{commit_paths, record_path, valid_follower_id, FollowerRecord, FOLLOWERS_DIR};
 use crate::delta::paths::resolve_in_table;
 use crate::error::{Error, Result};
 

@@ -1,12 +1,12 @@
 //! The consumer groups recorded on a table (`_deltabus/groups/<group>/`): their shape, live
 //! members and the newest lease of each slice, read as they are stored (the lease rules are
-//! `delta::groups` [sync]; a member's loop over its leases is the change feed's). Maintenance
+//! `beside::groups` [sync]; a member's loop over its leases is the change feed's). Maintenance
 //! reads them to keep what the slowest slice still needs; `deltabus followers` lists them.
 
 use std::collections::BTreeMap;
 
 use super::location::Table;
-use crate::delta::groups::{
+use crate::beside::groups::{
     lease_path, parse_lease_path, parse_member_path, spec_path, GroupSpec, Lease, MemberRecord,
 };
 use crate::error::{Error, Result};
@@ -40,10 +40,10 @@ impl GroupStatus {
 /// # Errors
 /// Storage errors and unreadable group records (maintenance must not guess what a group needs).
 pub(crate) async fn list_groups(table: &Table) -> Result<Vec<GroupStatus>> {
-    let listed = table.list_files(crate::delta::groups::GROUPS_DIR).await?;
+    let listed = table.list_files(crate::beside::groups::GROUPS_DIR).await?;
     let mut names: Vec<String> = listed
         .iter()
-        .filter_map(|f| f.path.strip_prefix(&format!("{}/", crate::delta::groups::GROUPS_DIR)))
+        .filter_map(|f| f.path.strip_prefix(&format!("{}/", crate::beside::groups::GROUPS_DIR)))
         .filter_map(|rest| rest.strip_suffix("/group.json"))
         .map(str::to_string)
         .collect();

@@ -33,8 +33,8 @@ use bytes::Bytes;
 use tokio::sync::{Mutex, Notify};
 
 use super::produce::ROW_BITS;
+use crate::beside::groups::slice_of_path;
 use crate::config::kafka::TopicFormat;
-use crate::delta::groups::slice_of_path;
 use crate::delta::json_rows::JsonRows;
 use crate::error::{Error, Result};
 use crate::storage::change_cursor::{ChangeCursor, PlannedCommit};

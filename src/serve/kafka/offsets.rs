@@ -32,7 +32,7 @@ use super::acl::TopicOp;
 use super::conn::{Head, Reply, Step};
 use super::feed::position_of;
 use super::{Caller, Shared};
-use crate::delta::followers::{record_path, FollowerRecord};
+use crate::beside::followers::{record_path, FollowerRecord};
 use crate::storage::Table;
 
 /// The registration id of a group's position on one partition (`None`: too long).
@@ -231,10 +231,10 @@ mod tests {
         assert_eq!(position_id("billing", "orders.eu", 3).unwrap(), "kafka-group.billing.orders.eu.3");
         let odd = position_id("Zürich/ops.1", "t", 0).unwrap();
         assert_eq!(odd, "kafka-group.Z_C3_BCrich_2Fops_2E1.t.0");
-        assert!(crate::delta::followers::valid_follower_id(&odd));
+        assert!(crate::beside::followers::valid_follower_id(&odd));
         assert_ne!(position_id("a.b", "t", 0), position_id("a_2Eb", "t", 0));
         assert_ne!(position_id("a_b", "t", 0), position_id("a_5Fb", "t", 0));
-        assert!(crate::delta::followers::valid_follower_id(&position_id("~.~", "t", 0).unwrap()));
+        assert!(crate::beside::followers::valid_follower_id(&position_id("~.~", "t", 0).unwrap()));
         assert!(position_id(&"g".repeat(300), "t", 0).is_none());
     }
 }

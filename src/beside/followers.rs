@@ -22,9 +22,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::actions::Action;
-use super::dv::DeletionVectorDescriptor;
-use super::properties::TableProperties;
+use crate::delta::actions::Action;
+use crate::delta::dv::DeletionVectorDescriptor;
+use crate::delta::properties::TableProperties;
 
 /// The directory (under the table root) that holds follower registrations.
 pub(crate) const FOLLOWERS_DIR: &str = "_deltabus/followers";
@@ -161,7 +161,7 @@ mod tests {
             assert!(!valid_follower_id(bad), "{bad}");
         }
         assert_eq!(record_path("r1"), "_deltabus/followers/r1.json");
-        assert!(super::super::retention::is_hidden(&record_path("r1")));
+        assert!(crate::delta::retention::is_hidden(&record_path("r1")));
     }
 
     #[test]
