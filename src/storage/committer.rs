@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use object_store::{PutMode, PutOptions, PutPayload};
 
+use super::hooks::LandedCommit;
 use super::location::Table;
-use crate::delta::actions::{Action, CommitInfo};
+use crate::delta::actions::{Action, CommitInfo, Metadata};
 use crate::delta::commit_plan::Planned;
 use crate::delta::conflict::{check, Verdict};
 use crate::delta::snapshot::Snapshot;
@@ -246,7 +247,7 @@ impl Table {
     }
 
     /// The commit is in the log as `version` (`written`: its actions as in the log, when
-    /// known): checkpoint when due, report it.
+    /// known): checkpoint when due, run the table's after-commit hooks, report it.
     async fn landed(
         &self,
         snapshot: Option<&Snapshot>,
@@ -260,7 +261,7 @@ impl Table {
         crate::failpoint::hit("commit.before_checkpoint");
         self.maybe_checkpoint(snapshot, version, written).await;
         crate::failpoint::hit("commit.before_uniform");
-        self.maybe_uniform(snapshot, txn, version).await;
+        self.after_commit(LandedCommit { version, metadata: Self::metadata_at(snapshot, txn) }).await;
         CommitOutcome::Committed { version }
     }
 
@@ -277,38 +278,16 @@ impl Table {
         Ok(prev_ict.map_or(now, |p| now.max(p + 1)))
     }
 
-    /// On a UniForm table, the Iceberg metadata of the new version. A failure never fails the
-    /// commit: it is logged, and the next commit or `deltabus uniform` catches up. The
-    /// conversion reads the commits since the last converted one, not the table's state: the
-    /// metadata is the commit's own or the one it was planned on (a metadata change by
-    /// another writer would have been a conflict).
-    async fn maybe_uniform(&self, snapshot: Option<&Snapshot>, txn: &Transaction, version: u64) {
-        let metadata = txn
-            .actions
+    /// The table's metadata at a landed version: the commit's own, or the one it was planned
+    /// on (a metadata change by another writer would have been a conflict).
+    fn metadata_at<'a>(snapshot: Option<&'a Snapshot>, txn: &'a Transaction) -> Option<&'a Metadata> {
+        txn.actions
             .iter()
             .find_map(|a| match a {
                 Action::Metadata(m) => Some(m),
                 _ => None,
             })
-            .or(snapshot.map(|s| &s.metadata));
-        let Some(metadata) = metadata.filter(|m| crate::delta::iceberg_compat::enabled(&m.configuration)) else {
-            return;
-        };
-        let result = async {
-            let schema = crate::delta::schema::StructType::parse(&metadata.schema_string)?;
-            let mode = crate::delta::properties::TableProperties::from_config(&metadata.configuration).column_mapping_mode;
-            let at = super::iceberg::DeltaVersion { version, metadata, schema: &schema, mode, snapshot: None };
-            let state = self.sync_iceberg_at(&at).await?;
-            crate::failpoint::hit("uniform.before_glue");
-            if let Err(e) = self.register_uniform(&at, &state).await {
-                tracing::warn!(error = %e, "uniform.glue_behind: the commit and its Iceberg metadata stand; the next commit or `deltabus uniform` moves the Glue pointer");
-            }
-            Ok::<_, crate::error::Error>(())
-        }
-        .await;
-        if let Err(e) = result {
-            tracing::warn!(error = %e, "uniform.behind: the commit stands; the next commit or `deltabus uniform` writes the Iceberg metadata");
-        }
+            .or(snapshot.map(|s| &s.metadata))
     }
 
     /// Writes the checkpoint of `version` when one is due. Its state is the read snapshot

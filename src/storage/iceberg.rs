@@ -21,7 +21,7 @@ use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde_json::Value;
 
 use super::location::Table;
-use crate::delta::actions::{Action, Add};
+use crate::delta::actions::{Action, Add, Metadata};
 use crate::delta::iceberg_compat::schema::{
     iceberg_schema, max_field_id, name_mapping, partition_fields, partition_spec, PartitionField,
 };
@@ -210,6 +210,25 @@ impl Table {
     /// unreadable Iceberg metadata.
     pub(crate) async fn sync_iceberg(&self, snapshot: &Snapshot) -> Result<IcebergState> {
         self.sync_iceberg_at(&DeltaVersion::of(snapshot)).await
+    }
+
+    /// The Iceberg metadata of `version` of a UniForm table whose metadata is `metadata`, then
+    /// its AWS Glue registration. The conversion reads the commits since the last converted
+    /// one, not the table's state. A Glue failure is logged (the metadata stands; the next
+    /// commit or `deltabus uniform` moves the pointer).
+    ///
+    /// # Errors
+    /// Storage and conversion errors of the Iceberg metadata.
+    pub(crate) async fn convert_to_iceberg(&self, version: u64, metadata: &Metadata) -> Result<()> {
+        let schema = crate::delta::schema::StructType::parse(&metadata.schema_string)?;
+        let mode = crate::delta::properties::TableProperties::from_config(&metadata.configuration).column_mapping_mode;
+        let at = DeltaVersion { version, metadata, schema: &schema, mode, snapshot: None };
+        let state = self.sync_iceberg_at(&at).await?;
+        crate::failpoint::hit("uniform.before_glue");
+        if let Err(e) = self.register_uniform(&at, &state).await {
+            tracing::warn!(error = %e, "uniform.glue_behind: the commit and its Iceberg metadata stand; the next commit or `deltabus uniform` moves the Glue pointer");
+        }
+        Ok(())
     }
 
     /// [`Table::sync_iceberg`] for a version described by `snapshot`.

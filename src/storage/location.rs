@@ -67,6 +67,8 @@ pub(crate) struct Table {
     pub(crate) options: StorageOptions,
     /// The key index of keyed writes through this handle and its clones.
     pub(crate) key_index: super::key_index::SharedIndex,
+    /// Work after each landed commit ([`super::hooks`]).
+    pub(crate) hooks: super::hooks::Hooks,
 }
 
 impl Table {
@@ -126,7 +128,8 @@ impl Table {
         // Transient errors of repeatable calls are retried; injected faults (tests) sit below.
         let store: Arc<dyn ObjectStore> =
             Arc::new(super::retrying::RetryingStore::new(super::faulty::wrap_if_armed(store)));
-        Ok(Table { store, root, url, options, key_index: super::key_index::SharedIndex::default() })
+        let (key_index, hooks) = (super::key_index::SharedIndex::default(), super::hooks::default_hooks());
+        Ok(Table { store, root, url, options, key_index, hooks })
     }
 
     /// Opens a location for writing: a local directory is created when missing.

@@ -19,6 +19,7 @@ mod files;
 internal_mods!(followers);
 internal_mods!(groups);
 mod glue;
+internal_mods!(hooks);
 mod iceberg;
 mod iceberg_files;
 mod key_index;
