@@ -148,17 +148,6 @@ fn canonical(rows: &[Value], version: &str) -> BTreeMap<String, u32> {
     m
 }
 
-fn ids_of(table: &str) -> Vec<i64> {
-    let out = deltabus(&["cat", table]);
-    assert!(out.status.success(), "cat {table}: {}", String::from_utf8_lossy(&out.stderr));
-    let mut ids: Vec<i64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
-        .collect();
-    ids.sort_unstable();
-    ids
-}
-
 #[test]
 fn chaos_soak_keeps_every_row_exactly_once() {
     let _guard = crate::support::native_clients_lock();
@@ -342,7 +331,7 @@ fn chaos_soak_keeps_every_row_exactly_once() {
     let deleted = net.values().filter(|n| **n == 0).count();
     // 2. The table is what the feed adds up to.
     let expected: Vec<i64> = net.iter().filter(|(_, n)| **n == 1).map(|(id, _)| *id).collect();
-    assert_eq!(ids_of(&table), expected, "table = the feed's net rows");
+    assert_eq!(crate::support::ids(&table), expected, "table = the feed's net rows");
     // 3. The replica holds the feed exactly.
     let out = deltabus(&["cat", &replica]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -369,7 +358,7 @@ fn chaos_soak_keeps_every_row_exactly_once() {
     // 5. VACUUM with zero retention deletes nothing live.
     let out = deltabus(&["vacuum", &table, "--retention-hours", "0", "--force"]);
     assert!(out.status.success(), "vacuum: {}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(ids_of(&table), expected, "after vacuum");
+    assert_eq!(crate::support::ids(&table), expected, "after vacuum");
     let faults = injected_faults(&log);
     println!(
         "chaos soak: {total} ids, {kills} kills, {deletes} deletes ({delete_failures} refused under faults), {} rows deleted, {} feed rows checked in the table, replica and topic ({redelivered} versions seen again on the topic after {tail_kills} kills of tail); {faults}",

@@ -36,16 +36,6 @@ fn table_of_four_files(dir: &std::path::Path, pre: &str) -> String {
     location
 }
 
-fn ids(out: &std::process::Output) -> Vec<i64> {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut v: Vec<i64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_i64().unwrap())
-        .collect();
-    v.sort_unstable();
-    v
-}
-
 fn compact_racing(location: &str, competitor: Competitor) -> deltabus::compactor::rewriter::CompactReport {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
@@ -81,10 +71,10 @@ fn rows_deleted_while_a_bin_commits_are_carried_onto_its_output() {
     let report = compact_racing(&location, Competitor::Delete("id = 2 OR id = 4 OR id = 26 OR id = 61 OR id = 99"));
     assert_eq!((report.bins, report.remapped_bins, report.abandoned.len()), (1, 1, 0), "{report:?}");
     let expected: Vec<i64> = (0..100).filter(|i| ![2, 3, 4, 26, 60, 61, 99].contains(i)).collect();
-    assert_eq!(ids(&crate::support::deltabus(&["cat", &location])), expected, "deltabus");
+    assert_eq!(crate::support::ids_printed(&crate::support::deltabus(&["cat", &location])), expected, "deltabus");
     if let Some(oracle) = crate::support::kernel_oracle() {
         let out = std::process::Command::new(oracle).args(["rows", &location]).output().unwrap();
-        assert_eq!(ids(&out), expected, "the reference reader");
+        assert_eq!(crate::support::ids_printed(&out), expected, "the reference reader");
     }
     let files = crate::support::run_json(&["files", &location]);
     let files = files["files"].as_array().unwrap();
@@ -97,7 +87,7 @@ fn rows_deleted_while_a_bin_commits_are_carried_onto_its_output() {
     // The next compaction purges the carried rows.
     let out = crate::support::deltabus(&["compact", &location]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(ids(&crate::support::deltabus(&["cat", &location])), expected);
+    assert_eq!(crate::support::ids_printed(&crate::support::deltabus(&["cat", &location])), expected);
 }
 
 #[test]
@@ -107,5 +97,5 @@ fn a_bin_whose_input_was_rewritten_meanwhile_is_abandoned() {
     let report = compact_racing(&location, Competitor::Compact);
     assert_eq!((report.remapped_bins, report.abandoned.len()), (0, 1), "{report:?}");
     let expected: Vec<i64> = (0..100).filter(|i| *i != 3).collect();
-    assert_eq!(ids(&crate::support::deltabus(&["cat", &location])), expected);
+    assert_eq!(crate::support::ids_printed(&crate::support::deltabus(&["cat", &location])), expected);
 }

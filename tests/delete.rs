@@ -12,23 +12,12 @@ fn run(args: &[&str]) -> Value {
     run_json(args)
 }
 
-/// The sorted `id`s of a reader's JSON-lines output.
-fn sorted_ids(out: &std::process::Output) -> Vec<i64> {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut v: Vec<i64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
-        .collect();
-    v.sort();
-    v
-}
-
 fn ids(table: &Path) -> Vec<i64> {
-    sorted_ids(&deltabus(&["cat", table.to_str().unwrap()]))
+    crate::support::ids(table.to_str().unwrap())
 }
 
 fn kernel_ids(table: &Path) -> Option<Vec<i64>> {
-    Some(sorted_ids(&Command::new(kernel_oracle()?).arg("rows").arg(table).output().unwrap()))
+    Some(crate::support::ids_printed(&Command::new(kernel_oracle()?).arg("rows").arg(table).output().unwrap()))
 }
 
 /// Ten commits, each one file of ids 10k..10k+9, partitioned by parity bucket `p`.
@@ -145,7 +134,7 @@ fn copy_on_write_deletes_on_a_change_data_table_report_only_the_deleted_rows() {
     if let Some(oracle) = kernel_oracle() {
         let out = Command::new(oracle).args(["changes", t, &from]).output().unwrap();
         assert!(out.status.success(), "kernel-oracle changes: {}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(sorted_ids(&out), vec![3, 4, 55], "the reference reader agrees");
+        assert_eq!(crate::support::ids_printed(&out), vec![3, 4, 55], "the reference reader agrees");
     }
 }
 

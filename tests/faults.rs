@@ -57,19 +57,7 @@ fn versions(table: &Path) -> usize {
 }
 
 fn ids(table: &Path) -> Vec<i64> {
-    ids_of(&["cat", table.to_str().unwrap()])
-}
-
-/// The sorted `id`s that `deltabus <args>` prints.
-fn ids_of(args: &[&str]) -> Vec<i64> {
-    let out = deltabus(args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    let mut ids: Vec<i64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_i64().unwrap())
-        .collect();
-    ids.sort_unstable();
-    ids
+    crate::support::ids(table.to_str().unwrap())
 }
 
 fn stdout_json(out: &std::process::Output) -> serde_json::Value {
@@ -345,7 +333,7 @@ fn writers_through_a_lossy_s3_endpoint_are_exactly_once() {
     let ids = || {
         let mut args = vec!["cat", url.as_str()];
         args.extend(opts.iter().map(String::as_str));
-        ids_of(&args)
+        crate::support::ids_printed(&deltabus(&args))
     };
     let version = || {
         let out = clean(&["describe", &url]);

@@ -18,22 +18,6 @@ use crate::support::processes::terminate;
 use crate::support::python::python;
 use crate::support::{deltabus, kernel_oracle, Rng};
 
-fn cat_ids(table: &str) -> Vec<i64> {
-    let out = deltabus(&["cat", table]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    ids_of(&out.stdout)
-}
-
-fn ids_of(rows: &[u8]) -> Vec<i64> {
-    let mut ids: Vec<i64> = String::from_utf8_lossy(rows)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
-        .collect();
-    ids.sort_unstable();
-    ids
-}
-
 fn run_py(py: &str, script: &str, args: &[String]) -> Value {
     let out = Command::new(py).arg("-c").arg(script).args(args).output().unwrap();
     assert!(out.status.success(), "python: {}", String::from_utf8_lossy(&out.stderr));
@@ -168,10 +152,10 @@ async fn kafka_clients_produce_into_a_table_and_fetch_its_feed() {
     expected.extend((1..=5).flat_map(|p| (0..200).map(move |n| p * 1_000_000 + n)));
     expected.extend((0..150).map(|n| 7_000_000 + n));
     expected.sort_unstable();
-    assert_eq!(cat_ids(&events), expected, "every record once");
+    assert_eq!(crate::support::ids(&events), expected, "every record once");
     if let Some(oracle) = kernel_oracle() {
         let out = Command::new(oracle).arg("rows").arg(&events).output().unwrap();
-        assert_eq!(ids_of(&out.stdout), expected, "as the reference reader reads it");
+        assert_eq!(crate::support::ids_in(&out.stdout), expected, "as the reference reader reads it");
     }
     // kafka-python read the whole feed: every record once, all inserts.
     let read: Vec<i64> = kp["ids"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
@@ -247,7 +231,7 @@ async fn a_commit_group_closes_once_every_producing_connection_waits_on_it() {
             .await
             .expect("delivered");
     }
-    assert_eq!(cat_ids(&events), (0..40).collect::<Vec<_>>(), "every record once");
+    assert_eq!(crate::support::ids(&events), (0..40).collect::<Vec<_>>(), "every record once");
     let rendered = metrics.render();
     assert_eq!(groups_closed(&rendered, "everyone"), 40, "a group per record: {rendered}");
     assert_eq!(groups_closed(&rendered, "window"), 0, "no group waited out its window: {rendered}");
@@ -283,7 +267,7 @@ async fn a_producer_gone_quiet_holds_no_commit_group() {
     }
     let mut expected: Vec<i64> = (0..20).collect();
     expected.push(1000);
-    assert_eq!(cat_ids(&events), expected, "every record once");
+    assert_eq!(crate::support::ids(&events), expected, "every record once");
     let rendered = metrics.render();
     assert_eq!(groups_closed(&rendered, "window"), 0, "no group waited out its window: {rendered}");
     assert!(groups_closed(&rendered, "everyone") >= 20, "{rendered}");
@@ -376,10 +360,10 @@ fn producers_through_kill_dash_nine_and_store_faults_land_every_record_once() {
     let expected: Vec<i64> =
         (1..=8).flat_map(|p| (0..each).map(move |n| p * 1_000_000 + n)).collect::<BTreeSet<_>>().into_iter().collect();
     let table = events.to_string_lossy().into_owned();
-    assert_eq!(cat_ids(&table), expected, "every record once");
+    assert_eq!(crate::support::ids(&table), expected, "every record once");
     if let Some(oracle) = kernel_oracle() {
         let out = Command::new(oracle).arg("rows").arg(&table).output().unwrap();
-        assert_eq!(ids_of(&out.stdout), expected, "as the reference reader reads it");
+        assert_eq!(crate::support::ids_in(&out.stdout), expected, "as the reference reader reads it");
     }
     let logs = std::fs::read_to_string(&log).unwrap();
     assert!(!logs.contains("panicked"), "{logs}");
@@ -568,7 +552,7 @@ print(json.dumps({"errors": errors}))
         assert_eq!(wrong["errors"].as_array().unwrap().len(), 1, "{wrong}");
         let right = run_py(py, script, &[kafka.clone(), "s3cr3t ☃".into(), "2".into()]);
         assert_eq!(right["errors"], serde_json::json!([]), "{right}");
-        assert_eq!(cat_ids(&events), vec![2], "only the authenticated record");
+        assert_eq!(crate::support::ids(&events), vec![2], "only the authenticated record");
     }
     let rendered = metrics.render();
     assert!(rendered.contains("reason=\"bad_frame\""), "{rendered}");
@@ -674,7 +658,11 @@ async fn sequences_decide_what_lands() {
         InitProducerIdRequest::default().with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx"))));
     let init: InitProducerIdResponse = call(&mut s, ApiKey::InitProducerId, 1, &tx).await;
     assert_eq!(init.error_code, 53);
-    assert_eq!(cat_ids(&events), vec![0, 1, 2, 3, 4, 5], "each accepted batch once, nothing of the refused ones");
+    assert_eq!(
+        crate::support::ids(&events),
+        vec![0, 1, 2, 3, 4, 5],
+        "each accepted batch once, nothing of the refused ones"
+    );
     let described = crate::support::run_json(&["describe", &events]);
     assert_eq!(described["txns"][format!("deltabus-kafka:{pid}:0:events")], 1i64 << 32, "{described}");
     assert_eq!(described["txns"][format!("deltabus-kafka:{pid}:1:events")], 1, "{described}");
@@ -717,7 +705,7 @@ async fn records_inflating_past_the_request_bound_are_too_large() {
     assert!(p.error_message.as_ref().unwrap().contains("server.kafka.max_request"), "{:?}", p.error_message);
     let r: ProduceResponse = call(&mut s, ApiKey::Produce, 8, &produce(batch(pid, 0, 0, 0..3))).await;
     assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
-    assert_eq!(cat_ids(&events), vec![0, 1, 2], "nothing of the refused batch");
+    assert_eq!(crate::support::ids(&events), vec![0, 1, 2], "nothing of the refused batch");
 }
 
 /// A partition whose inflated records need more room in `server.max_buffered` than is free

@@ -3,7 +3,6 @@
 //! through `write` → `cat` → kernel-oracle → `deltalake` unchanged, and VACUUM afterwards
 //! deletes nothing live. Seeded: a failure prints the seed and the values.
 
-use std::path::Path;
 use std::process::Command;
 
 use serde_json::{json, Value};
@@ -59,15 +58,6 @@ impl Strings for Rng {
     }
 }
 
-fn cat(table: &Path) -> Vec<Value> {
-    let out = deltabus(&["cat", table.to_str().unwrap()]);
-    assert!(out.status.success(), "cat: {}", String::from_utf8_lossy(&out.stderr));
-    let mut rows: Vec<Value> =
-        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    rows.sort_by_key(|r| r["id"].as_i64());
-    rows
-}
-
 #[test]
 fn unicode_and_awkward_partition_values_round_trip_through_every_reader() {
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64 | 1;
@@ -86,7 +76,7 @@ fn unicode_and_awkward_partition_values_round_trip_through_every_reader() {
         .collect();
     let out = write_jsonl(&table, &["--partition-by", "größe"], &input);
     assert!(out.status.success(), "seed {seed}: write: {}", String::from_utf8_lossy(&out.stderr));
-    let rows = cat(&table);
+    let rows = crate::support::rows_by_id(table.to_str().unwrap());
     assert_eq!(rows.len(), values.len(), "seed {seed}");
     for (i, v) in values.iter().enumerate() {
         assert_eq!(rows[i]["größe"], json!(v), "seed {seed}: partition value {v:?}");
@@ -106,7 +96,11 @@ fn unicode_and_awkward_partition_values_round_trip_through_every_reader() {
     let out = deltabus(&["vacuum", table.to_str().unwrap(), "--retention-hours", "0", "--force"]);
     assert!(out.status.success(), "vacuum: {}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(cat(&table), rows, "seed {seed}: vacuum deleted a live file: {report}");
+    assert_eq!(
+        crate::support::rows_by_id(table.to_str().unwrap()),
+        rows,
+        "seed {seed}: vacuum deleted a live file: {report}"
+    );
 }
 
 /// Empty strings and the Hive null marker are the same thing in a partition directory: both
@@ -118,6 +112,6 @@ fn empty_and_hive_default_partition_values_read_as_null() {
     let input = "{\"id\":0,\"p\":\"\"}\n{\"id\":1,\"p\":\"__HIVE_DEFAULT_PARTITION__\"}\n{\"id\":2,\"p\":null}\n";
     let out = write_jsonl(&table, &["--partition-by", "p"], input);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rows = cat(&table);
+    let rows = crate::support::rows_by_id(table.to_str().unwrap());
     assert!(rows.iter().all(|r| r["p"].is_null()), "{rows:?}");
 }

@@ -68,22 +68,6 @@ async fn post(
     (status, serde_json::from_str(&text).unwrap_or(Value::String(text)), headers)
 }
 
-fn ids_of(rows: &[u8]) -> Vec<i64> {
-    let mut ids: Vec<i64> = String::from_utf8_lossy(rows)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
-        .collect();
-    ids.sort_unstable();
-    ids
-}
-
-fn cat_ids(table: &str) -> Vec<i64> {
-    let out = deltabus(&["cat", table]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    ids_of(&out.stdout)
-}
-
 /// Every answer of the records endpoint, each for its reason, and the table afterwards.
 #[tokio::test(flavor = "multi_thread")]
 async fn every_answer_of_the_records_endpoint_names_its_reason() {
@@ -162,7 +146,7 @@ async fn every_answer_of_the_records_endpoint_names_its_reason() {
         .await;
     assert_eq!((r["committed_sequence"].as_i64(), r["next_sequence"].as_i64()), (Some(1), Some(2)), "{r}");
 
-    assert_eq!(cat_ids(&events), vec![1, 2, 3, 4, 5]);
+    assert_eq!(crate::support::ids(&events), vec![1, 2, 3, 4, 5]);
     let out = deltabus(&["cat", &letters]);
     let letters: Vec<Value> =
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -261,10 +245,10 @@ async fn arrow_streams_http2_and_tls() {
     assert_eq!((r.version(), r.status().as_u16()), (reqwest::Version::HTTP_2, 200), "ALPN picks HTTP/2");
     // A client that does not trust the certificate gets no answer.
     assert!(reqwest::Client::new().get(format!("https://localhost:{port}/health")).send().await.is_err());
-    assert_eq!(cat_ids(&events), vec![1, 2, 3, 4]);
+    assert_eq!(crate::support::ids(&events), vec![1, 2, 3, 4]);
     if let Some(oracle) = kernel_oracle() {
         let out = Command::new(oracle).arg("rows").arg(&events).output().unwrap();
-        assert_eq!(ids_of(&out.stdout), vec![1, 2, 3, 4], "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(crate::support::ids_in(&out.stdout), vec![1, 2, 3, 4], "{}", String::from_utf8_lossy(&out.stderr));
     }
 }
 
@@ -318,7 +302,7 @@ async fn a_group_closes_once_every_recent_producer_is_in_it() {
     let groups = |closed: &str| groups_closed(&metrics, closed);
     assert_eq!((groups("window"), groups("everyone")), (1, 3), "{metrics}");
     let out = crate::support::deltabus(&["cat", &events]);
-    assert_eq!(ids_of(&out.stdout), vec![0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32]);
+    assert_eq!(crate::support::ids_in(&out.stdout), vec![0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32]);
 }
 
 /// A producer that stopped holds no group to the window: at a 3 s window, once the producer
@@ -347,7 +331,7 @@ async fn a_producer_gone_quiet_holds_no_group() {
     let groups = |closed: &str| groups_closed(&metrics, closed);
     assert_eq!((groups("window"), groups("everyone")), (1, 5), "{metrics}");
     let out = crate::support::deltabus(&["cat", &events]);
-    assert_eq!(ids_of(&out.stdout), vec![0, 1, 2, 3, 4, 5, 100]);
+    assert_eq!(crate::support::ids_in(&out.stdout), vec![0, 1, 2, 3, 4, 5, 100]);
 }
 
 /// Memory stays within `max_buffered`: a slow client holding the budget makes the next
@@ -383,7 +367,7 @@ async fn overload_is_429_and_slow_clients_are_cut_off() {
     assert!(took < Duration::from_secs(5), "cut off after read_timeout, not later: {took:?}");
     let (s, b, _) = post(&c, &format!("{url}/v1/tables/events/records"), &[], "{\"id\":2}\n").await;
     assert_eq!(s, 200, "the budget is free again: {b}");
-    assert_eq!(cat_ids(&events), vec![2]);
+    assert_eq!(crate::support::ids(&events), vec![2]);
 }
 
 const PRODUCER: &str = r#"
@@ -542,10 +526,10 @@ fn producers_through_kill_dash_nine_and_store_faults_write_every_row_once() {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        assert_eq!(cat_ids(&table), expected, "{table}: every row once");
+        assert_eq!(crate::support::ids(&table), expected, "{table}: every row once");
         if let Some(oracle) = kernel_oracle() {
             let out = Command::new(oracle).arg("rows").arg(&table).output().unwrap();
-            assert_eq!(ids_of(&out.stdout), expected, "{table} as the reference reader reads it");
+            assert_eq!(crate::support::ids_in(&out.stdout), expected, "{table} as the reference reader reads it");
         }
         crate::support::spark::spark_reads_as_deltabus(&table);
         let described = crate::support::run_json(&["describe", &table]);
@@ -596,7 +580,7 @@ fn run_serves_the_configured_tables() {
     assert_eq!(status, 200, "{body}");
     let (status, _) = terminate(child);
     assert!(status.success(), "SIGTERM: {status}");
-    assert_eq!(cat_ids(&table.to_string_lossy()), vec![7]);
+    assert_eq!(crate::support::ids(&table.to_string_lossy()), vec![7]);
 }
 
 /// Two servers on one table `events` (holding id -1, so neither creates it), 10 ms windows:
@@ -649,7 +633,7 @@ async fn two_servers_on_one_table_take_each_sequence_once() {
     let mut expected: Vec<i64> = (0..4).flat_map(|p| (0..15).map(move |s| p * 1000 + s)).collect();
     expected.push(-1);
     expected.sort_unstable();
-    assert_eq!(cat_ids(&events), expected, "every sequence once");
+    assert_eq!(crate::support::ids(&events), expected, "every sequence once");
 }
 
 async fn get_json(c: &reqwest::Client, url: &str) -> (u16, Value) {
@@ -731,7 +715,7 @@ async fn positions_and_schemas_are_read_from_the_table_as_it_is() {
     let (s, r, _) = post(&c, &url, &[arrow_type, ("Producer-Id", "arrow"), ("Producer-Sequence", "0")], ipc).await;
     assert_eq!(s, 400, "{r}");
     assert!(r["error"].as_str().unwrap().contains("-2.9 has a fraction; the column is long"), "{r}");
-    assert_eq!(cat_ids(&events), vec![-1, 0, 1, 2, 3, 4, 5, 6, 100]);
+    assert_eq!(crate::support::ids(&events), vec![-1, 0, 1, 2, 3, 4, 5, 6, 100]);
 
     // The table's directory vanishes: nothing is committed into a log without its start.
     std::fs::remove_dir_all(&events).unwrap();
@@ -845,7 +829,7 @@ async fn column_mapped_tables_take_names_that_need_it() {
         if name == "plain" {
             assert!(s == 400 || s == 409, "{s} {b}");
             assert!(b.to_string().contains("column mapping"), "{b}");
-            assert_eq!(cat_ids(&table), vec![1]);
+            assert_eq!(crate::support::ids(&table), vec![1]);
             continue;
         }
         assert_eq!(s, 200, "{name}: {b}");

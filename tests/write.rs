@@ -21,12 +21,6 @@ fn ok_json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn cat(table: &Path) -> Vec<Value> {
-    let out = deltabus(&["cat", table.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 const SCHEMA: &str = r#"{"type":"struct","fields":[
  {"name":"id","type":"long","nullable":false,"metadata":{}},
  {"name":"i","type":"integer","nullable":true,"metadata":{}},
@@ -147,7 +141,7 @@ fn idempotent_writes_commit_once() {
     let second = ok_json(&write(&table, &args, input));
     assert_eq!(second["outcome"], "already_applied");
     assert_eq!(second["txnVersion"], 7);
-    assert_eq!(cat(&table).len(), 2);
+    assert_eq!(rows(table.to_str().unwrap()).len(), 2);
     let older = ok_json(&write(&table, &["--app-id", "loader", "--txn-version", "3"], input));
     assert_eq!(older["outcome"], "already_applied");
     assert_eq!(ok_json(&write(&table, &["--app-id", "loader", "--txn-version", "8"], input))["version"], 1);
@@ -216,7 +210,7 @@ fn schema_evolution_only_when_asked() {
     assert_clean_failure(&out, "new column");
     assert!(String::from_utf8_lossy(&out.stderr).contains("extra"));
     assert_eq!(ok_json(&write(&table, &["--merge-schema"], "{\"a\":2,\"extra\":\"x\"}\n"))["version"], 1);
-    let mut rows = cat(&table);
+    let mut rows = rows(table.to_str().unwrap());
     rows.sort_by_key(|r| r["a"].as_i64());
     assert_eq!(rows, vec![serde_json::json!({"a":1}), serde_json::json!({"a":2,"extra":"x"})]);
     let out = write(&table, &["--mode", "create"], "{\"a\":3}\n");
@@ -247,7 +241,7 @@ fn concurrent_writer_processes_lose_nothing() {
         children.into_iter().map(|c| ok_json(&c.wait_with_output().unwrap())["version"].as_i64().unwrap()).collect();
     versions.sort();
     assert_eq!(versions, vec![1, 2, 3, 4, 5, 6]);
-    assert_eq!(cat(&table).len(), 601);
+    assert_eq!(rows(table.to_str().unwrap()).len(), 601);
 }
 
 /// Six processes race to create a missing table, two for each (app id, txn version): the
@@ -276,7 +270,7 @@ fn idempotent_writers_racing_to_create_a_table_land_once_each() {
     let landed = outcomes.iter().filter(|o| o["outcome"] == "committed").count();
     let applied = outcomes.iter().filter(|o| o["outcome"] == "already_applied").count();
     assert_eq!((landed, applied), (3, 3), "{outcomes:?}");
-    let rows = cat(&table);
+    let rows = rows(table.to_str().unwrap());
     assert_eq!(rows.len(), 300);
     let mut writers: Vec<i64> = rows.iter().map(|r| r["w"].as_i64().unwrap()).collect();
     writers.sort();
@@ -542,7 +536,7 @@ fn checkpoint_against_replay(lose: Option<&str>) {
 }
 
 fn rows_sorted(table: &str) -> Vec<String> {
-    let mut rows: Vec<String> = cat(Path::new(table)).iter().map(Value::to_string).collect();
+    let mut rows: Vec<String> = crate::support::rows(table).iter().map(Value::to_string).collect();
     rows.sort();
     rows
 }

@@ -56,9 +56,31 @@ pub fn write_lines(table: &str, lines: &str) {
 
 /// The sorted `id`s of a table's rows (`deltabus cat`).
 pub fn ids(table: &str) -> Vec<i64> {
-    let mut ids: Vec<i64> = rows(table).iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    ids_printed(&crate::support::deltabus(&["cat", table]))
+}
+
+/// The sorted `id`s of JSON-lines output (blank lines skipped).
+pub fn ids_in(lines: &[u8]) -> Vec<i64> {
+    let mut ids: Vec<i64> = String::from_utf8_lossy(lines)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
+        .collect();
     ids.sort_unstable();
     ids
+}
+
+/// The sorted `id`s a command printed, once it succeeded.
+pub fn ids_printed(out: &std::process::Output) -> Vec<i64> {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    ids_in(&out.stdout)
+}
+
+/// Live rows of a table through `deltabus cat`, sorted by `id`.
+pub fn rows_by_id(table: &str) -> Vec<Value> {
+    let mut rows = rows(table);
+    rows.sort_by_key(|r| r["id"].as_i64());
+    rows
 }
 
 /// Appends JSON lines with `deltabus write <args>` and asserts that it succeeded.
