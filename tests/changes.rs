@@ -252,6 +252,7 @@ fn kill_repeatedly_then_catch_up(args: &[&str], writer: std::thread::JoinHandle<
     let mut kills = 0;
     while !writer.is_finished() {
         let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus")).args(args).stderr(Stdio::null()).spawn().unwrap();
+        // A pause about time: the kill's moment is what the test varies.
         std::thread::sleep(std::time::Duration::from_millis(50 + (kills * 37) % 120));
         child.kill().unwrap();
         child.wait().unwrap();

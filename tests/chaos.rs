@@ -126,6 +126,7 @@ fn start_producer(brokers: String, total: i64, seconds: u64) -> std::thread::Joi
                 for d in futures::future::join_all(pending).await {
                     d.unwrap().unwrap();
                 }
+                // A pause about time: the records are spread over the soak.
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         });
@@ -227,6 +228,7 @@ fn chaos_soak_keeps_every_row_exactly_once() {
     let (mut kills, mut deletes, mut delete_failures) = (0u32, 0u32, 0u32);
     let soak_end = Instant::now() + Duration::from_secs(seconds + 4);
     while Instant::now() < soak_end {
+        // A pause about time: faults come at random moments of the soak.
         std::thread::sleep(Duration::from_millis(1000 + rng.next() % 1500));
         for r in &mut roles {
             r.check_alive();

@@ -328,6 +328,7 @@ async fn the_compactor_runs_only_while_its_process_commits() {
     let metrics = deltabus::metrics::Metrics::default().pipeline("p");
     let leading = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let task = tokio::spawn(deltabus::compactor::background::run(table.clone(), cfg, metrics, Some(leading.clone())));
+    // A pause about time: twelve compaction intervals in which a worker that does not commit must not compact.
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(table.snapshot(None).await.unwrap().version, before.version, "not the committer: no compaction");
     leading.store(true, std::sync::atomic::Ordering::Release);
@@ -367,6 +368,7 @@ fn coordinated_workers_through_a_rebalance_storm_are_exactly_once() {
         let (status, _) = terminate(workers.remove(at));
         assert!(status.success(), "a leaving worker exits cleanly: {status}");
         workers.push(spawn_worker(&brokers, &table, &log, 700 + round));
+        // A pause about time: records flow between two membership changes.
         std::thread::sleep(Duration::from_secs(2));
     }
     current_committer(&table, &workers, &log);

@@ -51,6 +51,7 @@ fn writers_compactor_and_follower_together() {
                 for batch in 0..20i64 {
                     let start = 1 + (w * 20 + batch) * 25;
                     append(&s, start..start + 25);
+                    // A pause about time: the writers' commits are spread over the follower's life.
                     std::thread::sleep(Duration::from_millis(100));
                 }
             })
@@ -61,6 +62,7 @@ fn writers_compactor_and_follower_together() {
         std::thread::spawn(move || {
             let mut optimize_commits = 0;
             for _ in 0..8 {
+                // A pause about time: compactions land between the appends.
                 std::thread::sleep(Duration::from_millis(300));
                 let report = run_json(&["compact", &s, "--min-file-size", "1mb"]);
                 optimize_commits += report["versions"].as_array().map_or(0, Vec::len);
@@ -68,7 +70,7 @@ fn writers_compactor_and_follower_together() {
             optimize_commits
         })
     };
-    // Mid-stream, the follower dies without warning and comes back.
+    // Mid-stream, the follower dies without warning and comes back (A pause about time: its moment).
     std::thread::sleep(Duration::from_millis(1200));
     let lag_metrics = scrape(&addr).unwrap_or_default();
     follower.kill().unwrap();

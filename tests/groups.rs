@@ -105,6 +105,7 @@ fn members_share_a_churning_feed_and_deliver_every_change_once_in_key_order() {
             }
             _ => {}
         }
+        // A pause about time: membership changes are spaced while the members deliver.
         std::thread::sleep(Duration::from_millis(400));
     }
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -219,6 +220,7 @@ fn kafka_members_produce_every_change_once_across_kill_9() {
             a.wait().unwrap();
             a = spawn("a");
         }
+        // A pause about time: kills are spaced while the members deliver.
         std::thread::sleep(Duration::from_millis(500));
     }
     let deadline = Instant::now() + Duration::from_secs(90);

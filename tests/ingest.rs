@@ -356,6 +356,7 @@ fn background_compaction_runs_beside_ingest_without_changing_rows() {
                         .map(|i| (i % 2, None, Some(format!(r#"{{"id":{i}}}"#))))
                         .collect();
                     produce(&brokers, "c", &records).await;
+                    // A pause about time: bursts are spread over the pipeline's flushes.
                     tokio::time::sleep(Duration::from_millis(150)).await;
                 }
             }

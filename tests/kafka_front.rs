@@ -342,6 +342,7 @@ fn producers_through_kill_dash_nine_and_store_faults_land_every_record_once() {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+        // A pause about time: the kill's moment is what the test varies.
         std::thread::sleep(Duration::from_millis(rng.next() % 200));
         server.kill().unwrap();
         server.wait().unwrap();

@@ -107,6 +107,7 @@ fn keyed_topics_upsert_and_delete_by_key_exactly_once_through_kill_and_faults() 
         assert!(client.try_wait().unwrap().is_none(), "the producer finished before the kill");
         std::thread::sleep(Duration::from_millis(5));
     }
+    // A pause about time: the kill's moment is what the test varies.
     std::thread::sleep(Duration::from_millis(rng.next() % 100));
     server.kill().unwrap();
     server.wait().unwrap();

@@ -90,6 +90,7 @@ fn a_mirror_equals_its_source_at_every_delivered_version_through_faults_and_kill
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        // A pause about time: each round's kill comes a little later.
         std::thread::sleep(Duration::from_millis(40 + 30 * round));
         let _ = child.kill();
         child.wait().unwrap();
@@ -182,6 +183,7 @@ fn racing_and_paused_mirrors_deliver_each_source_version_once() {
             }
             _ => {}
         }
+        // A pause about time: kills and restarts are spaced while the mirrors run.
         std::thread::sleep(Duration::from_millis(150));
     }
     let expected = sorted_rows(&["cat", &s]);
@@ -266,6 +268,7 @@ fn a_mirror_without_keys_copies_files_and_keeps_row_ids() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        // A pause about time: each round's kill comes a little later.
         std::thread::sleep(Duration::from_millis(30 + 25 * round));
         let _ = child.kill();
         child.wait().unwrap();

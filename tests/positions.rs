@@ -45,6 +45,7 @@ async fn run_briefly(p: PipelineConfig, settle: Duration) -> (Result<(), String>
         while !m.pipeline("p0").ready.load(Relaxed) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // A pause about time: the pipeline runs for `settle` once ready.
         tokio::time::sleep(settle).await;
         let _ = stop_tx.send(true);
     });

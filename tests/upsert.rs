@@ -182,18 +182,7 @@ fn keyed_workers_killed_with_sigkill_through_store_faults_apply_every_change_onc
             .unwrap()
     };
     let producer = crate::support::start_keyed_producer(brokers.clone(), "keyed", KEYS, VERSIONS, 0..0, 12);
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
-    eprintln!("kill -9 seed {seed}");
-    let mut rnd = seed | 1;
-    for _ in 0..3 {
-        rnd ^= rnd << 13;
-        rnd ^= rnd >> 7;
-        rnd ^= rnd << 17;
-        let mut worker = spawn();
-        std::thread::sleep(Duration::from_millis(3500 + rnd % 2500));
-        worker.kill().unwrap();
-        worker.wait().unwrap();
-    }
+    crate::support::kill_at_random_moments(3, spawn);
     assert!(live_versions(&table).is_some_and(|m| !m.is_empty()), "the killed workers committed something");
     let last = spawn();
     producer.join().unwrap();

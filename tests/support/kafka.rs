@@ -206,6 +206,7 @@ pub fn start_keyed_producer(
                     for d in futures::future::join_all(pending).await {
                         d.unwrap().unwrap();
                     }
+                    // A pause about time: the records are spread over `seconds`.
                     tokio::time::sleep(Duration::from_millis(seconds * 1000 / (rounds as u64 * 10))).await;
                 }
             }

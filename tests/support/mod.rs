@@ -175,6 +175,7 @@ pub fn run_python(python: &str, script: &str, args: &[&std::ffi::OsStr]) -> Outp
     let mut last = None;
     for attempt in 0..5u64 {
         if attempt > 0 {
+            // A backoff between attempts, not a synchronisation.
             std::thread::sleep(std::time::Duration::from_millis(500 * attempt));
         }
         let out = Command::new(python).arg("-c").arg(script).args(args).output().expect("run python");

@@ -90,6 +90,7 @@ pub fn start_producer_with(
                 for d in futures::future::join_all(pending).await {
                     d.unwrap().unwrap();
                 }
+                // A pause about time: the records are spread over the workers' lives.
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         });
@@ -180,6 +181,7 @@ pub fn kill_at_random_moments(rounds: usize, spawn: impl Fn() -> Child) {
         rnd ^= rnd >> 7;
         rnd ^= rnd << 17;
         let mut worker = spawn();
+        // A pause about time: the kill's moment is what the test varies.
         std::thread::sleep(Duration::from_millis(3500 + rnd % 2500));
         worker.kill().unwrap(); // SIGKILL: no flush, no commit, no goodbye to the group
         worker.wait().unwrap();
