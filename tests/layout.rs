@@ -256,3 +256,24 @@ fn test_modules_import_helpers_only_from_support() {
     }
     assert!(wrong.is_empty(), "test modules importing from each other:\n{}", wrong.join("\n"));
 }
+
+/// The Kafka listener's wire level imports nothing of the listener, and its frame reader only
+/// the wire level (and the oversize drain, which stands on it): the floors its `mod.rs` names.
+#[test]
+fn the_kafka_wire_and_frame_codec_import_nothing_above_them() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/serve/kafka");
+    let siblings = |file: &str| -> Vec<String> {
+        let code = code_only(&std::fs::read_to_string(dir.join(file)).unwrap());
+        let code = code.split("#[cfg(test)]").next().unwrap_or_default().to_string();
+        let mut found: Vec<String> = code
+            .match_indices("super::")
+            .map(|(i, _)| code[i + 7..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
+            .collect();
+        found.sort();
+        found.dedup();
+        found
+    };
+    assert_eq!(siblings("wire.rs"), Vec::<String>::new());
+    assert_eq!(siblings("oversize.rs"), vec!["wire"]);
+    assert_eq!(siblings("frame.rs"), vec!["oversize", "wire"]);
+}

@@ -27,33 +27,13 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::conn::{decode, Head, Reply, Sasl, Session, Step};
 use super::scram;
+use super::session::{Sasl, Session};
+use super::wire::{decode, spoken, Head, Reply, Step, SPOKEN};
 use super::Shared;
 
 /// The one broker's node id.
 pub(crate) const NODE: i32 = 0;
-
-/// (API, lowest, highest version) spoken.
-pub(crate) const SPOKEN: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 9),
-    (ApiKey::Fetch, 4, 12),
-    (ApiKey::ListOffsets, 1, 7),
-    (ApiKey::OffsetCommit, 2, 8),
-    (ApiKey::OffsetFetch, 1, 7),
-    (ApiKey::Metadata, 1, 12),
-    (ApiKey::ApiVersions, 0, 3),
-    (ApiKey::InitProducerId, 0, 4),
-    (ApiKey::FindCoordinator, 0, 4),
-    (ApiKey::SaslHandshake, 1, 1),
-    (ApiKey::SaslAuthenticate, 0, 2),
-];
-
-/// Whether `version` of `api` is spoken.
-#[cfg_attr(feature = "internal-api", visibility::make(pub))]
-pub(crate) fn spoken(api: ApiKey, version: i16) -> bool {
-    SPOKEN.iter().any(|(a, lo, hi)| *a == api && (*lo..=*hi).contains(&version))
-}
 
 fn code(e: ResponseError) -> i16 {
     e.code()

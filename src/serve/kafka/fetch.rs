@@ -33,8 +33,8 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
 
 use super::acl::TopicOp;
-use super::conn::{Head, Reply, Step};
 use super::feed::{offset_of, position_of, Feed};
+use super::wire::{Head, Reply, Step};
 use super::{Caller, Shared};
 use crate::error::Error;
 

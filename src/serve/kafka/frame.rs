@@ -117,7 +117,7 @@ pub(crate) async fn read<R: AsyncRead + Unpin>(
 pub(crate) fn produce_timeout(prefix: &[u8]) -> Option<Duration> {
     let key = i16::from_be_bytes([prefix[0], prefix[1]]);
     let version = i16::from_be_bytes([prefix[2], prefix[3]]);
-    if ApiKey::try_from(key) != Ok(ApiKey::Produce) || !super::apis::spoken(ApiKey::Produce, version) {
+    if ApiKey::try_from(key) != Ok(ApiKey::Produce) || !super::wire::spoken(ApiKey::Produce, version) {
         return None;
     }
     let mut b = Bytes::copy_from_slice(prefix);

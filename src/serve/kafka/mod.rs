@@ -1,6 +1,11 @@
 //! The Kafka-protocol listener (`[server.kafka]`): Kafka clients produce into served tables
 //! with no broker, exactly once for idempotent producers.
 //!
+//! Floors, lowest first (a module imports only from its own floor and below):
+//! [`wire`] (versions spoken, headers, answers' encoding) → [`frame`] and [`oversize`] (frames
+//! read within the memory budget) → [`session`] (a connection's state) → the APIs → [`apis`]
+//! (dispatch) → [`conn`] (the connection loop).
+//!
 //! - [`conn`]: one connection: frames in, requests handled concurrently, answers in request
 //!   order; SASL (SCRAM-SHA-256/512 [`scram`], PLAIN over TLS) or a client certificate
 //!   ([`identity`]) before anything but ApiVersions; a bad frame closes the connection.
@@ -41,6 +46,8 @@ internal_mods!(producer_ids);
 internal_mods!(records);
 internal_mods!(registered);
 internal_mods!(scram);
+internal_mods!(session);
+internal_mods!(wire);
 
 use std::net::SocketAddr;
 use std::sync::Arc;

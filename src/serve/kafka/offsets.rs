@@ -29,8 +29,8 @@ use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, Offset
 use kafka_protocol::protocol::StrBytes;
 
 use super::acl::TopicOp;
-use super::conn::{Head, Reply, Step};
 use super::feed::position_of;
+use super::wire::{Head, Reply, Step};
 use super::{Caller, Shared};
 use crate::beside::followers::{record_path, FollowerRecord};
 use crate::storage::Table;

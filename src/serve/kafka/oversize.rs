@@ -15,7 +15,7 @@ use kafka_protocol::messages::{ApiKey, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::conn::{Head, Reply};
+use super::wire::{Head, Reply};
 
 /// What an oversize Produce request named.
 #[derive(Debug, Clone)]
@@ -135,7 +135,7 @@ pub(crate) async fn drain<R: AsyncRead + Unpin>(rd: &mut R, head: &[u8], len: us
 async fn walk<R: AsyncRead + Unpin>(s: &mut Source<'_, R>, len: usize) -> Walk<Oversize> {
     let api = s.i16().await?;
     let version = s.i16().await?;
-    if ApiKey::try_from(api) != Ok(ApiKey::Produce) || !super::apis::spoken(ApiKey::Produce, version) {
+    if ApiKey::try_from(api) != Ok(ApiKey::Produce) || !super::wire::spoken(ApiKey::Produce, version) {
         return Err(());
     }
     let correlation = s.i32().await?;

@@ -33,10 +33,11 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::oneshot;
 
 use super::acl::TopicOp;
-use super::conn::{Head, Reply, Step, Turn};
 use super::frame::Held;
 use super::records::{self, Batch};
 use super::registered;
+use super::session::Turn;
+use super::wire::{Head, Reply, Step};
 use super::{Caller, Shared};
 use crate::config::kafka::{BadRecords, KafkaTopic};
 use crate::serve::attendance::InFlight;
