@@ -153,20 +153,36 @@ pub(crate) fn debezium_change(
     }
 }
 
-/// One keyed change in a micro-batch: the record's offset, and the row (batch index, row
-/// index) for an upsert.
+/// Where a keyed change stands among the changes of one commit: of two changes to a key, the
+/// later one wins. Each source orders by its own position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) enum ChangeOrder {
+    /// A Kafka record's offset in its partition (a key's records share a partition).
+    Offset(i64),
+    /// A pushed record (HTTP or a Kafka client of the listener): its request's rank among the
+    /// requests of the commit (a producer's requests by sequence), then its place in the
+    /// request.
+    Pushed { request: u32, record: u32 },
+    /// A change's place among one source commit's changes (a mirror applies a commit's deletes
+    /// before its new rows).
+    InCommit(u64),
+}
+
+/// One keyed change of a commit: its place, and the row (batch index, row index) for an
+/// upsert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Change {
-    pub offset: i64,
+    pub order: ChangeOrder,
     pub row: Option<(usize, usize)>,
 }
 
-/// The winning change per key: the one with the highest offset.
+/// The winning change per key: the latest.
 pub(crate) fn last_change_per_key(changes: impl IntoIterator<Item = (String, Change)>) -> HashMap<String, Change> {
     let mut out: HashMap<String, Change> = HashMap::new();
     for (key, change) in changes {
         match out.get(&key) {
-            Some(c) if c.offset > change.offset => {}
+            Some(c) if c.order > change.order => {}
             _ => {
                 out.insert(key, change);
             }
@@ -256,7 +272,7 @@ mod tests {
 
     #[test]
     fn the_last_change_per_key_wins() {
-        let c = |offset, row| Change { offset, row };
+        let c = |offset, row| Change { order: ChangeOrder::Offset(offset), row };
         let won = last_change_per_key([
             ("[1]".to_string(), c(10, Some((0, 0)))),
             ("[2]".to_string(), c(11, Some((0, 1)))),
@@ -268,5 +284,13 @@ mod tests {
         assert_eq!(won["[1]"], c(12, None), "a later delete beats an upsert");
         assert_eq!(won["[2]"], c(13, Some((1, 0))), "the later upsert wins");
         assert_eq!(won["[3]"], c(14, None), "order is by offset, not arrival");
+        let pushed = |request, record| Change { order: ChangeOrder::Pushed { request, record }, row: None };
+        let won = last_change_per_key([
+            ("[1]".to_string(), pushed(1, 0)),
+            ("[1]".to_string(), pushed(0, 7)),
+            ("[2]".to_string(), pushed(0, 3)),
+            ("[2]".to_string(), pushed(0, 2)),
+        ]);
+        assert_eq!((won["[1]"], won["[2]"]), (pushed(1, 0), pushed(0, 3)), "by request, then by record");
     }
 }

@@ -162,7 +162,8 @@ impl Flusher {
                 (txn, written, rows, files, bytes, None)
             }
             Some(keys) => {
-                let p = crate::write::upsert::plan(&self.table, snapshot, keys, parts, config, self.key_index_memory)
+                let sources = crate::write::upsert::KeyedChanges::of_partitions(parts);
+                let p = crate::write::upsert::plan(&self.table, snapshot, keys, &sources, config, self.key_index_memory)
                     .await?;
                 // Keyed: every change counts (upserts and deletes), not only the rows written.
                 let changes = parts.values().map(|b| b.rows).sum::<u64>();

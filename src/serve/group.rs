@@ -26,6 +26,7 @@ use super::latest::Latest;
 use super::sequence::{decide, Sequenced, Verdict};
 use crate::common::record::DeadLetter;
 use crate::config::server::ResolvedTable;
+use crate::decode::keyed::ChangeOrder;
 use crate::decode::projection::{project, Mismatch};
 use crate::delta::actions::Action;
 use crate::delta::arrow_schema::arrow_schema_strict;
@@ -375,33 +376,31 @@ impl GroupCommitter {
         // came (the order between producers is theirs to keep by key).
         let mut order: Vec<usize> = (0..taken.len()).collect();
         order.sort_by_key(|&i| taken[i].producer.as_ref().map(|s| (s.key.clone(), s.first)));
-        let mut rank = vec![0i64; taken.len()];
+        let mut rank = vec![0u32; taken.len()];
         for (r, i) in order.into_iter().enumerate() {
-            rank[i] = r as i64;
+            rank[i] = u32::try_from(r).unwrap_or(u32::MAX);
         }
-        let mut part = crate::write::batch::PartitionBatch { batches: plan.rows, ..Default::default() };
+        let mut source = crate::write::upsert::KeyedChanges { batches: &plan.rows, rows: Vec::new(), deletes: Vec::new() };
         for (i, p) in taken.iter().enumerate() {
-            let base = rank[i] << 32;
+            let at = |record: u32| ChangeOrder::Pushed { request: rank[i], record };
             match &p.keyed {
                 Some(k) => {
-                    part.row_offsets.extend(k.row_records.iter().map(|j| base | i64::from(*j)));
-                    part.deletes.extend(k.deletes.iter().map(|(j, key)| (base | i64::from(*j), key.clone())));
+                    source.rows.extend(k.row_records.iter().map(|j| at(*j)));
+                    source.deletes.extend(k.deletes.iter().map(|(j, key)| (at(*j), key.as_str())));
                 }
                 None => {
                     let n: usize = p.rows.iter().map(RecordBatch::num_rows).sum();
-                    part.row_offsets.extend((0..n).map(|j| base | j as i64));
+                    source.rows.extend((0..n).map(|j| at(u32::try_from(j).unwrap_or(u32::MAX))));
                 }
             }
         }
-        part.rows = (part.row_offsets.len() + part.deletes.len()) as u64;
-        let changes = part.rows;
-        let parts = std::collections::BTreeMap::from([(0, part)]);
+        let changes = (source.rows.len() + source.deletes.len()) as u64;
         let config = WriterConfig::for_snapshot(write_snapshot);
         let planned = crate::write::upsert::plan(
             &self.table,
             write_snapshot,
             keys,
-            &parts,
+            &[source],
             config,
             crate::config::DEFAULT_INDEX_MEMORY.get(),
         )

@@ -21,7 +21,7 @@ use arrow::array::RecordBatch;
 
 use super::batch::PartitionBatch;
 use super::deletion::{change_data_actions, dv_actions, find_rows, rewrite_actions, FoundRows};
-use crate::decode::keyed::{keys_of_batch, last_change_per_key, Change, KeySet};
+use crate::decode::keyed::{keys_of_batch, last_change_per_key, Change, ChangeOrder, KeySet};
 use crate::delta::actions::{Action, Add};
 use crate::delta::conflict::{IsolationLevel, ReadSet};
 use crate::delta::features::{has_reader_feature, Feature};
@@ -82,15 +82,39 @@ pub(crate) fn merge_transaction(
     (txn, plan.written)
 }
 
-/// Plans the keyed flush of `parts` against `snapshot`.
+/// One source's keyed changes in a commit: its rows, the place of each (in row order), and
+/// the keys it deletes with the place of their records.
+#[derive(Debug)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct KeyedChanges<'a> {
+    pub batches: &'a [RecordBatch],
+    pub rows: Vec<ChangeOrder>,
+    pub deletes: Vec<(ChangeOrder, &'a str)>,
+}
+
+impl<'a> KeyedChanges<'a> {
+    /// A Kafka flush's changes, one source per partition, placed by offset.
+    pub(crate) fn of_partitions(parts: &'a BTreeMap<i32, PartitionBatch>) -> Vec<KeyedChanges<'a>> {
+        parts
+            .values()
+            .map(|p| KeyedChanges {
+                batches: &p.batches,
+                rows: p.row_offsets.iter().map(|o| ChangeOrder::Offset(*o)).collect(),
+                deletes: p.deletes.iter().map(|(o, k)| (ChangeOrder::Offset(*o), k.as_str())).collect(),
+            })
+            .collect()
+    }
+}
+
+/// Plans the keyed commit of `sources` against `snapshot`.
 ///
 /// # Errors
-/// Storage and data errors; [`Error::Internal`] for rows without their offsets.
+/// Storage and data errors; [`Error::Internal`] for rows without their place.
 pub(crate) async fn plan(
     table: &Table,
     snapshot: &Snapshot,
     key_columns: &[String],
-    parts: &BTreeMap<i32, PartitionBatch>,
+    sources: &[KeyedChanges<'_>],
     config: WriterConfig,
     index_memory: u64,
 ) -> Result<UpsertPlan> {
@@ -112,21 +136,21 @@ pub(crate) async fn plan(
         }
     }
     // 1. The winning change per key.
-    let batches: Vec<&RecordBatch> = parts.values().flat_map(|p| p.batches.iter()).collect();
+    let batches: Vec<&RecordBatch> = sources.iter().flat_map(|p| p.batches.iter()).collect();
     let mut changes = Vec::new();
     let mut batch_index = 0;
-    for p in parts.values() {
-        let mut offsets = p.row_offsets.iter();
-        for b in &p.batches {
+    for p in sources {
+        let mut places = p.rows.iter();
+        for b in p.batches {
             for (row, key) in keys_of_batch(b, key_columns).into_iter().enumerate() {
-                let offset = *offsets.next().ok_or_else(|| Error::Internal("a keyed row without its offset".into()))?;
+                let order = *places.next().ok_or_else(|| Error::Internal("a keyed row without its place".into()))?;
                 // Rows without a full key cannot be matched: they are plain inserts.
-                let key = key.unwrap_or_else(|| format!("\u{0}unkeyed:{offset}:{row}"));
-                changes.push((key, Change { offset, row: Some((batch_index, row)) }));
+                let key = key.unwrap_or_else(|| format!("\u{0}unkeyed:{order:?}:{row}"));
+                changes.push((key, Change { order, row: Some((batch_index, row)) }));
             }
             batch_index += 1;
         }
-        changes.extend(p.deletes.iter().map(|(offset, key)| (key.clone(), Change { offset: *offset, row: None })));
+        changes.extend(p.deletes.iter().map(|(order, key)| (key.to_string(), Change { order: *order, row: None })));
     }
     let winners = last_change_per_key(changes);
     let mut plan = UpsertPlan::default();

@@ -18,13 +18,13 @@
 //!   txn is that version; only then are commits applied, so the target is a copy from the
 //!   start (a `--from snapshot` start hands over those rows itself).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use arrow::array::{Array, RecordBatch, StringArray};
 use arrow::compute::filter_record_batch;
 
 use super::ChangeSink;
-use crate::decode::keyed::keys_of_batch;
+use crate::decode::keyed::{keys_of_batch, ChangeOrder};
 use crate::delta::actions::{Action, Metadata};
 use crate::delta::app_id::TxnAppId;
 use crate::delta::create::{evolved_metadata, new_table, with_current_mapping};
@@ -34,8 +34,7 @@ use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::storage::change_cursor::CommitChanges;
 use crate::storage::{commit_exactly_once, Landed, Plan, Planner, RetryPolicy, Table, WriterConfig, CHANGE_TYPE};
-use crate::write::batch::PartitionBatch;
-use crate::write::upsert::{merge_transaction, plan};
+use crate::write::upsert::{merge_transaction, plan, KeyedChanges};
 
 /// The mirror sink.
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
@@ -160,15 +159,11 @@ impl MirrorSink {
             .with_parameter("queryId", self.app_id.to_string()))
     }
 
-    /// The commit's changes as one keyed batch: deletes first, then the new rows.
-    fn changes_as_batch(
-        &self,
-        source: &Snapshot,
-        changes: &CommitChanges,
-    ) -> Result<(BTreeMap<i32, PartitionBatch>, u64)> {
+    /// The commit's changes: the keys it deletes and its new rows (projected on the source's
+    /// columns), with the count of change rows they apply.
+    fn changes_of(&self, source: &Snapshot, changes: &CommitChanges) -> Result<(Vec<String>, Vec<RecordBatch>, u64)> {
         let columns: Vec<&str> = source.schema.fields.iter().map(|f| f.name.as_str()).collect();
-        let mut part = PartitionBatch::default();
-        let mut deletes = 0i64;
+        let (mut deletes, mut batches) = (Vec::new(), Vec::new());
         let mut applied = 0u64;
         for batch in &changes.batches {
             let types = batch
@@ -180,10 +175,7 @@ impl MirrorSink {
                 if types.value(i) == "delete" {
                     applied += 1;
                     match key {
-                        Some(k) => {
-                            part.deletes.push((deletes, k.clone()));
-                            deletes += 1;
-                        }
+                        Some(k) => deletes.push(k.clone()),
                         None => tracing::warn!(version = changes.version, "mirror: a deleted row without its key"),
                     }
                 }
@@ -196,13 +188,9 @@ impl MirrorSink {
             }
             let projected = project(&rows, &columns)?;
             applied += projected.num_rows() as u64;
-            part.rows += projected.num_rows() as u64;
-            part.batches.push(projected);
+            batches.push(projected);
         }
-        // Offsets order the changes: every delete before every new row.
-        part.row_offsets = (0..part.rows).map(|i| deletes + i64::try_from(i).unwrap_or(i64::MAX)).collect();
-        part.rows += part.deletes.len() as u64;
-        Ok((BTreeMap::from([(0, part)]), applied))
+        Ok((deletes, batches, applied))
     }
 }
 
@@ -229,11 +217,19 @@ impl Planner for Merge<'_> {
         if with_current_mapping(&target.schema, &self.source.schema) != target.schema {
             return Ok(Plan::step(m.evolve(target, self.source)?, Vec::new()));
         }
-        let (parts, applied) = m.changes_as_batch(self.source, self.changes)?;
+        let (deletes, batches, applied) = m.changes_of(self.source, self.changes)?;
+        // Every delete of the commit before every new row.
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        let first_row = deletes.len() as u64;
+        let source = KeyedChanges {
+            batches: &batches,
+            rows: (0..rows as u64).map(|i| ChangeOrder::InCommit(first_row + i)).collect(),
+            deletes: deletes.iter().enumerate().map(|(i, k)| (ChangeOrder::InCommit(i as u64), k.as_str())).collect(),
+        };
         let mut config = WriterConfig::for_snapshot(target);
         config.target_file_size = config.target_file_size.max(1);
         let upsert =
-            plan(&m.target, target, &m.keys, &parts, config, crate::config::DEFAULT_INDEX_MEMORY.get()).await?;
+            plan(&m.target, target, &m.keys, &[source], config, crate::config::DEFAULT_INDEX_MEMORY.get()).await?;
         let (txn, written) = merge_transaction(upsert, &m.keys, &m.app_id.to_string(), applied);
         let txn = txn.with_parameter("epochId", self.changes.version.to_string());
         Ok(Plan::commit(txn, vec![(m.app_id.clone(), version)], written, applied))
