@@ -93,7 +93,7 @@ async fn base_table(dir: &Path, rows: u64) -> PathBuf {
     // The key index, built from the table as a keyed pipeline's first flush would.
     let t0 = Instant::now();
     let snapshot = table.snapshot(None).await.unwrap();
-    let stats = table.build_key_index(&snapshot, &["id".to_string()], index_memory().get()).await.unwrap();
+    let stats = table.keys().build(&snapshot, &["id".to_string()], index_memory().get()).await.unwrap();
     println!(
         "built the key index of {rows} rows from the table in {:.2} s ({} files read)",
         t0.elapsed().as_secs_f64(),
@@ -204,7 +204,7 @@ fn main() {
             let t0 = Instant::now();
             let fresh = Table::open(work.to_str().unwrap(), StorageOptions::default()).unwrap();
             let snapshot = fresh.snapshot(None).await.unwrap();
-            let stats = fresh.build_key_index(&snapshot, &["id".to_string()], index_memory().get()).await.unwrap();
+            let stats = fresh.keys().build(&snapshot, &["id".to_string()], index_memory().get()).await.unwrap();
             println!(
                 "key index loaded from its sidecars in {:.2} s ({} files, {:.0} MiB resident)",
                 t0.elapsed().as_secs_f64(),

@@ -90,7 +90,7 @@ pub(super) async fn describe(table: &Table, version: Option<u64>, out: &mut (dyn
     let domains: BTreeMap<&String, &String> = s.domains().iter().map(|(k, d)| (k, &d.configuration)).collect();
     let schema: Value = serde_json::from_str(&s.metadata.schema_string).unwrap_or(Value::Null);
     let iceberg = if crate::delta::iceberg_compat::enabled(&s.metadata.configuration) {
-        match table.iceberg_state().await? {
+        match table.uniform().iceberg_state().await? {
             Some(st) => json!({
                 "metadata": format!("metadata/{}", crate::iceberg::metadata_file_name(st.metadata_version)),
                 "snapshotId": st.snapshot_id,

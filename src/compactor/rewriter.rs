@@ -205,7 +205,7 @@ async fn rewrite_bin(
     let mut staged = StagedCommit::new(table);
     staged.stage(adds.iter().map(|a| a.path.clone()));
     if let Some(keys) = &opts.key_columns {
-        table.key_index_prepare(snapshot, keys, adds.clone()).await;
+        table.keys().prepare(snapshot, keys, adds.clone()).await;
     }
     let now = table.clock().now_ms();
     let bytes_out: i64 = adds.iter().map(|a| a.size).sum();

@@ -163,8 +163,9 @@ impl Flusher {
             }
             Some(keys) => {
                 let sources = crate::write::upsert::KeyedChanges::of_partitions(parts);
-                let p = crate::write::upsert::plan(&self.table, snapshot, keys, &sources, config, self.key_index_memory)
-                    .await?;
+                let p =
+                    crate::write::upsert::plan(&self.table, snapshot, keys, &sources, config, self.key_index_memory)
+                        .await?;
                 // Keyed: every change counts (upserts and deletes), not only the rows written.
                 let changes = parts.values().map(|b| b.rows).sum::<u64>();
                 let (files, bytes, index) = (p.files_added, p.bytes_added, p.index);

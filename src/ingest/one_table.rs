@@ -74,7 +74,7 @@ impl OneTable {
         };
         let warm = match (&flusher.key_columns, &flusher.snapshot) {
             (Some(keys), Some(snapshot)) if !snapshot.files().is_empty() => {
-                Some(table.warm_key_index(snapshot.clone(), keys.clone(), flusher.key_index_memory))
+                Some(table.keys().warm(snapshot.clone(), keys.clone(), flusher.key_index_memory))
             }
             _ => None,
         };

@@ -167,7 +167,7 @@ pub(crate) async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<Mainte
         if !iceberg.is_empty()
             && iceberg.iter().any(|p| p.ends_with(crate::iceberg::VERSION_HINT) || p.ends_with(".metadata.json"))
         {
-            keep.extend(table.iceberg_referenced(&iceberg).await);
+            keep.extend(table.uniform().iceberg_referenced(&iceberg).await);
         }
         // Paths some version named (removed since): the retention applies. Any other file may
         // belong to a write in flight: the floor applies too.

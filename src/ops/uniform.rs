@@ -24,7 +24,7 @@ use crate::storage::{commit_exactly_once, Plan, PlanFn, RetryPolicy, Table};
 /// [`Error::Unsupported`] when it cannot be turned on (the reason); storage errors.
 pub(crate) async fn uniform(table: &Table, enable: bool) -> Result<Value> {
     // Read before turning it on: the commit that turns it on converts the table itself.
-    let before = table.iceberg_state().await?;
+    let before = table.uniform().iceberg_state().await?;
     let mut enabled_at = None;
     if enable {
         let plan = |s: Option<&Snapshot>| {
@@ -57,8 +57,8 @@ pub(crate) async fn uniform(table: &Table, enable: bool) -> Result<Value> {
             table.url()
         )));
     }
-    let state = table.sync_iceberg(&snapshot).await?;
-    let glue = table.register_uniform(&crate::storage::UniformVersion::of(&snapshot), &state).await?;
+    let state = table.uniform().sync_iceberg(&snapshot).await?;
+    let glue = table.uniform().register_uniform(&crate::storage::UniformVersion::of(&snapshot), &state).await?;
     Ok(json!({
         "glue": glue.map(|g| g.to_json()),
         "deltaVersion": state.delta_version,

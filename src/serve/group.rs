@@ -380,7 +380,8 @@ impl GroupCommitter {
         for (r, i) in order.into_iter().enumerate() {
             rank[i] = u32::try_from(r).unwrap_or(u32::MAX);
         }
-        let mut source = crate::write::upsert::KeyedChanges { batches: &plan.rows, rows: Vec::new(), deletes: Vec::new() };
+        let mut source =
+            crate::write::upsert::KeyedChanges { batches: &plan.rows, rows: Vec::new(), deletes: Vec::new() };
         for (i, p) in taken.iter().enumerate() {
             let at = |record: u32| ChangeOrder::Pushed { request: rank[i], record };
             match &p.keyed {

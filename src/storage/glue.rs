@@ -16,7 +16,6 @@ use object_store::client::{HttpRequest, HttpRequestBody};
 use serde_json::{json, Value};
 
 use super::iceberg::IcebergState;
-use super::location::Table;
 use crate::error::{Error, Result};
 use crate::iceberg::glue::{delta_table_input, glue_target, iceberg_table_input, metadata_number, GlueTarget};
 use crate::iceberg::metadata_file_name;
@@ -175,7 +174,7 @@ impl Registered {
     }
 }
 
-impl Table {
+impl super::iceberg::Uniform<'_> {
     /// [`Table::register_glue`] for a converted snapshot.
     ///
     /// # Errors

@@ -53,7 +53,7 @@ impl AfterCommit for UniformHook {
             else {
                 return;
             };
-            if let Err(e) = table.convert_to_iceberg(commit.version, metadata).await {
+            if let Err(e) = table.uniform().convert_to_iceberg(commit.version, metadata).await {
                 tracing::warn!(error = %e, "uniform.behind: the commit stands; the next commit or `deltabus uniform` writes the Iceberg metadata");
             }
         })

@@ -72,6 +72,27 @@ impl<'a> DeltaVersion<'a> {
     }
 }
 
+/// UniForm's conversion of one table: the Iceberg metadata beside its log, its AWS Glue
+/// registration and the files they reference. A view of the table handle (it reads the log and
+/// writes through the handle's store), kept apart from the handle's own methods.
+#[derive(Clone, Copy)]
+pub(crate) struct Uniform<'a>(pub &'a Table);
+
+impl std::ops::Deref for Uniform<'_> {
+    type Target = Table;
+
+    fn deref(&self) -> &Table {
+        self.0
+    }
+}
+
+impl Table {
+    /// The table's UniForm conversion.
+    pub(crate) fn uniform(&self) -> Uniform<'_> {
+        Uniform(self)
+    }
+}
+
 /// The Delta changes after a converted version: removed paths and the adds that are live at
 /// the end, both as decoded paths relative to the root.
 struct Changes {
@@ -80,7 +101,7 @@ struct Changes {
     data_change: bool,
 }
 
-impl Table {
+impl Uniform<'_> {
     fn iceberg_path(&self, name: &str) -> Path {
         self.root_path().join(METADATA_DIR).join(name)
     }

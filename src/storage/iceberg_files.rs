@@ -12,11 +12,10 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::location::Table;
 use crate::error::Result;
 use crate::iceberg::{avro, METADATA_DIR};
 
-impl Table {
+impl super::iceberg::Uniform<'_> {
     /// The files under `metadata/` (paths relative to the root, as listed in `listed`) that
     /// the Iceberg metadata references; `listed` itself when some of it cannot be read.
     pub(crate) async fn iceberg_referenced(&self, listed: &[String]) -> HashSet<String> {

@@ -67,13 +67,13 @@ pub(crate) type SharedIndex = Arc<tokio::sync::Mutex<IndexState>>;
 /// Where a flush's keys live: for each active file holding some, (row, index into `keys`).
 pub(crate) type Located<'s> = Vec<(&'s Add, Vec<(u64, usize)>)>;
 
-impl Table {
+impl TableKeys<'_> {
     /// The rows the index holds for each of `keys` (canonical keys) among `snapshot`'s active
     /// files, deletion vectors not applied. `budget` bounds the index's resident bytes.
     ///
     /// # Errors
     /// Storage and data errors while catching up (nothing is answered from a partial index).
-    pub(crate) async fn locate_keys<'s>(
+    pub(crate) async fn locate<'s>(
         &self,
         snapshot: &'s Snapshot,
         columns: &[String],
@@ -320,7 +320,30 @@ impl Table {
     }
 }
 
-/// A background catch-up of a key index ([`Table::warm_key_index`]), stopped when dropped.
+/// The key index of one table as writers use it: its catch-up with a snapshot, key lookups,
+/// sidecars of new files, a background warm-up. A view of the table handle (the index itself
+/// is shared by the handle's clones), kept apart from the handle's own methods.
+#[derive(Clone, Copy)]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct TableKeys<'a>(pub &'a Table);
+
+impl std::ops::Deref for TableKeys<'_> {
+    type Target = Table;
+
+    fn deref(&self) -> &Table {
+        self.0
+    }
+}
+
+impl Table {
+    /// The table's key index.
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn keys(&self) -> TableKeys<'_> {
+        TableKeys(self)
+    }
+}
+
+/// A background catch-up of a key index ([`TableKeys::warm`]), stopped when dropped.
 #[derive(Debug)]
 pub(crate) struct WarmUp(tokio::task::JoinHandle<()>);
 
@@ -340,11 +363,11 @@ enum Miss {
     Fault(Error),
 }
 
-impl Table {
+impl TableKeys<'_> {
     /// Writes the sidecars of data files a keyed flush just wrote (before its commit, so that
     /// whoever indexes them next reads the sidecar, not the data). A sidecar that cannot be
     /// written is left to the next catch-up (which counts it as a rebuild).
-    pub(crate) async fn key_index_prepare(&self, snapshot: &Snapshot, columns: &[String], adds: Vec<Add>) {
+    pub(crate) async fn prepare(&self, snapshot: &Snapshot, columns: &[String], adds: Vec<Add>) {
         let fingerprint = crate::key_index::sidecar::columns_fingerprint(columns);
         let plan = self.scan_plan(snapshot).projected(columns);
         let plan = &plan;
@@ -365,24 +388,19 @@ impl Table {
     /// # Errors
     /// As a keyed flush's lookup.
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
-    pub(crate) async fn build_key_index(
-        &self,
-        snapshot: &Snapshot,
-        columns: &[String],
-        budget: u64,
-    ) -> Result<IndexStats> {
-        Ok(self.locate_keys(snapshot, columns, budget, &[]).await?.1)
+    pub(crate) async fn build(&self, snapshot: &Snapshot, columns: &[String], budget: u64) -> Result<IndexStats> {
+        Ok(self.locate(snapshot, columns, budget, &[]).await?.1)
     }
 
     /// Starts catching this handle's key index up with `snapshot` in the background (a keyed
     /// pipeline does while it consumes its first batch, so that the first flush does not load
     /// the whole index itself). The first lookup waits for it, then catches up what is left.
     /// A failure is only logged: the lookup retries it. Dropping the guard stops the work.
-    pub(crate) fn warm_key_index(&self, snapshot: Snapshot, columns: Vec<String>, budget: u64) -> WarmUp {
-        let table = self.clone();
+    pub(crate) fn warm(&self, snapshot: Snapshot, columns: Vec<String>, budget: u64) -> WarmUp {
+        let table: Table = self.0.clone();
         WarmUp(tokio::spawn(async move {
             let started = std::time::Instant::now();
-            match table.build_key_index(&snapshot, &columns, budget).await {
+            match table.keys().build(&snapshot, &columns, budget).await {
                 Ok(stats) => tracing::info!(
                     files = stats.files,
                     resident_bytes = stats.resident_bytes,
@@ -395,7 +413,7 @@ impl Table {
     }
 
     /// What this handle's key index has done so far.
-    pub(crate) async fn key_index_stats(&self) -> IndexStats {
+    pub(crate) async fn stats(&self) -> IndexStats {
         self.key_index.lock().await.stats
     }
 }

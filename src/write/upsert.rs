@@ -161,9 +161,9 @@ pub(crate) async fn plan(
     let files = snapshot.files();
     let started = std::time::Instant::now();
     let (located, stats) = if keyed.is_empty() {
-        (Vec::new(), table.key_index_stats().await)
+        (Vec::new(), table.keys().stats().await)
     } else {
-        table.locate_keys(snapshot, key_columns, index_memory, &keyed).await?
+        table.keys().locate(snapshot, key_columns, index_memory, &keyed).await?
     };
     plan.index = Some(stats);
     plan.files_skipped = files.len() - located.len();
@@ -294,7 +294,7 @@ pub(crate) async fn plan(
         .cloned()
         .collect();
     let written_ms = started.elapsed().as_millis();
-    table.key_index_prepare(snapshot, key_columns, new_files).await;
+    table.keys().prepare(snapshot, key_columns, new_files).await;
     tracing::debug!(
         found_ms,
         written_ms,

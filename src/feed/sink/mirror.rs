@@ -75,7 +75,7 @@ impl MirrorSink {
         let warm = snapshot
             .as_ref()
             .filter(|s| !s.files().is_empty())
-            .map(|s| target.warm_key_index(s.clone(), keys.to_vec(), crate::config::DEFAULT_INDEX_MEMORY.get()));
+            .map(|s| target.keys().warm(s.clone(), keys.to_vec(), crate::config::DEFAULT_INDEX_MEMORY.get()));
         Ok(MirrorSink {
             source: source.clone(),
             target: target.clone(),
