@@ -124,14 +124,14 @@ impl ChangeCursor {
     /// The cursor then continues at `version + 1`.
     ///
     /// # Errors
-    /// As [`Table::snapshot`] and [`Table::commit_changes`].
+    /// As [`Table::snapshot`] and [`ChangeReader::commit_changes`](super::change_reader::ChangeReader::commit_changes).
     pub(crate) async fn snapshot_rows(
         table: &Table,
         version: u64,
         filter: Option<Expr>,
     ) -> Result<(CommitChanges, ChangeCursor)> {
         let snapshot = table.snapshot(Some(version)).await?;
-        let (commit, modified) = table.read_commit_with_time(version).await.unwrap_or_default();
+        let (commit, modified) = table.change_rows().read_commit_with_time(version).await.unwrap_or_default();
         // Without the commit file (only a checkpoint left), the snapshot is stamped with now.
         let timestamp_ms = if commit.is_empty() { table.clock().now_ms() } else { commit_timestamp(&commit, modified) };
         let adds: Vec<Action> = snapshot
@@ -143,7 +143,8 @@ impl ChangeCursor {
                 Action::Add(a)
             })
             .collect();
-        let batches = table.commit_changes(&snapshot, version, &adds, timestamp_ms, filter.as_ref()).await?;
+        let batches =
+            table.change_rows().commit_changes(&snapshot, version, &adds, timestamp_ms, filter.as_ref()).await?;
         let cursor = ChangeCursor {
             table: table.clone(),
             snapshot: Some(snapshot),
@@ -265,11 +266,16 @@ impl ChangeCursor {
         let snapshot = self.snapshot.as_ref().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
         let (tags, batches): (Vec<u32>, Vec<RecordBatch>) = match slice_of {
             None => {
-                let batches = self.table.commit_changes(snapshot, version, &actions, ts, self.filter.as_ref()).await?;
+                let batches = self
+                    .table
+                    .change_rows()
+                    .commit_changes(snapshot, version, &actions, ts, self.filter.as_ref())
+                    .await?;
                 (Vec::new(), batches)
             }
             Some(f) => self
                 .table
+                .change_rows()
                 .commit_changes_by_file(snapshot, version, &actions, ts, self.filter.as_ref(), f)
                 .await?
                 .into_iter()
@@ -287,7 +293,7 @@ impl ChangeCursor {
     async fn apply_next(&mut self) -> Result<Option<Next>> {
         let (version, actions, modified) = loop {
             let version = self.next;
-            match self.table.read_commit_with_time(version).await {
+            match self.table.change_rows().read_commit_with_time(version).await {
                 Ok((actions, modified)) => break (version, actions, modified),
                 Err(Error::MissingVersion { .. }) => {
                     self.empty_polls += 1;
@@ -365,7 +371,8 @@ impl PlannedCommit {
         slice_of: &SliceOfFile,
     ) -> Result<(CommitChanges, Vec<u32>)> {
         let Next { version, ref actions, timestamp_ms, schema_changed } = self.next;
-        let tagged = table.commit_changes_in_plan(&self.plan, version, actions, timestamp_ms, slice_of).await?;
+        let tagged =
+            table.change_rows().commit_changes_in_plan(&self.plan, version, actions, timestamp_ms, slice_of).await?;
         let (tags, batches) = tagged.into_iter().unzip();
         let files = crate::delta::change_feed::plan_changes(actions).len();
         Ok((CommitChanges { version, timestamp_ms, batches, schema_changed, files }, tags))

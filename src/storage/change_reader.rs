@@ -20,7 +20,27 @@ use crate::error::{Error, Result};
 /// The change-type column name.
 pub(crate) const CHANGE_TYPE: &str = "_change_type";
 
+/// A table's commits as change rows: the change feed's one reader of them. A view of the table
+/// handle, kept apart from the handle's own methods.
+#[derive(Clone, Copy)]
+pub(crate) struct ChangeReader<'a>(pub &'a Table);
+
+impl std::ops::Deref for ChangeReader<'_> {
+    type Target = Table;
+
+    fn deref(&self) -> &Table {
+        self.0
+    }
+}
+
 impl Table {
+    /// The table's commits as change rows.
+    pub(crate) fn change_rows(&self) -> ChangeReader<'_> {
+        ChangeReader(self)
+    }
+}
+
+impl ChangeReader<'_> {
     /// Reads commit `version` and its file's modification time (ms).
     ///
     /// # Errors
@@ -60,11 +80,11 @@ impl Table {
         Ok(tagged.into_iter().map(|(_, b)| b).collect())
     }
 
-    /// As [`Table::commit_changes`], reading only the files `tag_of(path)` gives a tag (the
+    /// As [`ChangeReader::commit_changes`], reading only the files `tag_of(path)` gives a tag (the
     /// path as the log names it), each batch with its file's tag.
     ///
     /// # Errors
-    /// As [`Table::commit_changes`].
+    /// As [`ChangeReader::commit_changes`].
     pub(crate) async fn commit_changes_by_file(
         &self,
         snapshot: &Snapshot,
@@ -78,11 +98,11 @@ impl Table {
         self.changes_in_plan(&plan, version, actions, timestamp_ms, filter.map(|f| (f, snapshot)), tag_of).await
     }
 
-    /// As [`Table::commit_changes_by_file`] without a filter, with the table's `plan` as of
+    /// As [`ChangeReader::commit_changes_by_file`] without a filter, with the table's `plan` as of
     /// the commit instead of its snapshot (so that it can be read apart from the snapshot).
     ///
     /// # Errors
-    /// As [`Table::commit_changes`].
+    /// As [`ChangeReader::commit_changes`].
     pub(crate) async fn commit_changes_in_plan(
         &self,
         plan: &ScanPlan,
@@ -157,7 +177,7 @@ impl Table {
     }
 }
 
-impl Table {
+impl ChangeReader<'_> {
     /// Rows in `a` but not in `b`.
     async fn dv_difference(
         &self,

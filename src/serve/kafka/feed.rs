@@ -456,7 +456,7 @@ impl Feed {
     /// Storage errors reading commits.
     pub(crate) async fn version_at(&self, timestamp_ms: i64, first: u64, latest: u64) -> Result<Option<(u64, i64)>> {
         let time_of = |v: u64| async move {
-            let (actions, modified) = self.table.read_commit_with_time(v).await?;
+            let (actions, modified) = self.table.change_rows().read_commit_with_time(v).await?;
             Ok::<_, Error>(crate::delta::change_feed::commit_timestamp(&actions, modified))
         };
         if time_of(latest).await? < timestamp_ms {
