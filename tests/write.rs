@@ -217,26 +217,28 @@ fn schema_evolution_only_when_asked() {
     assert_clean_failure(&out, "create over existing");
 }
 
+/// A `deltabus write <table> <args>` process fed 100 rows of writer `w` (`{"w":w,"n":0..100}`).
+fn spawn_writer(table: &Path, w: usize, args: &[&str]) -> std::process::Child {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .arg("write")
+        .arg(table)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input: String = (0..100).map(|n| format!("{{\"w\":{w},\"n\":{n}}}\n")).collect();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child
+}
+
 #[test]
 fn concurrent_writer_processes_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t");
     ok_json(&write(&table, &[], "{\"w\":-1,\"n\":0}\n"));
-    let children: Vec<_> = (0..6)
-        .map(|w| {
-            let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
-                .arg("write")
-                .arg(&table)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let input: String = (0..100).map(|n| format!("{{\"w\":{w},\"n\":{n}}}\n")).collect();
-            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-            child
-        })
-        .collect();
+    let children: Vec<_> = (0..6).map(|w| spawn_writer(&table, w, &[])).collect();
     let mut versions: Vec<i64> =
         children.into_iter().map(|c| ok_json(&c.wait_with_output().unwrap())["version"].as_i64().unwrap()).collect();
     versions.sort();
@@ -254,16 +256,7 @@ fn idempotent_writers_racing_to_create_a_table_land_once_each() {
     let children: Vec<_> = (0..6)
         .map(|w| {
             let app = format!("lädër-{}", w % 3);
-            let mut child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
-                .args(["write", table.to_str().unwrap(), "--app-id", &app, "--txn-version", "1"])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let input: String = (0..100).map(|n| format!("{{\"w\":{w},\"n\":{n}}}\n")).collect();
-            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-            child
+            spawn_writer(&table, w, &["--app-id", &app, "--txn-version", "1"])
         })
         .collect();
     let outcomes: Vec<Value> = children.into_iter().map(|c| ok_json(&c.wait_with_output().unwrap())).collect();

@@ -8,7 +8,6 @@ use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMicr
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use object_store::ObjectStoreExt;
 
-use super::location::Table;
 use crate::delta::actions::{parse_commit, Action};
 use crate::delta::change_feed::{plan_changes, ChangeType, RowSelection};
 use crate::delta::log_segment::commit_name;
@@ -20,25 +19,12 @@ use crate::error::{Error, Result};
 /// The change-type column name.
 pub(crate) const CHANGE_TYPE: &str = "_change_type";
 
-/// A table's commits as change rows: the change feed's one reader of them. A view of the table
-/// handle, kept apart from the handle's own methods.
-#[derive(Clone, Copy)]
-pub(crate) struct ChangeReader<'a>(pub &'a Table);
-
-impl std::ops::Deref for ChangeReader<'_> {
-    type Target = Table;
-
-    fn deref(&self) -> &Table {
-        self.0
-    }
-}
-
-impl Table {
+table_view!(
+    /// A table's commits as change rows: the change feed's one reader of them.
+    ChangeReader,
     /// The table's commits as change rows.
-    pub(crate) fn change_rows(&self) -> ChangeReader<'_> {
-        ChangeReader(self)
-    }
-}
+    change_rows
+);
 
 impl ChangeReader<'_> {
     /// Reads commit `version` and its file's modification time (ms).

@@ -20,7 +20,6 @@ use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde_json::Value;
 
-use super::location::Table;
 use crate::delta::actions::{Action, Add, Metadata};
 use crate::delta::iceberg_compat::schema::{
     iceberg_schema, max_field_id, name_mapping, partition_fields, partition_spec, PartitionField,
@@ -72,26 +71,14 @@ impl<'a> DeltaVersion<'a> {
     }
 }
 
-/// UniForm's conversion of one table: the Iceberg metadata beside its log, its AWS Glue
-/// registration and the files they reference. A view of the table handle (it reads the log and
-/// writes through the handle's store), kept apart from the handle's own methods.
-#[derive(Clone, Copy)]
-pub(crate) struct Uniform<'a>(pub &'a Table);
-
-impl std::ops::Deref for Uniform<'_> {
-    type Target = Table;
-
-    fn deref(&self) -> &Table {
-        self.0
-    }
-}
-
-impl Table {
+table_view!(
+    /// UniForm's conversion of one table: the Iceberg metadata beside its log, its AWS Glue
+    /// registration and the files they reference (it reads the log and writes through the
+    /// handle's store).
+    Uniform,
     /// The table's UniForm conversion.
-    pub(crate) fn uniform(&self) -> Uniform<'_> {
-        Uniform(self)
-    }
-}
+    uniform
+);
 
 /// The Delta changes after a converted version: removed paths and the adds that are live at
 /// the end, both as decoded paths relative to the root.

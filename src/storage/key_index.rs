@@ -320,28 +320,14 @@ impl TableKeys<'_> {
     }
 }
 
-/// The key index of one table as writers use it: its catch-up with a snapshot, key lookups,
-/// sidecars of new files, a background warm-up. A view of the table handle (the index itself
-/// is shared by the handle's clones), kept apart from the handle's own methods.
-#[derive(Clone, Copy)]
-#[cfg_attr(feature = "internal-api", visibility::make(pub))]
-pub(crate) struct TableKeys<'a>(pub &'a Table);
-
-impl std::ops::Deref for TableKeys<'_> {
-    type Target = Table;
-
-    fn deref(&self) -> &Table {
-        self.0
-    }
-}
-
-impl Table {
+table_view!(
+    /// The key index of one table as writers use it: its catch-up with a snapshot, key lookups,
+    /// sidecars of new files, a background warm-up (the index itself is shared by the handle's
+    /// clones).
+    TableKeys,
     /// The table's key index.
-    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
-    pub(crate) fn keys(&self) -> TableKeys<'_> {
-        TableKeys(self)
-    }
-}
+    keys
+);
 
 /// A background catch-up of a key index ([`TableKeys::warm`]), stopped when dropped.
 #[derive(Debug)]

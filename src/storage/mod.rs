@@ -5,6 +5,34 @@
 //! [`resolve_in_table`](crate::delta::paths::resolve_in_table) before it becomes an object
 //! path, so a damaged or hostile log cannot make deltabus read outside the table root.
 
+/// A view of a table handle holding the methods of one concern (a reader, the key index, the
+/// Iceberg conversion): `pub(crate) struct $name<'a>(&'a Table)`, reaching the handle's fields
+/// and methods through `Deref`, and the handle's `$method()` that makes it.
+macro_rules! table_view {
+    ($(#[$doc:meta])* $name:ident, $(#[$mdoc:meta])* $method:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+        pub(crate) struct $name<'a>(pub &'a $crate::storage::Table);
+
+        impl std::ops::Deref for $name<'_> {
+            type Target = $crate::storage::Table;
+
+            fn deref(&self) -> &$crate::storage::Table {
+                self.0
+            }
+        }
+
+        impl $crate::storage::Table {
+            $(#[$mdoc])*
+            #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+            pub(crate) fn $method(&self) -> $name<'_> {
+                $name(self)
+            }
+        }
+    };
+}
+
 mod append;
 internal_mods!(change_cursor);
 mod change_reader;
