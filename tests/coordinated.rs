@@ -35,6 +35,7 @@ fn request(id: &str, partition: i32, base: Option<i64>, last: i64) -> CommitRequ
         rows: 1,
         bytes: 1,
         dead_letters: 0,
+        schema: None,
     }
 }
 

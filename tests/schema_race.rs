@@ -1,34 +1,53 @@
-//! A lost schema-evolution race does not turn good records into dead letters: while a pipeline
-//! adds column `x` for its records, another writer adds column `y` at the very version the
-//! pipeline's commit goes to. The pipeline re-reads the table, evolves again (now from the
-//! schema with `y`), and decodes every record.
+//! The one schema-change rule under a race: decoding records with a new column `x` commits
+//! nothing (it proposes the column); the flush that carries the rows adds it in the rows' own
+//! commit. When another writer adds column `y` at the very version the flush's commit goes to,
+//! the flush is planned again from the table as it now is: `x` is added beside `y`, every row
+//! lands once, and no good record becomes a dead letter.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use deltabus::common::flush::FlushReason;
 use deltabus::common::record::RawRecord;
 use deltabus::config::pipeline::PipelineConfig;
+use deltabus::ingest::commit::Flusher;
+use deltabus::ingest::dead_letter::DeadLetterSink;
 use deltabus::ingest::schema::TableSchema;
 use deltabus::storage::{StorageOptions, Table};
+use deltabus::write::batch::PartitionBatch;
 use object_store::PutPayload;
+use serde_json::Value;
 
 use crate::support::racing::{GoesFirst, Hook};
 
-/// Before the first `ADD COLUMNS` commit reaches the store, a competing commit that adds
-/// column `y` lands at the same version: the same schema change with `y` for `x`, another
-/// writer's txnId.
+/// Before the flush's commit reaches the store, another writer's schema change lands at the
+/// same version: only a `metaData` action, with column `y` where the flush adds `x`.
 fn competitor() -> Hook {
     Box::new(|inner, location, bytes, opts| {
         Box::pin(async move {
             let text = String::from_utf8_lossy(&bytes).to_string();
-            let start = text.find("\"txnId\":\"").unwrap() + 9;
-            let theirs = format!("{}{}{}", &text[..start], "00000000-0000-4000-8000-000000000000", &text[start + 36..])
-                .replace("\\\"x\\\"", "\\\"y\\\"")
-                .replace("[\\\"x\\\"]", "[\\\"y\\\"]");
+            let mut lines = Vec::new();
+            for line in text.lines() {
+                let mut action: Value = serde_json::from_str(line).unwrap();
+                if let Some(info) = action.get_mut("commitInfo") {
+                    info["txnId"] = "00000000-0000-4000-8000-000000000000".into();
+                    info["operation"] = "ADD COLUMNS".into();
+                    lines.push(action.to_string());
+                } else if let Some(m) = action.get_mut("metaData") {
+                    let schema = m["schemaString"].as_str().unwrap().replace("\"x\"", "\"y\"");
+                    m["schemaString"] = schema.into();
+                    lines.push(action.to_string());
+                }
+            }
+            let theirs = lines.join("\n") + "\n";
             inner.put_opts(&location, PutPayload::from(theirs.into_bytes()), opts).await.map(|_| ())
         })
     })
 }
 
 #[test]
-fn a_lost_schema_race_evolves_again_instead_of_dead_lettering() {
+fn a_lost_schema_race_is_planned_again_in_the_rows_commit() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t");
     let out = crate::support::write_jsonl(&path, &[], "{\"id\":0}\n");
@@ -43,7 +62,7 @@ fn a_lost_schema_race_evolves_again_instead_of_dead_lettering() {
     rt.block_on(async {
         let table = Table::open(location, StorageOptions::default())
             .unwrap()
-            .map_store(|inner| GoesFirst::wrap(inner, "ADD COLUMNS", competitor()));
+            .map_store(|inner| GoesFirst::wrap(inner, "STREAMING UPDATE", competitor()));
         let mut schema = TableSchema::open(&table, &cfg, &Default::default()).await.unwrap();
         let payloads: Vec<String> = (1..4).map(|i| format!("{{\"id\":{i},\"x\":\"v{i}\"}}")).collect();
         let raw: Vec<RawRecord<'_>> = payloads
@@ -60,12 +79,41 @@ fn a_lost_schema_race_evolves_again_instead_of_dead_lettering() {
             .collect();
         let decoded = schema.decode(&table, &cfg, &raw).await.unwrap();
         assert!(decoded.dead_letters.is_empty(), "good records became dead letters: {:?}", decoded.dead_letters);
-        assert_eq!(decoded.batch.map(|b| b.num_rows()), Some(3));
+        assert_eq!(table.snapshot(None).await.unwrap().version, 0, "decoding committed something");
+        let proposal = schema.proposal().expect("the new column is proposed");
+        let batch = decoded.batch.unwrap();
+        let part = PartitionBatch {
+            rows: batch.num_rows() as u64,
+            batches: vec![batch],
+            first_offset: 0,
+            last_offset: 2,
+            proposals: vec![proposal],
+            ..PartitionBatch::default()
+        };
+        let mut flusher = Flusher {
+            table: table.clone(),
+            app_id: cfg.app_id.clone(),
+            topic: "t".into(),
+            dead: Arc::new(DeadLetterSink::Discard),
+            target_file_size: None,
+            key_columns: None,
+            key_index_memory: deltabus::config::DEFAULT_INDEX_MEMORY.get(),
+            snapshot: schema.snapshot.clone(),
+            coordinator: None,
+            new_table: Default::default(),
+        };
+        let result = flusher.flush(BTreeMap::from([(0, part)]), FlushReason::Rows, &AtomicBool::new(false)).await;
+        let result = result.unwrap();
+        assert_eq!((result.rows, result.conflicts), (3, 1), "{result:?}");
     });
     let d = crate::support::run_json(&["describe", location]);
     let names: Vec<&str> =
         d["schema"]["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["id", "y", "x"], "both schema changes landed, the competitor's first");
+    let rows = crate::support::tables::rows_by_id(location);
+    let xs: Vec<&Value> = rows.iter().map(|r| &r["x"]).collect();
+    assert_eq!(xs, [&Value::Null, &"v1".into(), &"v2".into(), &"v3".into()], "{rows:?}");
+    assert_eq!(crate::support::tables::schema_changes(&path), vec![(0, 1), (1, 0), (2, 1)]);
 }
 
 /// A pipeline without `evolve_schema` whose table another writer evolved: records carrying the

@@ -8,7 +8,7 @@
 //! | [`COMMIT_PUTS`] = 50 | the commit PUT of one plan, past versions taken by compatible commits | the committer | 5 ms doubling to 0.5 s, jittered: ≤ 21.6 s |
 //! | [`COMMIT_REPLANS`] = 10 | plans in a row whose commit lost (a conflict, its positions taken) | the exactly-once path | as above: ≤ 1.6 s in all between plans |
 //! | [`RIDDEN_FAULTS`] = 20 | store faults of a writer whose caller cannot retry (a flush, dead letters, the follow loop, group heartbeats) | flushes, feed | 20 ms doubling to 1 s: ≤ 15.3 s |
-//! | [`SCHEMA_CHANGES`] = 5 | schema changes per decoded chunk before its records become dead letters | ingest | none |
+//! | [`SCHEMA_CHANGES`] = 5 | schema proposals per decoded chunk before its records become dead letters | ingest | none |
 //! | [`ICEBERG_COMMITS`] = 5 | Iceberg metadata commits lost to another writer | UniForm | 40 ms doubling: ≤ 0.6 s |
 //! | [`SIDECAR_REBUILDS`] = 3 | key-index sidecars that vanish between catch-up and lookup | upserts | none |
 //! | [`CATALOG_SYNCS`] = 8 | AWS Glue registrations that race another registrar | Glue | none |
@@ -34,7 +34,7 @@ pub(crate) const COMMIT_REPLANS: u32 = 10;
 /// Store faults ridden out, with the fault backoff, by writers whose caller cannot retry.
 pub(crate) const RIDDEN_FAULTS: u32 = 20;
 
-/// Schema changes tried per decoded chunk before its remaining records become dead letters.
+/// Schema proposals tried per decoded chunk before its remaining records become dead letters.
 pub(crate) const SCHEMA_CHANGES: u32 = 5;
 
 /// Iceberg metadata commit attempts, the first included.

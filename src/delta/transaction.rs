@@ -45,8 +45,6 @@ pub(crate) enum Operation {
     Delete,
     /// A `dataChange=false` rewrite (compaction).
     Optimize,
-    /// Columns added to the schema.
-    AddColumns,
     /// A column changed (a mirror taking its source's schema).
     ChangeColumn,
     /// Table properties (and the protocol they need) set: UniForm turned on.
@@ -63,7 +61,6 @@ impl Operation {
             Operation::Merge => "MERGE",
             Operation::Delete => "DELETE",
             Operation::Optimize => "OPTIMIZE",
-            Operation::AddColumns => "ADD COLUMNS",
             Operation::ChangeColumn => "CHANGE COLUMN",
             Operation::SetTableProperties => "SET TBLPROPERTIES",
         }

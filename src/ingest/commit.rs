@@ -1,6 +1,12 @@
 //! A flush: dead letters out, data files written, one `STREAMING UPDATE` commit with a `txn`
 //! per Kafka partition.
 //!
+//! The rows' commit is also where the table is created, or its schema grown, when the rows
+//! were decoded in a proposal ([`crate::write::schema_change`]): the proposals are merged onto
+//! the table as it is when the commit is planned. A partition whose proposal no longer fits
+//! the table (another writer changed a column's type meanwhile) is dropped like a moved one and
+//! consumed again from the table's position, decoded against the table as it now is.
+//!
 //! Before writing, the table is re-read: a partition whose `txn` version is already at or past
 //! the first offset of our data was committed by another worker (a rebalance raced us), so its
 //! data is dropped and reported in [`FlushResult::moved`] for the caller to re-seek. When the
@@ -17,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::coordinated::client::{CommitClient, Decided};
-use super::coordinated::messages::{Batch, CommitRequest};
+use super::coordinated::messages::{Batch, CommitRequest, SchemaRequest};
 use super::dead_letter::DeadLetterSink;
 use crate::common::flush::FlushReason;
 use crate::common::record::DeadLetter;
@@ -25,9 +31,10 @@ use crate::delta::actions::Action;
 use crate::delta::app_id::TxnAppId;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::storage::{commit_exactly_once, DataWriter, Landed, Plan, Planner, RetryPolicy, Table, WriterConfig};
 use crate::write::batch::PartitionBatch;
+use crate::write::schema_change::{change, mismatch_reason, onto, target, NewTable, SchemaChange};
 
 /// What a flush needs besides the data; owned, so that a flush can run in its own task.
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
@@ -45,6 +52,8 @@ pub(crate) struct Flusher {
     pub snapshot: Option<Snapshot>,
     /// Coordinated commits: the table's committer commits the flush.
     pub coordinator: Option<Arc<CommitClient>>,
+    /// How the rows' commit creates the table when it finds none.
+    pub new_table: NewTable,
 }
 
 /// What a flush did.
@@ -133,9 +142,25 @@ impl Flusher {
         TxnAppId::KafkaPartition { app: self.app_id.clone(), topic: self.topic.clone(), partition }
     }
 
-    /// Writes the files and builds the transaction (without txns): (transaction, files
-    /// written, rows, files, bytes, the key index's figures).
+    /// Writes the files and builds the transaction (without txns) against `snapshot` as
+    /// `schema` changes it: (transaction, files written, rows, files, bytes, the key index's
+    /// figures).
     async fn plan(
+        &self,
+        snapshot: Option<&Snapshot>,
+        schema: SchemaChange,
+        parts: &BTreeMap<i32, PartitionBatch>,
+    ) -> Result<(Transaction, Vec<String>, u64, usize, i64, Option<crate::storage::IndexStats>)> {
+        let (mut txn, written, rows, files, bytes, index) = self.plan_rows(schema.table(snapshot)?, parts).await?;
+        if !schema.actions.is_empty() {
+            let mut actions = schema.actions;
+            actions.append(&mut txn.actions);
+            txn.actions = actions;
+        }
+        Ok((txn, written, rows, files, bytes, index))
+    }
+
+    async fn plan_rows(
         &self,
         snapshot: &Snapshot,
         parts: &BTreeMap<i32, PartitionBatch>,
@@ -197,15 +222,14 @@ impl Planner for FlushPlanner<'_> {
 
     async fn plan(&mut self, snapshot: Option<&Snapshot>) -> Result<Plan<Committed>> {
         let (flusher, parts, result) = (&*self.flusher, &mut self.parts, &mut self.result);
-        let Some(snapshot) = snapshot else {
-            // Only dead letters so far, and no table to record positions in yet: keep going;
-            // they will be re-read after a restart (the dead-letter table skips repeats).
-            return Ok(Plan::Nothing(Default::default()));
-        };
-        let moved: Vec<(i32, i64)> = parts
+        let mut moved: Vec<(i32, i64)> = parts
             .iter()
-            .filter_map(|(p, b)| flusher.app(*p).version_in(snapshot).filter(|v| *v >= b.first_offset).map(|v| (*p, v)))
+            .filter_map(|(p, b)| {
+                let at = snapshot.and_then(|s| flusher.app(*p).version_in(s));
+                at.filter(|v| *v >= b.first_offset).map(|v| (*p, v))
+            })
             .collect();
+        moved.extend(unfit(snapshot, parts, |p| snapshot.and_then(|s| flusher.app(p).version_in(s))));
         for (p, v) in moved {
             let dropped = parts.remove(&p).map_or(0, |b| b.rows);
             tracing::warn!(
@@ -217,10 +241,16 @@ impl Planner for FlushPlanner<'_> {
             result.rows_dropped += dropped;
             result.moved.insert(p, v);
         }
+        let schema = match schema_of(snapshot, parts)? {
+            Some(target) => change(snapshot, target, &flusher.new_table)?,
+            // Only dead letters so far, and no table to record positions in yet: keep going;
+            // they will be re-read after a restart (the dead-letter table skips repeats).
+            None => return Ok(Plan::Nothing(Default::default())),
+        };
         if parts.is_empty() {
             return Ok(Plan::Nothing(Default::default()));
         }
-        let (txn, written, rows, files, bytes, index) = flusher.plan(snapshot, parts).await?;
+        let (txn, written, rows, files, bytes, index) = flusher.plan(snapshot, schema, parts).await?;
         result.key_index = index.or(result.key_index);
         let txn = txn.with_parameter("flushReason", self.reason.as_str()).with_metric("numDeadLetters", self.letters);
         let positions: Vec<(TxnAppId, i64)> = parts.iter().map(|(p, b)| (flusher.app(*p), b.last_offset)).collect();
@@ -249,7 +279,10 @@ impl Planner for FlushPlanner<'_> {
             topic: flusher.topic.clone(),
             partitions: parts
                 .iter()
-                .map(|(p, b)| (*p, Batch { base: flusher.app(*p).version_in(snapshot), last: b.last_offset }))
+                .map(|(p, b)| {
+                    let base = snapshot.and_then(|s| flusher.app(*p).version_in(s));
+                    (*p, Batch { base, last: b.last_offset })
+                })
                 .collect(),
             adds: txn
                 .actions
@@ -259,6 +292,7 @@ impl Planner for FlushPlanner<'_> {
             rows,
             bytes,
             dead_letters: self.letters as u64,
+            schema: schema_request(snapshot, &txn),
         };
         match client.submit(&request, &flusher.table).await? {
             Decided::Committed { version } => {
@@ -281,6 +315,55 @@ impl Planner for FlushPlanner<'_> {
         self.result.conflicts += 1;
         tracing::info!(?outcome, "flush commit lost a race; re-planning");
     }
+}
+
+/// The schema change `txn` carries, for the table's committer to commit with its files.
+fn schema_request(snapshot: Option<&Snapshot>, txn: &Transaction) -> Option<Box<SchemaRequest>> {
+    let metadata = txn.actions.iter().find_map(|a| if let Action::Metadata(m) = a { Some(m.clone()) } else { None })?;
+    let protocol = txn.actions.iter().find_map(|a| if let Action::Protocol(p) = a { Some(p.clone()) } else { None });
+    Some(Box::new(SchemaRequest { from: snapshot.map(|s| s.metadata.schema_string.clone()), protocol, metadata }))
+}
+
+/// Partitions whose schema proposals no longer fit the table as it is (another writer changed a
+/// column's type meanwhile), with the position to consume them again from: the table's, or just
+/// before their first offset.
+fn unfit(
+    snapshot: Option<&Snapshot>,
+    parts: &BTreeMap<i32, PartitionBatch>,
+    at: impl Fn(i32) -> Option<i64>,
+) -> Vec<(i32, i64)> {
+    let Some(s) = snapshot else { return Vec::new() };
+    parts
+        .iter()
+        .filter_map(|(p, b)| {
+            let why = target(Some(s), b.proposals.iter().map(|x| x.as_ref())).err()?;
+            tracing::warn!(partition = p, %why, "rows decoded in a schema the table no longer takes; consuming them again");
+            Some((*p, at(*p).unwrap_or(b.first_offset - 1)))
+        })
+        .collect()
+}
+
+/// The schema the flush writes (`None`: there is no table and no rows to create one with); the
+/// partitions' batches decoded in proposals are projected onto it.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when the proposals do not fit together or the rows do not fit.
+fn schema_of(
+    snapshot: Option<&Snapshot>,
+    parts: &mut BTreeMap<i32, PartitionBatch>,
+) -> Result<Option<crate::delta::schema::StructType>> {
+    let proposals: Vec<_> = parts.values().flat_map(|b| b.proposals.iter().cloned()).collect();
+    if proposals.is_empty() {
+        return Ok(snapshot.map(|s| s.schema.clone()));
+    }
+    let Some(target) = target(snapshot, proposals.iter().map(AsRef::as_ref)).map_err(Error::InvalidArgument)? else {
+        return Ok(None);
+    };
+    for b in parts.values_mut() {
+        b.batches = onto(&b.batches, &target)
+            .map_err(|m| Error::InvalidArgument(format!("the rows do not fit the table: {}", mismatch_reason(m))))?;
+    }
+    Ok(Some(target))
 }
 
 /// An append flush: every partition's rows into new files.

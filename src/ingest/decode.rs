@@ -157,6 +157,7 @@ pub(crate) async fn decode(
         last_timestamp_ms: last.and_then(|r| r.timestamp_ms),
         row_offsets,
         deletes,
+        proposal: schema.proposal(),
     })
 }
 

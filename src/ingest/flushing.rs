@@ -198,6 +198,7 @@ mod tests {
             key_index_memory: crate::config::DEFAULT_INDEX_MEMORY.get(),
             snapshot: Some(snapshot),
             coordinator: None,
+            new_table: Default::default(),
         };
         (table, FlushSlot::new(flusher))
     }

@@ -31,6 +31,7 @@ use crate::metrics::PipelineMetrics;
 use crate::source::kafka::stage::{KafkaSource, SourceRecord, StartOffset};
 use crate::storage::Table;
 use crate::write::batch::Buffer;
+use crate::write::schema_change::NewTable;
 
 /// One table's open batch and flush slot.
 pub(crate) struct OneTable {
@@ -71,6 +72,7 @@ impl OneTable {
                 .map_or(crate::config::DEFAULT_INDEX_MEMORY.get(), |u| u.index_memory.get()),
             snapshot: schema.snapshot.clone(),
             coordinator,
+            new_table: NewTable::of_pipeline(&cfg),
         };
         let warm = match (&flusher.key_columns, &flusher.snapshot) {
             (Some(keys), Some(snapshot)) if !snapshot.files().is_empty() => {

@@ -42,6 +42,7 @@ use crate::metrics::PipelineMetrics;
 use crate::source::kafka::stage::{KafkaSource, SourceRecord, StartOffset};
 use crate::storage::{StorageOptions, Table};
 use crate::write::batch::{Buffer, PartitionBatch};
+use crate::write::schema_change::NewTable;
 
 /// One routed table and its open batch.
 struct Destination {
@@ -159,6 +160,7 @@ impl Router {
                 key_index_memory: crate::config::DEFAULT_INDEX_MEMORY.get(),
                 snapshot: schema.snapshot.clone(),
                 coordinator: None,
+                new_table: NewTable::of_pipeline(&cfg),
             };
             if let Some(background) = &self.background {
                 self.compactors.spawn(background(table.clone()));

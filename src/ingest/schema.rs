@@ -4,10 +4,15 @@
 //! - A missing table is an error unless `create = true`; with a configured schema it is created
 //!   at start, otherwise from the first batch: the schema is inferred from the payloads that
 //!   are JSON objects (rules in `delta::create`), plus the configured record columns.
+//! - Decoding never commits: a table inferred from the first records, or new fields the
+//!   records carry, become a *proposal* (the schema the records are decoded in until the flush
+//!   that carries them commits it; [`crate::write::schema_change`], the one rule every writer
+//!   of rows follows). The flush creates the table or grows its schema in the rows' commit.
 //! - With `evolve_schema = true`, records refused only because they carry new top-level
-//!   fields add those fields (nullable) in a metadata commit, and are decoded again.
-//! - The decoder follows the snapshot: whenever a refresh shows another schema (another
-//!   worker evolved it), the decoder is rebuilt.
+//!   fields propose those fields (nullable), and are decoded again.
+//! - The decoder follows the table: whenever a refresh shows another schema (another worker
+//!   evolved it), a proposal is merged onto it (or dropped when the table already holds it)
+//!   and the decoder is rebuilt.
 //! - Avro topics (`kafka.format = "avro"`): a new table takes the first writer schema's
 //!   columns and types; rows decoded with each writer schema are projected onto the table by
 //!   name ([`crate::decode::projection`]); writer fields the table lacks are added (nullable) with
@@ -31,17 +36,21 @@ use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::storage::{commit_exactly_once, Plan, PlanFn, RetryPolicy, Table};
+use crate::write::schema_change::grown;
 
 use crate::decode::projection::{project, Mismatch};
 
-/// Schema changes tried per decoded chunk before its remaining records become dead letters.
+/// Schema proposals tried per decoded chunk before its remaining records become dead letters.
 const EVOLVE_ATTEMPTS: u32 = crate::common::retry::SCHEMA_CHANGES;
 
 /// The table as the pipeline last saw it.
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) struct TableSchema {
     pub snapshot: Option<Snapshot>,
-    /// The JSON decoder of the snapshot's schema (every format ends in JSON or Arrow rows
+    /// The schema records are decoded in while it differs from the table's: a new table's, or
+    /// the table's grown by new fields. The flush that carries the rows commits it.
+    proposal: Option<Arc<StructType>>,
+    /// The JSON decoder of the schema records are decoded in (every format ends in JSON or Arrow rows
     /// checked against it), with the schema string it was made for.
     decoder: Option<(String, PayloadDecoder)>,
     /// The topic's payload format.
@@ -76,6 +85,7 @@ impl TableSchema {
         }
         let mut me = TableSchema {
             snapshot,
+            proposal: None,
             decoder: None,
             keys: Format::keys(cfg, registries)?,
             format: Format::of(cfg, registries)?,
@@ -105,14 +115,54 @@ impl TableSchema {
     /// Storage and log errors; a protocol deltabus cannot write.
     pub(crate) async fn refresh(&mut self, table: &Table) -> Result<()> {
         table.refresh(&mut self.snapshot).await?;
+        if let (Some(p), Some(s)) = (&self.proposal, &self.snapshot) {
+            self.proposal = match grown(&s.schema, p) {
+                Ok(None) => None,
+                Ok(Some(g)) => Some(Arc::new(g)),
+                Err(why) => {
+                    tracing::warn!(%why, "the table changed under a schema proposal; decoding against the table");
+                    None
+                }
+            };
+        }
         self.sync_decoder();
         Ok(())
     }
 
-    /// Whether the table's schema (as `snapshot` shows it) differs from the decoder's.
+    /// The schema records are decoded in (`None`: no table and no proposal yet).
+    pub(crate) fn view(&self) -> Option<&StructType> {
+        self.proposal.as_deref().or(self.snapshot.as_ref().map(|s| &s.schema))
+    }
+
+    /// The proposal the next decoded rows are in, for the flush that carries them.
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn proposal(&self) -> Option<Arc<StructType>> {
+        self.proposal.clone()
+    }
+
+    /// Decodes from now on in `schema` (a proposal the rows' commit makes real).
+    fn propose(&mut self, schema: StructType) {
+        self.proposal = Some(Arc::new(schema));
+        self.sync_decoder();
+    }
+
+    /// Proposes a new table of `schema` (the payload's columns) plus the record columns,
+    /// checked now as the flush will create it.
+    ///
+    /// # Errors
+    /// A schema the pipeline's `partition_by` or `properties` cannot create a table of.
+    fn propose_new(&mut self, cfg: &KafkaPipeline, schema: StructType) -> Result<()> {
+        let schema = with_record_columns(cfg, schema);
+        new_table(schema.clone(), &cfg.partition_by, &cfg.properties)?;
+        self.propose(schema);
+        Ok(())
+    }
+
+    /// Whether the table's schema (as `snapshot` shows it) differs from the one the pipeline
+    /// last read, or a proposal waits for it.
     pub(crate) fn differs_from(&self, snapshot: Option<&Snapshot>) -> bool {
-        match (snapshot, &self.decoder) {
-            (Some(s), Some((k, _))) => *k != s.metadata.schema_string,
+        match (snapshot, &self.snapshot) {
+            (Some(s), Some(mine)) => s.metadata.schema_string != mine.metadata.schema_string || self.proposal.is_some(),
             (Some(_), None) => true,
             (None, _) => false,
         }
@@ -125,20 +175,25 @@ impl TableSchema {
     }
 
     fn sync_decoder(&mut self) {
-        let Some(s) = &self.snapshot else { return };
-        if self.decoder.as_ref().is_some_and(|(k, _)| *k == s.metadata.schema_string) {
+        let key = match (&self.proposal, &self.snapshot) {
+            (Some(p), _) => serde_json::to_string(p.as_ref()).unwrap_or_default(),
+            (None, Some(s)) => s.metadata.schema_string.clone(),
+            (None, None) => return,
+        };
+        if self.decoder.as_ref().is_some_and(|(k, _)| *k == key) {
             return;
         }
-        let payload_fields = s.schema.fields.iter().filter(|f| !self.record_columns.contains(&f.name)).cloned();
+        let Some(view) = self.view() else { return };
+        let payload_fields = view.fields.iter().filter(|f| !self.record_columns.contains(&f.name)).cloned();
         let payload = StructType::new(payload_fields.collect());
         let decoder = PayloadDecoder::new(Arc::new(arrow_schema_strict(&payload)), self.max_record_bytes);
-        self.decoder = Some((s.metadata.schema_string.clone(), decoder));
+        self.decoder = Some((key, decoder));
     }
 
-    /// Decodes records, creating the table or evolving its schema first when configured.
+    /// Decodes records, proposing a new table or new fields when configured (never committing).
     ///
     /// # Errors
-    /// Storage and commit errors of a creation or schema change.
+    /// Storage errors re-reading the table; a new table's schema the pipeline cannot create.
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) async fn decode(
         &mut self,
@@ -190,13 +245,10 @@ impl TableSchema {
                 Err(Unavailable::Unknown(why)) => letters.push(DeadLetter::of(r, why)),
             }
         }
-        if self.snapshot.is_none() {
+        if self.view().is_none() {
             if let Some(s) = &first_schema {
                 match crate::decode::json_schema::delta_schema(&s.schema) {
-                    Ok(schema) => {
-                        self.create(table, cfg, self.without_record_columns(schema)).await?;
-                        self.sync_decoder();
-                    }
+                    Ok(schema) => self.propose_new(cfg, self.without_record_columns(schema))?,
                     Err(e) => {
                         tracing::warn!(error = %e, "the registry's JSON Schema has no Delta form; inferring the table from the records")
                     }
@@ -211,7 +263,7 @@ impl TableSchema {
     /// proto3 JSON, the table created from the first message's descriptor, the JSON decoded as
     /// for JSON topics; rows and dead letters refer to the original records.
     async fn decode_protobuf(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
-        let creating = self.snapshot.is_none();
+        let creating = self.view().is_none();
         let Format::Protobuf(proto) = &mut self.format else {
             return Err(Error::Internal("no Protobuf decoder".into()));
         };
@@ -230,8 +282,7 @@ impl TableSchema {
         let first = if creating { proto.first_schema(&payloads).await } else { None };
         let messages = proto.messages(&payloads).await;
         if let Some(schema) = first {
-            self.create(table, cfg, self.without_record_columns(schema)).await?;
-            self.sync_decoder();
+            self.propose_new(cfg, self.without_record_columns(schema))?;
         }
         // Fast path: every message fits the table; straight into Arrow, no JSON text.
         if let (Some((_, decoder)), true) = (&self.decoder, messages.iter().all(Result::is_ok)) {
@@ -275,13 +326,12 @@ impl TableSchema {
     }
 
     async fn decode_json(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
-        if self.snapshot.is_none() {
+        if self.view().is_none() {
             match self.inferred(raw)? {
-                Some(schema) => self.create(table, cfg, schema).await?,
+                Some(schema) => self.propose_new(cfg, schema)?,
                 // Nothing to infer from: every record is a dead letter (no decoder yet).
                 None => return Ok(all_dead(raw)),
             }
-            self.sync_decoder();
         }
         let mut decoded = self.decoder()?.decode(raw);
         if decoded.dead_letters.is_empty() {
@@ -298,9 +348,7 @@ impl TableSchema {
         if !cfg.evolve_schema || decoded.dead_letters.is_empty() {
             return Ok(decoded);
         }
-        // A lost race (another worker evolved the table first, or a store fault hid the
-        // outcome) is followed by a re-read and another decode: records that still do not
-        // fit try again, so a race never turns good records into dead letters.
+        // New fields (nested ones too) may take more than one proposal to settle.
         for _ in 0..EVOLVE_ATTEMPTS {
             let rejected: Vec<&str> = decoded
                 .dead_letters
@@ -308,19 +356,13 @@ impl TableSchema {
                 .filter_map(|l| l.payload.as_deref().and_then(|p| std::str::from_utf8(p).ok()))
                 .filter(|p| p.trim_start().starts_with('{'))
                 .collect();
-            let Some(current) = self.snapshot.as_ref() else { return Ok(decoded) };
+            let Some(current) = self.view() else { return Ok(decoded) };
             let Some(incoming) = infer_schema(&rejected).ok().map(|s| self.without_record_columns(s)) else {
                 return Ok(decoded);
             };
-            let Some(merged) = merge_schema(&current.schema, &incoming)? else { return Ok(decoded) };
-            let added: Vec<String> = merged
-                .fields
-                .iter()
-                .filter(|f| current.schema.field(&f.name).is_none())
-                .map(|f| f.name.clone())
-                .collect();
-            add_columns(table, cfg, current, merged, added).await?;
-            self.refresh(table).await?;
+            let Some(merged) = merge_schema(current, &incoming)? else { return Ok(decoded) };
+            tracing::info!(pipeline = %cfg.name, columns = ?added(current, &merged), "new columns proposed");
+            self.propose(merged);
             decoded = self.decoder()?.decode(raw);
             if decoded.dead_letters.is_empty() {
                 break;
@@ -337,7 +379,7 @@ impl TableSchema {
         let mut deletes = Vec::new();
         if cfg.upsert.as_ref().is_some_and(|u| u.format == crate::config::UpsertFormat::Debezium) {
             let names = cfg.upsert.as_ref().map(|u| u.key_columns.clone()).unwrap_or_default();
-            let columns = crate::decode::keyed::KeyColumns::new(&names, self.snapshot.as_ref().map(|s| &s.schema));
+            let columns = crate::decode::keyed::KeyColumns::new(&names, self.view());
             let mut runs = Vec::new();
             for run in std::mem::take(&mut decoded.runs) {
                 let u = crate::decode::keyed_avro::unwrap_debezium(run, &columns);
@@ -347,14 +389,13 @@ impl TableSchema {
             }
             decoded.runs = runs;
         }
-        if self.snapshot.is_none() {
+        if self.view().is_none() {
             let first = decoded.runs.first().map(|r| r.batch.schema());
             let Some(arrow) = first else {
                 return Ok(Decoded { batch: None, rows_from: Vec::new(), dead_letters: decoded.dead_letters, deletes });
             };
             let schema = self.without_record_columns(delta_struct_of(&arrow)?);
-            self.create(table, cfg, schema).await?;
-            self.sync_decoder();
+            self.propose_new(cfg, schema)?;
         }
         let mut letters = decoded.dead_letters;
         let mut batches = Vec::new();
@@ -377,12 +418,12 @@ impl TableSchema {
                     }
                     Err(Mismatch::Extra(fields)) if cfg.evolve_schema && attempts < EVOLVE_ATTEMPTS => {
                         attempts += 1;
-                        let Some(current) = self.snapshot.as_ref() else { break };
+                        let Some(current) = self.view() else { break };
                         let incoming = crate::decode::projection::extra_fields(&run.batch, &fields)?;
-                        if let Some(merged) = merge_schema(&current.schema, &incoming)? {
-                            add_columns(table, cfg, current, merged, fields).await?;
+                        if let Some(merged) = merge_schema(current, &incoming)? {
+                            tracing::info!(pipeline = %cfg.name, columns = ?fields, "new columns proposed");
+                            self.propose(merged);
                         }
-                        self.refresh(table).await?;
                     }
                     Err(mismatch) => {
                         let why = match mismatch {
@@ -422,8 +463,8 @@ impl TableSchema {
 
     /// The Arrow form of the table's payload columns (record columns excluded).
     fn payload_arrow_schema(&self) -> Result<arrow::datatypes::SchemaRef> {
-        let s = self.snapshot.as_ref().ok_or_else(|| Error::Internal("no table yet".into()))?;
-        let fields = s.schema.fields.iter().filter(|f| !self.record_columns.contains(&f.name)).cloned().collect();
+        let s = self.view().ok_or_else(|| Error::Internal("no table yet".into()))?;
+        let fields = s.fields.iter().filter(|f| !self.record_columns.contains(&f.name)).cloned().collect();
         Ok(Arc::new(arrow_schema_strict(&StructType::new(fields))))
     }
 
@@ -448,13 +489,9 @@ impl TableSchema {
         Ok(Some(self.without_record_columns(infer_schema(&sample)?)))
     }
 
+    /// Creates the table at start (a configured or registered schema), before any record.
     async fn create(&mut self, table: &Table, cfg: &KafkaPipeline, schema: StructType) -> Result<()> {
-        let mut fields = schema.fields;
-        for f in cfg.columns.fields() {
-            if !fields.iter().any(|x| x.name == f.name) {
-                fields.push(f);
-            }
-        }
+        let fields = with_record_columns(cfg, schema).fields;
         let mut properties = cfg.properties.clone();
         if cfg.upsert.is_some() {
             crate::delta::create::keyed_table_properties(&mut properties)?;
@@ -498,35 +535,20 @@ fn back_to_records(
     decoded
 }
 
-/// Commits `merged` (the table's schema plus the `added` columns) while the table's schema is
-/// still `current`'s, riding out races and store faults; when another writer changed the schema
-/// first nothing is committed. The caller re-reads the table either way.
-async fn add_columns(
-    table: &Table,
-    cfg: &KafkaPipeline,
-    current: &Snapshot,
-    merged: StructType,
-    added: Vec<String>,
-) -> Result<()> {
-    let metadata = crate::delta::create::evolved_metadata(&current.metadata, current.column_mapping(), merged);
-    let txn = Transaction::new(Operation::AddColumns, vec![Action::Metadata(metadata)])
-        .with_parameter("columns", serde_json::to_string(&added).unwrap_or_default());
-    let evolve = |s: Option<&Snapshot>| {
-        Ok(match s {
-            Some(s) if s.metadata.schema_string == current.metadata.schema_string => {
-                Plan::commit(txn.clone(), Vec::new(), Vec::new(), ())
-            }
-            // Someone else changed the table meanwhile: take theirs and decode against it.
-            _ => Plan::Nothing(()),
-        })
-    };
-    let mut view = Some(current.clone());
-    let landed = commit_exactly_once(table, &mut view, &RetryPolicy::riding_faults(), &mut PlanFn(evolve)).await?;
-    match landed.version() {
-        Some(version) => tracing::info!(pipeline = %cfg.name, version, columns = ?added, "schema evolved"),
-        None => tracing::info!(pipeline = %cfg.name, "schema change lost a race; re-reading"),
+/// `schema` with the pipeline's record columns (key, headers, ...) it lacks.
+fn with_record_columns(cfg: &KafkaPipeline, schema: StructType) -> StructType {
+    let mut fields = schema.fields;
+    for f in cfg.columns.fields() {
+        if !fields.iter().any(|x| x.name == f.name) {
+            fields.push(f);
+        }
     }
-    Ok(())
+    StructType::new(fields)
+}
+
+/// The top-level fields `merged` adds to `current`.
+fn added(current: &StructType, merged: &StructType) -> Vec<String> {
+    merged.fields.iter().filter(|f| current.field(&f.name).is_none()).map(|f| f.name.clone()).collect()
 }
 
 fn all_dead(raw: &[RawRecord<'_>]) -> Decoded {

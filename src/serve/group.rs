@@ -27,16 +27,14 @@ use super::sequence::{decide, Sequenced, Verdict};
 use crate::common::record::DeadLetter;
 use crate::config::server::ResolvedTable;
 use crate::decode::keyed::ChangeOrder;
-use crate::decode::projection::{project, Mismatch};
 use crate::delta::actions::Action;
-use crate::delta::arrow_schema::arrow_schema_strict;
-use crate::delta::create::{merge_schema, new_table};
 use crate::delta::schema::StructType;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::metrics::push::PushMetrics;
 use crate::storage::{commit_exactly_once, DataWriter, Landed, Plan, Planner, RetryPolicy, Table, WriterConfig};
+use crate::write::schema_change::{change, grown, mismatch_reason, onto, NewTable, SchemaChange};
 
 /// A decoded request waiting for its commit.
 pub(crate) struct Pending {
@@ -249,70 +247,37 @@ impl GroupCommitter {
             None => (self.settings.schema.clone().unwrap_or_else(|| taken[0].1.schema.as_ref().clone()), true),
         };
         for (i, p) in taken {
-            if *p.schema == target {
-                continue;
-            }
-            match merge_schema(&target, &p.schema) {
+            match grown(&target, &p.schema) {
                 Ok(None) => {}
                 Ok(Some(_)) if !creating && !self.settings.settings.evolve_schema => refused
                     .push((*i, "the records have columns not in the table schema (evolve_schema is off)".to_string())),
                 Ok(Some(merged)) => target = merged,
-                Err(e) => refused.push((*i, format!("the records do not fit the table schema: {e}"))),
+                Err(why) => refused.push((*i, why)),
             }
         }
-        let arrow = Arc::new(arrow_schema_strict(&target));
         let mut rows = Vec::new();
         let not_merged: Vec<usize> = refused.iter().map(|(r, _)| *r).collect();
         for (i, p) in taken.iter().filter(|(i, _)| !not_merged.contains(i)) {
-            for b in &p.rows {
-                match project(b, &arrow) {
-                    Ok(b) => rows.push(b),
-                    Err(m) => {
-                        let why = match m {
-                            Mismatch::Extra(fields) => {
-                                format!("columns not in the table schema: {}", fields.join(", "))
-                            }
-                            Mismatch::Refused(why) => why,
-                        };
-                        refused.push((*i, format!("the records do not fit the table schema: {why}")));
-                        break;
-                    }
+            match onto(&p.rows, &target) {
+                Ok(mut b) => rows.append(&mut b),
+                Err(m) => {
+                    refused.push((*i, format!("the records do not fit the table schema: {}", mismatch_reason(m))))
                 }
             }
         }
         if !refused.is_empty() {
             return (Err(Error::InvalidArgument("refused requests".into())), refused);
         }
-        (
-            self.plan_schema(snapshot, target).map(|(schema_actions, changed)| Rows {
-                schema_actions,
-                changed,
-                rows,
-                creating,
-            }),
-            refused,
-        )
+        (change(snapshot, target, &self.new_table()).map(|schema| Rows { schema, rows }), refused)
     }
 
-    /// The protocol and metadata actions for `target`, and the table state they make (`None`:
-    /// the snapshot as it is).
-    fn plan_schema(&self, snapshot: Option<&Snapshot>, target: StructType) -> Result<(Vec<Action>, Option<Snapshot>)> {
-        match snapshot {
-            None => {
-                let mut properties = self.settings.settings.properties.clone().into_iter().collect();
-                if !self.settings.settings.key_columns.is_empty() {
-                    crate::delta::create::keyed_table_properties(&mut properties)?;
-                }
-                let (protocol, metadata) = new_table(target, &self.settings.settings.partition_by, &properties)?;
-                let actions = vec![Action::Protocol(protocol.clone()), Action::Metadata(metadata.clone())];
-                Ok((actions, Some(Snapshot::for_new_table(protocol, metadata)?)))
-            }
-            Some(s) if target != s.schema => {
-                let metadata = crate::delta::create::evolved_metadata(&s.metadata, s.column_mapping(), target);
-                let changed = s.with_metadata(metadata.clone())?;
-                Ok((vec![Action::Metadata(metadata)], Some(changed)))
-            }
-            Some(_) => Ok((Vec::new(), None)),
+    /// How the rows' commit creates the table when it finds none.
+    fn new_table(&self) -> NewTable {
+        let settings = &self.settings.settings;
+        NewTable {
+            partition_by: settings.partition_by.clone(),
+            properties: settings.properties.clone().into_iter().collect(),
+            keyed: !settings.key_columns.is_empty(),
         }
     }
 
@@ -327,12 +292,11 @@ impl GroupCommitter {
         if let Some(dl) = &self.dead_letters {
             super::dead_letters::write(dl, &self.settings.name, taken).await?;
         }
-        let changed = plan.changed.take();
-        let Some(write_snapshot) = changed.as_ref().or(snapshot) else {
-            return Err(Error::Internal("a commit to a table that does not exist plans its creation".into()));
-        };
+        let schema = std::mem::take(&mut plan.schema);
+        let write_snapshot = schema.table(snapshot)?;
+        let creating = schema.creating;
         if !self.settings.settings.key_columns.is_empty() {
-            return self.write_keyed(write_snapshot, plan, taken).await;
+            return self.write_keyed(write_snapshot, schema.actions.clone(), plan, taken).await;
         }
         let adds = DataWriter::new(&self.table, write_snapshot, WriterConfig::for_snapshot(write_snapshot))?
             .write_all(&plan.rows)
@@ -342,14 +306,12 @@ impl GroupCommitter {
         let bytes: i64 = adds.iter().map(|a| a.size).sum();
         let producers =
             taken.iter().filter_map(|p| p.producer.as_ref().map(|s| &s.key)).collect::<std::collections::BTreeSet<_>>();
-        let mut actions = plan.schema_actions;
+        let partition_by = serde_json::Value::from(write_snapshot.metadata.partition_columns.clone()).to_string();
+        let mut actions = schema.actions;
         actions.extend(adds.into_iter().map(Action::Add));
-        let txn = Transaction::new(if plan.creating { Operation::CreateTable } else { Operation::Write }, actions)
-            .with_parameter("mode", if plan.creating { "ErrorIfExists" } else { "Append" })
-            .with_parameter(
-                "partitionBy",
-                serde_json::Value::from(write_snapshot.metadata.partition_columns.clone()).to_string(),
-            )
+        let txn = Transaction::new(if creating { Operation::CreateTable } else { Operation::Write }, actions)
+            .with_parameter("mode", if creating { "ErrorIfExists" } else { "Append" })
+            .with_parameter("partitionBy", partition_by)
             .with_parameter("source", door(taken.iter().copied()))
             .with_metric("numFiles", files.len())
             .with_metric("numOutputRows", rows)
@@ -368,6 +330,7 @@ impl GroupCommitter {
     async fn write_keyed(
         &self,
         write_snapshot: &Snapshot,
+        schema_actions: Vec<Action>,
         plan: Rows,
         taken: &[&Pending],
     ) -> Result<(Transaction, Vec<String>)> {
@@ -407,7 +370,7 @@ impl GroupCommitter {
         )
         .await?;
         let (mut txn, files) = crate::write::upsert::merge_transaction(planned, keys, &self.settings.name, changes);
-        let mut actions = plan.schema_actions;
+        let mut actions = schema_actions;
         actions.append(&mut txn.actions);
         txn.actions = actions;
         let txn = txn.with_parameter("source", door(taken.iter().copied())).with_metric("numRequests", taken.len());
@@ -484,11 +447,9 @@ impl Planner for GroupPlanner<'_> {
 }
 
 struct Rows {
-    schema_actions: Vec<Action>,
-    /// The table state the commit makes when it changes the schema or creates the table.
-    changed: Option<Snapshot>,
+    /// What the commit does to the table's schema.
+    schema: SchemaChange,
     rows: Vec<RecordBatch>,
-    creating: bool,
 }
 
 fn reply(p: Pending, outcome: Outcome) {

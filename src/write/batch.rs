@@ -33,6 +33,10 @@ pub(crate) struct PartitionBatch {
     /// offsets of their records.
     pub row_offsets: Vec<i64>,
     pub deletes: Vec<(i64, String)>,
+    /// The schema proposals (a new table's, or the table's grown by new fields) some of the
+    /// batches were decoded in; the commit that carries the rows makes them real
+    /// ([`crate::write::schema_change`]).
+    pub proposals: Vec<std::sync::Arc<crate::delta::schema::StructType>>,
 }
 
 /// The open batch of a pipeline.
@@ -63,6 +67,8 @@ pub(crate) struct Consumed {
     /// Keyed ingestion: as in [`PartitionBatch`].
     pub row_offsets: Vec<i64>,
     pub deletes: Vec<(i64, String)>,
+    /// The schema proposal `batch` was decoded in, if not the table's.
+    pub proposal: Option<std::sync::Arc<crate::delta::schema::StructType>>,
 }
 
 impl Buffer {
@@ -80,6 +86,9 @@ impl Buffer {
         part.row_offsets.extend(c.row_offsets);
         part.rows += c.deletes.len() as u64;
         part.deletes.extend(c.deletes);
+        if let Some(p) = c.proposal.filter(|p| part.proposals.last() != Some(p)) {
+            part.proposals.push(p);
+        }
         if let Some(b) = c.batch {
             part.rows += b.num_rows() as u64;
             part.arrow_bytes += b.get_array_memory_size() as u64;
@@ -144,6 +153,7 @@ mod tests {
             last_timestamp_ms: Some(5),
             row_offsets: vec![],
             deletes: vec![],
+            proposal: None,
         }
     }
 

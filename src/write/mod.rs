@@ -7,9 +7,12 @@
 //!   keys already have, new files for the upserted rows, one `MERGE` transaction.
 //! - [`deletion`]: rows found by predicate or key, deletion vectors, copy-on-write rewrites
 //!   and change-data files.
+//! - [`schema_change`] [sync]: the one schema-change rule: a table is created or its schema
+//!   grown only in the commit of the rows that need it.
 //! - [`dead_letters`]: the dead-letter table, appended through the commit path.
 
 internal_mods!(batch);
 internal_mods!(dead_letters);
 internal_mods!(deletion);
+internal_mods!(schema_change);
 internal_mods!(upsert);

@@ -88,3 +88,22 @@ pub fn write_ok(table: &std::path::Path, args: &[&str], input: &str) {
     let out = crate::support::write_jsonl(table, args, input);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// The commits of a local table that change its schema (`metaData`), by version, each with the
+/// number of files it adds: the one schema-change rule says a writer of rows changes the
+/// schema only in the commit of the rows that need it, so none of them adds zero files.
+pub fn schema_changes(table: &std::path::Path) -> Vec<(u64, usize)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(table.join("_delta_log")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(version) = name.strip_suffix(".json").and_then(|v| v.parse::<u64>().ok()) else { continue };
+        let text = std::fs::read_to_string(&path).unwrap();
+        let actions: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        if actions.iter().any(|a| a.get("metaData").is_some()) {
+            out.push((version, actions.iter().filter(|a| a.get("add").is_some()).count()));
+        }
+    }
+    out.sort_unstable();
+    out
+}

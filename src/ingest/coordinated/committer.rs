@@ -24,7 +24,7 @@ use crate::delta::actions::Action;
 use crate::delta::app_id::TxnAppId;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{Operation, Transaction};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::source::kafka::control::{ControlGroup, ControlProducer};
 use crate::storage::{commit_exactly_once, Landed, Plan, PlanFn, RetryPolicy, Table};
 
@@ -136,8 +136,8 @@ impl Decider {
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) async fn commit(&self, requests: &[CommitRequest], snapshot: &mut Option<Snapshot>) -> Result<Answers> {
         let decide = |s: Option<&Snapshot>| {
-            let Some(s) = s else { return Err(Error::NotATable { location: self.table.url().to_string() }) };
-            let sel = select(requests, |p| self.app(p).version_in(s));
+            let schema = s.map(|s| s.metadata.schema_string.as_str());
+            let sel = select(requests, schema, |p| s.and_then(|s| self.app(p).version_in(s)));
             if sel.taken.is_empty() {
                 return Ok(Plan::Nothing(sel));
             }
@@ -161,11 +161,17 @@ impl Decider {
         &self,
         requests: &[CommitRequest],
         sel: &super::messages::Selection,
-        s: &Snapshot,
+        s: Option<&Snapshot>,
     ) -> (Transaction, Vec<(TxnAppId, i64)>) {
         let taken: Vec<&CommitRequest> = sel.taken.iter().map(|i| &requests[*i]).collect();
-        let actions: Vec<Action> = taken.iter().flat_map(|r| r.adds.iter().cloned().map(Action::Add)).collect();
-        let files = actions.len();
+        // The one schema change taken (see `select`) goes first, in the rows' commit.
+        let mut actions: Vec<Action> = Vec::new();
+        for change in taken.iter().filter_map(|r| r.schema.as_ref()) {
+            actions.extend(change.protocol.clone().map(Action::Protocol));
+            actions.push(Action::Metadata(change.metadata.clone()));
+        }
+        let files = taken.iter().map(|r| r.adds.len()).sum::<usize>();
+        actions.extend(taken.iter().flat_map(|r| r.adds.iter().cloned().map(Action::Add)));
         let partitions: std::collections::BTreeSet<i32> =
             taken.iter().flat_map(|r| r.partitions.keys().copied()).collect();
         let positions = partitions
@@ -175,7 +181,7 @@ impl Decider {
         let txn = Transaction::new(Operation::StreamingUpdate, actions)
             .with_parameter("outputMode", "Append")
             .with_parameter("queryId", self.app_id.as_str())
-            .with_parameter("epochId", s.version.to_string())
+            .with_parameter("epochId", s.map_or(0, |s| s.version).to_string())
             .with_parameter("committer", self.member.as_str())
             .with_metric("numAddedFiles", files)
             .with_metric("numOutputRows", taken.iter().map(|r| r.rows).sum::<u64>())

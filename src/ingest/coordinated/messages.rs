@@ -8,6 +8,11 @@
 //!   attempted (and again after every lost race): a request is taken only if every partition's
 //!   `base` equals the table's position, counting the requests taken before it. A duplicate, a
 //!   zombie's request or one from before a rebalance continues nothing and is refused whole.
+//!   A request whose rows create the table or grow its schema ([`SchemaRequest`]: the rows'
+//!   commit carries the change, [`crate::write::schema_change`]) is taken only when the table's
+//!   schema is still the one it was planned against, and only one such request per commit;
+//!   while there is no table only a request creating it is taken. The others are refused, and
+//!   their workers consume the rows again against the table as it then is.
 //! - [`verdict`] is the worker's reading of positions (from an answer or from the table): all
 //!   at the request's last offsets means committed (by this request or an equal one); all
 //!   still at `base` means undecided; anything else means refused, and the worker resumes
@@ -19,7 +24,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::delta::actions::Add;
+use crate::delta::actions::{Add, Metadata, Protocol};
 
 /// A record of the control topic: `{"request": {...}}` or `{"answers": {...}}` (externally
 /// tagged: partition maps keep their integer keys).
@@ -48,6 +53,21 @@ pub(crate) struct CommitRequest {
     pub rows: u64,
     pub bytes: i64,
     pub dead_letters: u64,
+    /// The schema change the files were written under, for the commit to carry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Box<SchemaRequest>>,
+}
+
+/// A request's schema change: the table created, or its schema grown, by the rows' commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
+pub(crate) struct SchemaRequest {
+    /// The table's schema string the change was planned against (`None`: there was no table).
+    pub from: Option<String>,
+    /// Creating the table: its protocol.
+    pub protocol: Option<Protocol>,
+    pub metadata: Metadata,
 }
 
 /// One partition's part of a request.
@@ -94,10 +114,16 @@ pub(crate) struct Selection {
 }
 
 /// The committer's rule: which of `requests` (in arrival order) continue the table, whose
-/// `txn` version of a partition `position` gives.
+/// `txn` version of a partition `position` gives and whose schema string is `schema` (`None`:
+/// there is no table).
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
-pub(crate) fn select(requests: &[CommitRequest], position: impl Fn(i32) -> Option<i64>) -> Selection {
+pub(crate) fn select(
+    requests: &[CommitRequest],
+    schema: Option<&str>,
+    position: impl Fn(i32) -> Option<i64>,
+) -> Selection {
     let mut s = Selection::default();
+    let mut changed = false;
     for (i, r) in requests.iter().enumerate() {
         for p in r.partitions.keys() {
             s.positions.entry(*p).or_insert_with(|| position(*p));
@@ -105,6 +131,14 @@ pub(crate) fn select(requests: &[CommitRequest], position: impl Fn(i32) -> Optio
         if r.partitions.is_empty() || r.partitions.iter().any(|(p, b)| s.positions.get(p) != Some(&b.base)) {
             continue;
         }
+        let fits = match &r.schema {
+            Some(c) => !changed && c.from.as_deref() == schema && (schema.is_some() || c.protocol.is_some()),
+            None => schema.is_some(),
+        };
+        if !fits {
+            continue;
+        }
+        changed |= r.schema.is_some();
         for (p, b) in &r.partitions {
             s.positions.insert(*p, Some(b.last));
         }
@@ -154,6 +188,7 @@ mod tests {
             rows: 1,
             bytes: 1,
             dead_letters: 0,
+            schema: None,
         }
     }
 
@@ -165,7 +200,7 @@ mod tests {
     fn requests_that_continue_the_table_are_taken_and_chain() {
         let reqs =
             [req("a", &[(0, Some(9), 19), (1, None, 5)]), req("b", &[(0, Some(19), 29)]), req("c", &[(2, Some(3), 4)])];
-        let s = select(&reqs, table(&[(0, 9), (2, 3)]));
+        let s = select(&reqs, Some("s"), table(&[(0, 9), (2, 3)]));
         assert_eq!(s.taken, vec![0, 1, 2]);
         assert_eq!(s.positions, BTreeMap::from([(0, Some(29)), (1, Some(5)), (2, Some(4))]));
     }
@@ -183,7 +218,7 @@ mod tests {
             // A first batch when the table has a position already.
             req("n", &[(4, None, 3)]),
         ];
-        let s = select(&reqs, table(&[(0, 9), (1, 3), (2, 4), (3, 10), (4, 0)]));
+        let s = select(&reqs, Some("s"), table(&[(0, 9), (1, 3), (2, 4), (3, 10), (4, 0)]));
         assert_eq!(s.taken, vec![0]);
         assert_eq!(s.positions[&1], Some(3), "a refused request moves nothing");
         assert_eq!(s.positions[&2], Some(4));
@@ -192,7 +227,44 @@ mod tests {
     #[test]
     fn two_first_batches_of_one_partition_take_only_the_first() {
         let reqs = [req("a", &[(0, None, 5)]), req("b", &[(0, None, 8)])];
-        assert_eq!(select(&reqs, |_| None).taken, vec![0]);
+        let mut creating = reqs.clone();
+        creating[0].schema = Some(Box::new(schema(None, true)));
+        creating[1].schema = Some(Box::new(schema(None, true)));
+        assert_eq!(select(&creating, None, |_| None).taken, vec![0]);
+        assert_eq!(select(&reqs, Some("s"), |_| None).taken, vec![0]);
+    }
+
+    fn schema(from: Option<&str>, creating: bool) -> SchemaRequest {
+        let (protocol, metadata) = crate::delta::create::new_table(
+            crate::delta::schema::StructType::parse(
+                r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}"#,
+            )
+            .unwrap(),
+            &[],
+            &Default::default(),
+        )
+        .unwrap();
+        SchemaRequest { from: from.map(String::from), protocol: creating.then_some(protocol), metadata }
+    }
+
+    #[test]
+    fn schema_changes_are_taken_one_per_commit_and_only_against_the_schema_they_grow() {
+        let mut reqs = [
+            req("stale", &[(0, Some(9), 19)]),
+            req("grows", &[(1, Some(4), 8)]),
+            req("also", &[(2, Some(5), 9)]),
+            req("plain", &[(3, Some(1), 2)]),
+        ];
+        reqs[0].schema = Some(Box::new(schema(Some("old"), false)));
+        reqs[1].schema = Some(Box::new(schema(Some("s"), false)));
+        reqs[2].schema = Some(Box::new(schema(Some("s"), false)));
+        let positions = table(&[(0, 9), (1, 4), (2, 5), (3, 1)]);
+        assert_eq!(select(&reqs, Some("s"), &positions).taken, vec![1, 3]);
+        // No table: only a request creating it, and nothing that needs a table.
+        reqs[3].partitions = BTreeMap::from([(3, Batch { base: None, last: 2 })]);
+        reqs[1].schema = Some(Box::new(schema(None, true)));
+        reqs[1].partitions = BTreeMap::from([(1, Batch { base: None, last: 8 })]);
+        assert_eq!(select(&reqs, None, |_| None).taken, vec![1]);
     }
 
     #[test]
