@@ -138,7 +138,7 @@ async fn racing_writers_of_one_stream_land_each_position_once_through_faults() {
         assert_eq!(stream().version_in(&snap), Some(9));
         for f in snap.files() {
             let rel = f.path.clone();
-            assert!(clean.file_size(&rel).await.unwrap().is_some(), "seed {seed}: {rel} referenced but gone");
+            assert!(clean.objects().file_size(&rel).await.unwrap().is_some(), "seed {seed}: {rel} referenced but gone");
         }
         eprintln!("seed {seed}: faults {counts}");
     }

@@ -139,10 +139,10 @@ async fn memory_store_reads_like_local() {
     upload(&table.object_store(), &conformance_dir().join("tables").join("table-with-dv-small"), "t").await;
     let snap = table.snapshot(None).await.unwrap();
     assert_eq!(snap.version, 1);
-    let plan = table.scan_plan(&snap);
+    let plan = table.data().scan_plan(&snap);
     let mut rows = 0;
     for add in snap.files() {
-        rows += table.read_file(&plan, add).await.unwrap().batches.iter().map(|b| b.num_rows()).sum::<usize>();
+        rows += table.data().read_file(&plan, add).await.unwrap().batches.iter().map(|b| b.num_rows()).sum::<usize>();
     }
     assert_eq!(rows, 8, "10 rows minus the 2 the deletion vector removes");
     // A second handle on the same memory:// host sees the same table.
@@ -163,7 +163,7 @@ async fn streamed_copies_arrive_whole_through_faults() {
     let len = COPY_PART * 5 / 2;
     let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8 ^ (i / COPY_PART) as u8).collect();
     let rel = "part-00000-ü.snappy.parquet";
-    source.put_bytes(rel, bytes.clone()).await.unwrap();
+    source.objects().put_bytes(rel, bytes.clone()).await.unwrap();
     let mut targets = vec![
         Table::open_for_write(dir.path().join("dst").to_str().unwrap(), StorageOptions::default()).unwrap(),
         Table::open(&format!("memory://{}/dst", uuid::Uuid::new_v4().simple()), StorageOptions::default()).unwrap(),
@@ -172,20 +172,24 @@ async fn streamed_copies_arrive_whole_through_faults() {
         targets.push(s3);
     }
     for (i, clean) in targets.into_iter().enumerate() {
-        assert_eq!(clean.copy_file_from(&source, rel).await.unwrap(), len as u64);
-        assert_eq!(clean.read_bytes(rel).await.unwrap().as_ref(), &bytes[..], "target {i}");
-        clean.delete_file(rel).await.unwrap();
+        assert_eq!(clean.objects().copy_file_from(&source, rel).await.unwrap(), len as u64);
+        assert_eq!(clean.objects().read_bytes(rel).await.unwrap().as_ref(), &bytes[..], "target {i}");
+        clean.objects().delete_file(rel).await.unwrap();
         let faulty = Arc::new(FaultyStore::new(
             clean.object_store(),
             FaultConfig { seed: 40 + i as u64, rate: 0.33, only: None, lose: vec![], delay: None },
         ));
         let flaky = clean.clone().map_store(|_| faulty as Arc<dyn ObjectStore>);
         let mut failures = 0;
-        while let Err(e) = flaky.copy_file_from(&source, rel).await {
+        while let Err(e) = flaky.objects().copy_file_from(&source, rel).await {
             assert!(e.is_retryable(), "{e}");
             failures += 1;
             assert!(failures < 200, "no progress under faults");
         }
-        assert_eq!(clean.read_bytes(rel).await.unwrap().as_ref(), &bytes[..], "target {i} after {failures} faults");
+        assert_eq!(
+            clean.objects().read_bytes(rel).await.unwrap().as_ref(),
+            &bytes[..],
+            "target {i} after {failures} faults"
+        );
     }
 }

@@ -23,7 +23,7 @@ pub(super) async fn cat(
     out: &mut (dyn Write + Send),
 ) -> Result<()> {
     let snapshot = table.snapshot(version).await?;
-    let plan = table.scan_plan(&snapshot);
+    let plan = table.data().scan_plan(&snapshot);
     let mut remaining = limit.unwrap_or(usize::MAX);
     // File by file, batch by batch: memory stays at one decoded batch, and a limit stops the
     // decoding as soon as it is reached.
@@ -46,7 +46,7 @@ pub(super) async fn cat(
             remaining = remaining.saturating_sub(as_struct.len());
             Ok(remaining > 0)
         };
-        table.visit_file(&plan, add, &mut print).await?;
+        table.data().visit_file(&plan, add, &mut print).await?;
     }
     Ok(())
 }

@@ -173,14 +173,14 @@ async fn rewrite_bin(
     opts: &CompactOptions,
 ) -> Result<CompactReport> {
     let mut report = CompactReport::default();
-    let plan = table.scan_plan(snapshot);
+    let plan = table.data().scan_plan(snapshot);
     let mut writer_cfg = WriterConfig::for_snapshot(snapshot);
     writer_cfg.target_file_size = cfg.target_size;
     let mut writer = DataWriter::new(table, snapshot, writer_cfg)?.rewriting();
     let mut rows = 0u64;
     let mut live: Vec<u64> = Vec::with_capacity(bin.files.len());
     for f in &bin.files {
-        let read = match table.read_file(&plan, f).await {
+        let read = match table.data().read_file(&plan, f).await {
             Ok(r) => r,
             Err(e) => {
                 writer.abort().await;
@@ -335,12 +335,12 @@ async fn carry(
     let mut dvs = Vec::with_capacity(current.len());
     for ((f, c), n) in bin.files.iter().zip(&current).zip(live) {
         let read_dv = match &f.deletion_vector {
-            Some(d) => table.load_dv(d).await?,
+            Some(d) => table.data().load_dv(d).await?,
             None => roaring::RoaringTreemap::new(),
         };
         inputs.push(super::remap::Input { live: *n, read_dv });
         dvs.push(match &c.deletion_vector {
-            Some(d) => table.load_dv(d).await?,
+            Some(d) => table.data().load_dv(d).await?,
             None => roaring::RoaringTreemap::new(),
         });
     }

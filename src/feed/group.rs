@@ -60,8 +60,8 @@ impl Member {
         let path = spec_path(&opts.group);
         let body = serde_json::to_vec(&wanted).map_err(|e| Error::Internal(e.to_string()))?;
         // A lost answer is read back below like a group someone else created.
-        let _ = table.create_file(&path, body).await;
-        let spec: GroupSpec = serde_json::from_slice(&table.read_bytes(&path).await?)
+        let _ = table.objects().create_file(&path, body).await;
+        let spec: GroupSpec = serde_json::from_slice(&table.objects().read_bytes(&path).await?)
             .map_err(|e| Error::InvalidArgument(format!("group {}: {path} is unreadable ({e})", opts.group)))?;
         if opts.slices.is_some_and(|n| n != spec.slices) {
             return Err(Error::InvalidArgument(format!(
@@ -149,8 +149,8 @@ impl Member {
         let me = self.opts.member.clone();
         let heartbeat = MemberRecord { member: me.clone(), expires_at: now + self.lease_ms() };
         let body = serde_json::to_vec(&heartbeat).map_err(|e| Error::Internal(e.to_string()))?;
-        self.table.put_bytes(&member_path(&self.opts.group, &me), body).await?;
-        let listed = self.table.list_files(&group_dir(&self.opts.group)).await?;
+        self.table.objects().put_bytes(&member_path(&self.opts.group, &me), body).await?;
+        let listed = self.table.objects().list_files(&group_dir(&self.opts.group)).await?;
         let mut members = Vec::new();
         let mut latest: BTreeMap<u32, u64> = BTreeMap::new();
         let mut old: Vec<(u32, u64, String)> = Vec::new();
@@ -213,7 +213,7 @@ impl Member {
         // Lease records more than a few epochs old are history; a failed delete is harmless.
         for (s, e, path) in old {
             if latest.get(&s).is_some_and(|top| e + 4 < *top) && self.held.contains_key(&s) {
-                let _ = self.table.delete_file(&path).await;
+                let _ = self.table.objects().delete_file(&path).await;
             }
         }
         Ok(())
@@ -227,7 +227,7 @@ impl Member {
         for (slice, (epoch, _)) in std::mem::take(&mut self.held) {
             self.write_lease(slice, epoch + 1, 0, positions.get(&slice).copied()).await?;
         }
-        self.table.delete_file(&member_path(&self.opts.group, &self.opts.member)).await
+        self.table.objects().delete_file(&member_path(&self.opts.group, &self.opts.member)).await
     }
 
     /// Creates lease record `epoch` of `slice`; `true` when this member wrote it.
@@ -236,7 +236,7 @@ impl Member {
         let lease = Lease { member: self.opts.member.clone(), token: token.clone(), expires_at, next_version };
         let path = lease_path(&self.opts.group, slice, epoch);
         let body = serde_json::to_vec(&lease).map_err(|e| Error::Internal(e.to_string()))?;
-        let created = self.table.create_file(&path, body).await;
+        let created = self.table.objects().create_file(&path, body).await;
         if matches!(created, Ok(true)) {
             return Ok(true);
         }
@@ -248,7 +248,7 @@ impl Member {
     }
 
     async fn read_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<Option<T>> {
-        match self.table.read_bytes(path).await {
+        match self.table.objects().read_bytes(path).await {
             Ok(bytes) => crate::storage::groups::parse(path, &bytes).map(Some),
             Err(Error::Storage { source: object_store::Error::NotFound { .. }, .. }) => Ok(None),
             Err(e) => Err(e),

@@ -79,7 +79,7 @@ pub(crate) async fn delete(table: &Table, predicate: &str, opts: &DeleteOptions)
     expr.check_types(&snapshot.schema).map_err(|e| Error::InvalidArgument(format!("--where: {e}")))?;
     let use_dvs =
         snapshot.properties.enable_deletion_vectors && has_reader_feature(&snapshot.protocol, Feature::DeletionVectors);
-    let plan = table.scan_plan(&snapshot);
+    let plan = table.data().scan_plan(&snapshot);
     let mut report = DeleteReport { deletion_vectors: use_dvs, dry_run: opts.dry_run, ..DeleteReport::default() };
     let found = find_rows(
         table,

@@ -147,7 +147,7 @@ pub(crate) async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<Mainte
                 if keep.contains(&p) {
                     continue;
                 }
-                if let Ok(Some(size)) = table.file_size(&p).await {
+                if let Ok(Some(size)) = table.objects().file_size(&p).await {
                     out.push((p, size));
                 }
             }
@@ -157,7 +157,7 @@ pub(crate) async fn vacuum(table: &Table, opts: &VacuumOptions) -> Result<Mainte
         out
     } else {
         let files: Vec<(String, u64, i64)> =
-            table.list_files("").await?.into_iter().map(|f| (f.path, f.size, f.modified_ms)).collect();
+            table.objects().list_files("").await?.into_iter().map(|f| (f.path, f.size, f.modified_ms)).collect();
         // A UniForm table's Iceberg metadata: what it references stays.
         let iceberg: Vec<String> = files
             .iter()
@@ -241,6 +241,7 @@ pub(crate) async fn cleanup_log(table: &Table, dry_run: bool, ignore_followers: 
     let cutoff = cutoff_ms(now, snapshot.properties.log_retention);
     // Files directly in `_delta_log` (not in `_sidecars/` or other folders).
     let entries: Vec<(String, u64, i64)> = table
+        .objects()
         .list_files("_delta_log")
         .await?
         .into_iter()
@@ -277,7 +278,7 @@ async fn delete_all(
     };
     for (rel, size) in candidates {
         if !dry_run {
-            table.delete_file(&rel).await?;
+            table.objects().delete_file(&rel).await?;
             shown.inc(1);
         }
         report.bytes += size;

@@ -254,7 +254,7 @@ impl ChangeCursor {
         }
         let Some(next) = self.apply_next().await? else { return Ok(None) };
         let snapshot = self.snapshot.as_ref().ok_or_else(|| Error::Internal("cursor without snapshot".into()))?;
-        let plan = self.table.scan_plan(snapshot);
+        let plan = self.table.data().scan_plan(snapshot);
         self.next = next.version + 1;
         self.last_timestamp = next.timestamp_ms;
         Ok(Some(PlannedCommit { next, plan }))

@@ -80,7 +80,7 @@ impl ChangeReader<'_> {
         filter: Option<&Expr>,
         tag_of: &(dyn Fn(&str) -> Option<u32> + Sync),
     ) -> Result<Vec<(u32, RecordBatch)>> {
-        let plan = self.scan_plan(snapshot);
+        let plan = self.data().scan_plan(snapshot);
         self.changes_in_plan(&plan, version, actions, timestamp_ms, filter.map(|f| (f, snapshot)), tag_of).await
     }
 
@@ -120,26 +120,29 @@ impl ChangeReader<'_> {
             }
             let rows = match (&source.change_type, &source.selection) {
                 (ChangeType::FromFile, _) => {
-                    self.read_rows(&cdc_plan, &source.path, &source.partition_values, source.size, RowFilter::All)
+                    self.data()
+                        .read_rows(&cdc_plan, &source.path, &source.partition_values, source.size, RowFilter::All)
                         .await?
                 }
                 (_, RowSelection::AllExcept(dv)) => {
                     let bitmap = match dv {
-                        Some(d) => Some(self.load_dv(d).await?),
+                        Some(d) => Some(self.data().load_dv(d).await?),
                         None => None,
                     };
                     let filter = bitmap.as_ref().map_or(RowFilter::All, RowFilter::Exclude);
-                    self.read_rows(plan, &source.path, &source.partition_values, source.size, filter).await?
+                    self.data().read_rows(plan, &source.path, &source.partition_values, source.size, filter).await?
                 }
                 // A DV update: the rows one vector has and the other lacks.
                 (_, RowSelection::AddedBy { old, new }) => {
                     let keep = self.dv_difference(Some(new), old.as_ref()).await?;
-                    self.read_rows(plan, &source.path, &source.partition_values, source.size, RowFilter::Only(&keep))
+                    self.data()
+                        .read_rows(plan, &source.path, &source.partition_values, source.size, RowFilter::Only(&keep))
                         .await?
                 }
                 (_, RowSelection::DroppedBy { old, new }) => {
                     let keep = self.dv_difference(Some(old), new.as_ref()).await?;
-                    self.read_rows(plan, &source.path, &source.partition_values, source.size, RowFilter::Only(&keep))
+                    self.data()
+                        .read_rows(plan, &source.path, &source.partition_values, source.size, RowFilter::Only(&keep))
                         .await?
                 }
             };
@@ -171,11 +174,11 @@ impl ChangeReader<'_> {
         b: Option<&crate::delta::dv::DeletionVectorDescriptor>,
     ) -> Result<roaring::RoaringTreemap> {
         let mut out = match a {
-            Some(d) => self.load_dv(d).await?,
+            Some(d) => self.data().load_dv(d).await?,
             None => roaring::RoaringTreemap::new(),
         };
         if let Some(d) = b {
-            out -= self.load_dv(d).await?;
+            out -= self.data().load_dv(d).await?;
         }
         Ok(out)
     }

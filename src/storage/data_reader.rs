@@ -11,7 +11,6 @@ use parquet::arrow::async_reader::ParquetObjectReader;
 use parquet::arrow::ParquetRecordBatchStreamBuilder;
 use roaring::RoaringTreemap;
 
-use super::location::Table;
 use crate::delta::actions::{Add, PartitionValues};
 use crate::delta::dv::{decode_bitmap, decode_file_record, DvLocation};
 use crate::delta::scan::{RowFilter, ScanPlan};
@@ -28,7 +27,15 @@ pub(crate) struct FileRows {
     pub physical_rows: u64,
 }
 
-impl Table {
+table_view!(
+    /// A table's data files read as logical rows: the one reader of Parquet data files and
+    /// deletion vectors.
+    DataReader,
+    /// The table's data files, read as logical rows.
+    data
+);
+
+impl DataReader<'_> {
     /// The scan plan (logical schema, partitioning, column mapping) of a snapshot.
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn scan_plan(&self, snapshot: &Snapshot) -> ScanPlan {
@@ -44,6 +51,7 @@ impl Table {
     pub(crate) async fn read_file(&self, plan: &ScanPlan, add: &Add) -> Result<FileRows> {
         let mut batches = Vec::new();
         let mut rows = self
+            .data()
             .visit_file(plan, add, &mut |b| {
                 batches.push(b);
                 Ok(true)

@@ -26,7 +26,14 @@ pub(crate) struct ListedFile {
     pub modified_ms: i64,
 }
 
-impl Table {
+table_view!(
+    /// Plain file operations on a table's own files (by path relative to its root).
+    Objects,
+    /// Plain file operations on the table's own files.
+    objects
+);
+
+impl Objects<'_> {
     /// Every file under `dir` (relative to the root; empty for the whole table), recursively.
     ///
     /// # Errors

@@ -23,10 +23,10 @@ use crate::error::{Error, Result};
 /// Storage errors, and [`Error::InvalidArgument`] for an unreadable registration (a
 /// maintenance run must not guess what a follower needs).
 pub(crate) async fn list_followers(table: &Table) -> Result<Vec<FollowerRecord>> {
-    let listed = table.list_files(FOLLOWERS_DIR).await?;
+    let listed = table.objects().list_files(FOLLOWERS_DIR).await?;
     let mut out = Vec::new();
     for file in listed.into_iter().filter(|f| f.path.ends_with(".json")) {
-        let bytes = table.read_bytes(&file.path).await?;
+        let bytes = table.objects().read_bytes(&file.path).await?;
         let record: FollowerRecord = serde_json::from_slice(&bytes).map_err(|e| {
             Error::InvalidArgument(format!(
                 "follower registration {} is unreadable ({e}); remove it with `deltabus followers <table> --remove <id>`",
@@ -46,7 +46,7 @@ pub(crate) async fn list_followers(table: &Table) -> Result<Vec<FollowerRecord>>
 pub(crate) async fn register(table: &Table, record: &FollowerRecord) -> Result<()> {
     check_id(&record.follower_id)?;
     let body = serde_json::to_vec(record).map_err(|e| Error::Internal(e.to_string()))?;
-    table.put_bytes(&record_path(&record.follower_id), body).await
+    table.objects().put_bytes(&record_path(&record.follower_id), body).await
 }
 
 /// Removes a registration; `false` when there was none.
@@ -56,10 +56,10 @@ pub(crate) async fn register(table: &Table, record: &FollowerRecord) -> Result<(
 pub(crate) async fn unregister(table: &Table, id: &str) -> Result<bool> {
     check_id(id)?;
     let path = record_path(id);
-    if table.file_size(&path).await?.is_none() {
+    if table.objects().file_size(&path).await?.is_none() {
         return Ok(false);
     }
-    table.delete_file(&path).await?;
+    table.objects().delete_file(&path).await?;
     Ok(true)
 }
 

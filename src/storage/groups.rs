@@ -40,7 +40,7 @@ impl GroupStatus {
 /// # Errors
 /// Storage errors and unreadable group records (maintenance must not guess what a group needs).
 pub(crate) async fn list_groups(table: &Table) -> Result<Vec<GroupStatus>> {
-    let listed = table.list_files(crate::beside::groups::GROUPS_DIR).await?;
+    let listed = table.objects().list_files(crate::beside::groups::GROUPS_DIR).await?;
     let mut names: Vec<String> = listed
         .iter()
         .filter_map(|f| f.path.strip_prefix(&format!("{}/", crate::beside::groups::GROUPS_DIR)))
@@ -49,7 +49,7 @@ pub(crate) async fn list_groups(table: &Table) -> Result<Vec<GroupStatus>> {
         .collect();
     names.sort();
     let read = |path: String| async move {
-        let bytes = table.read_bytes(&path).await?;
+        let bytes = table.objects().read_bytes(&path).await?;
         Ok::<_, Error>((path, bytes))
     };
     let mut out = Vec::new();

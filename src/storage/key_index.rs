@@ -159,7 +159,7 @@ impl TableKeys<'_> {
         let fingerprint = ix.fingerprint;
         let gone = ix.retain_files(|p| active.contains_key(p));
         let gone_sidecars: Vec<String> = gone.iter().map(|p| sidecar_path(p, fingerprint)).collect();
-        futures::stream::iter(gone_sidecars.into_iter().map(|s| async move { self.delete_file(&s).await }))
+        futures::stream::iter(gone_sidecars.into_iter().map(|s| async move { self.objects().delete_file(&s).await }))
             .buffer_unordered(PARALLEL)
             .for_each(|r| async {
                 if let Err(e) = r {
@@ -181,7 +181,7 @@ impl TableKeys<'_> {
             ix.reserve(expected);
         }
         let columns = ix.columns.clone();
-        let plan = self.scan_plan(snapshot).projected(&columns);
+        let plan = self.data().scan_plan(snapshot).projected(&columns);
         let (plan, columns_ref) = (&plan, &columns);
         // Added as they come: at most PARALLEL files' keys are in flight beside the index.
         let mut indexed = std::pin::pin!(futures::stream::iter(
@@ -207,7 +207,7 @@ impl TableKeys<'_> {
         let pending: Vec<(String, bytes::Bytes, Layout)> =
             state.pending.iter().map(|(p, (b, l))| (p.clone(), b.clone(), l.clone())).collect();
         for (path, bytes, layout) in pending {
-            if self.put_bytes(&sidecar_path(&path, fingerprint), bytes).await.is_ok() {
+            if self.objects().put_bytes(&sidecar_path(&path, fingerprint), bytes).await.is_ok() {
                 ix.persisted(&path, layout);
                 state.pending.remove(&path);
             }
@@ -256,7 +256,8 @@ impl TableKeys<'_> {
         add: &Add,
     ) -> Result<(FileKeys, Option<Layout>, Option<bytes::Bytes>, bool)> {
         let sidecar = sidecar_path(&add.path, fingerprint);
-        let rows = self.read_rows(plan, &add.path, &add.partition_values, Some(add.size), RowFilter::All).await?;
+        let rows =
+            self.data().read_rows(plan, &add.path, &add.partition_values, Some(add.size), RowFilter::All).await?;
         let (path, columns_owned) = (add.path.clone(), columns.to_vec());
         let (keys, (bytes, layout)) = tokio::task::spawn_blocking(move || {
             let keys: Vec<Option<String>> =
@@ -270,7 +271,7 @@ impl TableKeys<'_> {
         .map_err(|e| Error::Internal(format!("indexing a data file's keys: {e}")))??;
         let bytes = bytes::Bytes::from(bytes);
         tracing::debug!(file = %add.path, entries = keys.entries.len(), "key_index.file_indexed from its data");
-        match self.put_bytes(&sidecar, bytes.clone()).await {
+        match self.objects().put_bytes(&sidecar, bytes.clone()).await {
             Ok(()) => Ok((keys, Some(layout), None, true)),
             Err(e) => {
                 tracing::warn!(file = %add.path, error = %e, "key_index.sidecar_write_failed: kept in memory");
@@ -355,7 +356,7 @@ impl TableKeys<'_> {
     /// written is left to the next catch-up (which counts it as a rebuild).
     pub(crate) async fn prepare(&self, snapshot: &Snapshot, columns: &[String], adds: Vec<Add>) {
         let fingerprint = crate::key_index::sidecar::columns_fingerprint(columns);
-        let plan = self.scan_plan(snapshot).projected(columns);
+        let plan = self.data().scan_plan(snapshot).projected(columns);
         let plan = &plan;
         futures::stream::iter(adds.into_iter().map(|add| async move {
             // Just written: no sidecar to look for.

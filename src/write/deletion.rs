@@ -47,10 +47,11 @@ pub(crate) async fn find_rows<'a>(
     for add in candidates {
         found.files_scanned += 1;
         let existing = match &add.deletion_vector {
-            Some(d) => Some(table.load_dv(d).await?),
+            Some(d) => Some(table.data().load_dv(d).await?),
             None => None,
         };
-        let rows = table.read_rows(plan, &add.path, &add.partition_values, Some(add.size), RowFilter::All).await?;
+        let rows =
+            table.data().read_rows(plan, &add.path, &add.partition_values, Some(add.size), RowFilter::All).await?;
         let mut matched = RoaringTreemap::new();
         let mut values = Vec::new();
         let mut offset = 0u64;
@@ -206,7 +207,7 @@ pub(crate) async fn dv_descriptors(
     }
     if file.len() > 1 {
         written.push(file_name.clone());
-        table.put_bytes(&file_name, file).await?;
+        table.objects().put_bytes(&file_name, file).await?;
     }
     Ok(out)
 }
@@ -247,8 +248,10 @@ pub(crate) async fn rewrite_actions(
         if let Some(old) = existing {
             gone |= old;
         }
-        let rows =
-            table.read_rows(plan, &add.path, &add.partition_values, Some(add.size), RowFilter::Exclude(&gone)).await?;
+        let rows = table
+            .data()
+            .read_rows(plan, &add.path, &add.partition_values, Some(add.size), RowFilter::Exclude(&gone))
+            .await?;
         let mut writer = DataWriter::new(table, snapshot, WriterConfig::for_snapshot(snapshot))?.rewriting();
         for b in &rows.batches {
             writer.write(b).await?;

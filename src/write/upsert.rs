@@ -167,7 +167,7 @@ pub(crate) async fn plan(
     };
     plan.index = Some(stats);
     plan.files_skipped = files.len() - located.len();
-    let scan = table.scan_plan(snapshot);
+    let scan = table.data().scan_plan(snapshot);
     let cdf = snapshot.properties.enable_change_data_feed;
     let use_dvs =
         snapshot.properties.enable_deletion_vectors && has_reader_feature(&snapshot.protocol, Feature::DeletionVectors);
@@ -177,7 +177,7 @@ pub(crate) async fn plan(
         let mut found = FoundRows::default();
         for (add, rows) in located {
             let existing = match &add.deletion_vector {
-                Some(d) => Some(table.load_dv(d).await?),
+                Some(d) => Some(table.data().load_dv(d).await?),
                 None => None,
             };
             let mut matched = RoaringTreemap::new();

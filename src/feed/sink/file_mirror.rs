@@ -137,7 +137,7 @@ impl FileMirror {
 
     /// Streams the file over (never whole in memory: [`Table::copy_file_from`]).
     async fn copy_resolved(&mut self, rel: &str) -> Result<()> {
-        self.target.copy_file_from(&self.source, rel).await?;
+        self.target.objects().copy_file_from(&self.source, rel).await?;
         self.files += 1;
         Ok(())
     }

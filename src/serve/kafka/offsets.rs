@@ -194,9 +194,9 @@ async fn fetch(shared: &Shared, caller: &Caller, request: OffsetFetchRequest) ->
                 partitions.push(answer.with_error_code(ResponseError::InvalidGroupId.code()));
                 continue;
             };
-            let read = match table.file_size(&record_path(&id)).await {
+            let read = match table.objects().file_size(&record_path(&id)).await {
                 Ok(None) => Ok(None),
-                Ok(Some(_)) => table.read_bytes(&record_path(&id)).await.map(Some),
+                Ok(Some(_)) => table.objects().read_bytes(&record_path(&id)).await.map(Some),
                 Err(e) => Err(e),
             };
             partitions.push(match read {

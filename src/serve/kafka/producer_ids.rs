@@ -70,7 +70,7 @@ impl ProducerIds {
     }
 
     async fn claim(&self) -> Result<i64> {
-        let listed = self.table.list_files(DIR).await?;
+        let listed = self.table.objects().list_files(DIR).await?;
         let highest = listed
             .iter()
             .filter_map(|f| f.path.rsplit('/').next()?.strip_suffix(".json")?.parse::<i64>().ok())
@@ -79,10 +79,10 @@ impl ProducerIds {
         let body = serde_json::json!({"claimed_by": self.token, "block_size": BLOCK}).to_string();
         for block in (highest + 1..).take(64) {
             let path = block_path(block);
-            match self.table.create_file(&path, body.clone().into_bytes()).await {
+            match self.table.objects().create_file(&path, body.clone().into_bytes()).await {
                 Ok(true) => return Ok(block),
                 Ok(false) => {}
-                Err(e) => match self.table.read_bytes(&path).await {
+                Err(e) => match self.table.objects().read_bytes(&path).await {
                     Ok(read) if read == body.as_bytes() => return Ok(block),
                     Ok(_) => {}
                     Err(_) => return Err(e),
