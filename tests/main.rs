@@ -5,6 +5,7 @@ mod avro;
 mod changes;
 mod chaos;
 mod cli;
+mod clustering;
 mod commit;
 mod commit_path;
 mod compact;

@@ -114,7 +114,8 @@ fn kafka_ingest_and_keyed_upserts_into_uniform_tables() {
     });
     drop(guard);
     let d = run_json(&["describe", &table]);
-    assert!(d["version"].as_u64().unwrap() >= 8, "many flushes: {d}");
+    // Eight flushes at least: versions 0 to 7, the first creating the table with its rows.
+    assert!(d["version"].as_u64().unwrap() >= 7, "many flushes: {d}");
     assert_eq!(d["iceberg"]["behind"], 0, "{d}");
     assert_readers_agree(&py, std::path::Path::new(&table));
     // Keyed: every key once, updates visible, no deletion vectors, both formats agree.

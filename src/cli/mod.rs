@@ -202,6 +202,20 @@ pub enum Command {
     },
     /// Write a checkpoint of the latest version (and `_last_checkpoint`); prints it as JSON.
     Checkpoint { table: String },
+    /// Change a table's clustering columns (as ALTER TABLE ... CLUSTER BY), or remove them
+    /// with --none; files are not rewritten (`compact` clusters them). Prints the version
+    /// committed (null: nothing changed) and the columns as JSON.
+    ClusterBy {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
+        table: String,
+        /// The clustering columns, comma-separated (at most 4; nested as `a.b`).
+        #[arg(value_delimiter = ',', required_unless_present = "none", conflicts_with = "none")]
+        columns: Vec<String>,
+        /// Cluster by nothing (CLUSTER BY NONE): the table stays a clustered table without
+        /// columns.
+        #[arg(long)]
+        none: bool,
+    },
     /// Bring a UniForm table's Iceberg metadata (`<table>/metadata/`) up to its latest Delta
     /// version, after a writer died between a commit and its conversion; prints the Iceberg
     /// snapshot as JSON.
@@ -255,6 +269,10 @@ pub struct WriteArgs {
     /// `month(ts)`, `day(ts)` [as name] derive generated columns from a timestamp column.
     #[arg(long, value_delimiter = ',')]
     pub partition_by: Vec<String>,
+    /// Clustering columns of a new table, comma-separated (at most 4; nested as `a.b`; not
+    /// with --partition-by): every file keeps their statistics and `compact` clusters by them.
+    #[arg(long, value_delimiter = ',')]
+    pub cluster_by: Vec<String>,
     /// append (create the table when missing, as `ingest --create` does) or error-if-exists
     /// (create it; fail when it exists; `create` is an alias).
     #[arg(long, value_enum, default_value = "append")]
@@ -452,6 +470,11 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             let written = table.write_checkpoint(&snapshot).await?;
             read::writeln_json(out, &serde_json::to_value(&written).map_err(|e| Error::Internal(e.to_string()))?)
         }
+        Command::ClusterBy { table, columns, none: _ } => {
+            let table = Table::open_for_write(&table, storage)?;
+            let columns: Vec<String> = columns.iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect();
+            read::writeln_json(out, &crate::ops::cluster_by::cluster_by(&table, &columns).await?)
+        }
         Command::Uniform { table, enable } => {
             let table = Table::open(&table, storage)?;
             read::writeln_json(out, &crate::ops::uniform::uniform(&table, enable).await?)
@@ -481,6 +504,7 @@ async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &m
             ModeArg::ErrorIfExists => WriteMode::Create,
         },
         partition_by: args.partition_by.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+        cluster_by: args.cluster_by.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
         merge_schema: args.merge_schema,
         schema,
         properties,

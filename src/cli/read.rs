@@ -89,6 +89,12 @@ pub(super) async fn describe(table: &Table, version: Option<u64>, out: &mut (dyn
     let properties: BTreeMap<&String, &String> = s.metadata.configuration.iter().collect();
     let domains: BTreeMap<&String, &String> = s.domains().iter().map(|(k, d)| (k, &d.configuration)).collect();
     let schema: Value = serde_json::from_str(&s.metadata.schema_string).unwrap_or(Value::Null);
+    let clustering = match s.domains().get(crate::delta::clustering::DOMAIN) {
+        Some(_) => json!(crate::delta::clustering::columns(&s)?),
+        None => Value::Null,
+    };
+    // Bytes in files a clustering rewrite wrote (they name their `clusteringProvider`).
+    let clustered_bytes: i64 = s.files().iter().filter(|f| f.clustering_provider.is_some()).map(|f| f.size).sum();
     let iceberg = if crate::delta::iceberg_compat::enabled(&s.metadata.configuration) {
         match table.uniform().iceberg_state().await? {
             Some(st) => json!({
@@ -114,6 +120,8 @@ pub(super) async fn describe(table: &Table, version: Option<u64>, out: &mut (dyn
             "protocol": s.protocol,
             "schema": schema,
             "partitionColumns": s.metadata.partition_columns,
+            "clusteringColumns": clustering,
+            "clusteredBytes": clustered_bytes,
             "properties": properties,
             "txns": txns,
             "domains": domains,

@@ -37,6 +37,9 @@ pub struct PipelineConfig {
     pub schema: Option<String>,
     #[serde(default)]
     pub partition_by: Vec<String>,
+    /// Clustering columns of a new table (at most 4; not with `partition_by`).
+    #[serde(default)]
+    pub cluster_by: Vec<String>,
     /// Table properties of a new table.
     #[serde(default)]
     pub properties: HashMap<String, String>,
@@ -93,6 +96,7 @@ impl PipelineConfig {
             create: false,
             schema: None,
             partition_by: Vec::new(),
+            cluster_by: Vec::new(),
             properties: HashMap::new(),
             evolve_schema: false,
             kafka: KafkaConfig { brokers: brokers.into(), topic: topic.into(), ..KafkaConfig::default() },

@@ -66,6 +66,8 @@ pub struct ResolvedPipeline {
     pub create: bool,
     pub schema: Option<StructType>,
     pub partition_by: Vec<String>,
+    /// Clustering columns of a new table.
+    pub cluster_by: Vec<String>,
     /// Table properties of a new table.
     pub properties: HashMap<String, String>,
     pub evolve_schema: bool,
@@ -310,6 +312,9 @@ impl PipelineConfig {
         if self.table.trim().is_empty() {
             return Err(bad("table", "must not be empty".into()));
         }
+        if let Some(why) = crate::delta::clustering::settings_refusal(&self.partition_by, &self.cluster_by) {
+            return Err(bad("cluster_by", why));
+        }
         let app_id = self.app_id.clone().unwrap_or_else(|| name.to_string());
         let delta = match &self.delta {
             Some(d) => {
@@ -421,6 +426,7 @@ impl PipelineConfig {
             create: self.create,
             schema,
             partition_by: self.partition_by.clone(),
+            cluster_by: self.cluster_by.clone(),
             properties: self.properties.clone(),
             evolve_schema: self.evolve_schema,
             policy,

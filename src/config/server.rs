@@ -83,6 +83,8 @@ pub struct ServerTable {
     pub schema: Option<String>,
     /// Partition columns of a new table (as `write --partition-by`).
     pub partition_by: Vec<String>,
+    /// Clustering columns of a new table (as `write --cluster-by`).
+    pub cluster_by: Vec<String>,
     /// Table properties of a new table.
     pub properties: BTreeMap<String, String>,
     /// Add new nullable columns found in the records to the table schema.
@@ -200,6 +202,9 @@ impl ServerConfig {
                 ),
                 None => None,
             };
+            if let Some(why) = crate::delta::clustering::settings_refusal(&t.partition_by, &t.cluster_by) {
+                return Err(bad(&format!("tables.{name}.cluster_by"), why));
+            }
             let mut seen = std::collections::BTreeSet::new();
             for k in &t.key_columns {
                 if k.trim().is_empty() || !seen.insert(k) {

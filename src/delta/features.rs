@@ -174,6 +174,9 @@ pub(crate) const SUPPORTED_WRITER_FEATURES: &[&str] = &[
     "deletionVectors",
     "timestampNtz",
     "domainMetadata",
+    // Statistics for every clustering column on every added file; appends leave
+    // `clusteringProvider` unset (`clustering`).
+    "clustering",
     "v2Checkpoint",
     "inCommitTimestamp",
     "columnMapping",

@@ -13,6 +13,7 @@
 //!   schema Iceberg can represent.
 //! - [`row_keys`]: the canonical key of a row (keyed ingestion, mirrors, the key index).
 //! - [`features`]: protocol validation and the reader-feature check.
+//! - [`clustering`]: clustered tables: the `delta.clustering` domain and its columns' rules.
 //! - [`commit_plan`]: what a commit carries besides its actions (append-only, in-commit
 //!   timestamps, row ids), decided before it is written.
 //! - [`log_segment`]: `_delta_log` names and the files a version needs.
@@ -35,6 +36,7 @@ internal_mods!(app_id);
 internal_mods!(arrow_schema);
 internal_mods!(arrow_value);
 internal_mods!(change_feed);
+internal_mods!(clustering);
 internal_mods!(checkpoint_read);
 internal_mods!(checkpoint_write);
 internal_mods!(commit_plan);

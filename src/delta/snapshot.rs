@@ -106,6 +106,25 @@ impl Snapshot {
         Snapshot::new(state, None, 0)
     }
 
+    /// A new table's snapshot with `domains` live: what its creation commit makes.
+    ///
+    /// # Errors
+    /// As [`Snapshot::for_new_table`].
+    pub fn for_new_table_with(
+        protocol: Protocol,
+        metadata: Metadata,
+        domains: Vec<DomainMetadata>,
+    ) -> Result<Snapshot> {
+        let state = TableState {
+            protocol: Some(protocol),
+            metadata: Some(metadata),
+            version: Some(0),
+            domains: domains.into_iter().map(|d| (d.domain.clone(), d)).collect(),
+            ..TableState::default()
+        };
+        Snapshot::new(state, None, 0)
+    }
+
     /// The live files, sorted by path.
     pub fn files(&self) -> Vec<&Add> {
         let mut files: Vec<&Add> = self.state.files.values().collect();

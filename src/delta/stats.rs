@@ -106,6 +106,21 @@ impl StatsCollector {
         StatsCollector { leaves, rows: 0, prefix: props.data_skipping_string_prefix_length.max(1) }
     }
 
+    /// The collector with the leaves at `paths` (physical) too, whatever the table's
+    /// statistics settings chose: a clustered table's clustering columns.
+    pub(crate) fn with_leaves(mut self, schema: &StructType, mode: ColumnMappingMode, paths: &[Vec<String>]) -> Self {
+        for path in paths {
+            if self.leaves.iter().any(|l| l.path == *path) {
+                continue;
+            }
+            if let Some(data_type) = leaf_type(schema, mode, path) {
+                let leaf = Leaf { path: path.clone(), data_type, min: None, max: None, min_max_ok: true, nulls: 0 };
+                self.leaves.push(leaf);
+            }
+        }
+        self
+    }
+
     /// Adds a batch in the physical schema (partition columns dropped).
     pub(crate) fn update(&mut self, batch: &RecordBatch) {
         self.rows += batch.num_rows() as i64;
@@ -291,6 +306,18 @@ fn insert(map: &mut Map<String, Value>, path: &[String], v: Value) {
     }
 }
 
+/// The type of the leaf at physical `path` in `schema`, if it is one.
+fn leaf_type(schema: &StructType, mode: ColumnMappingMode, path: &[String]) -> Option<DataType> {
+    let (first, rest) = path.split_first()?;
+    let f = schema.fields.iter().find(|f| f.physical_name(mode) == first.as_str())?;
+    match (&f.data_type, rest.is_empty()) {
+        (DataType::Struct(_), true) => None,
+        (t, true) => Some(t.clone()),
+        (DataType::Struct(s), false) => leaf_type(s, mode, rest),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,6 +396,17 @@ mod tests {
         cfg.insert("delta.dataSkippingStatsColumns".to_string(), "s, n".to_string());
         let c = StatsCollector::new(&schema(), &[], &TableProperties::from_config(&cfg), ColumnMappingMode::None);
         assert_eq!(c.leaves.iter().map(|l| l.path.join(".")).collect::<Vec<_>>(), vec!["s", "n.x"]);
+        // A clustered table's columns keep statistics whatever the settings chose.
+        cfg.clear();
+        cfg.insert("delta.dataSkippingNumIndexedCols".to_string(), "0".to_string());
+        let none = ColumnMappingMode::None;
+        let clustering = [vec!["n".to_string(), "x".to_string()], vec!["s".to_string()], vec!["n".to_string()]];
+        let c = StatsCollector::new(&schema(), &[], &TableProperties::from_config(&cfg), none).with_leaves(
+            &schema(),
+            none,
+            &clustering,
+        );
+        assert_eq!(c.leaves.iter().map(|l| l.path.join(".")).collect::<Vec<_>>(), vec!["n.x", "s"]);
         let long = "a".repeat(40);
         assert_eq!(truncate(&long, 32, false).unwrap().len(), 32);
         assert_eq!(truncate(&long, 32, true).unwrap(), format!("{}\u{7F}", "a".repeat(32)));

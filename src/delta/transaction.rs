@@ -49,6 +49,8 @@ pub(crate) enum Operation {
     ChangeColumn,
     /// Table properties (and the protocol they need) set: UniForm turned on.
     SetTableProperties,
+    /// The clustering columns changed (`ALTER TABLE ... CLUSTER BY`).
+    ClusterBy,
 }
 
 impl Operation {
@@ -63,6 +65,7 @@ impl Operation {
             Operation::Optimize => "OPTIMIZE",
             Operation::ChangeColumn => "CHANGE COLUMN",
             Operation::SetTableProperties => "SET TBLPROPERTIES",
+            Operation::ClusterBy => "CLUSTER BY",
         }
     }
 }

@@ -229,7 +229,13 @@ impl Planner for FlushPlanner<'_> {
                 at.filter(|v| *v >= b.first_offset).map(|v| (*p, v))
             })
             .collect();
-        moved.extend(unfit(snapshot, parts, |p| snapshot.and_then(|s| flusher.app(p).version_in(s))));
+        let target = schema_of(snapshot, parts)?;
+        if let Some(t) = &target {
+            for p in project_onto(parts, t) {
+                let first = parts.get(&p).map_or(0, |b| b.first_offset);
+                moved.push((p, snapshot.and_then(|s| flusher.app(p).version_in(s)).unwrap_or(first - 1)));
+            }
+        }
         for (p, v) in moved {
             let dropped = parts.remove(&p).map_or(0, |b| b.rows);
             tracing::warn!(
@@ -241,7 +247,7 @@ impl Planner for FlushPlanner<'_> {
             result.rows_dropped += dropped;
             result.moved.insert(p, v);
         }
-        let schema = match schema_of(snapshot, parts)? {
+        let schema = match target {
             Some(target) => change(snapshot, target, &flusher.new_table)?,
             // Only dead letters so far, and no table to record positions in yet: keep going;
             // they will be re-read after a restart (the dead-letter table skips repeats).
@@ -324,46 +330,35 @@ fn schema_request(snapshot: Option<&Snapshot>, txn: &Transaction) -> Option<Box<
     Some(Box::new(SchemaRequest { from: snapshot.map(|s| s.metadata.schema_string.clone()), protocol, metadata }))
 }
 
-/// Partitions whose schema proposals no longer fit the table as it is (another writer changed a
-/// column's type meanwhile), with the position to consume them again from: the table's, or just
-/// before their first offset.
-fn unfit(
-    snapshot: Option<&Snapshot>,
-    parts: &BTreeMap<i32, PartitionBatch>,
-    at: impl Fn(i32) -> Option<i64>,
-) -> Vec<(i32, i64)> {
-    let Some(s) = snapshot else { return Vec::new() };
-    parts
-        .iter()
-        .filter_map(|(p, b)| {
-            let why = target(Some(s), b.proposals.iter().map(|x| x.as_ref())).err()?;
-            tracing::warn!(partition = p, %why, "rows decoded in a schema the table no longer takes; consuming them again");
-            Some((*p, at(*p).unwrap_or(b.first_offset - 1)))
-        })
-        .collect()
-}
-
-/// The schema the flush writes (`None`: there is no table and no rows to create one with); the
-/// partitions' batches decoded in proposals are projected onto it.
+/// The schema the flush writes (`None`: there is no table and no rows to create one with):
+/// the table's, grown by the partitions' proposals.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when the proposals do not fit together or the rows do not fit.
+/// [`Error::InvalidArgument`] when a proposal's new columns cannot be added.
 fn schema_of(
     snapshot: Option<&Snapshot>,
-    parts: &mut BTreeMap<i32, PartitionBatch>,
+    parts: &BTreeMap<i32, PartitionBatch>,
 ) -> Result<Option<crate::delta::schema::StructType>> {
     let proposals: Vec<_> = parts.values().flat_map(|b| b.proposals.iter().cloned()).collect();
-    if proposals.is_empty() {
-        return Ok(snapshot.map(|s| s.schema.clone()));
+    target(snapshot, proposals.iter().map(AsRef::as_ref)).map_err(Error::InvalidArgument)
+}
+
+/// Projects the batches of partitions with proposals onto `target`; returns the partitions
+/// whose rows no longer fit (another writer changed a column's type meanwhile), for the caller
+/// to consume again against the table as it now is.
+fn project_onto(parts: &mut BTreeMap<i32, PartitionBatch>, target: &crate::delta::schema::StructType) -> Vec<i32> {
+    let mut unfit = Vec::new();
+    for (p, b) in parts.iter_mut().filter(|(_, b)| !b.proposals.is_empty()) {
+        match onto(&b.batches, target) {
+            Ok(projected) => b.batches = projected,
+            Err(m) => {
+                let why = mismatch_reason(m);
+                tracing::warn!(partition = p, %why, "rows decoded in a schema the table no longer takes; consuming them again");
+                unfit.push(*p);
+            }
+        }
     }
-    let Some(target) = target(snapshot, proposals.iter().map(AsRef::as_ref)).map_err(Error::InvalidArgument)? else {
-        return Ok(None);
-    };
-    for b in parts.values_mut() {
-        b.batches = onto(&b.batches, &target)
-            .map_err(|m| Error::InvalidArgument(format!("the rows do not fit the table: {}", mismatch_reason(m))))?;
-    }
-    Ok(Some(target))
+    unfit
 }
 
 /// An append flush: every partition's rows into new files.

@@ -26,17 +26,17 @@ use crate::decode::avro::writer_name;
 use crate::decode::format::Format;
 use crate::decode::json::{Decoded, PayloadDecoder};
 use crate::decode::registry::{Registries, RegistryClient};
-use crate::delta::actions::Action;
+
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema_strict;
 use crate::delta::arrow_schema::delta_struct_of;
-use crate::delta::create::{infer_schema, merge_schema, new_table};
+use crate::delta::create::{infer_schema, merge_schema};
 use crate::delta::schema::StructType;
 use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::storage::{commit_exactly_once, Plan, PlanFn, RetryPolicy, Table};
-use crate::write::schema_change::grown;
+use crate::write::schema_change::{change, grown, NewTable};
 
 use crate::decode::projection::{project, Mismatch};
 
@@ -153,7 +153,7 @@ impl TableSchema {
     /// A schema the pipeline's `partition_by` or `properties` cannot create a table of.
     fn propose_new(&mut self, cfg: &KafkaPipeline, schema: StructType) -> Result<()> {
         let schema = with_record_columns(cfg, schema);
-        new_table(schema.clone(), &cfg.partition_by, &cfg.properties)?;
+        change(None, schema.clone(), &NewTable::of_pipeline(cfg))?;
         self.propose(schema);
         Ok(())
     }
@@ -491,16 +491,10 @@ impl TableSchema {
 
     /// Creates the table at start (a configured or registered schema), before any record.
     async fn create(&mut self, table: &Table, cfg: &KafkaPipeline, schema: StructType) -> Result<()> {
-        let fields = with_record_columns(cfg, schema).fields;
-        let mut properties = cfg.properties.clone();
-        if cfg.upsert.is_some() {
-            crate::delta::create::keyed_table_properties(&mut properties)?;
-        }
-        let (protocol, metadata) = new_table(StructType::new(fields), &cfg.partition_by, &properties)?;
-        let txn =
-            Transaction::new(Operation::CreateTable, vec![Action::Protocol(protocol), Action::Metadata(metadata)])
-                .with_parameter("isManaged", "false")
-                .with_parameter("partitionBy", serde_json::to_string(&cfg.partition_by).unwrap_or_default());
+        let created = change(None, with_record_columns(cfg, schema), &NewTable::of_pipeline(cfg))?;
+        let txn = Transaction::new(Operation::CreateTable, created.actions)
+            .with_parameter("isManaged", "false")
+            .with_parameter("partitionBy", serde_json::to_string(&cfg.partition_by).unwrap_or_default());
         // Another worker created it first: use theirs.
         let create = |s: Option<&Snapshot>| {
             Ok(if s.is_some() { Plan::Nothing(()) } else { Plan::commit(txn.clone(), Vec::new(), Vec::new(), ()) })
@@ -589,6 +583,7 @@ fn shapes_agree(s: &Snapshot, cfg: &KafkaPipeline) -> Result<()> {
             )));
         }
     }
+    crate::delta::clustering::check_configured(s, &cfg.cluster_by, &format!("pipeline {}: cluster_by", cfg.name))?;
     let wanted = crate::delta::properties::checked_properties(&cfg.properties)?;
     let mut differ: Vec<String> = wanted
         .iter()

@@ -46,6 +46,8 @@ pub(crate) enum WriteMode {
 pub(crate) struct WriteOptions {
     pub mode: WriteMode,
     pub partition_by: Vec<String>,
+    /// Clustering columns of a new table.
+    pub cluster_by: Vec<String>,
     pub merge_schema: bool,
     /// Explicit schema for a new table (otherwise inferred).
     pub schema: Option<StructType>,
@@ -67,6 +69,7 @@ impl Default for WriteOptions {
         WriteOptions {
             mode: WriteMode::Append,
             partition_by: Vec::new(),
+            cluster_by: Vec::new(),
             merge_schema: false,
             schema: None,
             properties: HashMap::new(),
@@ -211,9 +214,9 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
                 None => infer_schema(&sample_lines)?,
             };
             let (protocol, metadata) = new_table(schema, &opts.partition_by, &opts.properties)?;
-            schema_actions.push(Action::Protocol(protocol.clone()));
-            schema_actions.push(Action::Metadata(metadata.clone()));
-            Snapshot::for_new_table(protocol, metadata)?
+            let (actions, created) = crate::delta::clustering::created(protocol, metadata, &opts.cluster_by)?;
+            schema_actions.extend(actions);
+            created
         }
     };
     let creating = schema_actions.iter().any(|a| matches!(a, Action::Protocol(_)));
@@ -387,6 +390,7 @@ fn existing_table_options(s: &Snapshot, opts: &WriteOptions) -> Result<HashMap<S
             s.metadata.partition_columns.join(",")
         )));
     }
+    crate::delta::clustering::check_configured(s, &opts.cluster_by, "--cluster-by")?;
     if opts.schema.as_ref().is_some_and(|schema| *schema != s.schema) {
         return Err(Error::InvalidArgument(
             "--schema cannot apply: the table exists with another schema (use --evolve-schema to add columns from the records)"

@@ -276,6 +276,7 @@ impl GroupCommitter {
         let settings = &self.settings.settings;
         NewTable {
             partition_by: settings.partition_by.clone(),
+            cluster_by: settings.cluster_by.clone(),
             properties: settings.properties.clone().into_iter().collect(),
             keyed: !settings.key_columns.is_empty(),
         }

@@ -95,6 +95,9 @@ pub(crate) struct DataWriter {
     /// Columns whose dictionary a closed file of this writer abandoned: later files write
     /// them plain from the start.
     abandoned: Vec<ColumnPath>,
+    /// A clustered table's clustering columns (physical paths): every file keeps their
+    /// statistics.
+    clustering: Vec<Vec<String>>,
 }
 
 impl DataWriter {
@@ -122,6 +125,7 @@ impl DataWriter {
             generated: crate::delta::generated::generated_columns(&snapshot.schema)?,
             plain: None,
             abandoned: Vec::new(),
+            clustering: crate::delta::clustering::physical_columns(snapshot)?,
         })
     }
 
@@ -271,7 +275,8 @@ impl DataWriter {
         let writer = AsyncArrowWriter::try_new(sink, self.physical.clone(), Some(props))
             .map_err(|e| Error::data_file(&rel, e))?;
         let s = &self.snapshot;
-        let stats = StatsCollector::new(&s.schema, dropped_partition_columns(s), &s.properties, s.column_mapping());
+        let stats = StatsCollector::new(&s.schema, dropped_partition_columns(s), &s.properties, s.column_mapping())
+            .with_leaves(&s.schema, s.column_mapping(), &self.clustering);
         Ok(OpenFile { writer, clock: self.table.clock().clone(), rel, partition_values: values, stats })
     }
 

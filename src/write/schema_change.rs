@@ -35,6 +35,8 @@ pub(crate) struct NewTable {
     pub properties: HashMap<String, String>,
     /// Keyed tables get the properties keyed writes need (deletion vectors).
     pub keyed: bool,
+    /// Clustering columns (logical names; empty: not clustered).
+    pub cluster_by: Vec<String>,
 }
 
 impl NewTable {
@@ -44,6 +46,7 @@ impl NewTable {
             partition_by: cfg.partition_by.clone(),
             properties: cfg.properties.clone(),
             keyed: cfg.upsert.is_some(),
+            cluster_by: cfg.cluster_by.clone(),
         }
     }
 }
@@ -74,31 +77,16 @@ impl SchemaChange {
 }
 
 /// `target` grown by the fields of `incoming` it lacks (`Ok(None)`: it holds them already).
+/// Types are not compared here: rows are projected onto the target afterwards ([`onto`]),
+/// which takes exact conversions (an `int` into a `long`) and refuses the rest.
 ///
 /// # Errors
-/// A one-line reason when `incoming` does not fit (a field of another type).
+/// A one-line reason when a new field cannot be added (a name the table cannot take).
 pub(crate) fn grown(target: &StructType, incoming: &StructType) -> std::result::Result<Option<StructType>, String> {
     if target == incoming {
         return Ok(None);
     }
-    if let Some(why) = conflict(target, incoming, "") {
-        return Err(format!("the records do not fit the table schema: {why}"));
-    }
     merge_schema(target, incoming).map_err(|e| format!("the records do not fit the table schema: {e}"))
-}
-
-/// The first field `incoming` has with another type than `target`'s field of that name.
-fn conflict(target: &StructType, incoming: &StructType, path: &str) -> Option<String> {
-    use crate::delta::schema::DataType;
-    incoming.fields.iter().find_map(|f| {
-        let t = target.fields.iter().find(|t| t.name.eq_ignore_ascii_case(&f.name))?;
-        let name = if path.is_empty() { f.name.clone() } else { format!("{path}.{}", f.name) };
-        match (&t.data_type, &f.data_type) {
-            (DataType::Struct(a), DataType::Struct(b)) => conflict(a, b, &name),
-            (a, b) if a != b => Some(format!("column {name:?} is {a:?} in the table, {b:?} in the records")),
-            _ => None,
-        }
-    })
 }
 
 /// The schema a commit writes: the table's (or, with no table, the first proposal) grown by
@@ -137,8 +125,8 @@ pub(crate) fn change(snapshot: Option<&Snapshot>, target: StructType, new: &NewT
                 keyed_table_properties(&mut properties)?;
             }
             let (protocol, metadata) = new_table(target, &new.partition_by, &properties)?;
-            let actions = vec![Action::Protocol(protocol.clone()), Action::Metadata(metadata.clone())];
-            Ok(SchemaChange { actions, changed: Some(Snapshot::for_new_table(protocol, metadata)?), creating: true })
+            let (actions, created) = crate::delta::clustering::created(protocol, metadata, &new.cluster_by)?;
+            Ok(SchemaChange { actions, changed: Some(created), creating: true })
         }
         Some(s) if target != s.schema => {
             let metadata = crate::delta::create::evolved_metadata(&s.metadata, s.column_mapping(), target);
@@ -191,8 +179,6 @@ mod tests {
         assert_eq!(names, ["id", "b", "c"]);
         assert_eq!(grown(&ab, &a).unwrap(), None, "a narrower proposal changes nothing");
         assert!(target(None, std::iter::empty()).unwrap().is_none());
-        let clash = schema(&[("id", DataType::Primitive(PrimitiveType::String))]);
-        assert!(grown(&a, &clash).unwrap_err().contains("do not fit"));
     }
 
     #[test]

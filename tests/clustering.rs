@@ -1,0 +1,176 @@
+//! Clustered tables: created by `deltabus write --cluster-by` (the `clustering` and
+//! `domainMetadata` features, the `delta.clustering` domain by physical name paths), kept valid
+//! by every append (statistics for every clustering column whatever the statistics settings,
+//! no `clusteringProvider`), changed and removed by `deltabus cluster-by`, refused in one line
+//! where the rules say no; and Spark, the reference engine, reads and optimizes the clustered
+//! tables deltabus writes and takes deltabus's appends into its own liquid-clustered tables.
+
+use serde_json::{json, Value};
+
+use crate::support::spark::{sorted, spark, spark_rows, spark_sql};
+use crate::support::{deltabus, rows, run_json, write_jsonl};
+
+/// Every action of every commit of a local table, by version.
+fn commits(table: &std::path::Path) -> Vec<(u64, Vec<Value>)> {
+    let mut out: Vec<(u64, Vec<Value>)> = std::fs::read_dir(table.join("_delta_log"))
+        .unwrap()
+        .filter_map(|e| {
+            let path = e.unwrap().path();
+            let name = path.file_name()?.to_string_lossy().into_owned();
+            let version = name.strip_suffix(".json")?.parse().ok()?;
+            let text = std::fs::read_to_string(&path).unwrap();
+            Some((version, text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()))
+        })
+        .collect();
+    out.sort_by_key(|(v, _)| *v);
+    out
+}
+
+/// The statistics of the files the commit at `version` adds.
+fn added_stats(table: &std::path::Path, version: u64) -> Vec<Value> {
+    let (_, actions) = commits(table).into_iter().find(|(v, _)| *v == version).unwrap();
+    let adds: Vec<&Value> = actions.iter().filter_map(|a| a.get("add")).collect();
+    assert!(!adds.is_empty(), "version {version} adds no file");
+    for a in &adds {
+        assert!(a.get("clusteringProvider").is_none(), "an append names a clustering provider: {a}");
+    }
+    adds.iter().map(|a| serde_json::from_str(a["stats"].as_str().unwrap()).unwrap()).collect()
+}
+
+fn records(ids: std::ops::Range<i64>) -> String {
+    const DEVICES: [&str; 4] = ["sensor-ü", "名前", "b", "a/b"];
+    ids.map(|i| {
+        let device = DEVICES[i as usize % DEVICES.len()];
+        json!({"id": i, "device": device, "n": i * 3, "ok": i % 2 == 0, "address": {"city": format!("Zürich-{}", i % 5)}})
+            .to_string()
+            + "\n"
+    })
+    .collect()
+}
+
+fn fails(table: &std::path::Path, args: &[&str], input: &str, why: &str) {
+    let out = write_jsonl(table, args, input);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(err.contains(why), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: not one line: {err}");
+}
+
+#[test]
+fn clustered_tables_are_created_kept_valid_and_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t");
+    let table = path.to_str().unwrap();
+    let no_stats = ["--property", "delta.dataSkippingNumIndexedCols=0"];
+    let args = [&["--cluster-by", "device, address.city"][..], &no_stats[..]].concat();
+    crate::support::tables::write_ok(&path, &args, &records(0..40));
+    let log = commits(&path);
+    let first = &log[0].1;
+    let protocol = first.iter().find_map(|a| a.get("protocol")).unwrap();
+    let writer: Vec<&str> =
+        protocol["writerFeatures"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    assert!(writer.contains(&"clustering") && writer.contains(&"domainMetadata"), "{protocol}");
+    let domain = first.iter().find_map(|a| a.get("domainMetadata")).unwrap();
+    assert_eq!(domain["domain"], "delta.clustering");
+    let columns: Value = serde_json::from_str(domain["configuration"].as_str().unwrap()).unwrap();
+    assert_eq!(columns, json!({"clusteringColumns": [["device"], ["address", "city"]]}));
+    // Statistics for the clustering columns only (the table indexes no column of its own).
+    for s in added_stats(&path, 0) {
+        assert!(s["minValues"]["device"].is_string() && s["maxValues"]["address"]["city"].is_string(), "{s}");
+        assert!(s["minValues"].get("n").is_none() && s["minValues"].get("id").is_none(), "{s}");
+    }
+    let d = run_json(&["describe", table]);
+    assert_eq!(d["clusteringColumns"], json!(["device", "address.city"]), "{d}");
+    // An append without the flag keeps them; one naming other columns is refused.
+    crate::support::tables::write_ok(&path, &[], &records(40..60));
+    for s in added_stats(&path, 1) {
+        assert!(s["minValues"]["device"].is_string(), "{s}");
+    }
+    fails(
+        &path,
+        &["--cluster-by", "n"],
+        &records(60..61),
+        "cannot apply: the table exists clustered by [device, address.city]",
+    );
+    assert_eq!(commits(&path).len(), 2, "a refused write committed");
+
+    // Changed, asked again (nothing to do), and removed.
+    let changed = run_json(&["cluster-by", table, "n"]);
+    assert_eq!((changed["version"].as_u64(), &changed["clusteringColumns"]), (Some(2), &json!(["n"])));
+    assert_eq!(run_json(&["cluster-by", table, "N"])["version"], Value::Null);
+    crate::support::tables::write_ok(&path, &[], &records(60..70));
+    for s in added_stats(&path, 3) {
+        assert!(s["minValues"]["n"].is_number() && s["minValues"].get("device").is_none(), "{s}");
+    }
+    let history = String::from_utf8_lossy(&deltabus(&["history", table]).stdout).into_owned();
+    assert!(history.contains("CLUSTER BY"), "{history}");
+    let none = run_json(&["cluster-by", table, "--none"]);
+    assert_eq!(none["clusteringColumns"], json!([]));
+    assert_eq!(run_json(&["describe", table])["clusteringColumns"], json!([]));
+    let ids: Vec<i64> = crate::support::tables::ids(table);
+    assert_eq!(ids, (0..70).collect::<Vec<_>>());
+    let out = deltabus(&["cluster-by", table, "ok"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("no min/max statistics"));
+}
+
+#[test]
+fn clustering_the_rules_refuse_is_refused_in_one_line_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t");
+    let input = records(0..5);
+    fails(&path, &["--cluster-by", "n", "--partition-by", "device"], &input, "cannot also be partitioned");
+    fails(&path, &["--cluster-by", "id,n,device,address.city,id"], &input, "at most 4");
+    fails(&path, &["--cluster-by", "nope"], &input, "not in the schema");
+    fails(&path, &["--cluster-by", "ok"], &input, "no min/max statistics");
+    fails(&path, &["--cluster-by", "address"], &input, "no min/max statistics");
+    assert!(!path.join("_delta_log").exists(), "a refused table was created");
+}
+
+#[test]
+fn spark_reads_and_optimizes_clustered_tables_deltabus_writes_and_takes_its_appends() {
+    let Some(spark) = spark() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // Ours: clustered by a string and a nested column; Spark reads it, appends, and clusters.
+    let path = dir.path().join("ours");
+    let t = path.to_str().unwrap();
+    crate::support::tables::write_ok(&path, &["--cluster-by", "device,address.city"], &records(0..50));
+    crate::support::tables::write_ok(&path, &[], &records(50..100));
+    let detail = spark_sql(&spark, &[&format!("DESCRIBE DETAIL delta.`{t}`")]).unwrap();
+    assert_eq!(detail[0]["clusteringColumns"], json!(["device", "address.city"]), "{detail:?}");
+    assert_eq!(spark_rows(&spark, t), sorted(rows(t)));
+    let (sql_insert, sql_optimize) = (
+        format!("INSERT INTO delta.`{t}` SELECT 100 + id, 'spark', (100 + id) * 3, true, named_struct('city', 'Köln') FROM range(0, 20)"),
+        format!("OPTIMIZE delta.`{t}`"),
+    );
+    spark_sql(&spark, &[&sql_insert, &sql_optimize]).unwrap_or_else(|e| panic!("{e}"));
+    crate::support::tables::write_ok(&path, &[], &records(120..130));
+    assert_eq!(spark_rows(&spark, t), sorted(rows(t)));
+    let d = run_json(&["describe", t]);
+    assert!(d["clusteredBytes"].as_i64().unwrap() > 0, "Spark's clustering names its provider: {d}");
+
+    // Spark's: liquid clustered by an int column; deltabus appends with its statistics, and
+    // Spark's OPTIMIZE and reads go on; Spark's ALTER TABLE ... CLUSTER BY shows in describe.
+    let theirs = dir.path().join("theirs");
+    let s = theirs.to_str().unwrap();
+    spark_sql(
+        &spark,
+        &[
+            &format!("CREATE TABLE delta.`{s}` (id BIGINT, name STRING, n INT) USING delta CLUSTER BY (n)"),
+            &format!("INSERT INTO delta.`{s}` SELECT id, concat('ü-', id), CAST(id % 7 AS INT) FROM range(0, 100)"),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let ours: String =
+        (100..150).map(|i| json!({"id": i, "name": format!("名前-{i}"), "n": i % 7}).to_string() + "\n").collect();
+    crate::support::tables::write_ok(&theirs, &[], &ours);
+    let version = commits(&theirs).last().unwrap().0;
+    for st in added_stats(&theirs, version) {
+        assert!(st["minValues"]["n"].is_number(), "{st}");
+    }
+    spark_sql(&spark, &[&format!("OPTIMIZE delta.`{s}`"), &format!("ALTER TABLE delta.`{s}` CLUSTER BY (id)")])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(spark_rows(&spark, s), sorted(rows(s)));
+    assert_eq!(run_json(&["describe", s])["clusteringColumns"], json!(["id"]));
+    crate::support::tables::write_ok(&theirs, &[], &ours.replace("\"id\":1", "\"id\":2"));
+    assert_eq!(spark_rows(&spark, s).len(), 200);
+}
