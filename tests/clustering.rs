@@ -145,6 +145,11 @@ fn spark_reads_and_optimizes_clustered_tables_deltabus_writes_and_takes_its_appe
     spark_sql(&spark, &[&sql_insert, &sql_optimize]).unwrap_or_else(|e| panic!("{e}"));
     crate::support::tables::write_ok(&path, &[], &records(120..130));
     assert_eq!(spark_rows(&spark, t), sorted(rows(t)));
+    // deltabus clusters what is new beside Spark's clustered files; Spark reads and optimizes on.
+    let report = run_json(&["compact", t]);
+    assert_eq!(report["clustered"], true, "{report}");
+    spark_sql(&spark, &[&sql_optimize]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(spark_rows(&spark, t), sorted(rows(t)));
     let d = run_json(&["describe", t]);
     assert!(d["clusteredBytes"].as_i64().unwrap() > 0, "Spark's clustering names its provider: {d}");
 
@@ -173,4 +178,59 @@ fn spark_reads_and_optimizes_clustered_tables_deltabus_writes_and_takes_its_appe
     assert_eq!(run_json(&["describe", s])["clusteringColumns"], json!(["id"]));
     crate::support::tables::write_ok(&theirs, &[], &ours.replace("\"id\":1", "\"id\":2"));
     assert_eq!(spark_rows(&spark, s).len(), 200);
+}
+
+/// The files of a `--dry-run` delete scans and skips for `predicate`.
+fn scanned_skipped(table: &str, predicate: &str) -> (u64, u64) {
+    let r = run_json(&["delete", table, "--where", predicate, "--dry-run"]);
+    (r["filesScanned"].as_u64().unwrap(), r["filesSkipped"].as_u64().unwrap())
+}
+
+#[test]
+fn compact_clusters_what_is_new_and_filters_on_either_column_skip_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t");
+    let table = path.to_str().unwrap();
+    // Eight appends, each spanning every device and the whole range of n.
+    let batch = |b: i64| -> String {
+        (b * 1500..(b + 1) * 1500)
+            .map(|i| json!({"id": i, "device": format!("dévice-{}", i % 8), "n": (i * 7919) % 1000}).to_string() + "\n")
+            .collect()
+    };
+    crate::support::tables::write_ok(&path, &["--cluster-by", "device,n"], &batch(0));
+    for b in 1..8 {
+        crate::support::tables::write_ok(&path, &[], &batch(b));
+    }
+    let before = crate::support::tables::rows_by_id(table);
+    assert_eq!(scanned_skipped(table, "device = 'dévice-3'"), (8, 0), "appends span every device");
+    let small = ["compact", table, "--target-file-size", "4KiB"];
+    let report = run_json(&small);
+    assert_eq!((report["clustered"].as_bool(), report["filesIn"].as_u64()), (Some(true), Some(8)), "{report}");
+    assert_eq!(crate::support::tables::rows_by_id(table), before, "compaction changed rows");
+    let files = report["filesOut"].as_u64().unwrap();
+    assert!(files >= 10, "{report}");
+    // Either column alone now skips most files.
+    for predicate in ["device = 'dévice-3'", "n < 100"] {
+        let (scanned, skipped) = scanned_skipped(table, predicate);
+        assert!(skipped > scanned, "{predicate}: scanned {scanned}, skipped {skipped} of {files}");
+    }
+    for (_, actions) in commits(&path).into_iter().skip(8) {
+        for add in actions.iter().filter_map(|a| a.get("add")) {
+            assert_eq!((&add["clusteringProvider"], &add["dataChange"]), (&json!("deltabus"), &json!(false)));
+        }
+    }
+    let d = run_json(&["describe", table]);
+    assert_eq!(d["clusteredBytes"], d["sizeInBytes"], "{d}");
+    // Nothing new: nothing rewritten. One new file: only it. --full: everything.
+    assert_eq!(run_json(&small)["filesIn"], 0);
+    crate::support::tables::write_ok(&path, &[], &batch(8));
+    assert_eq!(run_json(&small)["filesIn"], 1);
+    let all = run_json(&["describe", table])["numFiles"].as_u64().unwrap();
+    let full = run_json(&["compact", table, "--target-file-size", "4KiB", "--full"]);
+    assert_eq!(full["filesIn"].as_u64(), Some(all), "{full}");
+    assert_eq!(crate::support::tables::ids(table), (0..13500).collect::<Vec<_>>());
+    // The rewrites are no changes to the change feed.
+    let v = run_json(&["describe", table])["version"].as_u64().unwrap();
+    let out = deltabus(&["changes", table, "--from", &v.to_string(), "--to", &v.to_string()]);
+    assert!(out.status.success() && out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
 }

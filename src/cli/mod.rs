@@ -163,6 +163,9 @@ pub enum Command {
         /// Plan and print the summary without writing.
         #[arg(long)]
         dry_run: bool,
+        /// Clustered tables: recluster every file, not only those not clustered yet.
+        #[arg(long)]
+        full: bool,
     },
     /// Delete files no version within the retention references (and orphans of failed writes).
     Vacuum {
@@ -412,10 +415,10 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
         Command::Followers { table, remove } => {
             read::writeln_json(out, &changes::followers(&Table::open(&table, storage)?, remove.as_deref()).await?)
         }
-        Command::Compact { table, predicate, target_file_size, min_file_size, dry_run } => {
+        Command::Compact { table, predicate, target_file_size, min_file_size, dry_run, full } => {
             use crate::compactor::planner::parse_partition_predicate;
             use crate::compactor::rewriter::{compact, CompactOptions};
-            let mut opts = CompactOptions { dry_run, progress: true, ..CompactOptions::default() };
+            let mut opts = CompactOptions { dry_run, full, progress: true, ..CompactOptions::default() };
             if let Some(t) = target_file_size {
                 opts.plan.target_size = t.get();
                 opts.plan.min_file_size = t.get();

@@ -8,6 +8,11 @@
 //! compaction is lost; when an input was removed (or a deleted row came back), the bin is
 //! abandoned — its new files deleted — so a deleted row is never resurrected. Concurrent blind
 //! appends never conflict with it.
+//!
+//! On a clustered table a run clusters instead of bin-packing ([`super::cluster`]): each bin's
+//! rows are written in the clustering order, its outputs name `clusteringProvider =
+//! "deltabus"`, and a bin whose inputs changed meanwhile is abandoned (its rows moved, so
+//! deletions made meanwhile cannot be carried over by position); the next run takes it again.
 
 use std::sync::Arc;
 
@@ -36,6 +41,8 @@ pub(crate) struct CompactOptions {
     pub progress: bool,
     /// A keyed pipeline's key columns: the outputs' key index sidecars are written with them.
     pub key_columns: Option<Vec<String>>,
+    /// Clustered tables: recluster every file, not only those not clustered yet.
+    pub full: bool,
 }
 
 /// What a compaction run did (or, dry, would do).
@@ -55,6 +62,8 @@ pub(crate) struct CompactReport {
     /// Bins committed with deletions made meanwhile carried onto their outputs.
     pub remapped_bins: usize,
     pub dry_run: bool,
+    /// The run clustered (a clustered table's bins, written in clustering order).
+    pub clustered: bool,
 }
 
 impl CompactReport {
@@ -64,7 +73,7 @@ impl CompactReport {
             "dryRun": self.dry_run, "bins": self.bins, "filesIn": self.files_in, "filesOut": self.files_out,
             "bytesIn": self.bytes_in, "bytesOut": self.bytes_out, "rows": self.rows,
             "dvRowsPurged": self.dv_rows_purged, "versions": self.versions, "abandoned": self.abandoned,
-            "remappedBins": self.remapped_bins,
+            "remappedBins": self.remapped_bins, "clustered": self.clustered,
         })
     }
 }
@@ -90,8 +99,21 @@ pub(crate) async fn compact(table: &Table, opts: &CompactOptions) -> Result<Comp
     if let Some(t) = snapshot.properties.target_file_size {
         cfg.target_size = cfg.target_size.min(t).max(1);
     }
-    let bins = plan(&snapshot.files(), &cfg, &keep);
-    let mut report = CompactReport { bins: bins.len(), dry_run: opts.dry_run, ..CompactReport::default() };
+    let clustering = crate::delta::clustering::physical_columns(&snapshot)?;
+    let order: Option<Arc<Vec<Vec<String>>>> = (!clustering.is_empty()).then(|| {
+        let names = crate::delta::clustering::logical_names(&snapshot.schema, snapshot.column_mapping(), &clustering);
+        Arc::new(names.iter().map(|n| n.split('.').map(String::from).collect()).collect())
+    });
+    let bins = match &order {
+        Some(_) => super::cluster::plan(&snapshot.files(), opts.full, super::cluster::BIN_BYTES.max(cfg.target_size)),
+        None => plan(&snapshot.files(), &cfg, &keep),
+    };
+    let mut report = CompactReport {
+        bins: bins.len(),
+        dry_run: opts.dry_run,
+        clustered: order.is_some(),
+        ..CompactReport::default()
+    };
     for bin in &bins {
         report.files_in += bin.files.len();
         report.bytes_in += bin.bytes();
@@ -129,7 +151,8 @@ pub(crate) async fn compact(table: &Table, opts: &CompactOptions) -> Result<Comp
         while running.len() < parallel {
             let Some((_, bin)) = pending.next() else { break };
             let (table, snapshot, cfg, opts) = (table.clone(), snapshot.clone(), cfg.clone(), opts.clone());
-            running.spawn(async move { rewrite_bin(&table, &snapshot, &bin, &cfg, &opts).await });
+            let order = order.clone();
+            running.spawn(async move { rewrite_bin(&table, &snapshot, &bin, &cfg, &opts, order.as_deref()).await });
         }
         let Some(done) = running.join_next().await else { break };
         let part = done.map_err(|e| Error::Internal(format!("compaction task: {e}")))??;
@@ -164,43 +187,35 @@ fn physical_predicate(
     Ok(out)
 }
 
-/// Rewrites and commits one bin; the returned report covers only its outputs.
+/// Rewrites and commits one bin (its rows in the clustering order of `order`, logical paths,
+/// when the table is clustered); the returned report covers only its outputs.
 async fn rewrite_bin(
     table: &Table,
     snapshot: &Snapshot,
     bin: &Bin,
     cfg: &PlanConfig,
     opts: &CompactOptions,
+    order: Option<&Vec<Vec<String>>>,
 ) -> Result<CompactReport> {
     let mut report = CompactReport::default();
-    let plan = table.data().scan_plan(snapshot);
     let mut writer_cfg = WriterConfig::for_snapshot(snapshot);
     writer_cfg.target_file_size = cfg.target_size;
     let mut writer = DataWriter::new(table, snapshot, writer_cfg)?.rewriting();
-    let mut rows = 0u64;
-    let mut live: Vec<u64> = Vec::with_capacity(bin.files.len());
-    for f in &bin.files {
-        let read = match table.data().read_file(&plan, f).await {
-            Ok(r) => r,
-            Err(e) => {
-                writer.abort().await;
-                return Err(e);
-            }
-        };
-        let mut n = 0u64;
-        for batch in &read.batches {
-            n += batch.num_rows() as u64;
-            if let Err(e) = writer.write(batch).await {
-                writer.abort().await;
-                return Err(e);
-            }
+    let written = match order {
+        None => copy_bin(table, snapshot, bin, &mut writer).await,
+        Some(columns) => cluster_bin(table, snapshot, bin, columns, &mut writer).await,
+    };
+    let (rows, live) = match written {
+        Ok(w) => w,
+        Err(e) => {
+            writer.abort().await;
+            return Err(e);
         }
-        rows += n;
-        live.push(n);
-    }
+    };
     let mut adds = writer.finish().await?;
     for a in &mut adds {
         a.data_change = false;
+        a.clustering_provider = order.map(|_| super::cluster::PROVIDER.to_string());
     }
     let mut staged = StagedCommit::new(table);
     staged.stage(adds.iter().map(|a| a.path.clone()));
@@ -228,7 +243,7 @@ async fn rewrite_bin(
         };
         // Inputs given more deleted rows meanwhile: those deletions are carried onto the
         // outputs and the bin commits against the new table; anything else abandons it.
-        let carried = if attempt < MAX_REMAPS {
+        let carried = if attempt < MAX_REMAPS && order.is_none() {
             match table.snapshot(None).await {
                 Ok(s) => {
                     let mut dv_files = Vec::new();
@@ -265,6 +280,55 @@ async fn rewrite_bin(
         }
     }
     Ok(report)
+}
+
+/// Writes the bin's live rows in their order: the rows written, and each input's live rows.
+async fn copy_bin(table: &Table, snapshot: &Snapshot, bin: &Bin, writer: &mut DataWriter) -> Result<(u64, Vec<u64>)> {
+    let plan = table.data().scan_plan(snapshot);
+    let mut live: Vec<u64> = Vec::with_capacity(bin.files.len());
+    for f in &bin.files {
+        let read = table.data().read_file(&plan, f).await?;
+        let mut n = 0u64;
+        for batch in &read.batches {
+            n += batch.num_rows() as u64;
+            writer.write(batch).await?;
+        }
+        live.push(n);
+    }
+    Ok((live.iter().sum(), live))
+}
+
+/// Writes the bin's live rows in clustering order (all of them held while they are ordered:
+/// bins are bounded by [`super::cluster::BIN_BYTES`]), in slices so files roll at the target.
+async fn cluster_bin(
+    table: &Table,
+    snapshot: &Snapshot,
+    bin: &Bin,
+    columns: &[Vec<String>],
+    writer: &mut DataWriter,
+) -> Result<(u64, Vec<u64>)> {
+    const SLICE: usize = 1024;
+    let plan = table.data().scan_plan(snapshot);
+    let mut batches = Vec::new();
+    let mut live: Vec<u64> = Vec::with_capacity(bin.files.len());
+    for f in &bin.files {
+        let read = table.data().read_file(&plan, f).await?;
+        live.push(read.batches.iter().map(|b| b.num_rows() as u64).sum());
+        batches.extend(read.batches);
+    }
+    let Some(first) = batches.first() else { return Ok((0, live)) };
+    let all = arrow::compute::concat_batches(&first.schema(), &batches)
+        .map_err(|e| Error::Internal(format!("joining a clustering bin: {e}")))?;
+    drop(batches);
+    let ordered = super::cluster::ordered(&all, columns)?;
+    drop(all);
+    let mut at = 0;
+    while at < ordered.num_rows() {
+        let n = SLICE.min(ordered.num_rows() - at);
+        writer.write(&ordered.slice(at, n)).await?;
+        at += n;
+    }
+    Ok((live.iter().sum(), live))
 }
 
 /// Conflicts a bin rides out by carrying deletions over before it gives up.
