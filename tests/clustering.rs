@@ -214,6 +214,17 @@ fn compact_clusters_what_is_new_and_filters_on_either_column_skip_files() {
         let (scanned, skipped) = scanned_skipped(table, predicate);
         assert!(skipped > scanned, "{predicate}: scanned {scanned}, skipped {skipped} of {files}");
     }
+    // `cat --where` reads only the files that may match, and says how many it skipped.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["cat", table, "--where", "device = 'dévice-3'"])
+        .env("DELTABUS_LOG", "info")
+        .output()
+        .unwrap();
+    let printed = crate::support::tables::ids_printed(&out);
+    let expected: Vec<i64> = (0..12000).filter(|i| i % 8 == 3).collect();
+    assert_eq!(printed, expected);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("cat.pruned") && !log.contains("files_skipped=0"), "{log}");
     for (_, actions) in commits(&path).into_iter().skip(8) {
         for add in actions.iter().filter_map(|a| a.get("add")) {
             assert_eq!((&add["clusteringProvider"], &add["dataChange"]), (&json!("deltabus"), &json!(false)));

@@ -79,6 +79,11 @@ pub enum Command {
         /// At most this many (default: all).
         #[arg(long)]
         limit: Option<usize>,
+        /// Only rows matching this predicate (as `delete --where`); files whose statistics or
+        /// partition values rule it out are skipped unread (`DELTABUS_LOG=info` reports how
+        /// many).
+        #[arg(long = "where", value_name = "PREDICATE")]
+        predicate: Option<String>,
     },
     /// Print the live files of a table as one JSON object.
     Files {
@@ -385,7 +390,9 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
         }
         Command::Serve(args) => serve::serve(args, config, storage, run::shutdown_on_signals(), out).await,
         Command::Demo { table, records } => run::demo(table, records, out).await,
-        Command::Cat { table, version, limit } => read::cat(&Table::open(&table, storage)?, version, limit, out).await,
+        Command::Cat { table, version, limit, predicate } => {
+            read::cat(&Table::open(&table, storage)?, version, limit, predicate.as_deref(), out).await
+        }
         Command::Files { table, version } => read::files(&Table::open(&table, storage)?, version, out).await,
         Command::Describe { table, version } => read::describe(&Table::open(&table, storage)?, version, out).await,
         Command::History { table, limit } => read::history(&Table::open(&table, storage)?, limit, out).await,

@@ -20,18 +20,39 @@ pub(super) async fn cat(
     table: &Table,
     version: Option<u64>,
     limit: Option<usize>,
+    predicate: Option<&str>,
     out: &mut (dyn Write + Send),
 ) -> Result<()> {
     let snapshot = table.snapshot(version).await?;
+    let expr = predicate.map(|p| checked_predicate(&snapshot, p)).transpose()?;
     let plan = table.data().scan_plan(&snapshot);
     let mut remaining = limit.unwrap_or(usize::MAX);
+    let files = snapshot.files();
+    let total = files.len();
+    let files: Vec<_> = match &expr {
+        Some(e) => {
+            files.into_iter().filter(|a| e.may_match_in(&snapshot, &a.partition_values, a.stats.as_deref())).collect()
+        }
+        None => files,
+    };
+    if expr.is_some() {
+        tracing::info!(files_scanned = files.len(), files_skipped = total - files.len(), "cat.pruned");
+    }
     // File by file, batch by batch: memory stays at one decoded batch, and a limit stops the
     // decoding as soon as it is reached.
-    for add in snapshot.files() {
+    for add in files {
         if remaining == 0 {
             break;
         }
         let mut print = |batch: arrow::array::RecordBatch| -> Result<bool> {
+            let batch = match &expr {
+                Some(e) => {
+                    let mask = e.evaluate(&batch).map_err(|why| Error::InvalidArgument(format!("--where: {why}")))?;
+                    arrow::compute::filter_record_batch(&batch, &mask)
+                        .map_err(|e| Error::Internal(format!("filtering rows: {e}")))?
+                }
+                None => batch,
+            };
             let as_struct = arrow::array::StructArray::from(batch);
             let (json, mut text) = (JsonRows::new(&as_struct), Vec::with_capacity(64 << 10));
             for i in 0..as_struct.len().min(remaining) {
@@ -49,6 +70,22 @@ pub(super) async fn cat(
         table.data().visit_file(&plan, add, &mut print).await?;
     }
     Ok(())
+}
+
+/// `predicate` parsed and checked against the table's columns and types.
+fn checked_predicate(
+    snapshot: &crate::delta::snapshot::Snapshot,
+    predicate: &str,
+) -> Result<crate::delta::predicate::Expr> {
+    let bad = |why: String| Error::InvalidArgument(format!("--where: {why}"));
+    let expr = crate::delta::predicate::parse(predicate).map_err(bad)?;
+    for c in expr.columns() {
+        if snapshot.schema.fields.iter().all(|f| !f.name.eq_ignore_ascii_case(c)) {
+            return Err(bad(format!("no column {c:?} in the table")));
+        }
+    }
+    expr.check_types(&snapshot.schema).map_err(|e| bad(e.to_string()))?;
+    Ok(expr)
 }
 
 pub(super) async fn files(table: &Table, version: Option<u64>, out: &mut (dyn Write + Send)) -> Result<()> {
