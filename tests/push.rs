@@ -847,3 +847,35 @@ async fn column_mapped_tables_take_names_that_need_it() {
         crate::support::spark::spark_reads_as_deltabus(&table);
     }
 }
+
+/// A push table configured with `cluster_by` is created clustered by the first request's
+/// commit, with statistics for its clustering column whatever the table indexes; settings that
+/// also partition it are a configuration error naming the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clustered_push_table_is_created_by_the_rows_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events").to_string_lossy().into_owned();
+    let mut t = table_config(&events);
+    t.cluster_by = vec!["名前".into()];
+    t.properties.insert("delta.dataSkippingNumIndexedCols".into(), "0".into());
+    let mut bad = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    let mut partitioned = t.clone();
+    partitioned.partition_by = vec!["id".into()];
+    bad.tables.insert("events".into(), partitioned);
+    let e = bad.resolve(&|_| None).err().expect("refused").to_string();
+    assert!(e.contains("tables.events.cluster_by") && e.contains("partitioned"), "{e}");
+    let mut cfg = ServerConfig { listen: "127.0.0.1:0".into(), ..ServerConfig::default() };
+    cfg.tables.insert("events".into(), t);
+    let (url, _stop, _) = start(cfg).await;
+    let client = reqwest::Client::new();
+    let body = "{\"id\":1,\"名前\":\"ü\"}\n{\"id\":2,\"名前\":\"a\"}\n";
+    let ndjson = [("Content-Type", "application/x-ndjson")];
+    let (s, b, _) = post(&client, &format!("{url}/v1/tables/events/records"), &ndjson, body).await;
+    assert_eq!(s, 200, "{b}");
+    let d = crate::support::run_json(&["describe", &events]);
+    assert_eq!(d["version"], 0, "created by the rows' commit: {d}");
+    assert_eq!(d["clusteringColumns"], serde_json::json!(["名前"]), "{d}");
+    let log = std::fs::read_to_string(format!("{events}/_delta_log/00000000000000000000.json")).unwrap();
+    let add = log.lines().find(|l| l.starts_with("{\"add\"")).unwrap();
+    assert!(add.contains("minValues") && add.contains("名前"), "{add}");
+}
