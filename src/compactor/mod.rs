@@ -7,7 +7,7 @@
 //!   onto its outputs; a bin whose inputs were removed meanwhile is abandoned, never the whole
 //!   run).
 //! - [`cluster`] [sync]: on clustered tables, which files a run clusters (incremental, bounded
-//!   bins) and the Z-order of rank-normalised clustering columns their rows are written in.
+//!   bins) and the Hilbert order of rank-normalised clustering columns their rows are written in.
 //! - [`remap`] [sync]: where rows deleted during a rewrite land in its outputs.
 //! - [`background`]: the compactor beside a pipeline, every `interval` (wired by the
 //!   composition root, for routed tables too).

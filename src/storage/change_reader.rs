@@ -111,13 +111,16 @@ impl ChangeReader<'_> {
     ) -> Result<Vec<(u32, RecordBatch)>> {
         let cdc_plan = plan.with_extra_string_column(CHANGE_TYPE);
         let mut out = Vec::new();
+        let (mut read, mut skipped) = (0usize, 0usize);
         for source in plan_changes(actions) {
             let Some(tag) = tag_of(&source.path) else { continue };
             if filter.is_some_and(|(f, snapshot)| {
                 !f.may_match_in(snapshot, &source.partition_values, source.stats.as_deref())
             }) {
+                skipped += 1;
                 continue;
             }
+            read += 1;
             let rows = match (&source.change_type, &source.selection) {
                 (ChangeType::FromFile, _) => {
                     self.data()
@@ -161,6 +164,9 @@ impl ChangeReader<'_> {
                 let label = (source.change_type != ChangeType::FromFile).then(|| source.change_type.as_str());
                 out.push((tag, with_change_columns(batch, label, version, timestamp_ms)?));
             }
+        }
+        if filter.is_some() {
+            tracing::info!(version, files_scanned = read, files_skipped = skipped, "changes.pruned");
         }
         Ok(out)
     }
