@@ -58,6 +58,9 @@ fn rows(n: usize, rng: &mut Rng) -> RecordBatch {
 /// Per file: (device min, max), (ts min, max), (amount min, max).
 type FileStats = ((String, String), (i64, i64), (f64, f64));
 
+/// A query per column: a device, a `ts` range, an `amount` range.
+type Query = (String, (i64, i64), (f64, f64));
+
 fn files(batch: &RecordBatch, per_file: usize) -> Vec<FileStats> {
     let device = batch.column(0).as_string::<i32>();
     let ts = batch.column(1).as_primitive::<Int64Type>();
@@ -79,7 +82,7 @@ fn files(batch: &RecordBatch, per_file: usize) -> Vec<FileStats> {
 }
 
 /// The share of files each query kind reads: (device, ts, amount).
-fn read_share(stats: &[FileStats], queries: &[(String, (i64, i64), (f64, f64))]) -> (f64, f64, f64) {
+fn read_share(stats: &[FileStats], queries: &[Query]) -> (f64, f64, f64) {
     let total = (stats.len() * queries.len()) as f64;
     let mut read = (0usize, 0usize, 0usize);
     for (device, (t0, t1), (a0, a1)) in queries {
@@ -98,7 +101,7 @@ fn main() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let batch = rows(n, &mut rng);
     let device = batch.column(0).as_string::<i32>();
-    let queries: Vec<(String, (i64, i64), (f64, f64))> = (0..200)
+    let queries: Vec<Query> = (0..200)
         .map(|_| {
             let row = (rng.next() % n as u64) as usize;
             let t0 = (rng.next() % 990_000_000_000) as i64;
