@@ -61,6 +61,9 @@ type FileStats = ((String, String), (i64, i64), (f64, f64));
 /// A query per column: a device, a `ts` range, an `amount` range.
 type Query = (String, (i64, i64), (f64, f64));
 
+/// A layout: its name, and the columns and curve it orders by (`None`: ingest order).
+type Layout = (&'static str, Option<(Vec<Vec<String>>, Curve)>);
+
 fn files(batch: &RecordBatch, per_file: usize) -> Vec<FileStats> {
     let device = batch.column(0).as_string::<i32>();
     let ts = batch.column(1).as_primitive::<Int64Type>();
@@ -116,7 +119,7 @@ fn main() {
         "layout", "device", "ts 1%", "amount 1%", "mean", "vs ingest", "order ms"
     );
     let mut baseline = None;
-    let layouts: [(&str, Option<(Vec<Vec<String>>, Curve)>); 4] = [
+    let layouts: [Layout; 4] = [
         ("ingest order", None),
         ("sorted by device", Some((columns[..1].to_vec(), Curve::ZOrder))),
         ("Z-order (3 columns)", Some((columns.clone(), Curve::ZOrder))),
