@@ -245,3 +245,45 @@ fn compact_clusters_what_is_new_and_filters_on_either_column_skip_files() {
     let out = deltabus(&["changes", table, "--from", &v.to_string(), "--to", &v.to_string()]);
     assert!(out.status.success() && out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// A Kafka pipeline configured with `cluster_by` creates its table clustered in the first
+/// flush's commit, and its background compactor clusters what the flushes append: rows once,
+/// the change feed inserting each once.
+#[test]
+fn a_pipeline_creates_a_clustered_table_and_its_compactor_clusters_it() {
+    use crate::support::kafka::{committed, pipeline, produce, run_until, runtime};
+    let _guard = crate::support::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t");
+    let table = path.to_string_lossy().into_owned();
+    runtime().block_on(async {
+        let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
+        cluster.create_topic("c", 2, 1).unwrap();
+        let brokers = cluster.bootstrap_servers();
+        let mut p = pipeline(&brokers, "c", &table);
+        p.cluster_by = vec!["device".into(), "id".into()];
+        p.flush.max_rows = 40;
+        p.compaction.enabled = true;
+        p.compaction.min_files = 4;
+        p.compaction.interval = "200ms".parse().unwrap();
+        let records: Vec<_> = (0..1000)
+            .map(|i| (i % 2, None, Some(json!({"id": i, "device": format!("dévice-{}", i % 5)}).to_string())))
+            .collect();
+        produce(&brokers, "c", &records).await;
+        let reports =
+            run_until(vec![p], None, |m| committed(m, "p0") >= 1000 && m.pipeline("p0").compaction_commits.get() >= 1)
+                .await;
+        assert_eq!(reports["p0"].rows_committed, 1000);
+    });
+    assert_eq!(crate::support::tables::ids(&table), (0..1000).collect::<Vec<_>>());
+    let log = commits(&path);
+    let first = &log[0].1;
+    assert!(first.iter().any(|a| a.get("domainMetadata").is_some()) && first.iter().any(|a| a.get("add").is_some()));
+    assert_eq!(run_json(&["describe", &table])["clusteringColumns"], json!(["device", "id"]));
+    let clustered = log.iter().flat_map(|(_, a)| a.iter().filter_map(|x| x.get("add")));
+    let history = String::from_utf8_lossy(&deltabus(&["history", &table]).stdout).into_owned();
+    assert!(clustered.filter(|a| a["clusteringProvider"] == "deltabus").count() > 0, "nothing clustered: {history}");
+    let out = deltabus(&["changes", &table, "--from", "0"]);
+    let inserts = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("\"insert\"")).count();
+    assert_eq!(inserts, 1000);
+}

@@ -32,10 +32,14 @@ pub(crate) const PROVIDER: &str = "deltabus";
 /// Input bytes (Parquet) of one clustering bin by default.
 pub(crate) const BIN_BYTES: u64 = 256 << 20;
 
-/// The bins of a clustering run over `files` (see the module's contract).
-pub(crate) fn plan(files: &[&Add], full: bool, max_bytes: u64) -> Vec<Bin> {
+/// The bins of a clustering run over `files` (see the module's contract); an incremental run
+/// with fewer than `min_files` candidates (the background compactor's threshold) does nothing.
+pub(crate) fn plan(files: &[&Add], full: bool, max_bytes: u64, min_files: usize) -> Vec<Bin> {
     let mut candidates: Vec<&Add> =
         files.iter().copied().filter(|f| full || f.clustering_provider.as_deref() != Some(PROVIDER)).collect();
+    if !full && candidates.len() < min_files {
+        return Vec::new();
+    }
     candidates.sort_by(|a, b| a.modification_time.cmp(&b.modification_time).then_with(|| a.path.cmp(&b.path)));
     let mut bins: Vec<Bin> = Vec::new();
     let mut size = 0u64;
@@ -204,12 +208,13 @@ mod tests {
             file("d", 250, 4, None),
         ];
         let refs: Vec<&Add> = files.iter().collect();
-        let bins = plan(&refs, false, 250);
+        let bins = plan(&refs, false, 250, 0);
+        assert!(plan(&refs, false, 250, 4).is_empty(), "fewer candidates than the threshold");
         let paths: Vec<Vec<&str>> = bins.iter().map(|b| b.files.iter().map(|f| f.path.as_str()).collect()).collect();
         assert_eq!(paths, vec![vec!["c", "a"], vec!["d"]]);
-        assert_eq!(plan(&refs, true, 1000).iter().map(|b| b.files.len()).sum::<usize>(), 4);
+        assert_eq!(plan(&refs, true, 1000, 9).iter().map(|b| b.files.len()).sum::<usize>(), 4);
         let clustered = [file("b", 100, 1, Some(PROVIDER))];
-        assert!(plan(&clustered.iter().collect::<Vec<_>>(), false, 250).is_empty(), "nothing new: nothing");
+        assert!(plan(&clustered.iter().collect::<Vec<_>>(), false, 250, 0).is_empty(), "nothing new: nothing");
     }
 
     #[test]

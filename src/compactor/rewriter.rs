@@ -105,7 +105,10 @@ pub(crate) async fn compact(table: &Table, opts: &CompactOptions) -> Result<Comp
         Arc::new(names.iter().map(|n| n.split('.').map(String::from).collect()).collect())
     });
     let bins = match &order {
-        Some(_) => super::cluster::plan(&snapshot.files(), opts.full, super::cluster::BIN_BYTES.max(cfg.target_size)),
+        Some(_) => {
+            let max = super::cluster::BIN_BYTES.max(cfg.target_size);
+            super::cluster::plan(&snapshot.files(), opts.full, max, cfg.min_partition_candidates)
+        }
         None => plan(&snapshot.files(), &cfg, &keep),
     };
     let mut report = CompactReport {
