@@ -82,7 +82,7 @@ fi
 
 # Object-store emulators for the storage tests (S3: moto, Azure: Azurite), on loopback only.
 s3_port=${DELTABUS_TEST_S3_PORT:-5055}
-.venv/bin/moto_server -H 127.0.0.1 -p "$s3_port" >"$logs/moto.log" 2>&1 &
+.venv/bin/python tools/s3-emulator/serve.py 127.0.0.1 "$s3_port" >"$logs/moto.log" 2>&1 &
 pids+=($!)
 az_port=${DELTABUS_TEST_AZURE_PORT:-10000}
 .tools/node_modules/.bin/azurite-blob --blobHost 127.0.0.1 --blobPort "$az_port" \
