@@ -266,13 +266,26 @@ fn a_pipeline_creates_a_clustered_table_and_its_compactor_clusters_it() {
         p.compaction.enabled = true;
         p.compaction.min_files = 4;
         p.compaction.interval = "200ms".parse().unwrap();
-        let records: Vec<_> = (0..1000)
-            .map(|i| (i % 2, None, Some(json!({"id": i, "device": format!("dévice-{}", i % 5)}).to_string())))
-            .collect();
-        produce(&brokers, "c", &records).await;
+        // Ten bursts, each once the one before is in the table: ten flushes at least, so the
+        // compactor's threshold of four files is met whatever a poll takes at once.
+        let producer = tokio::spawn({
+            let (brokers, table) = (brokers.clone(), table.clone());
+            async move {
+                for burst in 0..10 {
+                    let records: Vec<_> = (burst * 100..(burst + 1) * 100)
+                        .map(|i| {
+                            (i % 2, None, Some(json!({"id": i, "device": format!("dévice-{}", i % 5)}).to_string()))
+                        })
+                        .collect();
+                    produce(&brokers, "c", &records).await;
+                    crate::support::tables::wait_for_rows_in(&table, (burst as usize + 1) * 100).await;
+                }
+            }
+        });
         let reports =
             run_until(vec![p], None, |m| committed(m, "p0") >= 1000 && m.pipeline("p0").compaction_commits.get() >= 1)
                 .await;
+        producer.await.unwrap();
         assert_eq!(reports["p0"].rows_committed, 1000);
     });
     assert_eq!(crate::support::tables::ids(&table), (0..1000).collect::<Vec<_>>());

@@ -31,29 +31,6 @@ fn records(from: usize, n: usize) -> Vec<(i32, Option<String>, Option<String>)> 
         .collect()
 }
 
-/// Waits until `table` holds at least `n` rows (by its files' record counts).
-async fn wait_for_rows(table: &str, n: usize) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(t) = deltabus::storage::Table::open(table, Default::default()) {
-            if let Ok(s) = t.snapshot(None).await {
-                let rows: i64 = s
-                    .files()
-                    .iter()
-                    .filter_map(|f| f.stats.as_deref())
-                    .filter_map(|st| serde_json::from_str::<serde_json::Value>(st).ok())
-                    .filter_map(|v| v["numRecords"].as_i64())
-                    .sum();
-                if rows >= i64::try_from(n).unwrap() {
-                    return;
-                }
-            }
-        }
-        assert!(std::time::Instant::now() < deadline, "{table} never held {n} rows");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn no_deletion_vectors(table: &str) {
     let files = run_json(&["files", table]);
     for f in files["files"].as_array().unwrap() {
@@ -96,10 +73,10 @@ fn kafka_ingest_and_keyed_upserts_into_uniform_tables() {
                 // Bursts, each once the one before is committed: one flush (at least) each.
                 for burst in 0..8 {
                     produce(&brokers, "u", &records(burst * 50, 50)).await;
-                    wait_for_rows(&table, (burst + 1) * 50).await;
+                    crate::support::tables::wait_for_rows_in(&table, (burst + 1) * 50).await;
                 }
                 // Updates of a third of the keys, once the first rows are in.
-                wait_for_rows(&keyed, 100).await;
+                crate::support::tables::wait_for_rows_in(&keyed, 100).await;
                 let updates: Vec<_> =
                     (0..100).step_by(3).map(|i| (i % 2, None, Some(format!(r#"{{"id":{i},"v":"b{i}"}}"#)))).collect();
                 produce(&brokers, "keyed", &updates).await;

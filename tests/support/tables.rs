@@ -107,3 +107,28 @@ pub fn schema_changes(table: &std::path::Path) -> Vec<(u64, usize)> {
     out.sort_unstable();
     out
 }
+
+/// Waits until `table` holds at least `n` rows (by its files' record counts; an append-only
+/// table's live rows): the condition a test producing in bursts waits on between bursts.
+pub async fn wait_for_rows_in(table: &str, n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Ok(t) = deltabus::storage::Table::open(table, Default::default()) {
+            if let Ok(s) = t.snapshot(None).await {
+                let rows: i64 = s
+                    .files()
+                    .iter()
+                    .filter_map(|f| f.stats.as_deref())
+                    .filter_map(|st| serde_json::from_str::<Value>(st).ok())
+                    .filter_map(|v| v["numRecords"].as_i64())
+                    .sum();
+                if rows >= i64::try_from(n).unwrap() {
+                    return;
+                }
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "{table} never held {n} rows");
+        // A pause about time: the poll interval of a wait on another task's commits.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
