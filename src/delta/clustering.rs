@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::actions::{Action, DomainMetadata, Metadata, Protocol};
 use super::features::{with_features, Feature};
-use super::schema::{ColumnMappingMode, DataType, PrimitiveType, StructType};
+use super::schema::{ColumnMappingMode, DataType, StructType};
 use super::snapshot::Snapshot;
 use crate::error::{Error, Result};
 
@@ -192,7 +192,7 @@ fn physical_path(schema: &StructType, mode: ColumnMappingMode, name: &str) -> Re
         match (&f.data_type, i + 1 == parts.len()) {
             (DataType::Struct(s), false) => fields = s,
             (_, false) => return Err(unknown()),
-            (t, true) if has_min_max(t) => {}
+            (t, true) if super::stats::eligible(t) => {}
             (t, true) => {
                 return Err(Error::InvalidArgument(format!(
                     "cluster by: column {name:?} is {}, which has no min/max statistics to cluster by (numbers, decimals, dates, timestamps and strings do)",
@@ -213,27 +213,6 @@ fn type_name(t: &DataType) -> String {
         DataType::Map(_) => "a map".into(),
         _ => "variant".into(),
     }
-}
-
-/// Whether files keep min/max statistics for values of `t`.
-fn has_min_max(t: &DataType) -> bool {
-    use PrimitiveType as P;
-    matches!(
-        t,
-        DataType::Primitive(
-            P::Byte
-                | P::Short
-                | P::Integer
-                | P::Long
-                | P::Float
-                | P::Double
-                | P::Decimal { .. }
-                | P::Date
-                | P::Timestamp
-                | P::TimestampNtz
-                | P::String
-        )
-    )
 }
 
 /// The logical (dotted) names of the physical paths `columns` in `schema`; a path that names

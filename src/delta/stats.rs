@@ -183,7 +183,8 @@ fn find(batch: &RecordBatch, path: &[String]) -> Option<ArrayRef> {
     Some(array)
 }
 
-fn eligible(t: &DataType) -> bool {
+/// Whether files keep min/max statistics for values of `t` (nullCount covers every leaf).
+pub(crate) fn eligible(t: &DataType) -> bool {
     use super::schema::PrimitiveType as P;
     matches!(
         t,
