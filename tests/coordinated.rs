@@ -1,6 +1,6 @@
 //! Coordinated commits (`commit.mode = "coordinated"`): the committer's decisions against a
 //! table behind the fault-injecting store, with a zombie committer deciding the same requests
-//! at the same time; `deltabus ingest` workers on librdkafka's mock cluster (through store
+//! at the same time; `deltabus ingest` workers on Apache Kafka (through store
 //! faults) whose committer is paused past its takeover (SIGSTOP, then SIGCONT: the zombie) and
 //! then killed with -9, whose committer or worker dies at each named crash point, and which
 //! leave and join through a rebalance storm, with every produced id landing exactly once; and
@@ -139,8 +139,25 @@ async fn a_live_and_a_zombie_committer_through_store_faults_commit_every_batch_o
     assert!(last.values().all(|v| *v == 119), "{last:?}");
 }
 
-fn spawn_worker(brokers: &str, table: &str, log: &std::path::Path, seed: u64) -> Child {
-    spawn_worker_on(brokers, "orders", table, log, seed, None)
+fn spawn_worker(brokers: &str, topic: &str, table: &str, log: &std::path::Path, seed: u64) -> Child {
+    spawn_worker_on(brokers, topic, table, log, seed, None)
+}
+
+/// Apache Kafka's address and a fresh topic of eight partitions on it (the broker outlives
+/// the test; the commit-request topic is created by deltabus), or `None` when the suite runs
+/// without the broker.
+fn fresh_topic(prefix: &str) -> Option<(String, String)> {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let brokers = crate::support::emulator("DELTABUS_TEST_KAFKA_BROKERS")?;
+    let topic = format!("{prefix}-{}", uuid::Uuid::new_v4().simple());
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let admin: AdminClient<_> = rdkafka::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+        let t = NewTopic::new(&topic, 8, TopicReplication::Fixed(1));
+        let r = admin.create_topics([&t], &AdminOptions::new()).await.expect("create topic");
+        assert!(r.iter().all(Result::is_ok), "{r:?}");
+    });
+    Some((brokers, topic))
 }
 
 fn spawn_worker_on(
@@ -216,13 +233,9 @@ fn coordinated_workers_with_a_paused_then_killed_committer_are_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
     let log = dir.path().join("workers.log");
-    let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
-    cluster.create_topic("orders", 8, 1).unwrap();
-    // The mock cluster cannot create topics on request (a real broker can: deltabus creates it).
-    cluster.create_topic("deltabus-commits.eo.orders", 1, 1).unwrap();
-    let brokers = cluster.bootstrap_servers();
-    let producer = start_producer_to(brokers.clone(), "orders".into(), 30);
-    let mut workers: Vec<Child> = (0..3).map(|i| spawn_worker(&brokers, &table, &log, 100 + i)).collect();
+    let Some((brokers, topic)) = fresh_topic("orders") else { return };
+    let producer = start_producer_to(brokers.clone(), topic.clone(), 30);
+    let mut workers: Vec<Child> = (0..3).map(|i| spawn_worker(&brokers, &topic, &table, &log, 100 + i)).collect();
     // The zombie: the committer stops until another member has taken over and committed,
     // then it resumes with whatever it held.
     let paused = current_committer(&table, &workers, &log);
@@ -242,7 +255,7 @@ fn coordinated_workers_with_a_paused_then_killed_committer_are_exactly_once() {
     let mut dead = workers.remove(killed);
     dead.kill().unwrap();
     dead.wait().unwrap();
-    workers.push(spawn_worker(&brokers, &table, &log, 200));
+    workers.push(spawn_worker(&brokers, &topic, &table, &log, 200));
     producer.join().unwrap();
     wait_for_rows(&table, TOTAL, &log);
     for w in workers {
@@ -254,7 +267,6 @@ fn coordinated_workers_with_a_paused_then_killed_committer_are_exactly_once() {
     assert!(distinct.len() >= 2, "the committer role moved: {distinct:?}");
     let logs = std::fs::read_to_string(&log).unwrap();
     assert!(logs.contains("committer role changed"), "{logs}");
-    drop(cluster);
 }
 
 /// The first worker (the committer: it is alone in the committer group until its first commit,
@@ -263,14 +275,10 @@ fn coordinated_workers_with_a_paused_then_killed_committer_are_exactly_once() {
 #[test]
 fn a_committer_or_worker_dying_at_each_named_crash_point_loses_and_repeats_nothing() {
     let _guard = crate::support::native_clients_lock();
-    let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
-    let brokers = cluster.bootstrap_servers();
     let points =
         ["coordinated.request_sent:3", "coordinated.committed:3", "coordinated.answered:3", "commit.after_put:4"];
     for (i, point) in points.iter().enumerate() {
-        let topic = format!("cp{i}");
-        cluster.create_topic(&topic, 8, 1).unwrap();
-        cluster.create_topic(&format!("deltabus-commits.eo.{topic}"), 1, 1).unwrap();
+        let Some((brokers, topic)) = fresh_topic(&format!("cp{i}")) else { return };
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("t").to_string_lossy().into_owned();
         let log = dir.path().join("workers.log");
@@ -308,7 +316,6 @@ fn a_committer_or_worker_dying_at_each_named_crash_point_loses_and_repeats_nothi
         let name = point.split(':').next().unwrap();
         assert!(logs.contains(&format!("crash point {name} reached")), "{point}: {logs}");
     }
-    drop(cluster);
 }
 
 /// The background compactor of a coordinated pipeline runs only while its process is the
@@ -355,20 +362,17 @@ fn coordinated_workers_through_a_rebalance_storm_are_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
     let log = dir.path().join("workers.log");
-    let cluster = rdkafka::mocking::MockCluster::new(1).unwrap();
-    cluster.create_topic("orders", 8, 1).unwrap();
-    cluster.create_topic("deltabus-commits.eo.orders", 1, 1).unwrap();
-    let brokers = cluster.bootstrap_servers();
-    // Long enough to outlast the storm: the mock cluster takes seconds over every rebalance.
-    let producer = start_producer_to(brokers.clone(), "orders".into(), 50);
-    let mut workers: Vec<Child> = (0..3).map(|i| spawn_worker(&brokers, &table, &log, 600 + i)).collect();
+    let Some((brokers, topic)) = fresh_topic("storm") else { return };
+    // Long enough to outlast the storm.
+    let producer = start_producer_to(brokers.clone(), topic.clone(), 50);
+    let mut workers: Vec<Child> = (0..3).map(|i| spawn_worker(&brokers, &topic, &table, &log, 600 + i)).collect();
     for round in 0..4u64 {
         // Waits for a commit by a present member: after the committer left, its successor's.
         let current = current_committer(&table, &workers, &log);
         let at = if round % 2 == 1 { current } else { (current + 1) % workers.len() };
         let (status, _) = terminate(workers.remove(at));
         assert!(status.success(), "a leaving worker exits cleanly: {status}");
-        workers.push(spawn_worker(&brokers, &table, &log, 700 + round));
+        workers.push(spawn_worker(&brokers, &topic, &table, &log, 700 + round));
         // A pause about time: records flow between two membership changes.
         std::thread::sleep(Duration::from_secs(2));
     }
@@ -382,5 +386,4 @@ fn coordinated_workers_through_a_rebalance_storm_are_exactly_once() {
     assert_exactly_once(&table);
     let distinct: BTreeSet<String> = committers(&table).into_iter().collect();
     assert!(distinct.len() >= 3, "the committer role moved each time its member left: {distinct:?}");
-    drop(cluster);
 }

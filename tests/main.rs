@@ -51,6 +51,7 @@ mod schema_race;
 mod spark;
 mod storage;
 mod support;
+mod type_widening;
 mod uniform;
 mod uniform_glue;
 mod uniform_pruning;

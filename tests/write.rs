@@ -382,7 +382,6 @@ fn properties_of_unimplemented_features_are_refused_before_anything_is_written()
     let dir = tempfile::tempdir().unwrap();
     for props in [
         &["delta.enableIcebergCompatV1=true"][..],
-        &["delta.enableTypeWidening=true"],
         &["delta.enableVariantShredding=true"],
         &["delta.universalFormat.enabledFormats=hudi"],
     ] {

@@ -224,6 +224,21 @@ pub enum Command {
         #[arg(long)]
         none: bool,
     },
+    /// Widen column types in place (ALTER COLUMN ... TYPE): each named column takes a wider
+    /// type of its family, recorded in `delta.typeChanges`; files keep their type and are read
+    /// upcast. Turns type widening on (`delta.enableTypeWidening=true`), which lets schema
+    /// evolution widen columns by itself from then on.
+    Alter {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
+        table: String,
+        /// COLUMN=TYPE (nested columns dotted; `element`, `key`, `value` step into arrays and
+        /// maps), for example `n=long`, `price=decimal(12,2)`, `s.day=timestamp_ntz`; repeatable.
+        #[arg(long, value_name = "COLUMN=TYPE", required_unless_present = "enable_type_widening")]
+        widen: Vec<String>,
+        /// Only turn type widening on (schema evolution then widens columns by itself).
+        #[arg(long)]
+        enable_type_widening: bool,
+    },
     /// Bring a UniForm table's Iceberg metadata (`<table>/metadata/`) up to its latest Delta
     /// version, after a writer died between a commit and its conversion; prints the Iceberg
     /// snapshot as JSON.
@@ -484,6 +499,16 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             let table = Table::open_for_write(&table, storage)?;
             let columns: Vec<String> = columns.iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect();
             read::writeln_json(out, &crate::ops::cluster_by::cluster_by(&table, &columns).await?)
+        }
+        Command::Alter { table, widen, enable_type_widening: _ } => {
+            let widen = widen
+                .iter()
+                .map(|w| {
+                    w.parse::<crate::ops::alter::Widen>().map_err(|e| Error::InvalidArgument(format!("--widen {e}")))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let table = Table::open_for_write(&table, storage)?;
+            read::writeln_json(out, &crate::ops::alter::alter(&table, &widen).await?)
         }
         Command::Uniform { table, enable } => {
             let table = Table::open(&table, storage)?;

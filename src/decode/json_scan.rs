@@ -38,7 +38,12 @@ pub(super) fn approves(root: &Slot, record: &[u8]) -> bool {
 /// most 38 integer digits).
 pub(super) fn float32_holds(text: &str) -> bool {
     let int = text.trim_start_matches('-').split('.').next().unwrap_or("");
-    !text.contains(['e', 'E']) && int.len() <= 38
+    if text.contains(['e', 'E']) || int.len() > 38 {
+        return false;
+    }
+    // A fraction below float's smallest value would read as zero.
+    let tiny = int.bytes().all(|b| b == b'0') && text.bytes().any(|b| (b'1'..=b'9').contains(&b));
+    !tiny || text.parse::<f32>().is_ok_and(|x| x != 0.0)
 }
 
 pub(super) struct Scan<'a> {

@@ -52,4 +52,5 @@ internal_mods!(protobuf);
 internal_mods!(registry);
 internal_mods!(registry_schema);
 internal_mods!(route_values);
+internal_mods!(widening);
 pub(crate) mod text_room;

@@ -177,6 +177,8 @@ pub(crate) const SUPPORTED_WRITER_FEATURES: &[&str] = &[
     // Statistics for every clustering column on every added file; appends leave
     // `clusteringProvider` unset (`clustering`).
     "clustering",
+    // Widened columns record their changes in `delta.typeChanges`; only the protocol's changes.
+    "typeWidening",
     "v2Checkpoint",
     "inCommitTimestamp",
     "columnMapping",
@@ -200,7 +202,6 @@ pub(crate) const SUPPORTED_WRITER_FEATURES: &[&str] = &[
 /// implemented.
 const UNIMPLEMENTED_FEATURES: &[(&str, &str)] = &[
     ("delta.enableIcebergCompatV1", "icebergCompatV1 (Iceberg-compatible files and metadata)"),
-    ("delta.enableTypeWidening", "typeWidening (column types widened in place)"),
     ("delta.enableVariantShredding", "variantShredding (shredded variant columns)"),
 ];
 
@@ -327,6 +328,9 @@ pub(crate) fn protocol_for_new_table(
         writer.push(Feature::RowTracking.name());
         writer.push(Feature::DomainMetadata.name());
     }
+    if on(super::type_widening::PROPERTY) {
+        both(super::type_widening::FEATURE, &mut reader, &mut writer);
+    }
     if on("delta.appendOnly") {
         writer.push(Feature::AppendOnly.name());
     }
@@ -390,7 +394,6 @@ mod tests {
         };
         for (k, v) in [
             ("delta.enableIcebergCompatV1", "TRUE"),
-            ("delta.enableTypeWidening", "true"),
             ("delta.enableVariantShredding", "true"),
             ("delta.universalFormat.enabledFormats", "hudi,iceberg"),
         ] {

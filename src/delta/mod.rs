@@ -65,6 +65,7 @@ internal_mods!(schema);
 internal_mods!(snapshot);
 internal_mods!(stats);
 internal_mods!(transaction);
+internal_mods!(type_widening);
 internal_mods!(z85);
 #[cfg(test)]
 pub(crate) mod test_rng;

@@ -38,6 +38,11 @@ pub enum PrimitiveType {
 }
 
 impl PrimitiveType {
+    /// The type a schema names (`long`, `decimal(10, 2)`), if it is primitive.
+    pub(crate) fn parse_name(s: &str) -> Option<PrimitiveType> {
+        PrimitiveType::parse(s)
+    }
+
     fn parse(s: &str) -> Option<PrimitiveType> {
         use PrimitiveType::*;
         Some(match s {

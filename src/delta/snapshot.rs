@@ -52,6 +52,7 @@ impl Snapshot {
             ));
         }
         let schema = StructType::parse(&metadata.schema_string)?;
+        super::type_widening::check_recorded(&schema)?;
         for p in &metadata.partition_columns {
             if schema.field(p).is_none() {
                 return Err(Error::invalid_log("metaData", format!("partition column {p:?} is not in the schema")));
@@ -67,7 +68,17 @@ impl Snapshot {
     /// # Errors
     /// The checks of [`Snapshot::new`] (a schema that does not parse, say).
     pub fn with_metadata(&self, metadata: super::actions::Metadata) -> Result<Snapshot> {
+        self.with_table(self.protocol.clone(), metadata)
+    }
+
+    /// The table as it would be with `protocol` and `metadata` (a schema change that also
+    /// adds table features): same version, files and txns.
+    ///
+    /// # Errors
+    /// The checks of [`Snapshot::new`].
+    pub fn with_table(&self, protocol: Protocol, metadata: super::actions::Metadata) -> Result<Snapshot> {
         let mut state = self.state.clone();
+        state.protocol = Some(protocol);
         state.metadata = Some(metadata);
         Snapshot::new(state, self.checkpoint_version, self.now_ms)
     }

@@ -116,7 +116,8 @@ impl TableSchema {
     pub(crate) async fn refresh(&mut self, table: &Table) -> Result<()> {
         table.refresh(&mut self.snapshot).await?;
         if let (Some(p), Some(s)) = (&self.proposal, &self.snapshot) {
-            self.proposal = match grown(&s.schema, p) {
+            let widen = crate::delta::type_widening::enabled(&s.metadata.configuration);
+            self.proposal = match grown(&s.schema, p, widen) {
                 Ok(None) => None,
                 Ok(Some(g)) => Some(Arc::new(g)),
                 Err(why) => {
@@ -360,9 +361,26 @@ impl TableSchema {
             let Some(incoming) = infer_schema(&rejected).ok().map(|s| self.without_record_columns(s)) else {
                 return Ok(decoded);
             };
-            let Some(merged) = merge_schema(current, &incoming)? else { return Ok(decoded) };
-            tracing::info!(pipeline = %cfg.name, columns = ?added(current, &merged), "new columns proposed");
-            self.propose(merged);
+            match merge_schema(current, &incoming)? {
+                Some(merged) => {
+                    tracing::info!(pipeline = %cfg.name, columns = ?added(current, &merged), "new columns proposed");
+                    self.propose(merged);
+                }
+                None => {
+                    let payloads: Vec<&[u8]> = rejected.iter().map(|p| p.as_bytes()).collect();
+                    let widened = self.widens(cfg).then(|| {
+                        crate::decode::widening::widened(
+                            current,
+                            &self.record_columns,
+                            &payloads,
+                            self.max_record_bytes,
+                        )
+                    });
+                    let Some(widened) = widened.flatten() else { return Ok(decoded) };
+                    tracing::info!(pipeline = %cfg.name, columns = ?widened_columns(current, &widened), "wider column types proposed");
+                    self.propose(widened);
+                }
+            }
             decoded = self.decoder()?.decode(raw);
             if decoded.dead_letters.is_empty() {
                 break;
@@ -462,6 +480,16 @@ impl TableSchema {
     }
 
     /// The Arrow form of the table's payload columns (record columns excluded).
+    /// Whether schema evolution may widen the table's columns: its `delta.enableTypeWidening`
+    /// (a table still to be created: the pipeline's `properties`).
+    fn widens(&self, cfg: &KafkaPipeline) -> bool {
+        let properties = match &self.snapshot {
+            Some(s) => &s.metadata.configuration,
+            None => &cfg.properties,
+        };
+        crate::delta::type_widening::enabled(properties)
+    }
+
     fn payload_arrow_schema(&self) -> Result<arrow::datatypes::SchemaRef> {
         let s = self.view().ok_or_else(|| Error::Internal("no table yet".into()))?;
         let fields = s.fields.iter().filter(|f| !self.record_columns.contains(&f.name)).cloned().collect();
@@ -541,6 +569,13 @@ fn with_record_columns(cfg: &KafkaPipeline, schema: StructType) -> StructType {
 }
 
 /// The top-level fields `merged` adds to `current`.
+fn widened_columns(current: &StructType, widened: &StructType) -> Vec<String> {
+    crate::delta::type_widening::changes(current, widened)
+        .iter()
+        .map(|c| format!("{}: {} -> {}", c.column(), c.from, c.to))
+        .collect()
+}
+
 fn added(current: &StructType, merged: &StructType) -> Vec<String> {
     merged.fields.iter().filter(|f| current.field(&f.name).is_none()).map(|f| f.name.clone()).collect()
 }

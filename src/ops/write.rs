@@ -171,6 +171,7 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
     let mut schema_actions: Vec<Action> = Vec::new();
     // The table as read, for the exactly-once commit's plans.
     let read = if opts.txn.is_some() { existing.clone() } else { None };
+    let read_existed = existing.as_ref().map(|s| s.version);
     let snapshot = match existing {
         Some(s) => {
             let incoming = if sample_lines.is_empty() { None } else { Some(infer_schema(&sample_lines)?) };
@@ -178,21 +179,24 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
                 Some(inc) => merge_schema(&s.schema, &inc)?,
                 None => None,
             };
-            let snapshot = match merged {
-                Some(m) if !opts.merge_schema => {
-                    let new = crate::delta::create::added_fields(&s.schema, &m);
-                    return Err(Error::InvalidArgument(format!(
-                        "the records have columns not in the table schema: {} (use --evolve-schema to add them)",
-                        new.join(", ")
-                    )));
+            if let Some(m) = merged.as_ref().filter(|_| !opts.merge_schema) {
+                let new = crate::delta::create::added_fields(&s.schema, m);
+                return Err(Error::InvalidArgument(format!(
+                    "the records have columns not in the table schema: {} (use --evolve-schema to add them)",
+                    new.join(", ")
+                )));
+            }
+            let mut target = merged.unwrap_or_else(|| s.schema.clone());
+            // Values only a wider type of their column holds widen it (type widening on).
+            if opts.merge_schema && crate::delta::type_widening::enabled(&s.metadata.configuration) {
+                let payloads: Vec<&[u8]> = sample_lines.iter().map(|l| l.as_bytes()).collect();
+                if let Some(w) = crate::decode::widening::widened(&target, &[], &payloads, usize::MAX) {
+                    target = w;
                 }
-                Some(m) => {
-                    let metadata = crate::delta::create::evolved_metadata(&s.metadata, s.column_mapping(), m);
-                    schema_actions.push(Action::Metadata(metadata.clone()));
-                    with_metadata(&s, metadata)?
-                }
-                None => s,
-            };
+            }
+            let change = crate::write::schema_change::change(Some(&s), target, &Default::default())?;
+            schema_actions.extend(change.actions);
+            let snapshot = change.changed.unwrap_or(s);
             if to_set.is_empty() {
                 snapshot
             } else {
@@ -219,7 +223,7 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
             created
         }
     };
-    let creating = schema_actions.iter().any(|a| matches!(a, Action::Protocol(_)));
+    let creating = read_existed.is_none();
 
     let mut config = WriterConfig::for_snapshot(&snapshot);
     if let Some(size) = opts.target_file_size {

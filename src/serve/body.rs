@@ -120,6 +120,17 @@ pub(crate) fn json_records(
             decoded = decode(lines, &schema, &table.name);
         }
     }
+    // Values only a wider type of their column holds widen it, on a table configured for it
+    // (the commit checks the table itself allows it).
+    let properties: std::collections::HashMap<String, String> =
+        table.settings.properties.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    if !decoded.bad.is_empty() && table.settings.evolve_schema && crate::delta::type_widening::enabled(&properties) {
+        let refused: Vec<&[u8]> = decoded.bad.iter().filter_map(|b| b.payload.as_deref()).collect();
+        if let Some(widened) = crate::decode::widening::widened(&schema, &[], &refused, usize::MAX) {
+            schema = widened;
+            decoded = decode(lines, &schema, &table.name);
+        }
+    }
     if let (BadLines::Refuse, Some(first)) = (bad_lines, decoded.bad.first()) {
         return Err(Refusal::Bad(format!("line {}: {}", first.offset, first.reason)));
     }

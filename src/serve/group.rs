@@ -246,8 +246,9 @@ impl GroupCommitter {
             }
             None => (self.settings.schema.clone().unwrap_or_else(|| taken[0].1.schema.as_ref().clone()), true),
         };
+        let widen = snapshot.is_some_and(|s| crate::delta::type_widening::enabled(&s.metadata.configuration));
         for (i, p) in taken {
-            match grown(&target, &p.schema) {
+            match grown(&target, &p.schema, widen) {
                 Ok(None) => {}
                 Ok(Some(_)) if !creating && !self.settings.settings.evolve_schema => refused
                     .push((*i, "the records have columns not in the table schema (evolve_schema is off)".to_string())),

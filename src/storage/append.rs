@@ -30,16 +30,16 @@ pub(crate) async fn append_plan(
     table: &Table,
     snapshot: Option<&Snapshot>,
     new_table: impl FnOnce() -> Result<(Protocol, Metadata)>,
-    evolved: Option<Metadata>,
+    evolved: Option<crate::write::schema_change::SchemaChange>,
     batches: &[RecordBatch],
     parameters: &[(&str, String)],
 ) -> Result<(Transaction, Vec<String>)> {
     let mut actions = Vec::new();
     let created;
     let write_snapshot = match (snapshot, evolved) {
-        (Some(s), Some(metadata)) => {
-            created = s.with_metadata(metadata.clone())?;
-            actions.push(Action::Metadata(metadata));
+        (Some(s), Some(change)) => {
+            actions.extend(change.actions);
+            created = change.changed.map_or_else(|| Ok(s.clone()), Ok::<_, crate::error::Error>)?;
             &created
         }
         (Some(s), None) => s,

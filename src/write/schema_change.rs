@@ -25,6 +25,7 @@ use crate::delta::arrow_schema::arrow_schema_strict;
 use crate::delta::create::{keyed_table_properties, merge_schema, new_table};
 use crate::delta::schema::StructType;
 use crate::delta::snapshot::Snapshot;
+use crate::delta::type_widening;
 use crate::error::{Error, Result};
 
 /// How a writer creates its table when the rows' commit finds none.
@@ -76,17 +77,25 @@ impl SchemaChange {
     }
 }
 
-/// `target` grown by the fields of `incoming` it lacks (`Ok(None)`: it holds them already).
-/// Types are not compared here: rows are projected onto the target afterwards ([`onto`]),
-/// which takes exact conversions (an `int` into a `long`) and refuses the rest.
+/// `target` grown by the fields of `incoming` it lacks, and (with `widen`: a table with type
+/// widening on) its fields widened to `incoming`'s wider types (`Ok(None)`: neither). Other
+/// type differences are left: rows are projected onto the target afterwards ([`onto`]), which
+/// takes exact conversions (an `int` into a `long`) and refuses the rest.
 ///
 /// # Errors
 /// A one-line reason when a new field cannot be added (a name the table cannot take).
-pub(crate) fn grown(target: &StructType, incoming: &StructType) -> std::result::Result<Option<StructType>, String> {
+pub(crate) fn grown(
+    target: &StructType,
+    incoming: &StructType,
+    widen: bool,
+) -> std::result::Result<Option<StructType>, String> {
     if target == incoming {
         return Ok(None);
     }
-    merge_schema(target, incoming).map_err(|e| format!("the records do not fit the table schema: {e}"))
+    let merged = merge_schema(target, incoming).map_err(|e| format!("the records do not fit the table schema: {e}"))?;
+    let mut out = merged.clone().unwrap_or_else(|| target.clone());
+    let widened = widen && type_widening::widen_to(&mut out, incoming);
+    Ok((merged.is_some() || widened).then_some(out))
 }
 
 /// The schema a commit writes: the table's (or, with no table, the first proposal) grown by
@@ -98,6 +107,7 @@ pub(crate) fn target<'a>(
     snapshot: Option<&Snapshot>,
     mut proposals: impl Iterator<Item = &'a StructType>,
 ) -> std::result::Result<Option<StructType>, String> {
+    let widen = snapshot.is_some_and(|s| type_widening::enabled(&s.metadata.configuration));
     let mut target = match snapshot {
         Some(s) => s.schema.clone(),
         None => match proposals.next() {
@@ -106,7 +116,7 @@ pub(crate) fn target<'a>(
         },
     };
     for p in proposals {
-        if let Some(g) = grown(&target, p)? {
+        if let Some(g) = grown(&target, p, widen)? {
             target = g;
         }
     }
@@ -129,9 +139,26 @@ pub(crate) fn change(snapshot: Option<&Snapshot>, target: StructType, new: &NewT
             Ok(SchemaChange { actions, changed: Some(created), creating: true })
         }
         Some(s) if target != s.schema => {
+            let mut target = target;
+            let widened = type_widening::apply(&s.protocol, &s.metadata, &mut target)?;
+            if widened.is_some() && !type_widening::enabled(&s.metadata.configuration) {
+                return Err(Error::InvalidArgument(format!(
+                    "the rows need a column widened but the table does not allow it (set {}=true)",
+                    type_widening::PROPERTY
+                )));
+            }
             let metadata = crate::delta::create::evolved_metadata(&s.metadata, s.column_mapping(), target);
-            let changed = s.with_metadata(metadata.clone())?;
-            Ok(SchemaChange { actions: vec![Action::Metadata(metadata)], changed: Some(changed), creating: false })
+            let mut actions = Vec::new();
+            let protocol = match widened {
+                Some((p, _)) if p != s.protocol => {
+                    actions.push(Action::Protocol(p.clone()));
+                    p
+                }
+                _ => s.protocol.clone(),
+            };
+            actions.push(Action::Metadata(metadata.clone()));
+            let changed = s.with_table(protocol, metadata)?;
+            Ok(SchemaChange { actions, changed: Some(changed), creating: false })
         }
         Some(_) => Ok(SchemaChange::default()),
     }
@@ -177,7 +204,7 @@ mod tests {
         let t = target(None, [&ab, &ac].into_iter()).unwrap().unwrap();
         let names: Vec<&str> = t.fields.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["id", "b", "c"]);
-        assert_eq!(grown(&ab, &a).unwrap(), None, "a narrower proposal changes nothing");
+        assert_eq!(grown(&ab, &a, false).unwrap(), None, "a narrower proposal changes nothing");
         assert!(target(None, std::iter::empty()).unwrap().is_none());
     }
 

@@ -288,6 +288,16 @@ impl Num<'_> {
     }
 }
 
+/// How a column refusing a value could take it: the widening it needs, made by schema
+/// evolution itself (`automatic`) or only by `deltabus alter --widen`.
+fn widen_hint(to: &str, automatic: bool) -> String {
+    if automatic {
+        format!("widening it to {to} needs evolve_schema on a table with delta.enableTypeWidening=true")
+    } else {
+        format!("widening it to {to} needs `deltabus alter <table> --widen <column>=<type>`")
+    }
+}
+
 /// The shortest text that reads back as `x` (what the producer most likely wrote).
 fn float_text(x: f64) -> String {
     format!("{x}")
@@ -315,7 +325,11 @@ impl Slot {
                     _ => {
                         let x = n.as_f64().ok_or_else(|| format!("{} is not a number", n.text()))?;
                         if x.fract() != 0.0 {
-                            return Err(format!("{} has a fraction; the column is {name}", n.text()));
+                            return Err(format!(
+                                "{} has a fraction; the column is {name} ({})",
+                                n.text(),
+                                widen_hint("double or a decimal", false)
+                            ));
                         }
                         if x.abs() >= 9.223_372_036_854_776e18 {
                             return Err(format!("a number of about {x:e} is out of range for {name} ({min}..={max})"));
@@ -327,13 +341,19 @@ impl Slot {
                     }
                 };
                 if value < i128::from(*min) || value > i128::from(*max) {
-                    return Err(format!("{value} is out of range for {name} ({min}..={max})"));
+                    let hint = if i64::try_from(value).is_ok() {
+                        widen_hint("a wider integer", true)
+                    } else {
+                        widen_hint("decimal(38,0)", false)
+                    };
+                    return Err(format!("{value} is out of range for {name} ({min}..={max}; {hint})"));
                 }
                 Ok(false)
             }
             Slot::Float32 => match n.as_f64() {
-                Some(x) if x.is_finite() && x.abs() > f64::from(f32::MAX) => {
-                    Err(format!("{} is out of range for float", n.text()))
+                // Past float's range, or so small that float holds only zero.
+                Some(x) if x.is_finite() && (x.abs() > f64::from(f32::MAX) || (x != 0.0 && (x as f32) == 0.0)) => {
+                    Err(format!("{} is out of range for float ({})", n.text(), widen_hint("double", true)))
                 }
                 _ => Ok(false),
             },
@@ -346,14 +366,16 @@ impl Slot {
                 let int_room = i64::from(*precision) - i64::from(*scale);
                 if frac.len() as i64 > i64::from(*scale) {
                     return Err(format!(
-                        "{} has more than {scale} fraction digits; the column is decimal({precision},{scale})",
-                        n.text()
+                        "{} has more than {scale} fraction digits; the column is decimal({precision},{scale}) ({})",
+                        n.text(),
+                        widen_hint("a decimal of more digits", true)
                     ));
                 }
                 if int.len() as i64 > int_room {
                     return Err(format!(
-                        "{} has more than {int_room} integer digits; the column is decimal({precision},{scale})",
-                        n.text()
+                        "{} has more than {int_room} integer digits; the column is decimal({precision},{scale}) ({})",
+                        n.text(),
+                        widen_hint("a decimal of more digits", true)
                     ));
                 }
                 Ok(false)

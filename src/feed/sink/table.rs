@@ -15,7 +15,7 @@
 use arrow::array::RecordBatch;
 
 use super::ChangeSink;
-use crate::delta::actions::Metadata;
+use crate::delta::actions::{Action, Metadata};
 use crate::delta::app_id::TxnAppId;
 use crate::delta::create::{add_columns, evolved_metadata, new_table};
 use crate::delta::schema::{DataType, PrimitiveType, StructField, StructType};
@@ -23,6 +23,7 @@ use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::storage::change_cursor::CommitChanges;
 use crate::storage::{append_plan, commit_exactly_once, Landed, Plan, Planner, RetryPolicy, Table};
+use crate::write::schema_change::SchemaChange;
 
 fn change_schema(source: &StructType) -> StructType {
     let mut fields = source.fields.clone();
@@ -152,7 +153,7 @@ fn evolve_target(
     snapshot: Option<&Snapshot>,
     schema: &StructType,
     version: u64,
-) -> Result<Option<Metadata>> {
+) -> Result<Option<SchemaChange>> {
     let Some(s) = snapshot else { return Ok(None) };
     let refuse = |why: String| {
         Error::InvalidArgument(format!(
@@ -160,9 +161,35 @@ fn evolve_target(
             target.url()
         ))
     };
-    let Some(merged) = add_columns(&s.schema, schema).map_err(refuse)? else { return Ok(None) };
+    // Columns the source widened are widened in the target too (type widening turned on there).
+    let mut base = s.schema.clone();
+    let widened = crate::delta::type_widening::widen_to(&mut base, schema);
+    let merged = match add_columns(&base, schema).map_err(refuse)? {
+        Some(m) => m,
+        None if widened => base,
+        None => return Ok(None),
+    };
     tracing::info!(target = target.url(), version, "follow.target_schema_evolved");
-    Ok(Some(evolved_metadata(&s.metadata, s.column_mapping(), merged)))
+    let evolved = evolved_metadata(&s.metadata, s.column_mapping(), merged);
+    let mut schema = StructType::parse(&evolved.schema_string)?;
+    // `apply` reads the type changes against the schema as it was.
+    let mut metadata = Metadata { schema_string: s.metadata.schema_string.clone(), ..evolved };
+    let mut actions = Vec::new();
+    if let Some((protocol, configuration)) =
+        crate::delta::type_widening::apply(&s.protocol, &metadata, &mut schema).map_err(|e| refuse(e.to_string()))?
+    {
+        metadata.configuration = configuration;
+        if protocol != s.protocol {
+            actions.push(Action::Protocol(protocol.clone()));
+        }
+        metadata.schema_string = schema.to_json();
+        actions.push(Action::Metadata(metadata.clone()));
+        let changed = Some(s.with_table(protocol, metadata)?);
+        return Ok(Some(SchemaChange { actions, changed, creating: false }));
+    }
+    metadata.schema_string = schema.to_json();
+    actions.push(Action::Metadata(metadata.clone()));
+    Ok(Some(SchemaChange { actions, changed: Some(s.with_metadata(metadata)?), creating: false }))
 }
 
 /// The Delta-table sink of a consumer group: each slice's position is its own `txn`
