@@ -143,21 +143,10 @@ fn spawn_worker(brokers: &str, topic: &str, table: &str, log: &std::path::Path, 
     spawn_worker_on(brokers, topic, table, log, seed, None)
 }
 
-/// Apache Kafka's address and a fresh topic of eight partitions on it (the broker outlives
-/// the test; the commit-request topic is created by deltabus), or `None` when the suite runs
-/// without the broker.
+/// Apache Kafka and a fresh topic of eight partitions on it (the commit-request topic is
+/// created by deltabus).
 fn fresh_topic(prefix: &str) -> Option<(String, String)> {
-    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-    let brokers = crate::support::emulator("DELTABUS_TEST_KAFKA_BROKERS")?;
-    let topic = format!("{prefix}-{}", uuid::Uuid::new_v4().simple());
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    rt.block_on(async {
-        let admin: AdminClient<_> = rdkafka::ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
-        let t = NewTopic::new(&topic, 8, TopicReplication::Fixed(1));
-        let r = admin.create_topics([&t], &AdminOptions::new()).await.expect("create topic");
-        assert!(r.iter().all(Result::is_ok), "{r:?}");
-    });
-    Some((brokers, topic))
+    crate::support::kafka::apache_topic(prefix, 8)
 }
 
 fn spawn_worker_on(

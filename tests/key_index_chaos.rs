@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rdkafka::mocking::MockCluster;
 use serde_json::Value;
 
 use crate::support::keyed_rows as live;
@@ -59,16 +58,14 @@ fn keyed_upserts_with_compaction_deletes_kills_and_faults_keep_every_key_and_cha
     let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("keyed").to_string_lossy().into_owned();
-    let cluster = MockCluster::new(1).unwrap();
-    cluster.create_topic("cdc", 4, 1).unwrap();
-    let brokers = cluster.bootstrap_servers();
+    let Some((brokers, topic)) = crate::support::kafka::apache_topic("cdc", 4) else { return };
     let config = dir.path().join("deltabus.toml");
     std::fs::write(
         &config,
         format!(
             "[pipelines.kv]\ntable = \"{table}\"\napp_id = \"kv\"\ncreate = true\n\
              properties = {{ \"delta.enableChangeDataFeed\" = \"true\" }}\n\
-             [pipelines.kv.kafka]\nbrokers = \"{brokers}\"\ntopic = \"cdc\"\n\
+             [pipelines.kv.kafka]\nbrokers = \"{brokers}\"\ntopic = \"{topic}\"\n\
              properties = {{ \"session.timeout.ms\" = \"6000\", \"heartbeat.interval.ms\" = \"500\" }}\n\
              [pipelines.kv.flush]\nmax_latency = \"300ms\"\nmax_rows = 600\n\
              [pipelines.kv.upsert]\nkey_columns = [\"id\"]\n\
@@ -87,7 +84,7 @@ fn keyed_upserts_with_compaction_deletes_kills_and_faults_keep_every_key_and_cha
             .spawn()
             .unwrap()
     };
-    let producer = crate::support::start_keyed_producer(brokers.clone(), "cdc", KEYS, VERSIONS, DOOMED, 14);
+    let producer = crate::support::start_keyed_producer(brokers.clone(), topic.clone(), KEYS, VERSIONS, DOOMED, 14);
     // The predicate delete, once the doomed keys are in, beside the workers (retried through
     // its own faults and conflicts until it reports success).
     let deleter = {
@@ -136,7 +133,6 @@ fn keyed_upserts_with_compaction_deletes_kills_and_faults_keep_every_key_and_cha
     }
     let (status, _) = crate::support::terminate(last);
     assert!(status.success(), "graceful exit");
-    drop(cluster);
     let got = got.unwrap_or_default();
     let log_tail =
         || std::fs::read_to_string(&log).unwrap_or_default().lines().rev().take(20).collect::<Vec<_>>().join("\n");

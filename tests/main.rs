@@ -59,5 +59,6 @@ mod uniform_sources;
 mod upsert;
 mod vacuum_safety;
 mod values;
+mod variant;
 mod write;
 mod write_input;

@@ -27,9 +27,22 @@ pub(crate) fn arrow_type(t: &DataType) -> ArrowType {
     }
 }
 
+/// Field metadata marking the `metadata` child of a variant column's struct, so that printers
+/// tell a variant from a struct of two binaries.
+pub(crate) const VARIANT_MARK: &str = "deltabus.variant";
+
 /// The physical fields of an unshredded variant.
 pub(crate) fn variant_fields() -> Fields {
-    Fields::from(vec![Field::new("metadata", ArrowType::Binary, true), Field::new("value", ArrowType::Binary, true)])
+    let mark = std::collections::HashMap::from([(VARIANT_MARK.to_string(), "true".to_string())]);
+    Fields::from(vec![
+        Field::new("metadata", ArrowType::Binary, true).with_metadata(mark),
+        Field::new("value", ArrowType::Binary, true),
+    ])
+}
+
+/// Whether a struct's fields are a variant's (as [`variant_fields`] makes them).
+pub(crate) fn is_variant(fields: &Fields) -> bool {
+    fields.len() == 2 && fields[0].metadata().contains_key(VARIANT_MARK)
 }
 
 fn primitive(p: PrimitiveType) -> ArrowType {

@@ -65,6 +65,7 @@ pub(crate) fn value_at_with(array: &dyn Array, i: usize, maps: MapStyle) -> Valu
             let v = array.as_primitive::<arrow::datatypes::Decimal128Type>().value(i);
             decimal(v, *precision, *scale)
         }
+        DataType::Struct(fields) if super::arrow_schema::is_variant(fields) => variant_at(array.as_struct(), i),
         DataType::Struct(_) => {
             let s = array.as_struct();
             let mut obj = Map::new();
@@ -203,6 +204,51 @@ pub(crate) fn decimal_string(v: i128, scale: i8) -> String {
         if digits.len() <= scale { format!("{}{}", "0".repeat(scale + 1 - digits.len()), digits) } else { digits };
     let (int, frac) = padded.split_at(padded.len() - scale);
     format!("{}{int}.{frac}", if neg { "-" } else { "" })
+}
+
+/// The JSON of a variant value (`metadata` and `value` binaries): objects, arrays, strings,
+/// booleans and numbers as they were stored; decimals as decimal columns print (exact numbers
+/// up to 15 digits, strings beyond); a value that does not decode is `null`.
+fn variant_at(s: &arrow::array::StructArray, i: usize) -> Value {
+    let (m, v) = (s.column(0).as_binary::<i32>(), s.column(1).as_binary::<i32>());
+    if m.is_null(i) || v.is_null(i) {
+        return Value::Null;
+    }
+    match parquet_variant::Variant::try_new(m.value(i), v.value(i)) {
+        Ok(variant) => variant_json(&variant),
+        Err(_) => Value::Null,
+    }
+}
+
+fn variant_json(v: &parquet_variant::Variant<'_, '_>) -> Value {
+    use parquet_variant::Variant as V;
+    let digits = |x: i128| x.unsigned_abs().to_string().len().min(38) as u8;
+    match v {
+        V::Null => Value::Null,
+        V::BooleanTrue => Value::Bool(true),
+        V::BooleanFalse => Value::Bool(false),
+        V::Int8(x) => Value::from(*x),
+        V::Int16(x) => Value::from(*x),
+        V::Int32(x) => Value::from(*x),
+        V::Int64(x) => Value::from(*x),
+        V::Float(x) => Number::from_f64(f64::from(*x)).map_or(Value::Null, Value::Number),
+        V::Double(x) => Number::from_f64(*x).map_or(Value::Null, Value::Number),
+        V::Decimal4(d) => decimal(i128::from(d.integer()), digits(i128::from(d.integer())), d.scale() as i8),
+        V::Decimal8(d) => decimal(i128::from(d.integer()), digits(i128::from(d.integer())), d.scale() as i8),
+        V::Decimal16(d) => decimal(d.integer(), digits(d.integer()), d.scale() as i8),
+        V::String(s) => Value::String((*s).to_string()),
+        V::ShortString(s) => Value::String(s.as_str().to_string()),
+        V::Binary(b) => Value::String(hex::encode(b)),
+        V::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.to_string(), variant_json(&x))).collect()),
+        V::List(l) => Value::Array(l.iter().map(|x| variant_json(&x)).collect()),
+        V::Date(d) => Value::String(d.format("%Y-%m-%d").to_string()),
+        V::TimestampMicros(t) | V::TimestampNanos(t) => Value::String(t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()),
+        V::TimestampNtzMicros(t) | V::TimestampNtzNanos(t) => {
+            Value::String(t.format("%Y-%m-%dT%H:%M:%S%.6f").to_string())
+        }
+        V::Time(t) => Value::String(t.format("%H:%M:%S%.6f").to_string()),
+        V::Uuid(u) => Value::String(u.to_string()),
+    }
 }
 
 fn decimal(v: i128, precision: u8, scale: i8) -> Value {

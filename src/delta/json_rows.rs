@@ -119,6 +119,7 @@ fn write_value(array: &dyn Array, i: usize, out: &mut Vec<u8>) {
             }
         }
         DataType::Timestamp(unit, tz) => timestamp(timestamp_micros(array, i, *unit), tz.is_some(), array, i, out),
+        DataType::Struct(fields) if super::arrow_schema::is_variant(fields) => through_value(array, i, out),
         DataType::Struct(_) => {
             let s = array.as_struct();
             out.push(b'{');

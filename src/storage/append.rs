@@ -19,8 +19,8 @@ use crate::error::Result;
 /// Writes `batches` as an append to `table` as read in `snapshot` and returns the
 /// transaction (positions are the commit path's to add) with the files written; a missing table
 /// (`None`) is created with `new_table()`'s protocol and metadata in the same commit, and an
-/// existing one whose schema the rows extend gets `evolved` (its metadata with the new schema)
-/// in the same commit. `parameters` go to `commitInfo.operationParameters` beside `outputMode =
+/// existing one whose schema the rows change gets `evolved` (the `protocol`/`metaData` actions
+/// of the change and the table they make) in the same commit. `parameters` go to `commitInfo.operationParameters` beside `outputMode =
 /// Append`.
 ///
 /// # Errors
@@ -30,16 +30,16 @@ pub(crate) async fn append_plan(
     table: &Table,
     snapshot: Option<&Snapshot>,
     new_table: impl FnOnce() -> Result<(Protocol, Metadata)>,
-    evolved: Option<crate::write::schema_change::SchemaChange>,
+    evolved: Option<(Vec<Action>, Snapshot)>,
     batches: &[RecordBatch],
     parameters: &[(&str, String)],
 ) -> Result<(Transaction, Vec<String>)> {
     let mut actions = Vec::new();
     let created;
     let write_snapshot = match (snapshot, evolved) {
-        (Some(s), Some(change)) => {
-            actions.extend(change.actions);
-            created = change.changed.map_or_else(|| Ok(s.clone()), Ok::<_, crate::error::Error>)?;
+        (Some(_), Some((schema_actions, changed))) => {
+            actions.extend(schema_actions);
+            created = changed;
             &created
         }
         (Some(s), None) => s,

@@ -173,12 +173,13 @@ pub fn assert_once_but_repeats_after_kills<T: Ord + Clone + std::fmt::Debug, U: 
 /// chunk. Spread over about `seconds` in ten chunks per round.
 pub fn start_keyed_producer(
     brokers: String,
-    topic: &'static str,
+    topic: impl Into<String>,
     keys: i64,
     versions: i64,
     extra: std::ops::Range<i64>,
     seconds: u64,
 ) -> std::thread::JoinHandle<()> {
+    let topic: String = topic.into();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
@@ -195,7 +196,7 @@ pub fn start_keyed_producer(
                     for id in ids {
                         let key = id.to_string();
                         let payload = format!(r#"{{"id":{id},"v":{v}}}"#);
-                        let record = FutureRecord::<String, String>::to(topic).key(&key);
+                        let record = FutureRecord::<String, String>::to(&topic).key(&key);
                         let record = match v {
                             v if v < versions => record.payload(&payload),
                             _ if id % 10 == 0 => record, // tombstone
@@ -232,4 +233,21 @@ pub fn keyed_rows(out: &std::process::Output) -> Option<BTreeMap<i64, i64>> {
         assert!(m.insert(id, r["v"].as_i64().unwrap()).is_none(), "key {id} appears twice");
     }
     Some(m)
+}
+
+/// Apache Kafka's address (started by scripts/test.sh) and a fresh topic of `partitions` on it
+/// (the broker outlives the test), or `None` (with a note) when the suite runs without the
+/// broker; a failure when emulators are required.
+pub fn apache_topic(prefix: &str, partitions: i32) -> Option<(String, String)> {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let brokers = crate::support::emulator("DELTABUS_TEST_KAFKA_BROKERS")?;
+    let topic = format!("{prefix}-{}", uuid::Uuid::new_v4().simple());
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let admin: AdminClient<_> = ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+        let t = NewTopic::new(&topic, partitions, TopicReplication::Fixed(1));
+        let r = admin.create_topics([&t], &AdminOptions::new()).await.expect("create topic");
+        assert!(r.iter().all(Result::is_ok), "{r:?}");
+    });
+    Some((brokers, topic))
 }

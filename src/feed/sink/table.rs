@@ -23,7 +23,6 @@ use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::storage::change_cursor::CommitChanges;
 use crate::storage::{append_plan, commit_exactly_once, Landed, Plan, Planner, RetryPolicy, Table};
-use crate::write::schema_change::SchemaChange;
 
 fn change_schema(source: &StructType) -> StructType {
     let mut fields = source.fields.clone();
@@ -153,7 +152,7 @@ fn evolve_target(
     snapshot: Option<&Snapshot>,
     schema: &StructType,
     version: u64,
-) -> Result<Option<SchemaChange>> {
+) -> Result<Option<(Vec<Action>, Snapshot)>> {
     let Some(s) = snapshot else { return Ok(None) };
     let refuse = |why: String| {
         Error::InvalidArgument(format!(
@@ -184,12 +183,13 @@ fn evolve_target(
         }
         metadata.schema_string = schema.to_json();
         actions.push(Action::Metadata(metadata.clone()));
-        let changed = Some(s.with_table(protocol, metadata)?);
-        return Ok(Some(SchemaChange { actions, changed, creating: false }));
+        let changed = s.with_table(protocol, metadata)?;
+        return Ok(Some((actions, changed)));
     }
     metadata.schema_string = schema.to_json();
     actions.push(Action::Metadata(metadata.clone()));
-    Ok(Some(SchemaChange { actions, changed: Some(s.with_metadata(metadata)?), creating: false }))
+    let changed = s.with_metadata(metadata)?;
+    Ok(Some((actions, changed)))
 }
 
 /// The Delta-table sink of a consumer group: each slice's position is its own `txn`
