@@ -8,6 +8,8 @@
 //! - a string in any ISO-8601 timestamp form (`T` or space, any fraction, `Z` or an offset)
 //!   is that instant in UTC; dates compare as written;
 //! - a map may be a JSON object or a list of `{"key", "value"}` entries;
+//! - a variant printed as its `metadata` and `value` binaries (hex, as the reference reader
+//!   prints it) equals the JSON it holds (as deltabus prints it);
 //! - `drop` names columns to ignore (the change feed's `_commit_timestamp`, which comes from
 //!   file modification times unless in-commit timestamps are on).
 //!
@@ -119,10 +121,63 @@ pub fn normalize(v: &Value) -> Value {
             object(map)
         }
         Value::Array(items) => Value::Array(items.iter().map(normalize).collect()),
+        Value::Object(o)
+            if o.len() == 2 && o.get("metadata").is_some_and(Value::is_string) && o.contains_key("value") =>
+        {
+            // The reference prints a variant as its two binaries; readers print its JSON.
+            match variant_binaries(o) {
+                Some(json) => normalize(&json),
+                None => object(o.iter().map(|(k, x)| (text_key(k), normalize(x))).collect()),
+            }
+        }
         Value::Object(o) => {
             // An object read as a map has string keys; normalise them like entry keys.
             object(o.iter().map(|(k, x)| (text_key(k), normalize(x))).collect())
         }
+    }
+}
+
+/// The JSON of a variant printed as hex `metadata` and `value` binaries (`None`: it is not one).
+fn variant_binaries(o: &serde_json::Map<String, Value>) -> Option<Value> {
+    let metadata = hex::decode(o["metadata"].as_str()?).ok()?;
+    let value = hex::decode(o["value"].as_str()?).ok()?;
+    let variant = parquet_variant::Variant::try_new(&metadata, &value).ok()?;
+    Some(variant_value(&variant))
+}
+
+fn variant_value(v: &parquet_variant::Variant<'_, '_>) -> Value {
+    use parquet_variant::Variant as V;
+    let decimal = |integer: i128, scale: u8| {
+        let digits = format!("{:0>width$}", integer.unsigned_abs(), width = scale as usize + 1);
+        let (int, frac) = digits.split_at(digits.len() - scale as usize);
+        let sign = if integer < 0 { "-" } else { "" };
+        Value::String(if frac.is_empty() { format!("{sign}{int}") } else { format!("{sign}{int}.{frac}") })
+    };
+    match v {
+        V::Null => Value::Null,
+        V::BooleanTrue => Value::Bool(true),
+        V::BooleanFalse => Value::Bool(false),
+        V::Int8(x) => Value::from(*x),
+        V::Int16(x) => Value::from(*x),
+        V::Int32(x) => Value::from(*x),
+        V::Int64(x) => Value::from(*x),
+        V::Float(x) => Value::from(f64::from(*x)),
+        V::Double(x) => Value::from(*x),
+        V::Decimal4(d) => decimal(i128::from(d.integer()), d.scale()),
+        V::Decimal8(d) => decimal(i128::from(d.integer()), d.scale()),
+        V::Decimal16(d) => decimal(d.integer(), d.scale()),
+        V::String(s) => Value::String((*s).to_string()),
+        V::ShortString(s) => Value::String(s.as_str().to_string()),
+        V::Binary(b) => Value::String(hex::encode(b)),
+        V::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.to_string(), variant_value(&x))).collect()),
+        V::List(l) => Value::Array(l.iter().map(|x| variant_value(&x)).collect()),
+        V::Date(d) => Value::String(d.to_string()),
+        V::TimestampMicros(t) | V::TimestampNanos(t) => Value::String(t.to_rfc3339()),
+        V::TimestampNtzMicros(t) | V::TimestampNtzNanos(t) => {
+            Value::String(t.format("%Y-%m-%dT%H:%M:%S%.f").to_string())
+        }
+        V::Time(t) => Value::String(t.to_string()),
+        V::Uuid(u) => Value::String(u.to_string()),
     }
 }
 
