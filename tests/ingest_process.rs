@@ -1,5 +1,5 @@
-//! `deltabus ingest` processes against Apache Kafka (started by scripts/test.sh; a fresh topic
-//! per test), while a producer keeps writing zstd-compressed
+//! `deltabus ingest` processes against librdkafka's mock cluster (hosted by this test
+//! process, reached over TCP on 127.0.0.1), while a producer keeps writing zstd-compressed
 //! batches: workers killed with -9 at random moments (three times) and restarted, two and
 //! three workers joining and leaving under eager (`range`) and incremental
 //! (`cooperative-sticky`) rebalancing, and graceful SIGTERM. In every case each produced id
@@ -9,6 +9,11 @@ use crate::support::*;
 use std::process::{Child, Command, Stdio};
 
 use rdkafka::config::ClientConfig;
+use rdkafka::mocking::MockCluster;
+
+fn spawn_worker(brokers: &str, table: &str, assignment: &str, log: &std::path::Path) -> Child {
+    spawn_worker_on(brokers, "orders", table, assignment, log)
+}
 
 fn spawn_worker_on(brokers: &str, topic: &str, table: &str, assignment: &str, log: &std::path::Path) -> Child {
     let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
@@ -30,23 +35,36 @@ fn spawn_worker_on(brokers: &str, topic: &str, table: &str, assignment: &str, lo
         .expect("spawn deltabus ingest")
 }
 
+/// Produces ids 0..TOTAL over about `seconds`, in bursts, from a thread with its own runtime.
+fn start_producer(brokers: String, seconds: u64) -> std::thread::JoinHandle<()> {
+    start_producer_to(brokers, "orders".into(), seconds)
+}
+
+fn cluster() -> MockCluster<'static, rdkafka::producer::DefaultProducerContext> {
+    let c = MockCluster::new(1).unwrap();
+    c.create_topic("orders", 4, 1).unwrap();
+    c
+}
+
 #[test]
 fn kill_dash_nine_and_restart_is_exactly_once() {
     let _guard = crate::support::native_clients_lock();
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
     let log = dir.path().join("workers.log");
-    let Some((brokers, topic)) = crate::support::kafka::apache_topic("orders", 4) else { return };
-    let producer = start_producer_to(brokers.clone(), topic.clone(), 15);
-    kill_at_random_moments(3, || spawn_worker_on(&brokers, &topic, &table, "cooperative-sticky", &log));
+    let cluster = cluster();
+    let brokers = cluster.bootstrap_servers();
+    let producer = start_producer(brokers.clone(), 15);
+    kill_at_random_moments(3, || spawn_worker(&brokers, &table, "cooperative-sticky", &log));
     assert!(table_rows(&table) > 0, "the killed workers committed something");
-    let last = spawn_worker_on(&brokers, &topic, &table, "cooperative-sticky", &log);
+    let last = spawn_worker(&brokers, &table, "cooperative-sticky", &log);
     producer.join().unwrap();
     wait_for_rows(&table, TOTAL, &log);
     let (status, out) = terminate(last);
     assert!(status.success(), "graceful exit: {status}\n{}", std::fs::read_to_string(&log).unwrap_or_default());
     assert!(out.contains("\"pipeline\":\"eo\""), "the pipeline is named by its app id: {out}");
     assert_exactly_once(&table);
+    drop(cluster);
 }
 
 fn rebalance(assignment: &str, workers: usize) {
@@ -54,9 +72,10 @@ fn rebalance(assignment: &str, workers: usize) {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("orders").to_string_lossy().into_owned();
     let log = dir.path().join("workers.log");
-    let Some((brokers, topic)) = crate::support::kafka::apache_topic("orders", 4) else { return };
-    let producer = start_producer_to(brokers.clone(), topic.clone(), 24);
-    let a = spawn_worker_on(&brokers, &topic, &table, assignment, &log);
+    let cluster = cluster();
+    let brokers = cluster.bootstrap_servers();
+    let producer = start_producer(brokers.clone(), 24);
+    let a = spawn_worker(&brokers, &table, assignment, &log);
     // Others join once the first worker committed something.
     crate::support::wait_for_rows(&table, 1, &log);
     // Others join mid-stream: partitions move to them.
@@ -64,7 +83,7 @@ fn rebalance(assignment: &str, workers: usize) {
     for _ in 1..workers {
         // The newcomer's assignment is the sign that the rebalance went through.
         let assigned = log_count(&log, "partitions assigned");
-        others.push(spawn_worker_on(&brokers, &topic, &table, assignment, &log));
+        others.push(spawn_worker(&brokers, &table, assignment, &log));
         wait_for_log(&log, "partitions assigned", assigned + 1);
     }
     // A leaves gracefully while the others keep going: A's partitions move to them.
@@ -86,6 +105,7 @@ fn rebalance(assignment: &str, workers: usize) {
     let logs = std::fs::read_to_string(&log).unwrap();
     assert!(logs.matches("partitions assigned").count() > workers, "rebalances happened:\n{logs}");
     assert_exactly_once(&table);
+    drop(cluster);
 }
 
 #[test]
