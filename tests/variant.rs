@@ -1,12 +1,14 @@
-//! Variant columns (`variantType`) as deltabus reads them: a table Spark writes with a
-//! `VARIANT` column (objects, arrays, exact integers and decimals, doubles, strings with
-//! Unicode, JSON null and SQL NULL) is printed by `deltabus cat` and `changes` as the JSON
-//! Spark's `to_json` gives for each value.
+//! Variant columns (`variantType`) both ways: a table Spark writes with a `VARIANT` column
+//! (objects, arrays, exact integers and decimals, doubles, strings with Unicode, JSON null and
+//! SQL NULL) is printed by `deltabus cat` and `changes` as the JSON Spark's `to_json` gives for
+//! each value; a Kafka pipeline lands a drifting JSON field (`--variant-columns`) or the whole
+//! record (`--record-variant`) as variant, exactly once through a crash, and Spark's `to_json`
+//! and `variant_get` of every row give back what was sent.
 
 use serde_json::Value;
 
 use crate::support::spark::{spark, spark_sql};
-use crate::support::{deltabus, rows};
+use crate::support::{deltabus, emulator, rows, run_json};
 
 #[test]
 fn deltabus_prints_the_variant_values_spark_writes_as_their_json() {
@@ -55,4 +57,168 @@ fn deltabus_prints_the_variant_values_spark_writes_as_their_json() {
     assert_eq!(text.lines().count(), 6, "{text}");
     assert!(text.contains(r#""v":"text""#) && text.contains(r#""v":9223372036854775807"#), "{text}");
     assert_eq!(rows(&t).len(), 6);
+}
+
+/// `deltabus ingest` of `topic` into `t` with `extra` flags: once dying right after its
+/// first commit lands, then to the end.
+fn ingest_through_a_crash(brokers: &str, topic: &str, t: &str, extra: &[&str]) {
+    let ingest = |crash: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"));
+        cmd.args(["ingest", topic, t, "--brokers", brokers, "--app-id", "v", "--create", "--until-end"]).args(extra);
+        if let Some(point) = crash {
+            cmd.env("DELTABUS_CRASH_AT", point);
+        }
+        cmd.output().unwrap()
+    };
+    let crashed = ingest(Some("commit.after_put:1"));
+    assert!(!crashed.status.success(), "died at the crash point: {}", String::from_utf8_lossy(&crashed.stderr));
+    let out = ingest(None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Records whose `properties` drift in shape (and edge values of every kind) land in one
+/// variant column beside typed ones; the values no variant holds are dead letters; `cat` and
+/// Spark give back the JSON sent.
+#[test]
+fn a_pipeline_lands_a_drifting_field_as_variant_through_a_crash_and_spark_reads_it_as_sent() {
+    let Some(brokers) = emulator("DELTABUS_TEST_KAFKA_BROKERS") else { return };
+    let guard = crate::support::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t").to_string_lossy().into_owned();
+    let dead = dir.path().join("dead").to_string_lossy().into_owned();
+    let sent: &[&str] = &[
+        r#"{"a":1,"tags":["x","y"]}"#,
+        r#"{"a":"now text","nested":{"ключ":"значение 😀","deep":[[1],[2.50,-0.001]]}}"#,
+        "9223372036854775807",
+        "-9223372036854775808",
+        "12345.678901234",
+        "1e-320",
+        r#""\ud83e\udd80 crab \u00e9""#,
+        "[]",
+        "{}",
+        "true",
+        r#"{"a":null,"b":[{"c":{"d":[1e300]}}]}"#,
+    ];
+    let mut records: Vec<String> =
+        sent.iter().enumerate().map(|(i, v)| format!(r#"{{"id":{},"properties":{v},"name":"n{i}"}}"#, i + 1)).collect();
+    records.push(r#"{"id":12,"name":"no properties"}"#.into());
+    records.push(r#"{"id":13,"properties":{"a":1,"a":2}}"#.into());
+    records.push(r#"{"id":14,"properties":[1e400]}"#.into());
+    let topic = format!("variant-{}", uuid::Uuid::new_v4().simple());
+    let produced: Vec<(i32, Option<String>, Option<String>)> =
+        records.into_iter().map(|r| (0, None, Some(r))).collect();
+    crate::support::runtime().block_on(crate::support::kafka::produce(&brokers, &topic, &produced));
+    ingest_through_a_crash(&brokers, &topic, &t, &["--variant-columns", "properties", "--dead-letter-table", &dead]);
+    // (The Kafka clients are done; the Python readers below fork.)
+    drop(guard);
+
+    let d = run_json(&["describe", &t]);
+    assert!(d["protocol"]["readerFeatures"].as_array().unwrap().contains(&Value::from("variantType")), "{d}");
+    let fields = d["schema"]["fields"].as_array().unwrap();
+    assert!(fields.iter().any(|f| f["name"] == "properties" && f["type"] == "variant"), "{d}");
+    let got = crate::support::tables::rows_by_id(&t);
+    let ids: Vec<i64> = got.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, (1..=12).collect::<Vec<_>>(), "each record once: {got:?}");
+    for (row, text) in got.iter().zip(sent) {
+        assert_eq!(row["properties"], serde_json::from_str::<Value>(text).unwrap(), "row {}", row["id"]);
+    }
+    assert_eq!(got[11]["properties"], Value::Null);
+    let letters = rows(&dead);
+    assert_eq!(letters.len(), 2, "{letters:?}");
+    let reasons: String = letters.iter().map(|l| l.to_string()).collect();
+    assert!(reasons.contains("appears twice") && reasons.contains("out of the range of a double"), "{reasons}");
+
+    // `--where` on paths inside the variant: keys, Unicode keys, list indexes, numbers.
+    let ids_where = |predicate: &str| -> Vec<i64> {
+        let out = deltabus(&["cat", &t, "--where", predicate]);
+        assert!(out.status.success(), "{predicate}: {}", String::from_utf8_lossy(&out.stderr));
+        let mut ids: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64().unwrap())
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    assert_eq!(ids_where("properties.a = 'now text'"), [2]);
+    assert_eq!(ids_where("properties.nested.ключ = 'значение 😀'"), [2]);
+    assert_eq!(ids_where("properties.tags.1 = 'y' OR properties.a >= 1"), [1]);
+    assert_eq!(ids_where("properties.nested.deep.1.0 = 2.5"), [2]);
+    assert_eq!(ids_where("properties.a IS NULL AND id < 3"), Vec::<i64>::new());
+    let refused = deltabus(&["cat", &t, "--where", "properties = 'x'"]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("by a path inside it"), "{refused:?}");
+
+    // A follower and a mirror carry the variant column into their targets.
+    for (name, extra) in [("copy", None), ("mirror", Some("--mirror"))] {
+        let target = dir.path().join(name).to_string_lossy().into_owned();
+        let mut args = vec!["follow", &t, "--into", &target, "--follower-id", name, "--once"];
+        args.extend(extra);
+        let f = run_json(&args);
+        assert_eq!(f["rows"], 12, "{f}");
+        let copied = crate::support::tables::rows_by_id(&target);
+        let props =
+            |rows: &[Value]| rows.iter().map(|r| (r["id"].clone(), r["properties"].clone())).collect::<Vec<_>>();
+        assert_eq!(props(&copied), props(&got), "{name}");
+        let d = run_json(&["describe", &target]);
+        assert!(d["protocol"]["readerFeatures"].as_array().unwrap().contains(&Value::from("variantType")), "{d}");
+    }
+
+    // The reference reader and delta-rs read the same values (printed as the binaries).
+    let ours = deltabus(&["cat", &t]).stdout;
+    if let Some(oracle) = crate::support::kernel_oracle() {
+        let out = std::process::Command::new(oracle).args(["rows", &t]).output().unwrap();
+        assert!(out.status.success(), "kernel-oracle: {}", String::from_utf8_lossy(&out.stderr));
+        crate::support::python::compare_rows(&out.stdout, &ours).unwrap_or_else(|e| panic!("kernel vs cat: {e}"));
+    }
+    if let Some(python) = crate::support::python::python() {
+        let theirs = crate::support::python::deltalake_rows(&python, std::path::Path::new(&t));
+        crate::support::python::compare_rows(&theirs, &ours).unwrap_or_else(|e| panic!("delta-rs vs cat: {e}"));
+    }
+
+    // Spark: to_json of every row is the JSON sent; variant_get reads a path of any shape.
+    let Some(spark) = spark() else { return };
+    let sql = format!(
+        "SELECT id, to_json(properties) AS j, variant_get(properties, '$.a', 'string') AS a FROM delta.`{t}` ORDER BY id"
+    );
+    let theirs = spark_sql(&spark, &[&sql]).unwrap_or_else(|e| panic!("Spark reads {t}: {e}"));
+    assert_eq!(theirs.len(), 12);
+    for (row, text) in theirs.iter().zip(sent) {
+        let printed: Value = serde_json::from_str(row["j"].as_str().unwrap()).unwrap();
+        assert_eq!(printed, serde_json::from_str::<Value>(text).unwrap(), "Spark's row {}", row["id"]);
+    }
+    assert_eq!((theirs[0]["a"].as_str(), theirs[1]["a"].as_str()), (Some("1"), Some("now text")));
+    assert!(theirs[11].get("j").is_none_or(Value::is_null), "{}", theirs[11]);
+}
+
+/// `--record-variant`: every record, whatever JSON value it is, lands whole in one column.
+#[test]
+fn a_pipeline_lands_whole_records_of_any_shape_in_one_variant_column() {
+    let Some(brokers) = emulator("DELTABUS_TEST_KAFKA_BROKERS") else { return };
+    let _guard = crate::support::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t").to_string_lossy().into_owned();
+    let sent = [r#"{"id":1,"kind":"order","lines":[{"sku":"ü-1","qty":2}]}"#, "[1,2,3]", r#""just text""#, "42.50"];
+    let topic = format!("variant-raw-{}", uuid::Uuid::new_v4().simple());
+    let produced: Vec<(i32, Option<String>, Option<String>)> =
+        sent.iter().map(|r| (0, None, Some(r.to_string()))).collect();
+    crate::support::runtime().block_on(crate::support::kafka::produce(&brokers, &topic, &produced));
+    ingest_through_a_crash(&brokers, &topic, &t, &["--record-variant", "raw"]);
+    let out = deltabus(&["cat", &t]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut got: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["raw"].clone())
+        .collect();
+    let mut want: Vec<Value> = sent.iter().map(|s| serde_json::from_str(s).unwrap()).collect();
+    let key = |v: &Value| v.to_string();
+    got.sort_by_key(key);
+    want.sort_by_key(key);
+    assert_eq!(got, want, "each record once, whole");
+    let d = run_json(&["describe", &t]);
+    assert_eq!(d["schema"]["fields"].as_array().unwrap().len(), 1, "{d}");
+    let Some(spark) = spark() else { return };
+    let theirs = spark_sql(&spark, &[&format!("SELECT to_json(raw) AS j FROM delta.`{t}`")]).unwrap();
+    let mut printed: Vec<Value> =
+        theirs.iter().map(|r| serde_json::from_str(r["j"].as_str().unwrap()).unwrap()).collect();
+    printed.sort_by_key(key);
+    assert_eq!(printed, want);
 }

@@ -70,6 +70,13 @@ pub struct IngestArgs {
     /// and a pipeline's `evolve_schema`) instead of sending those records to dead letters.
     #[arg(long)]
     pub evolve_schema: bool,
+    /// JSON fields that land as `variant` columns whatever their shape (comma-separated; a
+    /// pipeline's `variant_columns`).
+    #[arg(long, value_delimiter = ',', value_name = "FIELDS")]
+    pub variant_columns: Vec<String>,
+    /// The `variant` column each whole JSON record lands in (a pipeline's `record_variant`).
+    #[arg(long, value_name = "COLUMN", conflicts_with = "variant_columns")]
+    pub record_variant: Option<String>,
     /// Payload format: json, or avro / protobuf / json-schema (Confluent wire format; needs
     /// --schema-registry).
     #[arg(long, default_value = "json", value_parser = ["json", "avro", "protobuf", "json-schema"])]
@@ -129,6 +136,8 @@ impl IngestArgs {
         config.kafka.stop_at_end = self.until_end;
         config.kafka.stall_timeout = self.until_end_timeout;
         config.evolve_schema = self.evolve_schema;
+        config.variant_columns = self.variant_columns.clone();
+        config.record_variant = self.record_variant.clone();
         if let Some(url) = &self.schema_registry {
             let var = |k: &str| std::env::var(format!("DELTABUS_SCHEMA_REGISTRY_{k}")).ok();
             config.schema_registry = Some(crate::decode::registry::RegistryConfig {

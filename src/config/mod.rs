@@ -62,6 +62,7 @@ pub mod registry;
 mod resolved;
 pub mod server;
 pub mod sources;
+pub mod variants;
 
 pub use pipeline::{
     DeltaPipeline, KafkaPipeline, PayloadFormat, Pipeline, PipelineConfig, PipelineSource, ResolvedCompaction,

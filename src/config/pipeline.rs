@@ -46,6 +46,14 @@ pub struct PipelineConfig {
     /// Add new nullable columns found in records to the table schema.
     #[serde(default)]
     pub evolve_schema: bool,
+    /// JSON fields that land as `variant` columns whatever their shape (new tables and new
+    /// columns; a declared schema types them `variant` itself).
+    #[serde(default)]
+    pub variant_columns: Vec<String>,
+    /// The `variant` column the whole JSON record lands in (a new table has it alone, beside
+    /// the record columns); not with `variant_columns`.
+    #[serde(default)]
+    pub record_variant: Option<String>,
     /// The Kafka source (give this or `delta`).
     #[serde(default)]
     pub kafka: KafkaConfig,
@@ -99,6 +107,8 @@ impl PipelineConfig {
             cluster_by: Vec::new(),
             properties: HashMap::new(),
             evolve_schema: false,
+            variant_columns: Vec::new(),
+            record_variant: None,
             kafka: KafkaConfig { brokers: brokers.into(), topic: topic.into(), ..KafkaConfig::default() },
             delta: None,
             upsert: None,

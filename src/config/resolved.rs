@@ -71,6 +71,8 @@ pub struct ResolvedPipeline {
     /// Table properties of a new table.
     pub properties: HashMap<String, String>,
     pub evolve_schema: bool,
+    /// The fields that land as variant columns.
+    pub variants: super::variants::Variants,
     pub policy: FlushPolicy,
     /// Data file size (`None`: the table's `delta.targetFileSize`).
     pub target_file_size: Option<u64>,
@@ -355,6 +357,9 @@ impl PipelineConfig {
             Some(s) => Some(StructType::parse(s).map_err(|e| bad("schema", e.to_string()))?),
             None => None,
         };
+        let variants = super::variants::Variants::new(&self.variant_columns, self.record_variant.as_deref())
+            .and_then(|v| schema.as_ref().map_or(Ok(()), |s| v.check(s)).map(|()| v))
+            .map_err(|e| bad("variant_columns", e))?;
         let columns = self.columns.names();
         let mut seen = std::collections::HashSet::new();
         if let Some(dup) = columns.iter().find(|c| !seen.insert(**c)) {
@@ -429,6 +434,7 @@ impl PipelineConfig {
             cluster_by: self.cluster_by.clone(),
             properties: self.properties.clone(),
             evolve_schema: self.evolve_schema,
+            variants,
             policy,
             target_file_size,
             records_per_second: self.flush.records_per_second,

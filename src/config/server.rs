@@ -89,6 +89,10 @@ pub struct ServerTable {
     pub properties: BTreeMap<String, String>,
     /// Add new nullable columns found in the records to the table schema.
     pub evolve_schema: bool,
+    /// JSON fields that land as `variant` columns whatever their shape (as a pipeline's).
+    pub variant_columns: Vec<String>,
+    /// The `variant` column the whole JSON record lands in (as a pipeline's).
+    pub record_variant: Option<String>,
     /// A Delta table for the bad lines of requests that ask for it (`?bad_lines=dead_letter`).
     pub dead_letters: Option<String>,
     /// Key columns (strings or integers): rows upsert by key instead of appending, as keyed
@@ -121,6 +125,8 @@ pub struct ResolvedTable {
     pub name: String,
     pub settings: ServerTable,
     pub schema: Option<crate::delta::schema::StructType>,
+    /// The fields that land as variant columns.
+    pub variants: super::variants::Variants,
     /// Tokens that open this table only.
     pub tokens: Vec<String>,
 }
@@ -216,8 +222,12 @@ impl ServerConfig {
                     }
                 }
             }
+            let variants = super::variants::Variants::new(&t.variant_columns, t.record_variant.as_deref())
+                .and_then(|v| schema.as_ref().map_or(Ok(()), |s| v.check(s)).map(|()| v))
+                .map_err(|e| bad(&format!("tables.{name}.variant_columns"), e))?;
             let own = read_secrets(&format!("tables.{name}.tokens"), &t.tokens, lookup)?;
-            tables.insert(name.clone(), ResolvedTable { name: name.clone(), settings: t.clone(), schema, tokens: own });
+            let resolved = ResolvedTable { name: name.clone(), settings: t.clone(), schema, variants, tokens: own };
+            tables.insert(name.clone(), resolved);
         }
         let kafka = self.kafka.as_ref().map(|k| k.resolve(&self.tables, lookup)).transpose()?;
         if let Some(k) = &kafka {

@@ -9,6 +9,7 @@
 //! needed to find or replay it, and the rest of the batch proceeds.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
@@ -16,6 +17,7 @@ use arrow::datatypes::SchemaRef;
 use crate::common::record::{DeadLetter, RawRecord};
 use crate::decode::json_columns::Columns;
 use crate::decode::json_values::{RecordRules, Verdict};
+use crate::decode::json_variant::VariantSplit;
 
 /// Decodes JSON payloads against a table schema.
 #[derive(Debug, Clone)]
@@ -25,6 +27,8 @@ pub(crate) struct PayloadDecoder {
     rules: RecordRules,
     /// The one-scan decoder, for tables of flat columns.
     columns: Option<Columns>,
+    /// How variant columns are filled, for tables that have them.
+    variants: Option<VariantSplit>,
     max_record_bytes: usize,
 }
 
@@ -45,7 +49,20 @@ impl PayloadDecoder {
     /// A decoder for the Arrow form of the table schema (with its nullability).
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn new(schema: SchemaRef, max_record_bytes: usize) -> Self {
-        PayloadDecoder { rules: RecordRules::new(&schema), columns: Columns::plan(&schema), schema, max_record_bytes }
+        if let Some(split) = VariantSplit::plan(&schema, None, max_record_bytes) {
+            let rules = RecordRules::new(&Arc::new(arrow::datatypes::Schema::empty()));
+            return PayloadDecoder { rules, columns: None, variants: Some(split), schema, max_record_bytes };
+        }
+        let (rules, columns) = (RecordRules::new(&schema), Columns::plan(&schema));
+        PayloadDecoder { rules, columns, variants: None, schema, max_record_bytes }
+    }
+
+    /// The same decoder with the whole payload as the value of the variant column `column`
+    /// (the table's other payload columns then stay null).
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn with_record_variant(mut self, column: &str) -> Self {
+        self.variants = VariantSplit::plan(&self.schema, Some(column), self.max_record_bytes);
+        self
     }
 
     /// The same decoder without the one-scan path: every record through the value rules and
@@ -66,6 +83,9 @@ impl PayloadDecoder {
     /// Decodes the records; never fails as a whole: bad records become dead letters.
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn decode(&self, records: &[RawRecord<'_>]) -> Decoded {
+        if let Some(split) = &self.variants {
+            return split.decode(&self.schema, records, records.iter().map(|r| self.framing(r)).collect());
+        }
         let Some(columns) = &self.columns else { return self.decode_checked(records) };
         let bytes = records.iter().map(|r| r.payload.map_or(0, <[u8]>::len)).sum();
         let mut rows = columns.rows(records.len(), bytes);

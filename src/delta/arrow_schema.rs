@@ -31,12 +31,13 @@ pub(crate) fn arrow_type(t: &DataType) -> ArrowType {
 /// tell a variant from a struct of two binaries.
 pub(crate) const VARIANT_MARK: &str = "deltabus.variant";
 
-/// The physical fields of an unshredded variant.
+/// The physical fields of an unshredded variant: two required binaries, as Spark writes them
+/// (a null variant is a null struct).
 pub(crate) fn variant_fields() -> Fields {
     let mark = std::collections::HashMap::from([(VARIANT_MARK.to_string(), "true".to_string())]);
     Fields::from(vec![
-        Field::new("metadata", ArrowType::Binary, true).with_metadata(mark),
-        Field::new("value", ArrowType::Binary, true),
+        Field::new("metadata", ArrowType::Binary, false).with_metadata(mark),
+        Field::new("value", ArrowType::Binary, false),
     ])
 }
 

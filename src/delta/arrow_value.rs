@@ -220,7 +220,7 @@ fn variant_at(s: &arrow::array::StructArray, i: usize) -> Value {
     }
 }
 
-fn variant_json(v: &parquet_variant::Variant<'_, '_>) -> Value {
+pub(crate) fn variant_json(v: &parquet_variant::Variant<'_, '_>) -> Value {
     use parquet_variant::Variant as V;
     let digits = |x: i128| x.unsigned_abs().to_string().len().min(38) as u8;
     match v {

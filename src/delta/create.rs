@@ -347,16 +347,16 @@ pub(crate) fn new_table(
             "every column is a partition column: at least one column must hold data in the files".into(),
         ));
     }
-    let uses_ntz = schema.contains(&|t| *t == DataType::Primitive(PrimitiveType::TimestampNtz));
+    let needs = crate::delta::features::schema_features(&schema);
     let properties = &uniform_properties(properties)?;
     let properties = &crate::delta::properties::checked_properties(properties)?;
     check_column_names(&schema, properties.get("delta.columnMapping.mode").is_some_and(|m| m != "none"))?;
     let protocol = if generated > 0 {
         let mut with_feature = properties.clone();
         with_feature.insert("delta.feature.generatedColumns".into(), "supported".into());
-        protocol_for_new_table(&with_feature, uses_ntz)?
+        protocol_for_new_table(&with_feature, &needs)?
     } else {
-        protocol_for_new_table(properties, uses_ntz)?
+        protocol_for_new_table(properties, &needs)?
     };
     let mut configuration: HashMap<String, String> = properties
         .iter()

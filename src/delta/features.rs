@@ -98,6 +98,31 @@ pub(crate) fn with_features(p: &Protocol, reader: &[&str], writer: &[&str]) -> P
     Protocol { min_reader_version: 3, min_writer_version: 7, reader_features: Some(r), writer_features: Some(w) }
 }
 
+/// The reader-and-writer features a schema's types need: `timestampNtz` for a `timestamp_ntz`
+/// anywhere in it, `variantType` for a `variant`.
+pub(crate) fn schema_features(schema: &super::schema::StructType) -> Vec<&'static str> {
+    use super::schema::{DataType, PrimitiveType};
+    let mut needs = Vec::new();
+    if schema.contains(&|t| *t == DataType::Primitive(PrimitiveType::TimestampNtz)) {
+        needs.push(Feature::TimestampNtz.name());
+    }
+    if schema.contains(&|t| *t == DataType::Variant) {
+        needs.push(VARIANT);
+    }
+    needs
+}
+
+/// The `variantType` feature: columns of the `variant` type.
+pub(crate) const VARIANT: &str = "variantType";
+
+/// `p` with the features `schema` needs that it lacks, or `None` when it has them all (a
+/// `-preview` feature counts as its final name).
+pub(crate) fn upgraded_for(p: &Protocol, schema: &super::schema::StructType) -> Option<Protocol> {
+    let has = |f: &str| p.reader_features.iter().flatten().any(|x| x == f || x.strip_suffix("-preview") == Some(f));
+    let missing: Vec<&str> = schema_features(schema).into_iter().filter(|f| !has(f)).collect();
+    (!missing.is_empty()).then(|| with_features(p, &missing, &[]))
+}
+
 /// Reader features deltabus implements.
 pub(crate) const SUPPORTED_READER_FEATURES: &[&str] = &[
     "columnMapping",
@@ -179,6 +204,8 @@ pub(crate) const SUPPORTED_WRITER_FEATURES: &[&str] = &[
     "clustering",
     // Widened columns record their changes in `delta.typeChanges`; only the protocol's changes.
     "typeWidening",
+    // Variant columns written unshredded (a `metadata` and a `value` binary), without statistics.
+    "variantType",
     "v2Checkpoint",
     "inCommitTimestamp",
     "columnMapping",
@@ -300,7 +327,7 @@ pub(crate) fn has_writer_feature(p: &Protocol, feature: Feature) -> bool {
 /// [`Error::Unsupported`] when a property asks for a feature deltabus cannot write.
 pub(crate) fn protocol_for_new_table(
     config: &std::collections::HashMap<String, String>,
-    uses_timestamp_ntz: bool,
+    schema_needs: &[&'static str],
 ) -> Result<Protocol> {
     let on = |k: &str| config.get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let mut reader: Vec<&str> = Vec::new();
@@ -312,8 +339,8 @@ pub(crate) fn protocol_for_new_table(
     if on("delta.enableDeletionVectors") {
         both(Feature::DeletionVectors.name(), &mut reader, &mut writer);
     }
-    if uses_timestamp_ntz {
-        both(Feature::TimestampNtz.name(), &mut reader, &mut writer);
+    for f in schema_needs {
+        both(f, &mut reader, &mut writer);
     }
     if config.get("delta.columnMapping.mode").is_some_and(|m| m != "none") {
         both(Feature::ColumnMapping.name(), &mut reader, &mut writer);
@@ -397,20 +424,20 @@ mod tests {
             ("delta.enableVariantShredding", "true"),
             ("delta.universalFormat.enabledFormats", "hudi,iceberg"),
         ] {
-            let e = protocol_for_new_table(&cfg(&[(k, v)]), false).unwrap_err().to_string();
+            let e = protocol_for_new_table(&cfg(&[(k, v)]), &[]).unwrap_err().to_string();
             assert!(e.contains(k) && e.contains("does not"), "{k}={v}: {e}");
             assert_eq!(e.lines().count(), 1, "{e}");
         }
         for (k, v) in [("delta.enableIcebergCompatV2", "false"), ("delta.universalFormat.enabledFormats", "")] {
-            assert!(protocol_for_new_table(&cfg(&[(k, v)]), false).is_ok(), "{k}={v}");
+            assert!(protocol_for_new_table(&cfg(&[(k, v)]), &[]).is_ok(), "{k}={v}");
         }
         let compat = protocol_for_new_table(
             &cfg(&[("delta.enableIcebergCompatV2", "true"), ("delta.columnMapping.mode", "name")]),
-            false,
+            &[],
         )
         .unwrap();
         assert!(compat.writer_features.unwrap().iter().any(|f| f == "icebergCompatV2"));
-        let p = protocol_for_new_table(&cfg(&[("delta.checkpointPolicy", "v2")]), false).unwrap();
+        let p = protocol_for_new_table(&cfg(&[("delta.checkpointPolicy", "v2")]), &[]).unwrap();
         assert!(p.reader_features.iter().flatten().any(|f| f == "v2Checkpoint"), "{p:?}");
         assert!(p.writer_features.iter().flatten().any(|f| f == "v2Checkpoint"), "{p:?}");
     }

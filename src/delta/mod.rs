@@ -24,7 +24,8 @@
 //! - [`retention`]: what maintenance may delete.
 //! - [`paths`]: path containment for paths read from a log.
 //! - [`scan`]: data-file batches to logical rows.
-//! - [`predicate`], [`predicate_types`]: row predicates, and their literals checked against the schema.
+//! - [`predicate`], [`predicate_types`]: row predicates, and their literals checked against the schema;
+//!   `predicate_variant`: paths inside variant columns as columns to compare.
 //! - [`arrow_value`]: Arrow values as JSON; [`json_rows`]: rows as JSON text, written directly.
 //! - [`parquet_footer`], [`parquet_pages`]: Parquet footers and page headers checked before
 //!   the Parquet decoder trusts them.
@@ -56,6 +57,7 @@ internal_mods!(partition);
 internal_mods!(paths);
 internal_mods!(predicate);
 internal_mods!(predicate_types);
+mod predicate_variant;
 internal_mods!(properties);
 internal_mods!(replay);
 internal_mods!(retention);

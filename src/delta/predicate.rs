@@ -429,7 +429,7 @@ impl Expr {
             Expr::Or(a, b) => boolean::or_kleene(&a.eval3(batch)?, &b.eval3(batch)?).map_err(err)?,
             Expr::Not(a) => boolean::not(&a.eval3(batch)?).map_err(err)?,
             Expr::IsNull { column, negated } => {
-                let col = column_of(batch, column)?;
+                let col = column_of(batch, column, None)?;
                 if *negated {
                     boolean::is_not_null(&col).map_err(err)?
                 } else {
@@ -437,7 +437,7 @@ impl Expr {
                 }
             }
             Expr::Cmp { column, op, value } => {
-                let mut col = column_of(batch, column)?;
+                let mut col = column_of(batch, column, Some(value))?;
                 // A fractional literal against an integer column compares numerically, as SQL
                 // does (`id > 1.5`), instead of failing to fit the column's type.
                 if matches!(value, Lit::Float(f) if f.fract() != 0.0) && col.data_type().is_integer() {
@@ -474,13 +474,17 @@ impl Expr {
     }
 }
 
-fn column_of(batch: &RecordBatch, path: &[String]) -> Result<ArrayRef, String> {
+/// The column at `path` (a path inside a variant column as the kind `lit` compares with).
+fn column_of(batch: &RecordBatch, path: &[String], lit: Option<&Lit>) -> Result<ArrayRef, String> {
     let find =
         |fields: &arrow::datatypes::Fields, name: &str| fields.iter().position(|f| f.name().eq_ignore_ascii_case(name));
     let i = find(batch.schema().fields(), &path[0]).ok_or_else(|| format!("no column {:?}", path[0]))?;
     let mut col = batch.column(i).clone();
-    for name in &path[1..] {
+    for (k, name) in path.iter().enumerate().skip(1) {
         let s = col.as_struct_opt().ok_or_else(|| format!("{:?} is not a struct", path.join(".")))?;
+        if super::arrow_schema::is_variant(s.fields()) {
+            return Ok(super::predicate_variant::values_at(s, &path[k..], lit));
+        }
         let j = find(s.fields(), name).ok_or_else(|| format!("no field {name:?} in {:?}", path.join(".")))?;
         col = s.column(j).clone();
     }

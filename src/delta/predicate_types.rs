@@ -17,6 +17,7 @@ fn literal_kind(t: &super::schema::DataType) -> Result<&'static str, &'static st
         D::Primitive(P::Boolean) => Ok("boolean"),
         D::Primitive(P::Date | P::Timestamp | P::TimestampNtz) => Ok("time"),
         D::Primitive(P::Void) => Ok("null"),
+        D::Variant => Err("a variant column compares by a path inside it (column.key, column.list.0)"),
         _ => Err("a nested column (struct, array or map) cannot be compared"),
     }
 }
@@ -57,10 +58,14 @@ impl Expr {
     /// # Errors
     /// A message naming the column, its kind and the literal.
     pub fn check_types(&self, schema: &StructType) -> Result<(), String> {
-        let column_type = |path: &[String]| -> Result<&super::schema::DataType, String> {
+        // A path inside a variant column takes a literal of any kind (`None`).
+        let column_type = |path: &[String]| -> Result<Option<&super::schema::DataType>, String> {
             let mut fields = &schema.fields;
             let mut found = None;
             for (i, part) in path.iter().enumerate() {
+                if found == Some(&super::schema::DataType::Variant) {
+                    return Ok(None);
+                }
                 let f = fields
                     .iter()
                     .find(|f| f.name.eq_ignore_ascii_case(part))
@@ -70,19 +75,21 @@ impl Expr {
                     fields = &s.fields;
                 }
             }
-            found.ok_or_else(|| "empty column name".to_string())
+            found.map(Some).ok_or_else(|| "empty column name".to_string())
+        };
+        let kind = |column: &[String]| -> Result<Option<&'static str>, String> {
+            let Some(t) = column_type(column)? else { return Ok(None) };
+            literal_kind(t).map(Some).map_err(|why| format!("column {}: {why}", column.join(".")))
         };
         match self {
-            Expr::Cmp { column, value, .. } => {
-                let kind =
-                    literal_kind(column_type(column)?).map_err(|why| format!("column {}: {why}", column.join(".")))?;
-                check_literal(column, kind, value)
-            }
-            Expr::In { column, values, .. } => {
-                let kind =
-                    literal_kind(column_type(column)?).map_err(|why| format!("column {}: {why}", column.join(".")))?;
-                values.iter().try_for_each(|v| check_literal(column, kind, v))
-            }
+            Expr::Cmp { column, value, .. } => match kind(column)? {
+                Some(kind) => check_literal(column, kind, value),
+                None => Ok(()),
+            },
+            Expr::In { column, values, .. } => match kind(column)? {
+                Some(kind) => values.iter().try_for_each(|v| check_literal(column, kind, v)),
+                None => Ok(()),
+            },
             Expr::IsNull { column, .. } => column_type(column).map(|_| ()),
             Expr::And(a, b) | Expr::Or(a, b) => a.check_types(schema).and_then(|()| b.check_types(schema)),
             Expr::Not(a) => a.check_types(schema),

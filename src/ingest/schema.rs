@@ -58,6 +58,8 @@ pub(crate) struct TableSchema {
     /// Keyed registry topics: the decoder of framed record keys.
     pub keys: Option<crate::decode::keyed_avro::KeyDecoder>,
     record_columns: Vec<String>,
+    /// The variant column each whole payload lands in (`record_variant`), if one does.
+    record_variant: Option<String>,
     max_record_bytes: usize,
 }
 
@@ -82,6 +84,9 @@ impl TableSchema {
         if let Some(s) = &snapshot {
             crate::delta::features::check_writable(&s.protocol, &s.metadata)?;
             shapes_agree(s, cfg)?;
+            cfg.variants
+                .check(&s.schema)
+                .map_err(|why| Error::InvalidArgument(format!("pipeline {}: {why}", cfg.name)))?;
         }
         let mut me = TableSchema {
             snapshot,
@@ -90,6 +95,7 @@ impl TableSchema {
             keys: Format::keys(cfg, registries)?,
             format: Format::of(cfg, registries)?,
             record_columns: cfg.columns.names().into_iter().map(String::from).collect(),
+            record_variant: cfg.variants.record().map(String::from),
             max_record_bytes: cfg.kafka.max_record_bytes,
         };
         if me.snapshot.is_none() {
@@ -188,6 +194,10 @@ impl TableSchema {
         let payload_fields = view.fields.iter().filter(|f| !self.record_columns.contains(&f.name)).cloned();
         let payload = StructType::new(payload_fields.collect());
         let decoder = PayloadDecoder::new(Arc::new(arrow_schema_strict(&payload)), self.max_record_bytes);
+        let decoder = match &self.record_variant {
+            Some(column) => decoder.with_record_variant(column),
+            None => decoder,
+        };
         self.decoder = Some((key, decoder));
     }
 
@@ -328,7 +338,7 @@ impl TableSchema {
 
     async fn decode_json(&mut self, table: &Table, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Decoded> {
         if self.view().is_none() {
-            match self.inferred(raw)? {
+            match self.inferred(cfg, raw)? {
                 Some(schema) => self.propose_new(cfg, schema)?,
                 // Nothing to infer from: every record is a dead letter (no decoder yet).
                 None => return Ok(all_dead(raw)),
@@ -358,7 +368,8 @@ impl TableSchema {
                 .filter(|p| p.trim_start().starts_with('{'))
                 .collect();
             let Some(current) = self.view() else { return Ok(decoded) };
-            let Some(incoming) = infer_schema(&rejected).ok().map(|s| self.without_record_columns(s)) else {
+            let incoming = infer_schema(&rejected).ok().map(|s| cfg.variants.applied(self.without_record_columns(s)));
+            let Some(incoming) = incoming else {
                 return Ok(decoded);
             };
             match merge_schema(current, &incoming)? {
@@ -504,7 +515,13 @@ impl TableSchema {
         StructType::new(s.fields.into_iter().filter(|f| !self.record_columns.contains(&f.name)).collect())
     }
 
-    fn inferred(&self, raw: &[RawRecord<'_>]) -> Result<Option<StructType>> {
+    /// A new table's payload columns from the records (the configured variant columns typed
+    /// `variant`; with `record_variant`, that column alone), `None` without a record to go by.
+    fn inferred(&self, cfg: &KafkaPipeline, raw: &[RawRecord<'_>]) -> Result<Option<StructType>> {
+        if cfg.variants.record().is_some() {
+            let any = raw.iter().any(|r| r.payload.is_some());
+            return Ok(any.then(|| cfg.variants.applied(StructType::new(Vec::new()))));
+        }
         let sample: Vec<&str> = raw
             .iter()
             .filter_map(|r| r.payload.and_then(|p| std::str::from_utf8(p).ok()))
@@ -514,7 +531,7 @@ impl TableSchema {
         if sample.is_empty() {
             return Ok(None);
         }
-        Ok(Some(self.without_record_columns(infer_schema(&sample)?)))
+        Ok(Some(cfg.variants.applied(self.without_record_columns(infer_schema(&sample)?))))
     }
 
     /// Creates the table at start (a configured or registered schema), before any record.

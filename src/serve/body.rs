@@ -107,17 +107,18 @@ pub(crate) fn json_records(
         }
         None => match &table.schema {
             Some(s) => s.clone(),
-            None => inferred(lines).ok_or_else(|| first_unparsable(lines))?,
+            None => inferred(lines, table).ok_or_else(|| first_unparsable(lines))?,
         },
     };
-    let mut decoded = decode(lines, &schema, &table.name);
+    let record = table.variants.record();
+    let mut decoded = decode(lines, &schema, &table.name, record);
     if !decoded.bad.is_empty() && (table.settings.evolve_schema || (creating && table.schema.is_none())) {
         // A new column the table cannot take (a name that needs column mapping) is the reason
         // given, not the lines it leaves undecoded.
-        let merged = inferred(lines).map(|inc| merge_schema(&schema, &inc)).transpose();
+        let merged = inferred(lines, table).map(|inc| merge_schema(&schema, &inc)).transpose();
         if let Some(merged) = merged.map_err(|e| Refusal::Bad(e.to_string()))?.flatten() {
             schema = merged;
-            decoded = decode(lines, &schema, &table.name);
+            decoded = decode(lines, &schema, &table.name, record);
         }
     }
     // Values only a wider type of their column holds widen it, on a table configured for it
@@ -128,7 +129,7 @@ pub(crate) fn json_records(
         let refused: Vec<&[u8]> = decoded.bad.iter().filter_map(|b| b.payload.as_deref()).collect();
         if let Some(widened) = crate::decode::widening::widened(&schema, &[], &refused, usize::MAX) {
             schema = widened;
-            decoded = decode(lines, &schema, &table.name);
+            decoded = decode(lines, &schema, &table.name, record);
         }
     }
     if let (BadLines::Refuse, Some(first)) = (bad_lines, decoded.bad.first()) {
@@ -189,9 +190,14 @@ struct Decoded {
 /// body (the rows themselves are one batch per chunk).
 const CHUNK_BYTES: usize = 1 << 20;
 
-fn decode(lines: &[(usize, &[u8])], schema: &StructType, name: &str) -> Decoded {
+/// `record` names the variant column each whole line lands in, if one does.
+fn decode(lines: &[(usize, &[u8])], schema: &StructType, name: &str, record: Option<&str>) -> Decoded {
     let arrow = Arc::new(arrow_schema_strict(schema));
     let decoder = PayloadDecoder::new(arrow, usize::MAX);
+    let decoder = match record {
+        Some(column) => decoder.with_record_variant(column),
+        None => decoder,
+    };
     let mut out = Decoded { batches: Vec::new(), bad: Vec::new(), count: 0 };
     let mut rest = lines;
     while !rest.is_empty() {
@@ -224,8 +230,12 @@ fn decode(lines: &[(usize, &[u8])], schema: &StructType, name: &str) -> Decoded 
     out
 }
 
-/// The schema of the sampled lines that are JSON objects (`None` when none is).
-fn inferred(lines: &[(usize, &[u8])]) -> Option<StructType> {
+/// The schema of the sampled lines that are JSON objects (`None` when none is), the table's
+/// variant columns typed `variant` (with `record_variant`, that column alone).
+fn inferred(lines: &[(usize, &[u8])], table: &ResolvedTable) -> Option<StructType> {
+    if table.variants.record().is_some() {
+        return Some(table.variants.applied(StructType::new(Vec::new())));
+    }
     let sample: Vec<&str> = lines
         .iter()
         .filter_map(|(_, l)| std::str::from_utf8(l).ok())
@@ -235,7 +245,7 @@ fn inferred(lines: &[(usize, &[u8])]) -> Option<StructType> {
     if sample.is_empty() {
         return None;
     }
-    infer_schema(&sample).ok()
+    infer_schema(&sample).ok().map(|s| table.variants.applied(s))
 }
 
 fn first_unparsable(lines: &[(usize, &[u8])]) -> Refusal {
@@ -255,6 +265,7 @@ mod tests {
             name: "events".into(),
             settings: ServerTable { table: "/t".into(), create, evolve_schema: evolve, ..ServerTable::default() },
             schema: None,
+            variants: Default::default(),
             tokens: Vec::new(),
         }
     }
@@ -312,6 +323,31 @@ mod tests {
         let body = format!("{{\"id\":1}}\n{{\"id\":2,\"name\":\"{}\"}}\n", "x".repeat(100));
         let e = json_lines(body.as_bytes(), &table(false, false), Some(&schema()), 64, BadLines::Refuse).unwrap_err();
         assert!(matches!(&e, Refusal::TooLarge(m) if m.starts_with("line 2:")), "{e:?}");
+    }
+
+    /// A push table's variant columns: the field lands whatever its shape, a new table (or a
+    /// new column) typed `variant`; with `record_variant`, each whole line in one column.
+    #[test]
+    fn variant_columns_take_any_shape_and_record_variant_the_whole_line() {
+        use crate::config::variants::Variants;
+        use crate::delta::schema::DataType;
+        let body =
+            b"{\"id\":1,\"p\":{\"a\":[1,\"\xc3\xbc\"]}}\n{\"id\":2,\"p\":7}\n{\"id\":3,\"p\":{\"k\":1,\"k\":2}}\n";
+        let mut t = table(true, true);
+        t.variants = Variants::new(&["p".to_string()], None).unwrap();
+        let rows = json_lines(body, &t, None, 1024, BadLines::DeadLetter).unwrap();
+        assert_eq!(rows.schema.field("p").unwrap().data_type, DataType::Variant);
+        assert_eq!(rows.count, 2);
+        assert!(rows.bad[0].reason.contains("appears twice"), "{:?}", rows.bad);
+        let e = json_lines(body, &t, None, 1024, BadLines::Refuse).unwrap_err();
+        assert!(matches!(&e, Refusal::Bad(m) if m.starts_with("line 3:") && m.contains("\"p\"")), "{e:?}");
+        // An existing table gets the column as a new variant column.
+        let rows = json_lines(body, &t, Some(&schema()), 1024, BadLines::DeadLetter).unwrap();
+        assert_eq!((rows.count, rows.schema.field("p").map(|f| &f.data_type)), (2, Some(&DataType::Variant)));
+        t.variants = Variants::new(&[], Some("record")).unwrap();
+        let rows = json_lines(b"[1,2]\n\"text\"\n{\"any\":null}\nnot json\n", &t, None, 1024, BadLines::DeadLetter);
+        let rows = rows.unwrap();
+        assert_eq!((rows.count, rows.bad.len(), rows.schema.fields.len()), (3, 1, 1));
     }
 
     #[test]

@@ -147,15 +147,22 @@ pub(crate) fn change(snapshot: Option<&Snapshot>, target: StructType, new: &NewT
                     type_widening::PROPERTY
                 )));
             }
+            let needs = crate::delta::features::upgraded_for(&s.protocol, &target);
             let metadata = crate::delta::create::evolved_metadata(&s.metadata, s.column_mapping(), target);
             let mut actions = Vec::new();
-            let protocol = match widened {
-                Some((p, _)) if p != s.protocol => {
-                    actions.push(Action::Protocol(p.clone()));
-                    p
-                }
-                _ => s.protocol.clone(),
+            let widened = widened.map_or_else(|| s.protocol.clone(), |(p, _)| p);
+            // New columns may need a feature of their type (variant, timestamp_ntz).
+            let protocol = match needs {
+                Some(p) => crate::delta::features::with_features(
+                    &widened,
+                    p.reader_features.iter().flatten().map(String::as_str).collect::<Vec<_>>().as_slice(),
+                    &[],
+                ),
+                None => widened,
             };
+            if protocol != s.protocol {
+                actions.push(Action::Protocol(protocol.clone()));
+            }
             actions.push(Action::Metadata(metadata.clone()));
             let changed = s.with_table(protocol, metadata)?;
             Ok(SchemaChange { actions, changed: Some(changed), creating: false })

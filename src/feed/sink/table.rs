@@ -174,21 +174,21 @@ fn evolve_target(
     // `apply` reads the type changes against the schema as it was.
     let mut metadata = Metadata { schema_string: s.metadata.schema_string.clone(), ..evolved };
     let mut actions = Vec::new();
-    if let Some((protocol, configuration)) =
+    let mut protocol = s.protocol.clone();
+    if let Some((widened, configuration)) =
         crate::delta::type_widening::apply(&s.protocol, &metadata, &mut schema).map_err(|e| refuse(e.to_string()))?
     {
         metadata.configuration = configuration;
-        if protocol != s.protocol {
-            actions.push(Action::Protocol(protocol.clone()));
-        }
-        metadata.schema_string = schema.to_json();
-        actions.push(Action::Metadata(metadata.clone()));
-        let changed = s.with_table(protocol, metadata)?;
-        return Ok(Some((actions, changed)));
+        protocol = widened;
+    }
+    // New columns may need a feature of their type (variant, timestamp_ntz).
+    protocol = crate::delta::features::upgraded_for(&protocol, &schema).unwrap_or(protocol);
+    if protocol != s.protocol {
+        actions.push(Action::Protocol(protocol.clone()));
     }
     metadata.schema_string = schema.to_json();
     actions.push(Action::Metadata(metadata.clone()));
-    let changed = s.with_metadata(metadata)?;
+    let changed = s.with_table(protocol, metadata)?;
     Ok(Some((actions, changed)))
 }
 

@@ -313,6 +313,7 @@ mod tests {
                 ..ServerTable::default()
             },
             schema: None,
+            variants: Default::default(),
             tokens: Vec::new(),
         };
         let with_key = |key: Option<&str>, value: Option<&str>| {
