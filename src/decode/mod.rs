@@ -54,5 +54,6 @@ internal_mods!(registry);
 internal_mods!(registry_schema);
 internal_mods!(route_values);
 mod variant;
+mod variant_bytes;
 internal_mods!(widening);
 pub(crate) mod text_room;

@@ -9,24 +9,17 @@
 //! - strings (escapes decoded, surrogate pairs whole, a lone surrogate refused), booleans, null,
 //!   arrays and objects (a key named twice in one object is refused, as Spark refuses it).
 //!
-//! The values are built with the `parquet-variant` crate; this module reads the JSON itself
-//! because its numbers must stay exact, which a parse through `f64` (as `parquet-variant-json`
-//! does) would not keep.
-
-use parquet_variant::{
-    BuilderSpecificState, ListBuilder, ObjectBuilder, ObjectState, Variant, VariantBuilder, VariantBuilderExt,
-    VariantDecimal16, VariantDecimal4, VariantDecimal8,
-};
+//! The JSON is read here, and the bytes written by [`super::variant_bytes`], because numbers
+//! must stay exact (a parse through `f64`, as `parquet-variant-json` does, would not keep them)
+//! and because the ingest path needs it fast.
 
 use std::borrow::Cow;
 
 use super::json_text::unicode_escape;
+use super::variant_bytes::{self as bytes, Keys};
 
 /// Deeper than this, a value is refused (the nesting limit of every JSON decoder here).
 const MAX_DEPTH: usize = 128;
-
-/// What [`Parser::value`] says when a container cannot open under a key its object holds.
-const TWICE: &str = "a key appears twice in one object";
 
 /// One JSON value (the whole text, white space around it allowed) as variant `metadata` and
 /// `value` binaries.
@@ -34,20 +27,21 @@ const TWICE: &str = "a key appears twice in one object";
 /// # Errors
 /// Why the text is not one JSON value the encoding holds, in one line.
 pub(crate) fn encode(text: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
-    let mut builder = VariantBuilder::new().with_validate_unique_fields(true);
-    let mut p = Parser { b: text, at: 0 };
-    p.value(&mut builder, 0)?;
+    let mut p = Parser { b: text, at: 0, keys: Keys::default(), out: Vec::with_capacity(text.len()) };
+    p.value(0)?;
     p.space();
     if p.at != text.len() {
         return Err(format!("unexpected text after the JSON value at byte {}", p.at));
     }
-    builder.try_finish().map_err(|e| e.to_string())
+    Ok((p.keys.metadata(), p.out))
 }
 
-/// A JSON reader over bytes that appends each value to a variant builder as it goes.
+/// A JSON reader over bytes that writes each value's encoding as it goes.
 struct Parser<'a> {
     b: &'a [u8],
     at: usize,
+    keys: Keys<'a>,
+    out: Vec<u8>,
 }
 
 impl<'a> Parser<'a> {
@@ -61,8 +55,8 @@ impl<'a> Parser<'a> {
         Err(format!("not JSON: {what} at byte {}", self.at))
     }
 
-    /// Reads one value into `out`.
-    fn value(&mut self, out: &mut impl VariantBuilderExt, depth: usize) -> Result<(), String> {
+    /// Reads one value and writes it.
+    fn value(&mut self, depth: usize) -> Result<(), String> {
         if depth > MAX_DEPTH {
             return Err(format!("the value nests deeper than {MAX_DEPTH} levels"));
         }
@@ -70,53 +64,43 @@ impl<'a> Parser<'a> {
         match self.b.get(self.at) {
             Some(b'{') => {
                 self.at += 1;
-                // (Only an object's member can fail to open: its key is taken.)
-                let object = out.try_new_object().map_err(|_| TWICE.to_string())?;
-                self.object(object, depth)
+                self.object(depth)
             }
             Some(b'[') => {
                 self.at += 1;
-                let list = out.try_new_list().map_err(|_| TWICE.to_string())?;
-                self.list(list, depth)
+                self.list(depth)
             }
             Some(b'"') => {
                 let s = self.string()?;
-                out.append_value(s.as_ref());
+                bytes::string(&mut self.out, &s);
                 Ok(())
             }
-            Some(b't') => self.word("true", || out.append_value(true)),
-            Some(b'f') => self.word("false", || out.append_value(false)),
-            Some(b'n') => self.word("null", || out.append_value(())),
-            Some(b'-' | b'0'..=b'9') => {
-                let v = self.number()?;
-                out.append_value(v);
-                Ok(())
-            }
+            Some(b't') => self.word("true", bytes::TRUE),
+            Some(b'f') => self.word("false", bytes::FALSE),
+            Some(b'n') => self.word("null", bytes::NULL),
+            Some(b'-' | b'0'..=b'9') => self.number(),
             Some(_) => self.fail("unexpected character"),
             None => self.fail("unexpected end"),
         }
     }
 
-    fn word(&mut self, w: &str, append: impl FnOnce()) -> Result<(), String> {
+    fn word(&mut self, w: &str, id: u8) -> Result<(), String> {
         if !self.b[self.at..].starts_with(w.as_bytes()) {
             return self.fail("unexpected word");
         }
         self.at += w.len();
-        append();
+        bytes::primitive(&mut self.out, id);
         Ok(())
     }
 
     /// An object's members after its `{`, up to and with its `}`.
-    fn object<S: BuilderSpecificState>(
-        &mut self,
-        mut object: ObjectBuilder<'_, S>,
-        depth: usize,
-    ) -> Result<(), String> {
+    fn object(&mut self, depth: usize) -> Result<(), String> {
+        let start = self.out.len();
+        let mut fields: Vec<(u32, usize)> = Vec::new();
         self.space();
         if self.b.get(self.at) == Some(&b'}') {
             self.at += 1;
-            object.finish();
-            return Ok(());
+            return bytes::close_object(&mut self.out, start, &self.keys, &mut fields);
         }
         loop {
             self.space();
@@ -129,19 +113,14 @@ impl<'a> Parser<'a> {
                 return self.fail("expected ':'");
             }
             self.at += 1;
-            let mut member = Member { key: &key, object: &mut object, twice: false };
-            let read = self.value(&mut member, depth + 1);
-            if member.twice || read.as_ref().is_err_and(|e| e == TWICE) {
-                return Err(format!("the key {key:?} appears twice in one object"));
-            }
-            read?;
+            fields.push((self.keys.id(key), self.out.len() - start));
+            self.value(depth + 1)?;
             self.space();
             match self.b.get(self.at) {
                 Some(b',') => self.at += 1,
                 Some(b'}') => {
                     self.at += 1;
-                    object.finish();
-                    return Ok(());
+                    return bytes::close_object(&mut self.out, start, &self.keys, &mut fields);
                 }
                 _ => return self.fail("expected ',' or '}'"),
             }
@@ -149,28 +128,30 @@ impl<'a> Parser<'a> {
     }
 
     /// A list's elements after its `[`, up to and with its `]`.
-    fn list<S: BuilderSpecificState>(&mut self, mut list: ListBuilder<'_, S>, depth: usize) -> Result<(), String> {
+    fn list(&mut self, depth: usize) -> Result<(), String> {
+        let start = self.out.len();
+        let mut offsets = Vec::new();
         self.space();
         if self.b.get(self.at) == Some(&b']') {
             self.at += 1;
-            list.finish();
+            bytes::close_array(&mut self.out, start, &offsets);
             return Ok(());
         }
         loop {
-            self.value(&mut list, depth + 1)?;
+            offsets.push(self.out.len() - start);
+            self.value(depth + 1)?;
             self.space();
             match self.b.get(self.at) {
                 Some(b',') => self.at += 1,
                 Some(b']') => {
                     self.at += 1;
-                    list.finish();
+                    bytes::close_array(&mut self.out, start, &offsets);
                     return Ok(());
                 }
                 _ => return self.fail("expected ',' or ']'"),
             }
         }
     }
-
     /// A string starting at its quote, escapes decoded (borrowed from the text when it has
     /// none).
     fn string(&mut self) -> Result<Cow<'a, str>, String> {
@@ -230,8 +211,8 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// A number, as [`number_variant`] encodes it.
-    fn number(&mut self) -> Result<Variant<'static, 'static>, String> {
+    /// A number, as [`number`] encodes it.
+    fn number(&mut self) -> Result<(), String> {
         let start = self.at;
         let digits = |p: &mut Self| {
             let s = p.at;
@@ -268,93 +249,50 @@ impl<'a> Parser<'a> {
             }
         }
         let text = std::str::from_utf8(&self.b[start..self.at]).map_err(|e| e.to_string())?;
-        number_variant(text, fraction, exponent)
+        number(&mut self.out, text, fraction, exponent)
     }
 }
 
-/// One member of an object being built: its value goes in under `key`, and a key the object
-/// already holds is noted in `twice` (the builder refuses it rather than replace the value).
-struct Member<'o, 'v, 's, S: BuilderSpecificState> {
-    key: &'s str,
-    object: &'o mut ObjectBuilder<'v, S>,
-    twice: bool,
-}
-
-impl<S: BuilderSpecificState> VariantBuilderExt for Member<'_, '_, '_, S> {
-    type State<'a>
-        = ObjectState<'a>
-    where
-        Self: 'a;
-
-    fn append_null(&mut self) {
-        self.append_value(());
-    }
-
-    fn append_value<'m, 'v>(&mut self, value: impl Into<Variant<'m, 'v>>) {
-        self.twice |= self.object.try_insert(self.key, value).is_err();
-    }
-
-    fn try_new_list(&mut self) -> Result<ListBuilder<'_, Self::State<'_>>, arrow::error::ArrowError> {
-        self.object.try_new_list(self.key)
-    }
-
-    fn try_new_object(&mut self) -> Result<ObjectBuilder<'_, Self::State<'_>>, arrow::error::ArrowError> {
-        self.object.try_new_object(self.key)
-    }
-}
-
-/// A JSON number's variant (the rules are in the module's documentation).
-fn number_variant(text: &str, fraction: bool, exponent: bool) -> Result<Variant<'static, 'static>, String> {
+/// Writes a JSON number (the rules are in the module's documentation).
+fn number(out: &mut Vec<u8>, text: &str, fraction: bool, exponent: bool) -> Result<(), String> {
     if !fraction && !exponent {
         if let Ok(i) = text.parse::<i64>() {
-            return Ok(narrowest(i));
+            bytes::integer(out, i);
+            return Ok(());
         }
     }
     if !exponent {
-        if let Some(d) = decimal(text) {
-            return Ok(d);
+        if let Some((unscaled, precision, scale)) = decimal(text) {
+            bytes::decimal(out, unscaled, precision, scale);
+            return Ok(());
         }
     }
     match text.parse::<f64>() {
-        Ok(x) if x.is_finite() => Ok(Variant::Double(x)),
+        Ok(x) if x.is_finite() => {
+            bytes::double(out, x);
+            Ok(())
+        }
         _ => Err(format!("the number {text} is out of the range of a double")),
     }
 }
 
-fn narrowest(i: i64) -> Variant<'static, 'static> {
-    if let Ok(x) = i8::try_from(i) {
-        Variant::Int8(x)
-    } else if let Ok(x) = i16::try_from(i) {
-        Variant::Int16(x)
-    } else if let Ok(x) = i32::try_from(i) {
-        Variant::Int32(x)
-    } else {
-        Variant::Int64(i)
-    }
-}
-
-/// A number without exponent as the narrowest decimal of its digits and scale (precision and
-/// scale at most 9, 18 or 38), or `None` past 38 digits.
-fn decimal(text: &str) -> Option<Variant<'static, 'static>> {
+/// A number without exponent as a decimal of its digits and scale: (unscaled, precision,
+/// scale), or `None` past 38 digits.
+fn decimal(text: &str) -> Option<(i128, usize, u8)> {
     let (negative, t) = text.strip_prefix('-').map_or((false, text), |t| (true, t));
     let (int, frac) = t.split_once('.').unwrap_or((t, ""));
     let scale = u8::try_from(frac.len()).ok()?;
-    let digits = format!("{int}{frac}");
-    let significant = digits.trim_start_matches('0');
-    let precision = significant.len().max(1);
+    let int = int.trim_start_matches('0');
+    let significant = if int.is_empty() { frac.trim_start_matches('0') } else { frac };
+    let precision = (int.len() + significant.len()).max(1);
     if precision > 38 || scale > 38 {
         return None;
     }
-    let magnitude: i128 = if significant.is_empty() { 0 } else { significant.parse().ok()? };
-    let unscaled = if negative { -magnitude } else { magnitude };
-    let fits = |p: usize| precision <= p && usize::from(scale) <= p;
-    if fits(9) {
-        VariantDecimal4::try_new(unscaled as i32, scale).ok().map(Variant::from)
-    } else if fits(18) {
-        VariantDecimal8::try_new(unscaled as i64, scale).ok().map(Variant::from)
-    } else {
-        VariantDecimal16::try_new(unscaled, scale).ok().map(Variant::from)
+    let mut magnitude: i128 = 0;
+    for d in int.bytes().chain(frac.bytes()) {
+        magnitude = magnitude * 10 + i128::from(d - b'0');
     }
+    Some((if negative { -magnitude } else { magnitude }, precision, scale))
 }
 
 #[cfg(test)]

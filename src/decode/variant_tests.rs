@@ -125,3 +125,18 @@ fn malformed_json_is_refused_with_a_reason() {
     assert!(refused(&deep(MAX_DEPTH + 2)).contains("deeper"));
     assert!(encode(&[b'"', 0xff, b'"']).is_err());
 }
+
+/// Wide and large values: objects past 255 keys (four-byte counts, two-byte ids), offsets past
+/// 255 and 65,535 bytes, long strings, keys found by name past the first sixteen.
+#[test]
+fn large_objects_and_arrays_read_back_whole() {
+    let long = "ü".repeat(40);
+    let object: serde_json::Map<String, serde_json::Value> =
+        (0..300).map(|i| (format!("ключ-{i:03}"), serde_json::json!([i, long, {"n": i}]))).collect();
+    let mut value = serde_json::json!({"o": object, "a": (0..70_000).collect::<Vec<i32>>()});
+    value["again"] = serde_json::json!([{"ключ-007": 1, "ключ-299": 2}]);
+    let text = value.to_string();
+    with(&text, |v| assert_eq!(crate::delta::arrow_value::variant_json(v), value));
+    let twice = format!("{{{}, \"k17\": 0}}", (0..20).map(|i| format!("\"k{i}\": {i}")).collect::<Vec<_>>().join(", "));
+    assert!(refused(&twice).contains(r#""k17""#));
+}
