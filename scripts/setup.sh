@@ -6,11 +6,13 @@
 #   - .tools/node_modules: Azurite (Azure blob emulator) and KafkaJS (a third Kafka client),
 #     installed once per version into the tools cache
 #   - .tools/bin/kernel-oracle: the reference reader, built from tools/kernel-oracle
+#   - .tools/bin/mdbook: mdBook from crates.io, which builds the docs site (docs/)
 #   - .tools/kafka-broker: Apache Kafka's jars (Maven Central), the suite's broker, its perf
 #     tests, and a probe driving the Java client (tools/kafka-broker/src/KafkaProbe.java)
 #   - .tools/bin/tansu (only `setup.sh bench`): a Kafka-protocol broker from crates.io, the
 #     separate broker of the benchmarks' older figures
-#   - kcat (Debian's package: the README's Kafka examples run in the tests)
+#   - kcat (Debian's package: the README's Kafka examples run in the tests), tmux (the
+#     terminal the tests read `deltabus top` from)
 #   - .tools/iceberg-probe: Java Iceberg's jars (Maven Central) and a probe planning scans
 #   - .tools/spark-delta: Delta Lake for Spark (Maven Central), the reference engine, run by
 #     tools/spark-delta/server.py with pyspark from the venv
@@ -47,6 +49,15 @@ rust_tools() {
     cp "$CARGO_TARGET_DIR/release/kernel-oracle" "$oracle.tmp" && mv "$oracle.tmp" "$oracle"
   fi
   ln -sfn "$oracle" .tools/bin/kernel-oracle
+  # mdBook builds the docs site (docs/book.toml); without its server and watcher.
+  local mdbook_version=0.5.4
+  local mdbook="$cache/mdbook-$mdbook_version/bin/mdbook"
+  if [ ! -x "$mdbook" ]; then
+    echo "setup: building mdBook $mdbook_version (once; a few minutes on two cores)"
+    cargo install --quiet --locked mdbook --version "$mdbook_version" --no-default-features \
+      --root "$cache/mdbook-$mdbook_version"
+  fi
+  ln -sfn "$mdbook" .tools/bin/mdbook
 }
 
 # tansu, a Kafka-protocol broker in Rust: the separate broker of the benchmarks' figures.
@@ -96,6 +107,12 @@ environment() {
     else
       echo "setup: kcat is missing; install it (Debian: apt-get install kcat)"
     fi
+  fi
+  # tmux is the terminal `deltabus top` is read from in tests/top.rs.
+  if ! command -v tmux >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get install -y --no-install-recommends tmux >/dev/null 2>&1 \
+      || { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends tmux >/dev/null 2>&1; } \
+      || echo "setup: tmux not installed (apt-get failed); install Debian's tmux package"
   fi
   # promtool parses the shipped alert rules and dashboard queries in tests/monitoring.rs.
   if ! command -v promtool >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then

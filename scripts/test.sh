@@ -59,6 +59,7 @@ require .venv/bin/python "the Python packages"
 require .venv/bin/moto_server "moto, the S3 emulator"
 require .tools/node_modules/.bin/azurite-blob "Azurite, the Azure emulator"
 require .tools/bin/kernel-oracle "the reference reader"
+require .tools/bin/mdbook "mdBook, which builds the docs site"
 if [ ! -f .tools/kafka-broker/lib/.complete ] || [ ! -f .tools/kafka-broker/classes/KafkaProbe.class ]; then
   echo "test.sh: Apache Kafka is missing: run 'bash scripts/setup.sh' (it resolves it with Maven; needs a JDK and Maven)" >&2
   exit 1
@@ -73,6 +74,10 @@ if [ ! -f .tools/spark-delta/lib/.complete ] || [ ! -x .venv/bin/pyspark ]; then
 fi
 if [ ! -f .tools/node_modules/kafkajs/package.json ]; then
   echo "test.sh: KafkaJS is missing: run 'bash scripts/setup.sh' (it installs it from npm)" >&2
+  exit 1
+fi
+if ! command -v tmux >/dev/null; then
+  echo "test.sh: tmux is missing: run 'bash scripts/setup.sh' as root, or install Debian's tmux package" >&2
   exit 1
 fi
 if ! command -v kcat >/dev/null; then

@@ -166,7 +166,7 @@ impl Error {
         let gcs = store == "GCS" || text.contains("metadata.google.internal");
         if matches!(source, object_store::Error::UnknownConfigurationKey { .. }) {
             return Error::InvalidArgument(format!(
-                "{path}: {text}: storage options are the object store's own keys (aws_*, azure_*, google_*; see the README's storage section)"
+                "{path}: {text}: storage options are the object store's own keys (aws_*, azure_*, google_*; see the docs' Configuration guide)"
             ));
         }
         if text.contains("Account must be specified") {

@@ -125,7 +125,34 @@ fn main() -> ExitCode {
         Some(f) => f == "json",
         None => config.log.format == LogFormat::Json,
     };
-    init_logging(json_logs, cli.command.is_service());
+    let telemetry = match deltabus::cli::telemetry_settings(&config.telemetry, &|v| std::env::var(v).ok()) {
+        Ok(t) => t,
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.on_thread_park(return_freed_memory_when_tight);
+    let runtime = match runtime.enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            say!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    // The exporters start inside the runtime (the gRPC client needs one), before logging.
+    let entered = runtime.enter();
+    let (telemetry, tracer) = match telemetry.as_ref().map(deltabus::cli::Telemetry::start).transpose() {
+        Ok(Some((t, tracer))) => (Some(t), Some(tracer)),
+        Ok(None) => (None, None),
+        Err(e) => {
+            say!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    drop(entered);
+    init_logging(json_logs, cli.command.is_service(), tracer);
     // Test hooks: crash points and store faults, for the exactly-once process tests.
     if let Err(e) = deltabus::cli::arm_test_hooks() {
         say!("error: {e}");
@@ -137,18 +164,12 @@ fn main() -> ExitCode {
     if cli.command.serves_http(&config) {
         return_memory_promptly();
     }
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    runtime.on_thread_park(return_freed_memory_when_tight);
-    let runtime = match runtime.enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            say!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(3);
-        }
-    };
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     let result = runtime.block_on(run(cli, &config, &mut out));
+    if let Some(t) = telemetry {
+        t.shutdown();
+    }
     // A read of stdin still blocked in its thread (an interrupted `write` whose producer keeps
     // the pipe open) must not hold the exit: dropping the runtime would wait for it for ever.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
@@ -204,20 +225,24 @@ fn one_line(e: &clap::Error) -> String {
 
 /// Logs go to stderr. The filter comes from `DELTABUS_LOG`, else `RUST_LOG`, else `info` for
 /// the long-running commands (a service says what it runs) and `warn` for one-shot ones.
-/// Colours only when stderr is a terminal.
-fn init_logging(json: bool, service: bool) {
+/// Colours only when stderr is a terminal. With a `tracer` (telemetry on), spans at `info` and
+/// above also go to OpenTelemetry, whatever the log filter says.
+fn init_logging(json: bool, service: bool, tracer: Option<opentelemetry_sdk::trace::Tracer>) {
     use std::io::IsTerminal as _;
+    use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("DELTABUS_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_env("RUST_LOG"))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if service { "info" } else { "warn" }));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
+    let otel = tracer.map(|t| {
+        tracing_opentelemetry::layer().with_tracer(t).with_filter(tracing_subscriber::filter::LevelFilter::INFO)
+    });
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal());
+    let registry = tracing_subscriber::registry().with(otel);
     if json {
-        builder.json().init();
+        registry.with(fmt.json().with_filter(filter)).init();
     } else {
-        builder.init();
+        registry.with(fmt.with_filter(filter)).init();
     }
 }
 

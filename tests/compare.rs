@@ -142,43 +142,7 @@ fn variant_binaries(o: &serde_json::Map<String, Value>) -> Option<Value> {
     let metadata = hex::decode(o["metadata"].as_str()?).ok()?;
     let value = hex::decode(o["value"].as_str()?).ok()?;
     let variant = parquet_variant::Variant::try_new(&metadata, &value).ok()?;
-    Some(variant_value(&variant))
-}
-
-fn variant_value(v: &parquet_variant::Variant<'_, '_>) -> Value {
-    use parquet_variant::Variant as V;
-    let decimal = |integer: i128, scale: u8| {
-        let digits = format!("{:0>width$}", integer.unsigned_abs(), width = scale as usize + 1);
-        let (int, frac) = digits.split_at(digits.len() - scale as usize);
-        let sign = if integer < 0 { "-" } else { "" };
-        Value::String(if frac.is_empty() { format!("{sign}{int}") } else { format!("{sign}{int}.{frac}") })
-    };
-    match v {
-        V::Null => Value::Null,
-        V::BooleanTrue => Value::Bool(true),
-        V::BooleanFalse => Value::Bool(false),
-        V::Int8(x) => Value::from(*x),
-        V::Int16(x) => Value::from(*x),
-        V::Int32(x) => Value::from(*x),
-        V::Int64(x) => Value::from(*x),
-        V::Float(x) => Value::from(f64::from(*x)),
-        V::Double(x) => Value::from(*x),
-        V::Decimal4(d) => decimal(i128::from(d.integer()), d.scale()),
-        V::Decimal8(d) => decimal(i128::from(d.integer()), d.scale()),
-        V::Decimal16(d) => decimal(d.integer(), d.scale()),
-        V::String(s) => Value::String((*s).to_string()),
-        V::ShortString(s) => Value::String(s.as_str().to_string()),
-        V::Binary(b) => Value::String(hex::encode(b)),
-        V::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.to_string(), variant_value(&x))).collect()),
-        V::List(l) => Value::Array(l.iter().map(|x| variant_value(&x)).collect()),
-        V::Date(d) => Value::String(d.to_string()),
-        V::TimestampMicros(t) | V::TimestampNanos(t) => Value::String(t.to_rfc3339()),
-        V::TimestampNtzMicros(t) | V::TimestampNtzNanos(t) => {
-            Value::String(t.format("%Y-%m-%dT%H:%M:%S%.f").to_string())
-        }
-        V::Time(t) => Value::String(t.to_string()),
-        V::Uuid(u) => Value::String(u.to_string()),
-    }
+    Some(deltabus::delta::arrow_value::variant_json(&variant))
 }
 
 fn text_key(k: &str) -> String {

@@ -1,4 +1,4 @@
-//! The floor rule of `docs/architecture.md`: a module imports only from its own floor and the
+//! The floor rule of `docs/src/concepts/architecture.md`: a module imports only from its own floor and the
 //! floors below. The floors are read from the document's `floors` block, so the test and the
 //! document cannot disagree.
 
@@ -8,8 +8,9 @@ use std::path::Path;
 /// Each module's floor, and whether its floor is a line of siblings (`# apps` after it) whose
 /// modules may not import each other.
 fn floors() -> BTreeMap<String, (usize, bool)> {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md")).unwrap();
-    let block = doc.split("```floors\n").nth(1).expect("a ```floors block in docs/architecture.md");
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/concepts/architecture.md"))
+        .unwrap();
+    let block = doc.split("```floors\n").nth(1).expect("a ```floors block in docs/src/concepts/architecture.md");
     let block = block.split("```").next().unwrap();
     let mut out = BTreeMap::new();
     for (i, line) in block.lines().enumerate() {

@@ -59,23 +59,6 @@ fn deltabus_prints_the_variant_values_spark_writes_as_their_json() {
     assert_eq!(rows(&t).len(), 6);
 }
 
-/// `deltabus ingest` of `topic` into `t` with `extra` flags: once dying right after its
-/// first commit lands, then to the end.
-fn ingest_through_a_crash(brokers: &str, topic: &str, t: &str, extra: &[&str]) {
-    let ingest = |crash: Option<&str>| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_deltabus"));
-        cmd.args(["ingest", topic, t, "--brokers", brokers, "--app-id", "v", "--create", "--until-end"]).args(extra);
-        if let Some(point) = crash {
-            cmd.env("DELTABUS_CRASH_AT", point);
-        }
-        cmd.output().unwrap()
-    };
-    let crashed = ingest(Some("commit.after_put:1"));
-    assert!(!crashed.status.success(), "died at the crash point: {}", String::from_utf8_lossy(&crashed.stderr));
-    let out = ingest(None);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-}
-
 /// Records whose `properties` drift in shape (and edge values of every kind) land in one
 /// variant column beside typed ones; the values no variant holds are dead letters; `cat` and
 /// Spark give back the JSON sent.
@@ -108,7 +91,12 @@ fn a_pipeline_lands_a_drifting_field_as_variant_through_a_crash_and_spark_reads_
     let produced: Vec<(i32, Option<String>, Option<String>)> =
         records.into_iter().map(|r| (0, None, Some(r))).collect();
     crate::support::runtime().block_on(crate::support::kafka::produce(&brokers, &topic, &produced));
-    ingest_through_a_crash(&brokers, &topic, &t, &["--variant-columns", "properties", "--dead-letter-table", &dead]);
+    crate::support::ingest_through_a_crash(
+        &brokers,
+        &topic,
+        &t,
+        &["--app-id", "v", "--create", "--variant-columns", "properties", "--dead-letter-table", &dead],
+    );
     // (The Kafka clients are done; the Python readers below fork.)
     drop(guard);
 
@@ -201,7 +189,12 @@ fn a_pipeline_lands_whole_records_of_any_shape_in_one_variant_column() {
     let produced: Vec<(i32, Option<String>, Option<String>)> =
         sent.iter().map(|r| (0, None, Some(r.to_string()))).collect();
     crate::support::runtime().block_on(crate::support::kafka::produce(&brokers, &topic, &produced));
-    ingest_through_a_crash(&brokers, &topic, &t, &["--record-variant", "raw"]);
+    crate::support::ingest_through_a_crash(
+        &brokers,
+        &topic,
+        &t,
+        &["--app-id", "v", "--create", "--record-variant", "raw"],
+    );
     let out = deltabus(&["cat", &t]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut got: Vec<Value> = String::from_utf8_lossy(&out.stdout)

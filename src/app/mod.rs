@@ -6,6 +6,10 @@
 //!   compactors and coordinated committers, graceful shutdown under one deadline.
 //! - [`delta_source`]: a pipeline that follows another Delta table into its target, through
 //!   the change feed's follower loops and sinks (table, group slices, both mirrors).
+//! - [`telemetry`]: OpenTelemetry export of the process's spans and (through
+//!   [`telemetry_metrics`]) its metrics over OTLP, when configured.
 
 internal_mods!(delta_source);
 internal_mods!(service);
+internal_mods!(telemetry);
+internal_mods!(telemetry_metrics);

@@ -112,7 +112,7 @@ impl FollowerArgs {
     /// pipeline label `name`); the server stops when the handle is dropped.
     async fn metrics(&self, name: &str) -> Result<(Option<std::sync::Arc<PipelineMetrics>>, Option<ServerGuard>)> {
         let Some(addr) = &self.metrics_addr else { return Ok((None, None)) };
-        let metrics = std::sync::Arc::new(crate::metrics::Metrics::default());
+        let metrics = crate::metrics::Metrics::shared();
         let m = metrics.pipeline(name);
         m.ready.store(true, std::sync::atomic::Ordering::Relaxed);
         let server = crate::metrics::serve(addr, metrics).await?;

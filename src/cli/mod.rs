@@ -12,13 +12,19 @@ use clap::{Args, Parser, Subcommand};
 mod changes;
 mod key_value;
 mod read;
+pub mod reference;
+mod reference_toml;
 mod run;
 mod serve;
+mod top;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::storage::{StorageOptions, Table};
 
+/// OpenTelemetry export: its settings from `[telemetry]` and the `OTEL_*` variables, and the
+/// exporters the binary starts and shuts down.
+pub use crate::app::telemetry::{settings as telemetry_settings, Settings as TelemetrySettings, Telemetry};
 pub use crate::common::say;
 
 /// Arms the hooks the exactly-once process tests drive through the environment: crash points
@@ -74,6 +80,7 @@ pub enum Command {
     Cat {
         /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
+        /// Read the table as of this version (default: the latest).
         #[arg(long)]
         version: Option<u64>,
         /// At most this many (default: all).
@@ -89,6 +96,7 @@ pub enum Command {
     Files {
         /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
+        /// Read the table as of this version (default: the latest).
         #[arg(long)]
         version: Option<u64>,
     },
@@ -96,6 +104,7 @@ pub enum Command {
     Describe {
         /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
         table: String,
+        /// Read the table as of this version (default: the latest).
         #[arg(long)]
         version: Option<u64>,
     },
@@ -209,7 +218,10 @@ pub enum Command {
         ignore_followers: bool,
     },
     /// Write a checkpoint of the latest version (and `_last_checkpoint`); prints it as JSON.
-    Checkpoint { table: String },
+    Checkpoint {
+        /// The table: a local path or a URL (file://, s3://, az://, abfss://, gs://, memory://).
+        table: String,
+    },
     /// Change a table's clustering columns (as ALTER TABLE ... CLUSTER BY), or remove them
     /// with --none; files are not rewritten (`compact` clusters them). Prints the version
     /// committed (null: nothing changed) and the columns as JSON.
@@ -270,6 +282,7 @@ pub enum Command {
         /// The table to create (default: a new directory under the system temp dir).
         #[arg(long)]
         table: Option<String>,
+        /// Sample events to produce and ingest.
         #[arg(long, default_value_t = 10_000)]
         records: u32,
     },
@@ -278,9 +291,22 @@ pub enum Command {
     Config(ConfigCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell), e.g.
     /// `deltabus completions bash > /etc/bash_completion.d/deltabus`.
-    Completions { shell: clap_complete::Shell },
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// Print the manual page (roff), e.g. `deltabus man > /usr/local/share/man/man1/deltabus.1`.
     Man,
+    /// Watch running deltabus processes live: per pipeline, push table and Kafka-protocol topic
+    /// the records/s, rows committed, commits/s, lag, dead letters, commit latency and buffer,
+    /// read from their /metrics endpoints (`q` quits; `--once` prints plain text).
+    Top(top::TopArgs),
+    /// Write the docs site's reference pages (commands, configuration keys, metrics) into DIR.
+    #[command(hide = true)]
+    Reference {
+        /// The directory (the docs site's is docs/src/reference).
+        dir: std::path::PathBuf,
+    },
 }
 
 /// `deltabus write` arguments.
@@ -307,6 +333,8 @@ pub struct WriteArgs {
     /// Idempotency key: with --txn-version, a second run with the same pair commits nothing.
     #[arg(long, requires = "txn_version")]
     pub app_id: Option<String>,
+    /// The version committed with --app-id as the table's `txn` (for example the batch's
+    /// sequence number); a run whose version is not above the recorded one commits nothing.
     #[arg(long, requires = "app_id")]
     pub txn_version: Option<i64>,
     /// Table property KEY=VALUE for a new table; repeatable.
@@ -387,6 +415,8 @@ pub async fn run(cli: Cli, config: &Config, out: &mut (dyn Write + Send)) -> Res
             clap_complete::generate(shell, &mut cmd, "deltabus", out);
             Ok(())
         }
+        Command::Top(args) => top::top(args, out).await,
+        Command::Reference { dir } => Ok(reference::write_pages(&dir)?),
         Command::Man => {
             use clap::CommandFactory;
             clap_mangen::Man::new(Cli::command()).render(out)?;

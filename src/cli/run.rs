@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -43,6 +42,7 @@ pub struct IngestArgs {
     /// Maximum age of a batch (e.g. 500ms, 10s, 2m, 1h).
     #[arg(long, default_value = "10s")]
     pub flush_interval: HumanDuration,
+    /// Rows per batch: a batch commits when it holds this many (or at --flush-interval).
     #[arg(long, default_value_t = 1_000_000)]
     pub max_rows: u64,
     /// Create the table on the first batch (schema inferred) when it is missing.
@@ -107,7 +107,7 @@ pub struct IngestArgs {
     #[arg(long, requires = "upsert_keys")]
     pub upsert_op_field: Option<String>,
     /// Who commits: worker (each process its own flushes) or coordinated (one committer per
-    /// table, chosen through Kafka, commits every worker's flushes; see docs/scaling.md).
+    /// table, chosen through Kafka, commits every worker's flushes; see docs/src/guides/scaling.md).
     #[arg(long, default_value = "worker", value_parser = |s: &str| s.parse::<crate::config::commit::CommitMode>())]
     pub commit_mode: crate::config::commit::CommitMode,
     /// Coordinated: the committer commits at most once per this interval.
@@ -260,7 +260,7 @@ pub(super) async fn run_pipelines(
 ) -> Result<()> {
     check_pipelines(&pipelines, &storage)?;
     let stop = shutdown_on_signals();
-    let metrics = Arc::new(Metrics::default());
+    let metrics = Metrics::shared();
     let deadline = config.run.shutdown_timeout.get();
     if config.server.tables.is_empty() {
         let opts = ServiceOptions {
@@ -385,7 +385,7 @@ pub(super) async fn demo(table: Option<String>, records: u32, out: &mut (dyn Wri
     };
     pipeline.dead_letter.table = Some(format!("{dir}_dead_letters"));
     let pipeline = pipeline.validate("demo")?;
-    let metrics = Arc::new(Metrics::default());
+    let metrics = Metrics::shared();
     let (stop_tx, stop_rx) = watch::channel(false);
     let opts = ServiceOptions {
         pipelines: vec![pipeline],

@@ -99,7 +99,7 @@ pub(super) async fn serve(
     out: &mut (dyn Write + Send),
 ) -> Result<()> {
     let server = resolve(config, &args)?;
-    let running = start(server, storage, Arc::new(Metrics::default()), stop.clone(), config, out).await?;
+    let running = start(server, storage, Metrics::shared(), stop.clone(), config, out).await?;
     let mut stop = stop;
     let _ = stop.wait_for(|s| *s).await;
     let deadline = config.run.shutdown_timeout.get();

@@ -80,6 +80,8 @@ pub struct Config {
     pub log: LogConfig,
     pub run: RunConfig,
     pub metrics: MetricsConfig,
+    /// `[telemetry]`: OpenTelemetry export over OTLP.
+    pub telemetry: TelemetryConfig,
     /// `deltabus run`'s pipelines by name (lowercase, so environment overrides can name them).
     #[serde(default)]
     pub pipelines: std::collections::BTreeMap<String, PipelineConfig>,
@@ -119,6 +121,24 @@ pub struct RunConfig {
 pub struct MetricsConfig {
     /// Address of the HTTP endpoint (`/metrics`, `/health`, `/ready`); empty = none.
     pub addr: String,
+}
+
+/// `[telemetry]`: OpenTelemetry export (traces and metrics over OTLP); each key falls back
+/// to its standard `OTEL_*` variable.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// The collector's address (`http://host:4318` for http/protobuf, `:4317` for grpc); empty:
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`, else off.
+    pub endpoint: String,
+    /// `http/protobuf` or `grpc`; default: `OTEL_EXPORTER_OTLP_PROTOCOL`, else http/protobuf.
+    #[serde(default)]
+    pub protocol: Option<String>,
+    /// The `service.name` resource; default: `OTEL_SERVICE_NAME`, else `deltabus`.
+    #[serde(default)]
+    pub service_name: Option<String>,
+    /// How often metrics are exported.
+    pub metrics_interval: crate::common::units::HumanDuration,
 }
 
 /// `[storage]`

@@ -220,6 +220,8 @@ fn variant_at(s: &arrow::array::StructArray, i: usize) -> Value {
     }
 }
 
+/// The JSON of one decoded variant value (see [`variant_at`] for how each kind prints).
+#[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) fn variant_json(v: &parquet_variant::Variant<'_, '_>) -> Value {
     use parquet_variant::Variant as V;
     let digits = |x: i128| x.unsigned_abs().to_string().len().min(38) as u8;

@@ -9,12 +9,13 @@
 //! ingest's (`deltabus_push_*`, per table and producer) from [`push`]; the Kafka-protocol
 //! listener's (`deltabus_kafka_*`) from [`kafka`].
 //! The HTTP endpoint is in [`server`]: `GET /metrics` (OpenMetrics text), `GET /health`,
-//! `GET /ready`.
+//! `GET /ready`. [`exposition`] reads such text back (for `deltabus top`).
 
 internal_mods!(process);
 internal_mods!(push);
 internal_mods!(kafka);
 internal_mods!(server);
+internal_mods!(exposition);
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -383,7 +384,50 @@ impl Default for Metrics {
     }
 }
 
+/// The process's shared metrics instances, for exporters that read them all
+/// ([`Metrics::render_live`]); kept to the end, so that a last export after the commands
+/// returned still has their figures.
+static LIVE: Mutex<Vec<Arc<Metrics>>> = Mutex::new(Vec::new());
+
 impl Metrics {
+    /// A new instance for the process's commands to share, seen by [`Metrics::render_live`].
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn shared() -> Arc<Metrics> {
+        let m = Arc::new(Metrics::default());
+        LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(m.clone());
+        m
+    }
+
+    /// An instance with a sample in every family (an exposition leaves empty families out):
+    /// where the metrics reference and the OpenTelemetry bridge read the declared families.
+    #[cfg_attr(feature = "internal-api", visibility::make(pub))]
+    pub(crate) fn specimen() -> Metrics {
+        let m = Metrics::default();
+        let p = m.pipeline("specimen");
+        p.flushed(FlushReason::Rows, 0.1);
+        p.high_watermarks(&BTreeMap::from([(0, 1)]));
+        p.position(0, 0, Some(0));
+        p.source_lag(Some(1), 1, 1.0);
+        p.key_index(crate::storage::IndexStats::default());
+        let t = m.push_table("specimen");
+        t.answered(Some("specimen"), "committed", 1, 1, 0.1);
+        t.group_closed("window");
+        t.rejected("bad_line");
+        let k = m.kafka();
+        k.request(kafka_protocol::messages::ApiKey::Produce);
+        k.refused("bad_frame");
+        k.produced("specimen", 1, 0.1);
+        k.fetched("specimen", 1, 0);
+        k.produce_failed("specimen", kafka_protocol::error::ResponseError::UnknownServerError);
+        m
+    }
+
+    /// The exposition of every instance made by [`Metrics::shared`].
+    pub(crate) fn render_live() -> String {
+        let live: Vec<Arc<Metrics>> = LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        live.iter().map(|m| m.render()).collect()
+    }
+
     /// The metrics of a pipeline (created on first use).
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) fn pipeline(&self, name: &str) -> Arc<PipelineMetrics> {

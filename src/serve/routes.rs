@@ -1,7 +1,7 @@
 //! The HTTP endpoints of push ingest (axum):
 //!
 //! - `POST /v1/tables/{name}/records`: JSON lines (or an Arrow IPC stream) into the table,
-//!   answered after the group commit that holds them (see `docs/push.md` for every answer);
+//!   answered after the group commit that holds them (see `docs/src/guides/push-contract.md` for every answer);
 //! - `GET /v1/tables/{name}/producers/{id}`: a producer's committed sequence, to resume;
 //! - `GET /v1/tables`, `GET /v1/openapi.json`, `GET /health`, `GET /ready`, `GET /metrics`.
 //!

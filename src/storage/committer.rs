@@ -102,6 +102,16 @@ impl RetryPolicy {
     }
 }
 
+/// The source positions a transaction records (`appId=version`, the first 16): what links a
+/// record's source position to the version that holds it in the commit's span.
+fn source_positions(txn: &Transaction) -> String {
+    let mut out: Vec<String> = txn.txns().take(16).map(|(app, v)| format!("{app}={v}")).collect();
+    if txn.txns().nth(16).is_some() {
+        out.push("...".into());
+    }
+    out.join(",")
+}
+
 impl Table {
     /// Commits a transaction planned against `snapshot` (`None` creates the table at
     /// version 0).
@@ -112,7 +122,10 @@ impl Table {
     /// transactions are outcomes, not errors.
     #[tracing::instrument(
         name = "commit", level = "info", skip_all,
-        fields(table = %self.url(), operation = %txn.operation, version = tracing::field::Empty)
+        fields(
+            table = %self.url(), operation = %txn.operation, version = tracing::field::Empty,
+            txn_id = %txn.txn_id, source.positions = %source_positions(txn),
+        )
     )]
     #[cfg_attr(feature = "internal-api", visibility::make(pub))]
     pub(crate) async fn commit(
@@ -154,7 +167,8 @@ impl Table {
                 None
             };
             let bytes = plan.bytes(txn, version, now, ict)?;
-            tracing::Span::current().record("version", version);
+            // As a signed integer: exported to OpenTelemetry as a number (a u64 goes as text).
+            tracing::Span::current().record("version", i64::try_from(version).unwrap_or(i64::MAX));
             let path = self.log_path(&format!("{version:020}.json"));
             let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
             crate::failpoint::hit("commit.before_put");

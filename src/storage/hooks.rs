@@ -53,7 +53,10 @@ impl AfterCommit for UniformHook {
             else {
                 return;
             };
-            if let Err(e) = table.uniform().convert_to_iceberg(commit.version, metadata).await {
+            let span = tracing::info_span!("uniform.convert", table = %table.url(), version = commit.version);
+            let uniform = table.uniform();
+            let converted = uniform.convert_to_iceberg(commit.version, metadata);
+            if let Err(e) = tracing::Instrument::instrument(converted, span).await {
                 tracing::warn!(error = %e, "uniform.behind: the commit stands; the next commit or `deltabus uniform` writes the Iceberg metadata");
             }
         })

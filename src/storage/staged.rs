@@ -1,7 +1,7 @@
 //! The one staged commit every writer goes through: stage files, commit the transaction,
 //! then clean up according to what is *proven* about the commit.
 //!
-//! Rules (see `docs/exactly-once.md`):
+//! Rules (see `docs/src/concepts/exactly-once.md`):
 //! - Files are staged under unique names before the commit; nothing references them yet.
 //! - The committer recognises its own commit by `commitInfo.txnId`, also when the PUT's answer
 //!   was lost ([`Table::commit`]), so `Committed` is reported for a commit that landed.

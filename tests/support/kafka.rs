@@ -239,15 +239,20 @@ pub fn keyed_rows(out: &std::process::Output) -> Option<BTreeMap<i64, i64>> {
 /// (the broker outlives the test), or `None` (with a note) when the suite runs without the
 /// broker; a failure when emulators are required.
 pub fn apache_topic(prefix: &str, partitions: i32) -> Option<(String, String)> {
-    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
     let brokers = crate::support::emulator("DELTABUS_TEST_KAFKA_BROKERS")?;
     let topic = format!("{prefix}-{}", uuid::Uuid::new_v4().simple());
+    create_topic(&brokers, &topic, partitions);
+    Some((brokers, topic))
+}
+
+/// Creates `topic` with `partitions` on the broker at `brokers`.
+pub fn create_topic(brokers: &str, topic: &str, partitions: i32) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        let admin: AdminClient<_> = ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
-        let t = NewTopic::new(&topic, partitions, TopicReplication::Fixed(1));
+        let admin: AdminClient<_> = ClientConfig::new().set("bootstrap.servers", brokers).create().unwrap();
+        let t = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
         let r = admin.create_topics([&t], &AdminOptions::new()).await.expect("create topic");
         assert!(r.iter().all(Result::is_ok), "{r:?}");
     });
-    Some((brokers, topic))
 }

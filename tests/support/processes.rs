@@ -9,6 +9,23 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 
 pub const TOTAL: i64 = 12_000;
 
+/// `deltabus ingest <topic> <table> --brokers <brokers> --until-end` with `args` (app id,
+/// create or evolve, ...): once dying right after its first commit lands, then to the end.
+pub fn ingest_through_a_crash(brokers: &str, topic: &str, table: &str, args: &[&str]) {
+    let ingest = |crash: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_deltabus"));
+        cmd.args(["ingest", topic, table, "--brokers", brokers, "--until-end"]).args(args);
+        if let Some(point) = crash {
+            cmd.env("DELTABUS_CRASH_AT", point);
+        }
+        cmd.output().unwrap()
+    };
+    let crashed = ingest(Some("commit.after_put:1"));
+    assert!(!crashed.status.success(), "died at the crash point: {}", String::from_utf8_lossy(&crashed.stderr));
+    let out = ingest(None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// `deltabus serve --config <cfg>` with stdout piped (its first line names the addresses), its
 /// log appended to `log`, and 3% store faults seeded with `fault_seed` when given.
 pub fn serve(cfg: &std::path::Path, log: &std::path::Path, fault_seed: Option<u64>) -> Child {
