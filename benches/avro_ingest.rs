@@ -35,7 +35,7 @@ fn payload(i: usize) -> String {
         ["DE", "FR", "NL", "US"][i % 4],
         i % 1000,
         i % 100,
-        i % 3 == 0,
+        i.is_multiple_of(3),
         1_700_000_000_000u64 + i as u64,
         "abcdefghijklmnopqrstuvwxyz0123456789".repeat(3).get(i % 30..i % 30 + 100).unwrap_or("x")
     )

@@ -84,7 +84,7 @@ fn payload(i: usize, size: usize) -> String {
         ["DE", "FR", "NL", "US"][i % 4],
         i % 1000,
         i % 100,
-        i % 3 == 0,
+        i.is_multiple_of(3),
         1_700_000_000_000u64 + i as u64
     );
     let pad = size.saturating_sub(head.len() + 2).max(1);

@@ -36,7 +36,7 @@ fn payload(i: usize) -> String {
         i % 1000,
         ["fr", "日本", "us", "ch"][i % 4],
         i % 997,
-        i % 2 == 0,
+        i.is_multiple_of(2),
         "x".repeat(150)
     )
 }

@@ -109,7 +109,7 @@ fn dir_bytes(dir: &Path) -> u64 {
 /// The id of record `i` over a `base`-row table: every tenth updates a random existing row,
 /// the rest are new.
 fn id_of(i: u64, base: u64) -> u64 {
-    if i % 10 == 0 {
+    if i.is_multiple_of(10) {
         let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D;
         x ^= x >> 29;
         x % base

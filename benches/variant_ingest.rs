@@ -30,7 +30,7 @@ fn payload(i: usize) -> String {
         ["DE", "FR", "NL", "US"][i % 4],
         i % 541,
         i % 1000,
-        i % 3 == 0,
+        i.is_multiple_of(3),
         ["a", "b", "c"][i % 3],
         i % 17,
         1_700_000_000_000u64 + i as u64,

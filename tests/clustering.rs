@@ -3,7 +3,8 @@
 //! by every append (statistics for every clustering column whatever the statistics settings,
 //! no `clusteringProvider`), changed and removed by `deltabus cluster-by`, refused in one line
 //! where the rules say no; and Spark, the reference engine, reads and optimizes the clustered
-//! tables deltabus writes and takes deltabus's appends into its own liquid-clustered tables.
+//! tables deltabus writes and takes deltabus's appends, deletes and keyed upserts into its own
+//! liquid-clustered tables.
 
 use serde_json::{json, Value};
 
@@ -299,4 +300,82 @@ fn a_pipeline_creates_a_clustered_table_and_its_compactor_clusters_it() {
     let out = deltabus(&["changes", &table, "--from", "0"]);
     let inserts = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("\"insert\"")).count();
     assert_eq!(inserts, 1000);
+}
+
+/// Deletes and keyed upserts into a table Spark created liquid-clustered (deletion vectors on):
+/// `deltabus delete` and a push table upserting by key write into it as into any table, the
+/// clustering columns and their statistics stay (a file given a deletion vector keeps Spark's
+/// clustering), and Spark reads, optimizes and reads again the same rows as `deltabus cat`.
+#[test]
+fn deletes_and_keyed_upserts_into_a_spark_clustered_table() {
+    use std::io::BufRead;
+    let Some(spark) = spark() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spark clustered");
+    let s = path.to_str().unwrap();
+    spark_sql(
+        &spark,
+        &[
+            &format!(
+                "CREATE TABLE delta.`{s}` (id BIGINT, name STRING, n INT) USING delta CLUSTER BY (n) \
+                 TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+            ),
+            &format!("INSERT INTO delta.`{s}` SELECT id, concat('ü-', id), CAST(id % 7 AS INT) FROM range(0, 100)"),
+            &format!("OPTIMIZE delta.`{s}`"),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    // A delete by the clustering column: 14 of the 100 rows (ids 3, 10, ..., 94).
+    let deleted = run_json(&["delete", s, "--where", "n = 3"]);
+    assert_eq!(deleted["rowsDeleted"], 14, "{deleted}");
+    assert_eq!(spark_rows(&spark, s), sorted(rows(s)));
+
+    // Upserts by key through a push table: ids 0..10 renamed (3 and 10 come back), 200..205 new.
+    let config = dir.path().join("serve.toml");
+    let text = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n[server.tables.c]\ntable = {}\nkey_columns = [\"id\"]\n",
+        toml::Value::String(s.to_string())
+    );
+    std::fs::write(&config, text).unwrap();
+    let mut server = crate::support::processes::serve(&config, &dir.path().join("serve.log"), None);
+    let mut first = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let addr = serde_json::from_str::<Value>(&first).unwrap()["listening"].as_str().unwrap().to_string();
+    let body: String = (0..=10)
+        .chain(200..206)
+        .map(|i| json!({"id": i, "name": format!("upserted-{i}-名前"), "n": i % 7}).to_string() + "\n")
+        .collect();
+    // A producer retries a 503 (the table still opening its key index) as the push contract says.
+    let pushed = std::process::Command::new("curl")
+        .args(["-sS", "--fail", "--retry", "30", "-H", "Content-Type: application/x-ndjson", "--data-binary", &body])
+        .arg(format!("http://{addr}/v1/tables/c/records"))
+        .output()
+        .unwrap();
+    let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
+    assert!(pushed.status.success(), "{}{log}", String::from_utf8_lossy(&pushed.stderr));
+    let (status, _) = crate::support::processes::terminate(server);
+    assert!(status.success());
+
+    let ours = rows(s);
+    let ids: std::collections::BTreeSet<i64> = ours.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert_eq!((ours.len(), ids.len()), (86 + 2 + 6, 94), "each key once: {ours:?}");
+    let renamed = ours.iter().filter(|r| r["name"].as_str().is_some_and(|n| n.starts_with("upserted-"))).count();
+    assert_eq!(renamed, 17);
+    assert_eq!(spark_rows(&spark, s), sorted(ours.clone()));
+    assert_eq!(run_json(&["describe", s])["clusteringColumns"], json!(["n"]));
+    // The upsert's commit: Spark's file again with a deletion vector (its clustering kept) and
+    // a new file of the changed rows (with statistics for the clustering column).
+    let (_, actions) = commits(&path).pop().unwrap();
+    let adds: Vec<&Value> = actions.iter().filter_map(|a| a.get("add")).collect();
+    assert!(adds.iter().any(|a| a["deletionVector"].is_object() && a["clusteringProvider"] == "liquid"), "{adds:?}");
+    for a in &adds {
+        let st: Value = serde_json::from_str(a["stats"].as_str().unwrap()).unwrap();
+        assert!(st["minValues"]["n"].is_number(), "the clustering column keeps its statistics: {st}");
+    }
+    spark_sql(&spark, &[&format!("OPTIMIZE delta.`{s}`")]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(spark_rows(&spark, s), sorted(ours));
+    let history = spark_sql(&spark, &[&format!("DESCRIBE HISTORY delta.`{s}`")]).unwrap();
+    let engines: Vec<&str> = history.iter().filter_map(|h| h["engineInfo"].as_str()).collect();
+    assert!(engines.iter().filter(|e| e.starts_with("deltabus/")).count() >= 2, "{engines:?}");
 }

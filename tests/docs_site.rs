@@ -135,20 +135,8 @@ fn blocks(lang: &str) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
     for page in pages() {
         let text = std::fs::read_to_string(&page).unwrap();
-        let mut current: Option<String> = None;
-        for line in text.lines() {
-            match (line.trim_start().strip_prefix("```"), current.take()) {
-                (Some(l), None) if l.trim() == lang => current = Some(String::new()),
-                (Some(_), Some(block)) => out.push((page.clone(), block)),
-                (Some(_), None) => {}
-                (None, Some(mut block)) => {
-                    block.push_str(line);
-                    block.push('\n');
-                    current = Some(block);
-                }
-                (None, None) => {}
-            }
-        }
+        let found = crate::support::fenced_blocks(&text).into_iter().filter(|(l, _)| l == lang);
+        out.extend(found.map(|(_, block)| (page.clone(), block)));
     }
     out
 }

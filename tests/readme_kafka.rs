@@ -12,29 +12,6 @@ use crate::support::processes::{terminate, wait_for_client};
 use crate::support::python::python;
 use crate::support::{ids as table_ids, required};
 
-/// The fenced code blocks (language, text) of the README section headed `heading`.
-fn section_blocks(heading: &str) -> Vec<(String, String)> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme.find(&format!("\n## {heading}\n")).unwrap_or_else(|| panic!("README has no section {heading}"));
-    let section = &readme[start + 1..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)];
-    let mut blocks: Vec<(String, String)> = Vec::new();
-    let mut current: Option<(String, String)> = None;
-    for line in section.lines() {
-        match (line.strip_prefix("```"), current.take()) {
-            (Some(lang), None) => current = Some((lang.trim().to_string(), String::new())),
-            (Some(_), Some(block)) => blocks.push(block),
-            (None, Some((lang, mut text))) => {
-                text.push_str(line);
-                text.push('\n');
-                current = Some((lang, text));
-            }
-            (None, None) => {}
-        }
-    }
-    blocks
-}
-
 fn kcat_present() -> bool {
     Command::new("kcat").arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
 }
@@ -45,7 +22,7 @@ fn the_readme_kafka_examples_run_as_printed() {
     if !required(kcat_present(), "kcat is not installed", "scripts/setup.sh installs Debian's kcat package") {
         return;
     }
-    let blocks = section_blocks("Kafka clients without a broker");
+    let blocks = crate::support::readme_blocks("Kafka clients without a broker");
     let [(serve_lang, serve), (py_lang, snippet), (kcat_lang, kcat)] = blocks.as_slice() else {
         panic!("expected the serve line, the Python snippet and the kcat lines, found {blocks:?}");
     };

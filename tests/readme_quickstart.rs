@@ -12,28 +12,6 @@ use serde_json::Value;
 use crate::support::processes::{terminate, wait_for_rows};
 use crate::support::required;
 
-/// The fenced code blocks (language, text) of the README section headed `heading`.
-fn section_blocks(heading: &str) -> Vec<(String, String)> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme.find(&format!("\n## {heading}\n")).unwrap_or_else(|| panic!("README has no section {heading}"));
-    let section = &readme[start + 1..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)];
-    let (mut blocks, mut current) = (Vec::new(), None::<(String, String)>);
-    for line in section.lines() {
-        match (line.strip_prefix("```"), current.take()) {
-            (Some(lang), None) => current = Some((lang.trim().to_string(), String::new())),
-            (Some(_), Some(block)) => blocks.push(block),
-            (None, Some((lang, mut text))) => {
-                text.push_str(line);
-                text.push('\n');
-                current = Some((lang, text));
-            }
-            (None, None) => {}
-        }
-    }
-    blocks
-}
-
 /// The `deltabus` command lines of a shell block (comments after `#` dropped, `\` joined).
 fn command_lines(block: &str) -> Vec<Vec<String>> {
     let joined = block.replace("\\\n", " ");
@@ -68,7 +46,7 @@ fn the_readme_quick_starts_run_as_printed() {
     };
 
     // Kafka → table: the configuration as printed, then `run` and `cat`.
-    let blocks = section_blocks("Kafka → table in five minutes");
+    let blocks = crate::support::readme_blocks("Kafka → table in five minutes");
     let [(toml_lang, toml), (sh_lang, sh)] = blocks.as_slice() else { panic!("a TOML and a shell block: {blocks:?}") };
     assert_eq!((toml_lang.as_str(), sh_lang.as_str()), ("toml", "sh"));
     std::fs::write(dir.path().join("pipelines.toml"), at(toml)).unwrap();
@@ -109,7 +87,7 @@ fn the_readme_quick_starts_run_as_printed() {
 /// "Table → Kafka, or another table": each line follows the table until it has delivered
 /// every row (then it is stopped, as a user would with Ctrl-C).
 fn followers_quick_start(dir: &std::path::Path, at: &dyn Fn(&str) -> String, brokers: &str, orders: &str) {
-    let blocks = section_blocks("Table → Kafka, or another table");
+    let blocks = crate::support::readme_blocks("Table → Kafka, or another table");
     let [(_, sh)] = blocks.as_slice() else { panic!("one shell block: {blocks:?}") };
     let changes_topic = format!("quickstart-changes-{}", uuid::Uuid::new_v4().simple());
     {
@@ -166,7 +144,7 @@ fn push_quick_start(dir: &std::path::Path, at: &dyn Fn(&str) -> String) {
     if !required(curl_present, "curl is not installed", "install Debian's curl package") {
         return;
     }
-    let blocks = section_blocks("Push over HTTP");
+    let blocks = crate::support::readme_blocks("Push over HTTP");
     let [(_, sh)] = blocks.as_slice() else { panic!("one shell block: {blocks:?}") };
     let sh = at(sh);
     let lines = command_lines(&sh);

@@ -14,7 +14,7 @@ pub fn record(i: usize) -> String {
         i % 60,
         (i * 7) % 60,
         uuid::Uuid::from_u128(i as u128 * 0x9E37_79B9_7F4A_7C15),
-        i % 3 == 0,
+        i.is_multiple_of(3),
         i % 1000,
         "x".repeat(30 + i % 20),
     )

@@ -398,7 +398,7 @@ async fn watch_pattern(
             // A broker that cannot answer now is asked again; the running topics go on.
             Err(e) => {
                 failures += 1;
-                if failures == 1 || failures % 10 == 0 {
+                if failures == 1 || failures.is_multiple_of(10) {
                     tracing::warn!(error = %e, failures, "cannot list topics for the pattern");
                 }
             }

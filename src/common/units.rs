@@ -96,7 +96,7 @@ impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0;
         for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-            if n >= 1 << shift && n % (1 << shift) == 0 {
+            if n >= 1 << shift && n.is_multiple_of(1 << shift) {
                 return write!(f, "{}{unit}", n >> shift);
             }
         }

@@ -404,6 +404,10 @@ impl PipelineConfig {
             }
             (other, _) => return Err(bad("kafka.format", format!("{other:?}: json, avro, protobuf or json-schema"))),
         };
+        if variants.record().is_some() && !matches!(format, PayloadFormat::Json) {
+            let why = "lands each JSON payload whole; name the fields of Avro, Protobuf and JSON Schema records in variant_columns";
+            return Err(bad("record_variant", why.into()));
+        }
         let source = match delta {
             Some(d) => PipelineSource::Delta(d),
             None => PipelineSource::Kafka(ResolvedKafka {

@@ -34,7 +34,7 @@ fn assert_same(array: &dyn Array, what: &str) {
 /// Values that probe each type's edges, then seeded random ones.
 fn pick<T: Copy>(edges: &[T], rng: &mut impl FnMut() -> u64, random: impl Fn(u64) -> T) -> T {
     let r = rng();
-    if r % 3 == 0 {
+    if r.is_multiple_of(3) {
         edges[(r / 3) as usize % edges.len()]
     } else {
         random(rng())

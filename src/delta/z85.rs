@@ -39,7 +39,7 @@ pub(crate) fn encode(input: &[u8]) -> String {
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) fn decode(input: &str) -> Result<Vec<u8>, String> {
     let bytes = input.as_bytes();
-    if bytes.len() % 5 != 0 {
+    if !bytes.len().is_multiple_of(5) {
         return Err(format!("z85 length {} is not a multiple of 5", bytes.len()));
     }
     let table = decode_table();

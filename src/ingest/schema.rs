@@ -159,7 +159,7 @@ impl TableSchema {
     /// # Errors
     /// A schema the pipeline's `partition_by` or `properties` cannot create a table of.
     fn propose_new(&mut self, cfg: &KafkaPipeline, schema: StructType) -> Result<()> {
-        let schema = with_record_columns(cfg, schema);
+        let schema = with_record_columns(cfg, cfg.variants.applied(schema));
         change(None, schema.clone(), &NewTable::of_pipeline(cfg))?;
         self.propose(schema);
         Ok(())
@@ -448,7 +448,8 @@ impl TableSchema {
                     Err(Mismatch::Extra(fields)) if cfg.evolve_schema && attempts < EVOLVE_ATTEMPTS => {
                         attempts += 1;
                         let Some(current) = self.view() else { break };
-                        let incoming = crate::decode::projection::extra_fields(&run.batch, &fields)?;
+                        let incoming =
+                            cfg.variants.applied(crate::decode::projection::extra_fields(&run.batch, &fields)?);
                         if let Some(merged) = merge_schema(current, &incoming)? {
                             tracing::info!(pipeline = %cfg.name, columns = ?fields, "new columns proposed");
                             self.propose(merged);

@@ -406,7 +406,7 @@ mod tests {
                         let path = format!("f{step}");
                         let keys: Vec<String> = (0..next() % 40).map(|_| format!("[{}]", next() % 200)).collect();
                         let fk = keys_of(&path, &keys);
-                        let layout = (next() % 4 != 0).then(|| {
+                        let layout = (!next().is_multiple_of(4)).then(|| {
                             let (bytes, layout) = fk.encode();
                             sidecars.insert(path.clone(), bytes);
                             layout
@@ -415,7 +415,7 @@ mod tests {
                         model.push((path, keys));
                     }
                     2 => {
-                        let drop = (next() % 3 == 0).then(|| model.first().map(|m| m.0.clone())).flatten();
+                        let drop = next().is_multiple_of(3).then(|| model.first().map(|m| m.0.clone())).flatten();
                         ix.retain_files(|p| Some(p.to_string()) != drop);
                         model.retain(|m| Some(&m.0) != drop.as_ref());
                     }

@@ -203,7 +203,7 @@ impl FileKeys {
 /// A section whose length is not whole entries.
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) fn decode_section(bytes: &[u8]) -> Result<Vec<(KeyHash, u32)>, String> {
-    if bytes.len() % SIDECAR_ENTRY != 0 {
+    if !bytes.len().is_multiple_of(SIDECAR_ENTRY) {
         return Err("a bucket section of partial entries".into());
     }
     let mut r = Reader(bytes);

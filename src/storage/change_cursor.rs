@@ -298,7 +298,7 @@ impl ChangeCursor {
                 Err(Error::MissingVersion { .. }) => {
                     self.empty_polls += 1;
                     // Every 20th empty poll, a listing that starts at our position finds gaps.
-                    if self.empty_polls % 20 != 0 || !self.skip_gap(version).await? {
+                    if !self.empty_polls.is_multiple_of(20) || !self.skip_gap(version).await? {
                         return Ok(None);
                     }
                 }

@@ -336,5 +336,5 @@ impl Table {
 /// (`delta.checkpointInterval`, 10 by default; never at version 0).
 fn checkpoint_due(snapshot: Option<&Snapshot>, version: u64) -> bool {
     let interval = snapshot.map_or(10, |s| s.properties.checkpoint_interval);
-    version != 0 && interval != 0 && version % interval == 0
+    version != 0 && interval != 0 && version.is_multiple_of(interval)
 }

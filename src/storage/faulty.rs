@@ -267,7 +267,7 @@ impl ObjectStore for FaultyStore {
         // Scripted lost answers first (used once each), then the random draw.
         let (fault, as_exists) = match self.dice.scripted(location) {
             Some(as_exists) => (Fault::LostAnswer, as_exists),
-            None => (self.before(location).await?, self.dice.next() % 2 == 0),
+            None => (self.before(location).await?, self.dice.next().is_multiple_of(2)),
         };
         let create = matches!(opts.mode, PutMode::Create);
         let result = self.inner.put_opts(location, payload, opts).await;

@@ -213,3 +213,29 @@ impl Rng {
         self.0
     }
 }
+
+/// The fenced code blocks of Markdown `text` as (language, text), in order.
+pub fn fenced_blocks(text: &str) -> Vec<(String, String)> {
+    let (mut blocks, mut current) = (Vec::new(), None::<(String, String)>);
+    for line in text.lines() {
+        match (line.trim_start().strip_prefix("```"), current.take()) {
+            (Some(lang), None) => current = Some((lang.trim().to_string(), String::new())),
+            (Some(_), Some(block)) => blocks.push(block),
+            (None, Some((lang, mut body))) => {
+                body.push_str(line);
+                body.push('\n');
+                current = Some((lang, body));
+            }
+            (None, None) => {}
+        }
+    }
+    blocks
+}
+
+/// The fenced code blocks of the README's section headed `## heading`.
+pub fn readme_blocks(heading: &str) -> Vec<(String, String)> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme.find(&format!("\n## {heading}\n")).unwrap_or_else(|| panic!("README has no section {heading}"));
+    let section = &readme[start + 1..];
+    fenced_blocks(&section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)])
+}
