@@ -110,24 +110,20 @@ fn followers_quick_start(dir: &std::path::Path, at: &dyn Fn(&str) -> String, bro
     terminate(tail);
 
     let to_topic = spawn(dir, &lines[1], &dir.join("to_topic.log"));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        let got = {
-            let _kafka = crate::support::native_clients_lock();
-            crate::support::kafka::read_committed(brokers, &changes_topic, 1)
-        };
-        if got.len() >= 40 {
-            assert_eq!(got.len(), 40, "each change once");
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the topic holds {} of 40 changes: {}",
-            got.len(),
-            std::fs::read_to_string(dir.join("to_topic.log")).unwrap_or_default()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let got =
+        crate::support::wait_until("the changes topic held 40 changes", std::time::Duration::from_secs(120), || {
+            let got = {
+                let _kafka = crate::support::native_clients_lock();
+                crate::support::kafka::read_committed(brokers, &changes_topic, 1)
+            };
+            if got.len() >= 40 {
+                Ok(got)
+            } else {
+                let log = std::fs::read_to_string(dir.join("to_topic.log")).unwrap_or_default();
+                Err(format!("{} of 40: {log}", got.len()))
+            }
+        });
+    assert_eq!(got.len(), 40, "each change once");
     terminate(to_topic);
 
     let follow = spawn(dir, &lines[2], &dir.join("follow.log"));

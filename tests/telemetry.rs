@@ -8,7 +8,7 @@
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -40,15 +40,14 @@ impl Receiver {
 
     /// Waits (up to 60 s) until what was received satisfies `ok`; what was received.
     fn wait_for(&self, what: &str, ok: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
+        crate::support::wait_until(what, Duration::from_secs(60), || {
             let seen = self.seen.lock().unwrap().clone();
             if ok(&seen) {
-                return seen;
+                Ok(seen)
+            } else {
+                Err(format!("received {seen:#?}"))
             }
-            assert!(Instant::now() < deadline, "the receiver never got {what}: {seen:#?}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        })
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -29,15 +29,14 @@ impl Tmux {
 
     /// Waits (up to 120 s) until the screen satisfies `ok`; the screen.
     fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
+        crate::support::wait_until(what, Duration::from_secs(120), || {
             let screen = self.screen();
             if ok(&screen) {
-                return screen;
+                Ok(screen)
+            } else {
+                Err(format!("the screen:\n{screen}"))
             }
-            assert!(Instant::now() < deadline, "the screen never showed {what}:\n{screen}");
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        })
     }
 }
 

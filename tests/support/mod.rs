@@ -239,3 +239,17 @@ pub fn readme_blocks(heading: &str) -> Vec<(String, String)> {
     let section = &readme[start + 1..];
     fenced_blocks(&section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)])
 }
+
+/// Polls `probe` until it gives a value (every 100 ms, up to `limit`): the value; a failure
+/// naming `what` and the last state `probe` reported when the limit passes. The one wait on a
+/// condition the tests share (a test never sleeps a fixed time to synchronise).
+pub fn wait_until<T>(what: &str, limit: std::time::Duration, mut probe: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        match probe() {
+            Ok(value) => return value,
+            Err(state) if std::time::Instant::now() >= deadline => panic!("never {what} within {limit:?}: {state}"),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+        }
+    }
+}
