@@ -10,16 +10,11 @@
 //! Run: `cargo bench --bench avro_ingest`.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use arrow::array::RecordBatch;
-use deltabus::app::service::{run, ServiceOptions};
 use deltabus::common::record::RawRecord;
 use deltabus::config::pipeline::PipelineConfig;
 use deltabus::decode::json::PayloadDecoder;
 use deltabus::decode::registry::RegistryConfig;
-use deltabus::metrics::Metrics;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::FutureRecord;
 
@@ -130,19 +125,8 @@ async fn ingest_with(
         p.kafka.format = "avro".into();
         p.schema_registry = Some(RegistryConfig { url: url.into(), ..Default::default() });
     }
-    let metrics = Arc::new(Metrics::default());
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let watcher = tokio::spawn(support::time_to_commit(metrics.pipeline("bench"), n as u64, tx));
-    let opts = ServiceOptions {
-        pipelines: vec![p.validate("bench").unwrap()],
-        storage: Default::default(),
-        metrics_addr: None,
-        shutdown_timeout: Duration::from_secs(60),
-    };
-    let reports = run(opts, metrics, rx).await.unwrap();
-    let seconds = watcher.await.unwrap().unwrap();
-    assert_eq!(reports["bench"].rows_committed, n as u64, "{reports:?}");
-    (seconds, reports["bench"].commits)
+    let (report, seconds) = support::run_until_committed(p, n as u64).await;
+    (seconds, report.commits)
 }
 
 fn main() {

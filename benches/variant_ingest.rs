@@ -9,12 +9,7 @@
 //! Run: `cargo bench --bench variant_ingest`.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)] // a benchmark driver
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use deltabus::app::service::{run, ServiceOptions};
 use deltabus::config::pipeline::PipelineConfig;
-use deltabus::metrics::Metrics;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::FutureRecord;
 
@@ -75,20 +70,9 @@ async fn ingest(brokers: &str, n: usize, shape: impl FnOnce(&mut PipelineConfig)
     p.flush.max_latency = "2s".parse().unwrap();
     p.flush.max_rows = 250_000;
     shape(&mut p);
-    let metrics = Arc::new(Metrics::default());
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let watcher = tokio::spawn(support::time_to_commit(metrics.pipeline("bench"), n as u64, tx));
-    let opts = ServiceOptions {
-        pipelines: vec![p.validate("bench").unwrap()],
-        storage: Default::default(),
-        metrics_addr: None,
-        shutdown_timeout: Duration::from_secs(60),
-    };
     let cpu = cpu_seconds();
-    let reports = run(opts, metrics, rx).await.unwrap();
+    let (_, seconds) = support::run_until_committed(p, n as u64).await;
     let cpu = cpu_seconds() - cpu;
-    let seconds = watcher.await.unwrap().unwrap();
-    assert_eq!(reports["bench"].rows_committed, n as u64, "{reports:?}");
     Run { seconds, cpu, bytes: data_bytes(dir.path()) }
 }
 

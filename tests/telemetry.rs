@@ -140,4 +140,15 @@ fn write_exports_its_commit_over_grpc_from_the_config_file_and_a_bad_protocol_is
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.trim().lines().count() == 1 && err.contains("OTEL_EXPORTER_OTLP_PROTOCOL"), "{err}");
     assert!(!dir.path().join("other").exists(), "nothing written");
+
+    // A collector that does not answer costs the export, never the write.
+    let closed = crate::support::processes::free_addr();
+    let unheard = crate::support::write_jsonl_with_env(
+        &dir.path().join("unheard"),
+        &[],
+        "{\"id\":\"ü\"}\n",
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &format!("http://{closed}"))],
+    );
+    assert!(unheard.status.success(), "{}", String::from_utf8_lossy(&unheard.stderr));
+    assert_eq!(crate::support::rows(&dir.path().join("unheard").to_string_lossy()).len(), 1);
 }

@@ -70,6 +70,25 @@ pub async fn produce_alongside(
     }
 }
 
+/// Runs pipeline `p` (as `bench`) until its `n` records are committed: its report and the
+/// seconds from the first record consumed to the last commit ([`time_to_commit`]).
+pub async fn run_until_committed(p: PipelineConfig, n: u64) -> (deltabus::ingest::runner::RunReport, f64) {
+    let metrics = Arc::new(Metrics::default());
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let watcher = tokio::spawn(time_to_commit(metrics.pipeline("bench"), n, tx));
+    let opts = ServiceOptions {
+        pipelines: vec![p.validate("bench").unwrap()],
+        storage: Default::default(),
+        metrics_addr: None,
+        shutdown_timeout: Duration::from_secs(60),
+    };
+    let mut reports = run(opts, metrics, rx).await.unwrap();
+    let seconds = watcher.await.unwrap().unwrap();
+    let report = reports.remove("bench").unwrap();
+    assert_eq!(report.rows_committed, n, "{report:?}");
+    (report, seconds)
+}
+
 /// Stops the service once `total` records are consumed (its shutdown commits the last batch at
 /// once) and waits until `total` rows are committed; the seconds from the first record
 /// consumed to then.
