@@ -22,6 +22,19 @@ fn keyed_run(
     budget: &str,
     records: Vec<(String, Option<String>)>,
 ) -> String {
+    keyed_run_with(table, app, keys, props, budget, records, |_| {})
+}
+
+/// [`keyed_run`] with the pipeline's configuration changed by `tweak`.
+fn keyed_run_with(
+    table: &str,
+    app: &str,
+    keys: &[&str],
+    props: &[(&str, &str)],
+    budget: &str,
+    records: Vec<(String, Option<String>)>,
+    tweak: impl FnOnce(&mut deltabus::config::PipelineConfig),
+) -> String {
     let _guard = crate::support::native_clients_lock();
     let rendered = Arc::new(Mutex::new(String::new()));
     let seen = rendered.clone();
@@ -42,6 +55,7 @@ fn keyed_run(
             op_field: None,
             index_memory: budget.parse().unwrap(),
         });
+        tweak(&mut p);
         let n = records.len() as u64;
         let records: Vec<_> = records.into_iter().enumerate().map(|(i, (k, v))| ((i % 2) as i32, Some(k), v)).collect();
         produce(&brokers, "kv", &records).await;
@@ -263,4 +277,104 @@ fn sidecars_deleted_while_a_pipeline_runs_are_rebuilt_from_the_data() {
     let m = rendered.lock().unwrap().clone();
     assert!(metric(&m, "deltabus_key_index_rebuilt_files_total") > 0, "the lost sidecars were rebuilt: {m}");
     check(&table, &(0..300).map(|i| (i, 2)).collect(), 0);
+}
+
+/// The live rows of a table as `cat` prints them: the key column's value (as JSON text) → v,
+/// failing when a key appears twice.
+fn live_by_text(table: &str) -> BTreeMap<String, i64> {
+    let mut m = BTreeMap::new();
+    for r in crate::support::rows(table) {
+        let key = r["id"].to_string();
+        assert!(m.insert(key.clone(), r["v"].as_i64().unwrap()).is_none(), "key {key} appears twice in {table}");
+    }
+    m
+}
+
+/// Rows keyed before a key column is widened are found by keys sent after it: upserts
+/// replace them and tombstones delete them, whether the widening is explicit (`alter
+/// --widen`, precision past what a JSON number holds, a scale added, a date becoming a
+/// timestamp) or made by schema evolution inside the flush that carries the keys; with
+/// deletion vectors (rows found through the key index's sidecars written before the
+/// widening) and with change data on (rows matched by value in the files read).
+#[test]
+fn keys_written_before_a_key_column_is_widened_are_found_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = |ty: &str| {
+        let path = dir.path().join(format!("{}.json", ty.replace(['(', ')', ','], "_")));
+        let text = format!(
+            r#"{{"type":"struct","fields":[{{"name":"id","type":"{ty}","nullable":true,"metadata":{{}}}},
+            {{"name":"v","type":"long","nullable":true,"metadata":{{}}}}]}}"#
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let rec = |key: &str, v: Option<i64>| {
+        let payload = v.map(|v| format!("{{\"id\":{key},\"v\":{v}}}"));
+        (key.trim_matches('"').to_string(), payload)
+    };
+    // (name, type, properties, widen to, keys)
+    type Case<'a> = (&'a str, &'a str, &'a [&'a str], &'a str, Vec<&'a str>);
+    let cases: [Case; 4] = [
+        ("decimal-dv", "decimal(10,2)", &[], "decimal(20,4)", vec!["1.25", "2.5", "7", "0.5"]),
+        (
+            "decimal-cdf",
+            "decimal(10,2)",
+            &["delta.enableChangeDataFeed=true"],
+            "decimal(20,4)",
+            vec!["1.25", "2.5", "7", "0.5"],
+        ),
+        (
+            "date-dv",
+            "date",
+            &[],
+            "timestamp_ntz",
+            vec!["\"2024-02-29\"", "\"2024-03-01\"", "\"1999-12-31\"", "\"2000-01-01\""],
+        ),
+        (
+            "date-cdf",
+            "date",
+            &["delta.enableChangeDataFeed=true"],
+            "timestamp_ntz",
+            vec!["\"2024-02-29\"", "\"2024-03-01\"", "\"1999-12-31\"", "\"2000-01-01\""],
+        ),
+    ];
+    for (name, ty, props, wider, keys) in cases {
+        let path = dir.path().join(name);
+        let table = path.to_string_lossy().into_owned();
+        let mut args = vec!["--schema".to_string(), schema(ty).to_string_lossy().into_owned()];
+        for p in props.iter().chain(&["delta.enableTypeWidening=true"]) {
+            args.extend(["--property".to_string(), (*p).to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        crate::support::write_ok(&path, &args, "{\"v\":0}\n");
+        keyed_run(&table, "a1", &["id"], &[], "64MiB", keys.iter().map(|k| rec(k, Some(1))).collect());
+        let before = live_by_text(&table);
+        assert_eq!(before.len(), 5, "{name}: {before:?}");
+        let r = crate::support::run_json(&["alter", &table, "--widen", &format!("id={wider}")]);
+        assert!(r["version"].is_u64(), "{name}: {r}");
+        // Upsert two keys, delete one, add one.
+        let (a, b, c) = (keys[0], keys[2], keys[1]);
+        keyed_run(&table, "a2", &["id"], &[], "64MiB", vec![rec(a, Some(2)), rec(b, Some(2)), rec(c, None)]);
+        let after = live_by_text(&table);
+        assert_eq!(after.len(), 4, "{name}: each key once, the deleted one gone: {after:?}");
+        assert_eq!(after.values().filter(|v| **v == 2).count(), 2, "{name}: {after:?}");
+        assert_eq!(after.values().filter(|v| **v == 1).count(), 1, "{name}: {after:?}");
+    }
+
+    // Schema evolution widens the key inside the flush that carries the keys: a tombstone
+    // and an upsert of keys written before it, beside a value that needs more precision.
+    let path = dir.path().join("evolving");
+    let table = path.to_string_lossy().into_owned();
+    let decimal = schema("decimal(10,2)");
+    let args = ["--schema", decimal.to_str().unwrap(), "--property", "delta.enableTypeWidening=true"];
+    crate::support::write_ok(&path, &args, "{\"v\":0}\n");
+    keyed_run(&table, "b1", &["id"], &[], "64MiB", ["1.25", "2.5", "7"].iter().map(|k| rec(k, Some(1))).collect());
+    let records =
+        vec![rec("2.5", None), rec("1.25", Some(2)), rec("123456789012345678.25", Some(2)), rec("7", Some(2))];
+    keyed_run_with(&table, "b2", &["id"], &[], "64MiB", records, |p| p.evolve_schema = true);
+    let after = live_by_text(&table);
+    assert_eq!(after.len(), 4, "{after:?}");
+    assert_eq!(after.values().filter(|v| **v == 2).count(), 3, "{after:?}");
+    let d = crate::support::run_json(&["describe", &table]);
+    assert!(d["schema"]["fields"][0]["type"].as_str().unwrap().starts_with("decimal(20,"), "{d}");
 }

@@ -95,7 +95,7 @@ pub struct ServerTable {
     pub record_variant: Option<String>,
     /// A Delta table for the bad lines of requests that ask for it (`?bad_lines=dead_letter`).
     pub dead_letters: Option<String>,
-    /// Key columns (strings or integers): rows upsert by key instead of appending, as keyed
+    /// Key columns (strings, integers, decimals, dates or timestamps): rows upsert by key instead of appending, as keyed
     /// pipelines do, and Kafka tombstones (a null value) delete their record key's row.
     pub key_columns: Vec<String>,
     /// Tokens that open this table only (`env:` / `file:` entries).

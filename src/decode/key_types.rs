@@ -23,7 +23,6 @@ use arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow::datatypes::{DataType as A, Field, Schema};
 use serde_json::Value;
 
-use crate::delta::arrow_value::value_at;
 use crate::delta::schema::StructType;
 
 /// The key columns of a keyed table, with the Arrow types their values have in rows.
@@ -139,7 +138,7 @@ enum Part<'a> {
     Text(&'a str),
 }
 
-/// The canonical JSON of `part` as a value of type `t` (as `value_at` prints a row's value).
+/// The canonical JSON of `part` as a value of type `t` (as a row's key spells it).
 fn typed(part: Part<'_>, t: Option<&A>) -> Result<Value, String> {
     let Some(t) = t else {
         return Ok(match part {
@@ -211,7 +210,7 @@ fn cast_one(text: &str, t: &A) -> Result<Value, String> {
     if typed.is_null(0) {
         return Err(bad());
     }
-    Ok(value_at(typed.as_ref(), 0))
+    Ok(crate::delta::row_keys::key_value(typed.as_ref(), 0))
 }
 
 #[cfg(test)]

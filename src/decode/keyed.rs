@@ -13,7 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use arrow::array::{Array, BooleanArray, Int64Array, RecordBatch, StringArray};
+use arrow::array::{Array, AsArray, BooleanArray, Int64Array, RecordBatch};
 use serde_json::Value;
 
 /// What one record does.
@@ -64,56 +64,72 @@ impl KeySet {
     }
 
     /// Which rows of `batch` have a changed key; the canonical keys found go to `found`.
+    /// The direct matches hold only where the column holds what they compare (integers,
+    /// strings); any other column (a decimal, a date, a widened column) is matched through
+    /// the rows' canonical keys.
     pub(crate) fn matches(&self, batch: &RecordBatch, found: &mut HashSet<String>) -> BooleanArray {
+        use arrow::datatypes::DataType as A;
+        let column = |c: &str| batch.column_by_name(c).map(|a| (a.data_type().clone(), a));
         match self {
-            KeySet::Ints { column, keys } => {
-                let Some(col) = batch
-                    .column_by_name(column)
-                    .and_then(|c| arrow::compute::cast(c, &arrow::datatypes::DataType::Int64).ok())
-                else {
-                    return BooleanArray::from(vec![false; batch.num_rows()]);
-                };
-                let col = col
-                    .as_any()
-                    .downcast_ref::<Int64Array>()
-                    .cloned()
-                    .unwrap_or_else(|| Int64Array::from(vec![None; 0]));
-                col.iter()
-                    .map(|v| {
-                        let hit = v.and_then(|v| keys.get(&v));
-                        if let Some(k) = hit {
-                            found.insert(k.clone());
-                        }
-                        Some(hit.is_some())
-                    })
-                    .collect()
-            }
-            KeySet::Strs { column, keys } => {
-                let Some(col) = batch.column_by_name(column).and_then(|c| c.as_any().downcast_ref::<StringArray>())
-                else {
-                    return BooleanArray::from(vec![false; batch.num_rows()]);
-                };
-                col.iter()
-                    .map(|v| {
-                        let hit = v.and_then(|v| keys.get(v));
-                        if let Some(k) = hit {
-                            found.insert(k.clone());
-                        }
-                        Some(hit.is_some())
-                    })
-                    .collect()
-            }
-            KeySet::Canonical { columns, keys } => keys_of_batch(batch, columns)
-                .into_iter()
-                .map(|k| {
-                    let hit = k.filter(|k| keys.contains(k));
-                    let is = hit.is_some();
-                    found.extend(hit);
-                    Some(is)
-                })
-                .collect(),
+            KeySet::Ints { column: c, keys } => match column(c) {
+                Some((A::Int8 | A::Int16 | A::Int32 | A::Int64, col)) => {
+                    let Ok(col) = arrow::compute::cast(col, &A::Int64) else {
+                        return BooleanArray::from(vec![false; batch.num_rows()]);
+                    };
+                    let col = col
+                        .as_any()
+                        .downcast_ref::<Int64Array>()
+                        .cloned()
+                        .unwrap_or_else(|| Int64Array::from(vec![None; 0]));
+                    hits(col.iter().map(|v| v.and_then(|v| keys.get(&v))), found)
+                }
+                _ => {
+                    let set: HashSet<&String> = keys.values().collect();
+                    canonical(batch, std::slice::from_ref(c), |k| set.contains(k), found)
+                }
+            },
+            KeySet::Strs { column: c, keys } => match column(c) {
+                Some((A::Utf8, col)) => {
+                    let col = col.as_string::<i32>();
+                    hits(col.iter().map(|v| v.and_then(|v| keys.get(v))), found)
+                }
+                _ => {
+                    let set: HashSet<&String> = keys.values().collect();
+                    canonical(batch, std::slice::from_ref(c), |k| set.contains(k), found)
+                }
+            },
+            KeySet::Canonical { columns, keys } => canonical(batch, columns, |k| keys.contains(k), found),
         }
     }
+}
+
+/// The match mask of rows whose key was found (`Some`: its canonical key).
+fn hits<'k>(rows: impl Iterator<Item = Option<&'k String>>, found: &mut HashSet<String>) -> BooleanArray {
+    rows.map(|hit| {
+        if let Some(k) = hit {
+            found.insert(k.clone());
+        }
+        Some(hit.is_some())
+    })
+    .collect()
+}
+
+/// The match mask of rows whose canonical key over `columns` is one of the keys.
+fn canonical(
+    batch: &RecordBatch,
+    columns: &[String],
+    is_key: impl Fn(&String) -> bool,
+    found: &mut HashSet<String>,
+) -> BooleanArray {
+    keys_of_batch(batch, columns)
+        .into_iter()
+        .map(|k| {
+            let hit = k.filter(|k| is_key(k));
+            let is = hit.is_some();
+            found.extend(hit);
+            Some(is)
+        })
+        .collect()
 }
 
 /// Interprets a Debezium change event.
@@ -221,7 +237,7 @@ mod tests {
                 Arc::new(arrow::array::Int32Array::from(vec![Some(1), Some(2), None, Some(4)]))
                     as arrow::array::ArrayRef,
             ),
-            ("name", Arc::new(StringArray::from(vec!["a", "b", "c", "d"]))),
+            ("name", Arc::new(arrow::array::StringArray::from(vec!["a", "b", "c", "d"]))),
         ])
         .unwrap();
         let id = cols(&["id"]);

@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::sidecar::{columns_fingerprint, sidecar_path};
+use super::sidecar::sidecar_path;
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) use super::sidecar::{FileKeys, KeyHash, Layout, BUCKETS};
 
@@ -150,12 +150,13 @@ pub(crate) struct KeyIndex {
 }
 
 impl KeyIndex {
-    /// An empty index (every bucket resident and empty).
-    pub(crate) fn new(columns: &[String]) -> KeyIndex {
+    /// An empty index (every bucket resident and empty) of the key `columns` whose sidecars
+    /// carry `fingerprint` ([`super::sidecar::key_fingerprint`]).
+    pub(crate) fn new(columns: &[String], fingerprint: u64) -> KeyIndex {
         let buckets = (0..BUCKETS).map(|_| Bucket { resident: true, sorted: true, ..Bucket::default() }).collect();
         KeyIndex {
             columns: columns.to_vec(),
-            fingerprint: columns_fingerprint(columns),
+            fingerprint,
             files: Vec::new(),
             by_path: HashMap::new(),
             buckets,
@@ -356,7 +357,8 @@ mod tests {
 
     #[test]
     fn lookups_find_every_row_of_a_key_and_forget_removed_files() {
-        let mut ix = KeyIndex::new(&["id".to_string()]);
+        let mut ix =
+            KeyIndex::new(&["id".to_string()], crate::key_index::sidecar::columns_fingerprint(&["id".to_string()]));
         let a = ix.add_file(&keys("a", &[Some("[1]"), Some("[2]")]), None);
         let b = ix.add_file(&keys("b", &[Some("[2]"), None, Some("[3]")]), None);
         let h = |k: &str| KeyHash::of(k);
@@ -370,7 +372,8 @@ mod tests {
 
     #[test]
     fn eviction_keeps_unpersisted_entries_and_reloads_the_rest() {
-        let mut ix = KeyIndex::new(&["id".to_string()]);
+        let mut ix =
+            KeyIndex::new(&["id".to_string()], crate::key_index::sidecar::columns_fingerprint(&["id".to_string()]));
         let all: Vec<String> = (0..2000).map(|i| format!("[{i}]")).collect();
         let persisted = keys("p", &all[..1000].iter().map(|s| Some(s.as_str())).collect::<Vec<_>>());
         let (bytes, layout) = persisted.encode();
@@ -397,7 +400,8 @@ mod tests {
     fn random_histories_answer_like_a_model() {
         let mut next = crate::delta::test_rng::xorshift(0x9E37_79B9_7F4A_7C15u64);
         for _round in 0..20 {
-            let mut ix = KeyIndex::new(&["id".to_string()]);
+            let mut ix =
+                KeyIndex::new(&["id".to_string()], crate::key_index::sidecar::columns_fingerprint(&["id".to_string()]));
             let mut model: Vec<(String, Vec<String>)> = Vec::new();
             let mut sidecars: HashMap<String, Vec<u8>> = HashMap::new();
             for step in 0..60 {

@@ -46,6 +46,19 @@ pub(crate) fn columns_fingerprint(columns: &[String]) -> u64 {
     XxHash3_64::oneshot(serde_json::to_string(columns).unwrap_or_default().as_bytes())
 }
 
+/// The fingerprint of the key `columns` of a table of `schema`: the column list's, and for a
+/// key with a column that is neither an integer nor a string also the key spelling's version
+/// (such keys are spelled to survive type widening, [`crate::delta::row_keys::key_value`];
+/// sidecars hashed from the earlier spelling are rebuilt, never matched).
+pub(crate) fn key_fingerprint(columns: &[String], schema: Option<&crate::delta::schema::StructType>) -> u64 {
+    if schema.is_none_or(|s| crate::delta::row_keys::printed_as_rows(columns, s)) {
+        return columns_fingerprint(columns);
+    }
+    let mut spelled = columns.to_vec();
+    spelled.push("\u{0}keys widen".into());
+    columns_fingerprint(&spelled)
+}
+
 /// The sidecar of data file `path` (as the log spells it) for the key with fingerprint
 /// `columns`.
 pub(crate) fn sidecar_path(path: &str, columns: u64) -> String {

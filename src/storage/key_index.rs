@@ -29,7 +29,7 @@ use crate::delta::scan::RowFilter;
 use crate::delta::snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::key_index::index::KeyIndex;
-use crate::key_index::sidecar::{decode_section, sidecar_path, FileKeys, KeyHash, Layout};
+use crate::key_index::sidecar::{decode_section, key_fingerprint, sidecar_path, FileKeys, KeyHash, Layout};
 
 /// Files indexed (or bucket sections read) at once: enough to hide an object store's latency,
 /// few enough that the files' keys in flight stay small beside the index (about 44 bytes a key
@@ -81,8 +81,9 @@ impl TableKeys<'_> {
         keys: &[&str],
     ) -> Result<(Located<'s>, IndexStats)> {
         let mut state = self.key_index.lock().await;
-        if state.index.as_ref().is_none_or(|i| i.columns != columns) {
-            state.index = Some(KeyIndex::new(columns));
+        let fingerprint = key_fingerprint(columns, Some(&snapshot.schema));
+        if state.index.as_ref().is_none_or(|i| i.columns != columns || i.fingerprint != fingerprint) {
+            state.index = Some(KeyIndex::new(columns, fingerprint));
             state.pending.clear();
         }
         let active: HashMap<&str, &'s Add> = snapshot.files().into_iter().map(|a| (a.path.as_str(), a)).collect();
@@ -355,7 +356,7 @@ impl TableKeys<'_> {
     /// whoever indexes them next reads the sidecar, not the data). A sidecar that cannot be
     /// written is left to the next catch-up (which counts it as a rebuild).
     pub(crate) async fn prepare(&self, snapshot: &Snapshot, columns: &[String], adds: Vec<Add>) {
-        let fingerprint = crate::key_index::sidecar::columns_fingerprint(columns);
+        let fingerprint = key_fingerprint(columns, Some(&snapshot.schema));
         let plan = self.data().scan_plan(snapshot).projected(columns);
         let plan = &plan;
         futures::stream::iter(adds.into_iter().map(|add| async move {

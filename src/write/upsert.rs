@@ -125,12 +125,20 @@ pub(crate) async fn plan(
                 | PrimitiveType::Long
                 | PrimitiveType::Integer
                 | PrimitiveType::Short
-                | PrimitiveType::Byte,
+                | PrimitiveType::Byte
+                | PrimitiveType::Decimal { .. }
+                | PrimitiveType::Date
+                | PrimitiveType::Timestamp
+                | PrimitiveType::TimestampNtz,
             )) => {}
             Some(t) => {
+                let t = match t {
+                    DataType::Primitive(p) => p.to_string(),
+                    _ => "a nested type".into(),
+                };
                 return Err(Error::InvalidArgument(format!(
-                    "upsert key column {c:?} has type {t:?}: key columns must be strings or integers"
-                )))
+                    "upsert key column {c:?} is {t}: key columns are strings, integers, decimals, dates or timestamps"
+                )));
             }
             None => return Err(Error::InvalidArgument(format!("upsert key column {c:?} is not in the table"))),
         }
