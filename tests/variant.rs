@@ -215,3 +215,62 @@ fn a_pipeline_lands_whole_records_of_any_shape_in_one_variant_column() {
     printed.sort_by_key(key);
     assert_eq!(printed, want);
 }
+
+/// `deltabus write` into a table declared with a variant column (`--schema`): each line's
+/// field lands whole (objects, arrays, a number past a double, a string, absent), the table
+/// gets the `variantType` feature, a value the encoding refuses fails the write in one line
+/// naming its line and field (nothing committed), and Spark reads every value as written.
+#[test]
+fn write_lands_json_lines_in_a_declared_variant_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("w");
+    let t = table.to_str().unwrap();
+    let schema = dir.path().join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},
+        {"name":"props","type":"variant","nullable":true,"metadata":{}}]}"#,
+    )
+    .unwrap();
+    let sent = [
+        r#"{"a":[1,2.5,"x"],"b":null,"ü":{"k":true}}"#,
+        r#""plain text 😀""#,
+        r#"12345678901234567890.5"#,
+        r#"[{"n":-9223372036854775808}]"#,
+    ];
+    let mut lines: String = sent.iter().enumerate().map(|(i, v)| format!("{{\"id\":{i},\"props\":{v}}}\n")).collect();
+    lines.push_str("{\"id\":4}\n");
+    crate::support::write_ok(&table, &["--schema", schema.to_str().unwrap()], &lines);
+    let d = run_json(&["describe", t]);
+    assert!(d["protocol"]["readerFeatures"].to_string().contains("variantType"), "{d}");
+    let got = rows(t);
+    assert_eq!(got.len(), 5);
+    for (i, v) in sent.iter().enumerate() {
+        let row = got.iter().find(|r| r["id"] == i).unwrap();
+        let want: Value = serde_json::from_str(v).unwrap();
+        // Numbers past a double print as their exact text (a string), as decimal columns do.
+        let want = if i == 2 { Value::String("12345678901234567890.5".into()) } else { want };
+        assert_eq!(row["props"], want, "row {i}");
+    }
+    for (line, why) in [
+        (
+            "{\"id\":9,\"props\":{\"z\":1e400}}",
+            "line 1: field \"props\": the number 1e400 is out of the range of a double",
+        ),
+        ("{\"id\":9,\"props\":{\"k\":1,\"k\":2}}", "line 1: field \"props\": the key \"k\" appears twice"),
+    ] {
+        let out = crate::support::write_jsonl(&table, &[], &format!("{line}\n"));
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && e.contains(why) && e.trim().lines().count() == 1, "{line}: {e}");
+    }
+    assert_eq!(rows(t).len(), 5, "nothing committed by the refused writes");
+    let Some(spark) = spark() else { return };
+    let theirs = spark_sql(&spark, &[&format!("SELECT id, to_json(props) AS j FROM delta.`{t}` ORDER BY id")])
+        .unwrap_or_else(|e| panic!("Spark reads {t}: {e}"));
+    assert_eq!(theirs.len(), 5);
+    for (row, v) in theirs.iter().zip(sent) {
+        let printed: Value = serde_json::from_str(row["j"].as_str().unwrap()).unwrap();
+        assert_eq!(printed, serde_json::from_str::<Value>(v).unwrap(), "Spark's row {}", row["id"]);
+    }
+    assert!(theirs[4].get("j").is_none_or(Value::is_null), "{}", theirs[4]);
+}

@@ -6,7 +6,8 @@
 //! - [`maintenance`]: VACUUM and log cleanup (keeping what followers need).
 //! - [`uniform`]: Iceberg metadata (UniForm), turned on for an existing table when asked.
 //! - [`write`]: JSON lines to data files and one commit (`deltabus write`); `write_txn`: that
-//!   commit through the exactly-once path when the write carries an app id.
+//!   commit through the exactly-once path when the write carries an app id; `write_lines`:
+//!   its input read in chunks of lines and decoded.
 
 internal_mods!(alter);
 internal_mods!(cluster_by);
@@ -14,4 +15,5 @@ internal_mods!(delete);
 internal_mods!(maintenance);
 internal_mods!(uniform);
 internal_mods!(write);
+mod write_lines;
 mod write_txn;

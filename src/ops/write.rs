@@ -1,7 +1,9 @@
 //! `deltabus write`: JSON lines in, one commit out.
 //!
 //! Records are decoded straight from their bytes into Arrow (`arrow_json`'s decoder, strict:
-//! an unknown field is an error) against the table schema with its nullability, written as
+//! an unknown field is an error) against the table schema with its nullability (on tables
+//! with variant columns each line is split and its variant fields encoded whole, as pushed
+//! lines are: `PayloadDecoder`), written as
 //! Parquet files with statistics, and committed together in one transaction. A record that
 //! does not fit is reported with its line number and column, the files already written are
 //! deleted, and nothing is committed. With an app id and txn version the write is idempotent:
@@ -12,9 +14,9 @@ use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use serde_json::json;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio::io::AsyncBufRead;
 
-use crate::decode::json_values::{RecordRules, Verdict};
+use crate::decode::json_values::RecordRules;
 use crate::delta::actions::{Action, Metadata};
 use crate::delta::app_id::TxnAppId;
 use crate::delta::arrow_schema::arrow_schema_strict;
@@ -25,10 +27,7 @@ use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::storage::{DataWriter, RetryPolicy, StagedCommit, Table, WriterConfig};
 
-/// Records per decoded batch.
-const CHUNK_LINES: usize = 8192;
-/// Records sampled for schema inference and merging.
-const SAMPLE_LINES: usize = 1000;
+use super::write_lines::{LineReader, CHUNK_LINES, SAMPLE_LINES};
 
 /// Whether the table may or must be created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,6 +233,13 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
     }
     let decode_schema: SchemaRef = Arc::new(arrow_schema_strict(&snapshot.schema));
     let rules = Arc::new(RecordRules::new(&decode_schema));
+    // Variant columns: each line split and its variant fields encoded, as pushed lines are.
+    let variant = |t: &arrow::datatypes::DataType| matches!(t, arrow::datatypes::DataType::Struct(f) if crate::delta::arrow_schema::is_variant(f));
+    let variants = decode_schema
+        .fields()
+        .iter()
+        .any(|f| variant(f.data_type()))
+        .then(|| Arc::new(crate::decode::json::PayloadDecoder::new(decode_schema.clone(), usize::MAX)));
     let mut writer = DataWriter::new(table, &snapshot, config)?;
     // Two stages on two cores: decoding (blocking threads) feeds Parquet encoding through a
     // small bounded channel, so memory stays at a few batches whatever the input size.
@@ -241,10 +247,13 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
     let producer = async move {
         let mut chunk = sample;
         while !chunk.is_empty() {
-            let (schema, rules) = (decode_schema.clone(), rules.clone());
-            let batch = tokio::task::spawn_blocking(move || chunk.decode(&schema, &rules))
-                .await
-                .map_err(|e| Error::Internal(format!("decoder task: {e}")))??;
+            let (schema, rules, variants) = (decode_schema.clone(), rules.clone(), variants.clone());
+            let batch = tokio::task::spawn_blocking(move || match variants {
+                Some(decoder) => chunk.decode_variants(&decoder),
+                None => chunk.decode(&schema, &rules),
+            })
+            .await
+            .map_err(|e| Error::Internal(format!("decoder task: {e}")))??;
             if tx.send(batch).await.is_err() {
                 break; // the writer stopped on an error of its own
             }
@@ -422,142 +431,4 @@ fn with_metadata(s: &Snapshot, metadata: Metadata) -> Result<Snapshot> {
     let mut state = s.state().clone();
     state.metadata = Some(metadata);
     Snapshot::new(state, s.checkpoint_version, 0)
-}
-
-/// Reads the input in chunks of whole lines, remembering line numbers.
-#[derive(Default)]
-struct LineReader {
-    next_line: usize,
-}
-
-/// A run of input lines: their bytes and where each starts.
-#[derive(Default)]
-struct Chunk {
-    bytes: Vec<u8>,
-    /// (start, end, 1-based line number) of each non-blank line.
-    lines: Vec<(usize, usize, usize)>,
-}
-
-impl LineReader {
-    async fn read_chunk<R: AsyncBufRead + Unpin>(&mut self, input: &mut R, max_lines: usize) -> Result<Chunk> {
-        let mut chunk = Chunk::default();
-        while chunk.lines.len() < max_lines {
-            let start = chunk.bytes.len();
-            let n = input.read_until(b'\n', &mut chunk.bytes).await?;
-            if n == 0 {
-                break;
-            }
-            self.next_line += 1;
-            let line = &chunk.bytes[start..];
-            if line.iter().all(u8::is_ascii_whitespace) {
-                chunk.bytes.truncate(start);
-                continue;
-            }
-            chunk.lines.push((start, chunk.bytes.len(), self.next_line));
-        }
-        Ok(chunk)
-    }
-}
-
-impl Chunk {
-    fn is_empty(&self) -> bool {
-        self.lines.is_empty()
-    }
-
-    fn lines(&self) -> Result<Vec<&str>> {
-        self.lines
-            .iter()
-            .map(|(s, e, line)| {
-                std::str::from_utf8(&self.bytes[*s..*e])
-                    .map(str::trim)
-                    .map_err(|_| Error::InvalidArgument(format!("line {line}: not valid UTF-8")))
-            })
-            .collect()
-    }
-
-    /// Checks every line against the column rules, respelling where a rule says so; the
-    /// first value a column cannot hold exactly is an error naming its line and field.
-    fn conform(&mut self, rules: &RecordRules) -> Result<()> {
-        let mut respelled: Vec<(usize, Vec<u8>)> = Vec::new();
-        for (i, (s, e, line)) in self.lines.iter().enumerate() {
-            match rules.check(&self.bytes[*s..*e]) {
-                Ok(Verdict::AsIs) => {}
-                Ok(Verdict::Rewritten(bytes)) => respelled.push((i, bytes)),
-                Err(why) => return Err(Error::InvalidArgument(format!("line {line}: {why}"))),
-            }
-        }
-        if respelled.is_empty() {
-            return Ok(());
-        }
-        let mut bytes = Vec::with_capacity(self.bytes.len());
-        let mut lines = Vec::with_capacity(self.lines.len());
-        let mut next = respelled.into_iter().peekable();
-        for (i, (s, e, line)) in self.lines.iter().enumerate() {
-            let start = bytes.len();
-            match next.peek() {
-                Some((j, _)) if *j == i => {
-                    let (_, spelled) = next.next().unwrap_or_default();
-                    bytes.extend_from_slice(&spelled);
-                    bytes.push(b'\n');
-                }
-                _ => bytes.extend_from_slice(&self.bytes[*s..*e]),
-            }
-            lines.push((start, bytes.len(), *line));
-        }
-        self.bytes = bytes;
-        self.lines = lines;
-        Ok(())
-    }
-
-    /// Decodes the chunk; on failure, finds the first bad line for the message.
-    fn decode(mut self, schema: &SchemaRef, rules: &RecordRules) -> Result<arrow::array::RecordBatch> {
-        self.conform(rules)?;
-        match decode_bytes(schema, &self.bytes) {
-            Ok(Some(b)) => Ok(b),
-            Ok(None) => Ok(arrow::array::RecordBatch::new_empty(schema.clone())),
-            Err(whole) => {
-                for (s, e, line) in &self.lines {
-                    let bytes = &self.bytes[*s..*e];
-                    if std::str::from_utf8(bytes).is_err() {
-                        return Err(Error::InvalidArgument(format!("line {line}: not valid UTF-8")));
-                    }
-                    if let Err(err) = decode_bytes(schema, bytes) {
-                        return Err(Error::InvalidArgument(format!("line {line}: {}", describe(&err))));
-                    }
-                }
-                Err(Error::InvalidArgument(format!("records do not fit the table schema: {}", describe(&whole))))
-            }
-        }
-    }
-}
-
-fn decode_bytes(
-    schema: &SchemaRef,
-    bytes: &[u8],
-) -> std::result::Result<Option<arrow::array::RecordBatch>, arrow::error::ArrowError> {
-    let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
-        .with_strict_mode(true)
-        .with_batch_size(CHUNK_LINES + SAMPLE_LINES)
-        .build_decoder()?;
-    let mut buf = bytes;
-    while !buf.is_empty() {
-        let n = decoder.decode(buf)?;
-        if n == 0 {
-            break;
-        }
-        buf = &buf[n..];
-    }
-    decoder.flush()
-}
-
-/// Makes arrow-json's messages name the column plainly.
-fn describe(e: &arrow::error::ArrowError) -> String {
-    let text = e.to_string();
-    let text = text.strip_prefix("Json error: ").unwrap_or(&text).to_string();
-    if let Some(rest) = text.strip_prefix("column '") {
-        if let Some((col, _)) = rest.split_once('\'') {
-            return format!("column {col:?} is not in the table schema");
-        }
-    }
-    text
 }
