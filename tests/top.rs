@@ -2,7 +2,8 @@
 //! (`ingest --metrics-addr`) and a push server (its own port) watched together, the screen read
 //! from tmux (a terminal as over ssh) until it shows what the table holds, `q` quitting it with
 //! exit 0; `--once` prints the same view as plain text; an endpoint that does not answer is
-//! named on its line, and with none answering `--once` fails in one line.
+//! named on its line, and with none answering `--once` fails in one line; a standalone follower
+//! (`follow --metrics-addr`) is watched like a pipeline.
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};
@@ -129,4 +130,42 @@ fn top_shows_a_live_pipeline_and_a_push_table_and_quits_on_q() {
 
     terminate(ingest);
     terminate(serve);
+}
+
+/// A standalone follower (`follow --into ... --metrics-addr`) is watched like a pipeline:
+/// `top --once` shows it by its follower id with the rows it delivered and its lag in
+/// versions, and a commit to the source shows up on the next look.
+#[test]
+fn top_shows_a_standalone_follower() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, target) = (dir.path().join("src"), dir.path().join("dst"));
+    crate::support::write_ok(&source, &[], "{\"id\":1,\"name\":\"ü\"}\n{\"id\":2}\n");
+    let addr = free_addr();
+    let child = Command::new(env!("CARGO_BIN_EXE_deltabus"))
+        .args(["follow", source.to_str().unwrap(), "--into", target.to_str().unwrap(), "--from", "snapshot"])
+        .args(["--follower-id", "mirror-1", "--metrics-addr", &addr])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let look = |rows: &str| {
+        crate::support::wait_until(
+            &format!("top shows the follower with {rows} rows"),
+            Duration::from_secs(120),
+            || {
+                let out = deltabus(&["top", &addr, "--once"]);
+                let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                match row(&text, "pipeline", "mirror-1") {
+                    Some(cells) if out.status.success() && cells.get(3) == Some(&rows) => Ok(text),
+                    _ => Err(format!("top --once: {text}{}", String::from_utf8_lossy(&out.stderr))),
+                }
+            },
+        )
+    };
+    let text = look("2");
+    assert!(text.contains("0 versions"), "caught up: {text}");
+    crate::support::write_ok(&source, &[], "{\"id\":3}\n");
+    look("3");
+    let (status, log) = terminate(child);
+    assert!(status.success(), "{log}");
 }
