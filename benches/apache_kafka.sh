@@ -5,7 +5,7 @@
 #      floor) and `deltabus ingest --until-end` (records into a Delta table) read the same
 #      BENCH_RECORDS records (default 5,000,000, zstd, 8 partitions): records/s, CPU-seconds
 #      per million records, peak RSS, and deltabus's time over the floor's; then deltabus again
-#      with 250,000-row batches (peak RSS at smaller batches);
+#      with 250,000-row batches and with 64 MiB batches (peak RSS at smaller batches);
 #   2. Spark Structured Streaming (the alternative users weigh: local[2], availableNow, Delta
 #      4.4 on Spark 4.2) reading the same records into a Delta table: records/s, CPU-seconds per
 #      million records, peak RSS against deltabus's; then Spark scanning the table it wrote and
@@ -87,6 +87,13 @@ awk -v n="$records" -v w="$l_wall" -v u="$l_user" -v s="$l_sys" -v r="$l_rss" 'B
   printf "  deltabus ingest --until-end --max-rows 250000: %.2f s, %.0f records/s, %.2f CPU-s per million, peak RSS %.0f MiB\n", w, n / w, (u + s) * 1e6 / n, r / 1024
 }'
 
+# 1c. The same with a 64 MiB batch bound (`--max-bytes`, `flush.max_bytes`).
+read -r m_wall m_user m_sys m_rss < <(measure "$bin" ingest ingest "$work/table-64m" --brokers "$bootstrap" \
+  --app-id bench --create --until-end --max-bytes 64MiB)
+awk -v n="$records" -v w="$m_wall" -v u="$m_user" -v s="$m_sys" -v r="$m_rss" 'BEGIN {
+  printf "  deltabus ingest --until-end --max-bytes 64MiB: %.2f s, %.0f records/s, %.2f CPU-s per million, peak RSS %.0f MiB\n", w, n / w, (u + s) * 1e6 / n, r / 1024
+}'
+
 # 2. Spark Structured Streaming from the same topic into Delta.
 jars=$(ls "$PWD"/.tools/spark-delta/lib/{delta-,spark-sql-kafka,spark-token-provider,kafka-clients,commons-pool2}*.jar | paste -sd,)
 read -r s_wall s_user s_sys s_rss < <(measure .venv/bin/python benches/spark_ingest.py "$bootstrap" ingest \
@@ -97,10 +104,10 @@ jvm_cpu=$(sed -E 's/.*"jvm_cpu_s": ([0-9.]+).*/\1/' <<<"$spark_out")
 jvm_rss=$(sed -E 's/.*"jvm_peak_rss_kib": ([0-9]+).*/\1/' <<<"$spark_out")
 stream_s=$(sed -E 's/.*"stream_s": ([0-9.]+).*/\1/' <<<"$spark_out")
 awk -v n="$records" -v sw="$s_wall" -v su="$s_user" -v ss="$s_sys" -v sr="$s_rss" -v jc="$jvm_cpu" -v jr="$jvm_rss" \
-  -v st="$stream_s" -v out="$spark_out" -v dw="$d_wall" -v du="$d_user" -v ds="$d_sys" -v dr="$d_rss" -v lr="$l_rss" 'BEGIN {
+  -v st="$stream_s" -v out="$spark_out" -v dw="$d_wall" -v du="$d_user" -v ds="$d_sys" -v dr="$d_rss" -v lr="$l_rss" -v mr="$m_rss" 'BEGIN {
   cpu = su + ss + jc; rss = sr + jr
   printf "spark structured streaming (local[2], availableNow): stream %.2f s (%.0f records/s), %.2f s with the session start, %.2f CPU-s per million (JVM and Python), peak RSS %.0f MiB\n", st, n / st, sw, cpu * 1e6 / n, rss / 1024
-  printf "  deltabus records per CPU-second / Spark'"'"'s: %.1fx; deltabus peak RSS / Spark'"'"'s: %.2fx (%.2fx with 250,000-row batches); deltabus time / Spark stream time: %.2fx\n", cpu / (du + ds), dr / rss, lr / rss, dw / st
+  printf "  deltabus records per CPU-second / Spark'"'"'s: %.1fx; deltabus peak RSS / Spark'"'"'s: %.2fx (%.2fx with 250,000-row batches, %.2fx with 64 MiB batches); deltabus time / Spark stream time: %.2fx\n", cpu / (du + ds), dr / rss, lr / rss, mr / rss, dw / st
   printf "  %s\n", out
 }'
 

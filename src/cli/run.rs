@@ -45,6 +45,10 @@ pub struct IngestArgs {
     /// Rows per batch: a batch commits when it holds this many (or at --flush-interval).
     #[arg(long, default_value_t = 1_000_000)]
     pub max_rows: u64,
+    /// Buffered bytes per batch, also the memory bound (at most two batches are held: one
+    /// written while the next fills), e.g. 64MiB.
+    #[arg(long, value_name = "SIZE", default_value = "256MiB")]
+    pub max_bytes: crate::common::units::ByteSize,
     /// Create the table on the first batch (schema inferred) when it is missing.
     #[arg(long)]
     pub create: bool,
@@ -151,6 +155,7 @@ impl IngestArgs {
         config.kafka.properties = properties;
         config.flush.max_latency = self.flush_interval;
         config.flush.max_rows = self.max_rows;
+        config.flush.max_bytes = self.max_bytes;
         config.dead_letter.table = self.dead_letter_table.clone();
         config.compaction.enabled = self.auto_compact;
         config.commit.mode = self.commit_mode;
@@ -188,7 +193,7 @@ fn in_flag_words(key: &str, why: String, name: &str) -> Error {
         "kafka" => "--brokers / <TOPIC>",
         "app_id" => "--app-id",
         "table" => "<TABLE>",
-        "flush" => "--flush-interval / --max-rows",
+        "flush" => "--flush-interval / --max-rows / --max-bytes",
         "upsert.key_columns" => "--upsert-keys",
         "upsert.format" => "--upsert-format",
         "upsert.op_field" => "--upsert-op-field",
