@@ -83,20 +83,14 @@ impl KeySet {
                         .unwrap_or_else(|| Int64Array::from(vec![None; 0]));
                     hits(col.iter().map(|v| v.and_then(|v| keys.get(&v))), found)
                 }
-                _ => {
-                    let set: HashSet<&String> = keys.values().collect();
-                    canonical(batch, std::slice::from_ref(c), |k| set.contains(k), found)
-                }
+                _ => one_column(batch, c, keys.values(), found),
             },
             KeySet::Strs { column: c, keys } => match column(c) {
                 Some((A::Utf8, col)) => {
                     let col = col.as_string::<i32>();
                     hits(col.iter().map(|v| v.and_then(|v| keys.get(v))), found)
                 }
-                _ => {
-                    let set: HashSet<&String> = keys.values().collect();
-                    canonical(batch, std::slice::from_ref(c), |k| set.contains(k), found)
-                }
+                _ => one_column(batch, c, keys.values(), found),
             },
             KeySet::Canonical { columns, keys } => canonical(batch, columns, |k| keys.contains(k), found),
         }
@@ -112,6 +106,18 @@ fn hits<'k>(rows: impl Iterator<Item = Option<&'k String>>, found: &mut HashSet<
         Some(hit.is_some())
     })
     .collect()
+}
+
+/// [`canonical`] over the one key column `column` of a direct key set that does not hold
+/// what the column does.
+fn one_column<'k>(
+    batch: &RecordBatch,
+    column: &str,
+    keys: impl Iterator<Item = &'k String>,
+    found: &mut HashSet<String>,
+) -> BooleanArray {
+    let keys: HashSet<&String> = keys.collect();
+    canonical(batch, &[column.to_string()], |k| keys.contains(k), found)
 }
 
 /// The match mask of rows whose canonical key over `columns` is one of the keys.
