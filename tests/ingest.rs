@@ -423,3 +423,87 @@ async fn stop_at_end_ingests_the_backlog_and_returns() {
         .sum();
     assert_eq!(rows, 500);
 }
+
+/// Runs `p` (stopping at the end of its topic) and returns its rows committed.
+async fn run_to_end(mut p: deltabus::config::pipeline::PipelineConfig) -> u64 {
+    p.kafka.stop_at_end = true;
+    let opts = ServiceOptions {
+        pipelines: vec![p.validate("p0").unwrap()],
+        storage: StorageOptions::default(),
+        metrics_addr: None,
+        shutdown_timeout: Duration::from_secs(30),
+    };
+    let (_never, stop_rx) = tokio::sync::watch::channel(false);
+    let reports = tokio::time::timeout(Duration::from_secs(120), run(opts, Arc::new(Metrics::default()), stop_rx))
+        .await
+        .expect("stopped by itself at the end")
+        .unwrap();
+    reports["p0"].rows_committed
+}
+
+/// Batches of many megabytes, which the pipeline holds packed while they fill (past 8 MiB of
+/// decoded rows) and unpacks chunk by chunk as it writes them, commit every row once with its
+/// values: appends whose schema grows in the middle of the batch, and keyed upserts.
+#[test]
+fn batches_held_packed_commit_every_row_once_with_its_values() {
+    let _guard = crate::support::native_clients_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let (appended, keyed) = (dir.path().join("a"), dir.path().join("k"));
+    let (appended, keyed) = (appended.to_string_lossy().into_owned(), keyed.to_string_lossy().into_owned());
+    let note = |i: i64| format!("ünï-{i}-{}", "日本語のテキスト".repeat(8 + (i % 5) as usize));
+    runtime().block_on(async {
+        let cluster = MockCluster::new(1).unwrap();
+        cluster.create_topic("big", 4, 1).unwrap();
+        cluster.create_topic("kv", 4, 1).unwrap();
+        let brokers = cluster.bootstrap_servers();
+        // 48,000 records of ~250 B (11 MB decoded); from the 24,000th on they carry a new field.
+        let records: Vec<_> = (0..48_000i64)
+            .map(|i| {
+                let extra = if i >= 24_000 { format!(r#","extra":{}"#, i * 2) } else { String::new() };
+                ((i % 4) as i32, None, Some(format!(r#"{{"id":{i},"note":"{}"{extra}}}"#, note(i))))
+            })
+            .collect();
+        produce(&brokers, "big", &records).await;
+        let mut p = pipeline(&brokers, "big", &appended);
+        p.evolve_schema = true;
+        p.flush.max_rows = 1_000_000;
+        p.flush.max_latency = "10m".parse().unwrap();
+        assert_eq!(run_to_end(p).await, 48_000);
+        // 40,000 keyed records over 16,000 keys: each key's last record wins.
+        let records: Vec<_> = (0..40_000i64)
+            .map(|i| {
+                (
+                    (i % 16_000 % 4) as i32,
+                    None,
+                    Some(format!(r#"{{"id":{},"v":{i},"note":"{}"}}"#, i % 16_000, note(i))),
+                )
+            })
+            .collect();
+        produce(&brokers, "kv", &records).await;
+        let mut p = pipeline(&brokers, "kv", &keyed);
+        p.flush.max_rows = 1_000_000;
+        p.flush.max_latency = "10m".parse().unwrap();
+        p.upsert = Some(deltabus::config::UpsertConfig {
+            key_columns: vec!["id".into()],
+            format: deltabus::config::UpsertFormat::Plain,
+            op_field: None,
+            index_memory: deltabus::config::DEFAULT_INDEX_MEMORY,
+        });
+        assert_eq!(run_to_end(p).await, 40_000);
+    });
+    let mut got: Vec<(i64, String, Option<i64>)> = rows(&appended)
+        .iter()
+        .map(|r| (r["id"].as_i64().unwrap(), r["note"].as_str().unwrap().to_string(), r["extra"].as_i64()))
+        .collect();
+    got.sort();
+    let want: Vec<_> = (0..48_000i64).map(|i| (i, note(i), (i >= 24_000).then_some(i * 2))).collect();
+    assert!(got == want, "{} rows; first difference: {:?}", got.len(), got.iter().zip(&want).find(|(g, w)| g != w));
+    let mut got: Vec<(i64, i64, String)> = rows(&keyed)
+        .iter()
+        .map(|r| (r["id"].as_i64().unwrap(), r["v"].as_i64().unwrap(), r["note"].as_str().unwrap().to_string()))
+        .collect();
+    got.sort();
+    let want: Vec<_> = (0..16_000i64).map(|k| (k, 32_000 + k - if k >= 8_000 { 16_000 } else { 0 })).collect();
+    let want: Vec<_> = want.into_iter().map(|(k, v)| (k, v, note(v))).collect();
+    assert!(got == want, "{} rows; first difference: {:?}", got.len(), got.iter().zip(&want).find(|(g, w)| g != w));
+}

@@ -45,8 +45,8 @@ pub struct IngestArgs {
     /// Rows per batch: a batch commits when it holds this many (or at --flush-interval).
     #[arg(long, default_value_t = 1_000_000)]
     pub max_rows: u64,
-    /// Buffered bytes per batch, also the memory bound (at most two batches are held: one
-    /// written while the next fills), e.g. 64MiB.
+    /// Buffered bytes per batch (its rows decoded), also the memory bound (at most two batches
+    /// are held: one written while the next fills, its rows packed as it fills), e.g. 64MiB.
     #[arg(long, value_name = "SIZE", default_value = "256MiB")]
     pub max_bytes: crate::common::units::ByteSize,
     /// Create the table on the first batch (schema inferred) when it is missing.

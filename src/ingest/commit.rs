@@ -33,7 +33,7 @@ use crate::delta::snapshot::Snapshot;
 use crate::delta::transaction::{CommitOutcome, Operation, Transaction};
 use crate::error::{Error, Result};
 use crate::storage::{commit_exactly_once, DataWriter, Landed, Plan, Planner, RetryPolicy, Table, WriterConfig};
-use crate::write::batch::PartitionBatch;
+use crate::write::batch::{Chunk, PartitionBatch};
 use crate::write::schema_change::{change, mismatch_reason, onto, target, NewTable, SchemaChange};
 
 /// What a flush needs besides the data; owned, so that a flush can run in its own task.
@@ -187,7 +187,9 @@ impl Flusher {
                 (txn, written, rows, files, bytes, None)
             }
             Some(keys) => {
-                let sources = crate::write::upsert::KeyedChanges::of_partitions(parts);
+                let unpacked: Vec<Vec<arrow::array::RecordBatch>> =
+                    parts.values().map(PartitionBatch::unpacked).collect::<Result<_>>()?;
+                let sources = crate::write::upsert::KeyedChanges::of_partitions(parts, &unpacked);
                 let p =
                     crate::write::upsert::plan(&self.table, snapshot, keys, &sources, config, self.key_index_memory)
                         .await?;
@@ -349,10 +351,9 @@ fn schema_of(
 fn project_onto(parts: &mut BTreeMap<i32, PartitionBatch>, target: &crate::delta::schema::StructType) -> Vec<i32> {
     let mut unfit = Vec::new();
     for (p, b) in parts.iter_mut().filter(|(_, b)| !b.proposals.is_empty()) {
-        match onto(&b.batches, target) {
-            Ok(projected) => b.batches = projected,
-            Err(m) => {
-                let why = mismatch_reason(m);
+        match b.map_chunks(|rows| onto(&rows, target).map_err(mismatch_reason)) {
+            Ok(()) => {}
+            Err(why) => {
                 tracing::warn!(partition = p, %why, "rows decoded in a schema the table no longer takes; consuming them again");
                 unfit.push(*p);
             }
@@ -361,15 +362,17 @@ fn project_onto(parts: &mut BTreeMap<i32, PartitionBatch>, target: &crate::delta
     unfit
 }
 
-/// An append flush: every partition's rows into new files.
+/// An append flush: every partition's rows into new files, unpacked one chunk at a time.
 async fn append_actions(
     table: &Table,
     snapshot: &Snapshot,
     config: WriterConfig,
     parts: &BTreeMap<i32, PartitionBatch>,
 ) -> Result<(Vec<Action>, u64)> {
-    let batches: Vec<&arrow::array::RecordBatch> = parts.values().flat_map(|p| p.batches.iter()).collect();
-    let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
-    let adds = DataWriter::new(table, snapshot, config)?.write_all(batches).await?;
-    Ok((adds.into_iter().map(Action::Add).collect(), rows))
+    let chunks: Vec<Chunk<'_>> = parts.values().flat_map(PartitionBatch::chunks).collect();
+    let rows = chunks.iter().map(Chunk::rows).sum::<usize>();
+    let sample = crate::write::batch::sample(&chunks)?;
+    let writer = DataWriter::new(table, snapshot, config)?;
+    let adds = writer.write_streamed(&sample.iter().collect::<Vec<_>>(), rows, &chunks[..]).await?;
+    Ok((adds.into_iter().map(Action::Add).collect(), rows as u64))
 }

@@ -73,6 +73,17 @@ struct OpenFile {
     stats: StatsCollector,
 }
 
+/// Rows a writer takes one chunk at a time ([`DataWriter::write_streamed`]).
+pub(crate) trait RowChunks: Sync {
+    /// Chunks held.
+    fn count(&self) -> usize;
+    /// The batches of chunk `i` (`i < count()`).
+    ///
+    /// # Errors
+    /// The holder's own (rows it cannot give back).
+    fn chunk(&self, i: usize) -> Result<Vec<RecordBatch>>;
+}
+
 /// Writes a table's data files for one transaction.
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) struct DataWriter {
@@ -227,6 +238,43 @@ impl DataWriter {
             }
         }
         self.finish().await
+    }
+
+    /// Writes rows handed over one chunk at a time (each dropped once written) and closes the
+    /// files: the adds, or, on any error, nothing left behind. The columns written plain are
+    /// judged from `sample`, batches drawn from across all `rows` rows.
+    ///
+    /// # Errors
+    /// As [`DataWriter::write_all`], and the chunks' own errors.
+    pub(crate) async fn write_streamed<C: RowChunks + ?Sized>(
+        mut self,
+        sample: &[&RecordBatch],
+        rows: usize,
+        chunks: &C,
+    ) -> Result<Vec<Add>> {
+        let mode = self.snapshot.column_mapping();
+        let physical =
+            |name: String| self.snapshot.schema.field(&name).map_or(name.clone(), |f| f.physical_name(mode).into());
+        let plain = super::plain_columns::plain_columns_of_sample(sample, rows).into_iter().map(physical);
+        self.plain = Some(plain.map(|n| ColumnPath::new(vec![n])).collect());
+        for i in 0..chunks.count() {
+            let written = match chunks.chunk(i) {
+                Ok(batches) => self.write_each(&batches).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = written {
+                self.abort().await;
+                return Err(e);
+            }
+        }
+        self.finish().await
+    }
+
+    async fn write_each(&mut self, batches: &[RecordBatch]) -> Result<()> {
+        for b in batches {
+            self.write(b).await?;
+        }
+        Ok(())
     }
 
     /// Closes every open file and returns the adds, in the order files were closed.

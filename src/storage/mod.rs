@@ -54,6 +54,8 @@ mod key_index;
 mod location;
 mod log_reader;
 mod plain_columns;
+#[cfg(test)]
+pub(crate) use plain_columns::plain_columns_of_sample;
 internal_mods!(retrying);
 mod staged;
 
@@ -62,6 +64,7 @@ pub(crate) use append::append_plan;
 pub(crate) use change_reader::CHANGE_TYPE;
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) use committer::{commit_counts, RetryPolicy};
+pub(crate) use data_writer::RowChunks;
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]
 pub(crate) use data_writer::{DataWriter, WriterConfig};
 #[cfg_attr(feature = "internal-api", visibility::make(pub))]

@@ -40,7 +40,18 @@ const DICTIONARY_LIMIT: usize = parquet::file::properties::DEFAULT_DICTIONARY_PA
 /// The top-level columns of `batches` (of one schema, the first's) to write without a
 /// dictionary, by name.
 pub(crate) fn plain_columns(batches: &[&RecordBatch]) -> Vec<String> {
+    let rows = batches.iter().map(|b| b.num_rows()).sum();
+    plain_columns_of_sample(batches, rows)
+}
+
+/// [`plain_columns`] judged from `sample`, batches drawn from across a transaction's `rows`
+/// rows: the sample must hold no value twice, and its values scaled to `rows` must fill the
+/// dictionary page limit.
+pub(crate) fn plain_columns_of_sample(sample: &[&RecordBatch], rows: usize) -> Vec<String> {
+    let batches = sample;
     let Some(first) = batches.first() else { return Vec::new() };
+    let sampled: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let scale = if sampled == 0 { 1.0 } else { (rows as f64 / sampled as f64).max(1.0) };
     let schema = first.schema();
     schema
         .fields()
@@ -54,7 +65,7 @@ pub(crate) fn plain_columns(batches: &[&RecordBatch]) -> Vec<String> {
                 .iter()
                 .map(|b| b.columns().get(*i).filter(|c| c.data_type() == f.data_type()).map(|c| c.as_ref()))
                 .collect();
-            columns.is_some_and(|c| unique_past_a_dictionary(&c))
+            columns.is_some_and(|c| unique_past_a_dictionary(&c, scale))
         })
         .map(|(_, f)| f.name().clone())
         .collect()
@@ -95,8 +106,9 @@ fn judged(t: &DataType) -> bool {
 }
 
 /// Whether a pseudo-random sample of the arrays' non-null values (the arrays one after
-/// another) holds no value twice and the arrays alone would fill a dictionary page.
-fn unique_past_a_dictionary(arrays: &[&dyn Array]) -> bool {
+/// another) holds no value twice and the arrays alone, times `scale`, would fill a dictionary
+/// page.
+fn unique_past_a_dictionary(arrays: &[&dyn Array], scale: f64) -> bool {
     let present: usize = arrays.iter().map(|a| a.len() - a.null_count()).sum();
     let starts: Vec<usize> = arrays
         .iter()
@@ -140,7 +152,8 @@ fn unique_past_a_dictionary(arrays: &[&dyn Array]) -> bool {
     let Ok(converter) = RowConverter::new(vec![SortField::new(sample.data_type().clone())]) else { return false };
     let Ok(encoded) = converter.convert_columns(std::slice::from_ref(&sample)) else { return false };
     let distinct: std::collections::HashSet<&[u8]> = encoded.iter().map(|r| r.data()).collect();
-    distinct.len() == sample.len() && present.saturating_mul(value_bytes(sample.as_ref())) >= DICTIONARY_LIMIT
+    distinct.len() == sample.len()
+        && present as f64 * scale * value_bytes(sample.as_ref()) as f64 >= DICTIONARY_LIMIT as f64
 }
 
 /// The mean bytes of a value of the sample, as Parquet stores it plain.

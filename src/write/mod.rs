@@ -3,6 +3,7 @@
 //!
 //! - [`batch`] [sync]: rows and dead letters per source partition, with the offsets they span
 //!   (a Kafka flush's open micro-batch; a mirror's changes of one source commit).
+//! - [`packed`] [sync]: rows held packed (Arrow IPC, LZ4) while a batch fills.
 //! - [`upsert`]: keyed changes against a table: deletion vectors (or rewrites) for the rows the
 //!   keys already have, new files for the upserted rows, one `MERGE` transaction.
 //! - [`deletion`]: rows found by predicate or key, deletion vectors, copy-on-write rewrites
@@ -14,5 +15,6 @@
 internal_mods!(batch);
 internal_mods!(dead_letters);
 internal_mods!(deletion);
+internal_mods!(packed);
 internal_mods!(schema_change);
 internal_mods!(upsert);

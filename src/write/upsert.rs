@@ -93,12 +93,17 @@ pub(crate) struct KeyedChanges<'a> {
 }
 
 impl<'a> KeyedChanges<'a> {
-    /// A Kafka flush's changes, one source per partition, placed by offset.
-    pub(crate) fn of_partitions(parts: &'a BTreeMap<i32, PartitionBatch>) -> Vec<KeyedChanges<'a>> {
+    /// A Kafka flush's changes, one source per partition, placed by offset; `rows` holds each
+    /// partition's rows unpacked ([`PartitionBatch::unpacked`]), in the order of `parts`.
+    pub(crate) fn of_partitions(
+        parts: &'a BTreeMap<i32, PartitionBatch>,
+        rows: &'a [Vec<RecordBatch>],
+    ) -> Vec<KeyedChanges<'a>> {
         parts
             .values()
-            .map(|p| KeyedChanges {
-                batches: &p.batches,
+            .zip(rows)
+            .map(|(p, batches)| KeyedChanges {
+                batches,
                 rows: p.row_offsets.iter().map(|o| ChangeOrder::Offset(*o)).collect(),
                 deletes: p.deletes.iter().map(|(o, k)| (ChangeOrder::Offset(*o), k.as_str())).collect(),
             })
