@@ -3,7 +3,7 @@
 //! from tmux (a terminal as over ssh) until it shows what the table holds, `q` quitting it with
 //! exit 0; `--once` prints the same view as plain text; an endpoint that does not answer is
 //! named on its line, and with none answering `--once` fails in one line; a standalone follower
-//! (`follow --metrics-addr`) is watched like a pipeline.
+//! (`follow --metrics-addr`) is watched as a follower.
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};
@@ -132,7 +132,7 @@ fn top_shows_a_live_pipeline_and_a_push_table_and_quits_on_q() {
     terminate(serve);
 }
 
-/// A standalone follower (`follow --into ... --metrics-addr`) is watched like a pipeline:
+/// A standalone follower (`follow --into ... --metrics-addr`) is watched as a follower:
 /// `top --once` shows it by its follower id with the rows it delivered and its lag in
 /// versions, and a commit to the source shows up on the next look.
 #[test]
@@ -155,7 +155,7 @@ fn top_shows_a_standalone_follower() {
             || {
                 let out = deltabus(&["top", &addr, "--once"]);
                 let text = String::from_utf8_lossy(&out.stdout).into_owned();
-                match row(&text, "pipeline", "mirror-1") {
+                match row(&text, "follower", "mirror-1") {
                     Some(cells) if out.status.success() && cells.get(3) == Some(&rows) => Ok(text),
                     _ => Err(format!("top --once: {text}{}", String::from_utf8_lossy(&out.stderr))),
                 }

@@ -67,7 +67,9 @@ pub(crate) fn lines(before: Option<&Scrape>, now: &Scrape, seconds: f64) -> Vec<
     let mut out = Vec::new();
     for name in names(&now.samples, "deltabus_records_in_total", "pipeline") {
         let n = name.as_str();
-        let lag = if has(&now.samples, "deltabus_source_lag_versions", "pipeline", n) {
+        // A pipeline whose source is a Delta table follows it: it counts its lag in versions.
+        let follower = has(&now.samples, "deltabus_source_lag_versions", "pipeline", n);
+        let lag = if follower {
             let versions = sum(&now.samples, "deltabus_source_lag_versions", "pipeline", n);
             let secs = max(&now.samples, "deltabus_source_lag_seconds", "pipeline", n);
             format!("{versions:.0} versions / {secs:.1} s")
@@ -77,14 +79,15 @@ pub(crate) fn lines(before: Option<&Scrape>, now: &Scrape, seconds: f64) -> Vec<
             format!("{records:.0} records / {secs:.1} s")
         };
         out.push(Line {
-            kind: "pipeline",
+            kind: if follower { "follower" } else { "pipeline" },
             records_per_second: rate("deltabus_records_in_total", "pipeline", n),
             rows: sum(&now.samples, "deltabus_rows_committed_total", "pipeline", n),
             commits_per_second: rate("deltabus_commits_total", "pipeline", n),
             lag,
             dead_letters: sum(&now.samples, "deltabus_dead_letters_total", "pipeline", n),
             latency_ms: mean_ms("deltabus_commit_seconds", "pipeline", n),
-            buffer_percent: Some(max(&now.samples, "deltabus_buffer_fill_ratio", "pipeline", n) * 100.0),
+            buffer_percent: has(&now.samples, "deltabus_buffer_fill_ratio", "pipeline", n)
+                .then(|| max(&now.samples, "deltabus_buffer_fill_ratio", "pipeline", n) * 100.0),
             name,
         });
     }
@@ -183,6 +186,9 @@ mod tests {
                  deltabus_lag_records{pipeline=\"orders\",partition=\"0\"} 7\ndeltabus_lag_records{pipeline=\"orders\",partition=\"1\"} 5\n\
                  deltabus_lag_seconds{pipeline=\"orders\",partition=\"1\"} 2.5\ndeltabus_buffer_fill_ratio{pipeline=\"orders\"} 0.25\n\
                  deltabus_dead_letters_total{pipeline=\"orders\"} 2\n\
+                 deltabus_records_in_total{pipeline=\"mirror-1\"} 9\n\
+                 deltabus_source_lag_versions{pipeline=\"mirror-1\"} 2\n\
+                 deltabus_source_lag_seconds{pipeline=\"mirror-1\"} 1.5\n\
                  deltabus_push_requests_total{table=\"events\",producer=\"p\",outcome=\"committed\"} 4\n\
                  deltabus_push_rows_total{table=\"events\",producer=\"p\"} 40\n\
                  process_cpu_seconds_total 11\nprocess_resident_memory_bytes 1048576\n\
@@ -190,18 +196,24 @@ mod tests {
             ),
         };
         let got = lines(Some(&before), &now, 2.0);
-        assert_eq!(got.len(), 2);
-        let p = &got[0];
+        assert_eq!(got.len(), 3);
+        let p = &got[1];
         assert_eq!((p.kind, p.name.as_str()), ("pipeline", "orders"));
         assert_eq!((p.records_per_second, p.commits_per_second, p.rows, p.dead_letters), (100.0, 1.0, 250.0, 2.0));
         assert_eq!(p.lag, "12 records / 2.5 s");
         assert!((p.latency_ms.unwrap() - 200.0).abs() < 1e-9, "{p:?}");
         assert_eq!(p.buffer_percent, Some(25.0));
+        // A pipeline with a Delta source is a follower, its lag in versions.
+        assert_eq!(
+            (got[0].kind, got[0].name.as_str(), got[0].lag.as_str()),
+            ("follower", "mirror-1", "2 versions / 1.5 s")
+        );
+        assert_eq!(got[0].buffer_percent, None, "a follower buffers no batch");
         // A series new since the last scrape counts from zero.
-        assert_eq!((got[1].kind, got[1].rows, got[1].records_per_second), ("push", 40.0, 20.0));
+        assert_eq!((got[2].kind, got[2].rows, got[2].records_per_second), ("push", 40.0, 20.0));
         let proc = process(Some(&before), &now, 2.0);
         assert_eq!(proc, Process { resident_bytes: 1048576.0, cpu_percent: 50.0, version: "1.2.3".into() });
         // A first scrape has no rates yet.
-        assert_eq!(lines(None, &now, 0.0)[0].records_per_second, 0.0);
+        assert_eq!(lines(None, &now, 0.0)[1].records_per_second, 0.0);
     }
 }
