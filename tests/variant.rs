@@ -274,3 +274,69 @@ fn write_lands_json_lines_in_a_declared_variant_column() {
     }
     assert!(theirs[4].get("j").is_none_or(Value::is_null), "{}", theirs[4]);
 }
+
+/// `write --variant-columns` creates the table with those fields typed `variant` (lines whose
+/// fields take any shape, inference left to the other fields), adds another with
+/// `--evolve-schema`, and refuses to name a column the table types otherwise;
+/// `--record-variant` lands each whole line in one column. Spark reads both.
+#[test]
+fn write_types_named_fields_variant_and_lands_whole_lines_in_a_record_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let (table, whole) = (dir.path().join("named"), dir.path().join("whole"));
+    let (t, w) = (table.to_str().unwrap(), whole.to_str().unwrap());
+    let sent = [r#"{"a":[1,"x"],"ü":{"k":true}}"#, r#""texte 😀""#, r#"[1,[2,{"n":null}]]"#, r#"7"#];
+    let lines: String =
+        sent.iter().enumerate().map(|(i, v)| format!("{{\"id\":{i},\"props\":{v},\"name\":\"n{i}\"}}\n")).collect();
+    crate::support::write_ok(&table, &["--variant-columns", "props"], &lines);
+    let d = run_json(&["describe", t]);
+    assert!(d["protocol"]["readerFeatures"].to_string().contains("variantType"), "{d}");
+    let got = rows(t);
+    assert_eq!(got.len(), 4);
+    for (i, v) in sent.iter().enumerate() {
+        let row = got.iter().find(|r| r["id"] == i).unwrap();
+        assert_eq!(
+            (&row["props"], &row["name"]),
+            (&serde_json::from_str::<Value>(v).unwrap(), &Value::from(format!("n{i}")))
+        );
+    }
+    // A new field named as a variant column joins the table as one.
+    let more = "{\"id\":4,\"props\":{},\"tags\":{\"x\":[1]}}\n{\"id\":5,\"tags\":\"just text\"}\n";
+    crate::support::write_ok(&table, &["--variant-columns", "props,tags", "--evolve-schema"], more);
+    let got = rows(t);
+    assert_eq!(got.len(), 6);
+    let tags: Vec<&Value> = [4, 5].iter().map(|i| &got.iter().find(|r| r["id"] == *i).unwrap()["tags"]).collect();
+    assert_eq!(tags, [&serde_json::json!({"x":[1]}), &Value::from("just text")]);
+    // A column the table types otherwise is refused in one line, and nothing lands.
+    let out = crate::support::write_jsonl(&table, &["--variant-columns", "name"], "{\"id\":6,\"name\":{\"a\":1}}\n");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && e.contains("\"name\"") && e.trim().lines().count() == 1, "{e}");
+    assert_eq!(rows(t).len(), 6);
+    // Whole lines of any shape into one column.
+    let any = "{\"a\":1}\n[1,2]\n\"ß\"\n{\"deep\":{\"er\":[{}]}}\n";
+    crate::support::write_ok(&whole, &["--record-variant", "raw"], any);
+    let mut got: Vec<String> = rows(w).iter().map(|r| r["raw"].to_string()).collect();
+    got.sort();
+    let mut want: Vec<String> = any.lines().map(|l| serde_json::from_str::<Value>(l).unwrap().to_string()).collect();
+    want.sort();
+    assert_eq!(got, want);
+    let Some(spark) = spark() else { return };
+    for (table, query) in [
+        (t, "SELECT to_json(props) AS j FROM delta.`{}` WHERE id < 4 ORDER BY id"),
+        (w, "SELECT to_json(raw) AS j FROM delta.`{}`"),
+    ] {
+        let theirs =
+            spark_sql(&spark, &[&query.replace("{}", table)]).unwrap_or_else(|e| panic!("Spark reads {table}: {e}"));
+        let mut printed: Vec<Value> =
+            theirs.iter().map(|r| serde_json::from_str(r["j"].as_str().unwrap()).unwrap()).collect();
+        let mut want: Vec<Value> = if table == t {
+            sent.iter().map(|v| serde_json::from_str(v).unwrap()).collect()
+        } else {
+            any.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        };
+        if table == w {
+            printed.sort_by_key(Value::to_string);
+            want.sort_by_key(Value::to_string);
+        }
+        assert_eq!(printed, want, "Spark's rows of {table}");
+    }
+}

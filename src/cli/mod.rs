@@ -330,6 +330,13 @@ pub struct WriteArgs {
     /// `evolve_schema`; `--merge-schema` is an alias).
     #[arg(long = "evolve-schema", alias = "merge-schema")]
     pub merge_schema: bool,
+    /// JSON fields that land as `variant` columns whatever their shape, comma-separated (a
+    /// pipeline's `variant_columns`): typed so in a new table, or when --evolve-schema adds them.
+    #[arg(long, value_delimiter = ',', value_name = "FIELDS")]
+    pub variant_columns: Vec<String>,
+    /// The `variant` column each whole JSON line lands in (a pipeline's `record_variant`).
+    #[arg(long, value_name = "COLUMN", conflicts_with = "variant_columns")]
+    pub record_variant: Option<String>,
     /// Idempotency key: with --txn-version, a second run with the same pair commits nothing.
     #[arg(long, requires = "txn_version")]
     pub app_id: Option<String>,
@@ -563,6 +570,10 @@ async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &m
         None => None,
     };
     let target_file_size = args.target_file_size.map(ByteSize::get);
+    let columns: Vec<String> =
+        args.variant_columns.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+    let variants = crate::config::variants::Variants::new(&columns, args.record_variant.as_deref())
+        .map_err(|why| Error::InvalidArgument(format!("--variant-columns / --record-variant: {why}")))?;
     let opts = WriteOptions {
         mode: match args.mode {
             ModeArg::Append => WriteMode::Append,
@@ -571,6 +582,7 @@ async fn write(args: WriteArgs, storage: crate::storage::StorageOptions, out: &m
         partition_by: args.partition_by.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
         cluster_by: args.cluster_by.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
         merge_schema: args.merge_schema,
+        variants,
         schema,
         properties,
         txn: args.app_id.zip(args.txn_version),

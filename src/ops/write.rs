@@ -48,6 +48,9 @@ pub(crate) struct WriteOptions {
     /// Clustering columns of a new table.
     pub cluster_by: Vec<String>,
     pub merge_schema: bool,
+    /// Fields typed `variant` in a new table or when the schema evolves (or the column each
+    /// whole line lands in); the table's own variant columns take any shape in any case.
+    pub variants: crate::config::variants::Variants,
     /// Explicit schema for a new table (otherwise inferred).
     pub schema: Option<StructType>,
     /// Table properties for a new table.
@@ -70,6 +73,7 @@ impl Default for WriteOptions {
             partition_by: Vec::new(),
             cluster_by: Vec::new(),
             merge_schema: false,
+            variants: Default::default(),
             schema: None,
             properties: HashMap::new(),
             txn: None,
@@ -173,7 +177,8 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
     let read_existed = existing.as_ref().map(|s| s.version);
     let snapshot = match existing {
         Some(s) => {
-            let incoming = if sample_lines.is_empty() { None } else { Some(infer_schema(&sample_lines)?) };
+            opts.variants.check(&s.schema).map_err(Error::InvalidArgument)?;
+            let incoming = if sample_lines.is_empty() { None } else { Some(inferred(&sample_lines, &opts.variants)?) };
             let merged = match incoming {
                 Some(inc) => merge_schema(&s.schema, &inc)?,
                 None => None,
@@ -208,13 +213,16 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
         }
         None => {
             let schema = match &opts.schema {
-                Some(s) => s.clone(),
-                None if sample_lines.is_empty() => {
+                Some(s) => {
+                    opts.variants.check(s).map_err(Error::InvalidArgument)?;
+                    s.clone()
+                }
+                None if sample_lines.is_empty() && opts.variants.record().is_none() => {
                     return Err(Error::InvalidArgument(
                         "no records to infer a schema from (give --schema to create an empty table)".into(),
                     ))
                 }
-                None => infer_schema(&sample_lines)?,
+                None => inferred(&sample_lines, &opts.variants)?,
             };
             let (protocol, metadata) = new_table(schema, &opts.partition_by, &opts.properties)?;
             let (actions, created) = crate::delta::clustering::created(protocol, metadata, &opts.cluster_by)?;
@@ -235,11 +243,13 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
     let rules = Arc::new(RecordRules::new(&decode_schema));
     // Variant columns: each line split and its variant fields encoded, as pushed lines are.
     let variant = |t: &arrow::datatypes::DataType| matches!(t, arrow::datatypes::DataType::Struct(f) if crate::delta::arrow_schema::is_variant(f));
-    let variants = decode_schema
-        .fields()
-        .iter()
-        .any(|f| variant(f.data_type()))
-        .then(|| Arc::new(crate::decode::json::PayloadDecoder::new(decode_schema.clone(), usize::MAX)));
+    let variants = decode_schema.fields().iter().any(|f| variant(f.data_type())).then(|| {
+        let decoder = crate::decode::json::PayloadDecoder::new(decode_schema.clone(), usize::MAX);
+        Arc::new(match opts.variants.record() {
+            Some(column) => decoder.with_record_variant(column),
+            None => decoder,
+        })
+    });
     let mut writer = DataWriter::new(table, &snapshot, config)?;
     // Two stages on two cores: decoding (blocking threads) feeds Parquet encoding through a
     // small bounded channel, so memory stays at a few batches whatever the input size.
@@ -377,6 +387,18 @@ pub(crate) async fn write_json_lines_until<R: AsyncBufRead + Unpin>(
 }
 
 /// Properties a write may change on an existing table: those that need no protocol change.
+/// The schema of `lines` with `variants` applied (with a record variant, that column alone:
+/// lines of any shape need no inference).
+///
+/// # Errors
+/// As [`infer_schema`].
+fn inferred(lines: &[&str], variants: &crate::config::variants::Variants) -> Result<StructType> {
+    if variants.record().is_some() {
+        return Ok(variants.applied(StructType::new(Vec::new())));
+    }
+    Ok(variants.applied(infer_schema(lines)?))
+}
+
 fn changeable(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
     !(k.starts_with("delta.feature.")
