@@ -399,20 +399,7 @@ async fn stop_at_end_ingests_the_backlog_and_returns() {
     produce(&brokers, "backlog", &records).await;
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("t").to_string_lossy().into_owned();
-    let mut p = pipeline(&brokers, "backlog", &table);
-    p.kafka.stop_at_end = true;
-    let opts = ServiceOptions {
-        pipelines: vec![p.validate("p0").unwrap()],
-        storage: StorageOptions::default(),
-        metrics_addr: None,
-        shutdown_timeout: Duration::from_secs(30),
-    };
-    let (_never, stop_rx) = tokio::sync::watch::channel(false);
-    let reports = tokio::time::timeout(Duration::from_secs(90), run(opts, Arc::new(Metrics::default()), stop_rx))
-        .await
-        .expect("stopped by itself at the end")
-        .unwrap();
-    assert_eq!(reports["p0"].rows_committed, 500, "{reports:?}");
+    assert_eq!(run_to_end(pipeline(&brokers, "backlog", &table)).await, 500);
     let snapshot = Table::open(&table, StorageOptions::default()).unwrap().snapshot(None).await.unwrap();
     let rows: i64 = snapshot
         .files()

@@ -226,11 +226,7 @@ impl DataWriter {
         batches: impl IntoIterator<Item = &'b RecordBatch>,
     ) -> Result<Vec<Add>> {
         let batches: Vec<&RecordBatch> = batches.into_iter().collect();
-        let mode = self.snapshot.column_mapping();
-        let physical =
-            |name: String| self.snapshot.schema.field(&name).map_or(name.clone(), |f| f.physical_name(mode).into());
-        let plain = super::plain_columns::plain_columns(&batches).into_iter().map(physical);
-        self.plain = Some(plain.map(|n| ColumnPath::new(vec![n])).collect());
+        self.choose_plain(&batches, batches.iter().map(|b| b.num_rows()).sum());
         for b in batches {
             if let Err(e) = self.write(b).await {
                 self.abort().await;
@@ -252,11 +248,7 @@ impl DataWriter {
         rows: usize,
         chunks: &C,
     ) -> Result<Vec<Add>> {
-        let mode = self.snapshot.column_mapping();
-        let physical =
-            |name: String| self.snapshot.schema.field(&name).map_or(name.clone(), |f| f.physical_name(mode).into());
-        let plain = super::plain_columns::plain_columns_of_sample(sample, rows).into_iter().map(physical);
-        self.plain = Some(plain.map(|n| ColumnPath::new(vec![n])).collect());
+        self.choose_plain(sample, rows);
         for i in 0..chunks.count() {
             let written = match chunks.chunk(i) {
                 Ok(batches) => self.write_each(&batches).await,
@@ -268,6 +260,16 @@ impl DataWriter {
             }
         }
         self.finish().await
+    }
+
+    /// Chooses the columns every file of this writer writes without a dictionary, judged from
+    /// `sample` as if from all of a transaction's `rows` (`plain_columns`).
+    fn choose_plain(&mut self, sample: &[&RecordBatch], rows: usize) {
+        let mode = self.snapshot.column_mapping();
+        let physical =
+            |name: String| self.snapshot.schema.field(&name).map_or(name.clone(), |f| f.physical_name(mode).into());
+        let plain = super::plain_columns::plain_columns_of_sample(sample, rows).into_iter().map(physical);
+        self.plain = Some(plain.map(|n| ColumnPath::new(vec![n])).collect());
     }
 
     async fn write_each(&mut self, batches: &[RecordBatch]) -> Result<()> {

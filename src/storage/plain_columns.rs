@@ -44,11 +44,10 @@ pub(crate) fn plain_columns(batches: &[&RecordBatch]) -> Vec<String> {
     plain_columns_of_sample(batches, rows)
 }
 
-/// [`plain_columns`] judged from `sample`, batches drawn from across a transaction's `rows`
+/// [`plain_columns`] judged from `batches`, a sample drawn from across a transaction's `rows`
 /// rows: the sample must hold no value twice, and its values scaled to `rows` must fill the
 /// dictionary page limit.
-pub(crate) fn plain_columns_of_sample(sample: &[&RecordBatch], rows: usize) -> Vec<String> {
-    let batches = sample;
+pub(crate) fn plain_columns_of_sample(batches: &[&RecordBatch], rows: usize) -> Vec<String> {
     let Some(first) = batches.first() else { return Vec::new() };
     let sampled: usize = batches.iter().map(|b| b.num_rows()).sum();
     let scale = if sampled == 0 { 1.0 } else { (rows as f64 / sampled as f64).max(1.0) };
