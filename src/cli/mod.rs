@@ -297,9 +297,10 @@ pub enum Command {
     },
     /// Print the manual page (roff), e.g. `deltabus man > /usr/local/share/man/man1/deltabus.1`.
     Man,
-    /// Watch running deltabus processes live: per pipeline, push table and Kafka-protocol topic
-    /// the records/s, rows committed, commits/s, lag, dead letters, commit latency and buffer,
-    /// read from their /metrics endpoints (`q` quits; `--once` prints plain text).
+    /// Watch running deltabus processes live: per pipeline, follower, push table and
+    /// Kafka-protocol topic the records/s, rows committed, commits/s, lag, dead letters, commit
+    /// latency and buffer, read from their /metrics endpoints (`q` quits; `--once` prints plain
+    /// text).
     Top(top::TopArgs),
     /// Write the docs site's reference pages (commands, configuration keys, metrics) into DIR.
     #[command(hide = true)]
